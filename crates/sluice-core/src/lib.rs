@@ -1,0 +1,18 @@
+//! Shared vocabulary of every sluice crate: integer-nanosecond time, clocks,
+//! rates, human-friendly duration/rate parsing and the send-time-error
+//! statistics.
+//!
+//! Design: time on the data path is a plain `u64` of nanoseconds wrapped in
+//! newtypes ([`Nanos`] for spans, [`MonoTime`] for points on the monotonic
+//! clock). No floating point, no `std::time::Instant` (opaque, cannot be
+//! virtualised), so the pacer can be driven by a [`VirtualClock`] in tests.
+
+pub mod clock;
+pub mod parse;
+pub mod stats;
+pub mod time;
+
+pub use clock::{Clock, MonotonicClock, VirtualClock};
+pub use parse::{parse_count, parse_duration, parse_rate, ParseError};
+pub use stats::{ErrorHistogram, Percentiles};
+pub use time::{MonoTime, Nanos};
