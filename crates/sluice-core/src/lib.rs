@@ -7,11 +7,13 @@
 //! clock). No floating point, no `std::time::Instant` (opaque, cannot be
 //! virtualised), so the pacer can be driven by a [`VirtualClock`] in tests.
 
+pub mod batch;
 pub mod clock;
 pub mod parse;
 pub mod stats;
 pub mod time;
 
+pub use batch::{Batch, Entry};
 pub use clock::{Clock, MonotonicClock, VirtualClock};
 pub use parse::{parse_count, parse_duration, parse_rate, ParseError};
 pub use stats::{ErrorHistogram, Percentiles};

@@ -1,0 +1,238 @@
+//! Deterministic mutation test: seeded random damage to every small
+//! testdata capture (flipped bytes, cuts, 4-byte fields set to 0 /
+//! 0xffffffff / random, deleted and duplicated ranges), each mutant read to
+//! the end through `from_reader`, sometimes in tiny read chunks. The reader
+//! must never panic, must end (packets <= bytes / 16 + 1), must not hand out
+//! more packet bytes than the input has, and after an error must repeat it.
+
+use std::io::{self, Cursor, Read};
+use std::mem::discriminant;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use sluice_capture::CaptureReader;
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/testdata/pcap");
+const MAX_FILE: u64 = 100 * 1024;
+/// Mutation work per file in input bytes: a file gets about this many
+/// bytes' worth of mutants, within [`MIN_MUTANTS`, `MAX_MUTANTS`] (small
+/// files are cheap and dense in structure; this keeps the debug run short).
+const BYTES_PER_FILE: usize = 3_000_000;
+const MIN_MUTANTS: usize = 200;
+const MAX_MUTANTS: usize = 3_000;
+
+/// splitmix64: small, seedable, good enough for picking mutations.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// A reader that hands out at most `chunk` bytes per call.
+struct Trickle {
+    data: Cursor<Vec<u8>>,
+    chunk: usize,
+}
+
+impl Read for Trickle {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = out.len().min(self.chunk);
+        self.data.read(&mut out[..n])
+    }
+}
+
+/// Record/block start offsets of the original file: mutations aimed here
+/// hit length and type fields instead of payload.
+fn boundaries(bytes: &[u8]) -> Vec<usize> {
+    let mut v = vec![0, 8, 16, 24];
+    if let Ok(mut r) = CaptureReader::from_reader(Box::new(Cursor::new(bytes.to_vec())), "orig") {
+        v.push(r.offset() as usize);
+        while let Ok(Some(_)) = r.next_packet() {
+            v.push(r.offset() as usize);
+        }
+    }
+    v
+}
+
+fn mutate(rng: &mut Rng, orig: &[u8], marks: &[usize]) -> Vec<u8> {
+    let mut v = orig.to_vec();
+    for _ in 0..1 + rng.below(3) {
+        if v.is_empty() {
+            break;
+        }
+        // Aim at a structural offset most of the time.
+        let at = if rng.below(4) == 0 {
+            rng.below(v.len())
+        } else {
+            (marks[rng.below(marks.len())] + rng.below(32)).min(v.len() - 1)
+        };
+        match rng.below(8) {
+            0 => v[at] ^= 1 << rng.below(8),
+            1 => v[at] = rng.next() as u8,
+            2 => v.truncate(rng.below(v.len())),
+            3..=5 => {
+                let val = match rng.below(3) {
+                    0 => 0u32,
+                    1 => u32::MAX,
+                    _ => rng.next() as u32,
+                };
+                for (i, b) in val.to_le_bytes().iter().enumerate() {
+                    if let Some(x) = v.get_mut(at + i) {
+                        *x = *b;
+                    }
+                }
+            }
+            6 => {
+                let end = (at + 1 + rng.below(64)).min(v.len());
+                v.drain(at..end);
+            }
+            _ => {
+                let end = (at + 1 + rng.below(64)).min(v.len());
+                let copy = v[at..end].to_vec();
+                v.splice(at..at, copy);
+            }
+        }
+    }
+    v
+}
+
+/// Reads a mutant to the end; returns a description of any misbehaviour.
+/// `expand` bounds how much larger the decoded stream can be (1 for plain
+/// captures; deflate's maximum ratio for gzip).
+fn check(bytes: Vec<u8>, chunk: usize, expand: usize) -> Result<(), String> {
+    let len = bytes.len() * expand;
+    let src: Box<dyn Read + Send> = if chunk == 0 {
+        Box::new(Cursor::new(bytes))
+    } else {
+        Box::new(Trickle {
+            data: Cursor::new(bytes),
+            chunk,
+        })
+    };
+    let Ok(mut r) = CaptureReader::from_reader(src, "mutant") else {
+        return Ok(());
+    };
+    let limit = len as u64 / 16 + 1;
+    let mut data_bytes = 0usize;
+    loop {
+        match r.next_packet() {
+            Ok(Some(p)) => {
+                // Packet bytes come from distinct parts of the input.
+                data_bytes += p.data.len();
+                if data_bytes > len {
+                    return Err(format!("{data_bytes} packet bytes from a {len}-byte input"));
+                }
+                if r.packets_read() > limit {
+                    return Err(format!("more than {limit} packets from {len} bytes"));
+                }
+                if r.offset() > len as u64 {
+                    return Err(format!("offset {} past the {len}-byte input", r.offset()));
+                }
+            }
+            Ok(None) => {
+                return match r.next_packet() {
+                    Ok(None) => Ok(()),
+                    _ => Err("Ok(None) not repeated".into()),
+                }
+            }
+            Err(e) => {
+                for _ in 0..2 {
+                    match r.next_packet() {
+                        Err(again)
+                            if discriminant(&again.kind) == discriminant(&e.kind)
+                                && again.offset == e.offset => {}
+                        _ => return Err(format!("error `{e}` not repeated")),
+                    }
+                }
+                return Ok(());
+            }
+        }
+    }
+}
+
+fn run(name: &str, orig: &[u8], mutants: usize, expand: usize) {
+    let marks = boundaries(orig);
+    let seed = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let mut rng = Rng(seed);
+    for i in 0..mutants {
+        let m = mutate(&mut rng, orig, &marks);
+        let chunk = match rng.below(4) {
+            0 => 1 + rng.below(40),
+            _ => 0,
+        };
+        match catch_unwind(AssertUnwindSafe(|| check(m, chunk, expand))) {
+            Ok(Ok(())) => {}
+            Ok(Err(why)) => panic!("{name} mutant {i} (seed {seed:#x}): {why}"),
+            Err(_) => panic!("{name} mutant {i} (seed {seed:#x}, chunk {chunk}): reader panicked"),
+        }
+    }
+}
+
+fn small_files() -> Vec<(String, Vec<u8>)> {
+    let dir = PathBuf::from(DIR);
+    assert!(dir.is_dir(), "testdata directory {} is missing", dir.display());
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            (n.ends_with(".pcap") || n.ends_with(".pcapng"))
+                && p.metadata().unwrap().len() < MAX_FILE
+        })
+        .map(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().to_string();
+            (n, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    assert!(files.len() > 40, "expected the testdata captures, found {}", files.len());
+    files
+}
+
+fn budget(len: usize) -> usize {
+    (BYTES_PER_FILE / len.max(1)).clamp(MIN_MUTANTS, MAX_MUTANTS)
+}
+
+/// Half of the files (alternating by name), so two test threads share the
+/// work evenly.
+fn half(part: usize) {
+    for (name, bytes) in small_files().iter().skip(part).step_by(2) {
+        run(name, bytes, budget(bytes.len()), 1);
+    }
+}
+
+#[test]
+fn mutated_captures_never_panic_or_hang_part_1() {
+    half(0);
+}
+
+#[test]
+fn mutated_captures_never_panic_or_hang_part_2() {
+    half(1);
+}
+
+#[test]
+fn mutated_gzip_never_panics_or_hangs() {
+    for (name, bytes) in small_files()
+        .iter()
+        .filter(|(n, _)| n == "tcpdump__dns_tcp.pcap" || n == "zeek__vlan-pcp-dei.pcapng")
+    {
+        let mut e = GzEncoder::new(Vec::new(), Compression::default());
+        io::Write::write_all(&mut e, bytes).unwrap();
+        let gz = e.finish().unwrap();
+        run(&format!("{name}.gz"), &gz, 300, 1100);
+    }
+}

@@ -1,0 +1,16 @@
+//! `sluice analyze`.
+
+use crate::args::AnalyzeArgs;
+use crate::{bad_input, exit, Failure};
+use anyhow::Context;
+
+pub fn run(a: AnalyzeArgs) -> Result<u8, Failure> {
+    let report = sluice_analyze::analyze(&a.capture, a.reference.as_deref()).map_err(bad_input)?;
+    if a.json {
+        let text = serde_json::to_string_pretty(&report).context("encoding JSON")?;
+        println!("{text}");
+    } else {
+        print!("{}", report.render_text());
+    }
+    Ok(exit::OK)
+}

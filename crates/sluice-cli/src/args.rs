@@ -1,0 +1,162 @@
+//! Command-line arguments, as parsed (phase one: no side effects).
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use sluice_core::{parse_count, parse_duration, parse_rate, Nanos};
+use sluice_sink::SinkSpec;
+use sluice_wire::{MacAddr, PayloadMode};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "sluice", version, about = "A precise, fast software traffic generator")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Replay a pcap/pcapng trace with its recorded timing (or scaled, fixed rate, top speed).
+    Replay(ReplayArgs),
+    /// Analyze a capture: counts, rates, inter-arrival times; against a reference: loss, reordering, |D_M − D_R|.
+    Analyze(AnalyzeArgs),
+    /// Build a small trace, replay it (through a veth pair as root, else to a pcap file), analyze the result.
+    Demo(DemoArgs),
+}
+
+fn duration(s: &str) -> Result<Nanos, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+fn rate(s: &str) -> Result<f64, String> {
+    parse_rate(s).map_err(|e| e.to_string())
+}
+fn count(s: &str) -> Result<u64, String> {
+    parse_count(s).map_err(|e| e.to_string())
+}
+fn cpus(s: &str) -> Result<Vec<usize>, String> {
+    s.split(',')
+        .map(|c| c.trim().parse::<usize>().map_err(|_| format!("'{c}' is not a CPU number")))
+        .collect()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ClockArg {
+    Monotonic,
+    Virtual,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TxModeArg {
+    /// PACKET_TX_RING (mmap), falling back to sendmmsg.
+    Ring,
+    /// sendmmsg batches.
+    Sendmmsg,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// Trace to replay (pcap or pcapng, optionally gzip-compressed).
+    pub trace: PathBuf,
+    /// Where packets go: null, pcap:PATH, afpacket:IFACE.
+    #[arg(long, short = 't', default_value = "null")]
+    pub to: SinkSpec,
+
+    /// Speed up (>1) or slow down (<1) the recorded timing.
+    #[arg(long, short = 'x', group = "timing")]
+    pub multiplier: Option<f64>,
+    /// Send at a fixed packet rate, e.g. 100k.
+    #[arg(long, value_parser = rate, group = "timing")]
+    pub pps: Option<f64>,
+    /// Send at a fixed bit rate in Mbit/s (frame bytes), e.g. 250.
+    #[arg(long, value_parser = rate, group = "timing")]
+    pub mbps: Option<f64>,
+    /// Send as fast as the output accepts.
+    #[arg(long, group = "timing")]
+    pub topspeed: bool,
+
+    /// Passes over the trace (0 = forever). Time continues across passes.
+    #[arg(long = "loop", default_value = "1", value_parser = count)]
+    pub loops: u64,
+    /// Stop after N packets.
+    #[arg(long, value_parser = count)]
+    pub limit: Option<u64>,
+    /// Stop after this long, e.g. 10s.
+    #[arg(long, value_parser = duration)]
+    pub duration: Option<Nanos>,
+
+    /// Drift window T_d: drop (and count as time violations) packets later than this.
+    #[arg(long, value_parser = duration)]
+    pub drift: Option<Nanos>,
+    /// Count a packet as late when ε exceeds this.
+    #[arg(long, value_parser = duration, default_value = "10us")]
+    pub late_threshold: Nanos,
+    /// Spin instead of sleeping for the last stretch before each send.
+    #[arg(long, value_parser = duration, default_value = "100us")]
+    pub spin: Nanos,
+
+    /// Payload handling: keep, zero (same length), truncate (headers only); checksums are recomputed.
+    #[arg(long, default_value = "keep")]
+    pub payload: PayloadMode,
+    /// Source MAC for frames whose link type has none (raw IP, SLL, NULL).
+    #[arg(long, default_value = "02:00:00:00:00:01")]
+    pub src_mac: MacAddr,
+    /// Destination MAC for frames whose link type has none.
+    #[arg(long, default_value = "02:00:00:00:00:02")]
+    pub dst_mac: MacAddr,
+    /// Skip (and count) packets of unsupported link types instead of refusing the trace.
+    #[arg(long)]
+    pub skip_unsupported: bool,
+
+    /// TX threads; the trace is split by flow hash (per-flow order kept).
+    #[arg(long, default_value = "1")]
+    pub threads: usize,
+    /// Pin TX threads to these CPUs, e.g. 1 or 0,1.
+    #[arg(long, value_parser = cpus)]
+    pub cpu: Option<Vec<usize>>,
+    /// SCHED_FIFO priority and mlockall for the TX threads.
+    #[arg(long)]
+    pub rt: bool,
+    /// How frames reach an afpacket interface.
+    #[arg(long, value_enum, default_value = "ring")]
+    pub tx_mode: TxModeArg,
+
+    /// Write one JSON object per second to PATH (- for stdout).
+    #[arg(long)]
+    pub stats_json: Option<String>,
+    /// Write the final summary as JSON to PATH (- for stdout).
+    #[arg(long)]
+    pub summary_json: Option<String>,
+    /// No live status line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Clock: monotonic (real) or virtual (instant, deterministic; for tests and conversion).
+    #[arg(long, value_enum, default_value = "monotonic", hide = true)]
+    pub clock: ClockArg,
+}
+
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// Capture to analyze (pcap or pcapng).
+    pub capture: PathBuf,
+    /// The trace that was sent: match packets by content, report loss, reordering, |D_M − D_R|.
+    #[arg(long, short = 'r')]
+    pub reference: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Keep the demo's files in this directory (default: a temporary one).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Packets per second of the demo trace.
+    #[arg(long, value_parser = rate, default_value = "20k")]
+    pub pps: f64,
+    /// Packets in the demo trace.
+    #[arg(long, value_parser = count, default_value = "20000")]
+    pub packets: u64,
+    /// Never use a veth pair, even as root.
+    #[arg(long)]
+    pub no_veth: bool,
+}

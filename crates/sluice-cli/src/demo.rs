@@ -1,0 +1,248 @@
+//! `sluice demo`: the README's first command. Builds a small constant-rate
+//! trace in memory, replays it with its recorded timing — through a veth pair
+//! into a network namespace, captured there by tcpdump, when run as root;
+//! else into a pcap file — then analyzes the result against the trace.
+
+use crate::args::DemoArgs;
+use crate::progress::Progress;
+use crate::{exit, signals, Failure};
+use anyhow::{anyhow, bail, Context};
+use sluice_capture::{LinkType, PcapWriter};
+use sluice_engine::{run_replay, EngineConfig};
+use sluice_pace::TimingMode;
+use sluice_sink::{AfPacketSink, PcapSink, Sink, TxMode};
+use sluice_source::{ReplayConfig, ReplaySource};
+use sluice_wire::{checksum, MacAddr, PayloadMode};
+use std::io::{BufRead, BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+pub fn run(a: DemoArgs) -> Result<u8, Failure> {
+    let tmp;
+    let dir: PathBuf = match &a.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+            d.clone()
+        }
+        None => {
+            tmp = TempDir::new()?;
+            tmp.0.clone()
+        }
+    };
+    let trace = dir.join("demo-trace.pcap");
+    let gap_ns = (1e9 / a.pps).round() as u64;
+    write_trace(&trace, a.packets, gap_ns)?;
+    eprintln!(
+        "demo: wrote {} ({} UDP frames of 64 bytes, one every {} ns = {:.0} pps)",
+        trace.display(),
+        a.packets,
+        gap_ns,
+        a.pps
+    );
+    let veth = !a.no_veth && is_root() && which("ip") && which("tcpdump");
+    let capture = dir.join("demo-capture.pcap");
+    let summary = if veth {
+        let net = DemoNet::up()?;
+        let dump = net.capture(&capture)?;
+        let sink = AfPacketSink::open(DemoNet::TX, TxMode::Auto)?;
+        eprintln!("demo: replaying through veth {} -> {} (namespace {}), captured by tcpdump", DemoNet::TX, DemoNet::RX, net.ns);
+        let s = replay(&trace, Box::new(sink))?;
+        dump.stop()?;
+        s
+    } else {
+        if !a.no_veth {
+            eprintln!("demo: not root (or ip/tcpdump missing): replaying into a pcap file instead of a veth pair");
+        }
+        let sink = PcapSink::create(&capture)?;
+        replay(&trace, Box::new(sink))?
+    };
+    eprintln!("\n== sender summary ==\n{}", summary.render());
+    let report = sluice_analyze::analyze(&capture, Some(&trace))?;
+    println!("\n== analysis of {} against the trace ==", capture.display());
+    print!("{}", report.render_text());
+    if a.dir.is_some() {
+        println!("\nfiles kept in {}", dir.display());
+    }
+    Ok(if summary.interrupted {
+        exit::INTERRUPTED
+    } else {
+        exit::OK
+    })
+}
+
+fn replay(trace: &Path, sink: Box<dyn Sink>) -> Result<sluice_engine::Summary, Failure> {
+    let source = ReplaySource::open(ReplayConfig {
+        path: trace.to_path_buf(),
+        timing: TimingMode::Recorded { multiplier: 1.0 },
+        loops: 1,
+        limit: None,
+        max_due: None,
+        payload: PayloadMode::Keep,
+        src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+        dst_mac: MacAddr([2, 0, 0, 0, 0, 0x99]),
+        skip_unsupported: false,
+        threads: 1,
+    })?;
+    let cfg = EngineConfig {
+        stop: signals::install()?,
+        ..EngineConfig::default()
+    };
+    let mut progress = Progress::new(false, None);
+    let s = run_replay(source, vec![sink], &cfg, &mut progress);
+    progress.finish();
+    Ok(s?)
+}
+
+/// The frame layout of `shared/bench/mktrace.py`: UDP/IPv4 to MAC
+/// 02:00:00:00:00:99 with an 8-byte sequence number at offset 42.
+pub fn demo_frame(seq: u64, frame_len: usize) -> Vec<u8> {
+    let mut f = Vec::with_capacity(frame_len);
+    f.extend_from_slice(&[2, 0, 0, 0, 0, 0x99, 2, 0, 0, 0, 0, 1, 0x08, 0x00]);
+    let ip_len = (frame_len - 14) as u16;
+    let mut ip = [0u8; 20];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
+    ip[4..6].copy_from_slice(&(seq as u16).to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&[10, 99, 0, 1]);
+    ip[16..20].copy_from_slice(&[10, 99, 0, 2]);
+    let c = checksum::ipv4_header_checksum(&ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&1024u16.to_be_bytes());
+    f.extend_from_slice(&9u16.to_be_bytes());
+    f.extend_from_slice(&(ip_len - 20).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(&seq.to_be_bytes());
+    f.resize(frame_len, 0);
+    f
+}
+
+fn write_trace(path: &Path, packets: u64, gap_ns: u64) -> anyhow::Result<()> {
+    let file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w = PcapWriter::new(BufWriter::new(file), LinkType::ETHERNET, 65_535)?;
+    let t0 = 1_700_000_000u64 * 1_000_000_000;
+    for i in 0..packets {
+        let f = demo_frame(i, 64);
+        w.write_packet(t0 + i * gap_ns, &f, f.len() as u32)?;
+    }
+    w.into_inner()?;
+    Ok(())
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+fn which(cmd: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+}
+
+fn sh(args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .with_context(|| format!("running {}", args.join(" ")))?;
+    if !out.status.success() {
+        bail!(
+            "{} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// A veth pair: `TX` in this namespace, `RX` in a fresh namespace. Removed on drop.
+struct DemoNet {
+    ns: String,
+}
+
+impl DemoNet {
+    const TX: &'static str = "sluice-demo0";
+    const RX: &'static str = "sluice-demo1";
+
+    fn up() -> anyhow::Result<DemoNet> {
+        let ns = format!("sluice-demo-{}", std::process::id());
+        let _ = sh(&["ip", "link", "del", Self::TX]);
+        sh(&["ip", "netns", "add", &ns])?;
+        let net = DemoNet { ns };
+        let ns = net.ns.as_str();
+        sh(&["ip", "link", "add", Self::TX, "type", "veth", "peer", "name", Self::RX])?;
+        sh(&["ip", "link", "set", Self::RX, "netns", ns])?;
+        sh(&["ip", "link", "set", Self::TX, "address", "02:00:00:00:00:01", "up"])?;
+        sh(&["ip", "netns", "exec", ns, "ip", "link", "set", Self::RX, "address", "02:00:00:00:00:02", "up"])?;
+        // IPv6 autoconfiguration would add foreign frames to the capture.
+        let _ = sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]);
+        Ok(net)
+    }
+
+    fn capture(&self, out: &Path) -> anyhow::Result<Dump> {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.ns, "tcpdump", "-i", Self::RX, "-n", "-U", "-B", "65536"])
+            .args(["--time-stamp-precision=nano", "-w"])
+            .arg(out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting tcpdump")?;
+        let stderr = child.stderr.take().ok_or_else(|| anyhow!("no tcpdump stderr"))?;
+        let mut line = String::new();
+        let mut r = BufReader::new(stderr);
+        // tcpdump says "listening on ..." once its socket is open.
+        while r.read_line(&mut line)? > 0 && !line.contains("listening") {
+            line.clear();
+        }
+        if !line.contains("listening") {
+            let _ = child.kill();
+            bail!("tcpdump did not start: {}", line.trim());
+        }
+        Ok(Dump { child })
+    }
+}
+
+impl Drop for DemoNet {
+    fn drop(&mut self) {
+        let _ = sh(&["ip", "link", "del", Self::TX]);
+        let _ = sh(&["ip", "netns", "del", &self.ns]);
+    }
+}
+
+struct Dump {
+    child: Child,
+}
+
+impl Dump {
+    /// Stops tcpdump with SIGINT so it flushes its file.
+    fn stop(mut self) -> anyhow::Result<()> {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        sh(&["kill", "-INT", &self.child.id().to_string()])?;
+        self.child.wait().context("waiting for tcpdump")?;
+        Ok(())
+    }
+}
+
+/// A temporary directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> anyhow::Result<TempDir> {
+        let p = std::env::temp_dir().join(format!("sluice-demo-{}", std::process::id()));
+        std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
+        Ok(TempDir(p))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -1,0 +1,76 @@
+//! `sluice`: a software traffic generator.
+//!
+//! Exit codes:
+//! - 0: done (packets dropped on purpose by `--drift` are not an error)
+//! - 1: fatal error while running (socket, disk, thread)
+//! - 2: bad usage or bad input (unreadable trace, bad option value)
+//! - 3: finished, but some packets could not be sent (e.g. larger than the MTU)
+//! - 130: stopped by SIGINT/SIGTERM after a clean shutdown (summary printed)
+
+mod analyze;
+mod args;
+mod demo;
+mod progress;
+mod replay;
+mod signals;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Exit codes, documented above and in the README.
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const FATAL: u8 = 1;
+    pub const BAD_INPUT: u8 = 2;
+    pub const PARTIAL: u8 = 3;
+    pub const INTERRUPTED: u8 = 130;
+}
+
+/// An error with the exit code it deserves.
+pub struct Failure {
+    pub code: u8,
+    pub error: anyhow::Error,
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure {
+            code: exit::FATAL,
+            error: e.into(),
+        }
+    }
+}
+
+pub fn bad_input(error: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        code: exit::BAD_INPUT,
+        error: error.into(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    let result = match cli.command {
+        args::Command::Replay(a) => replay::run(a),
+        args::Command::Analyze(a) => analyze::run(a),
+        args::Command::Demo(a) => demo::run(a),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            if is_broken_pipe(&f.error) {
+                return ExitCode::from(exit::OK);
+            }
+            eprintln!("sluice: error: {:#}", f.error);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+/// Output piped into `head` is not an error.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

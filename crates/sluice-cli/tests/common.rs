@@ -1,0 +1,69 @@
+//! Helpers shared by the CLI integration tests.
+#![allow(dead_code)]
+
+use sluice_capture::{CaptureReader, LinkType, PcapWriter};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn sluice() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+}
+
+pub fn run(args: &[&str]) -> Output {
+    sluice().args(args).output().expect("run sluice")
+}
+
+pub fn testdata(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/testdata/pcap")
+        .join(name)
+}
+
+pub fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// (timestamp ns, bytes) of every packet in a capture.
+pub fn read_all(path: &Path) -> Vec<(u64, Vec<u8>)> {
+    let mut r = CaptureReader::open(path).unwrap_or_else(|e| panic!("{e}"));
+    let mut out = Vec::new();
+    while let Some(p) = r.next_packet().unwrap_or_else(|e| panic!("{e}")) {
+        out.push((p.ts_ns, p.data.to_vec()));
+    }
+    out
+}
+
+/// A UDP/IPv4 frame with `seq` at offset 42 (mktrace.py's layout).
+pub fn frame(seq: u64, len: usize) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 0x99, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+    let ip_len = (len - 14) as u16;
+    f.extend_from_slice(&[0x45, 0, (ip_len >> 8) as u8, ip_len as u8, 0, 0, 0, 0, 64, 17, 0, 0]);
+    f.extend_from_slice(&[10, 99, 0, 1, 10, 99, 0, 2, 4, 0, 0, 9]);
+    f.extend_from_slice(&(ip_len - 20).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(&seq.to_be_bytes());
+    f.resize(len, 0);
+    f
+}
+
+/// Writes `count` frames spaced `gap_ns` apart.
+pub fn write_trace(path: &Path, count: u64, gap_ns: u64, len: usize) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = PcapWriter::new(std::io::BufWriter::new(file), LinkType::ETHERNET, 65535).unwrap();
+    for i in 0..count {
+        w.write_packet(1_000_000_000_000 + i * gap_ns, &frame(i, len), len as u32)
+            .unwrap();
+    }
+    w.into_inner().unwrap();
+}
+
+pub fn gaps(pkts: &[(u64, Vec<u8>)]) -> Vec<u64> {
+    pkts.windows(2).map(|w| w[1].0 - w[0].0).collect()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}

@@ -1,0 +1,219 @@
+//! End-to-end replay through the CLI on a virtual clock: deterministic
+//! timing assertions without root or wall-clock flakiness.
+
+mod common;
+use common::*;
+
+fn replay_to_pcap(trace: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let to = format!("pcap:{}", out.display());
+    let mut args = vec!["replay", trace.to_str().unwrap(), "--to", &to, "--clock", "virtual", "-q"];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+#[test]
+fn pcap_round_trip_is_exact_in_bytes_and_timestamps() {
+    let d = tmpdir("roundtrip");
+    let trace = testdata("tcpreplay__test.pcap");
+    let out = d.join("out.pcap");
+    let o = replay_to_pcap(&trace, &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want = read_all(&trace);
+    let got = read_all(&out);
+    assert_eq!(want.len(), 179);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn nanosecond_trace_round_trips_exactly() {
+    let d = tmpdir("roundtrip-ns");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 1000, 1_234, 64);
+    let out = d.join("out.pcap");
+    assert!(replay_to_pcap(&trace, &out, &[]).status.success());
+    assert_eq!(read_all(&out), read_all(&trace));
+}
+
+#[test]
+fn multiplier_scales_gaps() {
+    let d = tmpdir("mult");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 100, 1_000, 64);
+    let out = d.join("out.pcap");
+    assert!(replay_to_pcap(&trace, &out, &["--multiplier", "2"]).status.success());
+    assert!(gaps(&read_all(&out)).iter().all(|&g| g == 500));
+    assert!(replay_to_pcap(&trace, &out, &["-x", "0.5"]).status.success());
+    assert!(gaps(&read_all(&out)).iter().all(|&g| g == 2_000));
+}
+
+#[test]
+fn fixed_rates_space_packets_exactly() {
+    let d = tmpdir("rates");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 200, 777, 125);
+    let out = d.join("out.pcap");
+    assert!(replay_to_pcap(&trace, &out, &["--pps", "100k"]).status.success());
+    assert!(gaps(&read_all(&out)).iter().all(|&g| g == 10_000));
+    // 125-byte frames = 1000 bits; at 1 Mbit/s that is 1 ms apart.
+    assert!(replay_to_pcap(&trace, &out, &["--mbps", "1"]).status.success());
+    assert!(gaps(&read_all(&out)).iter().all(|&g| g == 1_000_000));
+}
+
+#[test]
+fn loops_continue_time_without_a_burst_at_the_seam() {
+    let d = tmpdir("loop");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 10, 1_000, 64);
+    let out = d.join("out.pcap");
+    assert!(replay_to_pcap(&trace, &out, &["--loop", "3"]).status.success());
+    let got = read_all(&out);
+    assert_eq!(got.len(), 30);
+    assert!(gaps(&got).iter().all(|&g| g == 1_000), "{:?}", gaps(&got));
+    assert_eq!(got[10].1, got[0].1);
+}
+
+#[test]
+fn limit_and_duration_stop_the_run() {
+    let d = tmpdir("limit");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 100, 1_000, 64);
+    let out = d.join("out.pcap");
+    assert!(replay_to_pcap(&trace, &out, &["--limit", "7"]).status.success());
+    assert_eq!(read_all(&out).len(), 7);
+    assert!(replay_to_pcap(&trace, &out, &["--duration", "4500ns"]).status.success());
+    assert_eq!(read_all(&out).len(), 5);
+    assert!(replay_to_pcap(&trace, &out, &["--loop", "0", "--limit", "250"]).status.success());
+    assert_eq!(read_all(&out).len(), 250);
+}
+
+#[test]
+fn summary_and_stats_json_are_written() {
+    let d = tmpdir("json");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 50, 1_000, 64);
+    let summary = d.join("summary.json");
+    let stats = d.join("stats.jsonl");
+    let o = run(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--clock",
+        "virtual",
+        "--summary-json",
+        summary.to_str().unwrap(),
+        "--stats-json",
+        stats.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    assert_eq!(s["packets"], 50);
+    assert_eq!(s["bytes"], 50 * 64);
+    assert_eq!(s["eps"]["max_ns"], 0, "a virtual clock is never late");
+    assert_eq!(s["late"], 0);
+    let text = std::fs::read_to_string(&stats).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["packets"], 50);
+    assert!(stderr(&o).contains("sent 50 packets"));
+}
+
+#[test]
+fn raw_ip_gets_an_ethernet_header() {
+    let d = tmpdir("rawip");
+    let out = d.join("out.pcap");
+    let o = replay_to_pcap(
+        &testdata("tcpdump__LINKTYPE_RAW_ipv4.pcap"),
+        &out,
+        &["--src-mac", "02:11:11:11:11:11", "--dst-mac", "02:22:22:22:22:22"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got = read_all(&out);
+    let src = read_all(&testdata("tcpdump__LINKTYPE_RAW_ipv4.pcap"));
+    assert_eq!(got.len(), 1);
+    assert_eq!(&got[0].1[..14], &[2, 0x22, 0x22, 0x22, 0x22, 0x22, 2, 0x11, 0x11, 0x11, 0x11, 0x11, 8, 0]);
+    assert_eq!(&got[0].1[14..], &src[0].1[..]);
+}
+
+#[test]
+fn payload_zero_keeps_length_and_clears_payload() {
+    let d = tmpdir("zero");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 5, 1_000, 100);
+    let out = d.join("out.pcap");
+    assert!(replay_to_pcap(&trace, &out, &["--payload", "zero"]).status.success());
+    for (_, f) in read_all(&out) {
+        assert_eq!(f.len(), 100);
+        assert!(f[42..].iter().all(|&b| b == 0));
+    }
+    assert!(replay_to_pcap(&trace, &out, &["--payload", "truncate"]).status.success());
+    assert!(read_all(&out).iter().all(|(_, f)| f.len() == 42));
+}
+
+#[test]
+fn unsupported_link_type_is_refused_or_skipped() {
+    let trace = testdata("tcpreplay__test.rewrite_dlthdlc.pcap");
+    let o = run(&["replay", trace.to_str().unwrap(), "--clock", "virtual", "-q"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("link type") && e.contains("rewrite_dlthdlc"), "{e}");
+    let o = run(&["replay", trace.to_str().unwrap(), "--clock", "virtual", "-q", "--skip-unsupported"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("unsupported skipped 179"), "{}", stderr(&o));
+}
+
+#[test]
+fn truncated_trace_replays_what_came_before_and_warns() {
+    let d = tmpdir("trunc");
+    let out = d.join("out.pcap");
+    let o = replay_to_pcap(&testdata("DERIVED__tcpreplay_test_cut-mid-packet.pcap"), &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_all(&out).len(), 99);
+    assert!(stderr(&o).contains("warning") && stderr(&o).contains("truncated"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_input_names_the_file_and_exits_2() {
+    let o = run(&["replay", "/nonexistent/x.pcap", "-q"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/x.pcap"), "{}", stderr(&o));
+    let o = run(&["replay", testdata("libpcap__pcap-invalid-version-1.pcap").to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("invalid-version"), "{}", stderr(&o));
+    let o = run(&["replay", "x.pcap", "--pps", "fast"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&["replay", "x.pcap", "--to", "udp:1.2.3.4:9"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown sink"));
+}
+
+#[test]
+fn two_threads_send_every_packet_once() {
+    let d = tmpdir("threads");
+    let summary = d.join("s.json");
+    let o = run(&[
+        "replay",
+        testdata("zeek__http_bro.org.pcap").to_str().unwrap(),
+        "--topspeed",
+        "--threads",
+        "2",
+        "--loop",
+        "3",
+        "--summary-json",
+        summary.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    assert_eq!(s["packets"], 3 * 751);
+    assert_eq!(s["threads"], 2);
+}
+
+#[test]
+fn gzip_trace_is_read() {
+    let o = run(&[
+        "replay",
+        testdata("zeek__echo-connections.pcap.gz").to_str().unwrap(),
+        "--topspeed",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("sent 82582 packets"), "{}", stderr(&o));
+}

@@ -1,0 +1,55 @@
+//! Engine settings that are not about the source or the sink.
+
+use sluice_core::Nanos;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Which clock drives the pacer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockChoice {
+    /// CLOCK_MONOTONIC: real sending.
+    Monotonic,
+    /// A virtual clock that jumps to each deadline: deterministic, instant
+    /// runs for tests and trace conversion (ε is always 0).
+    Virtual,
+}
+
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    pub clock: ClockChoice,
+    /// Spin (instead of sleeping) for the last `spin` before each deadline.
+    pub spin: Nanos,
+    /// T_d: drop packets later than this and count them as time violations.
+    pub drift: Option<Nanos>,
+    /// A packet sent later than this after its due time counts as late.
+    pub late_threshold: Nanos,
+    /// CPU for each TX thread (cycled if shorter than the thread count).
+    pub cpus: Vec<usize>,
+    /// SCHED_FIFO + mlockall for the TX threads.
+    pub realtime: bool,
+    /// Stop sending this long after the start.
+    pub duration: Option<Nanos>,
+    /// Interval of `Observer::interval` calls.
+    pub stats_interval: Nanos,
+    /// Set by a signal handler (or anyone) to stop the run cleanly.
+    pub stop: Arc<AtomicBool>,
+    /// True in top-speed mode: no pacing, no ε.
+    pub topspeed: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            clock: ClockChoice::Monotonic,
+            spin: Nanos::from_micros(100),
+            drift: None,
+            late_threshold: Nanos::from_micros(10),
+            cpus: Vec::new(),
+            realtime: false,
+            duration: None,
+            stats_interval: Nanos::from_secs(1),
+            stop: Arc::new(AtomicBool::new(false)),
+            topspeed: false,
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! Counters shared between TX threads and the aggregating thread, the
+//! per-interval snapshot and the final summary.
+
+use serde::Serialize;
+use sluice_core::{ErrorHistogram, Percentiles};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Written by one TX thread (plain stores), read by the aggregator.
+#[derive(Default)]
+pub(crate) struct SharedCounters {
+    pub packets: AtomicU64,
+    pub bytes: AtomicU64,
+    pub late: AtomicU64,
+    pub dropped: AtomicU64,
+    pub oversize: AtomicU64,
+    /// ε samples since the aggregator last took them.
+    pub interval: Mutex<ErrorHistogram>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CounterSnapshot {
+    pub packets: u64,
+    pub bytes: u64,
+    pub late: u64,
+    pub dropped: u64,
+    pub oversize: u64,
+}
+
+impl SharedCounters {
+    pub fn publish(&self, c: &CounterSnapshot) {
+        self.packets.store(c.packets, Ordering::Relaxed);
+        self.bytes.store(c.bytes, Ordering::Relaxed);
+        self.late.store(c.late, Ordering::Relaxed);
+        self.dropped.store(c.dropped, Ordering::Relaxed);
+        self.oversize.store(c.oversize, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> CounterSnapshot {
+        CounterSnapshot {
+            packets: self.packets.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            late: self.late.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+            oversize: self.oversize.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl std::ops::AddAssign for CounterSnapshot {
+    fn add_assign(&mut self, o: CounterSnapshot) {
+        self.packets += o.packets;
+        self.bytes += o.bytes;
+        self.late += o.late;
+        self.dropped += o.dropped;
+        self.oversize += o.oversize;
+    }
+}
+
+/// One interval of a run (one JSON line of `--stats-json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct IntervalStats {
+    /// Seconds since the start, at the end of this interval.
+    pub t: f64,
+    /// Totals so far.
+    pub packets: u64,
+    pub bytes: u64,
+    pub late: u64,
+    pub dropped: u64,
+    /// Rates over this interval.
+    pub pps: f64,
+    pub bps: f64,
+    /// ε over this interval (absent at top speed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eps: Option<Percentiles>,
+}
+
+/// Receives progress while a run goes on.
+pub trait Observer {
+    fn interval(&mut self, stats: &IntervalStats);
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    pub sink: String,
+    pub threads: usize,
+    pub packets: u64,
+    pub bytes: u64,
+    /// From the common start to the last packet sent.
+    pub duration_s: f64,
+    pub pps: f64,
+    pub bps: f64,
+    /// Send-time error ε = actual − scheduled (absent at top speed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eps: Option<Percentiles>,
+    /// Sent later than the late threshold.
+    pub late: u64,
+    /// Dropped for exceeding the drift window T_d (time violations).
+    pub dropped: u64,
+    /// Frames larger than the interface accepts, skipped.
+    pub oversize: u64,
+    /// Packets of unsupported link types skipped.
+    pub skipped_unsupported: u64,
+    /// Packets whose payload was rewritten.
+    pub rewritten: u64,
+    /// Passes over the trace.
+    pub passes: u64,
+    /// Stopped by a signal before the end.
+    pub interrupted: bool,
+    pub warnings: Vec<String>,
+}
+
+impl Summary {
+    /// The human-readable summary printed on stderr.
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "sent {} packets, {} bytes in {:.3} s to {} ({} TX thread{})\nrate {} pps, {}\n",
+            self.packets,
+            self.bytes,
+            self.duration_s,
+            self.sink,
+            self.threads,
+            if self.threads == 1 { "" } else { "s" },
+            human(self.pps, ""),
+            human(self.bps, "bit/s"),
+        );
+        match &self.eps {
+            Some(p) => s.push_str(&format!(
+                "send-time error ε: p50 {} p90 {} p99 {} p99.9 {} max {} (ns)\n",
+                p.p50_ns, p.p90_ns, p.p99_ns, p.p999_ns, p.max_ns
+            )),
+            None => s.push_str("send-time error ε: not measured at top speed\n"),
+        }
+        s.push_str(&format!(
+            "late {}  dropped (time violations) {}  oversize skipped {}  unsupported skipped {}",
+            self.late, self.dropped, self.oversize, self.skipped_unsupported
+        ));
+        if self.rewritten > 0 {
+            s.push_str(&format!("  payload rewritten {}", self.rewritten));
+        }
+        if self.interrupted {
+            s.push_str("\ninterrupted: stopped early by a signal");
+        }
+        for w in &self.warnings {
+            s.push_str(&format!("\nwarning: {w}"));
+        }
+        s
+    }
+}
+
+/// `1234567.0` → `1.23 M` (+ unit).
+pub fn human(v: f64, unit: &str) -> String {
+    let (div, p) = if v >= 1e9 {
+        (1e9, "G")
+    } else if v >= 1e6 {
+        (1e6, "M")
+    } else if v >= 1e3 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    };
+    format!("{:.2} {p}{unit}", v / div).trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_units() {
+        assert_eq!(human(1_234_567.0, "bit/s"), "1.23 Mbit/s");
+        assert_eq!(human(999.0, ""), "999.00");
+        assert_eq!(human(645_300.0, ""), "645.30 k");
+    }
+
+    #[test]
+    fn summary_mentions_everything() {
+        let s = Summary {
+            sink: "null".into(),
+            threads: 2,
+            packets: 10,
+            interrupted: true,
+            warnings: vec!["x".into()],
+            ..Default::default()
+        };
+        let r = s.render();
+        assert!(r.contains("sent 10 packets"));
+        assert!(r.contains("2 TX threads"));
+        assert!(r.contains("interrupted"));
+        assert!(r.contains("warning: x"));
+        assert!(r.contains("not measured at top speed"));
+    }
+}

@@ -1,0 +1,175 @@
+//! Due offsets for every timing mode.
+//!
+//! A due offset is the time from the start of the run at which a packet
+//! should leave. Computing it from an index or a cumulative byte count (not by
+//! adding per-packet gaps) keeps fixed-rate modes free of accumulated rounding
+//! drift: packet 1 000 000 at 100 kpps is due at exactly 10 s.
+
+use sluice_core::Nanos;
+
+/// How packet timestamps map to send times.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TimingMode {
+    /// The recorded gaps, divided by `multiplier` (1.0 = as recorded).
+    Recorded { multiplier: f64 },
+    /// A fixed packet rate, ignoring timestamps.
+    Pps(f64),
+    /// A fixed bit rate over frame bytes (Ethernet header to end of payload,
+    /// without preamble, FCS or inter-frame gap — the bytes we hand the sink).
+    Mbps(f64),
+    /// As fast as the sink accepts packets.
+    TopSpeed,
+}
+
+/// Pure mapping from (trace timestamp, frame length) to due offsets.
+///
+/// Feed packets in trace order with [`Schedule::due`]; call
+/// [`Schedule::next_loop`] at the end of each pass over the trace.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    mode: TimingMode,
+    /// Timestamp of the first packet of the trace (ns).
+    first_ts: Option<u64>,
+    /// Largest timestamp offset seen in this pass, relative to `first_ts`.
+    pass_span: u64,
+    /// Packets seen in this pass.
+    pass_packets: u64,
+    /// Recorded-time offset added for completed passes.
+    loop_offset: u64,
+    /// Packets and bytes scheduled so far, over all passes.
+    index: u64,
+    bytes: u128,
+    /// Due offset of the last packet handed out: due times never go backwards.
+    last_due: u64,
+}
+
+impl Schedule {
+    pub fn new(mode: TimingMode) -> Self {
+        Schedule {
+            mode,
+            first_ts: None,
+            pass_span: 0,
+            pass_packets: 0,
+            loop_offset: 0,
+            index: 0,
+            bytes: 0,
+            last_due: 0,
+        }
+    }
+
+    pub fn mode(&self) -> TimingMode {
+        self.mode
+    }
+
+    /// Due offset of the next packet, given its capture timestamp and length.
+    ///
+    /// Timestamps that go backwards in a trace (common in merged captures) are
+    /// sent immediately after their predecessor: due times are monotonic.
+    pub fn due(&mut self, ts_ns: u64, frame_len: usize) -> Nanos {
+        let due = match self.mode {
+            TimingMode::Recorded { multiplier } => {
+                let first = *self.first_ts.get_or_insert(ts_ns);
+                let rel = ts_ns.saturating_sub(first);
+                self.pass_span = self.pass_span.max(rel);
+                let recorded = self.loop_offset.saturating_add(rel);
+                if multiplier == 1.0 {
+                    recorded
+                } else {
+                    (recorded as f64 / multiplier) as u64
+                }
+            }
+            TimingMode::Pps(pps) => (self.index as f64 * 1e9 / pps) as u64,
+            TimingMode::Mbps(mbps) => (self.bytes as f64 * 8.0 * 1e3 / mbps) as u64,
+            TimingMode::TopSpeed => 0,
+        };
+        self.index += 1;
+        self.pass_packets += 1;
+        self.bytes += frame_len as u128;
+        self.last_due = self.last_due.max(due);
+        Nanos(self.last_due)
+    }
+
+    /// Starts the next pass over the trace. In recorded-timing mode the next
+    /// pass begins one mean inter-packet gap after the last packet of this
+    /// one, so the seam looks like any other gap (no burst, no pause).
+    pub fn next_loop(&mut self) {
+        if let TimingMode::Recorded { .. } = self.mode {
+            let mean_gap = if self.pass_packets > 1 {
+                self.pass_span / (self.pass_packets - 1)
+            } else {
+                0
+            };
+            self.loop_offset = self
+                .loop_offset
+                .saturating_add(self.pass_span)
+                .saturating_add(mean_gap.max(1));
+        }
+        self.pass_span = 0;
+        self.pass_packets = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorded_gaps_are_kept_and_scaled() {
+        let mut s = Schedule::new(TimingMode::Recorded { multiplier: 1.0 });
+        assert_eq!(s.due(1_000_000, 60), Nanos(0));
+        assert_eq!(s.due(1_000_250, 60), Nanos(250));
+        assert_eq!(s.due(1_010_000, 60), Nanos(10_000));
+        let mut s = Schedule::new(TimingMode::Recorded { multiplier: 2.0 });
+        s.due(0, 60);
+        assert_eq!(s.due(10_000, 60), Nanos(5_000));
+    }
+
+    #[test]
+    fn backwards_timestamps_never_move_due_back() {
+        let mut s = Schedule::new(TimingMode::Recorded { multiplier: 1.0 });
+        s.due(5_000, 60);
+        assert_eq!(s.due(9_000, 60), Nanos(4_000));
+        assert_eq!(s.due(7_000, 60), Nanos(4_000));
+    }
+
+    #[test]
+    fn fixed_rate_has_no_accumulated_drift() {
+        let mut s = Schedule::new(TimingMode::Pps(100_000.0));
+        let mut last = Nanos(0);
+        for _ in 0..1_000_001 {
+            last = s.due(0, 64);
+        }
+        assert_eq!(last, Nanos::from_secs(10));
+        let mut s = Schedule::new(TimingMode::Pps(3.0));
+        s.due(0, 64);
+        assert_eq!(s.due(0, 64), Nanos(333_333_333));
+    }
+
+    #[test]
+    fn mbps_counts_frame_bits() {
+        // 1250 bytes = 10 000 bits; at 10 Mbit/s that is 1 ms.
+        let mut s = Schedule::new(TimingMode::Mbps(10.0));
+        assert_eq!(s.due(0, 1250), Nanos(0));
+        assert_eq!(s.due(0, 1250), Nanos(1_000_000));
+        assert_eq!(s.due(0, 1250), Nanos(2_000_000));
+    }
+
+    #[test]
+    fn loops_continue_time_with_a_mean_gap_at_the_seam() {
+        // Trace: 3 packets 100 ns apart, span 200 ns, mean gap 100 ns.
+        let mut s = Schedule::new(TimingMode::Recorded { multiplier: 1.0 });
+        let pass = |s: &mut Schedule| [s.due(1000, 60), s.due(1100, 60), s.due(1200, 60)];
+        assert_eq!(pass(&mut s), [Nanos(0), Nanos(100), Nanos(200)]);
+        s.next_loop();
+        assert_eq!(pass(&mut s), [Nanos(300), Nanos(400), Nanos(500)]);
+        s.next_loop();
+        assert_eq!(pass(&mut s)[0], Nanos(600));
+    }
+
+    #[test]
+    fn topspeed_is_always_due() {
+        let mut s = Schedule::new(TimingMode::TopSpeed);
+        s.next_loop();
+        assert_eq!(s.due(12345, 60), Nanos::ZERO);
+    }
+}

@@ -1,0 +1,64 @@
+//! Sinks: where frames go, and everything that talks to the OS.
+//!
+//! A [`Sink`] takes frames one at a time and pushes them out in batches on
+//! [`Sink::flush`]. Backends: [`NullSink`] (counts only: measures the
+//! engine), [`PcapSink`] (a nanosecond pcap file), [`AfPacketSink`]
+//! (PACKET_MMAP TX ring with PACKET_QDISC_BYPASS, falling back to sendmmsg).
+//!
+//! Design: this crate owns every `unsafe` block of sluice (sockets, mmap,
+//! scheduler calls in [`os`]); the rest of the workspace denies `unsafe_code`.
+
+pub mod afpacket;
+pub mod null;
+pub mod os;
+pub mod pcap;
+mod spec;
+
+pub use afpacket::{AfPacketSink, TxMode};
+pub use null::NullSink;
+pub use pcap::PcapSink;
+pub use spec::SinkSpec;
+
+/// Errors of a sink. `Oversize` is per packet and not fatal.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    #[error("{what}: {source}")]
+    Os {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("frame of {len} bytes exceeds the interface limit of {limit} bytes (MTU + link header)")]
+    Oversize { len: usize, limit: usize },
+    #[error("{0}")]
+    Config(String),
+}
+
+impl SinkError {
+    pub(crate) fn os(what: impl Into<String>, source: std::io::Error) -> Self {
+        SinkError::Os {
+            what: what.into(),
+            source,
+        }
+    }
+
+    /// Per-packet problems that the engine counts and skips.
+    pub fn is_per_packet(&self) -> bool {
+        matches!(self, SinkError::Oversize { .. })
+    }
+}
+
+/// A packet destination.
+pub trait Sink: Send {
+    /// Queues one frame. `stamp_ns` is the send time as nanoseconds since the
+    /// UNIX epoch (capture-writing sinks record it; wire sinks ignore it).
+    fn send(&mut self, frame: &[u8], stamp_ns: u64) -> Result<(), SinkError>;
+    /// Hands every queued frame to the OS (or the file).
+    fn flush(&mut self) -> Result<(), SinkError>;
+    /// Finishes the output (flushes files). Called once at the end.
+    fn finish(&mut self) -> Result<(), SinkError> {
+        self.flush()
+    }
+    /// Human-readable name for messages and the summary.
+    fn describe(&self) -> String;
+}

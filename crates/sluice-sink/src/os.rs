@@ -1,0 +1,89 @@
+//! Scheduler and process knobs for the TX threads: CPU pinning, SCHED_FIFO,
+//! mlockall, timer slack. Each returns an error the caller reports (e.g.
+//! "--rt refused: Operation not permitted") rather than failing the run.
+
+use std::io;
+
+/// Pins the calling thread to one CPU.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "cpu index out of range"));
+    }
+    // SAFETY: cpu_set_t is plain data, zero is a valid (empty) set; CPU_SET is
+    // given an index checked against CPU_SETSIZE above; sched_setaffinity reads
+    // exactly size_of::<cpu_set_t>() bytes from a live local.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Gives the calling thread SCHED_FIFO at `priority` (1..=99).
+pub fn set_realtime(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid, live struct.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Locks current and future pages in RAM so page faults cannot stall sending.
+pub fn lock_memory() -> io::Result<()> {
+    // SAFETY: mlockall takes only flags and touches no memory of ours.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets the calling thread's timer slack (default 50 µs) so sleeps wake on
+/// time; the pacer then spins only the last few microseconds.
+pub fn set_timer_slack(ns: u64) -> io::Result<()> {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer argument and no pointers.
+    let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Current wall-clock time in nanoseconds since the UNIX epoch.
+pub fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Number of CPUs this process may run on.
+pub fn online_cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timer_slack_and_pinning_work_on_linux() {
+        set_timer_slack(1).unwrap();
+        pin_to_cpu(0).unwrap();
+        assert!(pin_to_cpu(100_000).is_err());
+    }
+}

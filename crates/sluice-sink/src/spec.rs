@@ -1,0 +1,61 @@
+//! `--to SINK` specifications: `null`, `pcap:PATH`, `afpacket:IFACE`.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SinkSpec {
+    Null,
+    Pcap(PathBuf),
+    AfPacket(String),
+}
+
+impl FromStr for SinkSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (kind, arg) = s.split_once(':').unwrap_or((s, ""));
+        match (kind, arg) {
+            ("null", "") => Ok(SinkSpec::Null),
+            ("pcap", p) if !p.is_empty() => Ok(SinkSpec::Pcap(PathBuf::from(p))),
+            ("afpacket", i) if !i.is_empty() => {
+                if i.len() >= 16 || i.contains('/') {
+                    Err(format!("'{i}' is not a valid interface name"))
+                } else {
+                    Ok(SinkSpec::AfPacket(i.to_string()))
+                }
+            }
+            ("pcap", _) => Err("pcap sink needs a path: pcap:PATH".into()),
+            ("afpacket", _) => Err("afpacket sink needs an interface: afpacket:IFACE".into()),
+            _ => Err(format!(
+                "unknown sink '{s}': expected null, pcap:PATH or afpacket:IFACE"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for SinkSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SinkSpec::Null => write!(f, "null"),
+            SinkSpec::Pcap(p) => write!(f, "pcap:{}", p.display()),
+            SinkSpec::AfPacket(i) => write!(f, "afpacket:{i}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_kind_and_rejects_garbage() {
+        assert_eq!("null".parse(), Ok(SinkSpec::Null));
+        assert_eq!("pcap:/tmp/x.pcap".parse(), Ok(SinkSpec::Pcap("/tmp/x.pcap".into())));
+        assert_eq!("afpacket:va".parse(), Ok(SinkSpec::AfPacket("va".into())));
+        assert!("pcap:".parse::<SinkSpec>().unwrap_err().contains("needs a path"));
+        assert!("udp:1.2.3.4".parse::<SinkSpec>().unwrap_err().contains("unknown sink"));
+        assert!("afpacket:aaaaaaaaaaaaaaaaaaaa".parse::<SinkSpec>().is_err());
+    }
+}

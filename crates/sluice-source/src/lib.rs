@@ -1,0 +1,7 @@
+//! Sources yield frames with their due offsets, in time order per TX thread.
+//! A source never sleeps and never reads the clock: it runs on the IO thread
+//! ahead of real time and the pacer decides when frames actually leave.
+
+pub mod replay;
+
+pub use replay::{Fill, ReplayConfig, ReplayCounters, ReplaySource, SourceError};

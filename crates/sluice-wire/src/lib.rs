@@ -1,0 +1,35 @@
+//! Frame-level helpers the sluice replay engine needs between reading a
+//! capture and putting bytes on the wire.
+//!
+//! * [`checksum`]: Internet checksum primitives (RFC 1071, RFC 1624).
+//! * [`layers`]: locate the L2/L3/L4 headers inside an Ethernet frame.
+//! * [`payload`]: the TCPivo §3.3 payload options (keep, zero, truncate)
+//!   with the length fields and checksums fixed up, plus a checksum verifier.
+//! * [`ethernet`]: synthesize an Ethernet header for captures taken on other
+//!   link types (raw IP, Linux cooked, BSD loopback).
+//! * [`flow`]: a symmetric, stable flow hash for spreading frames over
+//!   senders while keeping both directions of a connection together.
+//!
+//! Design: everything works in place on `&[u8]` / `&mut [u8]` frames with no
+//! allocation on the per-frame path (only [`ethernet::to_ethernet`] writes
+//! into a caller-owned, reusable `Vec`). Parsing is hand-written rather than
+//! delegated to a general packet library because the replay engine needs
+//! exact byte offsets (to patch lengths and checksums in place), a fixed set
+//! of VLAN TPIDs, and a guarantee that no input — short, cut by a snaplen or
+//! plain garbage — can make it panic.
+
+#![forbid(unsafe_code)]
+
+pub mod checksum;
+pub mod ethernet;
+pub mod flow;
+pub mod layers;
+pub mod payload;
+
+pub use checksum::{fold, incremental_update, ipv4_header_checksum, sum16};
+pub use ethernet::{encap_for_linktype, to_ethernet, Encap, EncapError, MacAddr, ParseMacError};
+pub use flow::flow_hash;
+pub use layers::{parse_layers, Ip, Layers, L4};
+pub use payload::{
+    rewrite_payload, verify_checksums, ChecksumError, ParsePayloadModeError, PayloadMode, Rewrite,
+};
