@@ -8,15 +8,10 @@
 //! frames that differ in a single byte always get different FNV values
 //! (each step is a bijection of the state), which is the common case for
 //! generated traffic (a counter or checksum changes). Its low bits are
-//! poorly mixed, though, and the key indexes a hash table directly, so the
-//! bijective `fmix64` spreads them; it does not add collisions. With 64
-//! bits, a collision among 10 million distinct frames has probability
-//! about 3e-6.
-//!
-//! Because the key already is a good hash, the tables use
-//! [`KeyHasher`], which passes it through instead of hashing it again.
-
-use std::hash::{BuildHasherDefault, Hasher};
+//! poorly mixed, though, and the matcher relies on keys being uniformly
+//! distributed (interpolation search), so the bijective `fmix64` spreads
+//! them; it does not add collisions. With 64 bits, a collision among 10
+//! million distinct frames has probability about 3e-6.
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -46,30 +41,6 @@ pub fn frame_key(data: &[u8]) -> u64 {
     fmix64(fnv1a64(data))
 }
 
-/// A [`Hasher`] for `u64` keys that are already uniformly distributed.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only reached for non-u64 keys; fold them in FNV-style.
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(FNV_PRIME);
-        }
-    }
-
-    fn write_u64(&mut self, k: u64) {
-        self.0 = k;
-    }
-}
-
-/// `BuildHasher` for tables keyed by [`frame_key`].
-pub(crate) type BuildKeyHasher = BuildHasherDefault<KeyHasher>;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,12 +68,5 @@ mod tests {
         }
         // Length matters too.
         assert!(keys.insert(frame_key(&base[..63])));
-    }
-
-    #[test]
-    fn key_hasher_passes_u64_through() {
-        use std::hash::BuildHasher;
-        let h = BuildKeyHasher::default().hash_one(0x1234_5678_9abc_def0u64);
-        assert_eq!(h, 0x1234_5678_9abc_def0);
     }
 }

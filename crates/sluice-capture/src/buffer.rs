@@ -195,7 +195,11 @@ mod tests {
 
     fn trickle(len: usize, chunk: usize) -> Box<dyn Read + Send> {
         let data = (0..len).map(|i| (i % 251) as u8).collect();
-        Box::new(Trickle { data, pos: 0, chunk })
+        Box::new(Trickle {
+            data,
+            pos: 0,
+            chunk,
+        })
     }
 
     #[test]

@@ -101,7 +101,7 @@ pub enum ErrorKind {
     #[error("I/O error: {0}")]
     Io(io::Error),
     /// The file (or the decompressed stream) has no bytes at all.
-    #[error("file is empty (0 bytes): not a pcap or pcapng capture")]
+    #[error("file is empty (0 bytes of capture data): not a pcap or pcapng capture")]
     Empty,
     /// The first bytes are no pcap, pcapng or gzip magic. `magic` holds the
     /// first four bytes, big-endian (as `xxd` shows them), zero-padded.
@@ -269,35 +269,74 @@ impl ErrorKind {
             Io(e) => Io(io::Error::new(e.kind(), e.to_string())),
             Empty => Empty,
             NotACapture { magic } => NotACapture { magic: *magic },
-            TruncatedHeader { need, got } => TruncatedHeader { need: *need, got: *got },
-            TruncatedRecordHeader { need, got } => TruncatedRecordHeader { need: *need, got: *got },
-            TruncatedRecord { need, got } => TruncatedRecord { need: *need, got: *got },
-            TruncatedBlock { need, got } => TruncatedBlock { need: *need, got: *got },
-            UnsupportedVersion { major, minor } => UnsupportedVersion { major: *major, minor: *minor },
+            TruncatedHeader { need, got } => TruncatedHeader {
+                need: *need,
+                got: *got,
+            },
+            TruncatedRecordHeader { need, got } => TruncatedRecordHeader {
+                need: *need,
+                got: *got,
+            },
+            TruncatedRecord { need, got } => TruncatedRecord {
+                need: *need,
+                got: *got,
+            },
+            TruncatedBlock { need, got } => TruncatedBlock {
+                need: *need,
+                got: *got,
+            },
+            UnsupportedVersion { major, minor } => UnsupportedVersion {
+                major: *major,
+                minor: *minor,
+            },
             BadLinkType(v) => BadLinkType(*v),
-            RecordTooLarge { caplen, limit } => RecordTooLarge { caplen: *caplen, limit: *limit },
+            RecordTooLarge { caplen, limit } => RecordTooLarge {
+                caplen: *caplen,
+                limit: *limit,
+            },
             BadByteOrderMagic(v) => BadByteOrderMagic(*v),
-            BadBlockLength { block_type, length, reason } => BadBlockLength {
+            BadBlockLength {
+                block_type,
+                length,
+                reason,
+            } => BadBlockLength {
                 block_type: *block_type,
                 length: *length,
                 reason,
             },
-            BlockTrailerMismatch { block_type, header, trailer } => BlockTrailerMismatch {
+            BlockTrailerMismatch {
+                block_type,
+                header,
+                trailer,
+            } => BlockTrailerMismatch {
                 block_type: *block_type,
                 header: *header,
                 trailer: *trailer,
             },
-            PacketBeforeInterface { block_type } => PacketBeforeInterface { block_type: *block_type },
-            BadInterface { interface, count } => BadInterface { interface: *interface, count: *count },
+            PacketBeforeInterface { block_type } => PacketBeforeInterface {
+                block_type: *block_type,
+            },
+            BadInterface { interface, count } => BadInterface {
+                interface: *interface,
+                count: *count,
+            },
             BadTsResol(v) => BadTsResol(*v),
-            OptionOverrun { block_type, code, length, room } => OptionOverrun {
+            OptionOverrun {
+                block_type,
+                code,
+                length,
+                room,
+            } => OptionOverrun {
                 block_type: *block_type,
                 code: *code,
                 length: *length,
                 room: *room,
             },
             TimestampOverflow => TimestampOverflow,
-            PacketLengthOverrun { caplen, room } => PacketLengthOverrun { caplen: *caplen, room: *room },
+            PacketLengthOverrun { caplen, room } => PacketLengthOverrun {
+                caplen: *caplen,
+                room: *room,
+            },
             TooManyInterfaces { limit } => TooManyInterfaces { limit: *limit },
         }
     }

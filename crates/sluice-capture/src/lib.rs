@@ -28,8 +28,11 @@
 #![forbid(unsafe_code)]
 
 mod buffer;
+mod bytes;
 mod error;
+mod interface;
 mod linktype;
+mod options;
 mod packet;
 mod pcap;
 mod pcapng;

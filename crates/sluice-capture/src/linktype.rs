@@ -136,7 +136,10 @@ mod tests {
         assert_eq!(LinkType::ETHERNET.to_string(), "EN10MB (Ethernet)");
         assert_eq!(LinkType::ETHERNET.name(), "EN10MB (Ethernet)");
         assert_eq!(LinkType::ETHERNET.short_name(), "EN10MB");
-        assert_eq!(LinkType::LINUX_SLL2.to_string(), "LINUX_SLL2 (Linux cooked v2)");
+        assert_eq!(
+            LinkType::LINUX_SLL2.to_string(),
+            "LINUX_SLL2 (Linux cooked v2)"
+        );
         assert_eq!(LinkType(4242).to_string(), "LINKTYPE 4242 (unknown)");
         assert_eq!(LinkType(4242).name(), "unknown");
         assert!(!LinkType(4242).is_known());

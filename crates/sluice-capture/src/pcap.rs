@@ -12,6 +12,7 @@
 //! 2.3, and in 2.3 files when `caplen > len`).
 
 use crate::buffer::StreamBuf;
+use crate::bytes::{u16_at, u32_at};
 use crate::error::ErrorKind;
 use crate::linktype::LinkType;
 use crate::{Fault, PacketPos};
@@ -55,26 +56,6 @@ pub(crate) struct PcapHeader {
     order: LengthOrder,
 }
 
-#[inline]
-fn u32_at(b: &[u8], at: usize, be: bool) -> u32 {
-    let v = [b[at], b[at + 1], b[at + 2], b[at + 3]];
-    if be {
-        u32::from_be_bytes(v)
-    } else {
-        u32::from_le_bytes(v)
-    }
-}
-
-#[inline]
-fn u16_at(b: &[u8], at: usize, be: bool) -> u16 {
-    let v = [b[at], b[at + 1]];
-    if be {
-        u16::from_be_bytes(v)
-    } else {
-        u16::from_le_bytes(v)
-    }
-}
-
 /// Parses the 24-byte file header (`h` must hold at least 24 bytes and start
 /// with a pcap magic).
 pub(crate) fn parse_file_header(h: &[u8]) -> Result<PcapHeader, ErrorKind> {
@@ -113,7 +94,9 @@ pub(crate) fn parse_file_header(h: &[u8]) -> Result<PcapHeader, ErrorKind> {
 pub(crate) fn next_record(h: &PcapHeader, buf: &mut StreamBuf) -> Result<Option<PacketPos>, Fault> {
     let at = buf.offset();
     let fail = |kind| Fault::record(at, kind);
-    let have = buf.fill(RECORD_HEADER_LEN).map_err(|e| fail(ErrorKind::Io(e)))?;
+    let have = buf
+        .fill(RECORD_HEADER_LEN)
+        .map_err(|e| fail(ErrorKind::Io(e)))?;
     if have < RECORD_HEADER_LEN {
         if have == 0 {
             return Ok(None);
@@ -132,7 +115,9 @@ pub(crate) fn next_record(h: &PcapHeader, buf: &mut StreamBuf) -> Result<Option<
     match h.order {
         LengthOrder::Normal => {}
         LengthOrder::Swapped => std::mem::swap(&mut caplen, &mut orig_len),
-        LengthOrder::MaybeSwapped if caplen > orig_len => std::mem::swap(&mut caplen, &mut orig_len),
+        LengthOrder::MaybeSwapped if caplen > orig_len => {
+            std::mem::swap(&mut caplen, &mut orig_len)
+        }
         LengthOrder::MaybeSwapped => {}
     }
     if caplen > MAX_RECORD {
@@ -217,7 +202,10 @@ mod tests {
         // FCS length bits are allowed and ignored.
         let mut fcs = NANO_SLL_HDR;
         fcs[23] = 0x64;
-        assert_eq!(parse_file_header(&fcs).unwrap().linktype, LinkType::LINUX_SLL);
+        assert_eq!(
+            parse_file_header(&fcs).unwrap().linktype,
+            LinkType::LINUX_SLL
+        );
     }
 
     fn record(sec: u32, frac: u32, caplen: u32, len: u32, data: &[u8]) -> Vec<u8> {
@@ -257,11 +245,17 @@ mod tests {
         assert!(next_record(&h, &mut b).unwrap().is_some());
         let f = next_record(&h, &mut b).unwrap_err();
         assert_eq!(f.offset, 20);
-        assert!(matches!(f.kind, ErrorKind::TruncatedRecord { need: 66, got: 30 }));
+        assert!(matches!(
+            f.kind,
+            ErrorKind::TruncatedRecord { need: 66, got: 30 }
+        ));
 
         let mut b = buf(record(1, 2, 4, 4, b"abcd")[..9].to_vec());
         let f = next_record(&h, &mut b).unwrap_err();
-        assert!(matches!(f.kind, ErrorKind::TruncatedRecordHeader { need: 16, got: 9 }));
+        assert!(matches!(
+            f.kind,
+            ErrorKind::TruncatedRecordHeader { need: 16, got: 9 }
+        ));
 
         let mut b = buf(record(1, 2, MAX_RECORD + 1, 4, b""));
         let f = next_record(&h, &mut b).unwrap_err();

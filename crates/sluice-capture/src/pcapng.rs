@@ -10,25 +10,23 @@
 //! Packet Block. Every other block (name resolution, statistics, secrets,
 //! custom, unknown) is skipped by its length without being buffered.
 //!
-//! Timestamps: each interface precomputes a [`Scale`] from `if_tsresol`
-//! (10^-n, or 2^-n with the high bit set; default 10^-6). Decimal
-//! resolutions become one multiply or divide; binary ones use `u128` math,
-//! so `ts * 1e9 / 2^63` cannot overflow. Resolutions finer than 10^-19 or
-//! 2^-63 are refused when the interface is described ([`BadTsResol`]);
-//! values outside `0..=u64::MAX` ns after adding `if_tsoffset` are refused
-//! per packet ([`TimestampOverflow`]). Simple Packet Blocks carry no
-//! timestamp; they get the timestamp of the previous packet (0 before any),
-//! which keeps a replayed stream monotonic.
+//! Timestamps are converted per interface (see `interface.rs`); a value
+//! outside `0..=u64::MAX` ns is refused per packet ([`TimestampOverflow`]).
+//! Simple Packet Blocks carry no timestamp; they get the timestamp of the
+//! previous packet (0 before any), which keeps a replayed stream monotonic.
 //!
 //! Options of packet blocks are not parsed (nothing in them changes what we
-//! return), so a damaged packet option does not cost the packet.
+//! return), so a damaged packet option does not cost the packet. Section and
+//! interface options are walked and must stay inside their block.
 //!
-//! [`BadTsResol`]: crate::ErrorKind::BadTsResol
 //! [`TimestampOverflow`]: crate::ErrorKind::TimestampOverflow
 
 use crate::buffer::StreamBuf;
+use crate::bytes::{u16_at, u32_at};
 use crate::error::ErrorKind;
+use crate::interface::Interface;
 use crate::linktype::LinkType;
+use crate::options::walk_options;
 use crate::pcap::MAX_RECORD;
 use crate::{Fault, PacketPos};
 
@@ -38,93 +36,9 @@ const OPB: u32 = 2;
 const SPB: u32 = 3;
 const EPB: u32 = 6;
 const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
-const OPT_ENDOFOPT: u16 = 0;
-const OPT_IF_TSRESOL: u16 = 9;
-const OPT_IF_TSOFFSET: u16 = 14;
 
 /// Most interfaces one section may describe (bounds memory on garbage).
-pub const MAX_INTERFACES: u32 = 1 << 20;
-
-#[inline]
-fn u32_at(b: &[u8], at: usize, be: bool) -> u32 {
-    let v = [b[at], b[at + 1], b[at + 2], b[at + 3]];
-    if be {
-        u32::from_be_bytes(v)
-    } else {
-        u32::from_le_bytes(v)
-    }
-}
-
-#[inline]
-fn u16_at(b: &[u8], at: usize, be: bool) -> u16 {
-    let v = [b[at], b[at + 1]];
-    if be {
-        u16::from_be_bytes(v)
-    } else {
-        u16::from_le_bytes(v)
-    }
-}
-
-/// Converts interface timestamp units to nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Scale {
-    /// `ns = ts * k` (resolutions 1 s .. 1 ns, decimal).
-    Mul(u64),
-    /// `ns = ts / k` (decimal resolutions finer than 1 ns).
-    Div(u64),
-    /// `ns = ts * 1e9 / units` (binary resolutions).
-    PerSecond(u64),
-}
-
-impl Scale {
-    fn from_tsresol(v: u8) -> Result<Scale, ErrorKind> {
-        let e = u32::from(v & 0x7f);
-        if v & 0x80 != 0 {
-            match e {
-                0 => Ok(Scale::Mul(1_000_000_000)),
-                1..=63 => Ok(Scale::PerSecond(1u64 << e)),
-                _ => Err(ErrorKind::BadTsResol(v)),
-            }
-        } else {
-            match e {
-                0..=9 => Ok(Scale::Mul(10u64.pow(9 - e))),
-                10..=19 => Ok(Scale::Div(10u64.pow(e - 9))),
-                _ => Err(ErrorKind::BadTsResol(v)),
-            }
-        }
-    }
-
-    #[inline]
-    fn to_ns(self, ts: u64) -> Option<u64> {
-        match self {
-            Scale::Mul(k) => ts.checked_mul(k),
-            Scale::Div(k) => Some(ts / k),
-            Scale::PerSecond(u) => {
-                u64::try_from(u128::from(ts) * 1_000_000_000 / u128::from(u)).ok()
-            }
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-struct Interface {
-    linktype: LinkType,
-    snaplen: u32,
-    scale: Scale,
-    /// `if_tsoffset` in nanoseconds.
-    offset_ns: i128,
-}
-
-impl Interface {
-    #[inline]
-    fn ts_ns(&self, ts: u64) -> Option<u64> {
-        let ns = self.scale.to_ns(ts)?;
-        if self.offset_ns == 0 {
-            return Some(ns);
-        }
-        u64::try_from(i128::from(ns) + self.offset_ns).ok()
-    }
-}
+pub const MAX_INTERFACES: u32 = 1 << 16;
 
 /// Reading state of a pcapng stream: current section's byte order and
 /// interfaces.
@@ -153,46 +67,20 @@ fn check_length(block_type: u32, length: u32) -> Result<(), ErrorKind> {
         return Err(bad("more than the 256 MiB limit"));
     }
     let (min, reason) = match block_type {
-        SHB => (28, "less than the 28-byte minimum of a section header block"),
-        IDB => (20, "less than the 20-byte minimum of an interface description block"),
+        SHB => (
+            28,
+            "less than the 28-byte minimum of a section header block",
+        ),
+        IDB => (
+            20,
+            "less than the 20-byte minimum of an interface description block",
+        ),
         EPB | OPB => (32, "less than the 32-byte minimum of a packet block"),
         SPB => (16, "less than the 16-byte minimum of a simple packet block"),
         _ => (12, ""),
     };
     if length < min {
         return Err(bad(reason));
-    }
-    Ok(())
-}
-
-/// Walks the options in `opts`, calling `f(code, value)` for each until
-/// `opt_endofopt` or the end. An option whose value runs past the end is an
-/// error; a missing final padding is tolerated.
-fn walk_options(
-    opts: &[u8],
-    be: bool,
-    block_type: u32,
-    mut f: impl FnMut(u16, &[u8]) -> Result<(), ErrorKind>,
-) -> Result<(), ErrorKind> {
-    let mut p = 0usize;
-    while opts.len() - p >= 4 {
-        let code = u16_at(opts, p, be);
-        let length = u16_at(opts, p + 2, be);
-        if code == OPT_ENDOFOPT {
-            break;
-        }
-        let room = opts.len() - p - 4;
-        let len = usize::from(length);
-        if len > room {
-            return Err(ErrorKind::OptionOverrun {
-                block_type,
-                code,
-                length,
-                room: room as u64,
-            });
-        }
-        f(code, &opts[p + 4..p + 4 + len])?;
-        p += 4 + ((len + 3) & !3).min(room);
     }
     Ok(())
 }
@@ -257,7 +145,10 @@ impl PcapngState {
         let major = u16_at(body, 4, be);
         let minor = u16_at(body, 6, be);
         if major != 1 {
-            return Err(Fault::block(at, ErrorKind::UnsupportedVersion { major, minor }));
+            return Err(Fault::block(
+                at,
+                ErrorKind::UnsupportedVersion { major, minor },
+            ));
         }
         walk_options(&body[16..], be, SHB, |_, _| Ok(())).map_err(|k| Fault::block(at, k))?;
         self.big_endian = be;
@@ -266,51 +157,26 @@ impl PcapngState {
         Ok(())
     }
 
-    /// Parses an interface description block (`block` is the whole block).
+    /// Adds the interface an interface description block describes
+    /// (`block` is the whole block).
     fn add_interface(&mut self, block: &[u8]) -> Result<(), ErrorKind> {
-        let be = self.big_endian;
         if self.interfaces.len() >= MAX_INTERFACES as usize {
             return Err(ErrorKind::TooManyInterfaces {
                 limit: MAX_INTERFACES,
             });
         }
         let body = &block[8..block.len() - 4];
-        let linktype = LinkType::from_header(u32::from(u16_at(body, 0, be)));
-        let snaplen = u32_at(body, 4, be);
-        let mut scale = Scale::Mul(1_000);
-        let mut offset_ns = 0i128;
-        walk_options(&body[8..], be, IDB, |code, value| {
-            match (code, value.len()) {
-                (OPT_IF_TSRESOL, 1) => scale = Scale::from_tsresol(value[0])?,
-                (OPT_IF_TSOFFSET, 8) => {
-                    let v: [u8; 8] = [
-                        value[0], value[1], value[2], value[3], value[4], value[5], value[6],
-                        value[7],
-                    ];
-                    let secs = if be {
-                        i64::from_be_bytes(v)
-                    } else {
-                        i64::from_le_bytes(v)
-                    };
-                    offset_ns = i128::from(secs) * 1_000_000_000;
-                }
-                _ => {}
-            }
-            Ok(())
-        })?;
-        self.interfaces.push(Interface {
-            linktype,
-            snaplen,
-            scale,
-            offset_ns,
-        });
+        self.interfaces
+            .push(Interface::parse(body, self.big_endian)?);
         Ok(())
     }
 
     fn interface(&self, block_type: u32, id: u32) -> Result<&Interface, ErrorKind> {
         match self.interfaces.get(id as usize) {
             Some(i) => Ok(i),
-            None if self.interfaces.is_empty() => Err(ErrorKind::PacketBeforeInterface { block_type }),
+            None if self.interfaces.is_empty() => {
+                Err(ErrorKind::PacketBeforeInterface { block_type })
+            }
             None => Err(ErrorKind::BadInterface {
                 interface: id,
                 count: self.interfaces.len() as u32,
@@ -321,7 +187,12 @@ impl PcapngState {
     /// Parses a packet block (`block` is the whole block, found at storage
     /// index `pos`).
     #[inline]
-    fn packet(&mut self, block_type: u32, block: &[u8], pos: usize) -> Result<PacketPos, ErrorKind> {
+    fn packet(
+        &mut self,
+        block_type: u32,
+        block: &[u8],
+        pos: usize,
+    ) -> Result<PacketPos, ErrorKind> {
         let be = self.big_endian;
         let body = &block[8..block.len() - 4];
         if block_type == SPB {
@@ -592,7 +463,7 @@ mod tests {
     fn sections_of_both_byte_orders_reset_interfaces() {
         let mut f = LE.shb();
         f.extend(LE.idb(1, 0, &[]));
-        f.extend(LE.idb(101, 0, &[LE.opt(OPT_IF_TSRESOL, &[9])]));
+        f.extend(LE.idb(101, 0, &[LE.opt(crate::interface::OPT_IF_TSRESOL, &[9])]));
         f.extend(LE.epb(1, 5, b"ab", 2));
         f.extend(LE.epb(0, 7, b"abc", 99));
         f.extend(BE.shb());
@@ -615,7 +486,10 @@ mod tests {
         assert_eq!(pkts.len(), 3);
         assert!(matches!(
             err.unwrap().kind,
-            ErrorKind::BadInterface { interface: 1, count: 1 }
+            ErrorKind::BadInterface {
+                interface: 1,
+                count: 1
+            }
         ));
     }
 
@@ -623,14 +497,14 @@ mod tests {
     fn tsresol_and_tsoffset() {
         let mut f = LE.shb();
         // 2^-63 s per unit (libpcap pcapng-tsresol-bin-overflow.pcapng).
-        f.extend(LE.idb(1, 0, &[LE.opt(OPT_IF_TSRESOL, &[0xbf])]));
+        f.extend(LE.idb(1, 0, &[LE.opt(crate::interface::OPT_IF_TSRESOL, &[0xbf])]));
         // 10^-19 s per unit, one hour offset.
         f.extend(LE.idb(
             1,
             0,
             &[
-                LE.opt(OPT_IF_TSRESOL, &[19]),
-                LE.opt(OPT_IF_TSOFFSET, &3600i64.to_le_bytes()),
+                LE.opt(crate::interface::OPT_IF_TSRESOL, &[19]),
+                LE.opt(crate::interface::OPT_IF_TSOFFSET, &3600i64.to_le_bytes()),
             ],
         ));
         // Seconds, offset back before 1970 for a small value.
@@ -638,8 +512,8 @@ mod tests {
             1,
             0,
             &[
-                LE.opt(OPT_IF_TSRESOL, &[0]),
-                LE.opt(OPT_IF_TSOFFSET, &(-10i64).to_le_bytes()),
+                LE.opt(crate::interface::OPT_IF_TSRESOL, &[0]),
+                LE.opt(crate::interface::OPT_IF_TSOFFSET, &(-10i64).to_le_bytes()),
             ],
         ));
         f.extend(LE.epb(0, 0x7fff_ffff_ffff_ffff, b"", 0));
@@ -653,7 +527,7 @@ mod tests {
 
         // Seconds resolution overflowing u64 ns.
         let mut f = LE.shb();
-        f.extend(LE.idb(1, 0, &[LE.opt(OPT_IF_TSRESOL, &[0x80])]));
+        f.extend(LE.idb(1, 0, &[LE.opt(crate::interface::OPT_IF_TSRESOL, &[0x80])]));
         f.extend(LE.epb(0, u64::MAX / 1000, b"", 0));
         let e = read_all(f).1.unwrap();
         assert!(e.is_record);
@@ -662,7 +536,7 @@ mod tests {
         // libpcap pcapng-idb-tsresol-dec-high.pcapng: 10^-100.
         for bad in [100u8, 20, 0x80 | 64] {
             let mut f = LE.shb();
-            f.extend(LE.idb(1, 0, &[LE.opt(OPT_IF_TSRESOL, &[bad])]));
+            f.extend(LE.idb(1, 0, &[LE.opt(crate::interface::OPT_IF_TSRESOL, &[bad])]));
             let e = read_all(f).1.unwrap();
             assert_eq!(e.offset, 28);
             assert!(matches!(e.kind, ErrorKind::BadTsResol(v) if v == bad));
@@ -708,12 +582,18 @@ mod tests {
     fn framing_errors() {
         // libpcap pcapng-block-len-not-mult4.pcapng.
         let mut f = LE.shb();
-        f.extend([1, 0, 0, 0, 21, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 21, 0, 0, 0]);
+        f.extend([
+            1, 0, 0, 0, 21, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 21, 0, 0, 0,
+        ]);
         let e = read_all(f).1.unwrap();
         assert_eq!(e.offset, 28);
         assert!(matches!(
             e.kind,
-            ErrorKind::BadBlockLength { block_type: 1, length: 21, reason: "not a multiple of 4" }
+            ErrorKind::BadBlockLength {
+                block_type: 1,
+                length: 21,
+                reason: "not a multiple of 4"
+            }
         ));
 
         // Trailer differs.
@@ -725,7 +605,11 @@ mod tests {
         let e = read_all(f).1.unwrap();
         assert!(matches!(
             e.kind,
-            ErrorKind::BlockTrailerMismatch { block_type: 1, header: 20, trailer: 0x30 }
+            ErrorKind::BlockTrailerMismatch {
+                block_type: 1,
+                header: 20,
+                trailer: 0x30
+            }
         ));
 
         // Option longer than the block (libpcap shb-option-too-long.pcapng).
@@ -736,7 +620,12 @@ mod tests {
         let e = read_all(f).1.unwrap();
         assert!(matches!(
             e.kind,
-            ErrorKind::OptionOverrun { block_type: 1, code: 2, length: 9, room: 4 }
+            ErrorKind::OptionOverrun {
+                block_type: 1,
+                code: 2,
+                length: 9,
+                room: 4
+            }
         ));
 
         // Packet before any IDB (libpcap pcapng-packet-before-idb.pcapng).
@@ -744,7 +633,10 @@ mod tests {
         f.extend(LE.epb(0, 0, b"AAAA", 4));
         let e = read_all(f).1.unwrap();
         assert!(e.is_record && e.offset == 28);
-        assert!(matches!(e.kind, ErrorKind::PacketBeforeInterface { block_type: EPB }));
+        assert!(matches!(
+            e.kind,
+            ErrorKind::PacketBeforeInterface { block_type: EPB }
+        ));
 
         // Captured length larger than the block.
         let mut f = LE.shb();
@@ -753,14 +645,20 @@ mod tests {
         epb[20] = 9;
         f.extend(epb);
         let e = read_all(f).1.unwrap();
-        assert!(matches!(e.kind, ErrorKind::PacketLengthOverrun { caplen: 9, room: 4 }));
+        assert!(matches!(
+            e.kind,
+            ErrorKind::PacketLengthOverrun { caplen: 9, room: 4 }
+        ));
 
         // Packet block too short for its fixed part.
         let mut f = LE.shb();
         f.extend(LE.idb(1, 0, &[]));
         f.extend(LE.block(EPB, &[0; 12]));
         let e = read_all(f).1.unwrap();
-        assert!(matches!(e.kind, ErrorKind::BadBlockLength { length: 24, .. }));
+        assert!(matches!(
+            e.kind,
+            ErrorKind::BadBlockLength { length: 24, .. }
+        ));
 
         // Bad byte-order magic in a later section.
         let mut f = LE.shb();
@@ -775,7 +673,10 @@ mod tests {
     fn truncation() {
         // First SHB cut (libpcap pcapng-truncated-shb.pcapng: 16 of 28).
         let e = read_all(LE.shb()[..16].to_vec()).1.unwrap();
-        assert!(matches!(e.kind, ErrorKind::TruncatedHeader { need: 28, got: 16 }));
+        assert!(matches!(
+            e.kind,
+            ErrorKind::TruncatedHeader { need: 28, got: 16 }
+        ));
 
         let mut f = LE.shb();
         f.extend(LE.idb(1, 0, &[]));
@@ -788,18 +689,27 @@ mod tests {
         let e = err.unwrap();
         assert!(e.is_record && e.kind.is_truncation());
         assert_eq!(e.offset, cut_at as u64);
-        assert!(matches!(e.kind, ErrorKind::TruncatedBlock { need: 96, got: 86 }));
+        assert!(matches!(
+            e.kind,
+            ErrorKind::TruncatedBlock { need: 96, got: 86 }
+        ));
 
         // Cut inside a skipped block, and inside a block header.
         let mut f = LE.shb();
         f.extend(&LE.block(0x0bad, &[1; 40])[..30]);
         let e = read_all(f).1.unwrap();
         assert!(!e.is_record);
-        assert!(matches!(e.kind, ErrorKind::TruncatedBlock { need: 52, got: 30 }));
+        assert!(matches!(
+            e.kind,
+            ErrorKind::TruncatedBlock { need: 52, got: 30 }
+        ));
         let mut f = LE.shb();
         f.extend([6, 0, 0]);
         let e = read_all(f).1.unwrap();
-        assert!(matches!(e.kind, ErrorKind::TruncatedBlock { need: 12, got: 3 }));
+        assert!(matches!(
+            e.kind,
+            ErrorKind::TruncatedBlock { need: 12, got: 3 }
+        ));
     }
 
     #[test]
@@ -811,7 +721,10 @@ mod tests {
         let mut buf = StreamBuf::new(Box::new(Cursor::new(f)));
         let mut st = PcapngState::open(&mut buf).unwrap();
         let p = st.next_packet(&mut buf).unwrap().unwrap();
-        assert_eq!(&buf.storage()[p.data_start..p.data_start + p.caplen], b"after");
+        assert_eq!(
+            &buf.storage()[p.data_start..p.data_start + p.caplen],
+            b"after"
+        );
         assert!(buf.storage().len() <= crate::buffer::STEADY_CAPACITY);
     }
 }

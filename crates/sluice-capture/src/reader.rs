@@ -143,8 +143,8 @@ impl CaptureReader {
             buf.consume(FILE_HEADER_LEN);
             (State::Pcap(h), Format::Pcap { nanos, big_endian })
         } else if first4 == pcapng::SHB.to_le_bytes() {
-            let st = PcapngState::open(&mut buf)
-                .map_err(|f| error(name, f.offset, None, f.kind))?;
+            let st =
+                PcapngState::open(&mut buf).map_err(|f| error(name, f.offset, None, f.kind))?;
             (State::Pcapng(st), Format::Pcapng)
         } else {
             return Err(fail(ErrorKind::NotACapture {
@@ -324,8 +324,12 @@ mod tests {
         assert_eq!((n, r.offset()), (2, plain.len() as u64));
 
         // gzip of nothing.
-        let e = reader(GzEncoder::new(Vec::new(), Compression::fast()).finish().unwrap())
-            .unwrap_err();
+        let e = reader(
+            GzEncoder::new(Vec::new(), Compression::fast())
+                .finish()
+                .unwrap(),
+        )
+        .unwrap_err();
         assert!(matches!(e.kind, ErrorKind::Empty));
     }
 
@@ -354,21 +358,39 @@ mod tests {
     fn detection_errors() {
         let e = reader(Vec::new()).unwrap_err();
         assert!(matches!(e.kind, ErrorKind::Empty));
-        assert_eq!(e.to_string(), "t.pcap: byte 0: file is empty (0 bytes): not a pcap or pcapng capture");
+        assert_eq!(
+            e.to_string(),
+            "t.pcap: byte 0: file is empty (0 bytes of capture data): not a pcap or pcapng capture"
+        );
 
         let e = reader(b"GET / HTTP/1.1\r\n".to_vec()).unwrap_err();
-        assert!(matches!(e.kind, ErrorKind::NotACapture { magic: 0x4745_5420 }));
+        assert!(matches!(
+            e.kind,
+            ErrorKind::NotACapture { magic: 0x4745_5420 }
+        ));
 
         let e = reader(vec![0xd4, 0xc3]).unwrap_err();
-        assert!(matches!(e.kind, ErrorKind::TruncatedHeader { need: 24, got: 2 }));
+        assert!(matches!(
+            e.kind,
+            ErrorKind::TruncatedHeader { need: 24, got: 2 }
+        ));
         let e = reader(vec![0x0a, 0x0d, 0x0d]).unwrap_err();
-        assert!(matches!(e.kind, ErrorKind::TruncatedHeader { need: 28, got: 3 }));
+        assert!(matches!(
+            e.kind,
+            ErrorKind::TruncatedHeader { need: 28, got: 3 }
+        ));
         let e = reader(vec![0x01]).unwrap_err();
-        assert!(matches!(e.kind, ErrorKind::NotACapture { magic: 0x0100_0000 }));
+        assert!(matches!(
+            e.kind,
+            ErrorKind::NotACapture { magic: 0x0100_0000 }
+        ));
 
         // libpcap pcap-truncated-hdr-23.pcap
         let e = reader(nano_pcap()[..23].to_vec()).unwrap_err();
-        assert!(matches!(e.kind, ErrorKind::TruncatedHeader { need: 24, got: 23 }));
+        assert!(matches!(
+            e.kind,
+            ErrorKind::TruncatedHeader { need: 24, got: 23 }
+        ));
         assert!(e.is_truncation());
     }
 
@@ -381,7 +403,10 @@ mod tests {
         for _ in 0..3 {
             let e = r.next_packet().unwrap_err();
             assert_eq!((e.offset, e.record), (48, Some(2)));
-            assert!(matches!(e.kind, ErrorKind::TruncatedRecord { need: 8, got: 5 }));
+            assert!(matches!(
+                e.kind,
+                ErrorKind::TruncatedRecord { need: 8, got: 5 }
+            ));
             assert_eq!(
                 e.to_string(),
                 "t.pcap: byte 48 (record 2): truncated record: header says 8 captured bytes, \
@@ -397,6 +422,8 @@ mod tests {
         send::<CaptureReader>();
         let e = CaptureReader::open("/nonexistent/x.pcap").unwrap_err();
         assert!(matches!(e.kind, ErrorKind::Io(_)));
-        assert!(e.to_string().starts_with("/nonexistent/x.pcap: byte 0: I/O error"));
+        assert!(e
+            .to_string()
+            .starts_with("/nonexistent/x.pcap: byte 0: I/O error"));
     }
 }

@@ -183,7 +183,11 @@ fn run(name: &str, orig: &[u8], mutants: usize, expand: usize) {
 
 fn small_files() -> Vec<(String, Vec<u8>)> {
     let dir = PathBuf::from(DIR);
-    assert!(dir.is_dir(), "testdata directory {} is missing", dir.display());
+    assert!(
+        dir.is_dir(),
+        "testdata directory {} is missing",
+        dir.display()
+    );
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -198,12 +202,23 @@ fn small_files() -> Vec<(String, Vec<u8>)> {
         })
         .collect();
     files.sort();
-    assert!(files.len() > 40, "expected the testdata captures, found {}", files.len());
+    assert!(
+        files.len() > 40,
+        "expected the testdata captures, found {}",
+        files.len()
+    );
     files
 }
 
+/// Mutants for a file of `len` bytes. `SLUICE_MUTATION_SCALE=N` multiplies
+/// it for soak runs (`cargo test --release -p sluice-capture --test
+/// mutations` with N = 100 runs about ten million mutants).
 fn budget(len: usize) -> usize {
-    (BYTES_PER_FILE / len.max(1)).clamp(MIN_MUTANTS, MAX_MUTANTS)
+    let scale = std::env::var("SLUICE_MUTATION_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .unwrap_or(1);
+    (BYTES_PER_FILE / len.max(1)).clamp(MIN_MUTANTS, MAX_MUTANTS) * scale
 }
 
 /// Half of the files (alternating by name), so two test threads share the

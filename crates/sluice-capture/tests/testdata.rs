@@ -87,7 +87,11 @@ fn expected_errors() -> BTreeMap<&'static str, Bad> {
     bad("libpcap__pcapng-block-len-not-mult4.pcapng", 0, |e| {
         matches!(
             e.kind,
-            ErrorKind::BadBlockLength { block_type: 1, length: 21, reason: "not a multiple of 4" }
+            ErrorKind::BadBlockLength {
+                block_type: 1,
+                length: 21,
+                reason: "not a multiple of 4"
+            }
         ) && e.offset == 28
             && e.record.is_none()
     });
@@ -99,7 +103,11 @@ fn expected_errors() -> BTreeMap<&'static str, Bad> {
     bad("libpcap__shb-option-too-long.pcapng", 0, |e| {
         matches!(
             e.kind,
-            ErrorKind::BlockTrailerMismatch { block_type: 0x0a0d_0d0a, header: 52, trailer: 0x3030_3030 }
+            ErrorKind::BlockTrailerMismatch {
+                block_type: 0x0a0d_0d0a,
+                header: 52,
+                trailer: 0x3030_3030
+            }
         ) && e.offset == 0
     });
     bad("libpcap__pcapng-idb-tsresol-dec-high.pcapng", 0, |e| {
@@ -142,7 +150,9 @@ fn every_testdata_file_reads_or_fails_precisely() {
 
         if let Some(b) = bad.get(name.as_str()) {
             match err {
-                None => failures.push(format!("{name}: read {n} packets without the expected error")),
+                None => failures.push(format!(
+                    "{name}: read {n} packets without the expected error"
+                )),
                 Some(e) => {
                     if !(b.check)(&e) || n != b.packets {
                         failures.push(format!(
@@ -153,7 +163,9 @@ fn every_testdata_file_reads_or_fails_precisely() {
                     }
                     let text = e.to_string();
                     if !text.starts_with(&path.display().to_string()) || !text.contains("byte ") {
-                        failures.push(format!("{name}: message does not name file and byte: {text}"));
+                        failures.push(format!(
+                            "{name}: message does not name file and byte: {text}"
+                        ));
                     }
                     if let Some(mut r) = reader {
                         // Sticky: the same error again, no more packets.
@@ -172,7 +184,9 @@ fn every_testdata_file_reads_or_fails_precisely() {
 
         let readable = row["tcpdump_rc"] == "0" || row["tshark_rc"] == "0";
         if !readable {
-            failures.push(format!("{name}: refused by tcpdump and tshark but not in the error table"));
+            failures.push(format!(
+                "{name}: refused by tcpdump and tshark but not in the error table"
+            ));
             continue;
         }
         let want: u64 = row["packets"].parse().unwrap();
@@ -218,7 +232,9 @@ fn every_testdata_file_reads_or_fails_precisely() {
 
     for name in bad.keys() {
         if !seen.contains(*name) {
-            failures.push(format!("{name}: in the error table but not in the directory"));
+            failures.push(format!(
+                "{name}: in the error table but not in the directory"
+            ));
         }
     }
     for name in manifest.keys() {
@@ -277,7 +293,11 @@ fn microsecond_fields_past_one_second_are_converted() {
     let mut r = CaptureReader::open(&path).unwrap();
     let mut at = 24;
     while let Some(p) = r.next_packet().unwrap() {
-        let u = |o: usize| u64::from(u32::from_le_bytes(raw[at + o..at + o + 4].try_into().unwrap()));
+        let u = |o: usize| {
+            u64::from(u32::from_le_bytes(
+                raw[at + o..at + o + 4].try_into().unwrap(),
+            ))
+        };
         assert_eq!(p.ts_ns, u(0) * 1_000_000_000 + u(4) * 1_000);
         at += 16 + p.data.len();
     }

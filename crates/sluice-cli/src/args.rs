@@ -7,7 +7,11 @@ use sluice_wire::{MacAddr, PayloadMode};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "sluice", version, about = "A precise, fast software traffic generator")]
+#[command(
+    name = "sluice",
+    version,
+    about = "A precise, fast software traffic generator"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -34,7 +38,11 @@ fn count(s: &str) -> Result<u64, String> {
 }
 fn cpus(s: &str) -> Result<Vec<usize>, String> {
     s.split(',')
-        .map(|c| c.trim().parse::<usize>().map_err(|_| format!("'{c}' is not a CPU number")))
+        .map(|c| {
+            c.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("'{c}' is not a CPU number"))
+        })
         .collect()
 }
 

@@ -45,7 +45,12 @@ pub fn run(a: DemoArgs) -> Result<u8, Failure> {
         let net = DemoNet::up()?;
         let dump = net.capture(&capture)?;
         let sink = AfPacketSink::open(DemoNet::TX, TxMode::Auto)?;
-        eprintln!("demo: replaying through veth {} -> {} (namespace {}), captured by tcpdump", DemoNet::TX, DemoNet::RX, net.ns);
+        eprintln!(
+            "demo: replaying through veth {} -> {} (namespace {}), captured by tcpdump",
+            DemoNet::TX,
+            DemoNet::RX,
+            net.ns
+        );
         let s = replay(&trace, Box::new(sink))?;
         dump.stop()?;
         s
@@ -58,7 +63,10 @@ pub fn run(a: DemoArgs) -> Result<u8, Failure> {
     };
     eprintln!("\n== sender summary ==\n{}", summary.render());
     let report = sluice_analyze::analyze(&capture, Some(&trace))?;
-    println!("\n== analysis of {} against the trace ==", capture.display());
+    println!(
+        "\n== analysis of {} against the trace ==",
+        capture.display()
+    );
     print!("{}", report.render_text());
     if a.dir.is_some() {
         println!("\nfiles kept in {}", dir.display());
@@ -120,7 +128,8 @@ pub fn demo_frame(seq: u64, frame_len: usize) -> Vec<u8> {
 }
 
 fn write_trace(path: &Path, packets: u64, gap_ns: u64) -> anyhow::Result<()> {
-    let file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let mut w = PcapWriter::new(BufWriter::new(file), LinkType::ETHERNET, 65_535)?;
     let t0 = 1_700_000_000u64 * 1_000_000_000;
     for i in 0..packets {
@@ -143,7 +152,8 @@ fn is_root() -> bool {
 }
 
 fn which(cmd: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
 }
 
 fn sh(args: &[&str]) -> anyhow::Result<()> {
@@ -176,25 +186,77 @@ impl DemoNet {
         sh(&["ip", "netns", "add", &ns])?;
         let net = DemoNet { ns };
         let ns = net.ns.as_str();
-        sh(&["ip", "link", "add", Self::TX, "type", "veth", "peer", "name", Self::RX])?;
+        sh(&[
+            "ip",
+            "link",
+            "add",
+            Self::TX,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            Self::RX,
+        ])?;
         sh(&["ip", "link", "set", Self::RX, "netns", ns])?;
-        sh(&["ip", "link", "set", Self::TX, "address", "02:00:00:00:00:01", "up"])?;
-        sh(&["ip", "netns", "exec", ns, "ip", "link", "set", Self::RX, "address", "02:00:00:00:00:02", "up"])?;
+        sh(&[
+            "ip",
+            "link",
+            "set",
+            Self::TX,
+            "address",
+            "02:00:00:00:00:01",
+            "up",
+        ])?;
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "ip",
+            "link",
+            "set",
+            Self::RX,
+            "address",
+            "02:00:00:00:00:02",
+            "up",
+        ])?;
         // IPv6 autoconfiguration would add foreign frames to the capture.
-        let _ = sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]);
+        let _ = sh(&[
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-qw",
+            "net.ipv6.conf.all.disable_ipv6=1",
+        ]);
         Ok(net)
     }
 
     fn capture(&self, out: &Path) -> anyhow::Result<Dump> {
         let mut child = Command::new("ip")
-            .args(["netns", "exec", &self.ns, "tcpdump", "-i", Self::RX, "-n", "-U", "-B", "65536"])
+            .args([
+                "netns",
+                "exec",
+                &self.ns,
+                "tcpdump",
+                "-i",
+                Self::RX,
+                "-n",
+                "-U",
+                "-B",
+                "65536",
+            ])
             .args(["--time-stamp-precision=nano", "-w"])
             .arg(out)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .context("starting tcpdump")?;
-        let stderr = child.stderr.take().ok_or_else(|| anyhow!("no tcpdump stderr"))?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| anyhow!("no tcpdump stderr"))?;
         let mut line = String::new();
         let mut r = BufReader::new(stderr);
         // tcpdump says "listening on ..." once its socket is open.

@@ -86,7 +86,9 @@ fn timing_mode(a: &ReplayArgs) -> Result<TimingMode, Failure> {
     } else {
         let m = a.multiplier.unwrap_or(1.0);
         if !(m.is_finite() && m > 0.0) {
-            return Err(bad_input(anyhow!("--multiplier must be a positive number, got {m}")));
+            return Err(bad_input(anyhow!(
+                "--multiplier must be a positive number, got {m}"
+            )));
         }
         TimingMode::Recorded { multiplier: m }
     })
@@ -128,7 +130,9 @@ fn report(a: &ReplayArgs, s: &Summary) -> Result<(), Failure> {
     if let Some(spec) = &a.summary_json {
         let mut out = open_output(spec)?;
         serde_json::to_writer_pretty(&mut out, s).context("writing --summary-json")?;
-        writeln!(out).and_then(|_| out.flush()).context("writing --summary-json")?;
+        writeln!(out)
+            .and_then(|_| out.flush())
+            .context("writing --summary-json")?;
     }
     Ok(())
 }

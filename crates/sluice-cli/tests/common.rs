@@ -40,7 +40,20 @@ pub fn read_all(path: &Path) -> Vec<(u64, Vec<u8>)> {
 pub fn frame(seq: u64, len: usize) -> Vec<u8> {
     let mut f = vec![2, 0, 0, 0, 0, 0x99, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
     let ip_len = (len - 14) as u16;
-    f.extend_from_slice(&[0x45, 0, (ip_len >> 8) as u8, ip_len as u8, 0, 0, 0, 0, 64, 17, 0, 0]);
+    f.extend_from_slice(&[
+        0x45,
+        0,
+        (ip_len >> 8) as u8,
+        ip_len as u8,
+        0,
+        0,
+        0,
+        0,
+        64,
+        17,
+        0,
+        0,
+    ]);
     f.extend_from_slice(&[10, 99, 0, 1, 10, 99, 0, 2, 4, 0, 0, 9]);
     f.extend_from_slice(&(ip_len - 20).to_be_bytes());
     f.extend_from_slice(&[0, 0]);

@@ -4,9 +4,21 @@
 mod common;
 use common::*;
 
-fn replay_to_pcap(trace: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+fn replay_to_pcap(
+    trace: &std::path::Path,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
     let to = format!("pcap:{}", out.display());
-    let mut args = vec!["replay", trace.to_str().unwrap(), "--to", &to, "--clock", "virtual", "-q"];
+    let mut args = vec![
+        "replay",
+        trace.to_str().unwrap(),
+        "--to",
+        &to,
+        "--clock",
+        "virtual",
+        "-q",
+    ];
     args.extend_from_slice(extra);
     run(&args)
 }
@@ -40,9 +52,13 @@ fn multiplier_scales_gaps() {
     let trace = d.join("t.pcap");
     write_trace(&trace, 100, 1_000, 64);
     let out = d.join("out.pcap");
-    assert!(replay_to_pcap(&trace, &out, &["--multiplier", "2"]).status.success());
+    assert!(replay_to_pcap(&trace, &out, &["--multiplier", "2"])
+        .status
+        .success());
     assert!(gaps(&read_all(&out)).iter().all(|&g| g == 500));
-    assert!(replay_to_pcap(&trace, &out, &["-x", "0.5"]).status.success());
+    assert!(replay_to_pcap(&trace, &out, &["-x", "0.5"])
+        .status
+        .success());
     assert!(gaps(&read_all(&out)).iter().all(|&g| g == 2_000));
 }
 
@@ -52,10 +68,14 @@ fn fixed_rates_space_packets_exactly() {
     let trace = d.join("t.pcap");
     write_trace(&trace, 200, 777, 125);
     let out = d.join("out.pcap");
-    assert!(replay_to_pcap(&trace, &out, &["--pps", "100k"]).status.success());
+    assert!(replay_to_pcap(&trace, &out, &["--pps", "100k"])
+        .status
+        .success());
     assert!(gaps(&read_all(&out)).iter().all(|&g| g == 10_000));
     // 125-byte frames = 1000 bits; at 1 Mbit/s that is 1 ms apart.
-    assert!(replay_to_pcap(&trace, &out, &["--mbps", "1"]).status.success());
+    assert!(replay_to_pcap(&trace, &out, &["--mbps", "1"])
+        .status
+        .success());
     assert!(gaps(&read_all(&out)).iter().all(|&g| g == 1_000_000));
 }
 
@@ -65,7 +85,9 @@ fn loops_continue_time_without_a_burst_at_the_seam() {
     let trace = d.join("t.pcap");
     write_trace(&trace, 10, 1_000, 64);
     let out = d.join("out.pcap");
-    assert!(replay_to_pcap(&trace, &out, &["--loop", "3"]).status.success());
+    assert!(replay_to_pcap(&trace, &out, &["--loop", "3"])
+        .status
+        .success());
     let got = read_all(&out);
     assert_eq!(got.len(), 30);
     assert!(gaps(&got).iter().all(|&g| g == 1_000), "{:?}", gaps(&got));
@@ -78,11 +100,19 @@ fn limit_and_duration_stop_the_run() {
     let trace = d.join("t.pcap");
     write_trace(&trace, 100, 1_000, 64);
     let out = d.join("out.pcap");
-    assert!(replay_to_pcap(&trace, &out, &["--limit", "7"]).status.success());
+    assert!(replay_to_pcap(&trace, &out, &["--limit", "7"])
+        .status
+        .success());
     assert_eq!(read_all(&out).len(), 7);
-    assert!(replay_to_pcap(&trace, &out, &["--duration", "4500ns"]).status.success());
+    assert!(replay_to_pcap(&trace, &out, &["--duration", "4500ns"])
+        .status
+        .success());
     assert_eq!(read_all(&out).len(), 5);
-    assert!(replay_to_pcap(&trace, &out, &["--loop", "0", "--limit", "250"]).status.success());
+    assert!(
+        replay_to_pcap(&trace, &out, &["--loop", "0", "--limit", "250"])
+            .status
+            .success()
+    );
     assert_eq!(read_all(&out).len(), 250);
 }
 
@@ -122,13 +152,21 @@ fn raw_ip_gets_an_ethernet_header() {
     let o = replay_to_pcap(
         &testdata("tcpdump__LINKTYPE_RAW_ipv4.pcap"),
         &out,
-        &["--src-mac", "02:11:11:11:11:11", "--dst-mac", "02:22:22:22:22:22"],
+        &[
+            "--src-mac",
+            "02:11:11:11:11:11",
+            "--dst-mac",
+            "02:22:22:22:22:22",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let got = read_all(&out);
     let src = read_all(&testdata("tcpdump__LINKTYPE_RAW_ipv4.pcap"));
     assert_eq!(got.len(), 1);
-    assert_eq!(&got[0].1[..14], &[2, 0x22, 0x22, 0x22, 0x22, 0x22, 2, 0x11, 0x11, 0x11, 0x11, 0x11, 8, 0]);
+    assert_eq!(
+        &got[0].1[..14],
+        &[2, 0x22, 0x22, 0x22, 0x22, 0x22, 2, 0x11, 0x11, 0x11, 0x11, 0x11, 8, 0]
+    );
     assert_eq!(&got[0].1[14..], &src[0].1[..]);
 }
 
@@ -138,35 +176,67 @@ fn payload_zero_keeps_length_and_clears_payload() {
     let trace = d.join("t.pcap");
     write_trace(&trace, 5, 1_000, 100);
     let out = d.join("out.pcap");
-    assert!(replay_to_pcap(&trace, &out, &["--payload", "zero"]).status.success());
+    assert!(replay_to_pcap(&trace, &out, &["--payload", "zero"])
+        .status
+        .success());
     for (_, f) in read_all(&out) {
         assert_eq!(f.len(), 100);
         assert!(f[42..].iter().all(|&b| b == 0));
     }
-    assert!(replay_to_pcap(&trace, &out, &["--payload", "truncate"]).status.success());
+    assert!(replay_to_pcap(&trace, &out, &["--payload", "truncate"])
+        .status
+        .success());
     assert!(read_all(&out).iter().all(|(_, f)| f.len() == 42));
 }
 
 #[test]
 fn unsupported_link_type_is_refused_or_skipped() {
     let trace = testdata("tcpreplay__test.rewrite_dlthdlc.pcap");
-    let o = run(&["replay", trace.to_str().unwrap(), "--clock", "virtual", "-q"]);
+    let o = run(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--clock",
+        "virtual",
+        "-q",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("link type") && e.contains("rewrite_dlthdlc"), "{e}");
-    let o = run(&["replay", trace.to_str().unwrap(), "--clock", "virtual", "-q", "--skip-unsupported"]);
+    assert!(
+        e.contains("link type") && e.contains("rewrite_dlthdlc"),
+        "{e}"
+    );
+    let o = run(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--clock",
+        "virtual",
+        "-q",
+        "--skip-unsupported",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("unsupported skipped 179"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unsupported skipped 179"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn truncated_trace_replays_what_came_before_and_warns() {
     let d = tmpdir("trunc");
     let out = d.join("out.pcap");
-    let o = replay_to_pcap(&testdata("DERIVED__tcpreplay_test_cut-mid-packet.pcap"), &out, &[]);
+    let o = replay_to_pcap(
+        &testdata("DERIVED__tcpreplay_test_cut-mid-packet.pcap"),
+        &out,
+        &[],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(read_all(&out).len(), 99);
-    assert!(stderr(&o).contains("warning") && stderr(&o).contains("truncated"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning") && stderr(&o).contains("truncated"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -174,7 +244,13 @@ fn bad_input_names_the_file_and_exits_2() {
     let o = run(&["replay", "/nonexistent/x.pcap", "-q"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("/nonexistent/x.pcap"), "{}", stderr(&o));
-    let o = run(&["replay", testdata("libpcap__pcap-invalid-version-1.pcap").to_str().unwrap(), "-q"]);
+    let o = run(&[
+        "replay",
+        testdata("libpcap__pcap-invalid-version-1.pcap")
+            .to_str()
+            .unwrap(),
+        "-q",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("invalid-version"), "{}", stderr(&o));
     let o = run(&["replay", "x.pcap", "--pps", "fast"]);

@@ -31,7 +31,10 @@ fn interrupt_after(sig: &str, wait: Duration) {
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
     let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
     let sent = s["packets"].as_u64().unwrap();
-    assert!(sent > 1000, "10 kpps for ~1.5 s sends more than one pass: {sent}");
+    assert!(
+        sent > 1000,
+        "10 kpps for ~1.5 s sends more than one pass: {sent}"
+    );
     assert_eq!(s["interrupted"], true);
     // Every packet the summary counts is in the file, and the file reads cleanly.
     assert_eq!(read_all(&out).len() as u64, sent);

@@ -11,7 +11,12 @@ use std::process::{Child, Command, Stdio};
 
 fn sh(args: &[&str]) {
     let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(o.status.success(), "{}: {}", args.join(" "), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// One veth test at a time: concurrent replays and captures on a 2-core
@@ -25,7 +30,10 @@ fn can_run() -> bool {
         .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
     let tools = Command::new("tcpdump").arg("--version").output().is_ok();
     if !(root && tools) {
-        assert!(std::env::var_os("CI").is_none(), "CI must run the veth tests as root with tcpdump");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the veth tests as root with tcpdump"
+        );
         eprintln!("skipped: needs root and tcpdump");
     }
     root && tools
@@ -47,8 +55,20 @@ impl Net {
         sh(&["ip", "link", "add", &a, "type", "veth", "peer", "name", &b]);
         sh(&["ip", "link", "set", &b, "netns", &tag]);
         // No IPv6 autoconfiguration traffic in the capture.
-        sh(&["sysctl", "-qw", &format!("net.ipv6.conf.{a}.disable_ipv6=1")]);
-        sh(&["ip", "netns", "exec", &tag, "sysctl", "-qw", &format!("net.ipv6.conf.{b}.disable_ipv6=1")]);
+        sh(&[
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{a}.disable_ipv6=1"),
+        ]);
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &tag,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{b}.disable_ipv6=1"),
+        ]);
         sh(&["ip", "link", "set", &a, "up"]);
         sh(&["ip", "netns", "exec", &tag, "ip", "link", "set", &b, "up"]);
         net
@@ -60,8 +80,22 @@ impl Net {
 
     fn capture(&self, out: &Path) -> Child {
         let mut child = Command::new("ip")
-            .args(["netns", "exec", &self.tag, "tcpdump", "-i", &format!("{}b", self.tag)])
-            .args(["-n", "-U", "-B", "65536", "--time-stamp-precision=nano", "-w"])
+            .args([
+                "netns",
+                "exec",
+                &self.tag,
+                "tcpdump",
+                "-i",
+                &format!("{}b", self.tag),
+            ])
+            .args([
+                "-n",
+                "-U",
+                "-B",
+                "65536",
+                "--time-stamp-precision=nano",
+                "-w",
+            ])
             .arg(out)
             .stderr(Stdio::piped())
             .spawn()
@@ -78,8 +112,12 @@ impl Net {
 
 impl Drop for Net {
     fn drop(&mut self) {
-        let _ = Command::new("ip").args(["link", "del", &self.tx()]).output();
-        let _ = Command::new("ip").args(["netns", "del", &self.tag]).output();
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.tx()])
+            .output();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.tag])
+            .output();
     }
 }
 
@@ -148,7 +186,8 @@ fn two_threads_keep_per_flow_order() {
     let trace = d.join("t.pcap");
     // 16 flows (UDP source ports), interleaved.
     let file = std::fs::File::create(&trace).unwrap();
-    let mut w = sluice_capture::PcapWriter::new(file, sluice_capture::LinkType::ETHERNET, 65535).unwrap();
+    let mut w =
+        sluice_capture::PcapWriter::new(file, sluice_capture::LinkType::ETHERNET, 65535).unwrap();
     for i in 0..8000u64 {
         let mut f = frame(i, 64);
         f[34..36].copy_from_slice(&(1000 + (i % 16) as u16).to_be_bytes());
@@ -156,14 +195,22 @@ fn two_threads_keep_per_flow_order() {
     }
     w.into_inner().unwrap();
     let out = d.join("cap.pcap");
-    replay_through(&net, &trace, &out, &["--pps", "20k", "--threads", "2", "--spin", "20us"]);
+    replay_through(
+        &net,
+        &trace,
+        &out,
+        &["--pps", "20k", "--threads", "2", "--spin", "20us"],
+    );
     let got = read_all(&out);
     assert_eq!(got.len(), 8000);
     let mut last = [None::<u64>; 16];
     for (_, f) in &got {
         let flow = (u16::from_be_bytes([f[34], f[35]]) - 1000) as usize;
         let seq = u64::from_be_bytes(f[42..50].try_into().unwrap());
-        assert!(last[flow].is_none_or(|l| l < seq), "flow {flow} reordered at {seq}");
+        assert!(
+            last[flow].is_none_or(|l| l < seq),
+            "flow {flow} reordered at {seq}"
+        );
         last[flow] = Some(seq);
     }
 }

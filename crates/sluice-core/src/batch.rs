@@ -108,7 +108,10 @@ mod tests {
         b.data.extend_from_slice(&[9, 9]);
         b.commit(at, Nanos(20));
         let got: Vec<_> = b.iter().map(|(f, d)| (f.to_vec(), d)).collect();
-        assert_eq!(got, vec![(vec![1, 2, 3], Nanos(10)), (vec![9, 9], Nanos(20))]);
+        assert_eq!(
+            got,
+            vec![(vec![1, 2, 3], Nanos(10)), (vec![9, 9], Nanos(20))]
+        );
         assert_eq!(b.first_due(), Some(Nanos(10)));
         b.clear();
         assert!(b.is_empty() && b.first_due().is_none());

@@ -120,9 +120,15 @@ mod tests {
             parse_duration("5parsecs"),
             Err(ParseError::UnknownUnit { .. })
         ));
-        assert!(matches!(parse_duration("-1s"), Err(ParseError::Negative(_))));
+        assert!(matches!(
+            parse_duration("-1s"),
+            Err(ParseError::Negative(_))
+        ));
         assert!(matches!(parse_duration(""), Err(ParseError::Empty)));
-        assert!(matches!(parse_duration("abc"), Err(ParseError::NotANumber(_))));
+        assert!(matches!(
+            parse_duration("abc"),
+            Err(ParseError::NotANumber(_))
+        ));
     }
 
     #[test]

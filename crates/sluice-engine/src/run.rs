@@ -201,7 +201,13 @@ pub fn run_replay(
         ));
     }
     let duration = last_send.since(start).as_secs_f64();
-    let rate = |v: u64| if duration > 0.0 { v as f64 / duration } else { 0.0 };
+    let rate = |v: u64| {
+        if duration > 0.0 {
+            v as f64 / duration
+        } else {
+            0.0
+        }
+    };
     sink_names.dedup();
     Ok(Summary {
         sink: sink_names.join(", "),

@@ -80,9 +80,15 @@ mod tests {
             Decision::WaitUntil(MonoTime(2_500))
         );
         clock.advance_to(MonoTime(2_500));
-        assert_eq!(p.poll(Nanos(500), clock.now()), Decision::Send { eps_ns: 0 });
+        assert_eq!(
+            p.poll(Nanos(500), clock.now()),
+            Decision::Send { eps_ns: 0 }
+        );
         clock.advance(Nanos(70));
-        assert_eq!(p.poll(Nanos(500), clock.now()), Decision::Send { eps_ns: 70 });
+        assert_eq!(
+            p.poll(Nanos(500), clock.now()),
+            Decision::Send { eps_ns: 70 }
+        );
     }
 
     #[test]
@@ -110,6 +116,9 @@ mod tests {
     #[test]
     fn topspeed_never_waits() {
         let p = Pacer::new(MonoTime(1_000_000), None, true);
-        assert_eq!(p.poll(Nanos(9_999_999), MonoTime(0)), Decision::Send { eps_ns: 0 });
+        assert_eq!(
+            p.poll(Nanos(9_999_999), MonoTime(0)),
+            Decision::Send { eps_ns: 0 }
+        );
     }
 }

@@ -99,7 +99,10 @@ fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, val: &T) -> io::Result<()>
 fn read_mtu(iface: &str) -> Result<usize, SinkError> {
     let path = format!("/sys/class/net/{iface}/mtu");
     let text = std::fs::read_to_string(&path).map_err(|e| {
-        SinkError::os(format!("interface '{iface}' not found (cannot read {path})"), e)
+        SinkError::os(
+            format!("interface '{iface}' not found (cannot read {path})"),
+            e,
+        )
     })?;
     text.trim()
         .parse()
@@ -122,7 +125,9 @@ impl AfPacketSink {
         // SAFETY: plain socket(2) call; the result is checked before use.
         let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if raw < 0 {
-            return Err(last_err("socket(AF_PACKET) (needs root or CAP_NET_RAW)".into()));
+            return Err(last_err(
+                "socket(AF_PACKET) (needs root or CAP_NET_RAW)".into(),
+            ));
         }
         // SAFETY: `raw` is a fresh, valid descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
@@ -163,7 +168,6 @@ impl AfPacketSink {
     pub fn uses_ring(&self) -> bool {
         matches!(self.path, Path::Ring(_))
     }
-
 }
 
 /// Kicks the ring: the kernel transmits every SEND_REQUEST slot. Without
@@ -172,7 +176,16 @@ fn kick(fd: &OwnedFd, iface: &str, flags: i32) -> Result<(), SinkError> {
     loop {
         // SAFETY: a zero-length sendto with null buffer and address is the
         // documented TX-ring kick; no memory is passed.
-        let rc = unsafe { libc::sendto(fd.as_raw_fd(), std::ptr::null(), 0, flags, std::ptr::null(), 0) };
+        let rc = unsafe {
+            libc::sendto(
+                fd.as_raw_fd(),
+                std::ptr::null(),
+                0,
+                flags,
+                std::ptr::null(),
+                0,
+            )
+        };
         if rc >= 0 {
             return Ok(());
         }
@@ -308,7 +321,12 @@ impl Mmsg {
             // SAFETY: msgs[done..n] are initialised mmsghdrs whose iovecs point
             // into self.buf, which outlives the call.
             let rc = unsafe {
-                libc::sendmmsg(fd.as_raw_fd(), msgs[done..].as_mut_ptr(), (n - done) as u32, 0)
+                libc::sendmmsg(
+                    fd.as_raw_fd(),
+                    msgs[done..].as_mut_ptr(),
+                    (n - done) as u32,
+                    0,
+                )
             };
             if rc < 0 {
                 let err = io::Error::last_os_error();
@@ -388,7 +406,11 @@ impl Sink for AfPacketSink {
     }
 
     fn describe(&self) -> String {
-        let how = if self.uses_ring() { "tx-ring" } else { "sendmmsg" };
+        let how = if self.uses_ring() {
+            "tx-ring"
+        } else {
+            "sendmmsg"
+        };
         format!("afpacket:{} ({how}, qdisc bypass)", self.iface)
     }
 }

@@ -28,7 +28,9 @@ pub enum SinkError {
         #[source]
         source: std::io::Error,
     },
-    #[error("frame of {len} bytes exceeds the interface limit of {limit} bytes (MTU + link header)")]
+    #[error(
+        "frame of {len} bytes exceeds the interface limit of {limit} bytes (MTU + link header)"
+    )]
     Oversize { len: usize, limit: usize },
     #[error("{0}")]
     Config(String),

@@ -7,7 +7,10 @@ use std::io;
 /// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "cpu index out of range"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "cpu index out of range",
+        ));
     }
     // SAFETY: cpu_set_t is plain data, zero is a valid (empty) set; CPU_SET is
     // given an index checked against CPU_SETSIZE above; sched_setaffinity reads

@@ -18,8 +18,12 @@ impl PcapSink {
     pub fn create(path: &Path) -> Result<Self, SinkError> {
         let file = File::create(path)
             .map_err(|e| SinkError::os(format!("cannot create {}", path.display()), e))?;
-        let writer = PcapWriter::new(BufWriter::with_capacity(1 << 20, file), LinkType::ETHERNET, SNAPLEN)
-            .map_err(|e| SinkError::os(format!("cannot write {}", path.display()), e))?;
+        let writer = PcapWriter::new(
+            BufWriter::with_capacity(1 << 20, file),
+            LinkType::ETHERNET,
+            SNAPLEN,
+        )
+        .map_err(|e| SinkError::os(format!("cannot write {}", path.display()), e))?;
         Ok(PcapSink {
             path: path.to_path_buf(),
             writer,

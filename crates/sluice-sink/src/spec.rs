@@ -52,10 +52,19 @@ mod tests {
     #[test]
     fn parses_every_kind_and_rejects_garbage() {
         assert_eq!("null".parse(), Ok(SinkSpec::Null));
-        assert_eq!("pcap:/tmp/x.pcap".parse(), Ok(SinkSpec::Pcap("/tmp/x.pcap".into())));
+        assert_eq!(
+            "pcap:/tmp/x.pcap".parse(),
+            Ok(SinkSpec::Pcap("/tmp/x.pcap".into()))
+        );
         assert_eq!("afpacket:va".parse(), Ok(SinkSpec::AfPacket("va".into())));
-        assert!("pcap:".parse::<SinkSpec>().unwrap_err().contains("needs a path"));
-        assert!("udp:1.2.3.4".parse::<SinkSpec>().unwrap_err().contains("unknown sink"));
+        assert!("pcap:"
+            .parse::<SinkSpec>()
+            .unwrap_err()
+            .contains("needs a path"));
+        assert!("udp:1.2.3.4"
+            .parse::<SinkSpec>()
+            .unwrap_err()
+            .contains("unknown sink"));
         assert!("afpacket:aaaaaaaaaaaaaaaaaaaa".parse::<SinkSpec>().is_err());
     }
 }

@@ -9,7 +9,9 @@
 use sluice_capture::{CaptureError, CaptureReader, LinkType};
 use sluice_core::{Batch, Nanos};
 use sluice_pace::{Schedule, TimingMode};
-use sluice_wire::{encap_for_linktype, flow_hash, rewrite_payload, to_ethernet, MacAddr, PayloadMode};
+use sluice_wire::{
+    encap_for_linktype, flow_hash, rewrite_payload, to_ethernet, MacAddr, PayloadMode,
+};
 use std::path::PathBuf;
 
 /// A partial batch is handed over once the trace time it covers exceeds this,
