@@ -46,7 +46,7 @@ capture_run() { # name cmd... : runs cmd while tcpdump captures in the sink name
     -w "$work/cap_$name.pcap" -q 2>/dev/null &
   local pid=$!; sleep 1
   "$@" >/dev/null 2>&1 || true
-  sleep 1; kill $pid; wait $pid 2>/dev/null || true
+  sleep 2; kill $pid; wait $pid 2>/dev/null || true
 }
 
 throughput() {

@@ -20,7 +20,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Replay a pcap/pcapng trace with its recorded timing (or scaled, fixed rate, top speed).
-    Replay(ReplayArgs),
+    Replay(Box<ReplayArgs>),
     /// Analyze a capture: counts, rates, inter-arrival times; against a reference: loss, reordering, |D_M − D_R|.
     Analyze(AnalyzeArgs),
     /// Build a small trace, replay it (through a veth pair as root, else to a pcap file), analyze the result.

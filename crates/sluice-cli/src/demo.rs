@@ -244,6 +244,7 @@ impl DemoNet {
                 Self::RX,
                 "-n",
                 "-U",
+                "--immediate-mode",
                 "-B",
                 "65536",
             ])

@@ -51,7 +51,7 @@ pub fn bad_input(error: impl Into<anyhow::Error>) -> Failure {
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
     let result = match cli.command {
-        args::Command::Replay(a) => replay::run(a),
+        args::Command::Replay(a) => replay::run(*a),
         args::Command::Analyze(a) => analyze::run(a),
         args::Command::Demo(a) => demo::run(a),
     };

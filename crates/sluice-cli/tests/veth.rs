@@ -91,6 +91,7 @@ impl Net {
             .args([
                 "-n",
                 "-U",
+                "--immediate-mode",
                 "-B",
                 "65536",
                 "--time-stamp-precision=nano",

@@ -58,7 +58,7 @@ impl<C: Clock> Waiter for SpinSleep<C> {
                         return now;
                     }
                     spins = spins.wrapping_add(1);
-                    if spins % 65_536 == 0 && interrupted() {
+                    if spins & 0xffff == 0 && interrupted() {
                         return now;
                     }
                 }
