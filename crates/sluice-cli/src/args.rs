@@ -36,14 +36,20 @@ fn rate(s: &str) -> Result<f64, String> {
 fn count(s: &str) -> Result<u64, String> {
     parse_count(s).map_err(|e| e.to_string())
 }
-fn cpus(s: &str) -> Result<Vec<usize>, String> {
+/// A comma-separated CPU list (a newtype: clap reads `Option<Vec<T>>` as a
+/// repeated option of T, not as one value parsed into a list).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+fn cpus(s: &str) -> Result<CpuList, String> {
     s.split(',')
         .map(|c| {
             c.trim()
                 .parse::<usize>()
                 .map_err(|_| format!("'{c}' is not a CPU number"))
         })
-        .collect()
+        .collect::<Result<_, _>>()
+        .map(CpuList)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -119,7 +125,7 @@ pub struct ReplayArgs {
     pub threads: usize,
     /// Pin TX threads to these CPUs, e.g. 1 or 0,1.
     #[arg(long, value_parser = cpus)]
-    pub cpu: Option<Vec<usize>>,
+    pub cpu: Option<CpuList>,
     /// SCHED_FIFO priority and mlockall for the TX threads.
     #[arg(long)]
     pub rt: bool,

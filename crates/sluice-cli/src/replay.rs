@@ -49,7 +49,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         spin: a.spin,
         drift: a.drift,
         late_threshold: a.late_threshold,
-        cpus: a.cpu.clone().unwrap_or_default(),
+        cpus: a.cpu.clone().map(|c| c.0).unwrap_or_default(),
         realtime: a.rt,
         duration: a.duration,
         stop,

@@ -293,3 +293,35 @@ fn gzip_trace_is_read() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("sent 82582 packets"), "{}", stderr(&o));
 }
+
+#[test]
+fn cpu_list_option_parses_instead_of_panicking() {
+    let d = tmpdir("cpu");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 10, 1_000, 64);
+    let o = run(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--clock",
+        "virtual",
+        "-q",
+        "--cpu",
+        "0",
+        "--threads",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--clock",
+        "virtual",
+        "-q",
+        "--cpu",
+        "0,1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["replay", trace.to_str().unwrap(), "-q", "--cpu", "zero"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a CPU number"), "{}", stderr(&o));
+}

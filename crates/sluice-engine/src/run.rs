@@ -58,9 +58,19 @@ pub fn run_replay(
         primed: primed_tx,
         stop: cfg.stop.clone(),
     };
+    let tx_cpus = cfg.cpus.clone();
+    if !tx_cpus.is_empty() {
+        // The aggregator (this thread) keeps off the TX CPUs too.
+        let _ = os::avoid_cpus(&tx_cpus);
+    }
     let io = thread::Builder::new()
         .name("sluice-io".into())
-        .spawn(move || io::run(io_cx))
+        .spawn(move || {
+            if !tx_cpus.is_empty() {
+                let _ = os::avoid_cpus(&tx_cpus);
+            }
+            io::run(io_cx)
+        })
         .map_err(EngineError::Spawn)?;
 
     // Wait for the prefetch lead, then fix the common start time.
@@ -241,6 +251,13 @@ fn prepare_tx_thread(i: usize, cpu: Option<usize>, rt: bool, warnings: &mut Vec<
     if rt {
         if let Err(e) = os::set_realtime(50) {
             warnings.push(format!("TX thread {i}: --rt SCHED_FIFO refused: {e}"));
+        } else if i == 0 && os::rt_throttled() {
+            warnings.push(
+                "--rt: the kernel throttles real-time threads (kernel.sched_rt_runtime_us != -1): \
+                 a spinning TX thread is frozen for 50 ms of every second; \
+                 `sysctl kernel.sched_rt_runtime_us=-1` lifts it"
+                    .into(),
+            );
         }
         if i == 0 {
             if let Err(e) = os::lock_memory() {

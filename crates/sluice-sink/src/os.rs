@@ -27,6 +27,39 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     }
 }
 
+/// Restricts the calling thread to CPUs not in `avoid` (when any remain),
+/// so helper threads keep off the CPUs of pinned TX threads.
+pub fn avoid_cpus(avoid: &[usize]) -> io::Result<()> {
+    let n = online_cpus().min(libc::CPU_SETSIZE as usize);
+    let allowed: Vec<usize> = (0..n).filter(|c| !avoid.contains(c)).collect();
+    if allowed.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: as in pin_to_cpu: a zeroed cpu_set_t, indices < CPU_SETSIZE,
+    // and a live local passed with its exact size.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for c in allowed {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// True when the kernel throttles real-time threads (sched_rt_runtime_us
+/// is not -1): a spinning SCHED_FIFO thread is then frozen for the rest of
+/// every period (50 ms of each second by default).
+pub fn rt_throttled() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
+        .map(|s| s.trim() != "-1")
+        .unwrap_or(false)
+}
+
 /// Gives the calling thread SCHED_FIFO at `priority` (1..=99).
 pub fn set_realtime(priority: i32) -> io::Result<()> {
     let param = libc::sched_param {
