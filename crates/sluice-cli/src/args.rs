@@ -104,7 +104,7 @@ pub struct ReplayArgs {
     #[arg(long, value_parser = duration, default_value = "10us")]
     pub late_threshold: Nanos,
     /// Spin instead of sleeping for the last stretch before each send.
-    #[arg(long, value_parser = duration, default_value = "100us")]
+    #[arg(long, value_parser = duration, default_value = "1ms")]
     pub spin: Nanos,
 
     /// Payload handling: keep, zero (same length), truncate (headers only); checksums are recomputed.
@@ -126,6 +126,9 @@ pub struct ReplayArgs {
     /// Pin TX threads to these CPUs, e.g. 1 or 0,1.
     #[arg(long, value_parser = cpus)]
     pub cpu: Option<CpuList>,
+    /// Do not pin TX threads (by default they go to the last CPUs when there are more CPUs than TX threads).
+    #[arg(long, conflicts_with = "cpu")]
+    pub no_pin: bool,
     /// SCHED_FIFO priority and mlockall for the TX threads.
     #[arg(long)]
     pub rt: bool,

@@ -41,7 +41,7 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             clock: ClockChoice::Monotonic,
-            spin: Nanos::from_micros(100),
+            spin: Nanos::from_millis(1),
             drift: None,
             late_threshold: Nanos::from_micros(10),
             cpus: Vec::new(),

@@ -10,7 +10,7 @@ use sluice_capture::{CaptureError, CaptureReader, LinkType};
 use sluice_core::{Batch, Nanos};
 use sluice_pace::{Schedule, TimingMode};
 use sluice_wire::{
-    encap_for_linktype, flow_hash, rewrite_payload, to_ethernet, MacAddr, PayloadMode,
+    encap_for_linktype, flow_hash, rewrite_payload, to_ethernet, Encap, MacAddr, PayloadMode,
 };
 use std::path::PathBuf;
 
@@ -188,35 +188,42 @@ impl ReplaySource {
         };
         self.first_ts.get_or_insert(packet.ts_ns);
         let ts = packet.ts_ns;
-        // Build in the scratch buffer (the thread depends on the built
-        // frame), then copy into the batch of the frame's thread.
-        let out = &mut self.scratch;
-        if let Err(e) = to_ethernet(encap, packet.data, self.cfg.src_mac, self.cfg.dst_mac, out) {
-            if self.cfg.skip_unsupported {
-                self.counters.skipped_unsupported += 1;
-                return Ok(None);
+        // Fast path: Ethernet frames kept as they are go straight from the
+        // reader's buffer into the batch (one copy). Everything else is built
+        // in the scratch buffer first.
+        let frame: &[u8] = if encap == Encap::Ethernet && self.cfg.payload == PayloadMode::Keep {
+            packet.data
+        } else {
+            let out = &mut self.scratch;
+            if let Err(e) = to_ethernet(encap, packet.data, self.cfg.src_mac, self.cfg.dst_mac, out)
+            {
+                if self.cfg.skip_unsupported {
+                    self.counters.skipped_unsupported += 1;
+                    return Ok(None);
+                }
+                return Err(SourceError::BadPacket {
+                    file,
+                    packet: index,
+                    reason: e.to_string(),
+                });
             }
-            return Err(SourceError::BadPacket {
-                file,
-                packet: index,
-                reason: e.to_string(),
-            });
-        }
-        if self.cfg.payload != PayloadMode::Keep {
-            let rw = rewrite_payload(out, self.cfg.payload);
-            if rw.changed {
-                self.counters.rewritten += 1;
-                out.truncate(rw.new_len);
+            if self.cfg.payload != PayloadMode::Keep {
+                let rw = rewrite_payload(out, self.cfg.payload);
+                if rw.changed {
+                    self.counters.rewritten += 1;
+                    out.truncate(rw.new_len);
+                }
             }
-        }
+            out
+        };
         let thread = if batches.len() > 1 {
-            (flow_hash(out) % batches.len() as u64) as usize
+            (flow_hash(frame) % batches.len() as u64) as usize
         } else {
             0
         };
         let batch = &mut batches[thread];
         let start = batch.data.len();
-        batch.data.extend_from_slice(out);
+        batch.data.extend_from_slice(frame);
         let len = batch.data.len() - start;
         let due = self.schedule.due(ts, len);
         if self.cfg.max_due.is_some_and(|max| due > max) {
