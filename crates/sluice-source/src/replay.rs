@@ -93,11 +93,14 @@ pub struct ReplaySource {
     scratch: Vec<u8>,
     /// Packet records read from the current pass (1-based in messages).
     record: u64,
+    /// The trace's name for error messages (kept once, not per packet).
+    file: String,
 }
 
 impl ReplaySource {
     pub fn open(cfg: ReplayConfig) -> Result<Self, SourceError> {
         let reader = CaptureReader::open(&cfg.path)?;
+        let file = reader.name().to_string();
         Ok(ReplaySource {
             schedule: Schedule::new(cfg.timing),
             cfg,
@@ -108,6 +111,7 @@ impl ReplaySource {
             done: false,
             scratch: Vec::with_capacity(65_536),
             record: 0,
+            file,
         })
     }
 
@@ -157,7 +161,6 @@ impl ReplaySource {
     /// Reads one packet into the batch of its flow's thread. Returns its due
     /// offset, or None when it was skipped or a pass ended.
     fn next_into(&mut self, batches: &mut [Batch]) -> Result<Option<Nanos>, SourceError> {
-        let file = self.reader.name().to_string();
         let packet = match self.reader.next_packet() {
             Ok(Some(p)) => p,
             Ok(None) => {
@@ -181,7 +184,7 @@ impl ReplaySource {
                 return Ok(None);
             }
             return Err(SourceError::UnsupportedLinkType {
-                file,
+                file: self.file.clone(),
                 packet: index,
                 linktype: packet.linktype,
             });
@@ -202,7 +205,7 @@ impl ReplaySource {
                     return Ok(None);
                 }
                 return Err(SourceError::BadPacket {
-                    file,
+                    file: self.file.clone(),
                     packet: index,
                     reason: e.to_string(),
                 });
