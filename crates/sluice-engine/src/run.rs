@@ -58,19 +58,15 @@ pub fn run_replay(
         primed: primed_tx,
         stop: cfg.stop.clone(),
     };
-    let tx_cpus = cfg.cpus.clone();
-    if !tx_cpus.is_empty() {
-        // The aggregator (this thread) keeps off the TX CPUs too.
-        let _ = os::avoid_cpus(&tx_cpus);
+    if !cfg.cpus.is_empty() {
+        // The aggregator (this thread) and the IO thread, which inherits the
+        // mask when spawned below, keep off the TX CPUs; TX threads pin
+        // themselves explicitly.
+        let _ = os::avoid_cpus(&cfg.cpus);
     }
     let io = thread::Builder::new()
         .name("sluice-io".into())
-        .spawn(move || {
-            if !tx_cpus.is_empty() {
-                let _ = os::avoid_cpus(&tx_cpus);
-            }
-            io::run(io_cx)
-        })
+        .spawn(move || io::run(io_cx))
         .map_err(EngineError::Spawn)?;
 
     // Wait for the prefetch lead, then fix the common start time.

@@ -114,7 +114,6 @@ pub(crate) fn run(mut cx: TxContext) -> TxOutcome {
         }
         if cx.topspeed {
             now = cx.waiter.now();
-            last_send = now;
         }
         cx.counters.publish(&c);
         if now.since(last_handoff) >= HISTOGRAM_HANDOFF {
@@ -130,6 +129,7 @@ pub(crate) fn run(mut cx: TxContext) -> TxOutcome {
         error.get_or_insert(err);
     }
     if cx.topspeed {
+        // At top speed the last frame has left once the sink is finished.
         last_send = cx.waiter.now();
     }
     cx.counters.publish(&c);

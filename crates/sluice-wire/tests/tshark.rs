@@ -388,6 +388,20 @@ fn tshark_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// True when tshark can run; otherwise prints a skip note (and fails under
+/// CI, where tshark is installed by .ci/run).
+fn tshark_or_skip() -> bool {
+    if tshark_available() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "tshark is required in CI but was not found"
+    );
+    eprintln!("note: tshark not found, skipping the tshark cross-check");
+    false
+}
+
 fn run_tshark(pcap: &Path, count: usize) -> Vec<Verdict> {
     let mut cmd = Command::new("tshark");
     cmd.arg("-n").arg("-r").arg(pcap);
@@ -439,12 +453,7 @@ fn temp_pcap(name: &str) -> PathBuf {
 
 #[test]
 fn tshark_agrees_with_our_checksums() {
-    if !tshark_available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tshark is required in CI but was not found"
-        );
-        eprintln!("note: tshark not found, skipping the tshark cross-check");
+    if !tshark_or_skip() {
         return;
     }
     let mut all: Vec<(String, Vec<u8>)> = Vec::new();
@@ -539,12 +548,7 @@ fn read_le_us_pcap(path: &Path) -> Vec<Vec<u8>> {
 /// for tshark.
 #[test]
 fn verify_agrees_with_tshark_on_real_captures() {
-    if !tshark_available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tshark is required in CI but was not found"
-        );
-        eprintln!("note: tshark not found, skipping the tshark cross-check");
+    if !tshark_or_skip() {
         return;
     }
     let dir = PathBuf::from(concat!(
