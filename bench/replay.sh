@@ -31,10 +31,12 @@ say() { echo "$*" | tee -a "$results"; }
 json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$2)" "$1"; }
 
 # Frames counted by the sink over sluice's own send phase (its summary duration).
+# --preload, like tcpreplay's --preload-pcap in peers.sh: the trace is read
+# into memory before sending starts.
 sluice_topspeed() { # trace threads -> pps
   local a b
   a=$(rx)
-  "$sluice" replay "$work/$1" --to afpacket:va --topspeed --threads "$2" --loop 3 -q \
+  "$sluice" replay "$work/$1" --to afpacket:va --topspeed --threads "$2" --loop 3 --preload -q \
     --summary-json "$work/s.json" 2>/dev/null
   b=$(rx)
   python3 -c "import json; s=json.load(open('$work/s.json')); print(round(($b-$a)/s['duration_s']))"
@@ -79,11 +81,14 @@ ratio() { python3 -c "print(f'{$1/$2:.2f}' if float('$2' or 0) else 'n/a')"; }
 null_engine() {
   trace t64.pcap 1000000 64 1000
   say "== engine only: --to null, 64 B, top speed, 1 TX thread (median of $runs) =="
-  local n
+  local n p
   n=$(for i in $(seq "$runs"); do
     "$sluice" replay "$work/t64.pcap" --to null --topspeed --loop 20 -q --summary-json "$work/n.json" 2>/dev/null
     json "$work/n.json" "['pps']" | cut -d. -f1; done | median)
-  say "sluice null 64B: $n pps"
+  p=$(for i in $(seq "$runs"); do
+    "$sluice" replay "$work/t64.pcap" --to null --topspeed --loop 20 --preload -q --summary-json "$work/n.json" 2>/dev/null
+    json "$work/n.json" "['pps']" | cut -d. -f1; done | median)
+  say "sluice null 64B: streamed from the file $n pps, --preload $p pps"
 }
 
 timing() {

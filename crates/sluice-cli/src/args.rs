@@ -93,6 +93,14 @@ pub struct ReplayArgs {
     /// Stop after N packets.
     #[arg(long, value_parser = count)]
     pub limit: Option<u64>,
+    /// Read the trace into memory before starting and send every pass from
+    /// there (no file reading while sending). Falls back to streaming, with a
+    /// warning, if the trace needs more than half of the available memory.
+    #[arg(long)]
+    pub preload: bool,
+    /// Memory budget of --preload in bytes (default: half of MemAvailable).
+    #[arg(long, value_parser = count, hide = true)]
+    pub preload_max: Option<u64>,
     /// Stop after this long, e.g. 10s.
     #[arg(long, value_parser = duration)]
     pub duration: Option<Nanos>,
@@ -120,7 +128,7 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub skip_unsupported: bool,
 
-    /// TX threads; the trace is split by flow hash (per-flow order kept).
+    /// TX threads; each flow goes to the least-loaded thread when first seen (per-flow order kept).
     #[arg(long, default_value = "1")]
     pub threads: usize,
     /// Pin TX threads to these CPUs, e.g. 1 or 0,1.

@@ -90,6 +90,7 @@ fn replay(trace: &Path, sink: Box<dyn Sink>) -> Result<sluice_engine::Summary, F
         dst_mac: MacAddr([2, 0, 0, 0, 0, 0x99]),
         skip_unsupported: false,
         threads: 1,
+        preload: false,
     })?;
     let cfg = EngineConfig {
         stop: signals::install()?,

@@ -36,6 +36,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         dst_mac: a.dst_mac,
         skip_unsupported: a.skip_unsupported,
         threads: a.threads,
+        preload: a.preload,
     })
     .map_err(bad_input)?;
     let sinks = open_sinks(&a)?;
@@ -54,6 +55,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         duration: a.duration,
         stop,
         topspeed: timing == TimingMode::TopSpeed,
+        preload_budget: a.preload_max,
         ..EngineConfig::default()
     };
     let mut progress = Progress::new(a.quiet, stats_out);

@@ -325,3 +325,81 @@ fn cpu_list_option_parses_instead_of_panicking() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("not a CPU number"), "{}", stderr(&o));
 }
+
+/// Same frames in the same order, send times within 1 ns (a preloaded pass
+/// is shifted by an unrounded period; streaming rounds each due time once).
+fn assert_same_run(streamed: &[(u64, Vec<u8>)], preloaded: &[(u64, Vec<u8>)], what: &str) {
+    assert_eq!(streamed.len(), preloaded.len(), "{what}: packet count");
+    for (i, (s, p)) in streamed.iter().zip(preloaded).enumerate() {
+        assert_eq!(s.1, p.1, "{what}: packet {i} bytes");
+        assert!(
+            s.0.abs_diff(p.0) <= 1,
+            "{what}: packet {i} at {} vs {}",
+            s.0,
+            p.0
+        );
+    }
+}
+
+#[test]
+fn preload_sends_exactly_what_streaming_sends() {
+    let d = tmpdir("preload");
+    let gen = d.join("t.pcap");
+    write_trace(&gen, 1000, 1_234, 64);
+    let real = testdata("tcpreplay__test.pcap");
+    let out = d.join("out.pcap");
+    let cases: &[(&std::path::Path, &[&str], usize)] = &[
+        (&real, &["--loop", "3"], 3 * 179),
+        (&real, &["--loop", "3", "-x", "3"], 3 * 179),
+        (&gen, &["--loop", "4", "--pps", "7k"], 4000),
+        (&gen, &["--loop", "3", "--mbps", "10"], 3000),
+        (&gen, &["--loop", "5", "--limit", "2500"], 2500),
+        (&gen, &["--loop", "0", "--duration", "5ms"], 0),
+        (
+            &gen,
+            &["--loop", "2", "--threads", "1", "--payload", "zero"],
+            2000,
+        ),
+    ];
+    for (trace, opts, count) in cases {
+        let o = replay_to_pcap(trace, &out, opts);
+        assert!(o.status.success(), "{opts:?}: {}", stderr(&o));
+        let streamed = read_all(&out);
+        let mut with = opts.to_vec();
+        with.push("--preload");
+        let o = replay_to_pcap(trace, &out, &with);
+        assert!(o.status.success(), "{with:?}: {}", stderr(&o));
+        let preloaded = read_all(&out);
+        if *count > 0 {
+            assert_eq!(streamed.len(), *count, "{opts:?}");
+        } else {
+            // 5 ms of 1.234 µs gaps: four whole passes and part of a fifth.
+            assert!((4000..5000).contains(&streamed.len()), "{}", streamed.len());
+        }
+        assert_same_run(&streamed, &preloaded, &format!("{opts:?}"));
+    }
+}
+
+#[test]
+fn preload_over_budget_falls_back_to_streaming_and_says_so() {
+    let d = tmpdir("preload-budget");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 3000, 1_000, 200);
+    let out = d.join("out.pcap");
+    let o = replay_to_pcap(&trace, &out, &["--loop", "3"]);
+    assert!(o.status.success());
+    let streamed = read_all(&out);
+    let o = replay_to_pcap(
+        &trace,
+        &out,
+        &["--loop", "3", "--preload", "--preload-max", "100000"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--preload: the trace needs more than"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(streamed.len(), 9000);
+    assert_same_run(&streamed, &read_all(&out), "fallback");
+}

@@ -5,6 +5,7 @@
 //! back empty for reuse, so steady-state replay allocates nothing per packet.
 
 use crate::time::Nanos;
+use std::sync::Arc;
 
 /// Packets per batch: large enough to amortise channel hand-offs (~100 ns
 /// each), small enough that a TX thread starts soon after the IO thread.
@@ -96,6 +97,39 @@ impl Batch {
     }
 }
 
+/// What a TX thread is handed: a batch of its own (sent back empty for
+/// reuse), or a shared, preloaded batch repeated on a later pass.
+#[derive(Debug)]
+pub enum Work {
+    Owned(Batch),
+    Repeat {
+        batch: Arc<Batch>,
+        /// Added to every entry's due offset.
+        offset: Nanos,
+        /// Send only the first `take` entries (a limit reached mid-batch).
+        take: usize,
+    },
+}
+
+impl Work {
+    /// The batch, the offset to add to its due times and the entries to send.
+    #[inline]
+    pub fn parts(&self) -> (&Batch, Nanos, &[Entry]) {
+        match self {
+            Work::Owned(b) => (b, Nanos(0), &b.entries),
+            Work::Repeat {
+                batch,
+                offset,
+                take,
+            } => (
+                batch,
+                *offset,
+                &batch.entries[..(*take).min(batch.entries.len())],
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +159,24 @@ mod tests {
             b.push(&[0; 60], Nanos(0));
         }
         assert!(b.is_full());
+    }
+
+    #[test]
+    fn repeated_work_shifts_and_cuts() {
+        let mut b = Batch::new();
+        for d in [5, 6, 7] {
+            b.push(&[d as u8], Nanos(d));
+        }
+        let w = Work::Repeat {
+            batch: Arc::new(b),
+            offset: Nanos(100),
+            take: 2,
+        };
+        let (batch, offset, entries) = w.parts();
+        let got: Vec<_> = entries
+            .iter()
+            .map(|e| (batch.frame(e)[0], e.due + offset))
+            .collect();
+        assert_eq!(got, vec![(5, Nanos(105)), (6, Nanos(106))]);
     }
 }

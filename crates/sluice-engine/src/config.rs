@@ -35,6 +35,9 @@ pub struct EngineConfig {
     pub stop: Arc<AtomicBool>,
     /// True in top-speed mode: no pacing, no ε.
     pub topspeed: bool,
+    /// Bytes a preloaded trace may occupy before the run falls back to
+    /// streaming; None = half of the memory available at start.
+    pub preload_budget: Option<u64>,
 }
 
 impl Default for EngineConfig {
@@ -50,6 +53,7 @@ impl Default for EngineConfig {
             stats_interval: Nanos::from_secs(1),
             stop: Arc::new(AtomicBool::new(false)),
             topspeed: false,
+            preload_budget: None,
         }
     }
 }

@@ -1,18 +1,26 @@
 //! The IO thread: keeps every TX thread supplied with filled batches.
+//!
+//! Streaming (the default) reads the trace pass after pass into a bounded
+//! pool of reusable batches. With `--preload` the first pass is read into
+//! memory before the run starts and every pass, the first included, is sent
+//! from there as shared batches with shifted due times: no file reading and
+//! no copying while the clock runs (tcpreplay's `--preload-pcap`).
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use sluice_core::Batch;
-use sluice_source::{Fill, ReplayCounters, ReplaySource, SourceError};
+use sluice_core::{Batch, Nanos, Work};
+use sluice_source::{Fill, RepeatPlan, ReplayCounters, ReplaySource, SourceError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Batches handed over before the run may start (the prefetch lead).
 pub(crate) const PRIME_BATCHES: usize = 8;
+/// Preload budget when /proc/meminfo cannot be read.
+const FALLBACK_PRELOAD_BUDGET: u64 = 1 << 30;
 
 pub(crate) struct IoContext {
     pub source: ReplaySource,
-    pub to_tx: Vec<Sender<Batch>>,
+    pub to_tx: Vec<Sender<Work>>,
     pub free: Receiver<Batch>,
     /// Most batches that may exist at once: bounds memory.
     pub pool_limit: usize,
@@ -20,77 +28,278 @@ pub(crate) struct IoContext {
     /// capture timestamp.
     pub primed: Sender<Option<u64>>,
     pub stop: Arc<AtomicBool>,
+    /// Bytes a preloaded trace may occupy; None = half of MemAvailable.
+    pub preload_budget: Option<u64>,
 }
 
-pub(crate) fn run(mut cx: IoContext) -> Result<ReplayCounters, SourceError> {
-    let n = cx.to_tx.len();
-    let mut allocated = 0usize;
-    let take = |allocated: &mut usize| -> Option<Batch> {
+pub(crate) fn run(cx: IoContext) -> Result<ReplayCounters, SourceError> {
+    let IoContext {
+        mut source,
+        to_tx,
+        free,
+        pool_limit,
+        primed,
+        stop,
+        preload_budget,
+    } = cx;
+    let n = to_tx.len();
+    let mut feed = Feeder {
+        to_tx,
+        free,
+        allocated: 0,
+        pool_limit,
+        primed: Some(primed),
+        handed: 0,
+        stop,
+        gone: false,
+    };
+    let mut current: Vec<Batch> = (0..n).map(|_| feed.fresh()).collect();
+    let mut notes = Vec::new();
+    let mut repeated = 0;
+    let result = if source.preloading() {
+        let budget = preload_budget.unwrap_or_else(default_preload_budget);
+        preload(&mut source, &mut feed, &mut current, budget, &mut notes).map(|r| repeated = r)
+    } else {
+        stream(&mut source, &mut feed, &mut current)
+    };
+    feed.prime(&source);
+    // Dropping the senders ends the TX threads once they drained their queues.
+    drop(feed);
+    let mut counters = source.counters().clone();
+    counters.notes.extend(notes);
+    counters.passes += repeated;
+    result.map(|()| counters)
+}
+
+/// Hands batches to the TX threads and recycles the ones they return.
+struct Feeder {
+    to_tx: Vec<Sender<Work>>,
+    free: Receiver<Batch>,
+    allocated: usize,
+    pool_limit: usize,
+    primed: Option<Sender<Option<u64>>>,
+    handed: usize,
+    stop: Arc<AtomicBool>,
+    /// A TX thread stopped (its channel is closed).
+    gone: bool,
+}
+
+impl Feeder {
+    fn stopped(&self) -> bool {
+        self.gone || self.stop.load(Ordering::Relaxed)
+    }
+
+    fn fresh(&mut self) -> Batch {
+        self.allocated += 1;
+        Batch::new()
+    }
+
+    /// An empty batch from the pool, or None once the run is stopping.
+    fn take(&mut self) -> Option<Batch> {
         loop {
-            if let Ok(mut b) = cx.free.try_recv() {
+            if let Ok(mut b) = self.free.try_recv() {
                 b.clear();
                 return Some(b);
             }
-            if *allocated < cx.pool_limit {
-                *allocated += 1;
-                return Some(Batch::new());
+            if self.allocated < self.pool_limit {
+                return Some(self.fresh());
             }
-            match cx.free.recv_timeout(Duration::from_millis(20)) {
+            match self.free.recv_timeout(Duration::from_millis(20)) {
                 Ok(mut b) => {
                     b.clear();
                     return Some(b);
                 }
-                Err(RecvTimeoutError::Timeout) if !cx.stop.load(Ordering::Relaxed) => continue,
+                Err(RecvTimeoutError::Timeout) if !self.stopped() => continue,
                 Err(_) => return None,
             }
         }
-    };
-    let mut current: Vec<Batch> = Vec::with_capacity(n);
-    for _ in 0..n {
-        current.push(Batch::new());
-        allocated += 1;
     }
-    let mut ready = vec![false; n];
-    let mut handed = 0usize;
-    let mut primed = false;
-    let result = loop {
-        if cx.stop.load(Ordering::Relaxed) {
-            break Ok(());
+
+    /// Sends work to TX thread `i`; false once that thread has stopped.
+    fn hand(&mut self, i: usize, work: Work) -> bool {
+        if self.to_tx[i].send(work).is_err() {
+            self.gone = true;
+            return false;
         }
-        let fill = match cx.source.fill(&mut current, &mut ready) {
-            Ok(f) => f,
-            Err(e) => break Err(e),
-        };
-        let done = fill == Fill::Done;
-        let mut gone = false;
-        for i in 0..n {
+        self.handed += 1;
+        true
+    }
+
+    /// Releases the start once (the first packet's timestamp goes along).
+    fn prime(&mut self, source: &ReplaySource) {
+        if let Some(p) = self.primed.take() {
+            let _ = p.send(source.first_ts());
+        }
+    }
+
+    fn prime_after_lead(&mut self, source: &ReplaySource) {
+        if self.handed >= PRIME_BATCHES {
+            self.prime(source);
+        }
+    }
+}
+
+/// Reads the trace pass after pass into pooled batches.
+fn stream(
+    source: &mut ReplaySource,
+    feed: &mut Feeder,
+    current: &mut [Batch],
+) -> Result<(), SourceError> {
+    let mut ready = vec![false; current.len()];
+    loop {
+        if feed.stopped() {
+            return Ok(());
+        }
+        let done = source.fill(current, &mut ready)? == Fill::Done;
+        for i in 0..current.len() {
             if !(ready[i] || done && !current[i].is_empty()) {
                 continue;
             }
             ready[i] = false;
-            let Some(fresh) = take(&mut allocated) else {
-                gone = true;
-                break;
+            let Some(fresh) = feed.take() else {
+                return Ok(());
             };
             let full = std::mem::replace(&mut current[i], fresh);
-            if cx.to_tx[i].send(full).is_err() {
-                gone = true; // the TX thread stopped
-                break;
+            if !feed.hand(i, Work::Owned(full)) {
+                return Ok(());
             }
-            handed += 1;
         }
-        if !primed && (handed >= PRIME_BATCHES || done || gone) {
-            primed = true;
-            let _ = cx.primed.send(cx.source.first_ts());
+        feed.prime_after_lead(source);
+        if done {
+            return Ok(());
         }
-        if done || gone {
-            break Ok(());
-        }
-    };
-    if !primed {
-        let _ = cx.primed.send(cx.source.first_ts());
     }
-    // Dropping the senders ends the TX threads once they drained their queues.
-    drop(cx.to_tx);
-    result.map(|()| cx.source.counters().clone())
+}
+
+/// Loads the first pass, then sends every pass from memory. Falls back to
+/// streaming (with a note) when the trace outgrows `budget` bytes. Returns
+/// the passes completed after the first.
+fn preload(
+    source: &mut ReplaySource,
+    feed: &mut Feeder,
+    current: &mut [Batch],
+    budget: u64,
+    notes: &mut Vec<String>,
+) -> Result<u64, SourceError> {
+    let mut ready = vec![false; current.len()];
+    let mut cache: Vec<(usize, Arc<Batch>)> = Vec::new();
+    let mut cached: u64 = 0;
+    loop {
+        if feed.stopped() {
+            return Ok(0);
+        }
+        let done = source.fill(current, &mut ready)? == Fill::Done;
+        for i in 0..current.len() {
+            if !(ready[i] || done && !current[i].is_empty()) {
+                continue;
+            }
+            ready[i] = false;
+            let fresh = feed.fresh();
+            let mut full = std::mem::replace(&mut current[i], fresh);
+            feed.allocated -= 1; // kept in the cache, never returned to the pool
+            full.data.shrink_to_fit();
+            full.entries.shrink_to_fit();
+            cached += (full.data.capacity() + std::mem::size_of_val(&full.entries[..])) as u64;
+            cache.push((i, Arc::new(full)));
+        }
+        if done {
+            break;
+        }
+        if cached > budget {
+            notes.push(format!(
+                "--preload: the trace needs more than {} MiB of memory; it is streamed from the file instead",
+                budget >> 20
+            ));
+            let whole = |b: &Arc<Batch>| b.len();
+            for (i, b) in cache.drain(..) {
+                let take = whole(&b);
+                let w = Work::Repeat {
+                    batch: b,
+                    offset: Nanos(0),
+                    take,
+                };
+                if !feed.hand(i, w) {
+                    return Ok(0);
+                }
+                feed.prime_after_lead(source);
+            }
+            source.stream_rest();
+            return stream(source, feed, current).map(|()| 0);
+        }
+    }
+    // The first pass, from memory like the rest.
+    for (i, b) in &cache {
+        let w = Work::Repeat {
+            batch: b.clone(),
+            offset: Nanos(0),
+            take: b.len(),
+        };
+        if !feed.hand(*i, w) {
+            return Ok(0);
+        }
+        feed.prime_after_lead(source);
+    }
+    feed.prime(source);
+    Ok(match source.repeat_plan() {
+        Some(plan) => repeat(&plan, &cache, feed, source.counters().produced),
+        None => 0,
+    })
+}
+
+/// Passes 1.. of a preloaded trace, up to the plan's passes, limit or end.
+/// Returns the passes sent completely.
+fn repeat(
+    plan: &RepeatPlan,
+    cache: &[(usize, Arc<Batch>)],
+    feed: &mut Feeder,
+    first_pass: u64,
+) -> u64 {
+    let mut left = plan.limit.map(|l| l.saturating_sub(first_pass));
+    let mut pass = 1u64;
+    while plan.passes == 0 || pass < plan.passes {
+        let offset = plan.offset(pass);
+        for (i, b) in cache {
+            if feed.stopped() {
+                return pass - 1;
+            }
+            let mut take = b.len();
+            if let Some(max) = plan.max_due {
+                take = b.entries.partition_point(|e| e.due + offset <= max);
+            }
+            if let Some(l) = left.as_mut() {
+                take = take.min(*l as usize);
+                *l -= take as u64;
+            }
+            if take > 0
+                && !feed.hand(
+                    *i,
+                    Work::Repeat {
+                        batch: b.clone(),
+                        offset,
+                        take,
+                    },
+                )
+            {
+                return pass - 1;
+            }
+            if take < b.len() {
+                return pass - 1; // a limit or the duration ends the run here
+            }
+        }
+        pass += 1;
+    }
+    pass - 1
+}
+
+/// Half of the memory the kernel says is available.
+fn default_preload_budget() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map(|kib| kib * 1024 / 2)
+        .unwrap_or(FALLBACK_PRELOAD_BUDGET)
 }

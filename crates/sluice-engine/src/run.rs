@@ -57,6 +57,7 @@ pub fn run_replay(
         pool_limit: n * (QUEUE_BATCHES + 2) + PRIME_BATCHES,
         primed: primed_tx,
         stop: cfg.stop.clone(),
+        preload_budget: cfg.preload_budget,
     };
     if !cfg.cpus.is_empty() {
         // The aggregator (this thread) and the IO thread, which inherits the
@@ -197,6 +198,7 @@ pub fn run_replay(
     if let Some(t) = &read.truncation {
         warnings.push(format!("{t} (the packets before it were sent)"));
     }
+    warnings.extend(read.notes.iter().cloned());
     if let Ok(w) = setup_warnings.lock() {
         warnings.extend(w.iter().cloned());
     }

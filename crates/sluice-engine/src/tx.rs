@@ -2,7 +2,7 @@
 
 use crate::stats::{CounterSnapshot, SharedCounters};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
-use sluice_core::{Batch, ErrorHistogram, MonoTime, Nanos};
+use sluice_core::{Batch, ErrorHistogram, MonoTime, Nanos, Work};
 use sluice_pace::{Decision, Pacer, Waiter};
 use sluice_sink::{Sink, SinkError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +12,7 @@ use std::sync::Arc;
 const HISTOGRAM_HANDOFF: Nanos = Nanos::from_millis(100);
 
 pub(crate) struct TxContext {
-    pub batches: Receiver<Batch>,
+    pub batches: Receiver<Work>,
     pub free: Sender<Batch>,
     pub sink: Box<dyn Sink>,
     pub waiter: Box<dyn Waiter + Send>,
@@ -44,7 +44,7 @@ pub(crate) fn run(mut cx: TxContext) -> TxOutcome {
     let stop = cx.stop.clone();
     let interrupted = move || stop.load(Ordering::Relaxed);
     'batches: loop {
-        let batch = match cx.batches.try_recv() {
+        let work = match cx.batches.try_recv() {
             Ok(b) => b,
             Err(TryRecvError::Disconnected) => break,
             Err(TryRecvError::Empty) => {
@@ -59,8 +59,9 @@ pub(crate) fn run(mut cx: TxContext) -> TxOutcome {
                 }
             }
         };
+        let (batch, offset, entries) = work.parts();
         let mut now = cx.waiter.now();
-        for e in &batch.entries {
+        for e in entries {
             if interrupted() {
                 break;
             }
@@ -69,7 +70,7 @@ pub(crate) fn run(mut cx: TxContext) -> TxOutcome {
                 Some(0)
             } else {
                 loop {
-                    match cx.pacer.poll(e.due, now) {
+                    match cx.pacer.poll(e.due + offset, now) {
                         Decision::WaitUntil(t) => {
                             // Everything queued so far leaves before we wait.
                             if let Err(err) = cx.sink.flush() {
@@ -123,7 +124,9 @@ pub(crate) fn run(mut cx: TxContext) -> TxOutcome {
         if cx.duration.is_some_and(|d| now.since(start) >= d) || interrupted() {
             break;
         }
-        let _ = cx.free.send(batch);
+        if let Work::Owned(batch) = work {
+            let _ = cx.free.send(batch);
+        }
     }
     if let Err(err) = cx.sink.finish() {
         error.get_or_insert(err);

@@ -89,6 +89,25 @@ impl Schedule {
         Nanos(self.last_due)
     }
 
+    /// After the first pass (before [`Schedule::next_loop`]): how much later
+    /// every packet of the next pass is due than its counterpart in this one,
+    /// in ns, unrounded so that `k × period` does not accumulate rounding.
+    pub fn first_pass_period(&self) -> f64 {
+        match self.mode {
+            TimingMode::Recorded { multiplier } => {
+                let mean_gap = if self.pass_packets > 1 {
+                    self.pass_span / (self.pass_packets - 1)
+                } else {
+                    0
+                };
+                (self.pass_span + mean_gap.max(1)) as f64 / multiplier
+            }
+            TimingMode::Pps(pps) => self.index as f64 * 1e9 / pps,
+            TimingMode::Mbps(mbps) => self.bytes as f64 * 8.0 * 1e3 / mbps,
+            TimingMode::TopSpeed => 0.0,
+        }
+    }
+
     /// Starts the next pass over the trace. In recorded-timing mode the next
     /// pass begins one mean inter-packet gap after the last packet of this
     /// one, so the seam looks like any other gap (no burst, no pause).
@@ -112,6 +131,31 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_pass_period_matches_the_second_pass() {
+        let modes = [
+            TimingMode::Recorded { multiplier: 1.0 },
+            TimingMode::Recorded { multiplier: 3.0 },
+            TimingMode::Pps(7_000.0),
+            TimingMode::Mbps(3.3),
+        ];
+        let pass = [(1_000u64, 60usize), (1_300, 1500), (2_000, 64), (2_900, 90)];
+        for mode in modes {
+            let mut s = Schedule::new(mode);
+            let one: Vec<u64> = pass.iter().map(|&(t, l)| s.due(t, l).0).collect();
+            let period = s.first_pass_period();
+            s.next_loop();
+            for (i, &(t, l)) in pass.iter().enumerate() {
+                let streamed = s.due(t, l).0 as f64;
+                let repeated = one[i] as f64 + period;
+                assert!(
+                    (streamed - repeated).abs() <= 1.0,
+                    "{mode:?} packet {i}: {streamed} vs {repeated}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn recorded_gaps_are_kept_and_scaled() {

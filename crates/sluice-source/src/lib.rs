@@ -3,5 +3,6 @@
 //! ahead of real time and the pacer decides when frames actually leave.
 
 pub mod replay;
+mod spread;
 
-pub use replay::{Fill, ReplayConfig, ReplayCounters, ReplaySource, SourceError};
+pub use replay::{Fill, RepeatPlan, ReplayConfig, ReplayCounters, ReplaySource, SourceError};

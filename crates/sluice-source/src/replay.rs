@@ -6,6 +6,7 @@
 //! (raw IPv4/IPv6, Linux SLL/SLL2, NULL/LOOP); the rest are refused, or
 //! skipped and counted with `skip_unsupported`.
 
+use crate::spread::Spreader;
 use sluice_capture::{CaptureError, CaptureReader, LinkType};
 use sluice_core::{Batch, Nanos};
 use sluice_pace::{Schedule, TimingMode};
@@ -34,6 +35,30 @@ pub struct ReplayConfig {
     pub skip_unsupported: bool,
     /// TX threads to split the trace over, by flow hash.
     pub threads: usize,
+    /// Read one pass only and let the caller repeat it from memory (see
+    /// [`ReplaySource::repeat_plan`]); [`ReplaySource::stream_rest`] reverts
+    /// to reading the file on every pass.
+    pub preload: bool,
+}
+
+/// How to repeat a preloaded first pass: pass `k` (0-based) is the first
+/// pass with every due offset moved by [`RepeatPlan::offset`]`(k)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RepeatPlan {
+    /// Passes in all, the loaded one included; 0 = forever.
+    pub passes: u64,
+    /// Length of one pass in ns (unrounded).
+    pub period_ns: f64,
+    /// Packets over all passes, if limited.
+    pub limit: Option<u64>,
+    /// No packet due later than this.
+    pub max_due: Option<Nanos>,
+}
+
+impl RepeatPlan {
+    pub fn offset(&self, pass: u64) -> Nanos {
+        Nanos((pass as f64 * self.period_ns) as u64)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +95,8 @@ pub struct ReplayCounters {
     pub passes: u64,
     /// A truncated last record, reported once (earlier packets were used).
     pub truncation: Option<String>,
+    /// Other things the summary should mention.
+    pub notes: Vec<String>,
 }
 
 /// Result of one [`ReplaySource::fill`].
@@ -95,12 +122,17 @@ pub struct ReplaySource {
     record: u64,
     /// The trace's name for error messages (kept once, not per packet).
     file: String,
+    /// Preloading: the first pass ended at the end of the file (not at a
+    /// limit), so it may be repeated.
+    pass_complete: bool,
+    spread: Spreader,
 }
 
 impl ReplaySource {
     pub fn open(cfg: ReplayConfig) -> Result<Self, SourceError> {
         let reader = CaptureReader::open(&cfg.path)?;
         let file = reader.name().to_string();
+        let cfg_threads = cfg.threads;
         Ok(ReplaySource {
             schedule: Schedule::new(cfg.timing),
             cfg,
@@ -112,7 +144,34 @@ impl ReplaySource {
             scratch: Vec::with_capacity(65_536),
             record: 0,
             file,
+            pass_complete: false,
+            spread: Spreader::new(cfg_threads),
         })
+    }
+
+    /// Whether the first pass is read into memory (see [`ReplayConfig::preload`]).
+    pub fn preloading(&self) -> bool {
+        self.cfg.preload
+    }
+
+    /// After a preloaded first pass: how to repeat it, or None when nothing
+    /// is left to repeat (a single pass, or the pass ended at a limit).
+    pub fn repeat_plan(&self) -> Option<RepeatPlan> {
+        if !self.pass_complete || self.cfg.loops == 1 {
+            return None;
+        }
+        Some(RepeatPlan {
+            passes: self.cfg.loops,
+            period_ns: self.schedule.first_pass_period(),
+            limit: self.cfg.limit,
+            max_due: self.cfg.max_due,
+        })
+    }
+
+    /// Gives up preloading part-way through the first pass: the source goes
+    /// on reading the file, pass after pass, as if it had never preloaded.
+    pub fn stream_rest(&mut self) {
+        self.cfg.preload = false;
     }
 
     pub fn counters(&self) -> &ReplayCounters {
@@ -220,7 +279,7 @@ impl ReplaySource {
             out
         };
         let thread = if batches.len() > 1 {
-            (flow_hash(frame) % batches.len() as u64) as usize
+            self.spread.thread(flow_hash(frame))
         } else {
             0
         };
@@ -254,6 +313,11 @@ impl ReplaySource {
             return Ok(());
         }
         if self.cfg.loops != 0 && self.counters.passes >= self.cfg.loops {
+            self.done = true;
+            return Ok(());
+        }
+        if self.cfg.preload {
+            self.pass_complete = true;
             self.done = true;
             return Ok(());
         }
