@@ -94,6 +94,10 @@ null_engine() {
 timing() {
   trace c10k.pcap 20000 64 100000; trace c100k.pcap 200000 64 10000; trace c500k.pcap 1000000 64 2000
   say "== CBR accuracy on veth, judged by gaperr.py on a tcpdump capture in the sink namespace =="
+  # The floor under every timing figure: how often the TX CPU is taken away
+  # from a thread that does nothing but read the clock.
+  (cd "$root" && cargo build --release -q -p sluice-pace --example hiccups)
+  say "platform floor, CPU $(( $(nproc) - 1 )): $(taskset -c $(( $(nproc) - 1 )) "$root/target/release/examples/hiccups" 2 | tr '\n' ' ')"
   "$shared/peers.sh" timing | tee -a "$results"
   for t in c10k c100k c500k; do
     capture_run "sluice_$t" "$sluice" replay "$work/$t.pcap" --to afpacket:va -q --summary-json "$work/$t.json"

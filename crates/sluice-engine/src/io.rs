@@ -56,14 +56,30 @@ pub(crate) fn run(cx: IoContext) -> Result<ReplayCounters, SourceError> {
     let mut current: Vec<Batch> = (0..n).map(|_| feed.fresh()).collect();
     let mut notes = Vec::new();
     let mut repeated = 0;
+    let mut cache = Vec::new();
     let result = if source.preloading() {
         let budget = preload_budget.unwrap_or_else(default_preload_budget);
-        preload(&mut source, &mut feed, &mut current, budget, &mut notes).map(|r| repeated = r)
+        preload(
+            &mut source,
+            &mut feed,
+            &mut current,
+            &mut cache,
+            budget,
+            &mut notes,
+        )
+        .map(|r| repeated = r)
     } else {
         stream(&mut source, &mut feed, &mut current)
     };
     feed.prime(&source);
     // Dropping the senders ends the TX threads once they drained their queues.
+    feed.to_tx.clear();
+    // Every batch is freed here, after the TX threads have finished (they
+    // close the free channel as they exit), never in a TX thread: the free()
+    // that hands a whole preloaded trace back to the kernel takes
+    // milliseconds, and would hold up the last packets.
+    while feed.free.recv().is_ok() {}
+    drop(cache);
     drop(feed);
     let mut counters = source.counters().clone();
     counters.notes.extend(notes);
@@ -178,11 +194,11 @@ fn preload(
     source: &mut ReplaySource,
     feed: &mut Feeder,
     current: &mut [Batch],
+    cache: &mut Vec<(usize, Arc<Batch>)>,
     budget: u64,
     notes: &mut Vec<String>,
 ) -> Result<u64, SourceError> {
     let mut ready = vec![false; current.len()];
-    let mut cache: Vec<(usize, Arc<Batch>)> = Vec::new();
     let mut cached: u64 = 0;
     loop {
         if feed.stopped() {
@@ -228,7 +244,7 @@ fn preload(
         }
     }
     // The first pass, from memory like the rest.
-    for (i, b) in &cache {
+    for (i, b) in cache.iter() {
         let w = Work::Repeat {
             batch: b.clone(),
             offset: Nanos(0),
@@ -241,7 +257,7 @@ fn preload(
     }
     feed.prime(source);
     Ok(match source.repeat_plan() {
-        Some(plan) => repeat(&plan, &cache, feed, source.counters().produced),
+        Some(plan) => repeat(&plan, cache, feed, source.counters().produced),
         None => 0,
     })
 }
