@@ -1,10 +1,14 @@
-//! Streaming pcap/pcapng reading and nanosecond pcap writing.
+//! Streaming pcap/pcapng reading, nanosecond pcap writing, and the
+//! time-series archive format.
 //!
 //! [`CaptureReader`] reads classic pcap (microsecond or nanosecond, either
 //! byte order) and pcapng (any number of sections and interfaces, either
 //! byte order per section), transparently gunzipping `.gz` input, and hands
 //! out one [`Packet`] at a time as a slice of its own buffer. [`PcapWriter`]
-//! writes little-endian nanosecond pcap.
+//! writes little-endian nanosecond pcap. The [`archive`] module reads and
+//! writes the time-series archive (length-prefixed records with a BCD
+//! ISO 8601 timestamp, a 16-byte device id and opaque data) and converts
+//! it from and to CSV.
 //!
 //! Design decisions:
 //! - **Streaming, bounded memory.** The reader owns one buffer (1 MiB,
@@ -27,6 +31,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod archive;
 mod buffer;
 mod bytes;
 mod error;

@@ -43,6 +43,18 @@ impl<W: Write> PcapWriter<W> {
     /// past the 32-bit seconds field (year 2106) or `data` is longer than
     /// `u32::MAX`.
     pub fn write_packet(&mut self, ts_ns: u64, data: &[u8], orig_len: u32) -> io::Result<()> {
+        self.write_packet_parts(ts_ns, &[data], orig_len)
+    }
+
+    /// Writes one record whose data is `parts` joined (headers in front of
+    /// a payload kept elsewhere), without joining them in memory first.
+    pub fn write_packet_parts(
+        &mut self,
+        ts_ns: u64,
+        parts: &[&[u8]],
+        orig_len: u32,
+    ) -> io::Result<()> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
         let secs = u32::try_from(ts_ns / NANOS_PER_SEC).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -50,10 +62,10 @@ impl<W: Write> PcapWriter<W> {
             )
         })?;
         let frac = (ts_ns % NANOS_PER_SEC) as u32;
-        let caplen = u32::try_from(data.len()).map_err(|_| {
+        let caplen = u32::try_from(len).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("packet of {} bytes is too long for pcap", data.len()),
+                format!("packet of {len} bytes is too long for pcap"),
             )
         })?;
         let mut h = [0u8; 16];
@@ -62,7 +74,9 @@ impl<W: Write> PcapWriter<W> {
         h[8..12].copy_from_slice(&caplen.to_le_bytes());
         h[12..16].copy_from_slice(&orig_len.to_le_bytes());
         self.out.write_all(&h)?;
-        self.out.write_all(data)?;
+        for p in parts {
+            self.out.write_all(p)?;
+        }
         self.packets += 1;
         Ok(())
     }

@@ -1,5 +1,6 @@
 //! Command-line arguments, as parsed (phase one: no side effects).
 
+use crate::series::SeriesArgs;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sluice_core::{parse_count, parse_duration, parse_rate, Nanos};
 use sluice_sink::SinkSpec;
@@ -25,6 +26,8 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// Build a small trace, replay it (through a veth pair as root, else to a pcap file), analyze the result.
     Demo(DemoArgs),
+    /// Time-series archives: convert a CSV into an archive, dump an archive as CSV.
+    Series(SeriesArgs),
 }
 
 fn duration(s: &str) -> Result<Nanos, String> {
@@ -105,16 +108,6 @@ pub struct ReplayArgs {
     #[arg(long, value_parser = duration)]
     pub duration: Option<Nanos>,
 
-    /// Drift window T_d: drop (and count as time violations) packets later than this.
-    #[arg(long, value_parser = duration)]
-    pub drift: Option<Nanos>,
-    /// Count a packet as late when ε exceeds this.
-    #[arg(long, value_parser = duration, default_value = "10us")]
-    pub late_threshold: Nanos,
-    /// Spin instead of sleeping for the last stretch before each send.
-    #[arg(long, value_parser = duration, default_value = "1ms")]
-    pub spin: Nanos,
-
     /// Payload handling: keep, zero (same length), truncate (headers only); checksums are recomputed.
     #[arg(long, default_value = "keep")]
     pub payload: PayloadMode,
@@ -128,34 +121,8 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub skip_unsupported: bool,
 
-    /// TX threads; each flow goes to the least-loaded thread when first seen (per-flow order kept).
-    #[arg(long, default_value = "1")]
-    pub threads: usize,
-    /// Pin TX threads to these CPUs, e.g. 1 or 0,1.
-    #[arg(long, value_parser = cpus)]
-    pub cpu: Option<CpuList>,
-    /// Do not pin TX threads (by default they go to the last CPUs when there are more CPUs than TX threads).
-    #[arg(long, conflicts_with = "cpu")]
-    pub no_pin: bool,
-    /// SCHED_FIFO priority and mlockall for the TX threads.
-    #[arg(long)]
-    pub rt: bool,
-    /// How frames reach an afpacket interface.
-    #[arg(long, value_enum, default_value = "ring")]
-    pub tx_mode: TxModeArg,
-
-    /// Write one JSON object per second to PATH (- for stdout).
-    #[arg(long)]
-    pub stats_json: Option<String>,
-    /// Write the final summary as JSON to PATH (- for stdout).
-    #[arg(long)]
-    pub summary_json: Option<String>,
-    /// No live status line.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// Clock: monotonic (real) or virtual (instant, deterministic; for tests and conversion).
-    #[arg(long, value_enum, default_value = "monotonic", hide = true)]
-    pub clock: ClockArg,
+    #[command(flatten)]
+    pub run: RunOpts,
 }
 
 #[derive(Args, Debug)]
@@ -184,4 +151,48 @@ pub struct DemoArgs {
     /// Never use a veth pair, even as root.
     #[arg(long)]
     pub no_veth: bool,
+}
+
+/// Options every sending command shares: threads and their CPUs, timing
+/// precision, outputs of statistics.
+#[derive(Args, Debug)]
+pub struct RunOpts {
+    /// TX threads (replay: each flow goes to the least-loaded thread when first seen, per-flow order kept).
+    #[arg(long, default_value = "1")]
+    pub threads: usize,
+    /// Pin TX threads to these CPUs, e.g. 1 or 0,1.
+    #[arg(long, value_parser = cpus)]
+    pub cpu: Option<CpuList>,
+    /// Do not pin TX threads (by default they go to the last CPUs when there are more CPUs than TX threads).
+    #[arg(long, conflicts_with = "cpu")]
+    pub no_pin: bool,
+    /// SCHED_FIFO priority and mlockall for the TX threads.
+    #[arg(long)]
+    pub rt: bool,
+    /// How frames reach an afpacket interface.
+    #[arg(long, value_enum, default_value = "ring")]
+    pub tx_mode: TxModeArg,
+
+    /// Write one JSON object per second to PATH (- for stdout).
+    #[arg(long)]
+    pub stats_json: Option<String>,
+    /// Write the final summary as JSON to PATH (- for stdout).
+    #[arg(long)]
+    pub summary_json: Option<String>,
+    /// No live status line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Clock: monotonic (real) or virtual (instant, deterministic; for tests and conversion).
+    #[arg(long, value_enum, default_value = "monotonic", hide = true)]
+    pub clock: ClockArg,
+
+    /// Drift window T_d: drop (and count as time violations) packets (records) later than this.
+    #[arg(long, value_parser = duration)]
+    pub drift: Option<Nanos>,
+    /// Count a packet as late when ε exceeds this.
+    #[arg(long, value_parser = duration, default_value = "10us")]
+    pub late_threshold: Nanos,
+    /// Spin instead of sleeping for the last stretch before each send.
+    #[arg(long, value_parser = duration, default_value = "1ms")]
+    pub spin: Nanos,
 }

@@ -12,6 +12,9 @@ mod args;
 mod demo;
 mod progress;
 mod replay;
+mod runopts;
+mod series;
+mod series_play;
 mod signals;
 
 use clap::Parser;
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         args::Command::Replay(a) => replay::run(*a),
         args::Command::Analyze(a) => analyze::run(a),
         args::Command::Demo(a) => demo::run(a),
+        args::Command::Series(a) => series::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

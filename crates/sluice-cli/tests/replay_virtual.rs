@@ -255,9 +255,13 @@ fn bad_input_names_the_file_and_exits_2() {
     assert!(stderr(&o).contains("invalid-version"), "{}", stderr(&o));
     let o = run(&["replay", "x.pcap", "--pps", "fast"]);
     assert_eq!(o.status.code(), Some(2));
-    let o = run(&["replay", "x.pcap", "--to", "udp:1.2.3.4:9"]);
+    let o = run(&["replay", "x.pcap", "--to", "tcp:1.2.3.4:9"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown sink"));
+    let real = testdata("tcpreplay__test.pcap");
+    let o = run(&["replay", real.to_str().unwrap(), "--to", "udp:127.0.0.1:9"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("series play"), "{}", stderr(&o));
 }
 
 #[test]

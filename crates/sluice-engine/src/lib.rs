@@ -16,9 +16,11 @@
 mod config;
 mod io;
 mod run;
+pub mod series;
 mod stats;
 mod tx;
 
 pub use config::{ClockChoice, EngineConfig};
 pub use run::{run_replay, EngineError};
-pub use stats::{IntervalStats, Observer, Summary};
+pub use series::{run_series, SeriesConfig, SeriesPayload};
+pub use stats::{FlowStats, IntervalStats, Observer, Summary};

@@ -26,6 +26,8 @@ pub enum EngineError {
     Source(#[from] SourceError),
     #[error(transparent)]
     Sink(#[from] SinkError),
+    #[error(transparent)]
+    Series(sluice_source::series::SeriesError),
     #[error("a {0} thread panicked")]
     Panic(&'static str),
     #[error("cannot start a thread: {0}")]
@@ -125,52 +127,16 @@ pub fn run_replay(
     drop(free_tx);
     barrier.wait();
 
-    // Aggregate once per interval until every TX thread is done.
-    let mut total_hist = ErrorHistogram::new();
-    let mut last = CounterSnapshot::default();
-    let mut last_t = start;
-    let tick = Duration::from_millis(20);
-    let mut next = start + cfg.stats_interval;
-    loop {
-        let finished = txs.iter().all(|h| h.is_finished());
-        let t = now();
-        if t >= next || finished {
-            let mut cur = CounterSnapshot::default();
-            let mut interval = ErrorHistogram::new();
-            for c in &counters {
-                cur += c.snapshot();
-                if let Ok(mut h) = c.interval.lock() {
-                    interval.merge(&h);
-                    h.reset();
-                }
-            }
-            total_hist.merge(&interval);
-            let dt = t.since(last_t).as_secs_f64().max(1e-9);
-            if t > start && (cur.packets > last.packets || !finished) {
-                observer.interval(&IntervalStats {
-                    t: t.since(start).as_secs_f64(),
-                    packets: cur.packets,
-                    bytes: cur.bytes,
-                    late: cur.late,
-                    dropped: cur.dropped,
-                    pps: (cur.packets - last.packets) as f64 / dt,
-                    bps: (cur.bytes - last.bytes) as f64 * 8.0 / dt,
-                    eps: (!cfg.topspeed && !interval.is_empty()).then(|| interval.percentiles()),
-                });
-            }
-            last = cur;
-            last_t = t;
-            next = t + cfg.stats_interval;
-        }
-        if finished {
-            break;
-        }
-        if cfg.clock == ClockChoice::Monotonic {
-            thread::sleep(tick);
-        } else {
-            thread::yield_now();
-        }
-    }
+    let finished = || txs.iter().all(|h| h.is_finished());
+    let total_hist = aggregate(
+        &finished,
+        &counters,
+        cfg,
+        start,
+        &now,
+        observer,
+        &mut |_| {},
+    );
 
     let mut totals = CounterSnapshot::default();
     let mut last_send = start;
@@ -234,12 +200,79 @@ pub fn run_replay(
         passes: read.passes,
         interrupted,
         warnings,
+        ..Summary::default()
     })
+}
+
+/// Reports interval statistics to `observer` until `finished()`; returns
+/// the ε histogram of the whole run. `extra` adds mode-specific fields.
+pub(crate) fn aggregate(
+    finished: &dyn Fn() -> bool,
+    counters: &[Arc<SharedCounters>],
+    cfg: &EngineConfig,
+    start: MonoTime,
+    now: &dyn Fn() -> MonoTime,
+    observer: &mut dyn Observer,
+    extra: &mut dyn FnMut(&mut IntervalStats),
+) -> ErrorHistogram {
+    let mut total_hist = ErrorHistogram::new();
+    let mut last = CounterSnapshot::default();
+    let mut last_t = start;
+    let tick = Duration::from_millis(20);
+    let mut next = start + cfg.stats_interval;
+    loop {
+        let done = finished();
+        let t = now();
+        if t >= next || done {
+            let mut cur = CounterSnapshot::default();
+            let mut interval = ErrorHistogram::new();
+            for c in counters {
+                cur += c.snapshot();
+                if let Ok(mut h) = c.interval.lock() {
+                    interval.merge(&h);
+                    h.reset();
+                }
+            }
+            total_hist.merge(&interval);
+            let dt = t.since(last_t).as_secs_f64().max(1e-9);
+            if t > start && (cur.packets > last.packets || !done) {
+                let mut stats = IntervalStats {
+                    t: t.since(start).as_secs_f64(),
+                    packets: cur.packets,
+                    bytes: cur.bytes,
+                    late: cur.late,
+                    dropped: cur.dropped,
+                    pps: (cur.packets - last.packets) as f64 / dt,
+                    bps: (cur.bytes - last.bytes) as f64 * 8.0 / dt,
+                    eps: (!cfg.topspeed && !interval.is_empty()).then(|| interval.percentiles()),
+                    flows: Vec::new(),
+                };
+                extra(&mut stats);
+                observer.interval(&stats);
+            }
+            last = cur;
+            last_t = t;
+            next = t + cfg.stats_interval;
+        }
+        if done {
+            return total_hist;
+        }
+        if cfg.clock == ClockChoice::Monotonic {
+            thread::sleep(tick);
+        } else {
+            thread::yield_now();
+        }
+    }
 }
 
 /// Pinning, real-time priority and timer slack for one TX thread; refusals
 /// become warnings in the summary, never failures.
-fn prepare_tx_thread(i: usize, cpu: Option<usize>, rt: bool, warnings: &mut Vec<String>) {
+pub(crate) fn prepare_tx_thread(
+    i: usize,
+    cpu: Option<usize>,
+    rt: bool,
+    warnings: &mut Vec<String>,
+) {
     let _ = os::set_timer_slack(1);
     if let Some(cpu) = cpu {
         if let Err(e) = os::pin_to_cpu(cpu) {

@@ -73,6 +73,25 @@ pub struct IntervalStats {
     /// ε over this interval (absent at top speed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eps: Option<Percentiles>,
+    /// Per-flow totals so far (time-series play).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowStats>,
+}
+
+/// Counters of one flow (time-series play): records sent, payload bytes,
+/// late records, records dropped as time violations.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FlowStats {
+    pub flow: u32,
+    pub device: String,
+    /// Simulated copy of the device (`--devices xK`), 0 otherwise.
+    pub copy: u32,
+    pub src: String,
+    pub dst: String,
+    pub sent: u64,
+    pub bytes: u64,
+    pub late: u64,
+    pub dropped: u64,
 }
 
 /// Receives progress while a run goes on.
@@ -106,6 +125,17 @@ pub struct Summary {
     pub rewritten: u64,
     /// Passes over the trace.
     pub passes: u64,
+    /// Time-series play: frames on the wire (more than packets when
+    /// datagrams are fragmented), records sent out of order, records left
+    /// out by `--devices N`, and per-flow counters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frames: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_of_order: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filtered: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowStats>,
     /// Stopped by a signal before the end.
     pub interrupted: bool,
     pub warnings: Vec<String>,
@@ -138,6 +168,38 @@ impl Summary {
         ));
         if self.rewritten > 0 {
             s.push_str(&format!("  payload rewritten {}", self.rewritten));
+        }
+        if let Some(f) = self.frames {
+            s.push_str(&format!(
+                "\nframes {f}  out of order {}  filtered by --devices {}",
+                self.out_of_order.unwrap_or(0),
+                self.filtered.unwrap_or(0)
+            ));
+        }
+        if !self.flows.is_empty() {
+            s.push_str(&format!(
+                "\n{} flows (all of them in --summary-json):",
+                self.flows.len()
+            ));
+            for f in self.flows.iter().take(8) {
+                s.push_str(&format!(
+                    "\n  {:<16} {} -> {}  sent {} bytes {} late {} dropped {}",
+                    if f.copy > 0 {
+                        format!("{}#{}", f.device, f.copy)
+                    } else {
+                        f.device.clone()
+                    },
+                    f.src,
+                    f.dst,
+                    f.sent,
+                    f.bytes,
+                    f.late,
+                    f.dropped
+                ));
+            }
+            if self.flows.len() > 8 {
+                s.push_str(&format!("\n  ... {} more", self.flows.len() - 8));
+            }
         }
         if self.interrupted {
             s.push_str("\ninterrupted: stopped early by a signal");

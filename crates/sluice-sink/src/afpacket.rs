@@ -246,23 +246,26 @@ impl Ring {
         unsafe { &*(self.base.add(i * self.frame_size) as *const AtomicU32) }
     }
 
-    /// Copies `frame` into the head slot if it is free. Returns false when
-    /// the ring is full (the slot still belongs to the kernel).
-    fn push(&mut self, frame: &[u8]) -> bool {
+    /// Copies `head` then `body` into the head slot if it is free. Returns
+    /// false when the ring is full (the slot still belongs to the kernel).
+    fn push(&mut self, head: &[u8], body: &[u8]) -> bool {
         let status = self.status(self.head).load(Ordering::Acquire);
         if status != TP_STATUS_AVAILABLE && status != TP_STATUS_WRONG_FORMAT {
             return false;
         }
+        let len = head.len() + body.len();
         // SAFETY: the slot is AVAILABLE, so the kernel does not touch it until
-        // we publish SEND_REQUEST below; frame.len() ≤ frame_size − 32 was
-        // checked by the caller (max_frame + 32 ≤ frame_size), so the copy and
-        // the tp_len/tp_snaplen writes stay inside this slot.
+        // we publish SEND_REQUEST below; head.len() + body.len() ≤ frame_size
+        // − 32 was checked by the caller (max_frame + 32 ≤ frame_size), so the
+        // copies and the tp_len/tp_snaplen writes stay inside this slot.
         unsafe {
             let slot = self.base.add(self.head * self.frame_size);
-            std::ptr::copy_nonoverlapping(frame.as_ptr(), slot.add(TX_DATA_OFFSET), frame.len());
+            let data = slot.add(TX_DATA_OFFSET);
+            std::ptr::copy_nonoverlapping(head.as_ptr(), data, head.len());
+            std::ptr::copy_nonoverlapping(body.as_ptr(), data.add(head.len()), body.len());
             let hdr = slot as *mut u32;
-            hdr.add(1).write_volatile(frame.len() as u32); // tp_len
-            hdr.add(2).write_volatile(frame.len() as u32); // tp_snaplen
+            hdr.add(1).write_volatile(len as u32); // tp_len
+            hdr.add(2).write_volatile(len as u32); // tp_snaplen
         }
         self.status(self.head)
             .store(TP_STATUS_SEND_REQUEST, Ordering::Release);
@@ -344,16 +347,22 @@ impl Mmsg {
 
 impl Sink for AfPacketSink {
     #[inline]
-    fn send(&mut self, frame: &[u8], _stamp_ns: u64) -> Result<(), SinkError> {
-        if frame.len() > self.max_frame {
+    fn send(&mut self, frame: &[u8], stamp_ns: u64) -> Result<(), SinkError> {
+        self.send_parts(frame, &[], stamp_ns)
+    }
+
+    #[inline]
+    fn send_parts(&mut self, head: &[u8], body: &[u8], _stamp_ns: u64) -> Result<(), SinkError> {
+        let len = head.len() + body.len();
+        if len > self.max_frame {
             return Err(SinkError::Oversize {
-                len: frame.len(),
+                len,
                 limit: self.max_frame,
             });
         }
         match &mut self.path {
             Path::Ring(ring) => {
-                while !ring.push(frame) {
+                while !ring.push(head, body) {
                     // Ring full: hand the queued frames over until a slot frees.
                     kick(&self.fd, &self.iface, 0)?;
                     std::hint::spin_loop();
@@ -367,8 +376,9 @@ impl Sink for AfPacketSink {
             }
             Path::Mmsg(m) => {
                 let at = m.slot * self.max_frame;
-                m.buf[at..at + frame.len()].copy_from_slice(frame);
-                m.lens[m.slot] = frame.len();
+                m.buf[at..at + head.len()].copy_from_slice(head);
+                m.buf[at + head.len()..at + len].copy_from_slice(body);
+                m.lens[m.slot] = len;
                 m.slot += 1;
                 if m.slot == MMSG_BATCH {
                     m.send_all(&self.fd, &self.iface, self.max_frame)?;

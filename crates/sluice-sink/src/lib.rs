@@ -3,7 +3,8 @@
 //! A [`Sink`] takes frames one at a time and pushes them out in batches on
 //! [`Sink::flush`]. Backends: [`NullSink`] (counts only: measures the
 //! engine), [`PcapSink`] (a nanosecond pcap file), [`AfPacketSink`]
-//! (PACKET_MMAP TX ring with PACKET_QDISC_BYPASS, falling back to sendmmsg).
+//! (PACKET_MMAP TX ring with PACKET_QDISC_BYPASS, falling back to sendmmsg),
+//! [`UdpSink`] (datagrams through kernel UDP sockets, sendmmsg batches).
 //!
 //! Design: this crate owns every `unsafe` block of sluice (sockets, mmap,
 //! scheduler calls in [`os`]); the rest of the workspace denies `unsafe_code`.
@@ -13,11 +14,13 @@ pub mod null;
 pub mod os;
 pub mod pcap;
 mod spec;
+pub mod udp;
 
 pub use afpacket::{AfPacketSink, TxMode};
 pub use null::NullSink;
 pub use pcap::PcapSink;
 pub use spec::SinkSpec;
+pub use udp::UdpSink;
 
 /// Errors of a sink. `Oversize` is per packet and not fatal.
 #[derive(Debug, thiserror::Error)]
@@ -50,11 +53,31 @@ impl SinkError {
     }
 }
 
+/// The unit a sink sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Takes {
+    /// Whole Ethernet frames (headers built by sluice).
+    Frames,
+    /// UDP payloads; the kernel builds the headers ([`UdpSink`]).
+    Datagrams,
+}
+
 /// A packet destination.
 pub trait Sink: Send {
     /// Queues one frame. `stamp_ns` is the send time as nanoseconds since the
     /// UNIX epoch (capture-writing sinks record it; wire sinks ignore it).
     fn send(&mut self, frame: &[u8], stamp_ns: u64) -> Result<(), SinkError>;
+    /// Queues one frame given in two pieces, `head` then `body` (headers
+    /// built per packet in front of a payload that stays where it is). The
+    /// sinks here write both pieces straight into their output buffer; the
+    /// default joins them in a temporary first.
+    fn send_parts(&mut self, head: &[u8], body: &[u8], stamp_ns: u64) -> Result<(), SinkError> {
+        self.send(&[head, body].concat(), stamp_ns)
+    }
+    /// What `send` takes: whole Ethernet frames, or UDP payloads.
+    fn takes(&self) -> Takes {
+        Takes::Frames
+    }
     /// Hands every queued frame to the OS (or the file).
     fn flush(&mut self) -> Result<(), SinkError>;
     /// Finishes the output (flushes files). Called once at the end.

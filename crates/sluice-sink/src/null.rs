@@ -21,6 +21,14 @@ impl Sink for NullSink {
         Ok(())
     }
 
+    #[inline]
+    fn send_parts(&mut self, head: &[u8], body: &[u8], _stamp_ns: u64) -> Result<(), SinkError> {
+        self.packets += 1;
+        self.bytes += (head.len() + body.len()) as u64;
+        self.touch ^= head.first().or(body.first()).copied().unwrap_or(0);
+        Ok(())
+    }
+
     fn flush(&mut self) -> Result<(), SinkError> {
         Ok(())
     }

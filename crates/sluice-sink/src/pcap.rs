@@ -42,6 +42,13 @@ impl Sink for PcapSink {
             .map_err(|e| self.io(e))
     }
 
+    fn send_parts(&mut self, head: &[u8], body: &[u8], stamp_ns: u64) -> Result<(), SinkError> {
+        let len = (head.len() + body.len()) as u32;
+        self.writer
+            .write_packet_parts(stamp_ns, &[head, body], len)
+            .map_err(|e| self.io(e))
+    }
+
     /// Buffered writes reach the file in 1 MiB chunks; only `finish` forces
     /// the tail out (a per-batch flush would cost a syscall per batch).
     fn flush(&mut self) -> Result<(), SinkError> {

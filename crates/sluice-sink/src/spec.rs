@@ -1,4 +1,5 @@
-//! `--to SINK` specifications: `null`, `pcap:PATH`, `afpacket:IFACE`.
+//! `--to SINK` specifications: `null`, `pcap:PATH`, `afpacket:IFACE`,
+//! `udp:HOST:PORT`.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -9,6 +10,8 @@ pub enum SinkSpec {
     Null,
     Pcap(PathBuf),
     AfPacket(String),
+    /// `HOST:PORT`, resolved when the sink opens.
+    Udp(String),
 }
 
 impl FromStr for SinkSpec {
@@ -26,10 +29,17 @@ impl FromStr for SinkSpec {
                     Ok(SinkSpec::AfPacket(i.to_string()))
                 }
             }
+            ("udp", t)
+                if t.rsplit_once(':')
+                    .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) =>
+            {
+                Ok(SinkSpec::Udp(t.to_string()))
+            }
+            ("udp", _) => Err("udp sink needs a destination: udp:HOST:PORT".into()),
             ("pcap", _) => Err("pcap sink needs a path: pcap:PATH".into()),
             ("afpacket", _) => Err("afpacket sink needs an interface: afpacket:IFACE".into()),
             _ => Err(format!(
-                "unknown sink '{s}': expected null, pcap:PATH or afpacket:IFACE"
+                "unknown sink '{s}': expected null, pcap:PATH, afpacket:IFACE or udp:HOST:PORT"
             )),
         }
     }
@@ -41,6 +51,7 @@ impl fmt::Display for SinkSpec {
             SinkSpec::Null => write!(f, "null"),
             SinkSpec::Pcap(p) => write!(f, "pcap:{}", p.display()),
             SinkSpec::AfPacket(i) => write!(f, "afpacket:{i}"),
+            SinkSpec::Udp(t) => write!(f, "udp:{t}"),
         }
     }
 }
@@ -62,6 +73,18 @@ mod tests {
             .unwrap_err()
             .contains("needs a path"));
         assert!("udp:1.2.3.4"
+            .parse::<SinkSpec>()
+            .unwrap_err()
+            .contains("udp:HOST:PORT"));
+        assert_eq!(
+            "udp:10.0.0.2:9000".parse(),
+            Ok(SinkSpec::Udp("10.0.0.2:9000".into()))
+        );
+        assert_eq!(
+            "udp:[::1]:9000".parse(),
+            Ok(SinkSpec::Udp("[::1]:9000".into()))
+        );
+        assert!("tcp:x"
             .parse::<SinkSpec>()
             .unwrap_err()
             .contains("unknown sink"));

@@ -3,6 +3,7 @@
 //! ahead of real time and the pacer decides when frames actually leave.
 
 pub mod replay;
+pub mod series;
 mod spread;
 
 pub use replay::{Fill, RepeatPlan, ReplayConfig, ReplayCounters, ReplaySource, SourceError};

@@ -25,6 +25,7 @@ pub mod ethernet;
 pub mod flow;
 pub mod layers;
 pub mod payload;
+pub mod udp4;
 
 pub use checksum::{fold, incremental_update, ipv4_header_checksum, sum16};
 pub use ethernet::{encap_for_linktype, to_ethernet, Encap, EncapError, MacAddr, ParseMacError};
@@ -33,3 +34,4 @@ pub use layers::{parse_layers, Ip, Layers, L4};
 pub use payload::{
     rewrite_payload, verify_checksums, ChecksumError, ParsePayloadModeError, PayloadMode, Rewrite,
 };
+pub use udp4::{Udp4Error, Udp4Flow, Udp4Template};

@@ -1,0 +1,129 @@
+//! What `replay` and `series play` share once their arguments are parsed:
+//! sinks per TX thread, CPU placement, the engine settings, the report and
+//! the exit code.
+
+use crate::args::{ClockArg, RunOpts, TxModeArg};
+use crate::{bad_input, exit, Failure};
+use anyhow::{anyhow, Context};
+use sluice_engine::{ClockChoice, EngineConfig, Summary};
+use sluice_sink::{AfPacketSink, NullSink, PcapSink, Sink, SinkSpec, TxMode, UdpSink};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Checks the thread count against the sink.
+pub fn check_threads(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
+    if o.threads == 0 || o.threads > 256 {
+        return Err(bad_input(anyhow!("--threads must be between 1 and 256")));
+    }
+    if matches!(to, SinkSpec::Pcap(_)) && o.threads > 1 {
+        return Err(bad_input(anyhow!(
+            "--threads > 1 needs a network or null sink: one pcap file cannot take several writers"
+        )));
+    }
+    Ok(())
+}
+
+/// One sink per TX thread. `udp` is allowed only where datagrams make sense.
+pub fn open_sinks(
+    o: &RunOpts,
+    to: &SinkSpec,
+    allow_udp: bool,
+) -> Result<Vec<Box<dyn Sink>>, Failure> {
+    (0..o.threads)
+        .map(|_| -> Result<Box<dyn Sink>, Failure> {
+            Ok(match to {
+                SinkSpec::Null => Box::new(NullSink::default()),
+                SinkSpec::Pcap(p) => Box::new(PcapSink::create(p).map_err(bad_input)?),
+                SinkSpec::AfPacket(iface) => {
+                    let mode = match o.tx_mode {
+                        TxModeArg::Ring => TxMode::Auto,
+                        TxModeArg::Sendmmsg => TxMode::Sendmmsg,
+                    };
+                    Box::new(AfPacketSink::open(iface, mode).map_err(bad_input)?)
+                }
+                SinkSpec::Udp(target) if allow_udp => {
+                    Box::new(UdpSink::open(target).map_err(bad_input)?)
+                }
+                SinkSpec::Udp(_) => {
+                    return Err(bad_input(anyhow!(
+                        "replay sends whole frames; the udp sink takes datagram payloads (use it with `sluice series play`)"
+                    )))
+                }
+            })
+        })
+        .collect()
+}
+
+/// `--cpu` if given; else, when there are more CPUs than TX threads, the
+/// last CPUs (TX thread i on CPU n-1-i), leaving CPU 0 and up to the IO
+/// thread, the aggregator and the rest of the system. Pinning is what takes
+/// the sender's ε p99 from microseconds to tens of nanoseconds on a small
+/// machine (README, Benchmarks).
+pub fn tx_cpus(o: &RunOpts) -> Vec<usize> {
+    if let Some(c) = &o.cpu {
+        return c.0.clone();
+    }
+    let n = sluice_sink::os::online_cpus();
+    if o.no_pin || n <= o.threads {
+        return Vec::new();
+    }
+    (0..o.threads).map(|i| n - 1 - i).collect()
+}
+
+/// Engine settings from the shared options.
+pub fn engine_config(o: &RunOpts, stop: Arc<AtomicBool>, topspeed: bool) -> EngineConfig {
+    EngineConfig {
+        clock: match o.clock {
+            ClockArg::Monotonic => ClockChoice::Monotonic,
+            ClockArg::Virtual => ClockChoice::Virtual,
+        },
+        spin: o.spin,
+        drift: o.drift,
+        late_threshold: o.late_threshold,
+        cpus: tx_cpus(o),
+        realtime: o.rt,
+        stop,
+        topspeed,
+        ..EngineConfig::default()
+    }
+}
+
+/// `-` is stdout; anything else a file created now (so a bad path fails
+/// before the run, not after it).
+pub fn open_output(spec: &str) -> Result<Box<dyn Write>, Failure> {
+    if spec == "-" {
+        return Ok(Box::new(std::io::stdout()));
+    }
+    let path = PathBuf::from(spec);
+    let f = File::create(&path)
+        .with_context(|| format!("cannot create {}", path.display()))
+        .map_err(bad_input)?;
+    Ok(Box::new(BufWriter::new(f)))
+}
+
+/// Prints the summary on stderr and writes `--summary-json`.
+pub fn report(o: &RunOpts, s: &Summary) -> Result<(), Failure> {
+    eprintln!("{}", s.render());
+    if let Some(spec) = &o.summary_json {
+        let mut out = open_output(spec)?;
+        serde_json::to_writer_pretty(&mut out, s).context("writing --summary-json")?;
+        writeln!(out)
+            .and_then(|_| out.flush())
+            .context("writing --summary-json")?;
+    }
+    Ok(())
+}
+
+/// The documented exit code for a finished run.
+pub fn exit_code(s: &Summary) -> u8 {
+    if s.interrupted {
+        exit::INTERRUPTED
+    } else if s.oversize > 0 {
+        exit::PARTIAL
+    } else {
+        exit::OK
+    }
+}

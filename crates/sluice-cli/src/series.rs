@@ -1,0 +1,123 @@
+//! `sluice series`: time-series archives (convert from CSV, dump to CSV).
+//!
+//! Each subcommand is one variant of [`SeriesCommand`] with its own args
+//! struct and `run_*` function, so a new one (e.g. `play`) is a variant, a
+//! struct and a match arm.
+
+use crate::{bad_input, exit, Failure};
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use sluice_capture::archive::{convert_csv, dump, ConvertStats, DataEncoding, DumpError};
+use std::fs::File;
+use std::io;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct SeriesArgs {
+    #[command(subcommand)]
+    pub command: SeriesCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SeriesCommand {
+    /// Convert a CSV (header `timestamp,device_id,value...`) into a time-series archive.
+    Convert(ConvertArgs),
+    /// Print a time-series archive as CSV.
+    Dump(DumpArgs),
+    /// Play an archive as UDP datagrams: on time, faster, or as fast as possible.
+    Play(Box<crate::series_play::PlayArgs>),
+}
+
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// CSV input: `timestamp,device_id,value...` header, ISO 8601 timestamps.
+    pub input: PathBuf,
+    /// Archive to write (created or overwritten; removed again on error).
+    pub output: PathBuf,
+    /// How values are stored: text (columns as written), i32, f32 or f64 (big-endian binary).
+    #[arg(long, default_value = "text", value_name = "text|i32|f32|f64")]
+    pub data: DataEncoding,
+}
+
+#[derive(Args, Debug)]
+pub struct DumpArgs {
+    /// Archive to print.
+    pub archive: PathBuf,
+    /// How the data fields were stored: text, i32, f32 or f64.
+    #[arg(long, default_value = "text", value_name = "text|i32|f32|f64")]
+    pub data: DataEncoding,
+    /// Write the CSV here instead of to stdout.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+}
+
+pub fn run(a: SeriesArgs) -> Result<u8, Failure> {
+    match a.command {
+        SeriesCommand::Convert(c) => run_convert(c),
+        SeriesCommand::Dump(d) => run_dump(d),
+        SeriesCommand::Play(p) => crate::series_play::run(*p),
+    }
+}
+
+fn run_convert(a: ConvertArgs) -> Result<u8, Failure> {
+    let stats = convert_csv(&a.input, &a.output, a.data).map_err(|e| {
+        if e.is_output_error() {
+            Failure::from(e)
+        } else {
+            bad_input(e)
+        }
+    })?;
+    eprintln!("{}", summary(&a, &stats));
+    if stats.out_of_order > 0 {
+        eprintln!(
+            "sluice: warning: {} records are earlier than the record before them \
+             (a player expects non-decreasing times)",
+            stats.out_of_order
+        );
+    }
+    Ok(exit::OK)
+}
+
+/// One line: records, devices, time span, bytes.
+fn summary(a: &ConvertArgs, s: &ConvertStats) -> String {
+    let span = match (s.first, s.last) {
+        (Some(first), Some(last)) => {
+            format!("{:.6} s ({first} .. {last})", s.span_micros() as f64 / 1e6)
+        }
+        _ => "0 s".to_owned(),
+    };
+    format!(
+        "sluice: {} -> {}: {}, {}, span {span}, {} bytes ({} data)",
+        a.input.display(),
+        a.output.display(),
+        count(s.records, "record"),
+        count(s.devices, "device"),
+        s.bytes,
+        a.data,
+    )
+}
+
+fn count(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+fn run_dump(a: DumpArgs) -> Result<u8, Failure> {
+    let result = match &a.output {
+        Some(path) => {
+            let mut f =
+                File::create(path).with_context(|| format!("creating {}", path.display()))?;
+            dump(&a.archive, &mut f, a.data)
+        }
+        None => dump(&a.archive, &mut io::stdout().lock(), a.data),
+    };
+    match result {
+        Ok(_) => Ok(exit::OK),
+        Err(DumpError::Archive(e)) => Err(bad_input(e)),
+        // Keep the io::Error in the chain: a closed pipe is not an error.
+        Err(DumpError::Write(e)) => Err(anyhow::Error::new(e).context("writing the dump").into()),
+    }
+}

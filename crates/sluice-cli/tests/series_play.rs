@@ -1,0 +1,340 @@
+//! `sluice series play` end to end on a virtual clock: deterministic
+//! timing assertions on the pcap output, without root.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// A CSV of `count` records round-robin over `devices`, `gap_us` apart
+/// (wrapping past the hour and the year), with values of growing length.
+fn write_csv(path: &Path, devices: usize, count: usize, gap_us: u64) {
+    let mut s = String::from("timestamp,device_id,value\n");
+    // 2023-12-31T23:59:59.5Z as µs within the day.
+    let mut t = (23 * 3600 + 59 * 60 + 59) * 1_000_000 + 500_000u64;
+    let mut day = (2023, 12, 31);
+    for i in 0..count {
+        if t >= 86_400_000_000 {
+            t -= 86_400_000_000;
+            day = (2024, 1, 1);
+        }
+        let (h, m, sec, us) = (
+            t / 3_600_000_000,
+            t / 60_000_000 % 60,
+            t / 1_000_000 % 60,
+            t % 1_000_000,
+        );
+        s.push_str(&format!(
+            "{:04}-{:02}-{:02}T{h:02}:{m:02}:{sec:02}.{us:06}Z,DEV{},{}\n",
+            day.0,
+            day.1,
+            day.2,
+            i % devices,
+            "7".repeat(1 + i % 40)
+        ));
+        t += gap_us;
+    }
+    std::fs::write(path, s).unwrap();
+}
+
+fn archive(d: &Path, devices: usize, count: usize, gap_us: u64) -> PathBuf {
+    let csv = d.join("in.csv");
+    write_csv(&csv, devices, count, gap_us);
+    let arc = d.join("in.arc");
+    let o = run(&[
+        "series",
+        "convert",
+        csv.to_str().unwrap(),
+        arc.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    arc
+}
+
+fn play(arc: &Path, out: &Path, extra: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let to = format!("pcap:{}", out.display());
+    let summary = out.with_extension("json");
+    let mut args = vec![
+        "series",
+        "play",
+        arc.to_str().unwrap(),
+        "--to",
+        &to,
+        "--clock",
+        "virtual",
+        "-q",
+        "--summary-json",
+        summary.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    let v = std::fs::read_to_string(&summary)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (o, v)
+}
+
+/// Record bytes in archive order.
+fn records(arc: &Path) -> Vec<Vec<u8>> {
+    let b = std::fs::read(arc).unwrap();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < b.len() {
+        let len = u16::from_be_bytes([b[at], b[at + 1]]) as usize;
+        out.push(b[at..at + len].to_vec());
+        at += len;
+    }
+    out
+}
+
+/// The UDP payload of an unfragmented IPv4 frame.
+fn udp_payload(frame: &[u8]) -> &[u8] {
+    &frame[42..]
+}
+
+#[test]
+fn conforming_play_stamps_every_datagram_with_its_record_time() {
+    let d = tmpdir("series-conform");
+    let arc = archive(&d, 3, 3000, 250);
+    let out = d.join("out.pcap");
+    let (o, s) = play(&arc, &out, &["--payload", "record"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let recs = records(&arc);
+    let got = read_all(&out);
+    assert_eq!(got.len(), 3000);
+    // 2023-12-31T23:59:59.5Z = 1704067199.5 s since the epoch.
+    let t0 = 1_704_067_199_500_000_000u64;
+    for (i, (ts, frame)) in got.iter().enumerate() {
+        assert_eq!(udp_payload(frame), &recs[i][..], "record {i} bytes");
+        assert_eq!(*ts, t0 + i as u64 * 250_000, "record {i} time");
+    }
+    assert_eq!(s["packets"], 3000);
+    assert_eq!(s["flows"].as_array().unwrap().len(), 3);
+    for f in s["flows"].as_array().unwrap() {
+        assert_eq!(f["sent"], 1000, "{f}");
+    }
+}
+
+#[test]
+fn fast_forward_and_tight_loop_space_records() {
+    let d = tmpdir("series-modes");
+    let arc = archive(&d, 2, 500, 1000);
+    let out = d.join("out.pcap");
+    let (o, _) = play(&arc, &out, &["--fast-forward", "4"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(gaps(&read_all(&out)).iter().all(|&g| g == 250_000));
+    let (o, _) = play(&arc, &out, &["--tight-loop", "7us"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(gaps(&read_all(&out)).iter().all(|&g| g == 7_000));
+    let (o, s) = play(&arc, &out, &["--tight-loop", "0", "--limit", "123"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_all(&out).len(), 123);
+    assert_eq!(s["packets"], 123);
+}
+
+#[test]
+fn out_of_order_records_leave_within_their_window() {
+    let d = tmpdir("series-ooo");
+    let arc = archive(&d, 1, 4000, 100);
+    let out = d.join("out.pcap");
+    let (o, s) = play(
+        &arc,
+        &out,
+        &[
+            "--payload",
+            "record",
+            "--ooo-prob",
+            "0.2",
+            "--ooo-window",
+            "2ms",
+            "--seed",
+            "7",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let recs = records(&arc);
+    let got = read_all(&out);
+    assert_eq!(got.len(), 4000, "every record is sent once");
+    let t0 = 1_704_067_199_500_000_000u64;
+    let mut late_sent = 0;
+    let mut position = Vec::new();
+    for (ts, frame) in &got {
+        let i = recs
+            .iter()
+            .position(|r| r == udp_payload(frame))
+            .expect("a known record");
+        position.push(i);
+        let recorded = t0 + i as u64 * 100_000;
+        assert!(
+            *ts >= recorded && *ts <= recorded + 2_000_000,
+            "record {i} sent {} ns after its time",
+            ts - recorded
+        );
+        if *ts > recorded {
+            late_sent += 1;
+        }
+    }
+    let mut sorted = position.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..4000).collect::<Vec<_>>());
+    assert_ne!(position, sorted, "some records must leave out of order");
+    let ooo = s["out_of_order"].as_u64().unwrap();
+    assert!((600..1000).contains(&ooo), "P = 0.2 of 4000: {ooo}");
+    assert!(late_sent <= ooo);
+    // The same seed gives the same run.
+    let out2 = d.join("out2.pcap");
+    play(
+        &arc,
+        &out2,
+        &[
+            "--payload",
+            "record",
+            "--ooo-prob",
+            "0.2",
+            "--ooo-window",
+            "2ms",
+            "--seed",
+            "7",
+        ],
+    );
+    assert_eq!(read_all(&out2), got);
+}
+
+#[test]
+fn devices_limit_and_multiply_and_mapping_applies() {
+    let d = tmpdir("series-devices");
+    let arc = archive(&d, 4, 400, 1000);
+    let out = d.join("out.pcap");
+    let (o, s) = play(&arc, &out, &["--devices", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_all(&out).len(), 200);
+    assert_eq!(s["filtered"], 200);
+    let (o, s) = play(&arc, &out, &["--devices", "x3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_all(&out).len(), 1200);
+    let flows = s["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 12);
+    assert!(flows.iter().all(|f| f["sent"] == 100));
+
+    let map = d.join("map.yaml");
+    std::fs::write(
+        &map,
+        "defaults: {dst_ip: 192.0.2.9, dst_port: 7777}\ndevices:\n  DEV1: {src_ip: 198.51.100.1, src_port: 1111}\n",
+    )
+    .unwrap();
+    let (o, _) = play(&arc, &out, &["--map", map.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (i, (_, f)) in read_all(&out).iter().enumerate() {
+        assert_eq!(&f[30..34], &[192, 0, 2, 9], "dst ip");
+        assert_eq!(&f[36..38], &7777u16.to_be_bytes(), "dst port");
+        if i % 4 == 1 {
+            assert_eq!(&f[26..30], &[198, 51, 100, 1]);
+            assert_eq!(&f[34..36], &1111u16.to_be_bytes());
+        }
+    }
+    let bad = d.join("bad.yaml");
+    std::fs::write(&bad, "devices:\n  DEV1: {src_ip: 300.1.1.1}\n").unwrap();
+    let (o, _) = play(&arc, &out, &["--map", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.yaml"), "{}", stderr(&o));
+}
+
+#[test]
+fn long_records_are_fragmented_and_tshark_reassembles_them() {
+    if std::process::Command::new("tshark")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(std::env::var_os("CI").is_none(), "CI must have tshark");
+        eprintln!("skipped: needs tshark");
+        return;
+    }
+    let d = tmpdir("series-frag");
+    let csv = d.join("big.csv");
+    let mut s = String::from("timestamp,device_id,value\n");
+    for i in 0..20 {
+        s.push_str(&format!(
+            "2024-05-01T10:00:00.{:06}+02:00,BIG,{}\n",
+            i * 1000,
+            "x".repeat(1000 + i * 400)
+        ));
+    }
+    std::fs::write(&csv, s).unwrap();
+    let arc = d.join("big.arc");
+    assert!(run(&[
+        "series",
+        "convert",
+        csv.to_str().unwrap(),
+        arc.to_str().unwrap()
+    ])
+    .status
+    .success());
+    let out = d.join("out.pcap");
+    let (o, s) = play(&arc, &out, &["--mtu", "1500"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let frames = s["frames"].as_u64().unwrap();
+    assert!(frames > 20, "fragmented: {frames} frames for 20 records");
+    assert_eq!(read_all(&out).len() as u64, frames);
+    // tshark reassembles every datagram, and checks IP and UDP checksums.
+    let t = std::process::Command::new("tshark")
+        .args([
+            "-r",
+            out.to_str().unwrap(),
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "udp.check_checksum:TRUE",
+        ])
+        .args([
+            "-Y",
+            "udp",
+            "-T",
+            "fields",
+            "-e",
+            "udp.length",
+            "-e",
+            "ip.checksum.status",
+            "-e",
+            "udp.checksum.status",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&t.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 20, "{text}");
+    for (i, l) in lines.iter().enumerate() {
+        let f: Vec<&str> = l.split('\t').collect();
+        assert_eq!(f[0], (8 + 1000 + i * 400).to_string(), "datagram {i}: {l}");
+        // Wireshark's checksum status: 0 bad, 1 good, 2 unverified.
+        assert_eq!(f[1], "1", "IP checksum of the last fragment: {l}");
+        assert_eq!(f[2], "1", "UDP checksum over the reassembled datagram: {l}");
+    }
+    // Timestamps honour the +02:00 offset: 08:00:00Z on 2024-05-01.
+    assert_eq!(read_all(&out)[0].0, 1_714_550_400_000_000_000);
+}
+
+#[test]
+fn malformed_archive_is_refused_with_record_and_offset() {
+    let d = tmpdir("series-bad");
+    let arc = archive(&d, 1, 10, 1000);
+    let mut b = std::fs::read(&arc).unwrap();
+    let second = u16::from_be_bytes([b[0], b[1]]) as usize;
+    b[second + 2] = 0x2a; // year digit not BCD in record 2
+    let bad = d.join("bad.arc");
+    std::fs::write(&bad, &b).unwrap();
+    let out = d.join("out.pcap");
+    let (o, _) = play(&bad, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("record 2") && e.contains(&format!("byte {second}")),
+        "{e}"
+    );
+    let cut = d.join("cut.arc");
+    std::fs::write(&cut, &std::fs::read(&arc).unwrap()[..second + 10]).unwrap();
+    let (o, s) = play(&cut, &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(s["packets"], 1);
+    assert!(stderr(&o).contains("truncated"), "{}", stderr(&o));
+}

@@ -1,0 +1,64 @@
+//! Settings of a time-series play run.
+
+use sluice_source::series::{DeviceCount, FlowMap, Ooo, SeriesTiming};
+use sluice_wire::MacAddr;
+use std::path::PathBuf;
+
+/// What goes into each datagram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeriesPayload {
+    /// The record's Data field.
+    Data,
+    /// The whole record (length, timestamp, device ID, data).
+    Record,
+}
+
+#[derive(Clone, Debug)]
+pub struct SeriesConfig {
+    pub path: PathBuf,
+    /// Bytes per buffer (two per worker).
+    pub buffer_size: usize,
+    pub workers: usize,
+    /// In-order MPMC queues; worker w feeds queue w % queues, TX thread t
+    /// drains queue t % queues.
+    pub queues: usize,
+    pub timing: SeriesTiming,
+    pub ooo: Option<Ooo>,
+    /// TX threads (the first ones) that also send out-of-order records.
+    pub ooo_threads: usize,
+    pub flows: FlowMap,
+    pub devices: DeviceCount,
+    pub payload: SeriesPayload,
+    /// IP MTU of the link: larger datagrams are fragmented.
+    pub mtu: usize,
+    pub src_mac: MacAddr,
+    pub dst_mac: MacAddr,
+    pub ttl: u8,
+    /// Seeds the out-of-order choices (per worker).
+    pub seed: u64,
+    /// Stop after this many records (copies counted).
+    pub limit: Option<u64>,
+}
+
+impl SeriesConfig {
+    pub fn new(path: PathBuf, flows: FlowMap) -> Self {
+        SeriesConfig {
+            path,
+            buffer_size: 64 << 20,
+            workers: 1,
+            queues: 1,
+            timing: SeriesTiming::Conforming,
+            ooo: None,
+            ooo_threads: 1,
+            flows,
+            devices: DeviceCount::All,
+            payload: SeriesPayload::Data,
+            mtu: 1500,
+            src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+            dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+            ttl: 64,
+            seed: 1,
+            limit: None,
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! The IO thread of time-series play: fills buffers of whole records and
+//! deals them to the workers in turn (double buffering: two buffers per
+//! worker, refilled as soon as a worker hands one back).
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use sluice_source::series::{ArchiveChunker, Filled, SeriesError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(crate) struct IoOut {
+    /// A cut-off last record (the ones before it were played).
+    pub truncation: Option<String>,
+}
+
+pub(crate) fn run(
+    mut chunker: ArchiveChunker,
+    to_workers: Vec<Sender<Filled>>,
+    recycled: Receiver<Filled>,
+    buffer_size: usize,
+    stop: Arc<AtomicBool>,
+) -> Result<IoOut, SeriesError> {
+    let limit = 2 * to_workers.len();
+    let mut allocated = 0;
+    let mut truncation = None;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let mut buf = if allocated < limit {
+            allocated += 1;
+            Filled::new(buffer_size)
+        } else {
+            match recycled.recv_timeout(Duration::from_millis(20)) {
+                Ok(b) => b,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        };
+        match chunker.fill(&mut buf) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(SeriesError::Record { what, .. }) if what.starts_with("truncated") => {
+                truncation = Some(format!(
+                    "{}: record {} is truncated ({what}); the records before it were played",
+                    chunker.name(),
+                    chunker.records() + 1
+                ));
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+        let w = (buf.seq % to_workers.len() as u64) as usize;
+        if to_workers[w].send(buf).is_err() {
+            break;
+        }
+    }
+    Ok(IoOut { truncation })
+}

@@ -1,0 +1,312 @@
+//! Time-series play (paper §V-B): one IO thread, worker threads and TX
+//! threads around lock-free MPMC queues.
+//!
+//! ```text
+//!  IO thread ──buffers of whole records──► worker w ──chunks──► queue w % Q ──► TX t (t % Q)
+//!      ▲  (two per worker, 64 MiB each)        │ out-of-order ──► ooo queue ──► TX 0..N_ooo
+//!      └────────── emptied buffers ◄───────────┘
+//! ```
+//!
+//! Timestamp synchronisation (§V-B.4): T_g, the first record's timestamp, is
+//! read before any thread starts; every due time is relative to it. All TX
+//! threads wait on one barrier and then take the same start reference C_h
+//! (an instant fixed before the barrier opens, so the threads agree to the
+//! nanosecond instead of by how quickly each one woke up).
+
+mod config;
+mod io;
+mod lanes;
+mod tx;
+mod worker;
+
+pub use config::{SeriesConfig, SeriesPayload};
+
+use crate::config::{ClockChoice, EngineConfig};
+use crate::run::{aggregate, prepare_tx_thread, EngineError};
+use crate::stats::{CounterSnapshot, FlowStats, Observer, SharedCounters, Summary};
+use lanes::Lanes;
+use sluice_core::{Clock, MonoTime, MonotonicClock, Nanos, VirtualClock};
+use sluice_pace::{Pacer, SpinSleep, Waiter};
+use sluice_sink::Sink;
+use sluice_source::series::{
+    device_name, first_timestamp, ArchiveChunker, DeviceTable, Indexer, SeriesError,
+};
+use std::net::Ipv4Addr;
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+use std::time::Duration;
+use tx::{FlowCount, TxContext};
+
+/// Lead between releasing the TX threads and the first due time.
+const START_LEAD: Nanos = Nanos::from_millis(2);
+/// In-order chunks queued before the start (or every worker done): half a
+/// queue, 16k records of lead, so the workers start ahead of the clock.
+const PRIME_CHUNKS: usize = lanes::QUEUE_CHUNKS / 2;
+
+/// Plays the archive of `cfg` into `sinks` (one TX thread per sink).
+pub fn run_series(
+    cfg: SeriesConfig,
+    sinks: Vec<Box<dyn Sink>>,
+    ecfg: &EngineConfig,
+    observer: &mut dyn Observer,
+) -> Result<Summary, EngineError> {
+    let n = sinks.len().max(1);
+    let workers = cfg.workers.max(1);
+    let queues = cfg.queues.clamp(1, n.min(workers));
+    let t_g = first_timestamp(&cfg.path)?;
+    let chunker = ArchiveChunker::open(&cfg.path)?;
+    let file = chunker.name().to_string();
+    let cfg = Arc::new(SeriesConfig {
+        queues,
+        workers,
+        ..cfg
+    });
+    let table = Arc::new(Mutex::new(DeviceTable::new(cfg.devices)));
+    let lanes = Arc::new(Lanes::new(queues, workers, cfg.limit, ecfg.stop.clone()));
+    if !ecfg.cpus.is_empty() {
+        let _ = sluice_sink::os::avoid_cpus(&ecfg.cpus);
+    }
+
+    // IO thread and workers.
+    let (back_tx, back_rx) = crossbeam_channel::unbounded();
+    let mut to_workers = Vec::new();
+    let mut worker_handles = Vec::new();
+    for w in 0..workers {
+        let (s, r) = crossbeam_channel::bounded(1);
+        to_workers.push(s);
+        let indexer = Indexer::new(
+            &file,
+            cfg.timing,
+            t_g,
+            cfg.ooo,
+            cfg.seed.wrapping_add(w as u64),
+            table.clone(),
+        );
+        let (lanes, back) = (lanes.clone(), back_tx.clone());
+        let h = thread::Builder::new()
+            .name(format!("sluice-work{w}"))
+            .spawn(move || worker::run(r, back, indexer, lanes, w % queues))
+            .map_err(EngineError::Spawn)?;
+        worker_handles.push(h);
+    }
+    drop(back_tx);
+    let stop = ecfg.stop.clone();
+    let buffer_size = cfg.buffer_size;
+    let io = thread::Builder::new()
+        .name("sluice-io".into())
+        .spawn(move || io::run(chunker, to_workers, back_rx, buffer_size, stop))
+        .map_err(EngineError::Spawn)?;
+
+    // Prefetch lead: the first chunks are queued (or there is nothing more).
+    loop {
+        let queued: usize = lanes.queues.iter().map(|q| q.len()).sum();
+        let all_done = worker_handles.iter().all(|h| h.is_finished());
+        if queued >= PRIME_CHUNKS.min(queues * lanes::QUEUE_CHUNKS) || all_done || lanes.stopped() {
+            break;
+        }
+        thread::sleep(Duration::from_micros(200));
+    }
+
+    let virtual_clock = VirtualClock::new(MonoTime(0));
+    let mono = MonotonicClock::new();
+    let now = || match ecfg.clock {
+        ClockChoice::Monotonic => mono.now(),
+        ClockChoice::Virtual => Clock::now(&virtual_clock),
+    };
+    let start = match ecfg.clock {
+        ClockChoice::Monotonic => mono.now() + START_LEAD,
+        ClockChoice::Virtual => Clock::now(&virtual_clock),
+    };
+    let barrier = Arc::new(Barrier::new(n + 1));
+    let counters: Vec<Arc<SharedCounters>> = (0..n).map(|_| Arc::default()).collect();
+    let flow_counts: Vec<Arc<Mutex<Vec<FlowCount>>>> = (0..n).map(|_| Arc::default()).collect();
+    let setup_warnings = Arc::new(Mutex::new(Vec::<String>::new()));
+    let stamp_base = (t_g.max(0) as u64).saturating_mul(1000);
+    let mut txs = Vec::with_capacity(n);
+    for (i, sink) in sinks.into_iter().enumerate() {
+        let waiter: Box<dyn Waiter + Send> = match ecfg.clock {
+            ClockChoice::Monotonic => Box::new(SpinSleep::new(mono, ecfg.spin)),
+            ClockChoice::Virtual => Box::new(virtual_clock.clone()),
+        };
+        let cx = TxContext {
+            lanes: lanes.clone(),
+            queue: i % queues,
+            ooo: cfg.ooo.is_some() && i < cfg.ooo_threads.max(1),
+            sink,
+            waiter,
+            pacer: Pacer::new(start, ecfg.drift, ecfg.topspeed),
+            topspeed: ecfg.topspeed,
+            late_threshold: ecfg.late_threshold,
+            duration: ecfg.duration,
+            stamp_base,
+            counters: counters[i].clone(),
+            flow_counts: flow_counts[i].clone(),
+            table: table.clone(),
+            cfg: cfg.clone(),
+        };
+        let cpu = (!ecfg.cpus.is_empty()).then(|| ecfg.cpus[i % ecfg.cpus.len()]);
+        let rt = ecfg.realtime;
+        let barrier = barrier.clone();
+        let warn = setup_warnings.clone();
+        let h = thread::Builder::new()
+            .name(format!("sluice-tx{i}"))
+            .spawn(move || {
+                let mut w = Vec::new();
+                prepare_tx_thread(i, cpu, rt, &mut w);
+                if let Ok(mut all) = warn.lock() {
+                    all.extend(w);
+                }
+                barrier.wait();
+                tx::run(cx)
+            })
+            .map_err(EngineError::Spawn)?;
+        txs.push(h);
+    }
+    barrier.wait();
+
+    let flows_now = || merge_flows(&flow_counts, &table, &cfg);
+    let finished = || txs.iter().all(|h| h.is_finished());
+    let total_hist = aggregate(
+        &finished,
+        &counters,
+        ecfg,
+        start,
+        &now,
+        observer,
+        &mut |s| {
+            s.flows = flows_now();
+        },
+    );
+
+    let mut totals = CounterSnapshot::default();
+    let (mut frames, mut out_of_order) = (0, 0);
+    let mut last_send = start;
+    let mut sink_names = Vec::new();
+    let mut first_error = None;
+    for h in txs {
+        let out = h.join().map_err(|_| EngineError::Panic("TX"))?;
+        totals += out.totals;
+        frames += out.frames;
+        out_of_order += out.out_of_order;
+        last_send = last_send.max(out.last_send);
+        sink_names.push(out.sink);
+        if let Some(e) = out.error {
+            first_error.get_or_insert(e);
+        }
+    }
+    let interrupted = ecfg.stop.load(std::sync::atomic::Ordering::Relaxed)
+        && lanes.error.lock().map(|e| e.is_none()).unwrap_or(true);
+    // TX threads are gone; a worker blocked on a full queue sees `stop`.
+    lanes.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut filtered = 0;
+    let mut keep = Vec::new();
+    for h in worker_handles {
+        let out = h.join().map_err(|_| EngineError::Panic("worker"))?;
+        filtered += out.filtered;
+        keep.extend(out.keep);
+    }
+    let read = io.join().map_err(|_| EngineError::Panic("IO"))?;
+    drop(keep);
+    if let Some(e) = first_error {
+        return Err(e.into());
+    }
+    if let Some(e) = lanes.error.lock().ok().and_then(|mut e| e.take()) {
+        return Err(e.into());
+    }
+    let read = read?;
+    let mut warnings = Vec::new();
+    if let Some(t) = read.truncation {
+        warnings.push(t);
+    }
+    if let Ok(w) = setup_warnings.lock() {
+        warnings.extend(w.iter().cloned());
+    }
+    if totals.oversize > 0 {
+        warnings.push(format!(
+            "{} records were larger than a datagram can carry and were skipped",
+            totals.oversize
+        ));
+    }
+    let duration = last_send.since(start).as_secs_f64();
+    let rate = |v: u64| {
+        if duration > 0.0 {
+            v as f64 / duration
+        } else {
+            0.0
+        }
+    };
+    sink_names.dedup();
+    Ok(Summary {
+        sink: sink_names.join(", "),
+        threads: n,
+        packets: totals.packets,
+        bytes: totals.bytes,
+        duration_s: duration,
+        pps: rate(totals.packets),
+        bps: rate(totals.bytes) * 8.0,
+        eps: (!ecfg.topspeed && !total_hist.is_empty()).then(|| total_hist.percentiles()),
+        late: totals.late,
+        dropped: totals.dropped,
+        oversize: totals.oversize,
+        passes: 1,
+        frames: Some(frames),
+        out_of_order: Some(out_of_order),
+        filtered: Some(filtered),
+        flows: merge_flows(&flow_counts, &table, &cfg),
+        interrupted,
+        warnings,
+        ..Summary::default()
+    })
+}
+
+/// Per-flow totals over all TX threads, with the flow's device and tuple.
+fn merge_flows(
+    per_thread: &[Arc<Mutex<Vec<FlowCount>>>],
+    table: &Mutex<DeviceTable>,
+    cfg: &SeriesConfig,
+) -> Vec<FlowStats> {
+    let mut sum: Vec<FlowCount> = Vec::new();
+    for t in per_thread {
+        let Ok(v) = t.lock() else { continue };
+        if sum.len() < v.len() {
+            sum.resize(v.len(), FlowCount::default());
+        }
+        for (s, f) in sum.iter_mut().zip(v.iter()) {
+            s.sent += f.sent;
+            s.bytes += f.bytes;
+            s.late += f.late;
+            s.dropped += f.dropped;
+        }
+    }
+    let Ok(table) = table.lock() else {
+        return Vec::new();
+    };
+    sum.iter()
+        .enumerate()
+        .filter(|(_, f)| **f != FlowCount::default())
+        .map(|(i, f)| {
+            let (dev, copy) = table
+                .flow_device(i as u32)
+                .map(|(d, c)| (*d, c))
+                .unwrap_or(([0; 16], 0));
+            let flow = cfg.flows.flow(&dev, copy);
+            FlowStats {
+                flow: i as u32,
+                device: device_name(&dev),
+                copy,
+                src: format!("{}:{}", Ipv4Addr::from(flow.src_ip), flow.src_port),
+                dst: format!("{}:{}", Ipv4Addr::from(flow.dst_ip), flow.dst_port),
+                sent: f.sent,
+                bytes: f.bytes,
+                late: f.late,
+                dropped: f.dropped,
+            }
+        })
+        .collect()
+}
+
+impl From<SeriesError> for EngineError {
+    fn from(e: SeriesError) -> Self {
+        EngineError::Series(e)
+    }
+}
