@@ -69,9 +69,16 @@ pub(crate) fn run(mut cx: TxContext) -> TxOutcome {
             let sent = if cx.topspeed {
                 Some(0)
             } else {
+                let mut waited = false;
                 loop {
-                    match cx.pacer.poll(e.due + offset, now) {
+                    let d = if waited {
+                        cx.pacer.poll_waited(e.due + offset, now)
+                    } else {
+                        cx.pacer.poll(e.due + offset, now)
+                    };
+                    match d {
                         Decision::WaitUntil(t) => {
+                            waited = true;
                             // Everything queued so far leaves before we wait.
                             if let Err(err) = cx.sink.flush() {
                                 error = Some(err);

@@ -45,6 +45,12 @@ impl Pacer {
         self.start + due
     }
 
+    /// The decision for a packet that comes up at `now`. The drift window
+    /// applies here, before any waiting: as in the paper (§V-C.4), a packet
+    /// is a time violation when it is already later than T_d on reaching
+    /// the sender, and the sender's own wake-up overshoot after waiting for
+    /// it is not (that is measured in ε instead). After a wait, ask
+    /// [`Pacer::poll_waited`].
     #[inline]
     pub fn poll(&self, due: Nanos, now: MonoTime) -> Decision {
         if self.topspeed {
@@ -62,6 +68,18 @@ impl Pacer {
             _ => Decision::Send {
                 eps_ns: eps.0 as i64,
             },
+        }
+    }
+}
+
+impl Pacer {
+    /// The decision after waiting for this packet: send (with its ε), or
+    /// wait more if the wait ended early. Never a drop.
+    #[inline]
+    pub fn poll_waited(&self, due: Nanos, now: MonoTime) -> Decision {
+        match self.poll(due, now) {
+            Decision::Drop { eps_ns } => Decision::Send { eps_ns },
+            d => d,
         }
     }
 }
@@ -101,6 +119,29 @@ mod tests {
         assert_eq!(
             p.poll(Nanos(0), MonoTime(10_001)),
             Decision::Drop { eps_ns: 10_001 }
+        );
+    }
+
+    #[test]
+    fn a_packet_waited_for_is_never_a_violation() {
+        let p = Pacer::new(MonoTime(0), Some(Nanos(0)), false);
+        assert_eq!(
+            p.poll(Nanos(100), MonoTime(50)),
+            Decision::WaitUntil(MonoTime(100))
+        );
+        // Woke 30 ns late: sent, the overshoot counted in ε.
+        assert_eq!(
+            p.poll_waited(Nanos(100), MonoTime(130)),
+            Decision::Send { eps_ns: 30 }
+        );
+        assert_eq!(
+            p.poll_waited(Nanos(100), MonoTime(90)),
+            Decision::WaitUntil(MonoTime(100))
+        );
+        // Already late on arrival: a violation even at T_d = 0.
+        assert_eq!(
+            p.poll(Nanos(100), MonoTime(101)),
+            Decision::Drop { eps_ns: 1 }
         );
     }
 

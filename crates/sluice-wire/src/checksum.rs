@@ -14,11 +14,13 @@
 //!    to store in the checksum field.
 //!
 //! Design decision: the accumulator is widened to `u64` inside [`sum16`] and
-//! summed four bytes at a time. A 32-bit big-endian word `hi·2¹⁶ + lo` is
-//! congruent to `hi + lo` modulo `0xffff` (because `2¹⁶ ≡ 1`), so summing
-//! 32-bit words gives the same one's complement result as summing 16-bit
-//! words, with half the additions; and the final end-around fold down to
-//! 16 bits is exact for the same reason. The public accumulator is a `u32`
+//! summed eight bytes at a time, in native byte order, as two 32-bit halves.
+//! A 32-bit word `hi·2¹⁶ + lo` is congruent to `hi + lo` modulo `0xffff`
+//! (because `2¹⁶ ≡ 1`), so summing 32-bit words gives the same one's
+//! complement result as summing 16-bit words; the sum is byte-order
+//! independent (RFC 1071 §2(B)), so a little-endian sum is swapped once at
+//! the end instead of swapping every word (1472-byte payloads: ~4× faster,
+//! measured in `series play` to null). The public accumulator is a `u32`
 //! holding at most 0xffff, so chaining calls and adding pseudo header
 //! fields to it cannot overflow.
 //!
@@ -35,23 +37,36 @@
 /// Words are big-endian (network order). An odd trailing byte is padded
 /// with a zero byte, as RFC 1071 prescribes.
 pub fn sum16(data: &[u8], initial: u32) -> u32 {
-    let mut acc = u64::from(initial);
-    let mut words = data.chunks_exact(4);
+    // Native (little-endian) order, eight bytes at a time as two 32-bit
+    // halves: the one's complement sum is byte-order independent (RFC 1071
+    // §2(B)), so the folded little-endian sum only needs its two bytes
+    // swapped at the end. Each step adds < 2³³, so a u64 cannot overflow
+    // below 2³¹ steps (16 GiB).
+    let mut acc = 0u64;
+    let mut words = data.chunks_exact(8);
     for w in &mut words {
-        acc += u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
+        let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        acc += (v & 0xffff_ffff) + (v >> 32);
     }
-    match *words.remainder() {
-        [a, b, c] => acc += u64::from(u16::from_be_bytes([a, b])) + (u64::from(c) << 8),
-        [a, b] => acc += u64::from(u16::from_be_bytes([a, b])),
-        [a] => acc += u64::from(a) << 8,
-        _ => {}
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        // Zero padding at the end: an odd trailing byte becomes the high
+        // byte of a big-endian word, as RFC 1071 prescribes.
+        let mut tail = [0u8; 8];
+        tail[..rest.len()].copy_from_slice(rest);
+        let v = u64::from_le_bytes(tail);
+        acc += (v & 0xffff_ffff) + (v >> 32);
     }
-    // End-around carries down to 16 bits (2^16 ≡ 1 mod 0xffff), so that
-    // callers can add a few more values without any risk of overflow.
+    // End-around carries down to 16 bits (2^16 ≡ 1 mod 0xffff).
     while acc > 0xffff {
         acc = (acc & 0xffff) + (acc >> 16);
     }
-    acc as u32
+    let mut sum = u32::from((acc as u16).swap_bytes()) + (initial & 0xffff) + (initial >> 16);
+    // The result stays ≤ 0xffff so callers can add a few more values.
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum
 }
 
 /// Folds the carries of a [`sum16`] accumulator into 16 bits and returns its
@@ -113,6 +128,40 @@ mod tests {
     use super::*;
 
     /// RFC 1071 §3 numerical example.
+    #[test]
+    fn agrees_with_a_plain_16_bit_sum_for_every_length_and_start() {
+        // The textbook definition: big-endian 16-bit words, end-around carry.
+        fn naive(data: &[u8], initial: u32) -> u32 {
+            let mut acc = u64::from(initial);
+            for w in data.chunks(2) {
+                acc += u64::from(w[0]) << 8 | u64::from(*w.get(1).unwrap_or(&0));
+            }
+            while acc > 0xffff {
+                acc = (acc & 0xffff) + (acc >> 16);
+            }
+            acc as u32
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let data: Vec<u8> = (0..300)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        for len in 0..data.len() {
+            for initial in [0, 1, 0xfffe, 0xffff] {
+                assert_eq!(
+                    fold(sum16(&data[..len], initial)),
+                    fold(naive(&data[..len], initial)),
+                    "len {len} initial {initial:#x}"
+                );
+            }
+        }
+        assert_eq!(fold(sum16(&[0xff; 64], 0)), fold(naive(&[0xff; 64], 0)));
+    }
+
     #[test]
     fn rfc1071_example() {
         let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];

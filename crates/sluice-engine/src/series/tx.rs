@@ -257,9 +257,16 @@ impl Tx {
         let eps = if self.cx.topspeed {
             Some(0)
         } else {
+            let mut waited = false;
             loop {
-                match self.cx.pacer.poll(e.due, self.now) {
+                let d = if waited {
+                    self.cx.pacer.poll_waited(e.due, self.now)
+                } else {
+                    self.cx.pacer.poll(e.due, self.now)
+                };
+                match d {
                     Decision::WaitUntil(t) => {
+                        waited = true;
                         self.flush();
                         let lanes = self.cx.lanes.clone();
                         let stop = move || lanes.stopped();

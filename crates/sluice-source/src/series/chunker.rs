@@ -31,9 +31,17 @@ pub struct Filled {
 }
 
 impl Filled {
+    /// A buffer of `size` bytes, its pages faulted in now (before the run
+    /// starts) rather than on the first fill.
     pub fn new(size: usize) -> Filled {
+        let mut data = vec![0u8; size.max(MIN_BUFFER)].into_boxed_slice();
+        for i in (0..data.len()).step_by(4096) {
+            // black_box: the compiler may not drop a store of 0 into memory
+            // it knows to be zeroed, and the store is what faults the page.
+            data[i] = std::hint::black_box(0);
+        }
         Filled {
-            data: vec![0u8; size.max(MIN_BUFFER)].into_boxed_slice(),
+            data,
             len: 0,
             file_offset: 0,
             first_record: 0,

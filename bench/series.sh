@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Time-series play benchmark (paper: timeseries-traffic-generation §VI):
+# IO throughput, records/s against record size (Fig. 8/10), the
+# time-violation table (Table II), and real seismic data judged by arrival
+# time, with tcpreplay replaying the very same datagrams side by side.
+#
+#   bench/series.sh [all|io|throughput|drift|real]   (default: all)
+#
+# Needs root, tcpdump, tcpreplay, python3. Uses ../shared/bench/netns.sh
+# (veth va <-> vb in namespace "sink"); frames to 02:00:00:00:00:99 are
+# counted by vb and dropped before its IP stack. Results go to stdout and
+# $WORK/series-results.txt.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+shared=${SHARED:-$root/../shared/bench}
+testdata=${TESTDATA:-$root/../shared/testdata/timeseries}
+work=${WORK:-/tmp/sluice-bench}; mkdir -p "$work"
+results=$work/series-results.txt
+sluice=${SLUICE:-$root/target/release/sluice}
+sink_mac=02:00:00:00:00:99
+
+(cd "$root" && cargo build --release -q && cargo build --release -q -p sluice-source --example archive_read)
+"$shared/netns.sh" up
+trap '"$shared/netns.sh" down' EXIT
+sysctl -qw net.ipv6.conf.va.disable_ipv6=1 || true
+ip netns exec sink sysctl -qw net.ipv6.conf.vb.disable_ipv6=1 || true
+
+rx() { ip netns exec sink cat /sys/class/net/vb/statistics/rx_packets; }
+say() { echo "$*" | tee -a "$results"; }
+json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$2)" "$1"; }
+arc() { # name records seconds devices [record bytes]
+  [ -f "$work/$1" ] || python3 "$here/mkseries.py" "$work/$1" "${@:2}"
+  cat "$work/$1" > /dev/null # into the page cache
+}
+play() { # archive sink summary-json extra...
+  "$sluice" series play "$work/$1" --to "$2" --dst-mac "$sink_mac" -q --summary-json "$3" "${@:4}" 2>/dev/null
+}
+
+io() {
+  say "== IO thread: archive read from the page cache (64 MiB buffers) =="
+  arc s5m.arc 5000000 5 1
+  arc r1472.arc 200000 1 1 1502
+  for a in s5m.arc r1472.arc; do
+    "$root/target/release/examples/archive_read" "$work/$a" > /dev/null
+    say "$a: $("$root/target/release/examples/archive_read" "$work/$a")"
+  done
+}
+
+throughput() {
+  say "== records/s against record data size, --tight-loop 0 (as fast as possible) =="
+  say "data_B  null_1tx  null_2tx  veth_1tx  veth_2tx  tcpreplay_veth  veth_1tx/tcpreplay"
+  for size in 4 28 512 1472; do
+    local n=$(( size > 100 ? 300000 : 2000000 ))
+    arc "r$size.arc" "$n" 1 16 $(( 30 + size ))
+    local out=()
+    for to in null afpacket:va; do
+      for t in 1 2; do
+        local a b
+        a=$(rx)
+        play "r$size.arc" "$to" "$work/t.json" --tight-loop 0 --threads "$t"
+        b=$(rx)
+        if [ "$to" = null ]; then
+          out+=("$(json "$work/t.json" "['pps']" | cut -d. -f1)")
+        else # frames counted by the sink over sluice's send phase
+          out+=("$(python3 -c "import json; s=json.load(open('$work/t.json')); print(round(($b-$a)/s['duration_s']))")")
+        fi
+      done
+    done
+    # The peer: tcpreplay sends the same datagrams (a pcap of this archive).
+    "$sluice" series play "$work/r$size.arc" --to "pcap:$work/r$size.pcap" --dst-mac "$sink_mac" \
+      --tight-loop 1us --clock virtual -q 2>/dev/null
+    local tr
+    tr=$(tcpreplay -i va --topspeed --preload-pcap "$work/r$size.pcap" 2>&1 | sed -n 's/.*Mbps, \([0-9.]*\) pps.*/\1/p' | cut -d. -f1)
+    local ratio
+    ratio=$(python3 -c "print(f'{${out[2]}/${tr:-1}:.2f}')")
+    say "$size  ${out[0]}  ${out[1]}  ${out[2]}  ${out[3]}  $tr  x$ratio"
+  done
+}
+
+drift() {
+  say "== time violations (paper Table II): records dropped at drift window T_d, 70-byte records =="
+  say "(null: 1 and 2 TX threads; veth: 1 TX thread; 2 cores: with 2 spinning TX threads the IO thread and worker share the CPUs with them)"
+  arc d1m1.arc 1000000 1 1
+  arc d5m5.arc 5000000 5 1
+  arc d5m5x100.arc 5000000 5 100
+  arc d5m2.arc 5000000 2.5 2
+  arc d1m2.arc 1000000 2 1
+  say "set                      T_d  null_1tx  null_2tx  veth_1tx  veth_%"
+  for set in "d1m1.arc 1M/1s/1" "d5m5.arc 5M/5s/1" "d5m5x100.arc 5M/5s/100" "d5m2.arc 5M/2.5s/2" "d1m2.arc 1M/2s/1(500k/s)"; do
+    local f=${set%% *} label=${set#* }
+    for td in 0 5 10 20 25; do
+      play "$f" null "$work/dn1.json" --drift "${td}us"
+      play "$f" null "$work/dn2.json" --drift "${td}us" --threads 2
+      play "$f" afpacket:va "$work/dv.json" --drift "${td}us"
+      local dn1 dn2 dv tot
+      dn1=$(json "$work/dn1.json" "['dropped']")
+      dn2=$(json "$work/dn2.json" "['dropped']")
+      dv=$(json "$work/dv.json" "['dropped']")
+      tot=$(( dv + $(json "$work/dv.json" "['packets']") ))
+      say "$(printf '%-24s %3s  %8s  %8s  %8s  %7s' "$label" "$td" "$dn1" "$dn2" "$dv" "$(python3 -c "print(f'{100*$dv/$tot:.3f}')")")"
+    done
+  done
+}
+
+real() {
+  say "== real seismic data (obspy RJOB, 3 channels, 100 Hz, 30 s), time-conforming, through veth =="
+  say "judged by bench/arrival.py (arrival time against record time) and shared/bench/gaperr.py"
+  "$sluice" series convert "$testdata/obspy_example_BW.RJOB_3ch_100Hz.csv" "$work/rjob.arc" 2>/dev/null
+  # The reference: every datagram stamped with its record's time.
+  "$sluice" series play "$work/rjob.arc" --to "pcap:$work/rjob_ref.pcap" --dst-mac "$sink_mac" \
+    --clock virtual -q 2>/dev/null
+  local who
+  for who in sluice tcpreplay; do
+    ip netns exec sink tcpdump -i vb -j adapter_unsynced --time-stamp-precision=nano -B 65536 \
+      -w "$work/rjob_$who.pcap" -q 2>/dev/null &
+    local pid=$!; sleep 1
+    if [ "$who" = sluice ]; then
+      "$sluice" series play "$work/rjob.arc" --to afpacket:va --dst-mac "$sink_mac" -q 2>/dev/null
+    else
+      tcpreplay -i va --preload-pcap "$work/rjob_ref.pcap" > /dev/null 2>&1
+    fi
+    sleep 1; kill $pid; wait $pid 2>/dev/null || true
+    say "peer=$who arrival: $(python3 "$here/arrival.py" "$work/rjob_$who.pcap" "$work/rjob_ref.pcap")"
+    say "peer=$who gaps:    $(python3 "$shared/gaperr.py" "$work/rjob_ref.pcap" "$work/rjob_$who.pcap" --oneline)"
+  done
+}
+
+: > "$results"
+say "# sluice series benchmark $(date -u +%FT%TZ) on $(nproc) cores, kernel $(uname -r)"
+case "${1:-all}" in
+  all) io; throughput; drift; real ;;
+  *) "$1" ;;
+esac
