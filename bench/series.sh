@@ -108,20 +108,24 @@ real() {
   say "judged by bench/arrival.py (arrival time against record time) and shared/bench/gaperr.py"
   "$sluice" series convert "$testdata/obspy_example_BW.RJOB_3ch_100Hz.csv" "$work/rjob.arc" 2>/dev/null
   # The reference: every datagram stamped with its record's time.
+  # --payload record: every datagram unique (values repeat), so matching
+  # by content is unambiguous.
   "$sluice" series play "$work/rjob.arc" --to "pcap:$work/rjob_ref.pcap" --dst-mac "$sink_mac" \
-    --clock virtual -q 2>/dev/null
+    --payload record --clock virtual -q 2>/dev/null
   local who
   for who in sluice tcpreplay; do
     ip netns exec sink tcpdump -i vb -j adapter_unsynced --time-stamp-precision=nano -B 65536 \
       -w "$work/rjob_$who.pcap" -q 2>/dev/null &
     local pid=$!; sleep 1
     if [ "$who" = sluice ]; then
-      "$sluice" series play "$work/rjob.arc" --to afpacket:va --dst-mac "$sink_mac" -q 2>/dev/null
+      "$sluice" series play "$work/rjob.arc" --to afpacket:va --dst-mac "$sink_mac" --payload record \
+        -q --summary-json "$work/rjob.json" 2>/dev/null
     else
       tcpreplay -i va --preload-pcap "$work/rjob_ref.pcap" > /dev/null 2>&1
     fi
     sleep 1; kill $pid; wait $pid 2>/dev/null || true
     say "peer=$who arrival: $(python3 "$here/arrival.py" "$work/rjob_$who.pcap" "$work/rjob_ref.pcap")"
+    [ "$who" = sluice ] && say "peer=sluice sender ε: $(json "$work/rjob.json" "['eps']")"
     say "peer=$who gaps:    $(python3 "$shared/gaperr.py" "$work/rjob_ref.pcap" "$work/rjob_$who.pcap" --oneline)"
   done
 }

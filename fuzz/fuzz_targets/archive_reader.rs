@@ -7,25 +7,16 @@
 //! parse back unchanged.
 #![no_main]
 
-use std::io::{self, Cursor, Read};
+use std::io::{self, Cursor};
 
 use libfuzzer_sys::fuzz_target;
 use sluice_capture::archive::{
     decode_micros, dump_reader, ArchiveReader, DataEncoding, Stamp, HEADER_LEN,
 };
 
-/// Hands out at most `chunk` bytes per `read`.
-struct Trickle {
-    data: Cursor<Vec<u8>>,
-    chunk: usize,
-}
-
-impl Read for Trickle {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let n = out.len().min(self.chunk);
-        self.data.read(&mut out[..n])
-    }
-}
+#[path = "common.rs"]
+mod common;
+use common::Trickle;
 
 fn drain(data: &[u8]) {
     for chunk in [0, 1 + data.len() % 61] {

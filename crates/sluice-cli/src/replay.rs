@@ -3,12 +3,12 @@
 
 use crate::args::ReplayArgs;
 use crate::progress::Progress;
-use crate::runopts::{check_threads, engine_config, exit_code, open_output, open_sinks, report};
+use crate::runopts::{check_threads, conclude, engine_config, open_output, open_sinks};
 use crate::{bad_input, signals, Failure};
 use anyhow::{anyhow, Context};
-use sluice_engine::{run_replay, EngineConfig, EngineError};
+use sluice_engine::{run_replay, EngineConfig};
 use sluice_pace::TimingMode;
-use sluice_source::{ReplayConfig, ReplaySource, SourceError};
+use sluice_source::{ReplayConfig, ReplaySource};
 
 pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let timing = timing_mode(&a)?;
@@ -37,16 +37,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     };
     let mut progress = Progress::new(a.run.quiet, stats_out);
     let result = run_replay(source, sinks, &cfg, &mut progress);
-    progress.finish();
-    let summary = result.map_err(|e| match e {
-        EngineError::Source(SourceError::Capture(_)) | EngineError::Source(_) => bad_input(e),
-        other => Failure::from(other),
-    })?;
-    report(&a.run, &summary)?;
-    if let Some(e) = progress.json_error {
-        return Err(anyhow::Error::new(e).context("writing --stats-json").into());
-    }
-    Ok(exit_code(&summary))
+    conclude(&a.run, progress, result)
 }
 
 fn timing_mode(a: &ReplayArgs) -> Result<TimingMode, Failure> {

@@ -3,9 +3,10 @@
 //! the exit code.
 
 use crate::args::{ClockArg, RunOpts, TxModeArg};
+use crate::progress::Progress;
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
-use sluice_engine::{ClockChoice, EngineConfig, Summary};
+use sluice_engine::{ClockChoice, EngineConfig, EngineError, Summary};
 use sluice_sink::{AfPacketSink, NullSink, PcapSink, Sink, SinkSpec, TxMode, UdpSink};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -105,7 +106,7 @@ pub fn open_output(spec: &str) -> Result<Box<dyn Write>, Failure> {
 }
 
 /// Prints the summary on stderr and writes `--summary-json`.
-pub fn report(o: &RunOpts, s: &Summary) -> Result<(), Failure> {
+fn report(o: &RunOpts, s: &Summary) -> Result<(), Failure> {
     eprintln!("{}", s.render());
     if let Some(spec) = &o.summary_json {
         let mut out = open_output(spec)?;
@@ -117,8 +118,28 @@ pub fn report(o: &RunOpts, s: &Summary) -> Result<(), Failure> {
     Ok(())
 }
 
+/// After a run: the summary (or the error, as bad input when the input was
+/// at fault), `--summary-json`, a `--stats-json` write failure, and the
+/// exit code.
+pub fn conclude(
+    o: &RunOpts,
+    mut progress: Progress,
+    result: Result<Summary, EngineError>,
+) -> Result<u8, Failure> {
+    progress.finish();
+    let summary = result.map_err(|e| match e {
+        EngineError::Source(_) | EngineError::Series(_) => bad_input(e),
+        other => Failure::from(other),
+    })?;
+    report(o, &summary)?;
+    if let Some(e) = progress.json_error {
+        return Err(anyhow::Error::new(e).context("writing --stats-json").into());
+    }
+    Ok(exit_code(&summary))
+}
+
 /// The documented exit code for a finished run.
-pub fn exit_code(s: &Summary) -> u8 {
+fn exit_code(s: &Summary) -> u8 {
     if s.interrupted {
         exit::INTERRUPTED
     } else if s.oversize > 0 {

@@ -2,12 +2,12 @@
 
 use crate::args::RunOpts;
 use crate::progress::Progress;
-use crate::runopts::{check_threads, engine_config, exit_code, open_output, open_sinks, report};
+use crate::runopts::{check_threads, conclude, engine_config, open_output, open_sinks};
 use crate::{bad_input, signals, Failure};
 use anyhow::{anyhow, Context};
 use clap::{Args, ValueEnum};
 use sluice_core::{parse_count, parse_duration, Nanos};
-use sluice_engine::{run_series, EngineConfig, EngineError, SeriesConfig, SeriesPayload};
+use sluice_engine::{run_series, EngineConfig, SeriesConfig, SeriesPayload};
 use sluice_sink::SinkSpec;
 use sluice_source::series::{DeviceCount, FlowMap, Ooo, SeriesTiming, MIN_BUFFER};
 use sluice_wire::MacAddr;
@@ -187,16 +187,7 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     };
     let mut progress = Progress::new(a.run.quiet, stats_out);
     let result = run_series(cfg, sinks, &ecfg, &mut progress);
-    progress.finish();
-    let summary = result.map_err(|e| match e {
-        EngineError::Series(_) => bad_input(e),
-        other => Failure::from(other),
-    })?;
-    report(&a.run, &summary)?;
-    if let Some(e) = progress.json_error {
-        return Err(anyhow::Error::new(e).context("writing --stats-json").into());
-    }
-    Ok(exit_code(&summary))
+    conclude(&a.run, progress, result)
 }
 
 fn interface_mtu(iface: &str) -> Option<usize> {

@@ -80,3 +80,17 @@ pub fn gaps(pkts: &[(u64, Vec<u8>)]) -> Vec<u64> {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// The records of a time-series archive, in file order (each with its
+/// 30-byte header).
+pub fn archive_records(arc: &Path) -> Vec<Vec<u8>> {
+    let b = std::fs::read(arc).unwrap();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < b.len() {
+        let len = u16::from_be_bytes([b[at], b[at + 1]]) as usize;
+        out.push(b[at..at + len].to_vec());
+        at += len;
+    }
+    out
+}

@@ -74,19 +74,6 @@ fn play(arc: &Path, out: &Path, extra: &[&str]) -> (std::process::Output, serde_
     (o, v)
 }
 
-/// Record bytes in archive order.
-fn records(arc: &Path) -> Vec<Vec<u8>> {
-    let b = std::fs::read(arc).unwrap();
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < b.len() {
-        let len = u16::from_be_bytes([b[at], b[at + 1]]) as usize;
-        out.push(b[at..at + len].to_vec());
-        at += len;
-    }
-    out
-}
-
 /// The UDP payload of an unfragmented IPv4 frame.
 fn udp_payload(frame: &[u8]) -> &[u8] {
     &frame[42..]
@@ -99,7 +86,7 @@ fn conforming_play_stamps_every_datagram_with_its_record_time() {
     let out = d.join("out.pcap");
     let (o, s) = play(&arc, &out, &["--payload", "record"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let recs = records(&arc);
+    let recs = archive_records(&arc);
     let got = read_all(&out);
     assert_eq!(got.len(), 3000);
     // 2023-12-31T23:59:59.5Z = 1704067199.5 s since the epoch.
@@ -137,22 +124,19 @@ fn out_of_order_records_leave_within_their_window() {
     let d = tmpdir("series-ooo");
     let arc = archive(&d, 1, 4000, 100);
     let out = d.join("out.pcap");
-    let (o, s) = play(
-        &arc,
-        &out,
-        &[
-            "--payload",
-            "record",
-            "--ooo-prob",
-            "0.2",
-            "--ooo-window",
-            "2ms",
-            "--seed",
-            "7",
-        ],
-    );
+    let ooo_args = [
+        "--payload",
+        "record",
+        "--ooo-prob",
+        "0.2",
+        "--ooo-window",
+        "2ms",
+        "--seed",
+        "7",
+    ];
+    let (o, s) = play(&arc, &out, &ooo_args);
     assert!(o.status.success(), "{}", stderr(&o));
-    let recs = records(&arc);
+    let recs = archive_records(&arc);
     let got = read_all(&out);
     assert_eq!(got.len(), 4000, "every record is sent once");
     let t0 = 1_704_067_199_500_000_000u64;
@@ -183,20 +167,7 @@ fn out_of_order_records_leave_within_their_window() {
     assert!(late_sent <= ooo);
     // The same seed gives the same run.
     let out2 = d.join("out2.pcap");
-    play(
-        &arc,
-        &out2,
-        &[
-            "--payload",
-            "record",
-            "--ooo-prob",
-            "0.2",
-            "--ooo-window",
-            "2ms",
-            "--seed",
-            "7",
-        ],
-    );
+    play(&arc, &out2, &ooo_args);
     assert_eq!(read_all(&out2), got);
 }
 

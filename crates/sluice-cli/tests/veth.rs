@@ -276,19 +276,6 @@ fn two_threads_keep_per_flow_order() {
     }
 }
 
-/// Records of an archive, in order.
-fn archive_records(arc: &Path) -> Vec<Vec<u8>> {
-    let b = std::fs::read(arc).unwrap();
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < b.len() {
-        let len = u16::from_be_bytes([b[at], b[at + 1]]) as usize;
-        out.push(b[at..at + len].to_vec());
-        at += len;
-    }
-    out
-}
-
 /// 3 devices × `per` records, 200 µs apart, values `size` bytes long.
 fn series_archive(d: &Path, per: usize, size: usize) -> std::path::PathBuf {
     let mut s = String::from("timestamp,device_id,value\n");
@@ -333,9 +320,28 @@ fn received(path: &Path) -> Vec<(u16, Vec<u8>)> {
         .collect()
 }
 
-fn summary_flows(path: &Path) -> Vec<(String, u64)> {
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+/// Plays `arc` with `args` while the namespace's UDP receiver listens;
+/// returns what it received and the run's summary.
+fn play_into_receiver(
+    net: &Net,
+    d: &Path,
+    arc: &Path,
+    args: &[&str],
+) -> (Vec<(u16, Vec<u8>)>, serde_json::Value) {
+    let got_path = d.join("rx.txt");
+    let mut rx = net.udp_receiver(&got_path);
+    let summary = d.join("s.json");
+    let (arc, summary_arg) = (arc.to_str().unwrap(), summary.to_str().unwrap());
+    let mut all = vec!["series", "play", arc, "-q", "--summary-json", summary_arg];
+    all.extend_from_slice(args);
+    let o = run(&all);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(rx.wait().unwrap().success());
+    let v = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    (received(&got_path), v)
+}
+
+fn summary_flows(v: &serde_json::Value) -> Vec<(String, u64)> {
     v["flows"]
         .as_array()
         .unwrap()
@@ -359,31 +365,21 @@ fn series_udp_sink_reaches_a_real_receiver_intact_with_per_flow_counts() {
     net.address();
     let d = tmpdir("veth-series-udp");
     let arc = series_archive(&d, 500, 20);
-    let got_path = d.join("rx.txt");
-    let rx = net.udp_receiver(&got_path);
-    let summary = d.join("s.json");
-    let o = run(&[
-        "series",
-        "play",
-        arc.to_str().unwrap(),
-        "--to",
-        "udp:10.77.0.2:9000",
-        "--payload",
-        "record",
-        "--fast-forward",
-        "2",
-        "-q",
-        "--summary-json",
-        summary.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let status = {
-        let mut rx = rx;
-        rx.wait().unwrap()
-    };
-    assert!(status.success());
+    let (got, summary) = play_into_receiver(
+        &net,
+        &d,
+        &arc,
+        &[
+            "--to",
+            "udp:10.77.0.2:9000",
+            "--payload",
+            "record",
+            "--fast-forward",
+            "2",
+        ],
+    );
     let sent = archive_records(&arc);
-    let got: Vec<Vec<u8>> = received(&got_path).into_iter().map(|r| r.1).collect();
+    let got: Vec<Vec<u8>> = got.into_iter().map(|r| r.1).collect();
     assert_eq!(got.len(), sent.len(), "every record arrives");
     assert!(got == sent, "records arrive intact and in order");
     // Per-flow counts: the receiver's, by the device ID in each record,
@@ -418,32 +414,15 @@ fn series_frames_through_afpacket_are_reassembled_by_the_receivers_kernel() {
         "device_id,src_ip,dst_ip,src_port,dst_port\nSENSOR0,10.77.0.1,10.77.0.2,4000,9000\nSENSOR1,10.77.0.1,10.77.0.2,4001,9000\nSENSOR2,10.77.0.1,10.77.0.2,4002,9000\n",
     )
     .unwrap();
-    let got_path = d.join("rx.txt");
-    let rx = net.udp_receiver(&got_path);
-    let summary = d.join("s.json");
     let to = format!("afpacket:{}", net.tx());
-    let o = run(&[
-        "series",
-        "play",
-        arc.to_str().unwrap(),
-        "--to",
-        &to,
-        "--dst-mac",
-        &mac,
-        "--map",
-        map.to_str().unwrap(),
-        "-q",
-        "--summary-json",
-        summary.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let status = {
-        let mut rx = rx;
-        rx.wait().unwrap()
-    };
-    assert!(status.success());
+    let map_arg = map.to_str().unwrap();
+    let (got, v) = play_into_receiver(
+        &net,
+        &d,
+        &arc,
+        &["--to", &to, "--dst-mac", &mac, "--map", map_arg],
+    );
     let sent = archive_records(&arc);
-    let got = received(&got_path);
     assert_eq!(
         got.len(),
         sent.len(),
@@ -453,7 +432,5 @@ fn series_frames_through_afpacket_are_reassembled_by_the_receivers_kernel() {
         assert_eq!(data[..], sent[i][30..], "record {i} data");
         assert_eq!(*port, 4000 + (i % 3) as u16, "record {i} flow");
     }
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
     assert_eq!(v["frames"], 900, "3 fragments per datagram");
 }

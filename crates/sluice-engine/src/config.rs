@@ -44,7 +44,7 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             clock: ClockChoice::Monotonic,
-            spin: Nanos::from_millis(1),
+            spin: Nanos::from_millis(10),
             drift: None,
             late_threshold: Nanos::from_micros(10),
             cpus: Vec::new(),

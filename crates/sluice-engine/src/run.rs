@@ -84,20 +84,15 @@ pub fn run_replay(
         ClockChoice::Monotonic => mono.now() + START_LEAD,
         ClockChoice::Virtual => Clock::now(&virtual_clock),
     };
-    let barrier = Arc::new(Barrier::new(n + 1));
+    let starter = TxStarter::new(n, cfg);
     let counters: Vec<Arc<SharedCounters>> = (0..n).map(|_| Arc::default()).collect();
-    let setup_warnings = Arc::new(Mutex::new(Vec::<String>::new()));
     let mut txs = Vec::with_capacity(n);
     for (i, (sink, batches)) in sinks.into_iter().zip(from_io).enumerate() {
-        let waiter: Box<dyn Waiter + Send> = match cfg.clock {
-            ClockChoice::Monotonic => Box::new(SpinSleep::new(mono, cfg.spin)),
-            ClockChoice::Virtual => Box::new(virtual_clock.clone()),
-        };
         let cx = TxContext {
             batches,
             free: free_tx.clone(),
             sink,
-            waiter,
+            waiter: make_waiter(cfg, mono, &virtual_clock),
             pacer: Pacer::new(start, cfg.drift, cfg.topspeed),
             topspeed: cfg.topspeed,
             late_threshold: cfg.late_threshold,
@@ -106,26 +101,10 @@ pub fn run_replay(
             counters: counters[i].clone(),
             stop: cfg.stop.clone(),
         };
-        let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]);
-        let rt = cfg.realtime;
-        let barrier = barrier.clone();
-        let warn = setup_warnings.clone();
-        let handle = thread::Builder::new()
-            .name(format!("sluice-tx{i}"))
-            .spawn(move || {
-                let mut w = Vec::new();
-                prepare_tx_thread(i, cpu, rt, &mut w);
-                if let Ok(mut all) = warn.lock() {
-                    all.extend(w);
-                }
-                barrier.wait();
-                tx::run(cx)
-            })
-            .map_err(EngineError::Spawn)?;
-        txs.push(handle);
+        txs.push(starter.spawn(i, move || tx::run(cx))?);
     }
     drop(free_tx);
-    barrier.wait();
+    starter.release();
 
     let finished = || txs.iter().all(|h| h.is_finished());
     let total_hist = aggregate(
@@ -165,9 +144,7 @@ pub fn run_replay(
         warnings.push(format!("{t} (the packets before it were sent)"));
     }
     warnings.extend(read.notes.iter().cloned());
-    if let Ok(w) = setup_warnings.lock() {
-        warnings.extend(w.iter().cloned());
-    }
+    warnings.extend(starter.warnings());
     if totals.oversize > 0 {
         warnings.push(format!(
             "{} frames were larger than the interface accepts and were skipped",
@@ -202,6 +179,69 @@ pub fn run_replay(
         warnings,
         ..Summary::default()
     })
+}
+
+/// The wait strategy of a TX thread for the configured clock.
+pub(crate) fn make_waiter(
+    cfg: &EngineConfig,
+    mono: MonotonicClock,
+    virtual_clock: &VirtualClock,
+) -> Box<dyn Waiter + Send> {
+    match cfg.clock {
+        ClockChoice::Monotonic => Box::new(SpinSleep::new(mono, cfg.spin)),
+        ClockChoice::Virtual => Box::new(virtual_clock.clone()),
+    }
+}
+
+/// Starts TX threads: each one pins itself and sets its priority (refusals
+/// become warnings), then waits on a barrier that [`TxStarter::release`]
+/// opens for all of them at once.
+pub(crate) struct TxStarter {
+    barrier: Arc<Barrier>,
+    warnings: Arc<Mutex<Vec<String>>>,
+    cpus: Vec<usize>,
+    rt: bool,
+}
+
+impl TxStarter {
+    pub fn new(threads: usize, cfg: &EngineConfig) -> Self {
+        TxStarter {
+            barrier: Arc::new(Barrier::new(threads + 1)),
+            warnings: Arc::default(),
+            cpus: cfg.cpus.clone(),
+            rt: cfg.realtime,
+        }
+    }
+
+    pub fn spawn<T: Send + 'static>(
+        &self,
+        i: usize,
+        body: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<thread::JoinHandle<T>, EngineError> {
+        let cpu = (!self.cpus.is_empty()).then(|| self.cpus[i % self.cpus.len()]);
+        let (rt, barrier, warn) = (self.rt, self.barrier.clone(), self.warnings.clone());
+        thread::Builder::new()
+            .name(format!("sluice-tx{i}"))
+            .spawn(move || {
+                let mut w = Vec::new();
+                prepare_tx_thread(i, cpu, rt, &mut w);
+                if let Ok(mut all) = warn.lock() {
+                    all.extend(w);
+                }
+                barrier.wait();
+                body()
+            })
+            .map_err(EngineError::Spawn)
+    }
+
+    /// Lets every spawned TX thread go.
+    pub fn release(&self) {
+        self.barrier.wait();
+    }
+
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings.lock().map(|w| w.clone()).unwrap_or_default()
+    }
 }
 
 /// Reports interval statistics to `observer` until `finished()`; returns
@@ -267,12 +307,7 @@ pub(crate) fn aggregate(
 
 /// Pinning, real-time priority and timer slack for one TX thread; refusals
 /// become warnings in the summary, never failures.
-pub(crate) fn prepare_tx_thread(
-    i: usize,
-    cpu: Option<usize>,
-    rt: bool,
-    warnings: &mut Vec<String>,
-) {
+fn prepare_tx_thread(i: usize, cpu: Option<usize>, rt: bool, warnings: &mut Vec<String>) {
     let _ = os::set_timer_slack(1);
     if let Some(cpu) = cpu {
         if let Err(e) = os::pin_to_cpu(cpu) {

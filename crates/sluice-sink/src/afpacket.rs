@@ -319,27 +319,8 @@ impl Mmsg {
                 m
             })
             .collect();
-        let mut done = 0;
-        while done < n {
-            // SAFETY: msgs[done..n] are initialised mmsghdrs whose iovecs point
-            // into self.buf, which outlives the call.
-            let rc = unsafe {
-                libc::sendmmsg(
-                    fd.as_raw_fd(),
-                    msgs[done..].as_mut_ptr(),
-                    (n - done) as u32,
-                    0,
-                )
-            };
-            if rc < 0 {
-                let err = io::Error::last_os_error();
-                match err.raw_os_error() {
-                    Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::ENOBUFS) => continue,
-                    _ => return Err(SinkError::os(format!("sendmmsg on {iface}"), err)),
-                }
-            }
-            done += rc as usize;
-        }
+        // SAFETY: the iovecs point into self.buf, which outlives the call.
+        unsafe { crate::os::sendmmsg_all(fd.as_raw_fd(), &mut msgs, &|| format!("on {iface}"))? };
         self.slot = 0;
         Ok(())
     }

@@ -9,7 +9,6 @@
 //! receiver that is not (yet) listening never fails a later send.
 
 use crate::{Sink, SinkError, Takes};
-use std::io;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::os::fd::AsRawFd;
 
@@ -134,31 +133,14 @@ impl UdpSink {
             m.msg_hdr.msg_iov = v;
             m.msg_hdr.msg_iovlen = 1;
         }
-        let mut done = 0;
-        while done < n {
-            // SAFETY: msgs[done..n] are initialised; their iovecs point into
-            // self.buf and their names into self.name, both alive and not
-            // moved during the call.
-            let rc = unsafe {
-                libc::sendmmsg(
-                    self.socket.as_raw_fd(),
-                    msgs[done..].as_mut_ptr(),
-                    (n - done) as u32,
-                    0,
-                )
-            };
-            if rc < 0 {
-                let err = io::Error::last_os_error();
-                match err.raw_os_error() {
-                    Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::ENOBUFS) => continue,
-                    // A receiver that went away: the datagram is lost like on
-                    // any network, not a reason to stop.
-                    Some(libc::ECONNREFUSED) => continue,
-                    _ => return Err(SinkError::os(format!("sendmmsg to {}", self.dst), err)),
-                }
-            }
-            done += rc as usize;
-        }
+        let dst = self.dst;
+        // SAFETY: the iovecs point into self.buf and the names into
+        // self.name, both alive and unmoved during the call.
+        unsafe {
+            crate::os::sendmmsg_all(self.socket.as_raw_fd(), &mut msgs[..n], &|| {
+                format!("to {dst}")
+            })?
+        };
         self.buf.clear();
         self.ends.clear();
         Ok(())

@@ -22,17 +22,17 @@ mod worker;
 pub use config::{SeriesConfig, SeriesPayload};
 
 use crate::config::{ClockChoice, EngineConfig};
-use crate::run::{aggregate, prepare_tx_thread, EngineError};
+use crate::run::{aggregate, make_waiter, EngineError, TxStarter};
 use crate::stats::{CounterSnapshot, FlowStats, Observer, SharedCounters, Summary};
 use lanes::Lanes;
 use sluice_core::{Clock, MonoTime, MonotonicClock, Nanos, VirtualClock};
-use sluice_pace::{Pacer, SpinSleep, Waiter};
+use sluice_pace::Pacer;
 use sluice_sink::Sink;
 use sluice_source::series::{
     device_name, first_timestamp, ArchiveChunker, DeviceTable, Indexer, SeriesError,
 };
 use std::net::Ipv4Addr;
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 use tx::{FlowCount, TxContext};
@@ -117,23 +117,18 @@ pub fn run_series(
         ClockChoice::Monotonic => mono.now() + START_LEAD,
         ClockChoice::Virtual => Clock::now(&virtual_clock),
     };
-    let barrier = Arc::new(Barrier::new(n + 1));
+    let starter = TxStarter::new(n, ecfg);
     let counters: Vec<Arc<SharedCounters>> = (0..n).map(|_| Arc::default()).collect();
     let flow_counts: Vec<Arc<Mutex<Vec<FlowCount>>>> = (0..n).map(|_| Arc::default()).collect();
-    let setup_warnings = Arc::new(Mutex::new(Vec::<String>::new()));
     let stamp_base = (t_g.max(0) as u64).saturating_mul(1000);
     let mut txs = Vec::with_capacity(n);
     for (i, sink) in sinks.into_iter().enumerate() {
-        let waiter: Box<dyn Waiter + Send> = match ecfg.clock {
-            ClockChoice::Monotonic => Box::new(SpinSleep::new(mono, ecfg.spin)),
-            ClockChoice::Virtual => Box::new(virtual_clock.clone()),
-        };
         let cx = TxContext {
             lanes: lanes.clone(),
             queue: i % queues,
             ooo: cfg.ooo.is_some() && i < cfg.ooo_threads.max(1),
             sink,
-            waiter,
+            waiter: make_waiter(ecfg, mono, &virtual_clock),
             pacer: Pacer::new(start, ecfg.drift, ecfg.topspeed),
             topspeed: ecfg.topspeed,
             late_threshold: ecfg.late_threshold,
@@ -144,25 +139,9 @@ pub fn run_series(
             table: table.clone(),
             cfg: cfg.clone(),
         };
-        let cpu = (!ecfg.cpus.is_empty()).then(|| ecfg.cpus[i % ecfg.cpus.len()]);
-        let rt = ecfg.realtime;
-        let barrier = barrier.clone();
-        let warn = setup_warnings.clone();
-        let h = thread::Builder::new()
-            .name(format!("sluice-tx{i}"))
-            .spawn(move || {
-                let mut w = Vec::new();
-                prepare_tx_thread(i, cpu, rt, &mut w);
-                if let Ok(mut all) = warn.lock() {
-                    all.extend(w);
-                }
-                barrier.wait();
-                tx::run(cx)
-            })
-            .map_err(EngineError::Spawn)?;
-        txs.push(h);
+        txs.push(starter.spawn(i, move || tx::run(cx))?);
     }
-    barrier.wait();
+    starter.release();
 
     let flows_now = || merge_flows(&flow_counts, &table, &cfg);
     let finished = || txs.iter().all(|h| h.is_finished());
@@ -218,9 +197,7 @@ pub fn run_series(
     if let Some(t) = read.truncation {
         warnings.push(t);
     }
-    if let Ok(w) = setup_warnings.lock() {
-        warnings.extend(w.iter().cloned());
-    }
+    warnings.extend(starter.warnings());
     if totals.oversize > 0 {
         warnings.push(format!(
             "{} records were larger than a datagram can carry and were skipped",
