@@ -28,6 +28,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Time-series archives: convert a CSV into an archive, dump an archive as CSV.
     Series(SeriesArgs),
+    /// Generate flows and meta-flows from a session, or import flow records into one.
+    Flows(crate::flows::FlowsArgs),
 }
 
 fn duration(s: &str) -> Result<Nanos, String> {

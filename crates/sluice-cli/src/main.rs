@@ -10,6 +10,7 @@
 mod analyze;
 mod args;
 mod demo;
+mod flows;
 mod progress;
 mod replay;
 mod runopts;
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         args::Command::Analyze(a) => analyze::run(a),
         args::Command::Demo(a) => demo::run(a),
         args::Command::Series(a) => series::run(a),
+        args::Command::Flows(a) => flows::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

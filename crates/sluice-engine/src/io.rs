@@ -8,7 +8,7 @@
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use sluice_core::{Batch, Nanos, Work};
-use sluice_source::{Fill, RepeatPlan, ReplayCounters, ReplaySource, SourceError};
+use sluice_source::{Fill, RepeatPlan, ReplayCounters, Source, SourceError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +19,7 @@ pub(crate) const PRIME_BATCHES: usize = 8;
 const FALLBACK_PRELOAD_BUDGET: u64 = 1 << 30;
 
 pub(crate) struct IoContext {
-    pub source: ReplaySource,
+    pub source: Box<dyn Source>,
     pub to_tx: Vec<Sender<Work>>,
     pub free: Receiver<Batch>,
     /// Most batches that may exist at once: bounds memory.
@@ -60,7 +60,7 @@ pub(crate) fn run(cx: IoContext) -> Result<ReplayCounters, SourceError> {
     let result = if source.preloading() {
         let budget = preload_budget.unwrap_or_else(default_preload_budget);
         preload(
-            &mut source,
+            source.as_mut(),
             &mut feed,
             &mut current,
             &mut cache,
@@ -69,9 +69,9 @@ pub(crate) fn run(cx: IoContext) -> Result<ReplayCounters, SourceError> {
         )
         .map(|r| repeated = r)
     } else {
-        stream(&mut source, &mut feed, &mut current)
+        stream(source.as_mut(), &mut feed, &mut current)
     };
-    feed.prime(&source);
+    feed.prime(source.as_ref());
     // Dropping the senders ends the TX threads once they drained their queues.
     feed.to_tx.clear();
     // Every batch is freed here, after the TX threads have finished (they
@@ -142,13 +142,13 @@ impl Feeder {
     }
 
     /// Releases the start once (the first packet's timestamp goes along).
-    fn prime(&mut self, source: &ReplaySource) {
+    fn prime(&mut self, source: &dyn Source) {
         if let Some(p) = self.primed.take() {
             let _ = p.send(source.first_ts());
         }
     }
 
-    fn prime_after_lead(&mut self, source: &ReplaySource) {
+    fn prime_after_lead(&mut self, source: &dyn Source) {
         if self.handed >= PRIME_BATCHES {
             self.prime(source);
         }
@@ -157,7 +157,7 @@ impl Feeder {
 
 /// Reads the trace pass after pass into pooled batches.
 fn stream(
-    source: &mut ReplaySource,
+    source: &mut dyn Source,
     feed: &mut Feeder,
     current: &mut [Batch],
 ) -> Result<(), SourceError> {
@@ -191,7 +191,7 @@ fn stream(
 /// streaming (with a note) when the trace outgrows `budget` bytes. Returns
 /// the passes completed after the first.
 fn preload(
-    source: &mut ReplaySource,
+    source: &mut dyn Source,
     feed: &mut Feeder,
     current: &mut [Batch],
     cache: &mut Vec<(usize, Arc<Batch>)>,

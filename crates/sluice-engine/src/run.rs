@@ -8,7 +8,7 @@ use crate::tx::{self, TxContext};
 use sluice_core::{Clock, ErrorHistogram, MonoTime, MonotonicClock, Nanos, VirtualClock};
 use sluice_pace::{Pacer, SpinSleep, Waiter};
 use sluice_sink::{os, Sink, SinkError};
-use sluice_source::{ReplaySource, SourceError};
+use sluice_source::{Source, SourceError};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
@@ -36,7 +36,7 @@ pub enum EngineError {
 
 /// Replays `source` into `sinks` (one TX thread per sink).
 pub fn run_replay(
-    source: ReplaySource,
+    source: impl Source + 'static,
     sinks: Vec<Box<dyn Sink>>,
     cfg: &EngineConfig,
     observer: &mut dyn Observer,
@@ -53,7 +53,7 @@ pub fn run_replay(
         from_io.push(r);
     }
     let io_cx = IoContext {
-        source,
+        source: Box::new(source),
         to_tx,
         free: free_rx,
         pool_limit: n * (QUEUE_BATCHES + 2) + PRIME_BATCHES,

@@ -79,6 +79,8 @@ pub enum SourceError {
     },
     #[error("{file}: contains no packets")]
     Empty { file: String },
+    #[error("{0}")]
+    Flows(String),
 }
 
 /// What happened while reading, for the summary.
@@ -326,5 +328,26 @@ impl ReplaySource {
         self.pass_packets = 0;
         self.record = 0;
         Ok(())
+    }
+}
+
+impl crate::Source for ReplaySource {
+    fn fill(&mut self, batches: &mut [Batch], ready: &mut [bool]) -> Result<Fill, SourceError> {
+        ReplaySource::fill(self, batches, ready)
+    }
+    fn first_ts(&self) -> Option<u64> {
+        ReplaySource::first_ts(self)
+    }
+    fn counters(&self) -> &ReplayCounters {
+        ReplaySource::counters(self)
+    }
+    fn preloading(&self) -> bool {
+        ReplaySource::preloading(self)
+    }
+    fn repeat_plan(&self) -> Option<RepeatPlan> {
+        ReplaySource::repeat_plan(self)
+    }
+    fn stream_rest(&mut self) {
+        ReplaySource::stream_rest(self)
     }
 }

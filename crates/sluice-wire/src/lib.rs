@@ -23,6 +23,7 @@
 pub mod checksum;
 pub mod ethernet;
 pub mod flow;
+pub mod flowpkt;
 pub mod layers;
 pub mod payload;
 pub mod udp4;
@@ -30,6 +31,7 @@ pub mod udp4;
 pub use checksum::{fold, incremental_update, ipv4_header_checksum, sum16};
 pub use ethernet::{encap_for_linktype, to_ethernet, Encap, EncapError, MacAddr, ParseMacError};
 pub use flow::flow_hash;
+pub use flowpkt::{FlowEnds, FlowHeaders, FlowProto, PacketFields};
 pub use layers::{parse_layers, Ip, Layers, L4};
 pub use payload::{
     rewrite_payload, verify_checksums, ChecksumError, ParsePayloadModeError, PayloadMode, Rewrite,

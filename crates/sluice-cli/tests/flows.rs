@@ -1,0 +1,393 @@
+//! `sluice flows run` / `flows import` end to end on a virtual clock:
+//! packets validated by tshark (an independent decoder), exact calendar
+//! timing, meta-flow expansion, and flow records regenerated exactly.
+
+mod common;
+use common::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}
+
+fn flows_to_pcap(session: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let to = format!("pcap:{}", out.display());
+    let mut args = vec![
+        "flows",
+        "run",
+        session.to_str().unwrap(),
+        "--to",
+        &to,
+        "--clock",
+        "virtual",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+fn have_tshark() -> bool {
+    let ok = Command::new("tshark").arg("--version").output().is_ok();
+    if !ok {
+        assert!(std::env::var_os("CI").is_none(), "CI must have tshark");
+        eprintln!("skipped: needs tshark");
+    }
+    ok
+}
+
+/// tshark fields of every frame, checksums validated.
+fn tshark(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut c = Command::new("tshark");
+    c.args(["-r", pcap.to_str().unwrap()]);
+    for p in ["ip", "tcp", "udp"] {
+        c.args(["-o", &format!("{p}.check_checksum:TRUE")]);
+    }
+    c.args(["-T", "fields", "-E", "occurrence=f"]);
+    for f in fields {
+        c.args(["-e", f]);
+    }
+    let o = c.output().unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn every_protocol_is_valid_to_tshark_with_tcp_and_icmp_sequences() {
+    if !have_tshark() {
+        return;
+    }
+    let d = tmpdir("flows-tshark");
+    let out = d.join("out.pcap");
+    let o = flows_to_pcap(&repo("examples/sessions/mixed.yaml"), &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = tshark(
+        &out,
+        &[
+            "ip.checksum.status",
+            "tcp.checksum.status",
+            "udp.checksum.status",
+            "icmp.checksum.status",
+            "icmpv6.checksum.status",
+            "ip.proto",
+            "ipv6.nxt",
+        ],
+    );
+    assert_eq!(rows.len(), 1078);
+    for (i, r) in rows.iter().enumerate() {
+        // Wireshark: 1 = good; every present checksum must be good.
+        for (k, v) in r.iter().take(5).enumerate() {
+            assert!(
+                v.is_empty() || v == "1",
+                "frame {}: checksum field {k} = {v}: {r:?}",
+                i + 1
+            );
+        }
+        assert!(
+            r[..5].iter().any(|v| v == "1"),
+            "frame {} has a validated checksum: {r:?}",
+            i + 1
+        );
+    }
+    // TCP: SYN first, FIN|ACK last, sequence numbers advance by payload.
+    let tcp = tshark(
+        &out,
+        &[
+            "tcp.srcport",
+            "tcp.flags",
+            "tcp.seq_raw",
+            "tcp.len",
+            "ipv6.src",
+        ],
+    );
+    let mut by_port: BTreeMap<String, Vec<&Vec<String>>> = BTreeMap::new();
+    for r in tcp.iter().filter(|r| !r[0].is_empty()) {
+        by_port.entry(r[0].clone()).or_default().push(r);
+    }
+    assert_eq!(
+        by_port.len(),
+        3,
+        "tcp4 40000→80, its reverse 80→40000, tcp6 6002"
+    );
+    for (port, pkts) in &by_port {
+        let reverse = port == "80";
+        assert_eq!(
+            pkts[0][1],
+            if reverse { "0x0012" } else { "0x0002" },
+            "{port}: first flags"
+        );
+        assert_eq!(pkts.last().unwrap()[1], "0x0011", "{port}: last flags");
+        for w in pkts.windows(2) {
+            let seq = |r: &Vec<String>| r[2].parse::<u64>().unwrap();
+            let len: u64 = w[0][3].parse().unwrap();
+            let syn = u64::from(w[0][1] == "0x0002" || w[0][1] == "0x0012");
+            assert_eq!(
+                (seq(w[0]) + len + syn) % (1 << 32),
+                seq(w[1]),
+                "{port}: sequence"
+            );
+        }
+    }
+    // ICMP echo: identifier = sport, sequence = packet index.
+    let icmp = tshark(
+        &out,
+        &[
+            "icmp.ident",
+            "icmp.seq",
+            "icmpv6.echo.identifier",
+            "icmpv6.echo.sequence_number",
+        ],
+    );
+    let v4: Vec<(String, String)> = icmp
+        .iter()
+        .filter(|r| !r[0].is_empty())
+        .map(|r| (r[0].clone(), r[1].clone()))
+        .collect();
+    assert_eq!(
+        v4,
+        (0..5)
+            .map(|i| ("7".to_string(), i.to_string()))
+            .collect::<Vec<_>>()
+    );
+    let v6: Vec<(String, String)> = icmp
+        .iter()
+        .filter(|r| r.len() > 2 && !r[2].is_empty())
+        .map(|r| (r[2].clone(), r[3].clone()))
+        .collect();
+    assert_eq!(
+        v6,
+        (0..3)
+            .map(|i| ("0x0009".to_string(), i.to_string()))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn calendar_times_every_packet_exactly_and_meta_flows_expand() {
+    let d = tmpdir("flows-calendar");
+    let out = d.join("out.pcap");
+    let o = flows_to_pcap(&repo("examples/sessions/mixed.yaml"), &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pkts = read_all(&out);
+    let t0 = pkts[0].0;
+    // Group by (IPv4 src, UDP/TCP source port) for the IPv4 UDP flows.
+    let mut flows: BTreeMap<([u8; 4], u16), Vec<u64>> = BTreeMap::new();
+    for (ts, f) in &pkts {
+        if f[12..14] == [8, 0] && f[23] == 17 {
+            let src: [u8; 4] = f[26..30].try_into().unwrap();
+            let sport = u16::from_be_bytes([f[34], f[35]]);
+            flows.entry((src, sport)).or_default().push(ts - t0);
+        }
+    }
+    // udp4 10.0.0.1:5000 — 10 packets at 50 pps from 1 ms.
+    let dns = &flows[&([10, 0, 0, 1], 5000)];
+    assert_eq!(
+        dns,
+        &(0..10)
+            .map(|k| 1_000_000 + k * 20_000_000)
+            .collect::<Vec<_>>()
+    );
+    // The meta-flow: 100 flows, 10 ms apart from 5 ms, source address and
+    // port stepping by one, 10 packets 1 ms apart each.
+    for k in 0..100u64 {
+        let src = [192, 168, 0, 1 + k as u8];
+        let times = &flows[&(src, 10_000 + k as u16)];
+        let want: Vec<u64> = (0..10)
+            .map(|j| 5_000_000 + k * 10_000_000 + j * 1_000_000)
+            .collect();
+        assert_eq!(times, &want, "meta-flow {k}");
+    }
+    // Destinations drawn from 192.168.1.0/24, reproducibly.
+    let again = d.join("again.pcap");
+    assert!(
+        flows_to_pcap(&repo("examples/sessions/mixed.yaml"), &again, &[])
+            .status
+            .success()
+    );
+    let frames = |p: &Path| read_all(p).into_iter().map(|x| x.1).collect::<Vec<_>>();
+    assert_eq!(frames(&out), frames(&again), "same seed, same packets");
+    let other = d.join("other.pcap");
+    assert!(flows_to_pcap(
+        &repo("examples/sessions/mixed.yaml"),
+        &other,
+        &["--seed", "9"]
+    )
+    .status
+    .success());
+    assert_ne!(frames(&out), frames(&other));
+}
+
+#[test]
+fn json_sessions_stamps_and_bad_sessions() {
+    let d = tmpdir("flows-json");
+    let out = d.join("out.pcap");
+    let o = flows_to_pcap(&repo("examples/sessions/mixed.json"), &out, &["--stamp"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pkts = read_all(&out);
+    assert_eq!(pkts.len(), 120);
+    // UDP flow 0: prefix deadbeef, then "SLF1", flow 0, packet index.
+    let udp: Vec<&Vec<u8>> = pkts.iter().map(|p| &p.1).filter(|f| f[23] == 17).collect();
+    for (i, f) in udp.iter().enumerate() {
+        assert_eq!(&f[42..46], &[0xde, 0xad, 0xbe, 0xef]);
+        assert_eq!(&f[46..50], b"SLF1");
+        assert_eq!(&f[50..54], &0u32.to_be_bytes());
+        assert_eq!(&f[54..58], &(i as u32).to_be_bytes());
+    }
+    for (bad, what) in [
+        (
+            "flows:\n  - {proto: udp4, src: '::1', dst: 10.0.0.1, packets: 1}\n",
+            "IPv4",
+        ),
+        (
+            "flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 5}\n",
+            "intensity",
+        ),
+        (
+            "flows:\n  - {proto: sctp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1}\n",
+            "sctp4",
+        ),
+        (
+            "flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1, colour: red}\n",
+            "colour",
+        ),
+    ] {
+        let p = d.join("bad.yaml");
+        std::fs::write(&p, bad).unwrap();
+        let o = flows_to_pcap(&p, &out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(
+            stderr(&o).contains("bad.yaml") && stderr(&o).contains(what),
+            "{}",
+            stderr(&o)
+        );
+    }
+}
+
+/// (total packets, total IP bytes, first start µs) per flow key.
+type Totals = BTreeMap<String, (u64, u64, i64)>;
+
+fn key(proto: &str, sa: &str, da: &str, sp: &str, dp: &str) -> String {
+    if proto.starts_with("ICMP") {
+        format!("{proto} {sa} {da}")
+    } else {
+        format!("{proto} {sa} {da} {sp} {dp}")
+    }
+}
+
+#[test]
+fn imported_flow_records_regenerate_with_exact_counts_and_start_times() {
+    for name in [
+        "DERIVED_pmacct_100_ipfix_cisco_flows.csv",
+        "DERIVED_pmacct_101_nfv9_cisco_flows.csv",
+        "DERIVED_pmacct_402_ipfix_ipv6_cisco_flows.csv",
+    ] {
+        let csv = repo("../shared/testdata/flows").join(name);
+        let d = tmpdir("flows-import");
+        let session = d.join("s.yaml");
+        let o = run(&[
+            "flows",
+            "import",
+            csv.to_str().unwrap(),
+            "-o",
+            session.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let out = d.join("out.pcap");
+        let o = flows_to_pcap(&session, &out, &[]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        // What the records say.
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let mut want = Totals::new();
+        let mut t0 = i64::MAX;
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect())
+            .collect();
+        let micros = |ts: &str| {
+            // 2023-02-28T09:46:01.000000Z: seconds within the day suffice here.
+            let t = &ts[11..26];
+            let h: i64 = t[0..2].parse().unwrap();
+            let m: i64 = t[3..5].parse().unwrap();
+            let s: f64 = t[6..].parse().unwrap();
+            (h * 3600 + m * 60) * 1_000_000 + (s * 1e6).round() as i64
+        };
+        for r in &rows {
+            t0 = t0.min(micros(r[0]));
+        }
+        for r in &rows {
+            let e = want
+                .entry(key(r[7], r[3], r[4], r[5], r[6]))
+                .or_insert((0, 0, i64::MAX));
+            e.0 += r[10].parse::<u64>().unwrap();
+            e.1 += r[11].parse::<u64>().unwrap();
+            e.2 = e.2.min(micros(r[0]) - t0);
+        }
+        // What arrived.
+        let pkts = read_all(&out);
+        let first = pkts[0].0;
+        let mut got = Totals::new();
+        for (ts, f) in &pkts {
+            let (proto, sa, da, sp, dp, ip_len) = if f[12..14] == [8, 0] {
+                let p = match f[23] {
+                    6 => "TCP",
+                    17 => "UDP",
+                    _ => "ICMP",
+                };
+                let ip = |o: usize| {
+                    std::net::Ipv4Addr::new(f[o], f[o + 1], f[o + 2], f[o + 3]).to_string()
+                };
+                (
+                    p,
+                    ip(26),
+                    ip(30),
+                    u16::from_be_bytes([f[34], f[35]]),
+                    u16::from_be_bytes([f[36], f[37]]),
+                    f.len() - 14,
+                )
+            } else {
+                let p = match f[20] {
+                    6 => "TCP",
+                    17 => "UDP",
+                    _ => "ICMP6",
+                };
+                let ip = |o: usize| {
+                    std::net::Ipv6Addr::from(<[u8; 16]>::try_from(&f[o..o + 16]).unwrap())
+                        .to_string()
+                };
+                (
+                    p,
+                    ip(22),
+                    ip(38),
+                    u16::from_be_bytes([f[54], f[55]]),
+                    u16::from_be_bytes([f[56], f[57]]),
+                    f.len() - 14,
+                )
+            };
+            let e = got
+                .entry(key(proto, &sa, &da, &sp.to_string(), &dp.to_string()))
+                .or_insert((0, 0, i64::MAX));
+            e.0 += 1;
+            e.1 += ip_len as u64;
+            e.2 = e.2.min(((ts - first) / 1000) as i64);
+        }
+        assert_eq!(got.len(), want.len(), "{name}: flows");
+        for (k, w) in &want {
+            let g = got
+                .get(k)
+                .unwrap_or_else(|| panic!("{name}: flow {k} missing"));
+            assert_eq!((g.0, g.1), (w.0, w.1), "{name}: {k} packets and bytes");
+            assert!(
+                (g.2 - w.2).abs() <= 1000,
+                "{name}: {k} starts {} µs, record {} µs",
+                g.2,
+                w.2
+            );
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! Meta-flows → flows, lazily and in start-time order (FLOR's flow
+//! scheduler): each session entry yields its flows in increasing start
+//! times, and a heap over the entries merges them. A million-flow meta-flow
+//! costs nothing until its flows start.
+
+use super::session::{FlowEntry, Net, Proto, Session};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use sluice_core::Nanos;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// One concrete flow.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flow {
+    pub id: u32,
+    pub proto: Proto,
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub sport: u16,
+    pub dport: u16,
+    pub start: Nanos,
+    pub packets: u64,
+    /// ns between packets.
+    pub gap_ns: f64,
+    /// Payload length bounds, drawn uniformly per packet.
+    pub payload: (u16, u16),
+    /// Index into the session's prefix table.
+    pub prefix: u32,
+    /// Exact total payload bytes, spread over the packets (first ones get
+    /// the remainder), instead of `payload`.
+    pub payload_total: Option<u64>,
+    /// The reverse direction of a bi-flow.
+    pub reverse: bool,
+}
+
+struct EntryState {
+    entry: FlowEntry,
+    count: u64,
+    period: u64,
+    next: u64,
+    rng: SmallRng,
+    prefix: u32,
+}
+
+pub struct Expander {
+    entries: Vec<EntryState>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    next_id: u32,
+    pending: Option<Flow>,
+    /// Custom payload prefixes, indexed by `Flow::prefix`.
+    pub prefixes: Vec<Vec<u8>>,
+}
+
+impl Expander {
+    pub fn new(session: &Session, seed: u64) -> Result<Self, String> {
+        let mut prefixes = vec![Vec::new()];
+        let mut entries = Vec::with_capacity(session.flows.len());
+        let mut heap = BinaryHeap::new();
+        for (i, e) in session.flows.iter().enumerate() {
+            let prefix = match &e.prefix {
+                Some(p) => {
+                    prefixes.push(p.bytes()?);
+                    (prefixes.len() - 1) as u32
+                }
+                None => 0,
+            };
+            heap.push(Reverse((e.start.0 .0, i)));
+            entries.push(EntryState {
+                entry: e.clone(),
+                count: e.count.unwrap_or(1),
+                period: e.period.map_or(0, |p| p.0 .0),
+                next: 0,
+                rng: SmallRng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                prefix,
+            });
+        }
+        Ok(Expander {
+            entries,
+            heap,
+            next_id: 0,
+            pending: None,
+            prefixes,
+        })
+    }
+
+    /// Start time of the next flow, if any.
+    pub fn peek_start(&self) -> Option<Nanos> {
+        if let Some(p) = &self.pending {
+            return Some(p.start);
+        }
+        self.heap.peek().map(|Reverse((t, _))| Nanos(*t))
+    }
+
+    fn make(&mut self, i: usize) -> Flow {
+        let st = &mut self.entries[i];
+        let e = &st.entry;
+        let k = st.next;
+        st.next += 1;
+        let start = Nanos(e.start.0 .0.saturating_add(k.saturating_mul(st.period)));
+        let mut src = add(e.src, k.wrapping_mul(e.step.src));
+        let mut dst = add(e.dst, k.wrapping_mul(e.step.dst));
+        let mut sport = e.sport.wrapping_add((k as u16).wrapping_mul(e.step.sport));
+        let mut dport = e.dport.wrapping_add((k as u16).wrapping_mul(e.step.dport));
+        let rng = &mut st.rng;
+        if let Some(n) = e.vary.src {
+            src = random_in(n, rng);
+        }
+        if let Some(n) = e.vary.dst {
+            dst = random_in(n, rng);
+        }
+        if let Some([a, b]) = e.vary.sport {
+            sport = rng.random_range(a.min(b)..=a.max(b));
+        }
+        if let Some([a, b]) = e.vary.dport {
+            dport = rng.random_range(a.min(b)..=a.max(b));
+        }
+        let mut payload = e.payload.bounds();
+        if let Some([a, b]) = e.vary.payload {
+            let v = rng.random_range(a.min(b)..=a.max(b));
+            payload = (v, v);
+        }
+        let mut gap_ns = e.gap_ns();
+        if let Some([a, b]) = e.vary.pps {
+            gap_ns = 1e9 / rng.random_range(a..=b);
+        }
+        let mut packets = e.packets;
+        if let Some([a, b]) = e.vary.packets {
+            packets = rng.random_range(a..=b);
+        }
+        let flow = Flow {
+            id: self.next_id,
+            proto: e.proto,
+            src,
+            dst,
+            sport,
+            dport,
+            start,
+            packets,
+            gap_ns,
+            payload,
+            prefix: st.prefix,
+            payload_total: e
+                .bytes
+                .map(|b| b.saturating_sub(e.header_len() as u64 * packets)),
+            reverse: false,
+        };
+        self.next_id = self.next_id.wrapping_add(1);
+        if e.biflow {
+            let mut back = flow.clone();
+            back.id = self.next_id;
+            self.next_id = self.next_id.wrapping_add(1);
+            std::mem::swap(&mut back.src, &mut back.dst);
+            std::mem::swap(&mut back.sport, &mut back.dport);
+            back.reverse = true;
+            self.pending = Some(back);
+        }
+        if st.next < st.count {
+            let t = e
+                .start
+                .0
+                 .0
+                .saturating_add(st.next.saturating_mul(st.period));
+            self.heap.push(Reverse((t, i)));
+        }
+        flow
+    }
+}
+
+impl Iterator for Expander {
+    type Item = Flow;
+    fn next(&mut self) -> Option<Flow> {
+        if let Some(p) = self.pending.take() {
+            return Some(p);
+        }
+        let Reverse((_, i)) = self.heap.pop()?;
+        Some(self.make(i))
+    }
+}
+
+fn add(a: IpAddr, k: u64) -> IpAddr {
+    match a {
+        IpAddr::V4(v) => IpAddr::V4(Ipv4Addr::from(u32::from(v).wrapping_add(k as u32))),
+        IpAddr::V6(v) => IpAddr::V6(Ipv6Addr::from(u128::from(v).wrapping_add(u128::from(k)))),
+    }
+}
+
+fn random_in(n: Net, rng: &mut SmallRng) -> IpAddr {
+    match n.base {
+        IpAddr::V4(b) => {
+            let host = if n.prefix >= 32 {
+                0
+            } else {
+                u32::MAX >> n.prefix
+            };
+            IpAddr::V4(Ipv4Addr::from(
+                (u32::from(b) & !host) | (rng.random::<u32>() & host),
+            ))
+        }
+        IpAddr::V6(b) => {
+            let host = if n.prefix >= 128 {
+                0
+            } else {
+                u128::MAX >> n.prefix
+            };
+            IpAddr::V6(Ipv6Addr::from(
+                (u128::from(b) & !host) | (rng.random::<u128>() & host),
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(yaml: &str) -> Session {
+        let s: Session = serde_yaml_ng::from_str(yaml).unwrap();
+        for f in &s.flows {
+            f.check().unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn meta_flows_expand_in_start_order_with_steps_and_biflows() {
+        let s = session(
+            "flows:\n\
+             - {proto: udp4, src: 10.0.0.1, dst: 10.0.1.1, sport: 100, dport: 53, start: 5ms, packets: 3, pps: 10, count: 3, period: 10ms, step: {src: 1, sport: 2}}\n\
+             - {proto: tcp4, src: 10.9.0.1, dst: 10.9.0.2, sport: 1, dport: 2, start: 12ms, packets: 1, biflow: true}\n",
+        );
+        let flows: Vec<Flow> = Expander::new(&s, 1).unwrap().collect();
+        let starts: Vec<u64> = flows.iter().map(|f| f.start.0 / 1_000_000).collect();
+        assert_eq!(starts, vec![5, 12, 12, 15, 25]);
+        assert_eq!(flows[0].src, "10.0.0.1".parse::<IpAddr>().unwrap());
+        assert_eq!(flows[3].src, "10.0.0.2".parse::<IpAddr>().unwrap());
+        assert_eq!((flows[3].sport, flows[4].sport), (102, 104));
+        assert!(flows[2].reverse && flows[2].src == flows[1].dst && flows[2].sport == 2);
+        let ids: Vec<u32> = flows.iter().map(|f| f.id).collect();
+        assert_eq!(ids, vec![0, 1, 2, 3, 4], "ids in the order flows start");
+    }
+
+    #[test]
+    fn variation_stays_in_range_and_is_reproducible() {
+        let s = session(
+            "flows:\n\
+             - {proto: udp6, src: '2001:db8::1', dst: '2001:db8::2', start: 0, packets: 5, pps: 1, count: 500, \
+                vary: {src: '2001:db8:1::/48', sport: [1000, 1009], pps: [2, 4], packets: [1, 3], payload: [10, 20]}}\n",
+        );
+        let a: Vec<Flow> = Expander::new(&s, 7).unwrap().collect();
+        let b: Vec<Flow> = Expander::new(&s, 7).unwrap().collect();
+        assert_eq!(a, b);
+        assert_ne!(a, Expander::new(&s, 8).unwrap().collect::<Vec<_>>());
+        for f in &a {
+            let IpAddr::V6(v) = f.src else { panic!() };
+            assert_eq!(v.segments()[..3], [0x2001, 0xdb8, 1]);
+            assert!((1000..=1009).contains(&f.sport));
+            assert!((1e9 / 4.0..=1e9 / 2.0).contains(&f.gap_ns));
+            assert!((1..=3).contains(&f.packets));
+            assert!(f.payload.0 == f.payload.1 && (10..=20).contains(&f.payload.0));
+        }
+        assert!(
+            a.iter()
+                .map(|f| f.sport)
+                .collect::<std::collections::HashSet<_>>()
+                .len()
+                == 10
+        );
+    }
+}

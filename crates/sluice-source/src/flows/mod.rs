@@ -1,0 +1,14 @@
+//! Flow generation (FLOR: flows and meta-flows, a flow timer, packet
+//! schedulers): sessions ([`session`]), their expansion into flows in
+//! start order ([`expand`]), and the calendar-planned source that builds
+//! every packet ([`source`]).
+
+pub mod expand;
+pub mod import;
+pub mod session;
+pub mod source;
+
+pub use expand::{Expander, Flow};
+pub use import::{import_csv, ImportStats};
+pub use session::{FlowEntry, Proto, Session};
+pub use source::{FlowConfig, FlowSource};

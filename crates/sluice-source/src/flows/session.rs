@@ -1,0 +1,347 @@
+//! Sessions: flows and meta-flows (FLOR §5.1, §5.9.1) in YAML or JSON.
+//!
+//! ```yaml
+//! seed: 42                     # optional; --seed overrides
+//! flows:
+//!   - proto: tcp4              # udp4 udp6 tcp4 tcp6 icmp4 icmp6
+//!     src: 10.0.0.1
+//!     dst: 10.0.0.2
+//!     sport: 40000             # ICMP: the echo identifier
+//!     dport: 80                # ignored for ICMP
+//!     start: 1.5ms             # a duration, or an integer of ns
+//!     packets: 100
+//!     pps: 10                  # or spp: 2 (seconds per packet)
+//!     payload: 64              # or [min, max]: uniform per packet
+//!     prefix: "GET / HTTP/1.1" # or {hex: "deadbeef"}; at most 64 bytes
+//!     biflow: false            # also the reverse direction
+//!     count: 1000              # meta-flow: this many flows ...
+//!     period: 1ms              # ... flow k starting at start + k·period
+//!     vary:                    # per flow, uniform
+//!       src: 10.0.0.0/16
+//!       sport: [1024, 65535]
+//!       pps: [1, 100]
+//!       packets: [10, 1000]
+//!       payload: [64, 512]
+//!     step: {src: 1, sport: 1} # per flow increments
+//! ```
+//!
+//! Intensity is FLOR's (eq. 5.1): packets are `1/pps` (or `spp` seconds)
+//! apart, so a flow of n packets lasts (n − 1)/pps.
+
+use serde::Deserialize;
+use sluice_core::{parse_duration, Nanos};
+use sluice_wire::FlowProto;
+use std::net::IpAddr;
+use std::path::Path;
+
+/// Largest custom payload prefix (FLOR's compile-time constant).
+pub const MAX_PREFIX: usize = 64;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Session {
+    #[serde(default)]
+    pub seed: Option<u64>,
+    pub flows: Vec<FlowEntry>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowEntry {
+    pub proto: Proto,
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    #[serde(default)]
+    pub sport: u16,
+    #[serde(default)]
+    pub dport: u16,
+    #[serde(default)]
+    pub start: Time,
+    pub packets: u64,
+    #[serde(default)]
+    pub pps: Option<f64>,
+    #[serde(default)]
+    pub spp: Option<f64>,
+    #[serde(default)]
+    pub payload: Length,
+    /// Total IP bytes of the flow (header included): overrides `payload`,
+    /// spreading the payload so the total is exact (flow-record import).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    #[serde(default)]
+    pub prefix: Option<Prefix>,
+    #[serde(default)]
+    pub biflow: bool,
+    #[serde(default)]
+    pub count: Option<u64>,
+    #[serde(default)]
+    pub period: Option<Time>,
+    #[serde(default)]
+    pub vary: Vary,
+    #[serde(default)]
+    pub step: Step,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    Udp4,
+    Udp6,
+    Tcp4,
+    Tcp6,
+    Icmp4,
+    Icmp6,
+}
+
+impl Proto {
+    pub fn l4(self) -> FlowProto {
+        match self {
+            Proto::Udp4 | Proto::Udp6 => FlowProto::Udp,
+            Proto::Tcp4 | Proto::Tcp6 => FlowProto::Tcp,
+            Proto::Icmp4 | Proto::Icmp6 => FlowProto::Icmp,
+        }
+    }
+    pub fn v6(self) -> bool {
+        matches!(self, Proto::Udp6 | Proto::Tcp6 | Proto::Icmp6)
+    }
+}
+
+/// A time: integer nanoseconds or a duration string (`1.5ms`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "TimeRepr")]
+pub struct Time(pub Nanos);
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TimeRepr {
+    Ns(u64),
+    Text(String),
+}
+
+impl TryFrom<TimeRepr> for Time {
+    type Error = String;
+    fn try_from(r: TimeRepr) -> Result<Self, String> {
+        match r {
+            TimeRepr::Ns(n) => Ok(Time(Nanos(n))),
+            TimeRepr::Text(s) => parse_duration(&s).map(Time).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// A payload length: fixed, or `[min, max]` drawn uniformly per packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum Length {
+    Fixed(u16),
+    Range([u16; 2]),
+}
+
+impl Default for Length {
+    fn default() -> Self {
+        Length::Fixed(0)
+    }
+}
+
+impl Length {
+    pub fn bounds(self) -> (u16, u16) {
+        match self {
+            Length::Fixed(n) => (n, n),
+            Length::Range([a, b]) => (a.min(b), a.max(b)),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Prefix {
+    Text(String),
+    Hex { hex: String },
+}
+
+impl Prefix {
+    pub fn bytes(&self) -> Result<Vec<u8>, String> {
+        let b = match self {
+            Prefix::Text(t) => t.as_bytes().to_vec(),
+            Prefix::Hex { hex } => {
+                let h: String = hex.chars().filter(|c| !c.is_whitespace()).collect();
+                if !h.len().is_multiple_of(2) {
+                    return Err(format!("prefix hex '{hex}' has an odd number of digits"));
+                }
+                (0..h.len())
+                    .step_by(2)
+                    .map(|i| {
+                        u8::from_str_radix(&h[i..i + 2], 16).map_err(|_| {
+                            format!("prefix hex '{hex}': '{}' is not a hex byte", &h[i..i + 2])
+                        })
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+        };
+        if b.len() > MAX_PREFIX {
+            return Err(format!("prefix of {} bytes: at most {MAX_PREFIX}", b.len()));
+        }
+        Ok(b)
+    }
+}
+
+/// Per-flow uniform randomization of a meta-flow.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vary {
+    pub src: Option<Net>,
+    pub dst: Option<Net>,
+    pub sport: Option<[u16; 2]>,
+    pub dport: Option<[u16; 2]>,
+    pub payload: Option<[u16; 2]>,
+    pub pps: Option<[f64; 2]>,
+    pub packets: Option<[u64; 2]>,
+}
+
+/// Per-flow increments of a meta-flow (flow k adds k × step).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    #[serde(default)]
+    pub src: u64,
+    #[serde(default)]
+    pub dst: u64,
+    #[serde(default)]
+    pub sport: u16,
+    #[serde(default)]
+    pub dport: u16,
+}
+
+/// An address block `ADDR/LEN`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct Net {
+    pub base: IpAddr,
+    pub prefix: u8,
+}
+
+impl TryFrom<String> for Net {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        let (a, l) = s
+            .split_once('/')
+            .ok_or_else(|| format!("'{s}': expected ADDRESS/PREFIX"))?;
+        let base: IpAddr = a
+            .parse()
+            .map_err(|_| format!("'{a}' is not an IP address"))?;
+        let max = if base.is_ipv4() { 32 } else { 128 };
+        let prefix: u8 = l
+            .parse()
+            .ok()
+            .filter(|p| *p <= max)
+            .ok_or_else(|| format!("'{l}' is not a prefix length (0..={max})"))?;
+        Ok(Net { base, prefix })
+    }
+}
+
+impl Session {
+    /// Reads a session: YAML (`.yaml`/`.yml`) or JSON (anything else).
+    pub fn load(path: &Path) -> Result<Session, String> {
+        let name = path.display();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
+        let yaml = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
+        let s: Session = if yaml {
+            serde_yaml_ng::from_str(&text).map_err(|e| format!("{name}: {e}"))?
+        } else {
+            serde_json::from_str(&text).map_err(|e| format!("{name}: {e}"))?
+        };
+        for (i, f) in s.flows.iter().enumerate() {
+            f.check().map_err(|e| format!("{name}: flows[{i}]: {e}"))?;
+        }
+        Ok(s)
+    }
+}
+
+impl FlowEntry {
+    /// Checks what serde cannot: families, intensity, ranges.
+    pub fn check(&self) -> Result<(), String> {
+        let v6 = self.proto.v6();
+        for (what, a) in [("src", self.src), ("dst", self.dst)] {
+            if a.is_ipv6() != v6 {
+                return Err(format!(
+                    "{what} {a} is not an IPv{} address as {:?} needs",
+                    if v6 { 6 } else { 4 },
+                    self.proto
+                ));
+            }
+        }
+        for (what, n) in [("vary.src", self.vary.src), ("vary.dst", self.vary.dst)] {
+            if let Some(n) = n {
+                if n.base.is_ipv6() != v6 {
+                    return Err(format!(
+                        "{what} {}/{} is of the wrong IP version",
+                        n.base, n.prefix
+                    ));
+                }
+            }
+        }
+        if self.packets == 0 {
+            return Err("packets must be at least 1".into());
+        }
+        match (self.pps, self.spp) {
+            (Some(_), Some(_)) => return Err("give pps or spp, not both".into()),
+            (None, None) if self.packets > 1 => {
+                return Err("a flow of more than one packet needs an intensity: pps or spp".into())
+            }
+            (Some(p), None) if !(p.is_finite() && p > 0.0) => {
+                return Err(format!("pps {p} must be positive"))
+            }
+            (None, Some(p)) if !(p.is_finite() && p > 0.0) => {
+                return Err(format!("spp {p} must be positive"))
+            }
+            _ => {}
+        }
+        if let Some(p) = &self.prefix {
+            p.bytes()?;
+        }
+        if let Some(b) = self.bytes {
+            let h = self.header_len() as u64;
+            if b < h * self.packets || (b - h * self.packets).div_ceil(self.packets) + h > 65_535 {
+                return Err(format!(
+                    "bytes {b} cannot be spread over {} packets of {h} header bytes each (at most 65535 per packet)",
+                    self.packets
+                ));
+            }
+        }
+        if self.count == Some(0) {
+            return Err("count must be at least 1".into());
+        }
+        if let Some([a, b]) = self.vary.pps {
+            if !(a.is_finite() && b.is_finite() && a > 0.0 && b >= a) {
+                return Err(format!("vary.pps [{a}, {b}] must be positive and ordered"));
+            }
+        }
+        if let Some([a, b]) = self.vary.packets {
+            if a == 0 || b < a {
+                return Err(format!(
+                    "vary.packets [{a}, {b}] must be positive and ordered"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// IP + L4 header bytes of every packet.
+    pub fn header_len(&self) -> usize {
+        (if self.proto.v6() { 40 } else { 20 })
+            + match self.proto.l4() {
+                FlowProto::Tcp => 20,
+                _ => 8,
+            }
+    }
+
+    /// Gap between packets in ns (FLOR eq. 5.1), 0 for one-packet flows.
+    pub fn gap_ns(&self) -> f64 {
+        match (self.pps, self.spp) {
+            (Some(p), _) => 1e9 / p,
+            (_, Some(s)) => s * 1e9,
+            _ => 0.0,
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The flow source: the flow timer (activates flows at their start), the
+//! calendar packet scheduler (a heap of next-packet times: exact per-flow
+//! inter-packet times, FLOR Appendix D), and the packet builder, filling the
+//! engine's batches.
+//!
+//! Packet k of a flow is due at `start + k × gap`, computed from k (not by
+//! adding gaps), so long flows do not drift. A new flow goes to the TX
+//! thread with the fewest packets so far and stays there (per-flow order).
+//! Active flows are kept compact (~100 bytes each, heap entry included);
+//! their headers are written from a per-flow template built at each packet.
+
+use super::expand::{Expander, Flow};
+use super::session::Session;
+use crate::spread::Spreader;
+use crate::{Fill, ReplayCounters, SourceError};
+use sluice_core::{Batch, Nanos};
+use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, MacAddr, PacketFields};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::Path;
+
+/// A partial batch is handed over once it spans more than this.
+const MAX_BATCH_SPAN: Nanos = Nanos::from_millis(2);
+
+#[derive(Clone, Debug)]
+pub struct FlowConfig {
+    pub seed: Option<u64>,
+    pub src_mac: MacAddr,
+    pub dst_mac: MacAddr,
+    /// Write "SLF1" + flow id + packet index after the prefix.
+    pub stamp: bool,
+    pub threads: usize,
+    /// Stop after this many packets.
+    pub limit: Option<u64>,
+    /// Stop producing packets due later than this.
+    pub max_due: Option<Nanos>,
+    /// Times are ignored (top speed): batches are handed over only when
+    /// full, however much time they span.
+    pub topspeed: bool,
+}
+
+struct Active {
+    flow: Flow,
+    sent: u64,
+    tcp_seq: u32,
+    thread: u16,
+    /// SplitMix64 state for per-packet payload lengths (8 bytes, where a
+    /// SmallRng takes 32: active flows are many).
+    rng: u64,
+}
+
+/// SplitMix64 (FLOR §5.6's generator): the next value of `state`.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+pub struct FlowSource {
+    cfg: FlowConfig,
+    expander: Expander,
+    calendar: BinaryHeap<Reverse<(u64, u32)>>,
+    slots: Vec<Option<Active>>,
+    free: Vec<u32>,
+    spread: Spreader,
+    counters: ReplayCounters,
+    seed: u64,
+    first_ts: u64,
+    done: bool,
+    /// Flows started so far and the most active at once.
+    pub flows_started: u64,
+    pub max_active: usize,
+    active: usize,
+}
+
+impl FlowSource {
+    pub fn open(path: &Path, cfg: FlowConfig) -> Result<Self, SourceError> {
+        let session = Session::load(path).map_err(SourceError::Flows)?;
+        Self::new(&session, cfg)
+    }
+
+    pub fn new(session: &Session, cfg: FlowConfig) -> Result<Self, SourceError> {
+        let seed = cfg.seed.or(session.seed).unwrap_or(1);
+        let expander = Expander::new(session, seed).map_err(SourceError::Flows)?;
+        // Captures are stamped from the wall clock at the start of the run.
+        let first_ts = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Ok(FlowSource {
+            spread: Spreader::new(cfg.threads.max(1)),
+            cfg,
+            expander,
+            calendar: BinaryHeap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            counters: ReplayCounters::default(),
+            seed,
+            first_ts,
+            done: false,
+            flows_started: 0,
+            max_active: 0,
+            active: 0,
+        })
+    }
+
+    fn activate(&mut self, flow: Flow) {
+        let thread = if self.cfg.threads > 1 {
+            self.spread.thread(u64::from(flow.id)) as u16
+        } else {
+            0
+        };
+        let mut rng = self.seed ^ u64::from(flow.id).wrapping_mul(0xd134_2543_de82_ef95);
+        let tcp_seq = splitmix(&mut rng) as u32;
+        let due = flow.start.0;
+        let a = Active {
+            flow,
+            sent: 0,
+            tcp_seq,
+            thread,
+            rng,
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = Some(a);
+                s
+            }
+            None => {
+                self.slots.push(Some(a));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.calendar.push(Reverse((due, slot)));
+        self.flows_started += 1;
+        self.active += 1;
+        self.max_active = self.max_active.max(self.active);
+    }
+
+    /// Builds the next packet of the flow in `slot`, due at `due`.
+    fn emit(&mut self, slot: u32, due: u64, batches: &mut [Batch]) {
+        let Some(a) = self.slots[slot as usize].as_mut() else {
+            return;
+        };
+        let f = &a.flow;
+        let payload_len = if let Some(total) = f.payload_total {
+            let (base, extra) = (total / f.packets, total % f.packets);
+            (base + u64::from(a.sent < extra)) as usize
+        } else if f.payload.0 == f.payload.1 {
+            usize::from(f.payload.0)
+        } else {
+            // Uniform in [min, max] by multiply-shift.
+            let span = u64::from(f.payload.1 - f.payload.0) + 1;
+            let r = (u128::from(splitmix(&mut a.rng)) * u128::from(span)) >> 64;
+            usize::from(f.payload.0) + r as usize
+        };
+        let last = a.sent + 1 == f.packets;
+        let l4 = f.proto.l4();
+        let headers = FlowHeaders::new(
+            self.cfg.src_mac,
+            self.cfg.dst_mac,
+            FlowEnds {
+                src: f.src,
+                dst: f.dst,
+                sport: f.sport,
+                dport: f.dport,
+            },
+            l4,
+            f.reverse,
+        )
+        .expect("families checked when the session was loaded");
+        let thread = usize::from(a.thread).min(batches.len() - 1);
+        let batch = &mut batches[thread];
+        let at = batch.data.len();
+        headers.write(
+            &mut batch.data,
+            &PacketFields {
+                index: a.sent,
+                last,
+                payload_len,
+                tcp_seq: a.tcp_seq,
+                prefix: &self.expander.prefixes[f.prefix as usize],
+                stamp: self.cfg.stamp.then_some(f.id),
+            },
+        );
+        batch.commit(at, Nanos(due));
+        if l4 == FlowProto::Tcp {
+            let syn = u32::from(a.sent == 0);
+            a.tcp_seq = a.tcp_seq.wrapping_add(payload_len as u32).wrapping_add(syn);
+        }
+        a.sent += 1;
+        self.counters.produced += 1;
+        self.counters.bytes += (batch.data.len() - at) as u64;
+        if a.sent < a.flow.packets {
+            let next = a.flow.start.0 + (a.sent as f64 * a.flow.gap_ns) as u64;
+            self.calendar.push(Reverse((next, slot)));
+        } else {
+            self.slots[slot as usize] = None;
+            self.free.push(slot);
+            self.active -= 1;
+        }
+    }
+}
+
+impl crate::Source for FlowSource {
+    fn fill(&mut self, batches: &mut [Batch], ready: &mut [bool]) -> Result<Fill, SourceError> {
+        loop {
+            if self.done {
+                return Ok(Fill::Done);
+            }
+            if self.cfg.limit.is_some_and(|l| self.counters.produced >= l) {
+                self.done = true;
+                continue;
+            }
+            let next_packet = self.calendar.peek().map(|Reverse((t, _))| *t);
+            let next_flow = self.expander.peek_start().map(|t| t.0);
+            // The flow timer runs ahead of the packet scheduler: a flow
+            // starting no later than the next packet is activated first.
+            match (next_flow, next_packet) {
+                (None, None) => {
+                    self.done = true;
+                    continue;
+                }
+                (Some(s), p) if p.is_none_or(|p| s <= p) => {
+                    if let Some(f) = self.expander.next() {
+                        self.activate(f);
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(Reverse((due, slot))) = self.calendar.pop() else {
+                continue;
+            };
+            if self.cfg.max_due.is_some_and(|m| due > m.0) {
+                self.done = true;
+                continue;
+            }
+            self.emit(slot, due, batches);
+            // Hand over full batches, and any batch (of any thread) whose
+            // first frame is more than MAX_BATCH_SPAN older than this one.
+            let mut any = false;
+            for (i, b) in batches.iter().enumerate() {
+                let stale = !self.cfg.topspeed
+                    && b.first_due()
+                        .is_some_and(|first| due.saturating_sub(first.0) > MAX_BATCH_SPAN.0);
+                if b.is_full() || stale {
+                    ready[i] = true;
+                    any = true;
+                }
+            }
+            if any {
+                return Ok(Fill::Ready);
+            }
+        }
+    }
+
+    fn first_ts(&self) -> Option<u64> {
+        Some(self.first_ts)
+    }
+
+    fn counters(&self) -> &ReplayCounters {
+        &self.counters
+    }
+}
