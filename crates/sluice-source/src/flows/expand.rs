@@ -11,6 +11,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+/// `Flow::payload_total` when the session gives no byte total.
+pub const NO_TOTAL: u64 = u64::MAX;
+
 /// One concrete flow.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Flow {
@@ -29,8 +32,9 @@ pub struct Flow {
     /// Index into the session's prefix table.
     pub prefix: u32,
     /// Exact total payload bytes, spread over the packets (first ones get
-    /// the remainder), instead of `payload`.
-    pub payload_total: Option<u64>,
+    /// the remainder), instead of `payload`; [`NO_TOTAL`] when not set (a
+    /// sentinel, not an Option: it keeps an active flow within 128 bytes).
+    pub payload_total: u64,
     /// The reverse direction of a bi-flow.
     pub reverse: bool,
 }
@@ -141,9 +145,9 @@ impl Expander {
             gap_ns,
             payload,
             prefix: st.prefix,
-            payload_total: e
-                .bytes
-                .map(|b| b.saturating_sub(e.header_len() as u64 * packets)),
+            payload_total: e.bytes.map_or(NO_TOTAL, |b| {
+                b.saturating_sub(e.header_len() as u64 * packets)
+            }),
             reverse: false,
         };
         self.next_id = self.next_id.wrapping_add(1);

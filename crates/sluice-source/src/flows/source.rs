@@ -9,7 +9,7 @@
 //! Active flows are kept compact (~100 bytes each, heap entry included);
 //! their headers are written from a per-flow template built at each packet.
 
-use super::expand::{Expander, Flow};
+use super::expand::{Expander, Flow, NO_TOTAL};
 use super::session::Session;
 use crate::spread::Spreader;
 use crate::{Fill, ReplayCounters, SourceError};
@@ -143,7 +143,8 @@ impl FlowSource {
             return;
         };
         let f = &a.flow;
-        let payload_len = if let Some(total) = f.payload_total {
+        let payload_len = if f.payload_total != NO_TOTAL {
+            let total = f.payload_total;
             let (base, extra) = (total / f.packets, total % f.packets);
             (base + u64::from(a.sent < extra)) as usize
         } else if f.payload.0 == f.payload.1 {
@@ -261,5 +262,17 @@ impl crate::Source for FlowSource {
 
     fn counters(&self) -> &ReplayCounters {
         &self.counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_active_flow_with_its_calendar_entry_fits_in_128_bytes() {
+        let per_flow =
+            std::mem::size_of::<Option<Active>>() + std::mem::size_of::<Reverse<(u64, u32)>>();
+        assert!(per_flow <= 128, "{per_flow} bytes");
     }
 }

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Flow generation benchmark (FLOR ch. 6): packets/s against concurrent flows
+# (1 and 2 TX threads, to null), memory per active flow, flow insertion
+# rate, veth throughput with 2^16 flows next to trafgen, and FLOR's timing
+# test (100 flows × 100 packets at 10 pps) judged from a tcpdump capture.
+#
+#   bench/flows.sh [all|scale|insert|veth|timing]   (default: all)
+#
+# Needs root, tcpdump, netsniff-ng (trafgen), python3. Results go to stdout
+# and $WORK/flows-results.txt.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+shared=${SHARED:-$root/../shared/bench}
+work=${WORK:-/tmp/sluice-bench}; mkdir -p "$work"
+results=$work/flows-results.txt
+sluice=${SLUICE:-$root/target/release/sluice}
+sink_mac=02:00:00:00:00:99
+
+(cd "$root" && cargo build --release -q)
+"$shared/netns.sh" up
+trap '"$shared/netns.sh" down' EXIT
+sysctl -qw net.ipv6.conf.va.disable_ipv6=1 || true
+
+rx() { ip netns exec sink cat /sys/class/net/vb/statistics/rx_packets; }
+say() { echo "$*" | tee -a "$results"; }
+json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$2)" "$1"; }
+meta() { # file flows packets-per-flow: all flows concurrent from t=0
+  printf 'flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.99.0.2, sport: 1, dport: 9, start: 0, packets: %d, pps: 1000, payload: 18, count: %d, step: {src: 1, sport: 1}}\n' "$3" "$2" > "$1"
+}
+
+scale() {
+  say "== packets/s against concurrent flows, calendar planner, --to null --topspeed, 64-byte frames =="
+  say "flows      packets    1_tx_pps    2_tx_pps   max_RSS_MiB  bytes/flow"
+  # Baseline RSS: one flow.
+  meta "$work/f0.yaml" 1 4
+  /usr/bin/time -f "%M" -o "$work/rss0" "$sluice" flows run "$work/f0.yaml" --to null --topspeed -q 2>/dev/null
+  local base; base=$(cat "$work/rss0")
+  for e in 0 4 8 12 16 20 24; do
+    local n=$(( 1 << e )) p
+    p=$(( 4000000 / n )); [ "$p" -lt 2 ] && p=2
+    meta "$work/f$e.yaml" "$n" "$p"
+    /usr/bin/time -f "%M" -o "$work/rss" "$sluice" flows run "$work/f$e.yaml" --to null --topspeed -q \
+      --summary-json "$work/s1.json" 2>/dev/null
+    "$sluice" flows run "$work/f$e.yaml" --to null --topspeed -q --threads 2 --summary-json "$work/s2.json" 2>/dev/null
+    local rss; rss=$(cat "$work/rss")
+    say "$(printf '2^%-6s %9d  %10s  %10s  %11s  %10s' "$e" $(( n * p )) \
+      "$(json "$work/s1.json" "['pps']" | cut -d. -f1)" "$(json "$work/s2.json" "['pps']" | cut -d. -f1)" \
+      $(( rss / 1024 )) "$(python3 -c "print(round(($rss-$base)*1024/$n) if $n > 1000 else '-')")")"
+  done
+}
+
+insert() {
+  say "== flow insertion: one-packet flows, activated, built and sent (--to null --topspeed) =="
+  printf 'flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.99.0.2, sport: 1, dport: 9, start: 0, packets: 1, payload: 18, count: 4000000, step: {src: 1, sport: 1}}\n' > "$work/ins.yaml"
+  "$sluice" flows run "$work/ins.yaml" --to null --topspeed -q --summary-json "$work/i.json" 2>/dev/null
+  say "meta-flow, 4M flows: $(json "$work/i.json" "['pps']" | cut -d. -f1) flows/s"
+  python3 -c "
+print('flows:')
+for i in range(200000):
+    print('  - {proto: udp4, src: 10.0.%d.%d, dst: 10.99.0.2, sport: %d, dport: 9, start: %d, packets: 1, payload: 18}' % (i // 256 % 256, i % 256, i % 60000 + 1, i))
+" > "$work/standalone.yaml"
+  /usr/bin/time -f "%e" -o "$work/t" "$sluice" flows run "$work/standalone.yaml" --to null --topspeed -q \
+    --summary-json "$work/i2.json" 2>/dev/null
+  say "standalone, 200k flow entries: $(json "$work/i2.json" "['pps']" | cut -d. -f1) flows/s once loaded; $(cat "$work/t") s in all with YAML parsing"
+}
+
+veth() {
+  say "== veth, 64-byte frames, 2^16 concurrent flows, frames counted by the sink =="
+  meta "$work/v16.yaml" 65536 16
+  local a b
+  a=$(rx)
+  "$sluice" flows run "$work/v16.yaml" --to afpacket:va --dst-mac "$sink_mac" --topspeed -q --summary-json "$work/v.json" 2>/dev/null
+  b=$(rx)
+  local s; s=$(python3 -c "import json; s=json.load(open('$work/v.json')); print(round(($b-$a)/s['duration_s']))")
+  # trafgen: the same frame with a random 16-bit source port (~2^16 flows).
+  cat > "$work/udp64r.cfg" <<'CFG'
+{ 0x02,0x00,0x00,0x00,0x00,0x99, 0x02,0x00,0x00,0x00,0x00,0x01, 0x08,0x00,
+  0x45,0x00, const16(50), drnd(2), 0x00,0x00, 64, 17, csumip(14,33),
+  10,99,0,1, 10,99,0,2, drnd(2), const16(9), const16(30), const16(0), fill(0x00, 22) }
+CFG
+  local s0 e t
+  a=$(rx); s0=$(date +%s.%N); trafgen --dev va --conf "$work/udp64r.cfg" --num 1000000 --cpus 1 >/dev/null 2>&1; e=$(date +%s.%N); b=$(rx)
+  t=$(python3 -c "print(round(($b-$a)/($e-$s0)))")
+  say "sluice 1 TX: $s pps; trafgen 1 cpu: $t pps; x$(python3 -c "print(f'{$s/$t:.2f}')")"
+}
+
+timing() {
+  say "== FLOR §6.2 timing: 100 flows x 100 packets at 10 pps (flows 10 ms apart), through veth =="
+  printf 'flows:\n  - {proto: udp4, src: 10.99.0.1, dst: 10.99.0.2, sport: 1000, dport: 9, start: 0, packets: 100, pps: 10, payload: 18, count: 100, period: 10ms, step: {sport: 1}}\n' > "$work/t100.yaml"
+  ip netns exec sink tcpdump -i vb -j adapter_unsynced --time-stamp-precision=nano -B 65536 -w "$work/t100.pcap" -q 2>/dev/null &
+  local pid=$!; sleep 1
+  "$sluice" flows run "$work/t100.yaml" --to afpacket:va --dst-mac "$sink_mac" --stamp -q 2>/dev/null
+  sleep 1; kill $pid; wait $pid 2>/dev/null || true
+  say "$(python3 "$here/flowtime.py" "$work/t100.pcap" 100 100 10000000 100000000)"
+}
+
+: > "$results"
+say "# sluice flows benchmark $(date -u +%FT%TZ) on $(nproc) cores, kernel $(uname -r)"
+case "${1:-all}" in
+  all) scale; insert; veth; timing ;;
+  *) "$1" ;;
+esac
