@@ -2,9 +2,8 @@
 //! `sluice flows import` (flow records → a session).
 
 use crate::args::RunOpts;
-use crate::progress::Progress;
-use crate::runopts::{check_threads, conclude, engine_config, open_output, open_sinks};
-use crate::{bad_input, signals, Failure};
+use crate::runopts::{check_threads, conclude, engine_config, outputs, Outputs};
+use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use sluice_core::{parse_count, parse_duration, Nanos};
@@ -108,14 +107,15 @@ fn run_session(a: RunArgs) -> Result<u8, Failure> {
         },
     )
     .map_err(bad_input)?;
-    let sinks = open_sinks(&a.run, &a.to, false)?;
-    let stats_out = a.run.stats_json.as_deref().map(open_output).transpose()?;
-    let stop = signals::install().context("installing signal handlers")?;
+    let Outputs {
+        sinks,
+        stop,
+        mut progress,
+    } = outputs(&a.run, &a.to, false)?;
     let cfg = EngineConfig {
         duration: a.duration,
         ..engine_config(&a.run, stop, a.topspeed)
     };
-    let mut progress = Progress::new(a.run.quiet, stats_out);
     let result = run_replay(source, sinks, &cfg, &mut progress);
     conclude(&a.run, progress, result)
 }

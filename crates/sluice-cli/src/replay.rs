@@ -2,10 +2,9 @@
 //! then run and report.
 
 use crate::args::ReplayArgs;
-use crate::progress::Progress;
-use crate::runopts::{check_threads, conclude, engine_config, open_output, open_sinks};
-use crate::{bad_input, signals, Failure};
-use anyhow::{anyhow, Context};
+use crate::runopts::{check_threads, conclude, engine_config, outputs, Outputs};
+use crate::{bad_input, Failure};
+use anyhow::anyhow;
 use sluice_engine::{run_replay, EngineConfig};
 use sluice_pace::TimingMode;
 use sluice_source::{ReplayConfig, ReplaySource};
@@ -27,15 +26,16 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         preload: a.preload,
     })
     .map_err(bad_input)?;
-    let sinks = open_sinks(&a.run, &a.to, false)?;
-    let stats_out = a.run.stats_json.as_deref().map(open_output).transpose()?;
-    let stop = signals::install().context("installing signal handlers")?;
+    let Outputs {
+        sinks,
+        stop,
+        mut progress,
+    } = outputs(&a.run, &a.to, false)?;
     let cfg = EngineConfig {
         duration: a.duration,
         preload_budget: a.preload_max,
         ..engine_config(&a.run, stop, timing == TimingMode::TopSpeed)
     };
-    let mut progress = Progress::new(a.run.quiet, stats_out);
     let result = run_replay(source, sinks, &cfg, &mut progress);
     conclude(&a.run, progress, result)
 }

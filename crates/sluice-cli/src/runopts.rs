@@ -14,6 +14,26 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+/// What a run needs besides its source: one sink per TX thread, the
+/// signal flag (handlers installed now) and the progress observer (with
+/// `--stats-json` opened).
+pub struct Outputs {
+    pub sinks: Vec<Box<dyn Sink>>,
+    pub stop: Arc<AtomicBool>,
+    pub progress: Progress,
+}
+
+pub fn outputs(o: &RunOpts, to: &SinkSpec, allow_udp: bool) -> Result<Outputs, Failure> {
+    let sinks = open_sinks(o, to, allow_udp)?;
+    let stats_out = o.stats_json.as_deref().map(open_output).transpose()?;
+    let stop = crate::signals::install().context("installing signal handlers")?;
+    Ok(Outputs {
+        sinks,
+        stop,
+        progress: Progress::new(o.quiet, stats_out),
+    })
+}
+
 /// Checks the thread count against the sink.
 pub fn check_threads(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
     if o.threads == 0 || o.threads > 256 {
@@ -28,11 +48,7 @@ pub fn check_threads(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
 }
 
 /// One sink per TX thread. `udp` is allowed only where datagrams make sense.
-pub fn open_sinks(
-    o: &RunOpts,
-    to: &SinkSpec,
-    allow_udp: bool,
-) -> Result<Vec<Box<dyn Sink>>, Failure> {
+fn open_sinks(o: &RunOpts, to: &SinkSpec, allow_udp: bool) -> Result<Vec<Box<dyn Sink>>, Failure> {
     (0..o.threads)
         .map(|_| -> Result<Box<dyn Sink>, Failure> {
             Ok(match to {
@@ -94,7 +110,7 @@ pub fn engine_config(o: &RunOpts, stop: Arc<AtomicBool>, topspeed: bool) -> Engi
 
 /// `-` is stdout; anything else a file created now (so a bad path fails
 /// before the run, not after it).
-pub fn open_output(spec: &str) -> Result<Box<dyn Write>, Failure> {
+fn open_output(spec: &str) -> Result<Box<dyn Write>, Failure> {
     if spec == "-" {
         return Ok(Box::new(std::io::stdout()));
     }

@@ -1,10 +1,9 @@
 //! `sluice series play`: time-series records as UDP datagrams, on time.
 
 use crate::args::RunOpts;
-use crate::progress::Progress;
-use crate::runopts::{check_threads, conclude, engine_config, open_output, open_sinks};
-use crate::{bad_input, signals, Failure};
-use anyhow::{anyhow, Context};
+use crate::runopts::{check_threads, conclude, engine_config, outputs, Outputs};
+use crate::{bad_input, Failure};
+use anyhow::anyhow;
 use clap::{Args, ValueEnum};
 use sluice_core::{parse_count, parse_duration, Nanos};
 use sluice_engine::{run_series, EngineConfig, SeriesConfig, SeriesPayload};
@@ -177,15 +176,16 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         limit: a.limit,
         ..SeriesConfig::new(a.archive.clone(), flows)
     };
-    let sinks = open_sinks(&a.run, &a.to, true)?;
-    let stats_out = a.run.stats_json.as_deref().map(open_output).transpose()?;
-    let stop = signals::install().context("installing signal handlers")?;
+    let Outputs {
+        sinks,
+        stop,
+        mut progress,
+    } = outputs(&a.run, &a.to, true)?;
     let topspeed = timing == SeriesTiming::TightLoop(Nanos(0));
     let ecfg = EngineConfig {
         duration: a.duration,
         ..engine_config(&a.run, stop, topspeed)
     };
-    let mut progress = Progress::new(a.run.quiet, stats_out);
     let result = run_series(cfg, sinks, &ecfg, &mut progress);
     conclude(&a.run, progress, result)
 }

@@ -94,3 +94,12 @@ pub fn archive_records(arc: &Path) -> Vec<Vec<u8>> {
     }
     out
 }
+
+/// Runs `sluice CMD... --to pcap:OUT --clock virtual -q EXTRA...`.
+pub fn run_to_pcap(cmd: &[&str], out: &Path, extra: &[&str]) -> Output {
+    let to = format!("pcap:{}", out.display());
+    let mut args = cmd.to_vec();
+    args.extend_from_slice(&["--to", &to, "--clock", "virtual", "-q"]);
+    args.extend_from_slice(extra);
+    run(&args)
+}

@@ -15,19 +15,7 @@ fn repo(rel: &str) -> PathBuf {
 }
 
 fn flows_to_pcap(session: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
-    let to = format!("pcap:{}", out.display());
-    let mut args = vec![
-        "flows",
-        "run",
-        session.to_str().unwrap(),
-        "--to",
-        &to,
-        "--clock",
-        "virtual",
-        "-q",
-    ];
-    args.extend_from_slice(extra);
-    run(&args)
+    run_to_pcap(&["flows", "run", session.to_str().unwrap()], out, extra)
 }
 
 fn have_tshark() -> bool {

@@ -9,18 +9,7 @@ fn replay_to_pcap(
     out: &std::path::Path,
     extra: &[&str],
 ) -> std::process::Output {
-    let to = format!("pcap:{}", out.display());
-    let mut args = vec![
-        "replay",
-        trace.to_str().unwrap(),
-        "--to",
-        &to,
-        "--clock",
-        "virtual",
-        "-q",
-    ];
-    args.extend_from_slice(extra);
-    run(&args)
+    run_to_pcap(&["replay", trace.to_str().unwrap()], out, extra)
 }
 
 #[test]
