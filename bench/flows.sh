@@ -30,8 +30,8 @@ meta() { # file flows packets-per-flow: all flows concurrent from t=0
 }
 
 scale() {
-  say "== packets/s against concurrent flows, calendar planner, --to null --topspeed, 64-byte frames =="
-  say "flows      packets    1_tx_pps    2_tx_pps   max_RSS_MiB  bytes/flow"
+  say "== packets/s against concurrent flows, --to null --topspeed, 64-byte frames =="
+  say "flows      packets    1_tx_pps    2_tx_pps   max_RSS_MiB  bytes/flow  stochastic_1_tx_pps"
   # Baseline RSS: one flow.
   meta "$work/f0.yaml" 1 4
   /usr/bin/time -f "%M" -o "$work/rss0" "$sluice" flows run "$work/f0.yaml" --to null --topspeed -q 2>/dev/null
@@ -43,10 +43,12 @@ scale() {
     /usr/bin/time -f "%M" -o "$work/rss" "$sluice" flows run "$work/f$e.yaml" --to null --topspeed -q \
       --summary-json "$work/s1.json" 2>/dev/null
     "$sluice" flows run "$work/f$e.yaml" --to null --topspeed -q --threads 2 --summary-json "$work/s2.json" 2>/dev/null
+    "$sluice" flows run "$work/f$e.yaml" --to null --topspeed -q --planner stochastic --summary-json "$work/s3.json" 2>/dev/null
     local rss; rss=$(cat "$work/rss")
-    say "$(printf '2^%-6s %9d  %10s  %10s  %11s  %10s' "$e" $(( n * p )) \
+    say "$(printf '2^%-6s %9d  %10s  %10s  %11s  %10s  %10s' "$e" $(( n * p )) \
       "$(json "$work/s1.json" "['pps']" | cut -d. -f1)" "$(json "$work/s2.json" "['pps']" | cut -d. -f1)" \
-      $(( rss / 1024 )) "$(python3 -c "print(round(($rss-$base)*1024/$n) if $n > 1000 else '-')")")"
+      $(( rss / 1024 )) "$(python3 -c "print(round(($rss-$base)*1024/$n) if $n > 1000 else '-')")" \
+      "$(json "$work/s3.json" "['pps']" | cut -d. -f1)")"
   done
 }
 
@@ -88,11 +90,14 @@ CFG
 timing() {
   say "== FLOR §6.2 timing: 100 flows x 100 packets at 10 pps (flows 10 ms apart), through veth =="
   printf 'flows:\n  - {proto: udp4, src: 10.99.0.1, dst: 10.99.0.2, sport: 1000, dport: 9, start: 0, packets: 100, pps: 10, payload: 18, count: 100, period: 10ms, step: {sport: 1}}\n' > "$work/t100.yaml"
-  ip netns exec sink tcpdump -i vb -j adapter_unsynced --time-stamp-precision=nano -B 65536 -w "$work/t100.pcap" -q 2>/dev/null &
-  local pid=$!; sleep 1
-  "$sluice" flows run "$work/t100.yaml" --to afpacket:va --dst-mac "$sink_mac" --stamp -q 2>/dev/null
-  sleep 1; kill $pid; wait $pid 2>/dev/null || true
-  say "$(python3 "$here/flowtime.py" "$work/t100.pcap" 100 100 10000000 100000000)"
+  local planner
+  for planner in calendar stochastic; do
+    ip netns exec sink tcpdump -i vb -j adapter_unsynced --time-stamp-precision=nano -B 65536 -w "$work/t100.pcap" -q 2>/dev/null &
+    local pid=$!; sleep 1
+    "$sluice" flows run "$work/t100.yaml" --to afpacket:va --dst-mac "$sink_mac" --stamp --planner "$planner" -q 2>/dev/null
+    sleep 1; kill $pid; wait $pid 2>/dev/null || true
+    say "$planner: $(python3 "$here/flowtime.py" "$work/t100.pcap" 100 100 10000000 100000000)"
+  done
 }
 
 : > "$results"

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use sluice_core::{parse_count, parse_duration, Nanos};
 use sluice_engine::{run_replay, EngineConfig};
 use sluice_sink::SinkSpec;
-use sluice_source::flows::{import_csv, FlowConfig, FlowSource};
+use sluice_source::flows::{import_csv, FlowConfig, FlowSource, Planner};
 use sluice_wire::MacAddr;
 use std::path::PathBuf;
 
@@ -35,9 +35,11 @@ pub enum FlowsCommand {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Planner {
+pub enum PlannerArg {
     /// Exact per-flow inter-packet times from a calendar (a heap of next-packet times).
     Calendar,
+    /// FLOR's stochastic planning: a distribution tree picks flows by intensity.
+    Stochastic,
 }
 
 #[derive(Args, Debug)]
@@ -49,7 +51,7 @@ pub struct RunArgs {
     pub to: SinkSpec,
     /// How packets of concurrent flows are scheduled.
     #[arg(long, value_enum, default_value = "calendar")]
-    pub planner: Planner,
+    pub planner: PlannerArg,
     /// Seed of every random choice (overrides the session's `seed`).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -104,6 +106,10 @@ fn run_session(a: RunArgs) -> Result<u8, Failure> {
             limit: a.limit,
             max_due: a.duration,
             topspeed: a.topspeed,
+            planner: match a.planner {
+                PlannerArg::Calendar => Planner::Calendar,
+                PlannerArg::Stochastic => Planner::Stochastic,
+            },
         },
     )
     .map_err(bad_input)?;

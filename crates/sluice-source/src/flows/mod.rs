@@ -3,6 +3,7 @@
 //! start order ([`expand`]), and the calendar-planned source that builds
 //! every packet ([`source`]).
 
+pub mod dtree;
 pub mod expand;
 pub mod import;
 pub mod session;
@@ -11,4 +12,4 @@ pub mod source;
 pub use expand::{Expander, Flow};
 pub use import::{import_csv, ImportStats};
 pub use session::{FlowEntry, Proto, Session};
-pub use source::{FlowConfig, FlowSource};
+pub use source::{FlowConfig, FlowSource, Planner};

@@ -9,6 +9,7 @@
 //! Active flows are kept compact (~100 bytes each, heap entry included);
 //! their headers are written from a per-flow template built at each packet.
 
+use super::dtree::DistributionTree;
 use super::expand::{Expander, Flow, NO_TOTAL};
 use super::session::Session;
 use crate::spread::Spreader;
@@ -37,6 +38,23 @@ pub struct FlowConfig {
     /// Times are ignored (top speed): batches are handed over only when
     /// full, however much time they span.
     pub topspeed: bool,
+    pub planner: Planner,
+}
+
+/// How the next packet among the active flows is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Planner {
+    /// Exact per-flow times from a heap calendar (FLOR Appendix D).
+    Calendar,
+    /// FLOR's stochastic planning (§5.7): a distribution tree picks the next
+    /// flow with probability ∝ intensity, packets leave at the aggregated
+    /// intensity; flows under 1 pps and one-packet flows are timed by the
+    /// calendar (the slow packet scheduler).
+    Stochastic,
+}
+
+fn a_gap(a: &Option<Active>) -> f64 {
+    a.as_ref().map_or(f64::INFINITY, |a| a.flow.gap_ns)
 }
 
 struct Active {
@@ -73,6 +91,11 @@ pub struct FlowSource {
     pub flows_started: u64,
     pub max_active: usize,
     active: usize,
+    tree: DistributionTree,
+    /// Due time (ns) of the next packet of the stochastic planner.
+    fast_next: f64,
+    /// SplitMix64 state for the stochastic picks.
+    pick: u64,
 }
 
 impl FlowSource {
@@ -102,6 +125,9 @@ impl FlowSource {
             flows_started: 0,
             max_active: 0,
             active: 0,
+            tree: DistributionTree::new(),
+            fast_next: 0.0,
+            pick: seed ^ 0x5851_f42d_4c95_7f2d,
         })
     }
 
@@ -114,6 +140,7 @@ impl FlowSource {
         let mut rng = self.seed ^ u64::from(flow.id).wrapping_mul(0xd134_2543_de82_ef95);
         let tcp_seq = splitmix(&mut rng) as u32;
         let due = flow.start.0;
+        let packets = flow.packets;
         let a = Active {
             flow,
             sent: 0,
@@ -131,17 +158,28 @@ impl FlowSource {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.calendar.push(Reverse((due, slot)));
+        let rate = 1e9 / a_gap(&self.slots[slot as usize]);
+        if self.cfg.planner == Planner::Stochastic && rate >= 1.0 && packets > 1 {
+            // "Immediate" insertion (FLOR §5.7.2): the next fast packet goes
+            // out now, later ones at the new aggregated intensity.
+            self.tree.insert(slot, rate.round() as u64);
+            self.fast_next = due as f64;
+        } else {
+            // The calendar: every flow under the calendar planner; under the
+            // stochastic one, FLOR's slow packet scheduler (< 1 pps, or a
+            // single packet).
+            self.calendar.push(Reverse((due, slot)));
+        }
         self.flows_started += 1;
         self.active += 1;
         self.max_active = self.max_active.max(self.active);
     }
 
-    /// Builds the next packet of the flow in `slot`, due at `due`.
-    fn emit(&mut self, slot: u32, due: u64, batches: &mut [Batch]) {
-        let Some(a) = self.slots[slot as usize].as_mut() else {
-            return;
-        };
+    /// Builds the next packet of the flow in `slot`, due at `due`. Returns
+    /// when its next packet is due by the calendar, or None when the flow
+    /// has ended (its slot is free again).
+    fn emit(&mut self, slot: u32, due: u64, batches: &mut [Batch]) -> Option<u64> {
+        let a = self.slots[slot as usize].as_mut()?;
         let f = &a.flow;
         let payload_len = if f.payload_total != NO_TOTAL {
             let total = f.payload_total;
@@ -193,12 +231,12 @@ impl FlowSource {
         self.counters.produced += 1;
         self.counters.bytes += (batch.data.len() - at) as u64;
         if a.sent < a.flow.packets {
-            let next = a.flow.start.0 + (a.sent as f64 * a.flow.gap_ns) as u64;
-            self.calendar.push(Reverse((next, slot)));
+            Some(a.flow.start.0 + (a.sent as f64 * a.flow.gap_ns) as u64)
         } else {
             self.slots[slot as usize] = None;
             self.free.push(slot);
             self.active -= 1;
+            None
         }
     }
 }
@@ -213,7 +251,12 @@ impl crate::Source for FlowSource {
                 self.done = true;
                 continue;
             }
-            let next_packet = self.calendar.peek().map(|Reverse((t, _))| *t);
+            let next_cal = self.calendar.peek().map(|Reverse((t, _))| *t);
+            let next_fast = (!self.tree.is_empty()).then_some(self.fast_next as u64);
+            let next_packet = match (next_cal, next_fast) {
+                (Some(c), Some(f)) => Some(c.min(f)),
+                (c, f) => c.or(f),
+            };
             let next_flow = self.expander.peek_start().map(|t| t.0);
             // The flow timer runs ahead of the packet scheduler: a flow
             // starting no later than the next packet is activated first.
@@ -230,14 +273,38 @@ impl crate::Source for FlowSource {
                 }
                 _ => {}
             }
-            let Some(Reverse((due, slot))) = self.calendar.pop() else {
-                continue;
+            let fast = (!self.tree.is_empty()).then_some(self.fast_next as u64);
+            let due = if fast.is_some_and(|f| next_packet.is_none_or(|p| f <= p)) {
+                let due = self.fast_next as u64;
+                if self.cfg.max_due.is_some_and(|m| due > m.0) {
+                    self.done = true;
+                    continue;
+                }
+                // The distribution tree picks a flow with probability
+                // proportional to its intensity.
+                let r =
+                    (u128::from(splitmix(&mut self.pick)) * u128::from(self.tree.total())) >> 64;
+                let slot = self.tree.sample(r as u64).expect("tree is not empty");
+                if self.emit(slot, due, batches).is_none() {
+                    self.tree.remove(slot);
+                }
+                if !self.tree.is_empty() {
+                    self.fast_next += 1e9 / self.tree.total() as f64;
+                }
+                due
+            } else {
+                let Some(Reverse((due, slot))) = self.calendar.pop() else {
+                    continue;
+                };
+                if self.cfg.max_due.is_some_and(|m| due > m.0) {
+                    self.done = true;
+                    continue;
+                }
+                if let Some(next) = self.emit(slot, due, batches) {
+                    self.calendar.push(Reverse((next, slot)));
+                }
+                due
             };
-            if self.cfg.max_due.is_some_and(|m| due > m.0) {
-                self.done = true;
-                continue;
-            }
-            self.emit(slot, due, batches);
             // Hand over full batches, and any batch (of any thread) whose
             // first frame is more than MAX_BATCH_SPAN older than this one.
             let mut any = false;
