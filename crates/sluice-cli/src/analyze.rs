@@ -5,6 +5,9 @@ use crate::{bad_input, exit, Failure};
 use anyhow::Context;
 
 pub fn run(a: AnalyzeArgs) -> Result<u8, Failure> {
+    if a.flows {
+        return crate::analyze_flows::run(&a);
+    }
     let report = sluice_analyze::analyze(&a.capture, a.reference.as_deref()).map_err(bad_input)?;
     if a.json {
         let text = serde_json::to_string_pretty(&report).context("encoding JSON")?;

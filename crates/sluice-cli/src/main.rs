@@ -8,6 +8,7 @@
 //! - 130: stopped by SIGINT/SIGTERM after a clean shutdown (summary printed)
 
 mod analyze;
+mod analyze_flows;
 mod args;
 mod demo;
 mod flows;

@@ -415,3 +415,80 @@ fn stochastic_planner_sends_every_packet_of_every_flow() {
     assert_eq!(frames(&sto), frames(&again));
     assert_ne!(frames(&sto), frames(&cal));
 }
+
+#[test]
+fn analyze_flows_collects_and_checks_against_the_session() {
+    let d = tmpdir("flows-analyze");
+    let session = repo("examples/sessions/mixed.yaml");
+    let out = d.join("out.pcap");
+    assert!(flows_to_pcap(&session, &out, &[]).status.success());
+    let analyze = |extra: &[&str]| {
+        let mut args = vec!["analyze", out.to_str().unwrap(), "--flows", "--json"];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let v = analyze(&["--session", session.to_str().unwrap()]);
+    // 106 flows + the reverse of the bi-flow; the 100 meta-flows land on
+    // random /24 destinations, so the collector sees 107 distinct 7-tuples.
+    assert_eq!(v["flows"].as_array().unwrap().len(), 107);
+    let c = &v["session"];
+    assert_eq!(
+        (c["expected"].as_u64(), c["matched"].as_u64()),
+        (Some(107), Some(107))
+    );
+    assert_eq!(
+        (c["missing"].as_u64(), c["unexpected"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(
+        (
+            c["packet_mismatches"].as_u64(),
+            c["byte_mismatches"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+    assert_eq!(c["start_error"]["max_ns"], 0, "virtual clock: exact starts");
+    assert_eq!(c["duration_error"]["max_ns"], 0);
+    // The TCP flow: 20 packets of 40 + 100 bytes, 190 ms long.
+    let tcp = v["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["sport"] == 40000)
+        .unwrap();
+    assert_eq!(
+        (tcp["packets"].as_u64(), tcp["bytes"].as_u64()),
+        (Some(20), Some(20 * 140))
+    );
+    assert_eq!(
+        tcp["last_ns"].as_u64().unwrap() - tcp["first_ns"].as_u64().unwrap(),
+        190_000_000
+    );
+    // A capture cut short: flows come out short of packets.
+    let cut = d.join("cut.pcap");
+    assert!(flows_to_pcap(&session, &cut, &["--limit", "500"])
+        .status
+        .success());
+    let o = run(&[
+        "analyze",
+        cut.to_str().unwrap(),
+        "--flows",
+        "--json",
+        "--session",
+        session.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["session"]["missing"].as_u64().unwrap() > 0);
+    assert!(v["session"]["packet_mismatches"].as_u64().unwrap() > 0);
+    // An idle timeout shorter than the TCP flow's 10 ms gaps splits it.
+    let v = analyze(&["--idle-timeout", "5ms"]);
+    let split = v["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["sport"] == 40000)
+        .count();
+    assert_eq!(split, 20);
+}

@@ -1,0 +1,242 @@
+//! `sluice analyze --flows [--session S]`: the flow collector's records,
+//! and, given the session that was generated, how well each flow came out.
+//!
+//! Generated flows are matched to collected ones by 5-tuple (ICMP: by
+//! addresses and protocol), in start order. The constant offset between the
+//! capture's clock and the session's time line (the median of first-packet
+//! time minus planned start) is removed before the start errors are taken;
+//! duration error is |(last − first) − (n − 1)·gap|.
+
+use crate::args::AnalyzeArgs;
+use crate::{bad_input, exit, Failure};
+use anyhow::{anyhow, Context};
+use serde::Serialize;
+use sluice_analyze::{collect_flows, FlowRecord, Timeouts};
+use sluice_source::flows::{Expander, Flow, Proto, Session};
+use std::collections::{BTreeMap, VecDeque};
+use std::net::IpAddr;
+
+#[derive(Serialize)]
+struct Errors {
+    p50_ns: u64,
+    p90_ns: u64,
+    p99_ns: u64,
+    max_ns: u64,
+}
+
+#[derive(Serialize)]
+struct Comparison {
+    expected: u64,
+    collected: u64,
+    matched: u64,
+    missing: u64,
+    unexpected: u64,
+    packet_mismatches: u64,
+    byte_mismatches: u64,
+    /// Flows whose byte count the session leaves open (random payloads).
+    bytes_not_checked: u64,
+    start_error: Errors,
+    duration_error: Errors,
+    /// The first few mismatching flows, for a human to look at.
+    examples: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Out<'a> {
+    flows: &'a [FlowRecord],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session: Option<Comparison>,
+}
+
+type Key = (IpAddr, IpAddr, u16, u16, u8);
+
+fn key_of_flow(f: &Flow) -> Key {
+    let (proto, icmp) = match f.proto {
+        Proto::Udp4 | Proto::Udp6 => (17, false),
+        Proto::Tcp4 | Proto::Tcp6 => (6, false),
+        Proto::Icmp4 => (1, true),
+        Proto::Icmp6 => (58, true),
+    };
+    if icmp {
+        (f.src, f.dst, 0, 0, proto)
+    } else {
+        (f.src, f.dst, f.sport, f.dport, proto)
+    }
+}
+
+fn key_of_record(r: &FlowRecord) -> Key {
+    if r.proto == 1 || r.proto == 58 {
+        (r.src, r.dst, 0, 0, r.proto)
+    } else {
+        (r.src, r.dst, r.sport, r.dport, r.proto)
+    }
+}
+
+fn errors(mut v: Vec<u64>) -> Errors {
+    v.sort_unstable();
+    let q = |p: f64| {
+        v.get(((v.len() as f64 * p) as usize).min(v.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0)
+    };
+    Errors {
+        p50_ns: q(0.5),
+        p90_ns: q(0.9),
+        p99_ns: q(0.99),
+        max_ns: v.last().copied().unwrap_or(0),
+    }
+}
+
+/// IP bytes the session says a flow has, if it fixes them.
+fn expected_bytes(f: &Flow) -> Option<u64> {
+    let header = match f.proto {
+        Proto::Udp4 | Proto::Icmp4 => 28,
+        Proto::Tcp4 => 40,
+        Proto::Udp6 | Proto::Icmp6 => 48,
+        Proto::Tcp6 => 60,
+    };
+    if f.payload_total != sluice_source::flows::expand::NO_TOTAL {
+        return Some(f.payload_total + header * f.packets);
+    }
+    (f.payload.0 == f.payload.1).then(|| (u64::from(f.payload.0) + header) * f.packets)
+}
+
+fn compare(records: &[FlowRecord], expected: Vec<Flow>) -> Comparison {
+    let mut by_key: BTreeMap<Key, VecDeque<&FlowRecord>> = BTreeMap::new();
+    for r in records {
+        by_key.entry(key_of_record(r)).or_default().push_back(r);
+    }
+    let mut pairs = Vec::new();
+    let mut missing = 0;
+    for f in &expected {
+        match by_key.get_mut(&key_of_flow(f)).and_then(|q| q.pop_front()) {
+            Some(r) => pairs.push((f, r)),
+            None => missing += 1,
+        }
+    }
+    let unexpected = by_key.values().map(|q| q.len() as u64).sum();
+    let mut offsets: Vec<i128> = pairs
+        .iter()
+        .map(|(f, r)| i128::from(r.first_ns) - i128::from(f.start.0))
+        .collect();
+    offsets.sort_unstable();
+    let offset = offsets.get(offsets.len() / 2).copied().unwrap_or(0);
+    let (mut starts, mut durations) = (Vec::new(), Vec::new());
+    let (mut packet_mismatches, mut byte_mismatches, mut unchecked) = (0, 0, 0);
+    let mut examples = Vec::new();
+    for (f, r) in &pairs {
+        starts
+            .push((i128::from(r.first_ns) - i128::from(f.start.0) - offset).unsigned_abs() as u64);
+        let planned = ((f.packets.saturating_sub(1)) as f64 * f.gap_ns) as i128;
+        durations.push((i128::from(r.last_ns - r.first_ns) - planned).unsigned_abs() as u64);
+        if r.packets != f.packets {
+            packet_mismatches += 1;
+        }
+        match expected_bytes(f) {
+            Some(b) if b != r.bytes => byte_mismatches += 1,
+            Some(_) => {}
+            None => unchecked += 1,
+        }
+        if (r.packets != f.packets || expected_bytes(f).is_some_and(|b| b != r.bytes))
+            && examples.len() < 5
+        {
+            examples.push(format!(
+                "{} {}:{} -> {}:{}: {} packets / {} bytes collected, {} / {:?} planned",
+                r.proto,
+                r.src,
+                r.sport,
+                r.dst,
+                r.dport,
+                r.packets,
+                r.bytes,
+                f.packets,
+                expected_bytes(f)
+            ));
+        }
+    }
+    Comparison {
+        expected: expected.len() as u64,
+        collected: records.len() as u64,
+        matched: pairs.len() as u64,
+        missing,
+        unexpected,
+        packet_mismatches,
+        byte_mismatches,
+        bytes_not_checked: unchecked,
+        start_error: errors(starts),
+        duration_error: errors(durations),
+        examples,
+    }
+}
+
+pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
+    let t = Timeouts {
+        active: a.active_timeout.0,
+        idle: a.idle_timeout.0,
+    };
+    let records = collect_flows(&a.capture, t).map_err(bad_input)?;
+    let session = match &a.session {
+        Some(p) => {
+            let s = Session::load(p).map_err(|e| bad_input(anyhow!(e)))?;
+            let seed = a.seed.or(s.seed).unwrap_or(1);
+            let flows: Vec<Flow> = Expander::new(&s, seed)
+                .map_err(|e| bad_input(anyhow!(e)))?
+                .collect();
+            Some(compare(&records, flows))
+        }
+        None => None,
+    };
+    if a.json {
+        let out = Out {
+            flows: &records,
+            session,
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).context("encoding JSON")?
+        );
+        return Ok(exit::OK);
+    }
+    println!("{} flows in {}", records.len(), a.capture.display());
+    for r in records.iter().take(20) {
+        println!(
+            "  proto {:>3} {}:{} -> {}:{} tos {} packets {} bytes {} duration {:.6} s",
+            r.proto,
+            r.src,
+            r.sport,
+            r.dst,
+            r.dport,
+            r.tos,
+            r.packets,
+            r.bytes,
+            (r.last_ns - r.first_ns) as f64 / 1e9
+        );
+    }
+    if records.len() > 20 {
+        println!(
+            "  ... {} more (all of them with --json)",
+            records.len() - 20
+        );
+    }
+    if let Some(c) = session {
+        println!(
+            "session: {} flows planned, {} matched, {} missing, {} unexpected; packet count mismatches {}, byte count mismatches {} ({} not fixed by the session)",
+            c.expected, c.matched, c.missing, c.unexpected, c.packet_mismatches, c.byte_mismatches, c.bytes_not_checked
+        );
+        println!(
+            "start error (offset removed): p50 {} p90 {} p99 {} max {} ns",
+            c.start_error.p50_ns, c.start_error.p90_ns, c.start_error.p99_ns, c.start_error.max_ns
+        );
+        println!(
+            "duration error: p50 {} p90 {} p99 {} max {} ns",
+            c.duration_error.p50_ns,
+            c.duration_error.p90_ns,
+            c.duration_error.p99_ns,
+            c.duration_error.max_ns
+        );
+        for e in &c.examples {
+            println!("  mismatch: {e}");
+        }
+    }
+    Ok(exit::OK)
+}
