@@ -4,7 +4,7 @@
 # rate, veth throughput with 2^16 flows next to trafgen, and FLOR's timing
 # test (100 flows × 100 packets at 10 pps) judged from a tcpdump capture.
 #
-#   bench/flows.sh [all|scale|insert|veth|timing]   (default: all)
+#   bench/flows.sh [all|scale|insert|veth|timing|records]   (default: all)
 #
 # Needs root, tcpdump, netsniff-ng (trafgen), python3. Results go to stdout
 # and $WORK/flows-results.txt.
@@ -100,9 +100,23 @@ timing() {
   done
 }
 
+records() {
+  say "== flow records regenerated through veth, collected by sluice analyze --flows (real time) =="
+  local f
+  for f in DERIVED_pmacct_100_ipfix_cisco_flows DERIVED_pmacct_101_nfv9_cisco_flows; do
+    "$sluice" flows import "$root/../shared/testdata/flows/$f.csv" -o "$work/$f.yaml" 2>/dev/null
+    ip netns exec sink tcpdump -i vb -j adapter_unsynced --time-stamp-precision=nano -B 65536 -w "$work/$f.pcap" -q 2>/dev/null &
+    local pid=$!; sleep 1
+    "$sluice" flows run "$work/$f.yaml" --to afpacket:va --dst-mac "$sink_mac" -q 2>/dev/null
+    sleep 1; kill $pid; wait $pid 2>/dev/null || true
+    "$sluice" analyze "$work/$f.pcap" --flows --json > "$work/$f.json"
+    say "$f: $(python3 "$here/flowrecords.py" "$root/../shared/testdata/flows/$f.csv" "$work/$f.json")"
+  done
+}
+
 : > "$results"
 say "# sluice flows benchmark $(date -u +%FT%TZ) on $(nproc) cores, kernel $(uname -r)"
 case "${1:-all}" in
-  all) scale; insert; veth; timing ;;
+  all) scale; insert; veth; timing; records ;;
   *) "$1" ;;
 esac
