@@ -96,6 +96,8 @@ pub struct FlowSource {
     fast_next: f64,
     /// SplitMix64 state for the stochastic picks.
     pick: u64,
+    /// Header template of the flow (slot) that sent last.
+    headers: Option<(u32, FlowHeaders)>,
 }
 
 impl FlowSource {
@@ -128,6 +130,7 @@ impl FlowSource {
             tree: DistributionTree::new(),
             fast_next: 0.0,
             pick: seed ^ 0x5851_f42d_4c95_7f2d,
+            headers: None,
         })
     }
 
@@ -195,19 +198,27 @@ impl FlowSource {
         };
         let last = a.sent + 1 == f.packets;
         let l4 = f.proto.l4();
-        let headers = FlowHeaders::new(
-            self.cfg.src_mac,
-            self.cfg.dst_mac,
-            FlowEnds {
-                src: f.src,
-                dst: f.dst,
-                sport: f.sport,
-                dport: f.dport,
-            },
-            l4,
-            f.reverse,
-        )
-        .expect("families checked when the session was loaded");
+        // The template of the flow that sent last is kept: a flow sending
+        // several packets in a row (few flows, or one) skips rebuilding it.
+        if self.headers.as_ref().is_none_or(|(s, _)| *s != slot) {
+            let h = FlowHeaders::new(
+                self.cfg.src_mac,
+                self.cfg.dst_mac,
+                FlowEnds {
+                    src: f.src,
+                    dst: f.dst,
+                    sport: f.sport,
+                    dport: f.dport,
+                },
+                l4,
+                f.reverse,
+            )
+            .expect("families checked when the session was loaded");
+            self.headers = Some((slot, h));
+        }
+        let Some((_, headers)) = &self.headers else {
+            return None;
+        };
         let thread = usize::from(a.thread).min(batches.len() - 1);
         let batch = &mut batches[thread];
         let at = batch.data.len();
@@ -236,6 +247,7 @@ impl FlowSource {
             self.slots[slot as usize] = None;
             self.free.push(slot);
             self.active -= 1;
+            self.headers = None; // the slot may go to another flow
             None
         }
     }
@@ -293,15 +305,24 @@ impl crate::Source for FlowSource {
                 }
                 due
             } else {
-                let Some(Reverse((due, slot))) = self.calendar.pop() else {
+                let Some(&Reverse((due, slot))) = self.calendar.peek() else {
                     continue;
                 };
                 if self.cfg.max_due.is_some_and(|m| due > m.0) {
                     self.done = true;
                     continue;
                 }
-                if let Some(next) = self.emit(slot, due, batches) {
-                    self.calendar.push(Reverse((next, slot)));
+                // The flow's next packet replaces it at the top of the heap:
+                // one sift-down instead of a pop and a push.
+                match self.emit(slot, due, batches) {
+                    Some(next) => {
+                        if let Some(mut top) = self.calendar.peek_mut() {
+                            *top = Reverse((next, slot));
+                        }
+                    }
+                    None => {
+                        self.calendar.pop();
+                    }
                 }
                 due
             };
