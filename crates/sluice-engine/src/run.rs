@@ -152,32 +152,13 @@ pub fn run_replay(
         ));
     }
     let duration = last_send.since(start).as_secs_f64();
-    let rate = |v: u64| {
-        if duration > 0.0 {
-            v as f64 / duration
-        } else {
-            0.0
-        }
-    };
-    sink_names.dedup();
     Ok(Summary {
-        sink: sink_names.join(", "),
-        threads: n,
-        packets: totals.packets,
-        bytes: totals.bytes,
-        duration_s: duration,
-        pps: rate(totals.packets),
-        bps: rate(totals.bytes) * 8.0,
-        eps: (!cfg.topspeed && !total_hist.is_empty()).then(|| total_hist.percentiles()),
-        late: totals.late,
-        dropped: totals.dropped,
-        oversize: totals.oversize,
         skipped_unsupported: read.skipped_unsupported,
         rewritten: read.rewritten,
         passes: read.passes,
         interrupted,
         warnings,
-        ..Summary::default()
+        ..Summary::base(sink_names, n, &totals, duration, &total_hist, cfg.topspeed)
     })
 }
 

@@ -142,6 +142,40 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// What every run reports: totals and rates over `duration_s` (common
+    /// start to last send), ε unless at top speed, the sinks named once.
+    pub(crate) fn base(
+        mut sinks: Vec<String>,
+        threads: usize,
+        totals: &CounterSnapshot,
+        duration_s: f64,
+        eps: &ErrorHistogram,
+        topspeed: bool,
+    ) -> Summary {
+        let rate = |v: u64| {
+            if duration_s > 0.0 {
+                v as f64 / duration_s
+            } else {
+                0.0
+            }
+        };
+        sinks.dedup();
+        Summary {
+            sink: sinks.join(", "),
+            threads,
+            packets: totals.packets,
+            bytes: totals.bytes,
+            duration_s,
+            pps: rate(totals.packets),
+            bps: rate(totals.bytes) * 8.0,
+            eps: (!topspeed && !eps.is_empty()).then(|| eps.percentiles()),
+            late: totals.late,
+            dropped: totals.dropped,
+            oversize: totals.oversize,
+            ..Summary::default()
+        }
+    }
+
     /// The human-readable summary printed on stderr.
     pub fn render(&self) -> String {
         let mut s = format!(

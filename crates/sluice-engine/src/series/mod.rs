@@ -205,26 +205,7 @@ pub fn run_series(
         ));
     }
     let duration = last_send.since(start).as_secs_f64();
-    let rate = |v: u64| {
-        if duration > 0.0 {
-            v as f64 / duration
-        } else {
-            0.0
-        }
-    };
-    sink_names.dedup();
     Ok(Summary {
-        sink: sink_names.join(", "),
-        threads: n,
-        packets: totals.packets,
-        bytes: totals.bytes,
-        duration_s: duration,
-        pps: rate(totals.packets),
-        bps: rate(totals.bytes) * 8.0,
-        eps: (!ecfg.topspeed && !total_hist.is_empty()).then(|| total_hist.percentiles()),
-        late: totals.late,
-        dropped: totals.dropped,
-        oversize: totals.oversize,
         passes: 1,
         frames: Some(frames),
         out_of_order: Some(out_of_order),
@@ -232,7 +213,7 @@ pub fn run_series(
         flows: merge_flows(&flow_counts, &table, &cfg),
         interrupted,
         warnings,
-        ..Summary::default()
+        ..Summary::base(sink_names, n, &totals, duration, &total_hist, ecfg.topspeed)
     })
 }
 

@@ -268,9 +268,8 @@ impl Tx {
                     Decision::WaitUntil(t) => {
                         waited = true;
                         self.flush();
-                        let lanes = self.cx.lanes.clone();
-                        let stop = move || lanes.stopped();
-                        self.now = self.cx.waiter.wait_until(t, &stop);
+                        let lanes = &self.cx.lanes;
+                        self.now = self.cx.waiter.wait_until(t, &|| lanes.stopped());
                         if self.cx.lanes.stopped() {
                             return;
                         }
