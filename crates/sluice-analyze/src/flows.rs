@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct FlowKey {
     pub src: IpAddr,
     pub dst: IpAddr,
@@ -30,13 +30,8 @@ pub struct FlowKey {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FlowRecord {
-    pub src: IpAddr,
-    pub dst: IpAddr,
-    pub sport: u16,
-    pub dport: u16,
-    pub proto: u8,
-    pub tos: u8,
-    pub interface: u32,
+    #[serde(flatten)]
+    pub key: FlowKey,
     /// Capture timestamps of the first and last packet, ns since the epoch.
     pub first_ns: u64,
     pub last_ns: u64,
@@ -142,13 +137,7 @@ pub fn collect_flows(capture: &Path, t: Timeouts) -> Result<Vec<FlowRecord>, Ana
         active.insert(
             key,
             FlowRecord {
-                src: key.src,
-                dst: key.dst,
-                sport: key.sport,
-                dport: key.dport,
-                proto: key.proto,
-                tos: key.tos,
-                interface: key.interface,
+                key,
                 first_ns: ts,
                 last_ns: ts,
                 packets: 1,
@@ -157,7 +146,7 @@ pub fn collect_flows(capture: &Path, t: Timeouts) -> Result<Vec<FlowRecord>, Ana
         );
     }
     done.extend(active.into_values());
-    done.sort_by_key(|a| (a.first_ns, a.src, a.sport));
+    done.sort_by_key(|a| (a.first_ns, a.key.src, a.key.sport));
     Ok(done)
 }
 

@@ -4,9 +4,11 @@
 //! seeded mutation loop over archives and CSVs (no panic, no hang).
 
 use std::fs;
+mod support;
 use std::io::{self, Cursor, Read};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use support::{Rng, Trickle};
 
 use sluice_capture::archive::{
     convert_csv, convert_csv_from, decode_micros, dump, dump_reader, split_record, ArchiveError,
@@ -341,35 +343,6 @@ fn convert_refuses_to_overwrite_its_input_and_cleans_up() {
 }
 
 // ---- seeded mutations -------------------------------------------------
-
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-/// Hands out at most `chunk` bytes per `read`.
-struct Trickle {
-    data: Cursor<Vec<u8>>,
-    chunk: usize,
-}
-
-impl Read for Trickle {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let n = out.len().min(self.chunk);
-        self.data.read(&mut out[..n])
-    }
-}
 
 /// Flips, sets, cuts, deletes and duplicates bytes, mostly at `marks`.
 fn mutate(rng: &mut Rng, orig: &[u8], marks: &[usize]) -> Vec<u8> {

@@ -5,10 +5,12 @@
 //! must never panic, must end (packets <= bytes / 16 + 1), must not hand out
 //! more packet bytes than the input has, and after an error must repeat it.
 
+mod support;
 use std::io::{self, Cursor, Read};
 use std::mem::discriminant;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
+use support::{Rng, Trickle};
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -22,35 +24,6 @@ const MAX_FILE: u64 = 100 * 1024;
 const BYTES_PER_FILE: usize = 3_000_000;
 const MIN_MUTANTS: usize = 200;
 const MAX_MUTANTS: usize = 3_000;
-
-/// splitmix64: small, seedable, good enough for picking mutations.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-/// A reader that hands out at most `chunk` bytes per call.
-struct Trickle {
-    data: Cursor<Vec<u8>>,
-    chunk: usize,
-}
-
-impl Read for Trickle {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let n = out.len().min(self.chunk);
-        self.data.read(&mut out[..n])
-    }
-}
 
 /// Record/block start offsets of the original file: mutations aimed here
 /// hit length and type fields instead of payload.

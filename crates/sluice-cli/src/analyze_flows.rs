@@ -65,10 +65,11 @@ fn key_of_flow(f: &Flow) -> Key {
 }
 
 fn key_of_record(r: &FlowRecord) -> Key {
-    if r.proto == 1 || r.proto == 58 {
-        (r.src, r.dst, 0, 0, r.proto)
+    let k = &r.key;
+    if k.proto == 1 || k.proto == 58 {
+        (k.src, k.dst, 0, 0, k.proto)
     } else {
-        (r.src, r.dst, r.sport, r.dport, r.proto)
+        (k.src, k.dst, k.sport, k.dport, k.proto)
     }
 }
 
@@ -89,12 +90,7 @@ fn errors(mut v: Vec<u64>) -> Errors {
 
 /// IP bytes the session says a flow has, if it fixes them.
 fn expected_bytes(f: &Flow) -> Option<u64> {
-    let header = match f.proto {
-        Proto::Udp4 | Proto::Icmp4 => 28,
-        Proto::Tcp4 => 40,
-        Proto::Udp6 | Proto::Icmp6 => 48,
-        Proto::Tcp6 => 60,
-    };
+    let header = f.proto.header_len() as u64;
     if f.payload_total != sluice_source::flows::expand::NO_TOTAL {
         return Some(f.payload_total + header * f.packets);
     }
@@ -142,11 +138,11 @@ fn compare(records: &[FlowRecord], expected: Vec<Flow>) -> Comparison {
         {
             examples.push(format!(
                 "{} {}:{} -> {}:{}: {} packets / {} bytes collected, {} / {:?} planned",
-                r.proto,
-                r.src,
-                r.sport,
-                r.dst,
-                r.dport,
+                r.key.proto,
+                r.key.src,
+                r.key.sport,
+                r.key.dst,
+                r.key.dport,
                 r.packets,
                 r.bytes,
                 f.packets,
@@ -199,14 +195,15 @@ pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
     }
     println!("{} flows in {}", records.len(), a.capture.display());
     for r in records.iter().take(20) {
+        let k = &r.key;
         println!(
             "  proto {:>3} {}:{} -> {}:{} tos {} packets {} bytes {} duration {:.6} s",
-            r.proto,
-            r.src,
-            r.sport,
-            r.dst,
-            r.dport,
-            r.tos,
+            k.proto,
+            k.src,
+            k.sport,
+            k.dst,
+            k.dport,
+            k.tos,
             r.packets,
             r.bytes,
             (r.last_ns - r.first_ns) as f64 / 1e9

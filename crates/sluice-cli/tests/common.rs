@@ -103,3 +103,19 @@ pub fn run_to_pcap(cmd: &[&str], out: &Path, extra: &[&str]) -> Output {
     args.extend_from_slice(extra);
     run(&args)
 }
+
+/// Writes `csv` to `DIR/NAME.csv` and converts it with `sluice series
+/// convert` into `DIR/NAME.arc`, which it returns.
+pub fn convert_csv(dir: &Path, name: &str, csv: &str) -> PathBuf {
+    let src = dir.join(format!("{name}.csv"));
+    std::fs::write(&src, csv).unwrap();
+    let arc = dir.join(format!("{name}.arc"));
+    let o = run(&[
+        "series",
+        "convert",
+        src.to_str().unwrap(),
+        arc.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    arc
+}

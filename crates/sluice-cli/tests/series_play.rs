@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// A CSV of `count` records round-robin over `devices`, `gap_us` apart
 /// (wrapping past the hour and the year), with values of growing length.
-fn write_csv(path: &Path, devices: usize, count: usize, gap_us: u64) {
+fn csv_text(devices: usize, count: usize, gap_us: u64) -> String {
     let mut s = String::from("timestamp,device_id,value\n");
     // 2023-12-31T23:59:59.5Z as µs within the day.
     let mut t = (23 * 3600 + 59 * 60 + 59) * 1_000_000 + 500_000u64;
@@ -33,21 +33,11 @@ fn write_csv(path: &Path, devices: usize, count: usize, gap_us: u64) {
         ));
         t += gap_us;
     }
-    std::fs::write(path, s).unwrap();
+    s
 }
 
 fn archive(d: &Path, devices: usize, count: usize, gap_us: u64) -> PathBuf {
-    let csv = d.join("in.csv");
-    write_csv(&csv, devices, count, gap_us);
-    let arc = d.join("in.arc");
-    let o = run(&[
-        "series",
-        "convert",
-        csv.to_str().unwrap(),
-        arc.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    arc
+    convert_csv(d, "in", &csv_text(devices, count, gap_us))
 }
 
 fn play(arc: &Path, out: &Path, extra: &[&str]) -> (std::process::Output, serde_json::Value) {
@@ -222,7 +212,6 @@ fn long_records_are_fragmented_and_tshark_reassembles_them() {
         return;
     }
     let d = tmpdir("series-frag");
-    let csv = d.join("big.csv");
     let mut s = String::from("timestamp,device_id,value\n");
     for i in 0..20 {
         s.push_str(&format!(
@@ -231,16 +220,7 @@ fn long_records_are_fragmented_and_tshark_reassembles_them() {
             "x".repeat(1000 + i * 400)
         ));
     }
-    std::fs::write(&csv, s).unwrap();
-    let arc = d.join("big.arc");
-    assert!(run(&[
-        "series",
-        "convert",
-        csv.to_str().unwrap(),
-        arc.to_str().unwrap()
-    ])
-    .status
-    .success());
+    let arc = convert_csv(&d, "big", &s);
     let out = d.join("out.pcap");
     let (o, s) = play(&arc, &out, &["--mtu", "1500"]);
     assert!(o.status.success(), "{}", stderr(&o));

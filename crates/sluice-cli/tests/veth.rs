@@ -290,17 +290,7 @@ fn series_archive(d: &Path, per: usize, size: usize) -> std::path::PathBuf {
             "v".repeat(size)
         ));
     }
-    let csv = d.join("in.csv");
-    std::fs::write(&csv, s).unwrap();
-    let arc = d.join("in.arc");
-    let o = run(&[
-        "series",
-        "convert",
-        csv.to_str().unwrap(),
-        arc.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    arc
+    convert_csv(d, "in", &s)
 }
 
 /// (source port, payload) of every datagram the receiver got.

@@ -118,19 +118,7 @@ impl Stamp {
         if s.i != text.len() {
             return Err(s.fail("the end of the timestamp"));
         }
-        // Four digits for the year, two for the others: the casts are exact.
-        let stamp = Stamp {
-            year: year as u16,
-            month: month as u8,
-            day: day as u8,
-            hour: hour as u8,
-            minute: minute as u8,
-            second: second as u8,
-            micros,
-            tz_minutes,
-        };
-        stamp.validate()?;
-        Ok(stamp)
+        Stamp::from_parts([year, month, day, hour, minute, second], micros, tz_minutes)
     }
 
     /// `YYYY-MM-DDThh:mm:ss.ssssss` and `Z` for offset 0, else `±hh:mm`

@@ -158,6 +158,18 @@ impl Stamp {
         // All values below fit their types: at most two BCD digits each,
         // four for the year, six for the fraction, 899 for the offset.
         let tz = (tz_h * 60 + tz_m) as i16;
+        let tz_minutes = if b[10] & 0x80 != 0 { -tz } else { tz };
+        Stamp::from_parts([year, month, day, hour, minute, second], micros, tz_minutes)
+    }
+
+    /// A validated stamp from parsed fields: year, month, day, hour, minute,
+    /// second (at most four digits for the year and two for the others, so
+    /// the narrowing casts are exact).
+    pub(crate) fn from_parts(
+        [year, month, day, hour, minute, second]: [u32; 6],
+        micros: u32,
+        tz_minutes: i16,
+    ) -> Result<Stamp, StampError> {
         let stamp = Stamp {
             year: year as u16,
             month: month as u8,
@@ -166,7 +178,7 @@ impl Stamp {
             minute: minute as u8,
             second: second as u8,
             micros,
-            tz_minutes: if b[10] & 0x80 != 0 { -tz } else { tz },
+            tz_minutes,
         };
         stamp.validate()?;
         Ok(stamp)

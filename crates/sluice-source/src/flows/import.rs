@@ -10,6 +10,7 @@
 //! protocols other than TCP, UDP, ICMP and ICMPv6 are skipped and counted.
 //! ICMP records become echo requests (identifier = source port).
 
+use super::session::Proto;
 use sluice_capture::archive::Stamp;
 use std::fmt::Write as _;
 use std::net::IpAddr;
@@ -138,13 +139,13 @@ pub fn import_csv(name: &str, text: &str) -> Result<(String, ImportStats), Strin
                 r.line
             ));
         }
-        let (proto, l4) = match (r.pr.as_str(), v6) {
-            ("TCP" | "6", false) => ("tcp4", 20),
-            ("TCP" | "6", true) => ("tcp6", 20),
-            ("UDP" | "17", false) => ("udp4", 8),
-            ("UDP" | "17", true) => ("udp6", 8),
-            ("ICMP" | "1", false) => ("icmp4", 8),
-            ("ICMP6" | "ICMPV6" | "58", true) | ("ICMP", true) => ("icmp6", 8),
+        let proto = match (r.pr.as_str(), v6) {
+            ("TCP" | "6", false) => Proto::Tcp4,
+            ("TCP" | "6", true) => Proto::Tcp6,
+            ("UDP" | "17", false) => Proto::Udp4,
+            ("UDP" | "17", true) => Proto::Udp6,
+            ("ICMP" | "1", false) => Proto::Icmp4,
+            ("ICMP6" | "ICMPV6" | "58", true) | ("ICMP", true) => Proto::Icmp6,
             _ => {
                 stats.skipped_protocol += 1;
                 continue;
@@ -154,7 +155,7 @@ pub fn import_csv(name: &str, text: &str) -> Result<(String, ImportStats), Strin
             stats.skipped_protocol += 1;
             continue;
         }
-        let headers = (if v6 { 40 } else { 20 } + l4) as u64;
+        let headers = proto.header_len() as u64;
         let mut bytes = r.ibyt;
         if bytes < headers * r.ipkt {
             stats.short_bytes += 1;
@@ -163,8 +164,8 @@ pub fn import_csv(name: &str, text: &str) -> Result<(String, ImportStats), Strin
         let start_ns = (r.ts_us - t0) as u64 * 1000;
         let _ = write!(
             out,
-            "  - {{proto: {proto}, src: '{}', dst: '{}', sport: {}, dport: {}, start: {start_ns}, packets: {}, bytes: {bytes}",
-            r.sa, r.da, r.sp, r.dp, r.ipkt
+            "  - {{proto: {}, src: '{}', dst: '{}', sport: {}, dport: {}, start: {start_ns}, packets: {}, bytes: {bytes}",
+            proto.name(), r.sa, r.da, r.sp, r.dp, r.ipkt
         );
         if r.ipkt > 1 {
             match r.td_s {

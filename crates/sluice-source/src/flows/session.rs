@@ -104,6 +104,25 @@ impl Proto {
     pub fn v6(self) -> bool {
         matches!(self, Proto::Udp6 | Proto::Tcp6 | Proto::Icmp6)
     }
+    /// The session-file spelling (`tcp4`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Udp4 => "udp4",
+            Proto::Udp6 => "udp6",
+            Proto::Tcp4 => "tcp4",
+            Proto::Tcp6 => "tcp6",
+            Proto::Icmp4 => "icmp4",
+            Proto::Icmp6 => "icmp6",
+        }
+    }
+    /// IP + L4 header bytes of every packet.
+    pub fn header_len(self) -> usize {
+        (if self.v6() { 40 } else { 20 })
+            + match self.l4() {
+                FlowProto::Tcp => 20,
+                _ => 8,
+            }
+    }
 }
 
 /// A time: integer nanoseconds or a duration string (`1.5ms`).
@@ -329,11 +348,7 @@ impl FlowEntry {
 
     /// IP + L4 header bytes of every packet.
     pub fn header_len(&self) -> usize {
-        (if self.proto.v6() { 40 } else { 20 })
-            + match self.proto.l4() {
-                FlowProto::Tcp => 20,
-                _ => 8,
-            }
+        self.proto.header_len()
     }
 
     /// Gap between packets in ns (FLOR eq. 5.1), 0 for one-packet flows.
