@@ -58,9 +58,9 @@ fn key_of_flow(f: &Flow) -> Key {
         Proto::Icmp6 => (58, true),
     };
     if icmp {
-        (f.src, f.dst, 0, 0, proto)
+        (f.src_ip(), f.dst_ip(), 0, 0, proto)
     } else {
-        (f.src, f.dst, f.sport, f.dport, proto)
+        (f.src_ip(), f.dst_ip(), f.sport, f.dport, proto)
     }
 }
 

@@ -14,13 +14,40 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 /// `Flow::payload_total` when the session gives no byte total.
 pub const NO_TOTAL: u64 = u64::MAX;
 
+/// An IPv4 or IPv6 address in 16 bytes (IPv4 in the IPv4-mapped form),
+/// where an `IpAddr` takes 17: it keeps an active flow within 104 bytes.
+/// The flow's protocol says which family it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Addr([u8; 16]);
+
+impl From<IpAddr> for Addr {
+    fn from(ip: IpAddr) -> Self {
+        Addr(match ip {
+            IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+            IpAddr::V6(v6) => v6.octets(),
+        })
+    }
+}
+
+impl Addr {
+    #[inline]
+    pub fn ip(self, v6: bool) -> IpAddr {
+        if v6 {
+            IpAddr::V6(Ipv6Addr::from(self.0))
+        } else {
+            let [.., a, b, c, d] = self.0;
+            IpAddr::V4(Ipv4Addr::new(a, b, c, d))
+        }
+    }
+}
+
 /// One concrete flow.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Flow {
     pub id: u32,
     pub proto: Proto,
-    pub src: IpAddr,
-    pub dst: IpAddr,
+    pub src: Addr,
+    pub dst: Addr,
     pub sport: u16,
     pub dport: u16,
     pub start: Nanos,
@@ -29,8 +56,8 @@ pub struct Flow {
     pub gap_ns: f64,
     /// Payload length bounds, drawn uniformly per packet.
     pub payload: (u16, u16),
-    /// Index into the session's prefix table.
-    pub prefix: u32,
+    /// Index into the session's prefix table (distinct prefixes).
+    pub prefix: u16,
     /// Exact total payload bytes, spread over the packets (first ones get
     /// the remainder), instead of `payload`; [`NO_TOTAL`] when not set (a
     /// sentinel, not an Option: it keeps an active flow within 128 bytes).
@@ -39,13 +66,23 @@ pub struct Flow {
     pub reverse: bool,
 }
 
+impl Flow {
+    pub fn src_ip(&self) -> IpAddr {
+        self.src.ip(self.proto.v6())
+    }
+
+    pub fn dst_ip(&self) -> IpAddr {
+        self.dst.ip(self.proto.v6())
+    }
+}
+
 struct EntryState {
     entry: FlowEntry,
     count: u64,
     period: u64,
     next: u64,
     rng: SmallRng,
-    prefix: u32,
+    prefix: u16,
 }
 
 pub struct Expander {
@@ -60,13 +97,24 @@ pub struct Expander {
 impl Expander {
     pub fn new(session: &Session, seed: u64) -> Result<Self, String> {
         let mut prefixes = vec![Vec::new()];
+        let mut index = std::collections::HashMap::new();
         let mut entries = Vec::with_capacity(session.flows.len());
         let mut heap = BinaryHeap::new();
         for (i, e) in session.flows.iter().enumerate() {
             let prefix = match &e.prefix {
                 Some(p) => {
-                    prefixes.push(p.bytes()?);
-                    (prefixes.len() - 1) as u32
+                    let bytes = p.bytes()?;
+                    match index.get(&bytes) {
+                        Some(&k) => k,
+                        None => {
+                            let k = u16::try_from(prefixes.len()).map_err(|_| {
+                                format!("flow {i}: more than 65 535 distinct payload prefixes in one session")
+                            })?;
+                            index.insert(bytes.clone(), k);
+                            prefixes.push(bytes);
+                            k
+                        }
+                    }
                 }
                 None => 0,
             };
@@ -136,8 +184,8 @@ impl Expander {
         let flow = Flow {
             id: self.next_id,
             proto: e.proto,
-            src,
-            dst,
+            src: src.into(),
+            dst: dst.into(),
             sport,
             dport,
             start,
@@ -237,8 +285,8 @@ mod tests {
         let flows: Vec<Flow> = Expander::new(&s, 1).unwrap().collect();
         let starts: Vec<u64> = flows.iter().map(|f| f.start.0 / 1_000_000).collect();
         assert_eq!(starts, vec![5, 12, 12, 15, 25]);
-        assert_eq!(flows[0].src, "10.0.0.1".parse::<IpAddr>().unwrap());
-        assert_eq!(flows[3].src, "10.0.0.2".parse::<IpAddr>().unwrap());
+        assert_eq!(flows[0].src_ip(), "10.0.0.1".parse::<IpAddr>().unwrap());
+        assert_eq!(flows[3].src_ip(), "10.0.0.2".parse::<IpAddr>().unwrap());
         assert_eq!((flows[3].sport, flows[4].sport), (102, 104));
         assert!(flows[2].reverse && flows[2].src == flows[1].dst && flows[2].sport == 2);
         let ids: Vec<u32> = flows.iter().map(|f| f.id).collect();
@@ -257,7 +305,7 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, Expander::new(&s, 8).unwrap().collect::<Vec<_>>());
         for f in &a {
-            let IpAddr::V6(v) = f.src else { panic!() };
+            let IpAddr::V6(v) = f.src_ip() else { panic!() };
             assert_eq!(v.segments()[..3], [0x2001, 0xdb8, 1]);
             assert!((1000..=1009).contains(&f.sport));
             assert!((1e9 / 4.0..=1e9 / 2.0).contains(&f.gap_ns));

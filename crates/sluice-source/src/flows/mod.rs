@@ -3,6 +3,7 @@
 //! start order ([`expand`]), and the calendar-planned source that builds
 //! every packet ([`source`]).
 
+pub mod calendar;
 pub mod dtree;
 pub mod expand;
 pub mod import;

@@ -9,6 +9,7 @@
 //! Active flows are kept compact (~100 bytes each, heap entry included);
 //! their headers are written from a per-flow template built at each packet.
 
+use super::calendar::Calendar;
 use super::dtree::DistributionTree;
 use super::expand::{Expander, Flow, NO_TOTAL};
 use super::session::Session;
@@ -16,8 +17,6 @@ use crate::spread::Spreader;
 use crate::{Fill, ReplayCounters, SourceError};
 use sluice_core::{Batch, Nanos};
 use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, MacAddr, PacketFields};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::path::Path;
 
 /// A partial batch is handed over once it spans more than this.
@@ -79,7 +78,7 @@ fn splitmix(state: &mut u64) -> u64 {
 pub struct FlowSource {
     cfg: FlowConfig,
     expander: Expander,
-    calendar: BinaryHeap<Reverse<(u64, u32)>>,
+    calendar: Calendar,
     slots: Vec<Option<Active>>,
     free: Vec<u32>,
     spread: Spreader,
@@ -117,7 +116,7 @@ impl FlowSource {
             spread: Spreader::new(cfg.threads.max(1)),
             cfg,
             expander,
-            calendar: BinaryHeap::new(),
+            calendar: Calendar::new(),
             slots: Vec::new(),
             free: Vec::new(),
             counters: ReplayCounters::default(),
@@ -171,7 +170,7 @@ impl FlowSource {
             // The calendar: every flow under the calendar planner; under the
             // stochastic one, FLOR's slow packet scheduler (< 1 pps, or a
             // single packet).
-            self.calendar.push(Reverse((due, slot)));
+            self.calendar.push(due, slot);
         }
         self.flows_started += 1;
         self.active += 1;
@@ -205,8 +204,8 @@ impl FlowSource {
                 self.cfg.src_mac,
                 self.cfg.dst_mac,
                 FlowEnds {
-                    src: f.src,
-                    dst: f.dst,
+                    src: f.src_ip(),
+                    dst: f.dst_ip(),
                     sport: f.sport,
                     dport: f.dport,
                 },
@@ -263,7 +262,7 @@ impl crate::Source for FlowSource {
                 self.done = true;
                 continue;
             }
-            let next_cal = self.calendar.peek().map(|Reverse((t, _))| *t);
+            let next_cal = self.calendar.peek_due();
             let next_fast = (!self.tree.is_empty()).then_some(self.fast_next as u64);
             let next_packet = match (next_cal, next_fast) {
                 (Some(c), Some(f)) => Some(c.min(f)),
@@ -305,24 +304,16 @@ impl crate::Source for FlowSource {
                 }
                 due
             } else {
-                let Some(&Reverse((due, slot))) = self.calendar.peek() else {
-                    continue;
-                };
-                if self.cfg.max_due.is_some_and(|m| due > m.0) {
+                if next_cal.zip(self.cfg.max_due).is_some_and(|(c, m)| c > m.0) {
                     self.done = true;
                     continue;
                 }
-                // The flow's next packet replaces it at the top of the heap:
-                // one sift-down instead of a pop and a push.
-                match self.emit(slot, due, batches) {
-                    Some(next) => {
-                        if let Some(mut top) = self.calendar.peek_mut() {
-                            *top = Reverse((next, slot));
-                        }
-                    }
-                    None => {
-                        self.calendar.pop();
-                    }
+                let Some(e) = self.calendar.pop() else {
+                    continue;
+                };
+                let (due, slot) = (e.due, e.slot);
+                if let Some(next) = self.emit(slot, due, batches) {
+                    self.calendar.push(next, slot);
                 }
                 due
             };
@@ -358,9 +349,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_active_flow_with_its_calendar_entry_fits_in_128_bytes() {
-        let per_flow =
-            std::mem::size_of::<Option<Active>>() + std::mem::size_of::<Reverse<(u64, u32)>>();
-        assert!(per_flow <= 128, "{per_flow} bytes");
+    fn an_active_flow_with_its_calendar_entry_fits_in_116_bytes() {
+        let per_flow = std::mem::size_of::<Option<Active>>()
+            + std::mem::size_of::<super::super::calendar::Entry>();
+        assert!(per_flow <= 116, "{per_flow} bytes");
     }
 }
