@@ -58,11 +58,6 @@ impl Chunks {
     }
 
     #[inline]
-    fn len(&self) -> usize {
-        self.full.iter().map(Vec::len).sum::<usize>() + self.tail.len() - self.head
-    }
-
-    #[inline]
     fn push(&mut self, e: Entry, pool: &mut Vec<Vec<Entry>>) {
         if self.tail.len() == self.tail.capacity() {
             self.next_chunk(pool);
@@ -195,6 +190,11 @@ impl Calendar {
     pub fn push(&mut self, due: u64, slot: u32) {
         let due = due.max(self.taken);
         let e = Entry { due, slot };
+        if self.len == 0 {
+            // Nothing to keep in order: `last` moves to this time (one
+            // flow never touches the buckets).
+            self.last = due;
+        }
         self.len += 1;
         if due > self.last {
             self.bucket_push(e);
@@ -256,22 +256,26 @@ impl Calendar {
 
     /// Refills the empty run and FIFO from the lowest non-empty bucket and
     /// moves `last` on. False when the calendar is empty.
-    #[cold]
+    #[inline(never)]
     fn refill(&mut self) -> bool {
         let Some(i) = self.lowest() else {
             return false;
         };
-        let mut from = std::mem::take(&mut self.buckets[i]);
         self.occupied[i / 64] &= !(1 << (i % 64));
         let min = std::mem::replace(&mut self.mins[i], u64::MAX);
-        let small = from.full.is_empty() && from.len() <= SORT_MAX;
-        if small {
-            // Any time in bucket i can become `last`: the other buckets
-            // differ from all of them in a higher digit, or in a higher
-            // value of the same digit, as they did from the old `last`.
+        let b = &mut self.buckets[i];
+        if b.full.is_empty() && b.tail.len() - b.head <= SORT_MAX {
+            // Small: sorted in place of the run. Any time in bucket i can
+            // become `last`: the other buckets differ from all of them in
+            // a higher digit, or in a higher value of the same digit, as
+            // they did from the old `last`.
             let mut sorted = std::mem::take(&mut self.scratch);
-            from.drain(&mut self.pool, |e, _| sorted.push(e));
-            sorted.sort_by_key(|e| e.due); // stable: ties keep their order
+            sorted.extend_from_slice(&b.tail[b.head..]);
+            b.tail.clear();
+            b.head = 0;
+            if sorted.len() > 1 {
+                sorted.sort_by_key(|e| e.due); // stable: ties keep their order
+            }
             self.last = sorted.last().map_or(min, |e| e.due);
             for e in sorted.drain(..) {
                 if e.due < self.last {
@@ -284,6 +288,7 @@ impl Calendar {
         } else {
             // Spread over the lower digits; every entry lands below i, as
             // it shares the digits that name bucket i with the new `last`.
+            let mut from = std::mem::take(&mut self.buckets[i]);
             self.last = min;
             let mut now = std::mem::take(&mut self.now);
             let (buckets, occupied, mins) = (&mut self.buckets, &mut self.occupied, &mut self.mins);
