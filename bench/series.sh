@@ -86,19 +86,25 @@ drift() {
   arc d5m5x100.arc 5000000 5 100
   arc d5m2.arc 5000000 2.5 2
   arc d1m2.arc 1000000 2 1
-  say "set                      T_d  null_1tx  null_2tx  veth_1tx  veth_%"
+  say "(_pre: --preload, the archive read and indexed before the clock starts, so only the TX threads run while sending)"
+  say "set                      T_d  null_1tx  null_2tx  null_2tx_pre  veth_1tx  veth_%  veth_1tx_pre  veth_pre_%"
   for set in "d1m1.arc 1M/1s/1" "d5m5.arc 5M/5s/1" "d5m5x100.arc 5M/5s/100" "d5m2.arc 5M/2.5s/2" "d1m2.arc 1M/2s/1(500k/s)"; do
     local f=${set%% *} label=${set#* }
     for td in 0 5 10 20 25; do
       play "$f" null "$work/dn1.json" --drift "${td}us"
       play "$f" null "$work/dn2.json" --drift "${td}us" --threads 2
+      play "$f" null "$work/dn2p.json" --drift "${td}us" --threads 2 --preload
       play "$f" afpacket:va "$work/dv.json" --drift "${td}us"
-      local dn1 dn2 dv tot
+      play "$f" afpacket:va "$work/dvp.json" --drift "${td}us" --preload
+      local dn1 dn2 dn2p dv dvp pct pctp
       dn1=$(json "$work/dn1.json" "['dropped']")
       dn2=$(json "$work/dn2.json" "['dropped']")
+      dn2p=$(json "$work/dn2p.json" "['dropped']")
       dv=$(json "$work/dv.json" "['dropped']")
-      tot=$(( dv + $(json "$work/dv.json" "['packets']") ))
-      say "$(printf '%-24s %3s  %8s  %8s  %8s  %7s' "$label" "$td" "$dn1" "$dn2" "$dv" "$(python3 -c "print(f'{100*$dv/$tot:.3f}')")")"
+      dvp=$(json "$work/dvp.json" "['dropped']")
+      pct=$(python3 -c "print(f'{100*$dv/($dv+$(json "$work/dv.json" "['packets']")):.3f}')")
+      pctp=$(python3 -c "print(f'{100*$dvp/($dvp+$(json "$work/dvp.json" "['packets']")):.3f}')")
+      say "$(printf '%-24s %3s  %8s  %8s  %12s  %8s  %6s  %12s  %10s' "$label" "$td" "$dn1" "$dn2" "$dn2p" "$dv" "$pct" "$dvp" "$pctp")"
     done
   done
 }

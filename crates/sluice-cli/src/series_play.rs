@@ -115,6 +115,14 @@ pub struct PlayArgs {
     /// In-order MPMC queues (at most min(workers, threads)).
     #[arg(long, default_value = "1")]
     pub queues: usize,
+    /// Read and index the whole archive before the clock starts: while
+    /// sending, only the TX threads run. Falls back to streaming, with a
+    /// warning, if it needs more than half of the available memory.
+    #[arg(long)]
+    pub preload: bool,
+    /// Memory budget of --preload in bytes (default: half of MemAvailable).
+    #[arg(long, value_parser = count, hide = true)]
+    pub preload_max: Option<u64>,
 
     #[command(flatten)]
     pub run: RunOpts,
@@ -173,6 +181,8 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         src_mac: a.src_mac,
         dst_mac: a.dst_mac,
         seed: a.seed,
+        preload: a.preload,
+        preload_budget: a.preload_max,
         limit: a.limit,
         ..SeriesConfig::new(a.archive.clone(), flows)
     };

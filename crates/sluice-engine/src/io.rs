@@ -308,7 +308,7 @@ fn repeat(
 }
 
 /// Half of the memory the kernel says is available.
-fn default_preload_budget() -> u64 {
+pub(crate) fn default_preload_budget() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {

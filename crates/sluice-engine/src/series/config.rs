@@ -38,6 +38,12 @@ pub struct SeriesConfig {
     pub seed: u64,
     /// Stop after this many records (copies counted).
     pub limit: Option<u64>,
+    /// Read and index the whole archive before the clock starts, so that
+    /// only the TX threads run while sending (falls back to streaming,
+    /// with a warning, over `preload_budget`).
+    pub preload: bool,
+    /// Bytes a preloaded archive may take; None = half of MemAvailable.
+    pub preload_budget: Option<u64>,
 }
 
 impl SeriesConfig {
@@ -59,6 +65,8 @@ impl SeriesConfig {
             ttl: 64,
             seed: 1,
             limit: None,
+            preload: false,
+            preload_budget: None,
         }
     }
 }

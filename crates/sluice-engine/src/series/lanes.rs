@@ -48,14 +48,23 @@ pub(crate) struct Lanes {
 }
 
 impl Lanes {
-    pub fn new(queues: usize, workers: usize, limit: Option<u64>, stop: Arc<AtomicBool>) -> Self {
+    /// `chunks`: capacity of each in-order queue; `ooo`: of the
+    /// out-of-order queue.
+    pub fn new(
+        queues: usize,
+        workers: usize,
+        chunks: usize,
+        ooo: usize,
+        limit: Option<u64>,
+        stop: Arc<AtomicBool>,
+    ) -> Self {
         let producers = (0..queues)
             .map(|q| AtomicUsize::new((0..workers).filter(|w| w % queues == q).count()))
             .collect();
         Lanes {
-            queues: (0..queues).map(|_| ArrayQueue::new(QUEUE_CHUNKS)).collect(),
+            queues: (0..queues).map(|_| ArrayQueue::new(chunks)).collect(),
             producers,
-            ooo: ArrayQueue::new(OOO_ENTRIES),
+            ooo: ArrayQueue::new(ooo),
             workers_left: AtomicUsize::new(workers),
             spare: ArrayQueue::new(queues * QUEUE_CHUNKS + 64),
             admitted: AtomicU64::new(0),

@@ -29,7 +29,8 @@ use sluice_core::{Clock, MonoTime, MonotonicClock, Nanos, VirtualClock};
 use sluice_pace::Pacer;
 use sluice_sink::Sink;
 use sluice_source::series::{
-    device_name, first_timestamp, ArchiveChunker, DeviceTable, Indexer, SeriesError,
+    device_name, first_timestamp, ArchiveChunker, DeviceCount, DeviceTable, Entry, Indexer,
+    SeriesError, HEADER_LEN,
 };
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
@@ -62,7 +63,30 @@ pub fn run_series(
         ..cfg
     });
     let table = Arc::new(Mutex::new(DeviceTable::new(cfg.devices)));
-    let lanes = Arc::new(Lanes::new(queues, workers, cfg.limit, ecfg.stop.clone()));
+    let mut warnings = Vec::new();
+    let preload = cfg.preload && fits_in_memory(&cfg, &mut warnings);
+    let (chunks, ooo_entries) = if preload {
+        // Room for every entry the archive can give (queues hold chunks).
+        let entries = entries_at_most(&cfg);
+        (
+            usize::try_from(entries / lanes::CHUNK as u64).unwrap_or(usize::MAX) + workers + 1,
+            // Twice the expected share, at least 1024; if it fills up, the
+            // rest streams.
+            cfg.ooo.map_or(1, |o| {
+                (entries as f64 * (2.0 * o.prob).min(1.0)) as usize + 1024
+            }),
+        )
+    } else {
+        (lanes::QUEUE_CHUNKS, lanes::OOO_ENTRIES)
+    };
+    let lanes = Arc::new(Lanes::new(
+        queues,
+        workers,
+        chunks,
+        ooo_entries,
+        cfg.limit,
+        ecfg.stop.clone(),
+    ));
     if !ecfg.cpus.is_empty() {
         let _ = sluice_sink::os::avoid_cpus(&ecfg.cpus);
     }
@@ -91,17 +115,40 @@ pub fn run_series(
     }
     drop(back_tx);
     let stop = ecfg.stop.clone();
+    let starved = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let io_starved = starved.clone();
     let buffer_size = cfg.buffer_size;
     let io = thread::Builder::new()
         .name("sluice-io".into())
-        .spawn(move || io::run(chunker, to_workers, back_rx, buffer_size, stop))
+        .spawn(move || {
+            io::run(
+                chunker,
+                to_workers,
+                back_rx,
+                buffer_size,
+                preload,
+                stop,
+                io_starved,
+            )
+        })
         .map_err(EngineError::Spawn)?;
 
-    // Prefetch lead: the first chunks are queued (or there is nothing more).
+    // Prefetch lead: the first chunks are queued (or there is nothing
+    // more); with preload, every entry is (or a queue is full). Buffers too
+    // small to hold the lead end it too: the IO thread waits for a buffer
+    // back, and the queues stop growing (only the TX threads free them).
+    let mut before = usize::MAX;
     loop {
         let queued: usize = lanes.queues.iter().map(|q| q.len()).sum();
+        let stalled = starved.load(std::sync::atomic::Ordering::Relaxed) && queued == before;
+        before = queued;
         let all_done = worker_handles.iter().all(|h| h.is_finished());
-        if queued >= PRIME_CHUNKS.min(queues * lanes::QUEUE_CHUNKS) || all_done || lanes.stopped() {
+        let primed = if preload {
+            lanes.queues.iter().any(|q| q.is_full()) || lanes.ooo.is_full()
+        } else {
+            queued >= PRIME_CHUNKS.min(queues * lanes::QUEUE_CHUNKS)
+        };
+        if primed || stalled || all_done || lanes.stopped() {
             break;
         }
         thread::sleep(Duration::from_micros(200));
@@ -193,7 +240,6 @@ pub fn run_series(
         return Err(e.into());
     }
     let read = read?;
-    let mut warnings = Vec::new();
     if let Some(t) = read.truncation {
         warnings.push(t);
     }
@@ -215,6 +261,46 @@ pub fn run_series(
         warnings,
         ..Summary::base(sink_names, n, &totals, duration, &total_hist, ecfg.topspeed)
     })
+}
+
+/// Entries the archive can give at most: every record as short as can be,
+/// times the device copies.
+fn entries_at_most(cfg: &SeriesConfig) -> u64 {
+    let size = std::fs::metadata(&cfg.path).map_or(0, |m| m.len());
+    let copies = match cfg.devices {
+        DeviceCount::Multiply(k) => u64::from(k.max(1)),
+        _ => 1,
+    };
+    // The shortest record is a header with no data.
+    let records = (size / HEADER_LEN as u64).saturating_mul(copies);
+    cfg.limit.map_or(records, |l| records.min(l))
+}
+
+/// Whether the archive and its entries fit in the preload budget; if not,
+/// a warning says so and the run streams.
+fn fits_in_memory(cfg: &SeriesConfig, warnings: &mut Vec<String>) -> bool {
+    let size = std::fs::metadata(&cfg.path).map_or(0, |m| m.len());
+    let per_entry = std::mem::size_of::<Entry>() as u64
+        + cfg.ooo.map_or(0, |o| {
+            (std::mem::size_of::<lanes::OooItem>() as f64 * (2.0 * o.prob).min(1.0)) as u64
+        });
+    // Buffers are whole: the last one is allocated in full.
+    let need = size
+        .saturating_add(cfg.buffer_size as u64)
+        .saturating_add(entries_at_most(cfg).saturating_mul(per_entry));
+    let budget = cfg
+        .preload_budget
+        .unwrap_or_else(crate::io::default_preload_budget);
+    if need > budget {
+        warnings.push(format!(
+            "--preload: {} needs up to {} MiB in memory, over the budget of {} MiB; streaming instead",
+            cfg.path.display(),
+            need >> 20,
+            budget >> 20
+        ));
+        return false;
+    }
+    true
 }
 
 /// Per-flow totals over all TX threads, with the flow's device and tuple.

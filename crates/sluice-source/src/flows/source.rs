@@ -1,12 +1,12 @@
 //! The flow source: the flow timer (activates flows at their start), the
-//! calendar packet scheduler (a heap of next-packet times: exact per-flow
-//! inter-packet times, FLOR Appendix D), and the packet builder, filling the
-//! engine's batches.
+//! calendar packet scheduler (a radix heap of next-packet times: exact
+//! per-flow inter-packet times, FLOR Appendix D), and the packet builder,
+//! filling the engine's batches.
 //!
 //! Packet k of a flow is due at `start + k × gap`, computed from k (not by
 //! adding gaps), so long flows do not drift. A new flow goes to the TX
 //! thread with the fewest packets so far and stays there (per-flow order).
-//! Active flows are kept compact (~100 bytes each, heap entry included);
+//! Active flows are kept compact (116 bytes each, calendar entry included);
 //! their headers are written from a per-flow template built at each packet.
 
 use super::calendar::Calendar;
@@ -43,7 +43,7 @@ pub struct FlowConfig {
 /// How the next packet among the active flows is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Planner {
-    /// Exact per-flow times from a heap calendar (FLOR Appendix D).
+    /// Exact per-flow times from a calendar (FLOR Appendix D).
     Calendar,
     /// FLOR's stochastic planning (§5.7): a distribution tree picks the next
     /// flow with probability ∝ intensity, packets leave at the aggregated
