@@ -155,13 +155,26 @@ pub fn import_csv(name: &str, text: &str) -> Result<(String, ImportStats), Strin
             stats.skipped_protocol += 1;
             continue;
         }
-        let headers = proto.header_len() as u64;
+        let at = |what: &str| format!("{name}: line {}: {what}", r.line);
+        let least = (proto.header_len() as u64)
+            .checked_mul(r.ipkt)
+            .ok_or_else(|| {
+                at(&format!(
+                    "{} packets of headers overflow a byte count",
+                    r.ipkt
+                ))
+            })?;
         let mut bytes = r.ibyt;
-        if bytes < headers * r.ipkt {
+        if bytes < least {
             stats.short_bytes += 1;
-            bytes = headers * r.ipkt;
+            bytes = least;
         }
-        let start_ns = (r.ts_us - t0) as u64 * 1000;
+        // Records may span millennia (4-digit years): the start, in ns
+        // after the first record, must still fit 64 bits (584 years).
+        let start_ns = u64::try_from(r.ts_us - t0)
+            .ok()
+            .and_then(|us| us.checked_mul(1000))
+            .ok_or_else(|| at("starts more than 584 years after the first record"))?;
         let _ = write!(
             out,
             "  - {{proto: {}, src: '{}', dst: '{}', sport: {}, dport: {}, start: {start_ns}, packets: {}, bytes: {bytes}",
@@ -186,4 +199,41 @@ pub fn import_csv(name: &str, text: &str) -> Result<(String, ImportStats), Strin
         stats.flows += 1;
     }
     Ok((out, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flows::Session;
+
+    const HEAD: &str = "ts,te,td,sa,da,sp,dp,pr,flg,ipkt,ibyt\n";
+
+    #[test]
+    fn a_record_imports_as_one_flow_that_parses_back() {
+        let text = format!(
+            "{HEAD}2023-02-28T09:46:01Z,2023-02-28T09:46:12Z,11.000,10.0.0.1,10.0.0.2,17000,53,UDP,.,3,330\n"
+        );
+        let (yaml, stats) = import_csv("f.csv", &text).unwrap();
+        assert_eq!((stats.records, stats.flows), (1, 1));
+        let s = Session::parse("f.yaml", &yaml, true).unwrap();
+        assert_eq!(s.flows.len(), 1);
+        assert_eq!(s.flows[0].packets, 3);
+    }
+
+    /// Found by the `text_inputs` fuzz target: these overflowed and panicked.
+    #[test]
+    fn counts_and_times_out_of_range_are_refused_naming_the_line() {
+        let huge = format!(
+            "{HEAD}2023-02-28T09:46:01Z,x,1.0,10.0.0.1,10.0.0.2,1,2,UDP,.,{},100\n",
+            u64::MAX / 3
+        );
+        let e = import_csv("f.csv", &huge).unwrap_err();
+        assert!(e.contains("f.csv: line 2") && e.contains("overflow"), "{e}");
+        let far = format!(
+            "{HEAD}0001-01-01T00:00:00Z,x,1.0,10.0.0.1,10.0.0.2,1,2,UDP,.,2,100\n\
+             9999-01-01T00:00:00Z,x,1.0,10.0.0.1,10.0.0.2,1,2,UDP,.,2,100\n"
+        );
+        let e = import_csv("f.csv", &far).unwrap_err();
+        assert!(e.contains("line 3") && e.contains("584 years"), "{e}");
+    }
 }

@@ -265,10 +265,15 @@ impl Session {
         let yaml = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
+        Self::parse(&name.to_string(), &text, yaml)
+    }
+
+    /// Parses session text (YAML or JSON); errors start with `name`.
+    pub fn parse(name: &str, text: &str, yaml: bool) -> Result<Session, String> {
         let s: Session = if yaml {
-            serde_yaml_ng::from_str(&text).map_err(|e| format!("{name}: {e}"))?
+            serde_yaml_ng::from_str(text).map_err(|e| format!("{name}: {e}"))?
         } else {
-            serde_json::from_str(&text).map_err(|e| format!("{name}: {e}"))?
+            serde_json::from_str(text).map_err(|e| format!("{name}: {e}"))?
         };
         for (i, f) in s.flows.iter().enumerate() {
             f.check().map_err(|e| format!("{name}: flows[{i}]: {e}"))?;

@@ -131,25 +131,30 @@ impl FlowMap {
 
     /// Adds the rules of a mapping file: YAML (`.yaml`/`.yml`) or CSV
     /// (`device_id,src_ip,dst_ip,src_port,dst_port[,proto]`).
-    pub fn load(mut self, path: &Path) -> Result<FlowMap, SeriesError> {
+    pub fn load(self, path: &Path) -> Result<FlowMap, SeriesError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| SeriesError::Io {
             file: file.clone(),
             source: e,
         })?;
-        let bad = |what: String| SeriesError::Mapping {
-            file: file.clone(),
-            what,
-        };
         let yaml = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
+        self.parse(&file, &text, yaml)
+    }
+
+    /// Adds the rules of mapping text (YAML or CSV); errors name `file`.
+    pub fn parse(mut self, file: &str, text: &str, yaml: bool) -> Result<FlowMap, SeriesError> {
+        let bad = |what: String| SeriesError::Mapping {
+            file: file.to_string(),
+            what,
+        };
         let rules: Vec<(String, PartialFlow)> = if yaml {
-            let m: YamlMap = serde_yaml_ng::from_str(&text).map_err(|e| bad(e.to_string()))?;
+            let m: YamlMap = serde_yaml_ng::from_str(text).map_err(|e| bad(e.to_string()))?;
             self.defaults = m.defaults;
             m.devices.into_iter().collect()
         } else {
-            parse_csv(&text).map_err(bad)?
+            parse_csv(text).map_err(bad)?
         };
         for (name, flow) in rules {
             let id = device_id(&name).ok_or_else(|| {
