@@ -140,6 +140,9 @@ pub struct Calendar {
     last: u64,
     /// The time of the last entry taken: no entry is due earlier.
     taken: u64,
+    /// The only entry, while there is just one (one flow, or one at a
+    /// time): it skips the buckets, the FIFO and the run.
+    solo: Option<Entry>,
     len: usize,
     pool: Vec<Vec<Entry>>,
     scratch: Vec<Entry>,
@@ -155,6 +158,7 @@ impl Default for Calendar {
             mins: vec![u64::MAX; BUCKETS],
             last: 0,
             taken: 0,
+            solo: None,
             len: 0,
             pool: Vec::new(),
             scratch: Vec::new(),
@@ -188,11 +192,27 @@ impl Calendar {
     /// taken as that time (it is due at once).
     #[inline]
     pub fn push(&mut self, due: u64, slot: u32) {
-        let due = due.max(self.taken);
-        let e = Entry { due, slot };
+        let e = Entry {
+            due: due.max(self.taken),
+            slot,
+        };
         if self.len == 0 {
-            // Nothing to keep in order: `last` moves to this time (one
-            // flow never touches the buckets).
+            self.solo = Some(e);
+            self.len = 1;
+            return;
+        }
+        if let Some(s) = self.solo.take() {
+            self.len = 0;
+            self.insert(s);
+        }
+        self.insert(e);
+    }
+
+    #[inline]
+    fn insert(&mut self, e: Entry) {
+        let due = e.due;
+        if self.len == 0 {
+            // Nothing to keep in order: `last` moves to this time.
             self.last = due;
         }
         self.len += 1;
@@ -219,6 +239,9 @@ impl Calendar {
     /// move the calendar on: an entry due before it may still be inserted.
     #[inline]
     pub fn peek_due(&self) -> Option<u64> {
+        if let Some(e) = self.solo {
+            return Some(e.due);
+        }
         if let Some(e) = self.run.front() {
             return Some(e.due);
         }
@@ -231,6 +254,11 @@ impl Calendar {
     /// Takes the earliest entry (the first inserted among equal times).
     #[inline]
     pub fn pop(&mut self) -> Option<Entry> {
+        if let Some(e) = self.solo.take() {
+            self.taken = e.due;
+            self.len = 0;
+            return Some(e);
+        }
         let e = match self.run.pop_front() {
             Some(e) => e,
             None => match self.now.pop(&mut self.pool) {
