@@ -10,6 +10,14 @@ mod spread;
 pub use replay::{Fill, RepeatPlan, ReplayConfig, ReplayCounters, ReplaySource, SourceError};
 
 use sluice_core::Batch;
+use std::path::Path;
+
+/// Whether a file is YAML by its name (`.yaml`/`.yml`, any case): sessions
+/// and device mappings are read as YAML or else as JSON or CSV.
+pub(crate) fn is_yaml(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
+}
 
 /// What the engine's IO thread drives: anything that fills batches with
 /// frames and their due times, in time order per TX thread.

@@ -64,21 +64,13 @@ pub fn run_series(
     });
     let table = Arc::new(Mutex::new(DeviceTable::new(cfg.devices)));
     let mut warnings = Vec::new();
-    let preload = cfg.preload && fits_in_memory(&cfg, &mut warnings);
-    let (chunks, ooo_entries) = if preload {
-        // Room for every entry the archive can give (queues hold chunks).
-        let entries = entries_at_most(&cfg);
-        (
-            usize::try_from(entries / lanes::CHUNK as u64).unwrap_or(usize::MAX) + workers + 1,
-            // Twice the expected share, at least 1024; if it fills up, the
-            // rest streams.
-            cfg.ooo.map_or(1, |o| {
-                (entries as f64 * (2.0 * o.prob).min(1.0)) as usize + 1024
-            }),
-        )
+    let capacity = if cfg.preload {
+        preload_capacity(&cfg, workers, &mut warnings)
     } else {
-        (lanes::QUEUE_CHUNKS, lanes::OOO_ENTRIES)
+        None
     };
+    let preload = capacity.is_some();
+    let (chunks, ooo_entries) = capacity.unwrap_or((lanes::QUEUE_CHUNKS, lanes::OOO_ENTRIES));
     let lanes = Arc::new(Lanes::new(
         queues,
         workers,
@@ -263,31 +255,32 @@ pub fn run_series(
     })
 }
 
-/// Entries the archive can give at most: every record as short as can be,
-/// times the device copies.
-fn entries_at_most(cfg: &SeriesConfig) -> u64 {
+/// Queue capacities (in-order chunks, out-of-order entries) that hold every
+/// entry of a preloaded archive, or None, with a warning, when the archive
+/// and its entries do not fit in the preload budget (the run streams).
+fn preload_capacity(
+    cfg: &SeriesConfig,
+    workers: usize,
+    warnings: &mut Vec<String>,
+) -> Option<(usize, usize)> {
     let size = std::fs::metadata(&cfg.path).map_or(0, |m| m.len());
     let copies = match cfg.devices {
         DeviceCount::Multiply(k) => u64::from(k.max(1)),
         _ => 1,
     };
-    // The shortest record is a header with no data.
+    // At most: every record as short as can be (a header with no data),
+    // times the device copies.
     let records = (size / HEADER_LEN as u64).saturating_mul(copies);
-    cfg.limit.map_or(records, |l| records.min(l))
-}
-
-/// Whether the archive and its entries fit in the preload budget; if not,
-/// a warning says so and the run streams.
-fn fits_in_memory(cfg: &SeriesConfig, warnings: &mut Vec<String>) -> bool {
-    let size = std::fs::metadata(&cfg.path).map_or(0, |m| m.len());
+    let entries = cfg.limit.map_or(records, |l| records.min(l));
+    // Out-of-order room: twice the expected share (if it fills up, the
+    // rest streams).
+    let ooo_share = cfg.ooo.map_or(0.0, |o| (2.0 * o.prob).min(1.0));
     let per_entry = std::mem::size_of::<Entry>() as u64
-        + cfg.ooo.map_or(0, |o| {
-            (std::mem::size_of::<lanes::OooItem>() as f64 * (2.0 * o.prob).min(1.0)) as u64
-        });
+        + (std::mem::size_of::<lanes::OooItem>() as f64 * ooo_share) as u64;
     // Buffers are whole: the last one is allocated in full.
     let need = size
         .saturating_add(cfg.buffer_size as u64)
-        .saturating_add(entries_at_most(cfg).saturating_mul(per_entry));
+        .saturating_add(entries.saturating_mul(per_entry));
     let budget = cfg
         .preload_budget
         .unwrap_or_else(crate::io::default_preload_budget);
@@ -298,9 +291,13 @@ fn fits_in_memory(cfg: &SeriesConfig, warnings: &mut Vec<String>) -> bool {
             need >> 20,
             budget >> 20
         ));
-        return false;
+        return None;
     }
-    true
+    Some((
+        usize::try_from(entries / lanes::CHUNK as u64).unwrap_or(usize::MAX) + workers + 1,
+        cfg.ooo
+            .map_or(1, |_| (entries as f64 * ooo_share) as usize + 1024),
+    ))
 }
 
 /// Per-flow totals over all TX threads, with the flow's device and tuple.

@@ -338,38 +338,29 @@ impl Calendar {
 
 #[cfg(test)]
 mod tests {
+    use super::super::source::splitmix;
     use super::*;
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-
-    struct SplitMix(u64);
-    impl SplitMix {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-    }
 
     /// Random monotone workloads, taken one by one, against a binary heap
     /// ordered by (due, insertion number): same entries, same order.
     #[test]
     fn takes_entries_in_time_then_insertion_order_like_a_heap() {
         for seed in 0..20u64 {
-            let mut rng = SplitMix(seed);
+            let mut state = seed;
+            let mut next = || splitmix(&mut state);
             let mut cal = Calendar::new();
             let mut heap = BinaryHeap::new();
             let mut seq = 0u64;
-            let mut now = rng.next() >> 20;
-            let spread = 1u64 << (rng.next() % 40);
+            let mut now = next() >> 20;
+            let spread = 1u64 << (next() % 40);
             for round in 0..20_000 {
-                let pushes = if round < 100 { 5 } else { rng.next() % 3 };
+                let pushes = if round < 100 { 5 } else { next() % 3 };
                 for _ in 0..pushes {
                     // Ties are common: small spreads and repeated times.
-                    let due = now + rng.next() % spread.max(1) * (rng.next() % 2);
-                    let slot = (rng.next() % 1000) as u32;
+                    let due = now + next() % spread.max(1) * (next() % 2);
+                    let slot = (next() % 1000) as u32;
                     cal.push(due, slot);
                     heap.push(Reverse((due, seq, slot)));
                     seq += 1;

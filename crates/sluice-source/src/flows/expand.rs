@@ -60,7 +60,7 @@ pub struct Flow {
     pub prefix: u16,
     /// Exact total payload bytes, spread over the packets (first ones get
     /// the remainder), instead of `payload`; [`NO_TOTAL`] when not set (a
-    /// sentinel, not an Option: it keeps an active flow within 128 bytes).
+    /// sentinel, not an Option: it keeps an active flow within 104 bytes).
     pub payload_total: u64,
     /// The reverse direction of a bi-flow.
     pub reverse: bool,

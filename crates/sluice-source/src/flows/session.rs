@@ -262,10 +262,7 @@ impl Session {
     pub fn load(path: &Path) -> Result<Session, String> {
         let name = path.display();
         let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
-        let yaml = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
-        Self::parse(&name.to_string(), &text, yaml)
+        Self::parse(&name.to_string(), &text, crate::is_yaml(path))
     }
 
     /// Parses session text (YAML or JSON); errors start with `name`.

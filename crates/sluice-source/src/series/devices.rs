@@ -137,10 +137,7 @@ impl FlowMap {
             file: file.clone(),
             source: e,
         })?;
-        let yaml = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
-        self.parse(&file, &text, yaml)
+        self.parse(&file, &text, crate::is_yaml(path))
     }
 
     /// Adds the rules of mapping text (YAML or CSV); errors name `file`.
