@@ -6,7 +6,7 @@
 //! from there as shared batches with shifted due times: no file reading and
 //! no copying while the clock runs (tcpreplay's `--preload-pcap`).
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, TrySendError};
 use sluice_core::{Batch, Nanos, Work};
 use sluice_source::{Fill, RepeatPlan, ReplayCounters, Source, SourceError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -78,13 +78,38 @@ pub(crate) fn run(cx: IoContext) -> Result<ReplayCounters, SourceError> {
     // close the free channel as they exit), never in a TX thread: the free()
     // that hands a whole preloaded trace back to the kernel takes
     // milliseconds, and would hold up the last packets.
-    while feed.free.recv().is_ok() {}
+    let mut nap = Nap::new();
+    while !matches!(feed.free.try_recv(), Err(TryRecvError::Disconnected)) {
+        nap.sleep();
+    }
     drop(cache);
     drop(feed);
     let mut counters = source.counters().clone();
     counters.notes.extend(notes);
     counters.passes += repeated;
     result.map(|()| counters)
+}
+
+/// The IO thread polls its channels and naps between tries instead of
+/// blocking on them: a blocked IO thread is woken by the TX thread's next
+/// receive or return, and that wake-up is a system call (10–25 µs on this
+/// kind of VM) made on the TX thread, between two packets. Naps grow from
+/// 20 µs to 1 ms while nothing changes; queues hold ≥ 64 batches, so a nap
+/// never starves a TX thread that is sending at its pace.
+struct Nap(Duration);
+
+impl Nap {
+    const FIRST: Duration = Duration::from_micros(20);
+    const LONGEST: Duration = Duration::from_millis(1);
+
+    fn new() -> Self {
+        Nap(Self::FIRST)
+    }
+
+    fn sleep(&mut self) {
+        std::thread::sleep(self.0);
+        self.0 = (self.0 * 2).min(Self::LONGEST);
+    }
 }
 
 /// Hands batches to the TX threads and recycles the ones they return.
@@ -112,33 +137,46 @@ impl Feeder {
 
     /// An empty batch from the pool, or None once the run is stopping.
     fn take(&mut self) -> Option<Batch> {
+        let mut nap = Nap::new();
         loop {
-            if let Ok(mut b) = self.free.try_recv() {
-                b.clear();
-                return Some(b);
-            }
-            if self.allocated < self.pool_limit {
-                return Some(self.fresh());
-            }
-            match self.free.recv_timeout(Duration::from_millis(20)) {
+            match self.free.try_recv() {
                 Ok(mut b) => {
                     b.clear();
                     return Some(b);
                 }
-                Err(RecvTimeoutError::Timeout) if !self.stopped() => continue,
-                Err(_) => return None,
+                Err(TryRecvError::Disconnected) => return None,
+                Err(TryRecvError::Empty) => {}
             }
+            if self.allocated < self.pool_limit {
+                return Some(self.fresh());
+            }
+            if self.stopped() {
+                return None;
+            }
+            nap.sleep();
         }
     }
 
     /// Sends work to TX thread `i`; false once that thread has stopped.
     fn hand(&mut self, i: usize, work: Work) -> bool {
-        if self.to_tx[i].send(work).is_err() {
-            self.gone = true;
-            return false;
+        let mut work = work;
+        let mut nap = Nap::new();
+        loop {
+            match self.to_tx[i].try_send(work) {
+                Ok(()) => {
+                    self.handed += 1;
+                    return true;
+                }
+                Err(TrySendError::Full(w)) if !self.stop.load(Ordering::Relaxed) => {
+                    work = w;
+                    nap.sleep();
+                }
+                Err(_) => {
+                    self.gone = true;
+                    return false;
+                }
+            }
         }
-        self.handed += 1;
-        true
     }
 
     /// Releases the start once (the first packet's timestamp goes along).

@@ -241,18 +241,18 @@ pub(crate) fn aggregate(
     let mut last_t = start;
     let tick = Duration::from_millis(20);
     let mut next = start + cfg.stats_interval;
+    let mut interval = ErrorHistogram::new();
     loop {
         let done = finished();
         let t = now();
+        // Taken on every tick, so that TX threads always find a spare.
+        for c in counters {
+            c.eps.collect(&mut interval);
+        }
         if t >= next || done {
             let mut cur = CounterSnapshot::default();
-            let mut interval = ErrorHistogram::new();
             for c in counters {
                 cur += c.snapshot();
-                if let Ok(mut h) = c.interval.lock() {
-                    interval.merge(&h);
-                    h.reset();
-                }
             }
             total_hist.merge(&interval);
             let dt = t.since(last_t).as_secs_f64().max(1e-9);
@@ -271,6 +271,7 @@ pub(crate) fn aggregate(
                 extra(&mut stats);
                 observer.interval(&stats);
             }
+            interval.reset();
             last = cur;
             last_t = t;
             next = t + cfg.stats_interval;

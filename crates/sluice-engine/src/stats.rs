@@ -14,8 +14,78 @@ pub(crate) struct SharedCounters {
     pub late: AtomicU64,
     pub dropped: AtomicU64,
     pub oversize: AtomicU64,
-    /// ε samples since the aggregator last took them.
-    pub interval: Mutex<ErrorHistogram>,
+    /// ε samples on their way to the aggregator.
+    pub eps: HistExchange,
+}
+
+/// Passes ε histograms from a TX thread to the aggregator by swapping them,
+/// never by copying. A histogram is ~200 KiB of counts: merging and zeroing
+/// one takes 50–100 µs, which on the TX thread delayed the packets behind
+/// it (a burst sent after a hand-off was ~50 µs late). The TX thread only
+/// exchanges its filled histogram for a cleared spare, without blocking;
+/// the aggregator merges, clears and returns it.
+pub(crate) struct HistExchange {
+    filled: Mutex<Option<ErrorHistogram>>,
+    spare: Mutex<Option<ErrorHistogram>>,
+}
+
+impl Default for HistExchange {
+    fn default() -> Self {
+        HistExchange {
+            filled: Mutex::new(None),
+            spare: Mutex::new(Some(ErrorHistogram::new())),
+        }
+    }
+}
+
+impl HistExchange {
+    /// TX side: hands `hist` over and continues with a cleared one, in O(1).
+    /// Returns false, leaving `hist` as it was, when the aggregator has not
+    /// taken the last one yet (or holds a lock): keep recording, try later.
+    pub fn offer(&self, hist: &mut ErrorHistogram) -> bool {
+        if hist.is_empty() {
+            return true;
+        }
+        let (Ok(mut filled), Ok(mut spare)) = (self.filled.try_lock(), self.spare.try_lock())
+        else {
+            return false;
+        };
+        if filled.is_some() {
+            return false;
+        }
+        let Some(fresh) = spare.take() else {
+            return false;
+        };
+        *filled = Some(std::mem::replace(hist, fresh));
+        true
+    }
+
+    /// TX side, at the end: hands the last samples over, waiting if need be.
+    pub fn finish(&self, hist: ErrorHistogram) {
+        if hist.is_empty() {
+            return;
+        }
+        // A poisoned lock means a TX thread panicked: the run reports that.
+        if let Ok(mut filled) = self.filled.lock() {
+            match filled.as_mut() {
+                Some(f) => f.merge(&hist),
+                None => *filled = Some(hist),
+            }
+        }
+    }
+
+    /// Aggregator side: merges what was handed over into `into` and returns
+    /// the cleared histogram as the next spare.
+    pub fn collect(&self, into: &mut ErrorHistogram) {
+        let taken = self.filled.lock().ok().and_then(|mut f| f.take());
+        if let Some(mut h) = taken {
+            into.merge(&h);
+            h.reset();
+            if let Ok(mut spare) = self.spare.lock() {
+                spare.get_or_insert(h);
+            }
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

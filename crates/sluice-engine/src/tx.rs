@@ -124,8 +124,7 @@ pub(crate) fn run(mut cx: TxContext) -> TxOutcome {
             now = cx.waiter.now();
         }
         cx.counters.publish(&c);
-        if now.since(last_handoff) >= HISTOGRAM_HANDOFF {
-            hand_off(&cx.counters, &mut hist);
+        if now.since(last_handoff) >= HISTOGRAM_HANDOFF && cx.counters.eps.offer(&mut hist) {
             last_handoff = now;
         }
         if cx.duration.is_some_and(|d| now.since(start) >= d) || interrupted() {
@@ -143,21 +142,11 @@ pub(crate) fn run(mut cx: TxContext) -> TxOutcome {
         last_send = cx.waiter.now();
     }
     cx.counters.publish(&c);
-    hand_off(&cx.counters, &mut hist);
+    cx.counters.eps.finish(hist);
     TxOutcome {
         totals: c,
         last_send,
         sink: cx.sink.describe(),
         error,
     }
-}
-
-fn hand_off(counters: &SharedCounters, hist: &mut ErrorHistogram) {
-    if hist.is_empty() {
-        return;
-    }
-    if let Ok(mut shared) = counters.interval.lock() {
-        shared.merge(hist);
-    }
-    hist.reset();
 }

@@ -128,7 +128,11 @@ pub(crate) fn run(cx: TxContext) -> TxOutcome {
     if tx.cx.topspeed {
         tx.last_send = tx.cx.waiter.now();
     }
-    tx.publish();
+    tx.cx.counters.publish(&tx.c);
+    if let Ok(mut shared) = tx.cx.flow_counts.lock() {
+        shared.clone_from(&tx.flows);
+    }
+    tx.cx.counters.eps.finish(std::mem::take(&mut tx.hist));
     TxOutcome {
         totals: tx.c,
         frames: tx.frames,
@@ -374,22 +378,14 @@ impl Tx {
 
     fn maybe_publish(&mut self) {
         self.cx.counters.publish(&self.c);
-        if self.now.since(self.last_handoff) >= HANDOFF {
-            self.publish();
-            self.last_handoff = self.now;
-        }
-    }
-
-    fn publish(&mut self) {
-        self.cx.counters.publish(&self.c);
-        if !self.hist.is_empty() {
-            if let Ok(mut shared) = self.cx.counters.interval.lock() {
-                shared.merge(&self.hist);
+        if self.now.since(self.last_handoff) >= HANDOFF
+            && self.cx.counters.eps.offer(&mut self.hist)
+        {
+            // Never waits for the aggregator: if it is reading, next time.
+            if let Ok(mut shared) = self.cx.flow_counts.try_lock() {
+                shared.clone_from(&self.flows);
             }
-            self.hist.reset();
-        }
-        if let Ok(mut shared) = self.cx.flow_counts.lock() {
-            shared.clone_from(&self.flows);
+            self.last_handoff = self.now;
         }
     }
 }

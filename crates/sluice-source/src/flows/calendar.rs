@@ -58,6 +58,14 @@ impl Chunks {
     }
 
     #[inline]
+    fn front(&self) -> Option<Entry> {
+        match self.full.front() {
+            Some(c) => Some(c[self.head]),
+            None => self.tail.get(self.head).copied(),
+        }
+    }
+
+    #[inline]
     fn push(&mut self, e: Entry, pool: &mut Vec<Vec<Entry>>) {
         if self.tail.len() == self.tail.capacity() {
             self.next_chunk(pool);
@@ -144,6 +152,12 @@ pub struct Calendar {
     /// time): it skips the buckets, the FIFO and the run.
     solo: Option<Entry>,
     len: usize,
+    /// Flows' first packets (`push_first`), in time order: among entries
+    /// due at the same time they leave first.
+    firsts: Chunks,
+    firsts_len: usize,
+    /// The time of the last entry in `firsts`.
+    firsts_due: u64,
     pool: Vec<Vec<Entry>>,
     scratch: Vec<Entry>,
 }
@@ -160,6 +174,9 @@ impl Default for Calendar {
             taken: 0,
             solo: None,
             len: 0,
+            firsts: Chunks::default(),
+            firsts_len: 0,
+            firsts_due: 0,
             pool: Vec::new(),
             scratch: Vec::new(),
         }
@@ -181,11 +198,58 @@ impl Calendar {
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.len + self.firsts_len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
+    }
+
+    /// Inserts a flow's first packet. Among entries due at the same time,
+    /// these leave before those inserted with [`Calendar::push`]: a flow
+    /// starting while a hundred others send at the same nanosecond starts
+    /// on time, and the others each wait one packet longer. Flows start in
+    /// time order, so these entries form a FIFO; one that would go before
+    /// the previous one is inserted with `push`.
+    pub fn push_first(&mut self, due: u64, slot: u32) {
+        let due = due.max(self.taken);
+        if due < self.firsts_due {
+            return self.push(due, slot);
+        }
+        self.firsts_due = due;
+        self.firsts.push(Entry { due, slot }, &mut self.pool);
+        self.firsts_len += 1;
+    }
+
+    /// When the earliest entry is due, without taking it. Looking does not
+    /// move the calendar on: an entry due before it may still be inserted.
+    #[inline]
+    pub fn peek_due(&self) -> Option<u64> {
+        let due = self.peek_pushed();
+        if self.firsts_len == 0 {
+            return due;
+        }
+        let first = self.firsts.front().map(|e| e.due);
+        match (due, first) {
+            (Some(d), Some(f)) => Some(d.min(f)),
+            (d, f) => d.or(f),
+        }
+    }
+
+    /// Takes the earliest entry: among equal times, first packets in the
+    /// order they were inserted, then the others in the order they were.
+    #[inline]
+    pub fn pop(&mut self) -> Option<Entry> {
+        if self.firsts_len > 0 {
+            let first = self.firsts.front().map_or(u64::MAX, |e| e.due);
+            if self.peek_pushed().is_none_or(|d| first <= d) {
+                let e = self.firsts.pop(&mut self.pool)?;
+                self.firsts_len -= 1;
+                self.taken = self.taken.max(e.due);
+                return Some(e);
+            }
+        }
+        self.pop_pushed()
     }
 
     /// Inserts `slot` due at `due`. A time before the last one taken is
@@ -235,10 +299,9 @@ impl Calendar {
         self.mins[b] = self.mins[b].min(e.due);
     }
 
-    /// When the earliest entry is due, without taking it. Looking does not
-    /// move the calendar on: an entry due before it may still be inserted.
+    /// The earliest of the entries inserted with `push`.
     #[inline]
-    pub fn peek_due(&self) -> Option<u64> {
+    fn peek_pushed(&self) -> Option<u64> {
         if let Some(e) = self.solo {
             return Some(e.due);
         }
@@ -251,9 +314,10 @@ impl Calendar {
         self.lowest().map(|i| self.mins[i])
     }
 
-    /// Takes the earliest entry (the first inserted among equal times).
+    /// Takes the earliest entry inserted with `push` (the first inserted
+    /// among equal times).
     #[inline]
-    pub fn pop(&mut self) -> Option<Entry> {
+    fn pop_pushed(&mut self) -> Option<Entry> {
         if let Some(e) = self.solo.take() {
             self.taken = e.due;
             self.len = 0;
@@ -267,7 +331,7 @@ impl Calendar {
                     if !self.refill() {
                         return None;
                     }
-                    return self.pop();
+                    return self.pop_pushed();
                 }
             },
         };
@@ -378,6 +442,52 @@ mod tests {
                 }
             }
             while let Some(Reverse((due, _, slot))) = heap.pop() {
+                let e = cal.pop().expect("calendar ran dry before the heap");
+                assert_eq!((e.due, e.slot), (due, slot));
+            }
+            assert!(cal.pop().is_none() && cal.is_empty());
+        }
+    }
+
+    /// Flows' first packets mixed in: at equal times they leave before the
+    /// other entries, each kind in insertion order.
+    #[test]
+    fn first_packets_lead_their_time_like_a_heap_with_a_class_key() {
+        for seed in 0..10u64 {
+            let mut state = seed ^ 0xf1f5;
+            let mut next = || splitmix(&mut state);
+            let mut cal = Calendar::new();
+            let mut heap = BinaryHeap::new();
+            let (mut seq, mut now, mut start) = (0u64, 1000u64, 1000u64);
+            let spread = 1u64 << (next() % 12);
+            for round in 0..20_000 {
+                if next() % 3 == 0 {
+                    // Flows start in time order, often exactly on a tick.
+                    start = start.max(now) + next() % 2 * (next() % spread);
+                    let slot = (next() % 1000) as u32;
+                    cal.push_first(start, slot);
+                    heap.push(Reverse((start, 0, seq, slot)));
+                    seq += 1;
+                }
+                for _ in 0..next() % 3 {
+                    let due = now + next() % 2 * (next() % spread);
+                    let slot = (next() % 1000) as u32;
+                    cal.push(due, slot);
+                    heap.push(Reverse((due, 1, seq, slot)));
+                    seq += 1;
+                }
+                assert_eq!(cal.len(), heap.len());
+                assert_eq!(cal.peek_due(), heap.peek().map(|Reverse(k)| k.0));
+                match (cal.pop(), heap.pop()) {
+                    (Some(e), Some(Reverse((due, _, _, slot)))) => {
+                        assert_eq!((e.due, e.slot), (due, slot), "seed {seed} round {round}");
+                        now = due;
+                    }
+                    (None, None) => {}
+                    (c, h) => panic!("seed {seed}: calendar {c:?}, heap {h:?}"),
+                }
+            }
+            while let Some(Reverse((due, _, _, slot))) = heap.pop() {
                 let e = cal.pop().expect("calendar ran dry before the heap");
                 assert_eq!((e.due, e.slot), (due, slot));
             }

@@ -169,8 +169,9 @@ impl FlowSource {
         } else {
             // The calendar: every flow under the calendar planner; under the
             // stochastic one, FLOR's slow packet scheduler (< 1 pps, or a
-            // single packet).
-            self.calendar.push(due, slot);
+            // single packet). A first packet leads the packets of other
+            // flows due at the same time.
+            self.calendar.push_first(due, slot);
         }
         self.flows_started += 1;
         self.active += 1;
@@ -284,8 +285,30 @@ impl crate::Source for FlowSource {
                 }
                 _ => {}
             }
+            // Batches end where the schedule has a gap, never inside a burst
+            // of packets due together: a batch (of any thread) whose first
+            // frame is more than MAX_BATCH_SPAN older than the next packet
+            // is handed over before that packet is built. The TX thread
+            // then crosses from one batch to the next while it would wait
+            // anyway (it comes back from a long wait with cold caches, and
+            // a burst split over two batches left its second part ~10 µs
+            // late).
+            if let Some(next) = next_packet.filter(|_| !self.cfg.topspeed) {
+                let mut any = false;
+                for (i, b) in batches.iter().enumerate() {
+                    if b.first_due()
+                        .is_some_and(|f| next.saturating_sub(f.0) > MAX_BATCH_SPAN.0)
+                    {
+                        ready[i] = true;
+                        any = true;
+                    }
+                }
+                if any {
+                    return Ok(Fill::Ready);
+                }
+            }
             let fast = (!self.tree.is_empty()).then_some(self.fast_next as u64);
-            let due = if fast.is_some_and(|f| next_packet.is_none_or(|p| f <= p)) {
+            if fast.is_some_and(|f| next_packet.is_none_or(|p| f <= p)) {
                 let due = self.fast_next as u64;
                 if self.cfg.max_due.is_some_and(|m| due > m.0) {
                     self.done = true;
@@ -302,7 +325,6 @@ impl crate::Source for FlowSource {
                 if !self.tree.is_empty() {
                     self.fast_next += 1e9 / self.tree.total() as f64;
                 }
-                due
             } else {
                 if next_cal.zip(self.cfg.max_due).is_some_and(|(c, m)| c > m.0) {
                     self.done = true;
@@ -315,16 +337,10 @@ impl crate::Source for FlowSource {
                 if let Some(next) = self.emit(slot, due, batches) {
                     self.calendar.push(next, slot);
                 }
-                due
-            };
-            // Hand over full batches, and any batch (of any thread) whose
-            // first frame is more than MAX_BATCH_SPAN older than this one.
+            }
             let mut any = false;
             for (i, b) in batches.iter().enumerate() {
-                let stale = !self.cfg.topspeed
-                    && b.first_due()
-                        .is_some_and(|first| due.saturating_sub(first.0) > MAX_BATCH_SPAN.0);
-                if b.is_full() || stale {
+                if b.is_full() {
                     ready[i] = true;
                     any = true;
                 }
