@@ -5,7 +5,8 @@
 # test (100 flows × 100 packets at 10 pps) judged from a tcpdump capture.
 #
 #   bench/flows.sh [all|scale|insert|veth|timing|records|timing10k]   (default: all;
-#   timing10k, FLOR's 10 000-flow test, takes 17 minutes and is not in all)
+#   timing10k, FLOR's 10 000-flow test, takes 17 minutes and is not in all;
+#   TO=pcap runs it into a pcap file, as FLOR did, instead of through veth)
 #
 # Needs root, tcpdump, netsniff-ng (trafgen), python3. Results go to stdout
 # and $WORK/flows-results.txt.
@@ -99,15 +100,28 @@ timing() {
     sleep 1; kill $pid; wait $pid 2>/dev/null || true
     say "$planner: $(python3 "$here/flowtime.py" "$work/t100.pcap" 100 100 10000000 100000000)"
   done
+  # FLOR's own setup (§6.2.1): all 100 flows start at 0, written by the pcap
+  # backend, which stamps each packet with the time it was sent.
+  say "== FLOR §6.2.1 as FLOR ran it: 100 flows x 100 packets at 10 pps, all starting at 0, pcap output =="
+  printf 'flows:\n  - {proto: udp4, src: 10.99.0.1, dst: 10.99.0.2, sport: 1000, dport: 9, start: 0, packets: 100, pps: 10, payload: 18, count: 100, step: {sport: 1}}\n' > "$work/t100z.yaml"
+  for planner in calendar stochastic; do
+    "$sluice" flows run "$work/t100z.yaml" --to "pcap:$work/t100z.pcap" --stamp --planner "$planner" -q 2>/dev/null
+    say "$planner: $(python3 "$here/flowtime.py" "$work/t100z.pcap" 100 100 0 100000000)"
+  done
 }
 
-timing10k() { # ~17 minutes: not part of "all"
-  say "== FLOR §6.2 timing: 10 000 flows x 100 packets at 10 pps, starting 10/s, through veth (calendar) =="
+timing10k() { # ~17 minutes: not part of "all". TO=pcap writes FLOR's pcap output instead of veth.
+  local to=${TO:-veth}
+  say "== FLOR §6.2 timing: 10 000 flows x 100 packets at 10 pps, starting 10/s, $to (calendar) =="
   printf 'flows:\n  - {proto: udp4, src: 10.99.0.1, dst: 10.99.0.2, sport: 1000, dport: 9, start: 0, packets: 100, pps: 10, payload: 18, count: 10000, period: 100ms, step: {sport: 1}}\n' > "$work/t10k.yaml"
-  ip netns exec sink tcpdump -i vb -j adapter_unsynced --time-stamp-precision=nano -B 65536 -w "$work/t10k.pcap" -q 2>/dev/null &
-  local pid=$!; sleep 1
-  "$sluice" flows run "$work/t10k.yaml" --to afpacket:va --dst-mac "$sink_mac" --stamp ${CPU:+--cpu "$CPU"} -q 2>/dev/null
-  sleep 1; kill $pid; wait $pid 2>/dev/null || true
+  if [ "$to" = pcap ]; then
+    "$sluice" flows run "$work/t10k.yaml" --to "pcap:$work/t10k.pcap" --stamp ${CPU:+--cpu "$CPU"} -q 2>/dev/null
+  else
+    ip netns exec sink tcpdump -i vb -j adapter_unsynced --time-stamp-precision=nano -B 65536 -w "$work/t10k.pcap" -q 2>/dev/null &
+    local pid=$!; sleep 1
+    "$sluice" flows run "$work/t10k.yaml" --to afpacket:va --dst-mac "$sink_mac" --stamp ${CPU:+--cpu "$CPU"} -q 2>/dev/null
+    sleep 1; kill $pid; wait $pid 2>/dev/null || true
+  fi
   say "calendar: $(python3 "$here/flowtime.py" "$work/t10k.pcap" 10000 100 100000000 100000000)"
 }
 

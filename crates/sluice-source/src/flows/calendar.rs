@@ -225,12 +225,14 @@ impl Calendar {
     /// move the calendar on: an entry due before it may still be inserted.
     #[inline]
     pub fn peek_due(&self) -> Option<u64> {
-        let due = self.peek_pushed();
         if self.firsts_len == 0 {
-            return due;
+            return self.peek_pushed();
         }
         let first = self.firsts.front().map(|e| e.due);
-        match (due, first) {
+        if self.len == 0 {
+            return first;
+        }
+        match (self.peek_pushed(), first) {
             (Some(d), Some(f)) => Some(d.min(f)),
             (d, f) => d.or(f),
         }
@@ -242,7 +244,7 @@ impl Calendar {
     pub fn pop(&mut self) -> Option<Entry> {
         if self.firsts_len > 0 {
             let first = self.firsts.front().map_or(u64::MAX, |e| e.due);
-            if self.peek_pushed().is_none_or(|d| first <= d) {
+            if self.len == 0 || self.peek_pushed().is_none_or(|d| first <= d) {
                 let e = self.firsts.pop(&mut self.pool)?;
                 self.firsts_len -= 1;
                 self.taken = self.taken.max(e.due);

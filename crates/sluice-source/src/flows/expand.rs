@@ -87,7 +87,13 @@ struct EntryState {
 
 pub struct Expander {
     entries: Vec<EntryState>,
+    /// (next start, entry) of the meta-flows.
     heap: BinaryHeap<Reverse<(u64, usize)>>,
+    /// (start, entry) of the entries that are one flow, sorted once: a
+    /// session of many standalone flows is read in order instead of through
+    /// a heap as large as the session.
+    singles: Vec<(u64, usize)>,
+    single_at: usize,
     next_id: u32,
     pending: Option<Flow>,
     /// Custom payload prefixes, indexed by `Flow::prefix`.
@@ -100,6 +106,7 @@ impl Expander {
         let mut index = std::collections::HashMap::new();
         let mut entries = Vec::with_capacity(session.flows.len());
         let mut heap = BinaryHeap::new();
+        let mut singles = Vec::new();
         for (i, e) in session.flows.iter().enumerate() {
             let prefix = match &e.prefix {
                 Some(p) => {
@@ -118,7 +125,11 @@ impl Expander {
                 }
                 None => 0,
             };
-            heap.push(Reverse((e.start.0 .0, i)));
+            if e.count.unwrap_or(1) == 1 {
+                singles.push((e.start.0 .0, i));
+            } else {
+                heap.push(Reverse((e.start.0 .0, i)));
+            }
             entries.push(EntryState {
                 entry: e.clone(),
                 count: e.count.unwrap_or(1),
@@ -128,9 +139,12 @@ impl Expander {
                 prefix,
             });
         }
+        singles.sort_unstable();
         Ok(Expander {
             entries,
             heap,
+            singles,
+            single_at: 0,
             next_id: 0,
             pending: None,
             prefixes,
@@ -142,7 +156,18 @@ impl Expander {
         if let Some(p) = &self.pending {
             return Some(p.start);
         }
-        self.heap.peek().map(|Reverse((t, _))| Nanos(*t))
+        self.next_entry().map(|(t, _)| Nanos(t))
+    }
+
+    /// The entry whose flow starts next: the earliest (start, entry) of the
+    /// heap and the sorted singles.
+    fn next_entry(&self) -> Option<(u64, usize)> {
+        let meta = self.heap.peek().map(|Reverse(k)| *k);
+        let single = self.singles.get(self.single_at).copied();
+        match (meta, single) {
+            (Some(m), Some(s)) => Some(m.min(s)),
+            (m, s) => m.or(s),
+        }
     }
 
     fn make(&mut self, i: usize) -> Flow {
@@ -226,7 +251,12 @@ impl Iterator for Expander {
         if let Some(p) = self.pending.take() {
             return Some(p);
         }
-        let Reverse((_, i)) = self.heap.pop()?;
+        let (t, i) = self.next_entry()?;
+        if self.singles.get(self.single_at) == Some(&(t, i)) {
+            self.single_at += 1;
+        } else {
+            self.heap.pop();
+        }
         Some(self.make(i))
     }
 }
