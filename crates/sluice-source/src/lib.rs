@@ -34,6 +34,12 @@ pub trait Source: Send {
     fn preloading(&self) -> bool {
         false
     }
+    /// Whether packets are generated in memory (no file is read while
+    /// sending): such a source runs far ahead of the clock, and the IO
+    /// thread naps rather than blocks while a TX queue is full.
+    fn generated(&self) -> bool {
+        false
+    }
     /// How to repeat a preloaded first pass.
     fn repeat_plan(&self) -> Option<RepeatPlan> {
         None

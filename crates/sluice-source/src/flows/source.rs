@@ -358,6 +358,10 @@ impl crate::Source for FlowSource {
     fn counters(&self) -> &ReplayCounters {
         &self.counters
     }
+
+    fn generated(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
