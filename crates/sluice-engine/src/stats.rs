@@ -24,39 +24,42 @@ pub(crate) struct SharedCounters {
 /// it (a burst sent after a hand-off was ~50 µs late). The TX thread only
 /// exchanges its filled histogram for a cleared spare, without blocking;
 /// the aggregator merges, clears and returns it.
-pub(crate) struct HistExchange {
-    filled: Mutex<Option<ErrorHistogram>>,
-    spare: Mutex<Option<ErrorHistogram>>,
+pub(crate) struct HistExchange(Mutex<Slots>);
+
+struct Slots {
+    /// Handed over by the TX thread, not yet taken by the aggregator.
+    filled: Option<ErrorHistogram>,
+    /// Cleared, for the TX thread's next exchange.
+    spare: Option<ErrorHistogram>,
 }
 
 impl Default for HistExchange {
     fn default() -> Self {
-        HistExchange {
-            filled: Mutex::new(None),
-            spare: Mutex::new(Some(ErrorHistogram::new())),
-        }
+        HistExchange(Mutex::new(Slots {
+            filled: None,
+            spare: Some(ErrorHistogram::new()),
+        }))
     }
 }
 
 impl HistExchange {
     /// TX side: hands `hist` over and continues with a cleared one, in O(1).
     /// Returns false, leaving `hist` as it was, when the aggregator has not
-    /// taken the last one yet (or holds a lock): keep recording, try later.
+    /// taken the last one yet (or holds the lock): keep recording, try later.
     pub fn offer(&self, hist: &mut ErrorHistogram) -> bool {
         if hist.is_empty() {
             return true;
         }
-        let (Ok(mut filled), Ok(mut spare)) = (self.filled.try_lock(), self.spare.try_lock())
-        else {
+        let Ok(mut slots) = self.0.try_lock() else {
             return false;
         };
-        if filled.is_some() {
+        if slots.filled.is_some() {
             return false;
         }
-        let Some(fresh) = spare.take() else {
+        let Some(fresh) = slots.spare.take() else {
             return false;
         };
-        *filled = Some(std::mem::replace(hist, fresh));
+        slots.filled = Some(std::mem::replace(hist, fresh));
         true
     }
 
@@ -66,23 +69,24 @@ impl HistExchange {
             return;
         }
         // A poisoned lock means a TX thread panicked: the run reports that.
-        if let Ok(mut filled) = self.filled.lock() {
-            match filled.as_mut() {
+        if let Ok(mut slots) = self.0.lock() {
+            match slots.filled.as_mut() {
                 Some(f) => f.merge(&hist),
-                None => *filled = Some(hist),
+                None => slots.filled = Some(hist),
             }
         }
     }
 
     /// Aggregator side: merges what was handed over into `into` and returns
-    /// the cleared histogram as the next spare.
+    /// the cleared histogram as the next spare (merging and clearing happen
+    /// outside the lock).
     pub fn collect(&self, into: &mut ErrorHistogram) {
-        let taken = self.filled.lock().ok().and_then(|mut f| f.take());
+        let taken = self.0.lock().ok().and_then(|mut s| s.filled.take());
         if let Some(mut h) = taken {
             into.merge(&h);
             h.reset();
-            if let Ok(mut spare) = self.spare.lock() {
-                spare.get_or_insert(h);
+            if let Ok(mut slots) = self.0.lock() {
+                slots.spare.get_or_insert(h);
             }
         }
     }

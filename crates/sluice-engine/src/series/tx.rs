@@ -132,7 +132,7 @@ pub(crate) fn run(cx: TxContext) -> TxOutcome {
     if let Ok(mut shared) = tx.cx.flow_counts.lock() {
         shared.clone_from(&tx.flows);
     }
-    tx.cx.counters.eps.finish(std::mem::take(&mut tx.hist));
+    tx.cx.counters.eps.finish(tx.hist);
     TxOutcome {
         totals: tx.c,
         frames: tx.frames,

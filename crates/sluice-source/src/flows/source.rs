@@ -253,6 +253,18 @@ impl FlowSource {
     }
 }
 
+/// Marks every batch that `hand_over` picks as ready; true if any.
+fn mark_ready(batches: &[Batch], ready: &mut [bool], hand_over: impl Fn(&Batch) -> bool) -> bool {
+    let mut any = false;
+    for (i, b) in batches.iter().enumerate() {
+        if hand_over(b) {
+            ready[i] = true;
+            any = true;
+        }
+    }
+    any
+}
+
 impl crate::Source for FlowSource {
     fn fill(&mut self, batches: &mut [Batch], ready: &mut [bool]) -> Result<Fill, SourceError> {
         loop {
@@ -294,21 +306,15 @@ impl crate::Source for FlowSource {
             // a burst split over two batches left its second part ~10 µs
             // late).
             if let Some(next) = next_packet.filter(|_| !self.cfg.topspeed) {
-                let mut any = false;
-                for (i, b) in batches.iter().enumerate() {
-                    if b.first_due()
+                let stale = |b: &Batch| {
+                    b.first_due()
                         .is_some_and(|f| next.saturating_sub(f.0) > MAX_BATCH_SPAN.0)
-                    {
-                        ready[i] = true;
-                        any = true;
-                    }
-                }
-                if any {
+                };
+                if mark_ready(batches, ready, stale) {
                     return Ok(Fill::Ready);
                 }
             }
-            let fast = (!self.tree.is_empty()).then_some(self.fast_next as u64);
-            if fast.is_some_and(|f| next_packet.is_none_or(|p| f <= p)) {
+            if next_fast.is_some_and(|f| next_packet.is_none_or(|p| f <= p)) {
                 let due = self.fast_next as u64;
                 if self.cfg.max_due.is_some_and(|m| due > m.0) {
                     self.done = true;
@@ -338,14 +344,7 @@ impl crate::Source for FlowSource {
                     self.calendar.push(next, slot);
                 }
             }
-            let mut any = false;
-            for (i, b) in batches.iter().enumerate() {
-                if b.is_full() {
-                    ready[i] = true;
-                    any = true;
-                }
-            }
-            if any {
+            if mark_ready(batches, ready, Batch::is_full) {
                 return Ok(Fill::Ready);
             }
         }
