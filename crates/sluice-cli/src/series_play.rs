@@ -123,6 +123,14 @@ pub struct PlayArgs {
     /// Memory budget of --preload in bytes (default: half of MemAvailable).
     #[arg(long, value_parser = count, hide = true)]
     pub preload_max: Option<u64>,
+    /// With several TX threads, a record its own thread has not sent this
+    /// long after its time (the thread's CPU was taken away) is sent by
+    /// another TX thread.
+    #[arg(long, value_parser = duration, default_value = "2us")]
+    pub rescue_after: Nanos,
+    /// Never send another TX thread's records (the paper's behaviour).
+    #[arg(long)]
+    pub no_rescue: bool,
 
     #[command(flatten)]
     pub run: RunOpts,
@@ -183,6 +191,7 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         seed: a.seed,
         preload: a.preload,
         preload_budget: a.preload_max,
+        rescue_after: (!a.no_rescue).then_some(a.rescue_after),
         limit: a.limit,
         ..SeriesConfig::new(a.archive.clone(), flows)
     };

@@ -206,6 +206,10 @@ pub struct Summary {
     pub frames: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub out_of_order: Option<u64>,
+    /// Records sent (or dropped) by another TX thread than their own,
+    /// which was interrupted; present when rescue was on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rescued: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filtered: Option<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -283,6 +287,9 @@ impl Summary {
                 self.out_of_order.unwrap_or(0),
                 self.filtered.unwrap_or(0)
             ));
+            if let Some(r) = self.rescued {
+                s.push_str(&format!("  rescued {r}"));
+            }
         }
         if !self.flows.is_empty() {
             s.push_str(&format!(

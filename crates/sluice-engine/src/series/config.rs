@@ -1,5 +1,6 @@
 //! Settings of a time-series play run.
 
+use sluice_core::Nanos;
 use sluice_source::series::{DeviceCount, FlowMap, Ooo, SeriesTiming};
 use sluice_wire::MacAddr;
 use std::path::PathBuf;
@@ -44,6 +45,9 @@ pub struct SeriesConfig {
     pub preload: bool,
     /// Bytes a preloaded archive may take; None = half of MemAvailable.
     pub preload_budget: Option<u64>,
+    /// With several TX threads: a record its own thread has not claimed
+    /// this long after its due time is sent by another (None: never).
+    pub rescue_after: Option<Nanos>,
 }
 
 impl SeriesConfig {
@@ -67,6 +71,7 @@ impl SeriesConfig {
             limit: None,
             preload: false,
             preload_budget: None,
+            rescue_after: Some(Nanos::from_micros(2)),
         }
     }
 }

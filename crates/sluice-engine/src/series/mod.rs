@@ -13,9 +13,12 @@
 //! (an instant fixed before the barrier opens, so the threads agree to the
 //! nanosecond instead of by how quickly each one woke up).
 
+mod board;
 mod config;
 mod io;
 mod lanes;
+#[cfg(test)]
+mod tests;
 mod tx;
 mod worker;
 
@@ -156,6 +159,14 @@ pub fn run_series(
         ClockChoice::Monotonic => mono.now() + START_LEAD,
         ClockChoice::Virtual => Clock::now(&virtual_clock),
     };
+    // Rescue needs a second TX thread and real time (on a virtual clock
+    // nobody is ever interrupted, and a thread's wait moves everyone's time).
+    let board = match cfg.rescue_after {
+        Some(after) if n > 1 && !ecfg.topspeed && ecfg.clock == ClockChoice::Monotonic => {
+            Some(Arc::new(board::Board::new(n, after)))
+        }
+        _ => None,
+    };
     let starter = TxStarter::new(n, ecfg);
     let counters: Vec<Arc<SharedCounters>> = (0..n).map(|_| Arc::default()).collect();
     let flow_counts: Vec<Arc<Mutex<Vec<FlowCount>>>> = (0..n).map(|_| Arc::default()).collect();
@@ -163,7 +174,9 @@ pub fn run_series(
     let mut txs = Vec::with_capacity(n);
     for (i, sink) in sinks.into_iter().enumerate() {
         let cx = TxContext {
+            index: i,
             lanes: lanes.clone(),
+            board: board.clone(),
             queue: i % queues,
             ooo: cfg.ooo.is_some() && i < cfg.ooo_threads.max(1),
             sink,
@@ -197,7 +210,7 @@ pub fn run_series(
     );
 
     let mut totals = CounterSnapshot::default();
-    let (mut frames, mut out_of_order) = (0, 0);
+    let (mut frames, mut out_of_order, mut rescued) = (0, 0, 0);
     let mut last_send = start;
     let mut sink_names = Vec::new();
     let mut first_error = None;
@@ -206,6 +219,7 @@ pub fn run_series(
         totals += out.totals;
         frames += out.frames;
         out_of_order += out.out_of_order;
+        rescued += out.rescued;
         last_send = last_send.max(out.last_send);
         sink_names.push(out.sink);
         if let Some(e) = out.error {
@@ -247,6 +261,7 @@ pub fn run_series(
         passes: 1,
         frames: Some(frames),
         out_of_order: Some(out_of_order),
+        rescued: board.is_some().then_some(rescued),
         filtered: Some(filtered),
         flows: merge_flows(&flow_counts, &table, &cfg),
         interrupted,

@@ -1,8 +1,11 @@
 //! A TX thread of time-series play: pulls chunks from its in-order queue
 //! (and, for out-of-order threads, single entries from the out-of-order
 //! queue into a local heap ordered by due time), waits for each record's
-//! time, builds its datagram and sends it.
+//! time, builds its datagram and sends it. With a rescue board (several TX
+//! threads, real time), it shows its chunk there and, while it waits,
+//! sends the records another thread let fall overdue.
 
+use super::board::Board;
 use super::config::{SeriesConfig, SeriesPayload};
 use super::lanes::{Chunk, Lanes, OooItem};
 use crate::stats::{CounterSnapshot, SharedCounters};
@@ -15,9 +18,13 @@ use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 const HANDOFF: Nanos = Nanos::from_millis(100);
+/// Longest a rescuing thread waits without looking at the board again (a
+/// thread may show a new chunk meanwhile).
+const REWATCH: Nanos = Nanos::from_micros(20);
+/// Pause of a TX thread with nothing queued.
+const IDLE_NAP: Nanos = Nanos::from_micros(20);
 
 /// Per-flow counters, indexed by flow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -29,7 +36,11 @@ pub(crate) struct FlowCount {
 }
 
 pub(crate) struct TxContext {
+    /// This thread's number (its slot on the board).
+    pub index: usize,
     pub lanes: Arc<Lanes>,
+    /// Rescue between TX threads (None: one thread, or no real time).
+    pub board: Option<Arc<Board>>,
     pub queue: usize,
     /// This thread also sends out-of-order records.
     pub ooo: bool,
@@ -51,9 +62,21 @@ pub(crate) struct TxOutcome {
     pub totals: CounterSnapshot,
     pub frames: u64,
     pub out_of_order: u64,
+    /// Records of other threads this one sent (or dropped) for them.
+    pub rescued: u64,
     pub last_send: MonoTime,
     pub sink: String,
     pub error: Option<SinkError>,
+}
+
+/// What pacing decided for a record.
+#[derive(Clone, Copy)]
+enum Verdict {
+    Send {
+        eps: i64,
+    },
+    /// Later than the drift window: a time violation.
+    Drop,
 }
 
 /// An out-of-order entry in the local heap (earliest due first).
@@ -91,6 +114,7 @@ struct Tx {
     ip_id: u16,
     frames: u64,
     out_of_order: u64,
+    rescued: u64,
     now: MonoTime,
     last_send: MonoTime,
     last_handoff: MonoTime,
@@ -115,6 +139,7 @@ pub(crate) fn run(cx: TxContext) -> TxOutcome {
         ip_id: 0,
         frames: 0,
         out_of_order: 0,
+        rescued: 0,
         last_send: start,
         last_handoff: start,
         heap: BinaryHeap::new(),
@@ -137,6 +162,7 @@ pub(crate) fn run(cx: TxContext) -> TxOutcome {
         totals: tx.c,
         frames: tx.frames,
         out_of_order: tx.out_of_order,
+        rescued: tx.rescued,
         last_send: tx.last_send,
         sink: tx.cx.sink.describe(),
         error: tx.error,
@@ -172,17 +198,25 @@ impl Tx {
                 self.send_ooo_until(self.now);
                 idle += 1;
                 if idle > 64 {
-                    std::thread::sleep(Duration::from_micros(20));
+                    self.nap();
                 }
                 self.now = self.cx.waiter.now();
                 continue;
             };
             idle = 0;
-            self.send_chunk(&chunk);
-            let Chunk { buf, mut entries } = chunk;
-            drop(buf);
-            entries.clear();
-            let _ = lanes.spare.push(entries);
+            let done = match self.cx.board.clone() {
+                Some(board) => self.send_shown(&board, chunk),
+                None => {
+                    self.send_chunk(&chunk);
+                    Some(chunk)
+                }
+            };
+            // A chunk a rescuer still holds is not recycled.
+            if let Some(Chunk { buf, mut entries }) = done {
+                drop(buf);
+                entries.clear();
+                let _ = lanes.spare.push(entries);
+            }
             self.maybe_publish();
         }
         // In-order work is done; out-of-order records may still be queued.
@@ -193,12 +227,98 @@ impl Tx {
                     if lanes.workers_left.load(Ordering::Acquire) == 0 && lanes.ooo.is_empty() {
                         break;
                     }
-                    std::thread::sleep(Duration::from_micros(20));
+                    self.nap();
                     continue;
                 }
                 let due = self.heap.peek().map(|p| p.due).unwrap_or(Nanos(0));
                 self.send_ooo_until_due(due);
                 self.maybe_publish();
+            }
+        }
+        // Done, but the others' last chunks may still need a rescuer.
+        if let Some(board) = self.cx.board.clone() {
+            while board.others_busy(self.cx.index) && !self.stopping() {
+                self.nap();
+            }
+        }
+    }
+
+    /// A short pause with nothing of its own to send: sleeps, or, with a
+    /// board, keeps watching it.
+    fn nap(&mut self) {
+        if self.cx.board.is_some() {
+            self.wait(self.now + IDLE_NAP);
+        } else {
+            std::thread::sleep(IDLE_NAP.to_std());
+        }
+    }
+
+    /// Sends a chunk shown on the board: each record is claimed before it
+    /// goes; records a rescuer claimed are skipped. Returns the chunk unless
+    /// a rescuer still holds it.
+    fn send_shown(&mut self, board: &Board, chunk: Chunk) -> Option<Chunk> {
+        let (me, pacer) = (self.cx.index, self.cx.pacer);
+        let chunk = Arc::new(chunk);
+        let Some(first) = chunk.entries.first() else {
+            return Arc::try_unwrap(chunk).ok();
+        };
+        let generation = board.show(me, chunk.clone(), pacer.deadline(first.due));
+        let mut i = 0;
+        while let Some(&e) = chunk.entries.get(i) {
+            if self.cx.ooo {
+                self.pull_ooo();
+                self.send_ooo_until_due(e.due);
+            }
+            if self.stopping() {
+                break;
+            }
+            let Some(verdict) = self.pace(e.due) else {
+                break;
+            };
+            let next = chunk.entries.get(i + 1).map(|n| pacer.deadline(n.due));
+            match board.claim(me, generation, i, next) {
+                Ok(()) => {
+                    self.deliver(&chunk.buf, &e, verdict, false);
+                    i += 1;
+                }
+                Err(unclaimed) => i = unclaimed,
+            }
+        }
+        board.hide(me);
+        Arc::try_unwrap(chunk).ok()
+    }
+
+    /// Waits until `t`. With a board, wakes up whenever a record of another
+    /// thread may have fallen overdue and sends what it can claim.
+    fn wait(&mut self, t: MonoTime) {
+        let Some(board) = self.cx.board.clone() else {
+            let lanes = &self.cx.lanes;
+            self.now = self.cx.waiter.wait_until(t, &|| lanes.stopped());
+            return;
+        };
+        let me = self.cx.index;
+        loop {
+            let mut target = t.min(self.now + REWATCH);
+            if let Some(w) = board.watch(me) {
+                target = target.min(w);
+            }
+            let lanes = &self.cx.lanes;
+            self.now = self.cx.waiter.wait_until(target, &|| lanes.stopped());
+            if self.now >= t || lanes.stopped() {
+                return;
+            }
+            let pacer = self.cx.pacer;
+            while let Some(r) = board.rescue(me, self.now, |d| pacer.deadline(d)) {
+                let e = r.chunk.entries[r.index];
+                let verdict = match pacer.poll(e.due, self.now) {
+                    Decision::Drop { .. } => Verdict::Drop,
+                    Decision::Send { eps_ns } => Verdict::Send { eps: eps_ns },
+                    // Claimed only once overdue.
+                    Decision::WaitUntil(_) => Verdict::Send { eps: 0 },
+                };
+                self.deliver(&r.chunk.buf, &e, verdict, false);
+                self.flush();
+                self.rescued += 1;
             }
         }
     }
@@ -258,36 +378,45 @@ impl Tx {
     }
 
     fn send_entry(&mut self, buf: &Filled, e: &Entry, ooo: bool) {
-        let eps = if self.cx.topspeed {
-            Some(0)
-        } else {
-            let mut waited = false;
-            loop {
-                let d = if waited {
-                    self.cx.pacer.poll_waited(e.due, self.now)
-                } else {
-                    self.cx.pacer.poll(e.due, self.now)
-                };
-                match d {
-                    Decision::WaitUntil(t) => {
-                        waited = true;
-                        self.flush();
-                        let lanes = &self.cx.lanes;
-                        self.now = self.cx.waiter.wait_until(t, &|| lanes.stopped());
-                        if self.cx.lanes.stopped() {
-                            return;
-                        }
+        if let Some(verdict) = self.pace(e.due) {
+            self.deliver(buf, e, verdict, ooo);
+        }
+    }
+
+    /// Waits for a record due at `due`; None if the run stopped meanwhile.
+    fn pace(&mut self, due: Nanos) -> Option<Verdict> {
+        if self.cx.topspeed {
+            return Some(Verdict::Send { eps: 0 });
+        }
+        let mut waited = false;
+        loop {
+            let d = if waited {
+                self.cx.pacer.poll_waited(due, self.now)
+            } else {
+                self.cx.pacer.poll(due, self.now)
+            };
+            match d {
+                Decision::WaitUntil(t) => {
+                    waited = true;
+                    self.flush();
+                    self.wait(t);
+                    if self.cx.lanes.stopped() {
+                        return None;
                     }
-                    Decision::Send { eps_ns } => break Some(eps_ns),
-                    Decision::Drop { .. } => break None,
                 }
+                Decision::Send { eps_ns } => return Some(Verdict::Send { eps: eps_ns }),
+                Decision::Drop { .. } => return Some(Verdict::Drop),
             }
-        };
+        }
+    }
+
+    /// Sends (or drops) a record its pacing has decided on, and counts it.
+    fn deliver(&mut self, buf: &Filled, e: &Entry, verdict: Verdict, ooo: bool) {
         let flow = e.flow as usize;
         if self.flows.len() <= flow {
             self.flows.resize(flow + 1, FlowCount::default());
         }
-        let Some(eps) = eps else {
+        let Verdict::Send { eps } = verdict else {
             self.c.dropped += 1;
             self.flows[flow].dropped += 1;
             self.now = self.cx.waiter.now();
