@@ -175,6 +175,7 @@ pub fn run_series(
     for (i, sink) in sinks.into_iter().enumerate() {
         let cx = TxContext {
             index: i,
+            threads: n,
             lanes: lanes.clone(),
             board: board.clone(),
             queue: i % queues,

@@ -36,8 +36,9 @@ pub(crate) struct FlowCount {
 }
 
 pub(crate) struct TxContext {
-    /// This thread's number (its slot on the board).
+    /// This thread's number (its slot on the board) and the thread count.
     pub index: usize,
+    pub threads: usize,
     pub lanes: Arc<Lanes>,
     /// Rescue between TX threads (None: one thread, or no real time).
     pub board: Option<Arc<Board>>,
@@ -111,6 +112,10 @@ struct Tx {
     templates: Vec<Option<Udp4Template>>,
     flow_map: FlowMap,
     takes: Takes,
+    /// IPv4 identification of the last datagram. Threads take turns
+    /// (thread t of n uses t + 1, t + 1 + n, ...), so a flow whose records
+    /// several threads send never sees one ID twice within 65 536 / n
+    /// datagrams, which fragment reassembly relies on.
     ip_id: u16,
     frames: u64,
     out_of_order: u64,
@@ -127,6 +132,7 @@ pub(crate) fn run(cx: TxContext) -> TxOutcome {
     let start = cx.pacer.start();
     let takes = cx.sink.takes();
     let flow_map = cx.cfg.flows.clone();
+    let ip_id = (cx.index as u16 + 1).wrapping_sub(cx.threads as u16);
     let mut tx = Tx {
         now: cx.waiter.now(),
         cx,
@@ -136,7 +142,7 @@ pub(crate) fn run(cx: TxContext) -> TxOutcome {
         templates: Vec::new(),
         flow_map,
         takes,
-        ip_id: 0,
+        ip_id,
         frames: 0,
         out_of_order: 0,
         rescued: 0,
@@ -487,7 +493,7 @@ impl Tx {
             ));
         }
         let t = self.templates[f].as_ref().expect("template just built");
-        self.ip_id = self.ip_id.wrapping_add(1);
+        self.ip_id = self.ip_id.wrapping_add(self.cx.threads as u16);
         let mut frags = t
             .fragments(payload, self.ip_id, self.cx.cfg.mtu)
             .map_err(|e| match e {
