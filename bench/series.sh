@@ -80,31 +80,45 @@ throughput() {
 
 drift() {
   say "== time violations (paper Table II): records dropped at drift window T_d, 70-byte records =="
-  say "(null: 1 and 2 TX threads; veth: 1 TX thread; 2 cores: with 2 spinning TX threads the IO thread and worker share the CPUs with them)"
+  say "(2 cores: streamed, the IO thread and the worker share the CPUs with the TX threads; _pre: --preload,"
+  say " the archive read and indexed before the clock starts, so only the TX threads run while sending;"
+  say " 2tx: rescue on (a record its thread leaves unsent 2 us past its time is sent by the other), _norescue: off)"
   arc d1m1.arc 1000000 1 1
   arc d5m5.arc 5000000 5 1
   arc d5m5x100.arc 5000000 5 100
   arc d5m2.arc 5000000 2.5 2
   arc d1m2.arc 1000000 2 1
-  say "(_pre: --preload, the archive read and indexed before the clock starts, so only the TX threads run while sending)"
-  say "set                      T_d  null_1tx  null_2tx  null_2tx_pre  veth_1tx  veth_%  veth_1tx_pre  veth_pre_%"
+  # column name, sink, options
+  local cols=(
+    "null_1tx|null|"
+    "null_2tx|null|--threads 2"
+    "null_2tx_pre|null|--threads 2 --preload"
+    "null_2tx_pre_norescue|null|--threads 2 --preload --no-rescue"
+    "veth_1tx|afpacket:va|"
+    "veth_1tx_pre|afpacket:va|--preload"
+    "veth_2tx_pre|afpacket:va|--threads 2 --preload"
+  )
+  local head="set                      T_d" c
+  for c in "${cols[@]}"; do head+="  ${c%%|*}"; [[ $c == veth* ]] && head+=" (%)"; done
+  say "$head"
   for set in "d1m1.arc 1M/1s/1" "d5m5.arc 5M/5s/1" "d5m5x100.arc 5M/5s/100" "d5m2.arc 5M/2.5s/2" "d1m2.arc 1M/2s/1(500k/s)"; do
     local f=${set%% *} label=${set#* }
     for td in 0 5 10 20 25; do
-      play "$f" null "$work/dn1.json" --drift "${td}us"
-      play "$f" null "$work/dn2.json" --drift "${td}us" --threads 2
-      play "$f" null "$work/dn2p.json" --drift "${td}us" --threads 2 --preload
-      play "$f" afpacket:va "$work/dv.json" --drift "${td}us"
-      play "$f" afpacket:va "$work/dvp.json" --drift "${td}us" --preload
-      local dn1 dn2 dn2p dv dvp pct pctp
-      dn1=$(json "$work/dn1.json" "['dropped']")
-      dn2=$(json "$work/dn2.json" "['dropped']")
-      dn2p=$(json "$work/dn2p.json" "['dropped']")
-      dv=$(json "$work/dv.json" "['dropped']")
-      dvp=$(json "$work/dvp.json" "['dropped']")
-      pct=$(python3 -c "print(f'{100*$dv/($dv+$(json "$work/dv.json" "['packets']")):.3f}')")
-      pctp=$(python3 -c "print(f'{100*$dvp/($dvp+$(json "$work/dvp.json" "['packets']")):.3f}')")
-      say "$(printf '%-24s %3s  %8s  %8s  %12s  %8s  %6s  %12s  %10s' "$label" "$td" "$dn1" "$dn2" "$dn2p" "$dv" "$pct" "$dvp" "$pctp")"
+      local line
+      line=$(printf '%-24s %3s' "$label" "$td")
+      for c in "${cols[@]}"; do
+        local rest=${c#*|}
+        local to=${rest%%|*} opts=${rest#*|}
+        # shellcheck disable=SC2086
+        play "$f" "$to" "$work/d.json" --drift "${td}us" $opts
+        local d
+        d=$(json "$work/d.json" "['dropped']")
+        if [[ $c == veth* ]]; then
+          d+=" ($(python3 -c "print(f'{100*$d/($d+$(json "$work/d.json" "['packets']")):.3f}')"))"
+        fi
+        line+="  $d"
+      done
+      say "$line"
     done
   done
 }
