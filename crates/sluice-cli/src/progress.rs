@@ -59,4 +59,8 @@ impl Observer for Progress {
             }
         }
     }
+
+    fn wants_flows(&self) -> bool {
+        self.json.is_some()
+    }
 }

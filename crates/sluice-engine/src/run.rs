@@ -226,7 +226,8 @@ impl TxStarter {
 }
 
 /// Reports interval statistics to `observer` until `finished()`; returns
-/// the ε histogram of the whole run. `extra` adds mode-specific fields.
+/// the ε histogram of the whole run. `extra` adds per-flow statistics,
+/// when the observer wants them.
 pub(crate) fn aggregate(
     finished: &dyn Fn() -> bool,
     counters: &[Arc<SharedCounters>],
@@ -268,7 +269,9 @@ pub(crate) fn aggregate(
                     eps: (!cfg.topspeed && !interval.is_empty()).then(|| interval.percentiles()),
                     flows: Vec::new(),
                 };
-                extra(&mut stats);
+                if observer.wants_flows() {
+                    extra(&mut stats);
+                }
                 observer.interval(&stats);
             }
             interval.reset();

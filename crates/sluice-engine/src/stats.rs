@@ -171,6 +171,12 @@ pub struct FlowStats {
 /// Receives progress while a run goes on.
 pub trait Observer {
     fn interval(&mut self, stats: &IntervalStats);
+    /// Whether intervals should carry per-flow statistics (time-series
+    /// play). With millions of flows they take the aggregator a while to
+    /// gather, so a status line alone goes without them.
+    fn wants_flows(&self) -> bool {
+        true
+    }
 }
 
 /// What a run did.

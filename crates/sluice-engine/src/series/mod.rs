@@ -17,6 +17,7 @@ mod board;
 mod config;
 mod io;
 mod lanes;
+mod perflow;
 #[cfg(test)]
 mod tests;
 mod tx;
@@ -28,6 +29,7 @@ use crate::config::{ClockChoice, EngineConfig};
 use crate::run::{aggregate, make_waiter, EngineError, TxStarter};
 use crate::stats::{CounterSnapshot, FlowStats, Observer, SharedCounters, Summary};
 use lanes::Lanes;
+use perflow::{FlowCount, FlowCounters};
 use sluice_core::{Clock, MonoTime, MonotonicClock, Nanos, VirtualClock};
 use sluice_pace::Pacer;
 use sluice_sink::Sink;
@@ -39,7 +41,7 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
-use tx::{FlowCount, TxContext};
+use tx::TxContext;
 
 /// Lead between releasing the TX threads and the first due time.
 const START_LEAD: Nanos = Nanos::from_millis(2);
@@ -169,7 +171,7 @@ pub fn run_series(
     };
     let starter = TxStarter::new(n, ecfg);
     let counters: Vec<Arc<SharedCounters>> = (0..n).map(|_| Arc::default()).collect();
-    let flow_counts: Vec<Arc<Mutex<Vec<FlowCount>>>> = (0..n).map(|_| Arc::default()).collect();
+    let flow_counts: Vec<Arc<FlowCounters>> = (0..n).map(|_| Arc::default()).collect();
     let stamp_base = (t_g.max(0) as u64).saturating_mul(1000);
     let mut txs = Vec::with_capacity(n);
     for (i, sink) in sinks.into_iter().enumerate() {
@@ -318,37 +320,54 @@ fn preload_capacity(
 
 /// Per-flow totals over all TX threads, with the flow's device and tuple.
 fn merge_flows(
-    per_thread: &[Arc<Mutex<Vec<FlowCount>>>],
+    per_thread: &[Arc<FlowCounters>],
     table: &Mutex<DeviceTable>,
     cfg: &SeriesConfig,
 ) -> Vec<FlowStats> {
     let mut sum: Vec<FlowCount> = Vec::new();
     for t in per_thread {
-        let Ok(v) = t.lock() else { continue };
-        if sum.len() < v.len() {
-            sum.resize(v.len(), FlowCount::default());
-        }
-        for (s, f) in sum.iter_mut().zip(v.iter()) {
+        for (i, cell) in t.iter() {
+            let f = cell.read();
+            if f == FlowCount::default() {
+                continue;
+            }
+            if sum.len() <= i {
+                sum.resize(i + 1, FlowCount::default());
+            }
+            let s = &mut sum[i];
             s.sent += f.sent;
             s.bytes += f.bytes;
             s.late += f.late;
             s.dropped += f.dropped;
         }
     }
-    let Ok(table) = table.lock() else {
-        return Vec::new();
-    };
-    sum.iter()
+    let active: Vec<(u32, FlowCount)> = sum
+        .iter()
         .enumerate()
         .filter(|(_, f)| **f != FlowCount::default())
-        .map(|(i, f)| {
-            let (dev, copy) = table
-                .flow_device(i as u32)
-                .map(|(d, c)| (*d, c))
-                .unwrap_or(([0; 16], 0));
+        .map(|(i, f)| (i as u32, *f))
+        .collect();
+    // Devices are looked up a few thousand flows at a time: a TX thread
+    // meeting a new flow needs the table too, and must not wait for all.
+    let mut out = Vec::with_capacity(active.len());
+    for part in active.chunks(4096) {
+        let devices: Vec<([u8; 16], u32)> = {
+            let Ok(table) = table.lock() else {
+                return out;
+            };
+            part.iter()
+                .map(|(i, _)| {
+                    table
+                        .flow_device(*i)
+                        .map(|(d, c)| (*d, c))
+                        .unwrap_or(([0; 16], 0))
+                })
+                .collect()
+        };
+        for ((i, f), (dev, copy)) in part.iter().zip(devices) {
             let flow = cfg.flows.flow(&dev, copy);
-            FlowStats {
-                flow: i as u32,
+            out.push(FlowStats {
+                flow: *i,
                 device: device_name(&dev),
                 copy,
                 src: format!("{}:{}", Ipv4Addr::from(flow.src_ip), flow.src_port),
@@ -357,9 +376,10 @@ fn merge_flows(
                 bytes: f.bytes,
                 late: f.late,
                 dropped: f.dropped,
-            }
-        })
-        .collect()
+            });
+        }
+    }
+    out
 }
 
 impl From<SeriesError> for EngineError {

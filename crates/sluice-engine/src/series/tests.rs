@@ -113,6 +113,11 @@ fn a_stalled_threads_records_are_sent_by_another_exactly_once() {
     // machine, so not necessarily every one on time).
     assert!(rescued >= 64, "rescued {rescued}");
     assert!(s.late < 64, "late {} rescued {rescued} {:?}", s.late, s.eps);
+    // Per-flow counts add up over both threads, rescued records included.
+    assert_eq!(s.flows.len(), 1);
+    assert_eq!(s.flows[0].sent, u64::from(RECORDS));
+    assert_eq!(s.flows[0].bytes, 4 * u64::from(RECORDS));
+    assert_eq!(s.flows[0].late, s.late);
 
     // The paper's behaviour: the records wait for their own thread.
     let (s, mut sent) = play(None, false);

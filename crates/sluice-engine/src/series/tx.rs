@@ -8,6 +8,7 @@
 use super::board::Board;
 use super::config::{SeriesConfig, SeriesPayload};
 use super::lanes::{Chunk, Lanes, OooItem};
+use super::perflow::{FlowCount, FlowCounters, Pages};
 use crate::stats::{CounterSnapshot, SharedCounters};
 use sluice_core::{ErrorHistogram, MonoTime, Nanos};
 use sluice_pace::{Decision, Pacer, Waiter};
@@ -17,7 +18,7 @@ use sluice_wire::{Udp4Error, Udp4Template};
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 const HANDOFF: Nanos = Nanos::from_millis(100);
 /// Longest a rescuing thread waits without looking at the board again (a
@@ -25,15 +26,6 @@ const HANDOFF: Nanos = Nanos::from_millis(100);
 const REWATCH: Nanos = Nanos::from_micros(20);
 /// Pause of a TX thread with nothing queued.
 const IDLE_NAP: Nanos = Nanos::from_micros(20);
-
-/// Per-flow counters, indexed by flow.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct FlowCount {
-    pub sent: u64,
-    pub bytes: u64,
-    pub late: u64,
-    pub dropped: u64,
-}
 
 pub(crate) struct TxContext {
     /// This thread's number (its slot on the board) and the thread count.
@@ -54,7 +46,8 @@ pub(crate) struct TxContext {
     /// T_g in ns since the epoch: pcap output is stamped with record time.
     pub stamp_base: u64,
     pub counters: Arc<SharedCounters>,
-    pub flow_counts: Arc<Mutex<Vec<FlowCount>>>,
+    /// This thread's per-flow counters, read by the aggregator.
+    pub flow_counts: Arc<FlowCounters>,
     pub table: Arc<Mutex<DeviceTable>>,
     pub cfg: Arc<SeriesConfig>,
 }
@@ -108,8 +101,8 @@ struct Tx {
     cx: TxContext,
     c: CounterSnapshot,
     hist: ErrorHistogram,
-    flows: Vec<FlowCount>,
-    templates: Vec<Option<Udp4Template>>,
+    /// Frame template of each flow, built on its first record.
+    templates: Pages<OnceLock<Udp4Template>>,
     flow_map: FlowMap,
     takes: Takes,
     /// IPv4 identification of the last datagram. Threads take turns
@@ -138,8 +131,7 @@ pub(crate) fn run(cx: TxContext) -> TxOutcome {
         cx,
         c: CounterSnapshot::default(),
         hist: ErrorHistogram::new(),
-        flows: Vec::new(),
-        templates: Vec::new(),
+        templates: Pages::new(),
         flow_map,
         takes,
         ip_id,
@@ -160,9 +152,6 @@ pub(crate) fn run(cx: TxContext) -> TxOutcome {
         tx.last_send = tx.cx.waiter.now();
     }
     tx.cx.counters.publish(&tx.c);
-    if let Ok(mut shared) = tx.cx.flow_counts.lock() {
-        shared.clone_from(&tx.flows);
-    }
     tx.cx.counters.eps.finish(tx.hist);
     TxOutcome {
         totals: tx.c,
@@ -418,13 +407,24 @@ impl Tx {
 
     /// Sends (or drops) a record its pacing has decided on, and counts it.
     fn deliver(&mut self, buf: &Filled, e: &Entry, verdict: Verdict, ooo: bool) {
-        let flow = e.flow as usize;
-        if self.flows.len() <= flow {
-            self.flows.resize(flow + 1, FlowCount::default());
+        let mut count = FlowCount::default();
+        self.deliver_counted(buf, e, verdict, ooo, &mut count);
+        if let Some(cell) = self.cx.flow_counts.slot(e.flow as usize) {
+            cell.add(count);
         }
+    }
+
+    fn deliver_counted(
+        &mut self,
+        buf: &Filled,
+        e: &Entry,
+        verdict: Verdict,
+        ooo: bool,
+        count: &mut FlowCount,
+    ) {
         let Verdict::Send { eps } = verdict else {
             self.c.dropped += 1;
-            self.flows[flow].dropped += 1;
+            count.dropped = 1;
             self.now = self.cx.waiter.now();
             return;
         };
@@ -442,9 +442,8 @@ impl Tx {
                 self.frames += frames;
                 self.c.packets += 1;
                 self.c.bytes += payload.len() as u64;
-                let f = &mut self.flows[flow];
-                f.sent += 1;
-                f.bytes += payload.len() as u64;
+                count.sent = 1;
+                count.bytes = payload.len() as u64;
                 if ooo {
                     self.out_of_order += 1;
                 }
@@ -459,7 +458,7 @@ impl Tx {
             self.hist.record(eps);
             if eps > self.cx.late_threshold.0 as i64 {
                 self.c.late += 1;
-                self.flows[flow].late += 1;
+                count.late = 1;
             }
             self.last_send = self.now;
             self.now = self.cx.waiter.now();
@@ -472,27 +471,31 @@ impl Tx {
             self.cx.sink.send(payload, stamp)?;
             return Ok(1);
         }
-        let f = flow as usize;
-        if self.templates.len() <= f {
-            self.templates.resize(f + 1, None);
-        }
-        if self.templates[f].is_none() {
-            let (dev, copy) = match self.cx.table.lock() {
+        let (cx, flow_map) = (&self.cx, &self.flow_map);
+        let make = || {
+            let (dev, copy) = match cx.table.lock() {
                 Ok(t) => t
                     .flow_device(flow)
                     .map(|(d, c)| (*d, c))
                     .unwrap_or(([0; 16], 0)),
                 Err(_) => ([0; 16], 0),
             };
-            let cfg = &self.cx.cfg;
-            self.templates[f] = Some(Udp4Template::new(
-                cfg.src_mac,
-                cfg.dst_mac,
-                self.flow_map.flow(&dev, copy),
-                cfg.ttl,
-            ));
-        }
-        let t = self.templates[f].as_ref().expect("template just built");
+            Udp4Template::new(
+                cx.cfg.src_mac,
+                cx.cfg.dst_mac,
+                flow_map.flow(&dev, copy),
+                cx.cfg.ttl,
+            )
+        };
+        // Past MAX_FLOWS flows, templates are built per datagram.
+        let built;
+        let t = match self.templates.slot(flow as usize) {
+            Some(slot) => slot.get_or_init(make),
+            None => {
+                built = make();
+                &built
+            }
+        };
         self.ip_id = self.ip_id.wrapping_add(self.cx.threads as u16);
         let mut frags = t
             .fragments(payload, self.ip_id, self.cx.cfg.mtu)
@@ -513,13 +516,10 @@ impl Tx {
 
     fn maybe_publish(&mut self) {
         self.cx.counters.publish(&self.c);
+        // Never waits for the aggregator: if it is reading, next time.
         if self.now.since(self.last_handoff) >= HANDOFF
             && self.cx.counters.eps.offer(&mut self.hist)
         {
-            // Never waits for the aggregator: if it is reading, next time.
-            if let Ok(mut shared) = self.cx.flow_counts.try_lock() {
-                shared.clone_from(&self.flows);
-            }
             self.last_handoff = self.now;
         }
     }
