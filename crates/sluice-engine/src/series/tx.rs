@@ -407,26 +407,21 @@ impl Tx {
 
     /// Sends (or drops) a record its pacing has decided on, and counts it.
     fn deliver(&mut self, buf: &Filled, e: &Entry, verdict: Verdict, ooo: bool) {
-        let mut count = FlowCount::default();
-        self.deliver_counted(buf, e, verdict, ooo, &mut count);
+        let count = self.send_record(buf, e, verdict, ooo);
         if let Some(cell) = self.cx.flow_counts.slot(e.flow as usize) {
             cell.add(count);
         }
     }
 
-    fn deliver_counted(
-        &mut self,
-        buf: &Filled,
-        e: &Entry,
-        verdict: Verdict,
-        ooo: bool,
-        count: &mut FlowCount,
-    ) {
+    /// [`deliver`](Self::deliver) less the per-flow counters: returns what
+    /// they gain.
+    fn send_record(&mut self, buf: &Filled, e: &Entry, verdict: Verdict, ooo: bool) -> FlowCount {
+        let mut count = FlowCount::default();
         let Verdict::Send { eps } = verdict else {
             self.c.dropped += 1;
             count.dropped = 1;
             self.now = self.cx.waiter.now();
-            return;
+            return count;
         };
         let rec = &buf.bytes()[e.offset as usize..e.offset as usize + e.len as usize];
         let payload = match self.cx.cfg.payload {
@@ -451,7 +446,7 @@ impl Tx {
             Err(err) if err.is_per_packet() => self.c.oversize += 1,
             Err(err) => {
                 self.error.get_or_insert(err);
-                return;
+                return count;
             }
         }
         if !self.cx.topspeed {
@@ -463,6 +458,7 @@ impl Tx {
             self.last_send = self.now;
             self.now = self.cx.waiter.now();
         }
+        count
     }
 
     /// Sends one datagram; returns the frames it took.
