@@ -338,3 +338,38 @@ fn preload_sends_exactly_what_streaming_sends() {
     assert!(stderr(&o).contains("streaming instead"), "{}", stderr(&o));
     assert_eq!(read_all(&b).len(), 40_000);
 }
+
+#[test]
+fn two_tx_threads_rescue_by_default_and_count_every_record_once() {
+    let d = tmpdir("series-rescue");
+    let arc = archive(&d, 2, 1000, 20);
+    let summary = d.join("s.json");
+    let base = [
+        "series",
+        "play",
+        arc.to_str().unwrap(),
+        "--to",
+        "null",
+        "--threads",
+        "2",
+        "-q",
+        "--summary-json",
+        summary.to_str().unwrap(),
+    ];
+    for (extra, rescue) in [(&[][..], true), (&["--no-rescue"][..], false)] {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let o = run(&args);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+        assert_eq!(s["packets"], 1000, "{extra:?}");
+        let flows = s["flows"].as_array().unwrap();
+        assert_eq!(flows.len(), 2);
+        let sent: u64 = flows.iter().map(|f| f["sent"].as_u64().unwrap()).sum();
+        assert_eq!(sent, 1000, "{extra:?}: per-flow counts over both threads");
+        assert_eq!(s["rescued"].is_u64(), rescue, "{extra:?}: {s}");
+    }
+    let o = run(&[&base[..], &["--rescue-after", "soon"]].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--rescue-after"), "{}", stderr(&o));
+}
