@@ -98,6 +98,9 @@ timing() {
   # from a thread that does nothing but read the clock.
   (cd "$root" && cargo build --release -q -p sluice-pace --example hiccups)
   say "platform floor, CPU $(( $(nproc) - 1 )): $(taskset -c $(( $(nproc) - 1 )) "$root/target/release/examples/hiccups" 2 | tr '\n' ' ')"
+  # Whether a second CPU is on time while the first is interrupted (a VM
+  # paused as a whole stops both): one spinning thread per CPU.
+  say "platform floor, all $(nproc) CPUs at once: $("$root/target/release/examples/hiccups" 2 "$(nproc)" | grep overlapping | tr '\n' ' ')"
   "$shared/peers.sh" timing | tee -a "$results"
   for t in c10k c100k c500k; do
     capture_run "sluice_$t" "$sluice" replay "$work/$t.pcap" --to afpacket:va -q --summary-json "$work/$t.json"
