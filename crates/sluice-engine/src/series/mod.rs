@@ -334,11 +334,7 @@ fn merge_flows(
             if sum.len() <= i {
                 sum.resize(i + 1, FlowCount::default());
             }
-            let s = &mut sum[i];
-            s.sent += f.sent;
-            s.bytes += f.bytes;
-            s.late += f.late;
-            s.dropped += f.dropped;
+            sum[i] += f;
         }
     }
     let active: Vec<(u32, FlowCount)> = sum

@@ -65,6 +65,15 @@ pub(crate) struct FlowCount {
     pub dropped: u64,
 }
 
+impl std::ops::AddAssign for FlowCount {
+    fn add_assign(&mut self, o: FlowCount) {
+        self.sent += o.sent;
+        self.bytes += o.bytes;
+        self.late += o.late;
+        self.dropped += o.dropped;
+    }
+}
+
 /// One flow's counters: written by its TX thread only (a load and a
 /// store, no locked instruction), read by the aggregator at any time.
 #[derive(Default)]
