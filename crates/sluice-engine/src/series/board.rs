@@ -246,6 +246,9 @@ mod tests {
     fn racing_threads_send_every_record_exactly_once() {
         // Four threads race over one owner's chunk with a clock far past
         // every deadline: each record must be claimed exactly once.
+        let _turn = crate::series::tests::ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let b = Arc::new(Board::new(4, Nanos(0)));
         let n = 10_000;
         let dues: Vec<u64> = (0..n).collect();

@@ -41,7 +41,7 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
-use tx::TxContext;
+use tx::{Templates, TxContext};
 
 /// Lead between releasing the TX threads and the first due time.
 const START_LEAD: Nanos = Nanos::from_millis(2);
@@ -151,6 +151,12 @@ pub fn run_series(
         thread::sleep(Duration::from_micros(200));
     }
 
+    // Per-flow state (a few MB of page tables per TX thread) is set up
+    // before the clock starts: a TX thread doing it after the start lost
+    // the first milliseconds.
+    let flow_counts: Vec<Arc<FlowCounters>> = (0..n).map(|_| Arc::default()).collect();
+    let mut templates: Vec<Templates> = (0..n).map(|_| Templates::new()).collect();
+
     let virtual_clock = VirtualClock::new(MonoTime(0));
     let mono = MonotonicClock::new();
     let now = || match ecfg.clock {
@@ -171,7 +177,6 @@ pub fn run_series(
     };
     let starter = TxStarter::new(n, ecfg);
     let counters: Vec<Arc<SharedCounters>> = (0..n).map(|_| Arc::default()).collect();
-    let flow_counts: Vec<Arc<FlowCounters>> = (0..n).map(|_| Arc::default()).collect();
     let stamp_base = (t_g.max(0) as u64).saturating_mul(1000);
     let mut txs = Vec::with_capacity(n);
     for (i, sink) in sinks.into_iter().enumerate() {
@@ -191,6 +196,7 @@ pub fn run_series(
             stamp_base,
             counters: counters[i].clone(),
             flow_counts: flow_counts[i].clone(),
+            templates: templates.pop().unwrap_or_default(),
             table: table.clone(),
             cfg: cfg.clone(),
         };

@@ -48,6 +48,8 @@ pub(crate) struct TxContext {
     pub counters: Arc<SharedCounters>,
     /// This thread's per-flow counters, read by the aggregator.
     pub flow_counts: Arc<FlowCounters>,
+    /// Its frame templates (empty; allocated before the start).
+    pub templates: Templates,
     pub table: Arc<Mutex<DeviceTable>>,
     pub cfg: Arc<SeriesConfig>,
 }
@@ -62,6 +64,9 @@ pub(crate) struct TxOutcome {
     pub sink: String,
     pub error: Option<SinkError>,
 }
+
+/// Frame template of each flow, built on its first record.
+pub(crate) type Templates = Pages<OnceLock<Udp4Template>>;
 
 /// What pacing decided for a record.
 #[derive(Clone, Copy)]
@@ -101,8 +106,6 @@ struct Tx {
     cx: TxContext,
     c: CounterSnapshot,
     hist: ErrorHistogram,
-    /// Frame template of each flow, built on its first record.
-    templates: Pages<OnceLock<Udp4Template>>,
     flow_map: FlowMap,
     takes: Takes,
     /// IPv4 identification of the last datagram. Threads take turns
@@ -131,7 +134,6 @@ pub(crate) fn run(cx: TxContext) -> TxOutcome {
         cx,
         c: CounterSnapshot::default(),
         hist: ErrorHistogram::new(),
-        templates: Pages::new(),
         flow_map,
         takes,
         ip_id,
@@ -485,7 +487,7 @@ impl Tx {
         };
         // Past MAX_FLOWS flows, templates are built per datagram.
         let built;
-        let t = match self.templates.slot(flow as usize) {
+        let t = match self.cx.templates.slot(flow as usize) {
             Some(slot) => slot.get_or_init(make),
             None => {
                 built = make();
