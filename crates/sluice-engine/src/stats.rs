@@ -2,7 +2,7 @@
 //! per-interval snapshot and the final summary.
 
 use serde::Serialize;
-use sluice_core::{ErrorHistogram, Percentiles};
+use sluice_core::{ErrorHistogram, Nanos, Percentiles};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -17,6 +17,9 @@ pub(crate) struct SharedCounters {
     /// ε samples on their way to the aggregator.
     pub eps: HistExchange,
 }
+
+/// How often a TX thread hands its ε samples to the aggregator.
+pub(crate) const HISTOGRAM_HANDOFF: Nanos = Nanos::from_millis(100);
 
 /// Passes ε histograms from a TX thread to the aggregator by swapping them,
 /// never by copying. A histogram is ~200 KiB of counts: merging and zeroing

@@ -1,15 +1,12 @@
 //! The TX thread: pace every frame of every batch into its sink.
 
-use crate::stats::{CounterSnapshot, SharedCounters};
+use crate::stats::{CounterSnapshot, SharedCounters, HISTOGRAM_HANDOFF};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use sluice_core::{Batch, ErrorHistogram, MonoTime, Nanos, Work};
 use sluice_pace::{Decision, Pacer, Waiter};
 use sluice_sink::{Sink, SinkError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-/// How often a TX thread hands its ε samples to the aggregator.
-const HISTOGRAM_HANDOFF: Nanos = Nanos::from_millis(100);
 
 pub(crate) struct TxContext {
     pub batches: Receiver<Work>,

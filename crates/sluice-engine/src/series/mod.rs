@@ -155,7 +155,7 @@ pub fn run_series(
     // before the clock starts: a TX thread doing it after the start lost
     // the first milliseconds.
     let flow_counts: Vec<Arc<FlowCounters>> = (0..n).map(|_| Arc::default()).collect();
-    let mut templates: Vec<Templates> = (0..n).map(|_| Templates::new()).collect();
+    let templates: Vec<Templates> = (0..n).map(|_| Templates::new()).collect();
 
     let virtual_clock = VirtualClock::new(MonoTime(0));
     let mono = MonotonicClock::new();
@@ -179,7 +179,7 @@ pub fn run_series(
     let counters: Vec<Arc<SharedCounters>> = (0..n).map(|_| Arc::default()).collect();
     let stamp_base = (t_g.max(0) as u64).saturating_mul(1000);
     let mut txs = Vec::with_capacity(n);
-    for (i, sink) in sinks.into_iter().enumerate() {
+    for (i, (sink, templates)) in sinks.into_iter().zip(templates).enumerate() {
         let cx = TxContext {
             index: i,
             threads: n,
@@ -196,7 +196,7 @@ pub fn run_series(
             stamp_base,
             counters: counters[i].clone(),
             flow_counts: flow_counts[i].clone(),
-            templates: templates.pop().unwrap_or_default(),
+            templates,
             table: table.clone(),
             cfg: cfg.clone(),
         };

@@ -9,7 +9,7 @@ use super::board::Board;
 use super::config::{SeriesConfig, SeriesPayload};
 use super::lanes::{Chunk, Lanes, OooItem};
 use super::perflow::{FlowCount, FlowCounters, Pages};
-use crate::stats::{CounterSnapshot, SharedCounters};
+use crate::stats::{CounterSnapshot, SharedCounters, HISTOGRAM_HANDOFF};
 use sluice_core::{ErrorHistogram, MonoTime, Nanos};
 use sluice_pace::{Decision, Pacer, Waiter};
 use sluice_sink::{Sink, SinkError, Takes};
@@ -20,7 +20,6 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 
-const HANDOFF: Nanos = Nanos::from_millis(100);
 /// Longest a rescuing thread waits without looking at the board again (a
 /// thread may show a new chunk meanwhile).
 const REWATCH: Nanos = Nanos::from_micros(20);
@@ -76,6 +75,17 @@ enum Verdict {
     },
     /// Later than the drift window: a time violation.
     Drop,
+}
+
+impl Verdict {
+    /// The verdict of a send or drop decision; None for a wait.
+    fn of(d: Decision) -> Option<Verdict> {
+        match d {
+            Decision::Send { eps_ns } => Some(Verdict::Send { eps: eps_ns }),
+            Decision::Drop { .. } => Some(Verdict::Drop),
+            Decision::WaitUntil(_) => None,
+        }
+    }
 }
 
 /// An out-of-order entry in the local heap (earliest due first).
@@ -262,11 +272,7 @@ impl Tx {
         let generation = board.show(me, chunk.clone(), pacer.deadline(first.due));
         let mut i = 0;
         while let Some(&e) = chunk.entries.get(i) {
-            if self.cx.ooo {
-                self.pull_ooo();
-                self.send_ooo_until_due(e.due);
-            }
-            if self.stopping() {
+            if !self.ready_for(e.due) {
                 break;
             }
             let Some(verdict) = self.pace(e.due) else {
@@ -288,49 +294,58 @@ impl Tx {
     /// Waits until `t`. With a board, wakes up whenever a record of another
     /// thread may have fallen overdue and sends what it can claim.
     fn wait(&mut self, t: MonoTime) {
-        let Some(board) = self.cx.board.clone() else {
-            let lanes = &self.cx.lanes;
-            self.now = self.cx.waiter.wait_until(t, &|| lanes.stopped());
-            return;
-        };
-        let me = self.cx.index;
+        let board = self.cx.board.clone();
         loop {
-            let mut target = t.min(self.now + REWATCH);
-            if let Some(w) = board.watch(me) {
-                target = target.min(w);
-            }
+            let target = match &board {
+                None => t,
+                Some(b) => {
+                    let t = t.min(self.now + REWATCH);
+                    b.watch(self.cx.index).map_or(t, |w| t.min(w))
+                }
+            };
             let lanes = &self.cx.lanes;
             self.now = self.cx.waiter.wait_until(target, &|| lanes.stopped());
             if self.now >= t || lanes.stopped() {
                 return;
             }
-            let pacer = self.cx.pacer;
-            while let Some(r) = board.rescue(me, self.now, |d| pacer.deadline(d)) {
-                let e = r.chunk.entries[r.index];
-                let verdict = match pacer.poll(e.due, self.now) {
-                    Decision::Drop { .. } => Verdict::Drop,
-                    Decision::Send { eps_ns } => Verdict::Send { eps: eps_ns },
-                    // Claimed only once overdue.
-                    Decision::WaitUntil(_) => Verdict::Send { eps: 0 },
-                };
-                self.deliver(&r.chunk.buf, &e, verdict, false);
-                self.flush();
-                self.rescued += 1;
+            if let Some(b) = &board {
+                self.rescue(b);
             }
+        }
+    }
+
+    /// Sends (or drops, past the drift window) every record of another
+    /// thread that is overdue now.
+    fn rescue(&mut self, board: &Board) {
+        let pacer = self.cx.pacer;
+        while let Some(r) = board.rescue(self.cx.index, self.now, |d| pacer.deadline(d)) {
+            let e = r.chunk.entries[r.index];
+            // Claimed only once overdue, so never a wait.
+            let verdict =
+                Verdict::of(pacer.poll(e.due, self.now)).unwrap_or(Verdict::Send { eps: 0 });
+            self.deliver(&r.chunk.buf, &e, verdict, false);
+            self.flush();
+            self.rescued += 1;
         }
     }
 
     fn send_chunk(&mut self, chunk: &Chunk) {
         for e in &chunk.entries {
-            if self.cx.ooo {
-                self.pull_ooo();
-                self.send_ooo_until_due(e.due);
-            }
-            if self.stopping() {
+            if !self.ready_for(e.due) {
                 return;
             }
             self.send_entry(&chunk.buf, e, false);
         }
+    }
+
+    /// Before an in-order record due at `due`: out-of-order records due
+    /// earlier go first. False when the run is stopping.
+    fn ready_for(&mut self, due: Nanos) -> bool {
+        if self.cx.ooo {
+            self.pull_ooo();
+            self.send_ooo_until_due(due);
+        }
+        !self.stopping()
     }
 
     /// Moves queued out-of-order items into the local heap.
@@ -401,8 +416,7 @@ impl Tx {
                         return None;
                     }
                 }
-                Decision::Send { eps_ns } => return Some(Verdict::Send { eps: eps_ns }),
-                Decision::Drop { .. } => return Some(Verdict::Drop),
+                d => return Verdict::of(d),
             }
         }
     }
@@ -515,7 +529,7 @@ impl Tx {
     fn maybe_publish(&mut self) {
         self.cx.counters.publish(&self.c);
         // Never waits for the aggregator: if it is reading, next time.
-        if self.now.since(self.last_handoff) >= HANDOFF
+        if self.now.since(self.last_handoff) >= HISTOGRAM_HANDOFF
             && self.cx.counters.eps.offer(&mut self.hist)
         {
             self.last_handoff = self.now;
