@@ -13,15 +13,15 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-shared=${SHARED:-$root/../shared/bench}
+judges=$root/bench  # vendored copies of shared/bench, kept identical
 work=${WORK:-/tmp/sluice-bench}; mkdir -p "$work"
 results=$work/flows-results.txt
 sluice=${SLUICE:-$root/target/release/sluice}
 sink_mac=02:00:00:00:00:99
 
 (cd "$root" && cargo build --release -q)
-"$shared/netns.sh" up
-trap '"$shared/netns.sh" down' EXIT
+"$judges/netns.sh" up
+trap '"$judges/netns.sh" down' EXIT
 sysctl -qw net.ipv6.conf.va.disable_ipv6=1 || true
 
 rx() { ip netns exec sink cat /sys/class/net/vb/statistics/rx_packets; }
@@ -129,13 +129,13 @@ records() {
   say "== flow records regenerated through veth, collected by sluice analyze --flows (real time) =="
   local f
   for f in DERIVED_pmacct_100_ipfix_cisco_flows DERIVED_pmacct_101_nfv9_cisco_flows; do
-    "$sluice" flows import "$root/../shared/testdata/flows/$f.csv" -o "$work/$f.yaml" 2>/dev/null
+    "$sluice" flows import "$root/testdata/flows/$f.csv" -o "$work/$f.yaml" 2>/dev/null
     ip netns exec sink tcpdump -i vb -j adapter_unsynced --time-stamp-precision=nano -B 65536 -w "$work/$f.pcap" -q 2>/dev/null &
     local pid=$!; sleep 1
     "$sluice" flows run "$work/$f.yaml" --to afpacket:va --dst-mac "$sink_mac" -q 2>/dev/null
     sleep 1; kill $pid; wait $pid 2>/dev/null || true
     "$sluice" analyze "$work/$f.pcap" --flows --json > "$work/$f.json"
-    say "$f: $(python3 "$here/flowrecords.py" "$root/../shared/testdata/flows/$f.csv" "$work/$f.json")"
+    say "$f: $(python3 "$here/flowrecords.py" "$root/testdata/flows/$f.csv" "$work/$f.json")"
   done
 }
 

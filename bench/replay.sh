@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Replay benchmark: sluice side by side with tcpreplay and trafgen on the
-# veth test network of ../shared/bench, in one run, ratios printed.
+# veth test network of bench/netns.sh, in one run, ratios printed.
 #
 #   bench/replay.sh [all|throughput|timing|null|big]   (default: all but big)
 #
 # Needs root, tcpreplay, netsniff-ng (trafgen), tcpdump, python3. Timing is
-# judged by shared/bench/gaperr.py on a tcpdump capture in the sink namespace.
+# judged by bench/gaperr.py on a tcpdump capture in the sink namespace.
 # Results go to stdout and to $WORK/replay-results.txt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-shared=${SHARED:-$root/../shared/bench}
+judges=$root/bench  # vendored copies of shared/bench, kept identical
 work=${WORK:-/tmp/sluice-bench}; mkdir -p "$work"
 export WORK=$work
 results=$work/replay-results.txt
@@ -18,14 +18,14 @@ sluice=${SLUICE:-$root/target/release/sluice}
 runs=${RUNS:-3}
 
 [ -x "$sluice" ] || (cd "$root" && cargo build --release -q)
-"$shared/netns.sh" up
-trap '"$shared/netns.sh" down' EXIT
+"$judges/netns.sh" up
+trap '"$judges/netns.sh" down' EXIT
 # IPv6 autoconfiguration frames would pollute captures.
 sysctl -qw net.ipv6.conf.va.disable_ipv6=1 || true
 ip netns exec sink sysctl -qw net.ipv6.conf.vb.disable_ipv6=1 || true
 
 rx() { ip netns exec sink cat /sys/class/net/vb/statistics/rx_packets; }
-trace() { [ -f "$work/$1" ] || python3 "$shared/mktrace.py" "$work/$1" "${@:2}"; }
+trace() { [ -f "$work/$1" ] || python3 "$judges/mktrace.py" "$work/$1" "${@:2}"; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 say() { echo "$*" | tee -a "$results"; }
 json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$2)" "$1"; }
@@ -56,7 +56,7 @@ throughput() {
   # Per-flow order is kept, so thread scaling needs several flows: 64 here.
   trace t64f.pcap 1000000 64 1000 cbr 64
   say "== top speed on veth (frames/s counted by the sink; median of $runs) =="
-  local peers; peers=$("$shared/peers.sh" throughput)
+  local peers; peers=$("$judges/peers.sh" throughput)
   echo "$peers" | tee -a "$results"
   local tr64 tf1 tf2 tr1500
   tr64=$(echo "$peers" | sed -n 's/.*tcpreplay.*trace=t64 pps=\([0-9]*\).*/\1/p')
@@ -101,10 +101,10 @@ timing() {
   # Whether a second CPU is on time while the first is interrupted (a VM
   # paused as a whole stops both): one spinning thread per CPU.
   say "platform floor, all $(nproc) CPUs at once: $("$root/target/release/examples/hiccups" 2 "$(nproc)" | grep overlapping | tr '\n' ' ')"
-  "$shared/peers.sh" timing | tee -a "$results"
+  "$judges/peers.sh" timing | tee -a "$results"
   for t in c10k c100k c500k; do
     capture_run "sluice_$t" "$sluice" replay "$work/$t.pcap" --to afpacket:va -q --summary-json "$work/$t.json"
-    say "peer=sluice mode=recorded trace=$t $(python3 "$shared/gaperr.py" "$work/$t.pcap" "$work/cap_sluice_$t.pcap" --oneline) eps_p99_ns=$(json "$work/$t.json" "['eps']['p99_ns']")"
+    say "peer=sluice mode=recorded trace=$t $(python3 "$judges/gaperr.py" "$work/$t.pcap" "$work/cap_sluice_$t.pcap" --oneline) eps_p99_ns=$(json "$work/$t.json" "['eps']['p99_ns']")"
   done
 }
 

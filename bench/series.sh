@@ -6,23 +6,23 @@
 #
 #   bench/series.sh [all|io|throughput|drift|real]   (default: all)
 #
-# Needs root, tcpdump, tcpreplay, python3. Uses ../shared/bench/netns.sh
+# Needs root, tcpdump, tcpreplay, python3. Uses bench/netns.sh (vendored from shared/bench)
 # (veth va <-> vb in namespace "sink"); frames to 02:00:00:00:00:99 are
 # counted by vb and dropped before its IP stack. Results go to stdout and
 # $WORK/series-results.txt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-shared=${SHARED:-$root/../shared/bench}
-testdata=${TESTDATA:-$root/../shared/testdata/timeseries}
+judges=$root/bench  # vendored copies of shared/bench, kept identical
+testdata=${TESTDATA:-$root/testdata/timeseries}
 work=${WORK:-/tmp/sluice-bench}; mkdir -p "$work"
 results=$work/series-results.txt
 sluice=${SLUICE:-$root/target/release/sluice}
 sink_mac=02:00:00:00:00:99
 
 (cd "$root" && cargo build --release -q && cargo build --release -q -p sluice-source --example archive_read)
-"$shared/netns.sh" up
-trap '"$shared/netns.sh" down' EXIT
+"$judges/netns.sh" up
+trap '"$judges/netns.sh" down' EXIT
 sysctl -qw net.ipv6.conf.va.disable_ipv6=1 || true
 ip netns exec sink sysctl -qw net.ipv6.conf.vb.disable_ipv6=1 || true
 

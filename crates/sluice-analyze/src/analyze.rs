@@ -108,9 +108,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn testdata(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/testdata/pcap")
-            .join(name)
+        sluice_testkit::testdata("pcap").join(name)
     }
 
     #[test]

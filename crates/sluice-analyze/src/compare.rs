@@ -1,7 +1,7 @@
 //! The verdict of a capture against its reference: [`Comparison`].
 //!
 //! Design decision: every number is defined exactly as in
-//! `shared/bench/gaperr.py`, with the reference index (position in the
+//! `bench/gaperr.py`, with the reference index (position in the
 //! reference file) in place of its sequence number, so the two tools agree
 //! to the nanosecond on traces that script understands (an integration test
 //! holds us to it):

@@ -155,12 +155,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_shared_capture_is_metered_or_refused_cleanly() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/testdata/pcap");
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            assert!(std::env::var_os("CI").is_none(), "CI has shared/testdata");
-            return;
-        };
+    fn every_corpus_capture_is_metered_or_refused_cleanly() {
+        let dir = sluice_testkit::testdata("pcap");
+        let entries = std::fs::read_dir(&dir).expect("testdata/pcap is in the repository");
         let mut metered = 0;
         for e in entries.flatten() {
             let p = e.path();

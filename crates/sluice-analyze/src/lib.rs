@@ -16,7 +16,7 @@
 //!   by a 64-bit hash of their bytes, so any trace works without signatures
 //!   or sequence numbers; identical frames match in order of arrival.
 //! - **The project's yardstick, exactly** ([`Comparison`], [`Dist`]): the
-//!   definitions and percentile ranks are those of `shared/bench/gaperr.py`,
+//!   definitions and percentile ranks are those of `bench/gaperr.py`,
 //!   with the reference index in place of its sequence number; an
 //!   integration test checks agreement to the nanosecond.
 //! - **Bounded memory**: frames are never stored; about 40 bytes per

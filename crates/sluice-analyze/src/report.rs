@@ -2,7 +2,7 @@
 //!
 //! Design decision: one serialisable struct for machines (JSON via
 //! [`Report::to_json`]) and one text rendering for people. The comparison
-//! lines of the text reproduce `shared/bench/gaperr.py`'s output format
+//! lines of the text reproduce `bench/gaperr.py`'s output format
 //! character for character (same rounding: rate to 3 decimals with a sign,
 //! spans to the microsecond, mean rounded half to even), so a reader can
 //! diff the two tools' output; the capture statistics come first.

@@ -1,6 +1,6 @@
-//! Agreement with the project's reference judge, `shared/bench/gaperr.py`.
+//! Agreement with the project's reference judge, `bench/gaperr.py`.
 //!
-//! Design: traces come from `shared/bench/mktrace.py` (CBR and Poisson);
+//! Design: traces come from `bench/mktrace.py` (CBR and Poisson);
 //! a synthetic "capture" is derived from each with a rate error, jitter,
 //! dropped packets (including the first and the last), a duplicate, a
 //! swapped pair and a foreign IPv6 frame, written with
@@ -19,7 +19,7 @@ use sluice_analyze::{analyze, Comparison};
 use sluice_capture::{CaptureReader, LinkType, PcapWriter};
 
 fn bench_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench")
+    sluice_testkit::repo_root().join("bench")
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -28,20 +28,9 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// False (test skipped) when python3 cannot run; panics under CI.
+/// False (test skipped) when python3 cannot run; fails under CI.
 fn have_python() -> bool {
-    let ok = Command::new("python3")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        if std::env::var_os("CI").is_some() {
-            panic!("python3 is required for the gaperr agreement test under CI");
-        }
-        eprintln!("note: python3 not found, gaperr agreement test skipped");
-    }
-    ok
+    sluice_testkit::require("python3", "gaperr agreement")
 }
 
 fn python(args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {

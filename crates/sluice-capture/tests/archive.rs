@@ -1,5 +1,5 @@
-//! The time-series archive on the real seismic CSVs of the shared testdata
-//! (`shared/testdata/timeseries`): convert → dump round trips, exact sample
+//! The time-series archive on the real seismic CSVs of the repository's testdata
+//! (`testdata/timeseries`): convert → dump round trips, exact sample
 //! spacing, the real gaps and the year boundary; malformed archives; and a
 //! seeded mutation loop over archives and CSVs (no panic, no hang).
 
@@ -17,7 +17,7 @@ use sluice_capture::archive::{
 
 const DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/testdata/timeseries"
+    "/../../testdata/timeseries"
 );
 const RJOB: &str = "obspy_example_BW.RJOB_3ch_100Hz.csv";
 const BGLD: &str = "obspy_BW.BGLD.EHE_200Hz_gaps.csv";
@@ -26,7 +26,7 @@ fn input(name: &str) -> PathBuf {
     let p = PathBuf::from(DIR).join(name);
     assert!(
         p.is_file(),
-        "testdata {} is missing: the shared/ checkout must sit beside the workspace",
+        "testdata {} is missing: it is part of the repository",
         p.display()
     );
     p

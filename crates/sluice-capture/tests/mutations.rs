@@ -16,7 +16,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use sluice_capture::CaptureReader;
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/testdata/pcap");
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/pcap");
 const MAX_FILE: u64 = 100 * 1024;
 /// Mutation work per file in input bytes: a file gets about this many
 /// bytes' worth of mutants, within [`MIN_MUTANTS`, `MAX_MUTANTS`] (small

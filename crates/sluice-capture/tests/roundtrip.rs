@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use sluice_capture::{CaptureReader, Format, LinkType, PcapWriter};
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/testdata/pcap");
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/pcap");
 
 struct Rec {
     ts_ns: u64,

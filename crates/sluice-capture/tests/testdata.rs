@@ -1,4 +1,4 @@
-//! Every capture in the shared testdata directory is read completely or
+//! Every capture in the repository's testdata directory is read completely or
 //! refused with the precise expected error, checked against MANIFEST.tsv
 //! (packet counts from capinfos, verdicts of tcpdump and tshark).
 
@@ -8,14 +8,13 @@ use std::path::{Path, PathBuf};
 
 use sluice_capture::{CaptureError, CaptureReader, ErrorKind, Format, LinkType};
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/testdata/pcap");
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/pcap");
 
 fn dir() -> PathBuf {
     let d = PathBuf::from(DIR);
     assert!(
         d.join("MANIFEST.tsv").is_file(),
-        "testdata directory {} (with MANIFEST.tsv) is missing: the shared/ checkout must sit \
-         beside the workspace",
+        "testdata directory {} (with MANIFEST.tsv) is missing: it is part of the repository",
         d.display()
     );
     d

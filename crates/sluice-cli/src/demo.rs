@@ -102,7 +102,7 @@ fn replay(trace: &Path, sink: Box<dyn Sink>) -> Result<sluice_engine::Summary, F
     Ok(s?)
 }
 
-/// The frame layout of `shared/bench/mktrace.py`: UDP/IPv4 to MAC
+/// The frame layout of `bench/mktrace.py`: UDP/IPv4 to MAC
 /// 02:00:00:00:00:99 with an 8-byte sequence number at offset 42.
 pub fn demo_frame(seq: u64, frame_len: usize) -> Vec<u8> {
     let mut f = Vec::with_capacity(frame_len);

@@ -14,9 +14,7 @@ pub fn run(args: &[&str]) -> Output {
 }
 
 pub fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/testdata/pcap")
-        .join(name)
+    sluice_testkit::testdata("pcap").join(name)
 }
 
 pub fn tmpdir(tag: &str) -> PathBuf {

@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(rel)
+    sluice_testkit::repo_root().join(rel)
 }
 
 fn flows_to_pcap(session: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
@@ -19,12 +17,7 @@ fn flows_to_pcap(session: &Path, out: &Path, extra: &[&str]) -> std::process::Ou
 }
 
 fn have_tshark() -> bool {
-    let ok = Command::new("tshark").arg("--version").output().is_ok();
-    if !ok {
-        assert!(std::env::var_os("CI").is_none(), "CI must have tshark");
-        eprintln!("skipped: needs tshark");
-    }
-    ok
+    sluice_testkit::require("tshark", "flows checked by tshark")
 }
 
 /// tshark fields of every frame, checksums validated.
@@ -274,7 +267,7 @@ fn imported_flow_records_regenerate_with_exact_counts_and_start_times() {
         "DERIVED_pmacct_101_nfv9_cisco_flows.csv",
         "DERIVED_pmacct_402_ipfix_ipv6_cisco_flows.csv",
     ] {
-        let csv = repo("../shared/testdata/flows").join(name);
+        let csv = repo("testdata/flows").join(name);
         let d = tmpdir("flows-import");
         let session = d.join("s.yaml");
         let o = run(&[

@@ -6,9 +6,7 @@ use common::*;
 use std::path::PathBuf;
 
 fn series_data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/testdata/timeseries")
-        .join(name)
+    sluice_testkit::testdata("timeseries").join(name)
 }
 
 const BGLD: &str = "obspy_BW.BGLD.EHE_200Hz_gaps.csv";

@@ -202,13 +202,7 @@ fn devices_limit_and_multiply_and_mapping_applies() {
 
 #[test]
 fn long_records_are_fragmented_and_tshark_reassembles_them() {
-    if std::process::Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        assert!(std::env::var_os("CI").is_none(), "CI must have tshark");
-        eprintln!("skipped: needs tshark");
+    if !sluice_testkit::require("tshark", "fragment reassembly") {
         return;
     }
     let d = tmpdir("series-frag");

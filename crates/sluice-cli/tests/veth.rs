@@ -24,19 +24,8 @@ fn sh(args: &[&str]) {
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn can_run() -> bool {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
-    let tools = Command::new("tcpdump").arg("--version").output().is_ok();
-    if !(root && tools) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the veth tests as root with tcpdump"
-        );
-        eprintln!("skipped: needs root and tcpdump");
-    }
-    root && tools
+    use sluice_testkit::{require, require_root};
+    require_root("veth tests") && require("ip", "veth tests") && require("tcpdump", "veth tests")
 }
 
 /// A veth pair `<tag>a` (here) ↔ `<tag>b` (in namespace `<tag>`), removed on drop.

@@ -381,25 +381,10 @@ const FIELDS: [&str; 9] = [
     "frame.protocols",
 ];
 
-fn tshark_available() -> bool {
-    Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// True when tshark can run; otherwise prints a skip note (and fails under
+/// True when tshark can run; otherwise one SKIPPED line (a failure under
 /// CI, where tshark is installed by .ci/run).
 fn tshark_or_skip() -> bool {
-    if tshark_available() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "tshark is required in CI but was not found"
-    );
-    eprintln!("note: tshark not found, skipping the tshark cross-check");
-    false
+    sluice_testkit::require("tshark", "tshark cross-check")
 }
 
 fn run_tshark(pcap: &Path, count: usize) -> Vec<Verdict> {
@@ -551,19 +536,7 @@ fn verify_agrees_with_tshark_on_real_captures() {
     if !tshark_or_skip() {
         return;
     }
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/testdata/pcap"
-    ));
-    if !dir.is_dir() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{} is missing",
-            dir.display()
-        );
-        eprintln!("note: {} not found, skipping", dir.display());
-        return;
-    }
+    let dir = sluice_testkit::testdata("pcap");
     let mut compared = 0;
     let mut bad_seen = 0;
     for name in [
