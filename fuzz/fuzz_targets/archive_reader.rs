@@ -10,7 +10,7 @@
 use std::io::{self, Cursor};
 
 use libfuzzer_sys::fuzz_target;
-use sluice_capture::archive::{
+use sluice_archive::{
     decode_micros, dump_reader, ArchiveReader, DataEncoding, Stamp, HEADER_LEN,
 };
 

@@ -10,7 +10,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sluice_capture::archive::{convert_csv_from, ArchiveReader, ArchiveWriter, DataEncoding};
+use sluice_archive::{convert_csv_from, ArchiveReader, ArchiveWriter, DataEncoding};
 use sluice_source::flows::{import_csv, Expander, Session};
 use sluice_source::series::FlowMap;
 use std::io::Cursor;

@@ -18,7 +18,9 @@ pub(crate) const INITIAL_CAPACITY: usize = 64 << 10;
 /// usual size of one `read` call on large files.
 pub(crate) const STEADY_CAPACITY: usize = 1 << 20;
 
-pub(crate) struct StreamBuf {
+/// A window over a byte stream for parsers that read records in place:
+/// bounded memory, one `read` per refill, stream offsets for error messages.
+pub struct StreamBuf {
     src: Box<dyn Read + Send>,
     /// Backing storage; `buf.len()` is the capacity in use.
     buf: Vec<u8>,
@@ -31,11 +33,11 @@ pub(crate) struct StreamBuf {
 }
 
 impl StreamBuf {
-    pub(crate) fn new(src: Box<dyn Read + Send>) -> StreamBuf {
+    pub fn new(src: Box<dyn Read + Send>) -> StreamBuf {
         StreamBuf::with_capacity(src, INITIAL_CAPACITY)
     }
 
-    pub(crate) fn with_capacity(src: Box<dyn Read + Send>, cap: usize) -> StreamBuf {
+    pub fn with_capacity(src: Box<dyn Read + Send>, cap: usize) -> StreamBuf {
         StreamBuf {
             src,
             buf: vec![0; cap.max(64)],
@@ -48,33 +50,33 @@ impl StreamBuf {
 
     /// Stream offset of the first unread byte (= bytes consumed so far).
     #[inline]
-    pub(crate) fn offset(&self) -> u64 {
+    pub fn offset(&self) -> u64 {
         self.base + self.start as u64
     }
 
     /// The unread bytes currently buffered.
     #[inline]
-    pub(crate) fn avail(&self) -> &[u8] {
+    pub fn avail(&self) -> &[u8] {
         &self.buf[self.start..self.end]
     }
 
     /// Index of the first unread byte in the backing storage (for building
     /// slices that outlive a [`consume`](Self::consume)).
     #[inline]
-    pub(crate) fn pos(&self) -> usize {
+    pub fn pos(&self) -> usize {
         self.start
     }
 
     /// The backing storage (see [`pos`](Self::pos)).
     #[inline]
-    pub(crate) fn storage(&self) -> &[u8] {
+    pub fn storage(&self) -> &[u8] {
         &self.buf
     }
 
     /// Makes at least `n` unread bytes available if the stream has them.
     /// Returns how many are available: `>= n`, or fewer at end of stream.
     #[inline]
-    pub(crate) fn fill(&mut self, n: usize) -> io::Result<usize> {
+    pub fn fill(&mut self, n: usize) -> io::Result<usize> {
         let have = self.end - self.start;
         if have >= n {
             return Ok(have);
@@ -135,14 +137,14 @@ impl StreamBuf {
 
     /// Marks `n` buffered bytes as read. `n` must not exceed `avail().len()`.
     #[inline]
-    pub(crate) fn consume(&mut self, n: usize) {
+    pub fn consume(&mut self, n: usize) {
         debug_assert!(n <= self.end - self.start);
         self.start += n.min(self.end - self.start);
     }
 
     /// Takes the buffer apart: the unread bytes and the source positioned
     /// after them.
-    pub(crate) fn into_parts(self) -> (Vec<u8>, Box<dyn Read + Send>) {
+    pub fn into_parts(self) -> (Vec<u8>, Box<dyn Read + Send>) {
         let mut v = self.buf;
         v.truncate(self.end);
         v.drain(..self.start);
@@ -152,7 +154,7 @@ impl StreamBuf {
     /// Discards up to `n` bytes, reading through the stream in buffer-sized
     /// steps without growing the buffer. Returns how many were discarded
     /// (fewer than `n` only at end of stream).
-    pub(crate) fn skip(&mut self, n: u64) -> io::Result<u64> {
+    pub fn skip(&mut self, n: u64) -> io::Result<u64> {
         let mut left = n;
         loop {
             let have = (self.end - self.start) as u64;

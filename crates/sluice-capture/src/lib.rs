@@ -1,14 +1,12 @@
-//! Streaming pcap/pcapng reading, nanosecond pcap writing, and the
-//! time-series archive format.
+//! Streaming pcap/pcapng reading and nanosecond pcap writing.
 //!
 //! [`CaptureReader`] reads classic pcap (microsecond or nanosecond, either
 //! byte order) and pcapng (any number of sections and interfaces, either
 //! byte order per section), transparently gunzipping `.gz` input, and hands
 //! out one [`Packet`] at a time as a slice of its own buffer. [`PcapWriter`]
-//! writes little-endian nanosecond pcap. The [`archive`] module reads and
-//! writes the time-series archive (length-prefixed records with a BCD
-//! ISO 8601 timestamp, a 16-byte device id and opaque data) and converts
-//! it from and to CSV.
+//! writes little-endian nanosecond pcap. [`StreamBuf`], the bounded read
+//! buffer under the readers, is public so that the archive format
+//! (`sluice-archive`) streams the same way.
 //!
 //! Design decisions:
 //! - **Streaming, bounded memory.** The reader owns one buffer (1 MiB,
@@ -31,7 +29,6 @@
 
 #![forbid(unsafe_code)]
 
-pub mod archive;
 mod buffer;
 mod bytes;
 mod error;
@@ -44,6 +41,7 @@ mod pcapng;
 mod reader;
 mod writer;
 
+pub use buffer::StreamBuf;
 pub use error::{CaptureError, ErrorKind};
 pub use linktype::LinkType;
 pub use packet::{Format, Packet};

@@ -5,12 +5,11 @@
 //! must never panic, must end (packets <= bytes / 16 + 1), must not hand out
 //! more packet bytes than the input has, and after an error must repeat it.
 
-mod support;
+use sluice_testkit::{Rng, Trickle};
 use std::io::{self, Cursor, Read};
 use std::mem::discriminant;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use support::{Rng, Trickle};
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -52,13 +51,13 @@ fn mutate(rng: &mut Rng, orig: &[u8], marks: &[usize]) -> Vec<u8> {
         };
         match rng.below(8) {
             0 => v[at] ^= 1 << rng.below(8),
-            1 => v[at] = rng.next() as u8,
+            1 => v[at] = rng.next_u64() as u8,
             2 => v.truncate(rng.below(v.len())),
             3..=5 => {
                 let val = match rng.below(3) {
                     0 => 0u32,
                     1 => u32::MAX,
-                    _ => rng.next() as u32,
+                    _ => rng.next_u64() as u32,
                 };
                 for (i, b) in val.to_le_bytes().iter().enumerate() {
                     if let Some(x) = v.get_mut(at + i) {

@@ -47,14 +47,7 @@ fn count(s: &str) -> Result<u64, String> {
 pub struct CpuList(pub Vec<usize>);
 
 fn cpus(s: &str) -> Result<CpuList, String> {
-    s.split(',')
-        .map(|c| {
-            c.trim()
-                .parse::<usize>()
-                .map_err(|_| format!("'{c}' is not a CPU number"))
-        })
-        .collect::<Result<_, _>>()
-        .map(CpuList)
+    sluice_sys::cpus::parse_cpu_list(s).map(CpuList)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

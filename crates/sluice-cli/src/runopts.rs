@@ -83,7 +83,7 @@ pub fn tx_cpus(o: &RunOpts) -> Vec<usize> {
     if let Some(c) = &o.cpu {
         return c.0.clone();
     }
-    let n = sluice_sink::os::online_cpus();
+    let n = sluice_sys::cpus::online_cpus();
     if o.no_pin || n <= o.threads {
         return Vec::new();
     }

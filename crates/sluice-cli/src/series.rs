@@ -7,7 +7,7 @@
 use crate::{bad_input, exit, Failure};
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use sluice_capture::archive::{convert_csv, dump, ConvertStats, DataEncoding, DumpError};
+use sluice_archive::{convert_csv, dump, ConvertStats, DataEncoding, DumpError};
 use std::fs::File;
 use std::io;
 use std::path::PathBuf;

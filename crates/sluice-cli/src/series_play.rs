@@ -162,7 +162,7 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     }
     let mtu = match (a.mtu, &a.to) {
         (Some(m), _) => m,
-        (None, SinkSpec::AfPacket(iface)) => interface_mtu(iface).unwrap_or(1500),
+        (None, SinkSpec::AfPacket(iface)) => sluice_sys::net::interface_mtu(iface).unwrap_or(1500),
         _ => 1500,
     };
     if !(68..=65_535).contains(&mtu) {
@@ -207,12 +207,4 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     };
     let result = run_series(cfg, sinks, &ecfg, &mut progress);
     conclude(&a.run, progress, result)
-}
-
-fn interface_mtu(iface: &str) -> Option<usize> {
-    std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
 }

@@ -15,7 +15,7 @@ pub const BATCH_BYTES: usize = 192 * 1024;
 
 /// One frame's place in a batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Entry {
+pub struct FrameRef {
     pub offset: u32,
     pub len: u32,
     /// Due offset from the start of the run.
@@ -25,7 +25,7 @@ pub struct Entry {
 #[derive(Debug)]
 pub struct Batch {
     pub data: Vec<u8>,
-    pub entries: Vec<Entry>,
+    pub entries: Vec<FrameRef>,
 }
 
 impl Default for Batch {
@@ -69,7 +69,7 @@ impl Batch {
     pub fn push(&mut self, frame: &[u8], due: Nanos) {
         let offset = self.data.len();
         self.data.extend_from_slice(frame);
-        self.entries.push(Entry {
+        self.entries.push(FrameRef {
             offset: offset as u32,
             len: frame.len() as u32,
             due,
@@ -80,7 +80,7 @@ impl Batch {
     /// (for builders that write into `data` directly).
     #[inline]
     pub fn commit(&mut self, offset: usize, due: Nanos) {
-        self.entries.push(Entry {
+        self.entries.push(FrameRef {
             offset: offset as u32,
             len: (self.data.len() - offset) as u32,
             due,
@@ -88,7 +88,7 @@ impl Batch {
     }
 
     #[inline]
-    pub fn frame(&self, e: &Entry) -> &[u8] {
+    pub fn frame(&self, e: &FrameRef) -> &[u8] {
         &self.data[e.offset as usize..(e.offset + e.len) as usize]
     }
 
@@ -114,7 +114,7 @@ pub enum Work {
 impl Work {
     /// The batch, the offset to add to its due times and the entries to send.
     #[inline]
-    pub fn parts(&self) -> (&Batch, Nanos, &[Entry]) {
+    pub fn parts(&self) -> (&Batch, Nanos, &[FrameRef]) {
         match self {
             Work::Owned(b) => (b, Nanos(0), &b.entries),
             Work::Repeat {

@@ -13,7 +13,7 @@ pub mod parse;
 pub mod stats;
 pub mod time;
 
-pub use batch::{Batch, Entry, Work};
+pub use batch::{Batch, FrameRef, Work};
 pub use clock::{Clock, MonotonicClock, VirtualClock};
 pub use parse::{parse_count, parse_duration, parse_rate, ParseError};
 pub use stats::{ErrorHistogram, Percentiles};

@@ -7,8 +7,9 @@ use crate::stats::{CounterSnapshot, IntervalStats, Observer, SharedCounters, Sum
 use crate::tx::{self, TxContext};
 use sluice_core::{Clock, ErrorHistogram, MonoTime, MonotonicClock, Nanos, VirtualClock};
 use sluice_pace::{Pacer, SpinSleep, Waiter};
-use sluice_sink::{os, Sink, SinkError};
+use sluice_sink::{Sink, SinkError};
 use sluice_source::{Source, SourceError};
+use sluice_sys::sched as os;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;

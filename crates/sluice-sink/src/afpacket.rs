@@ -97,16 +97,10 @@ fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, val: &T) -> io::Result<()>
 }
 
 fn read_mtu(iface: &str) -> Result<usize, SinkError> {
-    let path = format!("/sys/class/net/{iface}/mtu");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        SinkError::os(
-            format!("interface '{iface}' not found (cannot read {path})"),
-            e,
-        )
-    })?;
-    text.trim()
-        .parse()
-        .map_err(|_| SinkError::Config(format!("{path}: unexpected content '{}'", text.trim())))
+    sluice_sys::net::interface_mtu(iface).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidData => SinkError::Config(e.to_string()),
+        _ => SinkError::os(format!("interface '{iface}' not found"), e),
+    })
 }
 
 impl AfPacketSink {
@@ -320,7 +314,7 @@ impl Mmsg {
             })
             .collect();
         // SAFETY: the iovecs point into self.buf, which outlives the call.
-        unsafe { crate::os::sendmmsg_all(fd.as_raw_fd(), &mut msgs, &|| format!("on {iface}"))? };
+        unsafe { crate::mmsg::sendmmsg_all(fd.as_raw_fd(), &mut msgs, &|| format!("on {iface}"))? };
         self.slot = 0;
         Ok(())
     }

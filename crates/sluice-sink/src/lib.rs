@@ -1,4 +1,4 @@
-//! Sinks: where frames go, and everything that talks to the OS.
+//! Sinks: where frames go.
 //!
 //! A [`Sink`] takes frames one at a time and pushes them out in batches on
 //! [`Sink::flush`]. Backends: [`NullSink`] (counts only: measures the
@@ -6,12 +6,13 @@
 //! (PACKET_MMAP TX ring with PACKET_QDISC_BYPASS, falling back to sendmmsg),
 //! [`UdpSink`] (datagrams through kernel UDP sockets, sendmmsg batches).
 //!
-//! Design: this crate owns every `unsafe` block of sluice (sockets, mmap,
-//! scheduler calls in [`os`]); the rest of the workspace denies `unsafe_code`.
+//! Design: the backends own the `unsafe` of sockets and mmap; scheduler and
+//! other OS calls live in `sluice-sys`; the rest of the workspace denies
+//! `unsafe_code`.
 
 pub mod afpacket;
+mod mmsg;
 pub mod null;
-pub mod os;
 pub mod pcap;
 mod spec;
 pub mod udp;

@@ -137,7 +137,7 @@ impl UdpSink {
         // SAFETY: the iovecs point into self.buf and the names into
         // self.name, both alive and unmoved during the call.
         unsafe {
-            crate::os::sendmmsg_all(self.socket.as_raw_fd(), &mut msgs[..n], &|| {
+            crate::mmsg::sendmmsg_all(self.socket.as_raw_fd(), &mut msgs[..n], &|| {
                 format!("to {dst}")
             })?
         };

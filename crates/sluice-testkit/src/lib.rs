@@ -11,6 +11,7 @@
 //! every such tool) a missing tool is a failure, so a green CI never hides
 //! a test that did not run.
 
+use std::io::{self, Cursor, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -70,6 +71,38 @@ fn missing_unless(present: bool, what: &str, test: &str) -> bool {
     );
     eprintln!("SKIPPED {test}: needs {what}, which is not available here");
     false
+}
+
+/// splitmix64: small, seedable, good enough for picking mutations in the
+/// seeded mutation suites.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+}
+
+/// A reader that hands out at most `chunk` bytes per call (exercises the
+/// readers' refill paths).
+pub struct Trickle {
+    pub data: Cursor<Vec<u8>>,
+    pub chunk: usize,
+}
+
+impl Read for Trickle {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = out.len().min(self.chunk);
+        self.data.read(&mut out[..n])
+    }
 }
 
 #[cfg(test)]

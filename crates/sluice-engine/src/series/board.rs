@@ -183,14 +183,14 @@ impl Board {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_source::series::{Entry, Filled};
+    use sluice_source::series::{DueRecord, Filled};
 
     fn chunk(dues: &[u64]) -> Arc<Chunk> {
         Arc::new(Chunk {
             buf: Arc::new(Filled::new(64)),
             entries: dues
                 .iter()
-                .map(|&d| Entry {
+                .map(|&d| DueRecord {
                     offset: 0,
                     len: 0,
                     flow: 0,

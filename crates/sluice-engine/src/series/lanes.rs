@@ -9,7 +9,7 @@
 //! chunk holds its buffer alive; entries point into it (no record copies).
 
 use crossbeam_queue::ArrayQueue;
-use sluice_source::series::{Entry, Filled, SeriesError};
+use sluice_source::series::{DueRecord, Filled, SeriesError};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,12 +23,12 @@ pub(crate) const OOO_ENTRIES: usize = 1 << 16;
 
 pub(crate) struct Chunk {
     pub buf: Arc<Filled>,
-    pub entries: Vec<Entry>,
+    pub entries: Vec<DueRecord>,
 }
 
 pub(crate) struct OooItem {
     pub buf: Arc<Filled>,
-    pub entry: Entry,
+    pub entry: DueRecord,
 }
 
 pub(crate) struct Lanes {
@@ -38,7 +38,7 @@ pub(crate) struct Lanes {
     pub ooo: ArrayQueue<OooItem>,
     /// Workers still running (they may still produce out-of-order items).
     pub workers_left: AtomicUsize,
-    pub spare: ArrayQueue<Vec<Entry>>,
+    pub spare: ArrayQueue<Vec<DueRecord>>,
     /// Entries handed to queues, for `limit`.
     pub admitted: AtomicU64,
     pub limit: Option<u64>,
@@ -87,7 +87,7 @@ impl Lanes {
     }
 
     /// An empty entry vector, recycled when possible.
-    pub fn entries(&self) -> Vec<Entry> {
+    pub fn entries(&self) -> Vec<DueRecord> {
         self.spare
             .pop()
             .unwrap_or_else(|| Vec::with_capacity(CHUNK))

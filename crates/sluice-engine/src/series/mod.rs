@@ -34,7 +34,7 @@ use sluice_core::{Clock, MonoTime, MonotonicClock, Nanos, VirtualClock};
 use sluice_pace::Pacer;
 use sluice_sink::Sink;
 use sluice_source::series::{
-    device_name, first_timestamp, ArchiveChunker, DeviceCount, DeviceTable, Entry, Indexer,
+    device_name, first_timestamp, ArchiveChunker, DeviceCount, DeviceTable, DueRecord, Indexer,
     SeriesError, HEADER_LEN,
 };
 use std::net::Ipv4Addr;
@@ -85,7 +85,7 @@ pub fn run_series(
         ecfg.stop.clone(),
     ));
     if !ecfg.cpus.is_empty() {
-        let _ = sluice_sink::os::avoid_cpus(&ecfg.cpus);
+        let _ = sluice_sys::sched::avoid_cpus(&ecfg.cpus);
     }
 
     // IO thread and workers.
@@ -299,7 +299,7 @@ fn preload_capacity(
     // Out-of-order room: twice the expected share (if it fills up, the
     // rest streams).
     let ooo_share = cfg.ooo.map_or(0.0, |o| (2.0 * o.prob).min(1.0));
-    let per_entry = std::mem::size_of::<Entry>() as u64
+    let per_entry = std::mem::size_of::<DueRecord>() as u64
         + (std::mem::size_of::<lanes::OooItem>() as f64 * ooo_share) as u64;
     // Buffers are whole: the last one is allocated in full.
     let need = size

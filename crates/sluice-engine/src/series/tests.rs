@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::stats::IntervalStats;
-use sluice_capture::archive::{ArchiveWriter, Stamp};
+use sluice_archive::{ArchiveWriter, Stamp};
 use sluice_sink::{SinkError, Takes};
 use std::time::Duration;
 

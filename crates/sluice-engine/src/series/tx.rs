@@ -13,7 +13,7 @@ use crate::stats::{CounterSnapshot, SharedCounters, HISTOGRAM_HANDOFF};
 use sluice_core::{ErrorHistogram, MonoTime, Nanos};
 use sluice_pace::{Decision, Pacer, Waiter};
 use sluice_sink::{Sink, SinkError, Takes};
-use sluice_source::series::{DeviceTable, Entry, Filled, FlowMap, HEADER_LEN};
+use sluice_source::series::{DeviceTable, DueRecord, Filled, FlowMap, HEADER_LEN};
 use sluice_wire::{Udp4Error, Udp4Template};
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
@@ -389,7 +389,7 @@ impl Tx {
         }
     }
 
-    fn send_entry(&mut self, buf: &Filled, e: &Entry, ooo: bool) {
+    fn send_entry(&mut self, buf: &Filled, e: &DueRecord, ooo: bool) {
         if let Some(verdict) = self.pace(e.due) {
             self.deliver(buf, e, verdict, ooo);
         }
@@ -422,7 +422,7 @@ impl Tx {
     }
 
     /// Sends (or drops) a record its pacing has decided on, and counts it.
-    fn deliver(&mut self, buf: &Filled, e: &Entry, verdict: Verdict, ooo: bool) {
+    fn deliver(&mut self, buf: &Filled, e: &DueRecord, verdict: Verdict, ooo: bool) {
         let count = self.send_record(buf, e, verdict, ooo);
         if let Some(cell) = self.cx.flow_counts.slot(e.flow as usize) {
             cell.add(count);
@@ -431,7 +431,13 @@ impl Tx {
 
     /// [`deliver`](Self::deliver) less the per-flow counters: returns what
     /// they gain.
-    fn send_record(&mut self, buf: &Filled, e: &Entry, verdict: Verdict, ooo: bool) -> FlowCount {
+    fn send_record(
+        &mut self,
+        buf: &Filled,
+        e: &DueRecord,
+        verdict: Verdict,
+        ooo: bool,
+    ) -> FlowCount {
         let mut count = FlowCount::default();
         let Verdict::Send { eps } = verdict else {
             self.c.dropped += 1;

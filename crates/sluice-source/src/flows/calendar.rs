@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 /// One calendar entry: a flow slot and the time its next packet is due.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C, packed(4))]
-pub struct Entry {
+pub struct NextPacket {
     pub due: u64,
     pub slot: u32,
 }
@@ -45,8 +45,8 @@ const WORDS: usize = BUCKETS.div_ceil(64);
 /// one being written.
 #[derive(Default)]
 struct Chunks {
-    full: VecDeque<Vec<Entry>>,
-    tail: Vec<Entry>,
+    full: VecDeque<Vec<NextPacket>>,
+    tail: Vec<NextPacket>,
     /// Entries of the front chunk already read.
     head: usize,
 }
@@ -58,7 +58,7 @@ impl Chunks {
     }
 
     #[inline]
-    fn front(&self) -> Option<Entry> {
+    fn front(&self) -> Option<NextPacket> {
         match self.full.front() {
             Some(c) => Some(c[self.head]),
             None => self.tail.get(self.head).copied(),
@@ -66,7 +66,7 @@ impl Chunks {
     }
 
     #[inline]
-    fn push(&mut self, e: Entry, pool: &mut Vec<Vec<Entry>>) {
+    fn push(&mut self, e: NextPacket, pool: &mut Vec<Vec<NextPacket>>) {
         if self.tail.len() == self.tail.capacity() {
             self.next_chunk(pool);
         }
@@ -74,7 +74,7 @@ impl Chunks {
     }
 
     #[cold]
-    fn next_chunk(&mut self, pool: &mut Vec<Vec<Entry>>) {
+    fn next_chunk(&mut self, pool: &mut Vec<Vec<NextPacket>>) {
         let fresh = pool.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
         let full = std::mem::replace(&mut self.tail, fresh);
         if !full.is_empty() {
@@ -83,7 +83,7 @@ impl Chunks {
     }
 
     #[inline]
-    fn pop(&mut self, pool: &mut Vec<Vec<Entry>>) -> Option<Entry> {
+    fn pop(&mut self, pool: &mut Vec<Vec<NextPacket>>) -> Option<NextPacket> {
         if let Some(c) = self.full.front() {
             let e = c[self.head];
             self.head += 1;
@@ -107,8 +107,8 @@ impl Chunks {
     /// Every entry in order, each chunk recycled once read.
     fn drain(
         &mut self,
-        pool: &mut Vec<Vec<Entry>>,
-        mut each: impl FnMut(Entry, &mut Vec<Vec<Entry>>),
+        pool: &mut Vec<Vec<NextPacket>>,
+        mut each: impl FnMut(NextPacket, &mut Vec<Vec<NextPacket>>),
     ) {
         let mut head = std::mem::take(&mut self.head);
         while let Some(c) = self.full.pop_front() {
@@ -126,7 +126,7 @@ impl Chunks {
     }
 }
 
-fn recycle(mut c: Vec<Entry>, pool: &mut Vec<Vec<Entry>>) {
+fn recycle(mut c: Vec<NextPacket>, pool: &mut Vec<Vec<NextPacket>>) {
     if pool.len() < POOL_MAX && c.capacity() > 0 {
         c.clear();
         pool.push(c);
@@ -135,7 +135,7 @@ fn recycle(mut c: Vec<Entry>, pool: &mut Vec<Vec<Entry>>) {
 
 pub struct Calendar {
     /// Entries due before `last`, sorted (ties in insertion order).
-    run: VecDeque<Entry>,
+    run: VecDeque<NextPacket>,
     /// Entries due at `last`, in insertion order.
     now: Chunks,
     /// Bucket 16 p + v holds the entries due after `last` whose time first
@@ -150,7 +150,7 @@ pub struct Calendar {
     taken: u64,
     /// The only entry, while there is just one (one flow, or one at a
     /// time): it skips the buckets, the FIFO and the run.
-    solo: Option<Entry>,
+    solo: Option<NextPacket>,
     len: usize,
     /// Flows' first packets (`push_first`), in time order: among entries
     /// due at the same time they leave first.
@@ -158,8 +158,8 @@ pub struct Calendar {
     firsts_len: usize,
     /// The time of the last entry in `firsts`.
     firsts_due: u64,
-    pool: Vec<Vec<Entry>>,
-    scratch: Vec<Entry>,
+    pool: Vec<Vec<NextPacket>>,
+    scratch: Vec<NextPacket>,
 }
 
 impl Default for Calendar {
@@ -217,7 +217,7 @@ impl Calendar {
             return self.push(due, slot);
         }
         self.firsts_due = due;
-        self.firsts.push(Entry { due, slot }, &mut self.pool);
+        self.firsts.push(NextPacket { due, slot }, &mut self.pool);
         self.firsts_len += 1;
     }
 
@@ -231,7 +231,7 @@ impl Calendar {
     /// Takes the earliest entry: among equal times, first packets in the
     /// order they were inserted, then the others in the order they were.
     #[inline]
-    pub fn pop(&mut self) -> Option<Entry> {
+    pub fn pop(&mut self) -> Option<NextPacket> {
         if self.leading_first().is_some() {
             let e = self.firsts.pop(&mut self.pool)?;
             self.firsts_len -= 1;
@@ -257,7 +257,7 @@ impl Calendar {
     /// taken as that time (it is due at once).
     #[inline]
     pub fn push(&mut self, due: u64, slot: u32) {
-        let e = Entry {
+        let e = NextPacket {
             due: due.max(self.taken),
             slot,
         };
@@ -274,7 +274,7 @@ impl Calendar {
     }
 
     #[inline]
-    fn insert(&mut self, e: Entry) {
+    fn insert(&mut self, e: NextPacket) {
         let due = e.due;
         if self.len == 0 {
             // Nothing to keep in order: `last` moves to this time.
@@ -293,7 +293,7 @@ impl Calendar {
     }
 
     #[inline]
-    fn bucket_push(&mut self, e: Entry) {
+    fn bucket_push(&mut self, e: NextPacket) {
         let b = bucket(e.due, self.last);
         self.buckets[b].push(e, &mut self.pool);
         self.occupied[b / 64] |= 1 << (b % 64);
@@ -318,7 +318,7 @@ impl Calendar {
     /// Takes the earliest entry inserted with `push` (the first inserted
     /// among equal times).
     #[inline]
-    fn pop_pushed(&mut self) -> Option<Entry> {
+    fn pop_pushed(&mut self) -> Option<NextPacket> {
         if let Some(e) = self.solo.take() {
             self.taken = e.due;
             self.len = 0;
@@ -546,6 +546,6 @@ mod tests {
 
     #[test]
     fn entries_are_12_bytes() {
-        assert_eq!(std::mem::size_of::<Entry>(), 12);
+        assert_eq!(std::mem::size_of::<NextPacket>(), 12);
     }
 }

@@ -11,7 +11,7 @@
 //! ICMP records become echo requests (identifier = source port).
 
 use super::session::Proto;
-use sluice_capture::archive::Stamp;
+use sluice_archive::Stamp;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 

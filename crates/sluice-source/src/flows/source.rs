@@ -370,7 +370,7 @@ mod tests {
     #[test]
     fn an_active_flow_with_its_calendar_entry_fits_in_116_bytes() {
         let per_flow = std::mem::size_of::<Option<Active>>()
-            + std::mem::size_of::<super::super::calendar::Entry>();
+            + std::mem::size_of::<super::super::calendar::NextPacket>();
         assert!(per_flow <= 116, "{per_flow} bytes");
     }
 }

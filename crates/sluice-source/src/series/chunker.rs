@@ -8,7 +8,7 @@
 //! (cheap, ~1 ns per record); timestamps are decoded by the workers.
 
 use super::SeriesError;
-use sluice_capture::archive::HEADER_LEN;
+use sluice_archive::HEADER_LEN;
 use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::path::Path;

@@ -9,14 +9,14 @@ use super::devices::{DeviceId, DeviceTable};
 use super::SeriesError;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use sluice_capture::archive::{decode_micros, HEADER_LEN};
+use sluice_archive::{decode_micros, HEADER_LEN};
 use sluice_core::Nanos;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// One record (or one simulated copy of it) to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Entry {
+pub struct DueRecord {
     /// Offset of the record in its buffer.
     pub offset: u32,
     /// Record length (header included).
@@ -106,7 +106,7 @@ impl Indexer {
     pub fn index(
         &mut self,
         buf: &Filled,
-        mut emit: impl FnMut(Entry, Lane) -> bool,
+        mut emit: impl FnMut(DueRecord, Lane) -> bool,
     ) -> Result<bool, SeriesError> {
         let data = buf.bytes();
         let mut at = 0usize;
@@ -132,7 +132,7 @@ impl Indexer {
                 continue;
             };
             for copy in 0..self.copies {
-                let mut e = Entry {
+                let mut e = DueRecord {
                     offset: at as u32,
                     len: len as u16,
                     flow: base + copy,

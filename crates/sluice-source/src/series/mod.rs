@@ -13,8 +13,8 @@ pub mod index;
 
 pub use chunker::{ArchiveChunker, Filled, MIN_BUFFER};
 pub use devices::{device_id, device_name, DeviceCount, DeviceId, DeviceTable, FlowMap};
-pub use index::{Entry, Indexer, Lane, Ooo, SeriesTiming};
-pub use sluice_capture::archive::HEADER_LEN;
+pub use index::{DueRecord, Indexer, Lane, Ooo, SeriesTiming};
+pub use sluice_archive::HEADER_LEN;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SeriesError {
@@ -41,7 +41,7 @@ pub enum SeriesError {
 pub fn first_timestamp(path: &std::path::Path) -> Result<i64, SeriesError> {
     use std::io::Read;
     let file = path.display().to_string();
-    let mut head = [0u8; sluice_capture::archive::HEADER_LEN];
+    let mut head = [0u8; sluice_archive::HEADER_LEN];
     let mut f = std::fs::File::open(path).map_err(|e| SeriesError::Io {
         file: file.clone(),
         source: e,
@@ -70,5 +70,5 @@ pub fn first_timestamp(path: &std::path::Path) -> Result<i64, SeriesError> {
         )));
     }
     let stamp: &[u8; 12] = head[2..14].try_into().expect("12 bytes");
-    sluice_capture::archive::decode_micros(stamp).map_err(|e| bad(e.to_string()))
+    sluice_archive::decode_micros(stamp).map_err(|e| bad(e.to_string()))
 }

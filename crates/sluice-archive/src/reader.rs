@@ -15,13 +15,13 @@ use std::path::Path;
 use super::error::{ArchiveError, ArchiveErrorKind};
 use super::record::{split_record, Record, HEADER_LEN};
 use super::stamp::Stamp;
-use crate::buffer::StreamBuf;
+use sluice_capture::StreamBuf;
 
 /// Streaming reader of a time-series archive.
 ///
 /// ```no_run
-/// # fn main() -> Result<(), sluice_capture::archive::ArchiveError> {
-/// use sluice_capture::archive::ArchiveReader;
+/// # fn main() -> Result<(), sluice_archive::ArchiveError> {
+/// use sluice_archive::ArchiveReader;
 /// let mut r = ArchiveReader::open("series.arc".as_ref())?;
 /// while let Some(rec) = r.next_record()? {
 ///     println!("{} {} bytes", rec.stamp, rec.data.len());

@@ -103,7 +103,7 @@ pub fn dump_reader(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::archive::{ArchiveWriter, Stamp};
+    use crate::{ArchiveWriter, Stamp};
     use std::io::Cursor;
 
     fn archive(records: &[(&str, &str, &[u8])]) -> Vec<u8> {

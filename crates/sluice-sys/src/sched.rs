@@ -1,7 +1,8 @@
-//! Scheduler and process knobs for the TX threads: CPU pinning, SCHED_FIFO,
+//! What a TX thread asks of the scheduler: CPU pinning, SCHED_FIFO,
 //! mlockall, timer slack. Each returns an error the caller reports (e.g.
 //! "--rt refused: Operation not permitted") rather than failing the run.
 
+use crate::cpus::online_cpus;
 use std::io;
 
 /// Pins the calling thread to one CPU.
@@ -95,52 +96,6 @@ pub fn set_timer_slack(ns: u64) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
-}
-
-/// Current wall-clock time in nanoseconds since the UNIX epoch.
-pub fn realtime_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
-/// Number of CPUs this process may run on.
-pub fn online_cpus() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-}
-
-/// Sends every message of `msgs` with `sendmmsg(2)`, resuming after partial
-/// sends and retrying EINTR/EAGAIN/ENOBUFS (and ECONNREFUSED, the echo of an
-/// ICMP port-unreachable on UDP: that datagram is lost, like on any
-/// network). `what` names the socket in errors.
-///
-/// # Safety
-/// Every message's name and iovecs must point to memory that is valid for
-/// reads for the whole call.
-pub(crate) unsafe fn sendmmsg_all(
-    fd: std::os::fd::RawFd,
-    msgs: &mut [libc::mmsghdr],
-    what: &dyn Fn() -> String,
-) -> Result<(), crate::SinkError> {
-    let n = msgs.len();
-    let mut done = 0;
-    while done < n {
-        // SAFETY: msgs[done..] are initialised mmsghdrs whose pointers are
-        // valid (the caller's contract); the count matches the slice.
-        let rc = unsafe { libc::sendmmsg(fd, msgs[done..].as_mut_ptr(), (n - done) as u32, 0) };
-        if rc < 0 {
-            let err = std::io::Error::last_os_error();
-            match err.raw_os_error() {
-                Some(libc::EINTR | libc::EAGAIN | libc::ENOBUFS | libc::ECONNREFUSED) => continue,
-                _ => return Err(crate::SinkError::os(format!("sendmmsg {}", what()), err)),
-            }
-        }
-        done += rc as usize;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

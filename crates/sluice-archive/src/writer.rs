@@ -13,7 +13,7 @@ use std::path::Path;
 
 use super::record::{pack_device, DEVICE_LEN, HEADER_LEN, MAX_DATA_LEN};
 use super::stamp::Stamp;
-use crate::writer::WRITE_BUFFER;
+use sluice_capture::WRITE_BUFFER;
 
 /// Writes archive records.
 #[derive(Debug)]

@@ -3,22 +3,18 @@
 //! spacing, the real gaps and the year boundary; malformed archives; and a
 //! seeded mutation loop over archives and CSVs (no panic, no hang).
 
+use sluice_testkit::{Rng, Trickle};
 use std::fs;
-mod support;
 use std::io::{self, Cursor, Read};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use support::{Rng, Trickle};
 
-use sluice_capture::archive::{
+use sluice_archive::{
     convert_csv, convert_csv_from, decode_micros, dump, dump_reader, split_record, ArchiveError,
     ArchiveErrorKind, ArchiveReader, ArchiveWriter, DataEncoding, Stamp, StampErrorKind,
 };
 
-const DIR: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../testdata/timeseries"
-);
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/timeseries");
 const RJOB: &str = "obspy_example_BW.RJOB_3ch_100Hz.csv";
 const BGLD: &str = "obspy_BW.BGLD.EHE_200Hz_gaps.csv";
 
@@ -358,14 +354,14 @@ fn mutate(rng: &mut Rng, orig: &[u8], marks: &[usize]) -> Vec<u8> {
         };
         match rng.below(7) {
             0 => v[at] ^= 1 << rng.below(8),
-            1 => v[at] = rng.next() as u8,
+            1 => v[at] = rng.next_u64() as u8,
             2 => v.truncate(rng.below(v.len())),
             3 | 4 => {
                 let val = match rng.below(4) {
                     0 => 0u16,
                     1 => u16::MAX,
                     2 => 29,
-                    _ => rng.next() as u16,
+                    _ => rng.next_u64() as u16,
                 };
                 for (i, b) in val.to_be_bytes().iter().enumerate() {
                     if let Some(x) = v.get_mut(at + i) {

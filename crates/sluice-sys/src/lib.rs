@@ -1,0 +1,17 @@
+//! OS glue: every system call of sluice outside the sink backends, and
+//! every `unsafe` block outside them.
+//!
+//! - [`sched`]: what a TX thread asks of the scheduler (CPU pinning,
+//!   SCHED_FIFO, mlockall, timer slack). Each call returns the OS error
+//!   for the caller to report ("--rt refused: Operation not permitted")
+//!   rather than failing the run.
+//! - [`cpus`]: how many CPUs the process may use, and `--cpu` lists.
+//! - [`net`]: facts about network interfaces (the MTU).
+//!
+//! Design: the engine decides *when* to pin or raise priority; this crate
+//! only knows *how*, so the engine and the CLI stay free of `unsafe` and of
+//! `libc`.
+
+pub mod cpus;
+pub mod net;
+pub mod sched;

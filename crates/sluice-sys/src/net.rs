@@ -1,0 +1,31 @@
+//! Facts about network interfaces, read from sysfs.
+
+use std::io;
+
+/// The MTU of interface `iface` (`/sys/class/net/IFACE/mtu`). The error
+/// names the file: a missing interface reads as "cannot read
+/// /sys/class/net/eth9/mtu: No such file or directory".
+pub fn interface_mtu(iface: &str) -> io::Result<usize> {
+    let path = format!("/sys/class/net/{iface}/mtu");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot read {path}: {e}")))?;
+    text.trim().parse().map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{path}: unexpected content '{}'", text.trim()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_has_an_mtu_and_a_missing_interface_names_its_file() {
+        assert!(interface_mtu("lo").unwrap() >= 1280);
+        let e = interface_mtu("sluice-none0").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(e.to_string().contains("/sys/class/net/sluice-none0/mtu"));
+    }
+}
