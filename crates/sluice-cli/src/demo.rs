@@ -8,7 +8,7 @@ use crate::progress::Progress;
 use crate::{exit, signals, Failure};
 use anyhow::{anyhow, bail, Context};
 use sluice_capture::{LinkType, PcapWriter};
-use sluice_engine::{run_replay, EngineConfig};
+use sluice_engine::{run_source, EngineConfig};
 use sluice_pace::TimingMode;
 use sluice_sink::{AfPacketSink, PcapSink, Sink, TxMode};
 use sluice_source::{ReplayConfig, ReplaySource};
@@ -82,22 +82,17 @@ fn replay(trace: &Path, sink: Box<dyn Sink>) -> Result<sluice_engine::Summary, F
     let source = ReplaySource::open(ReplayConfig {
         path: trace.to_path_buf(),
         timing: TimingMode::Recorded { multiplier: 1.0 },
-        loops: 1,
-        limit: None,
-        max_due: None,
         payload: PayloadMode::Keep,
         src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
         dst_mac: MacAddr([2, 0, 0, 0, 0, 0x99]),
         skip_unsupported: false,
-        threads: 1,
-        preload: false,
     })?;
     let cfg = EngineConfig {
         stop: signals::install()?,
         ..EngineConfig::default()
     };
     let mut progress = Progress::new(false, None);
-    let s = run_replay(source, vec![sink], &cfg, &mut progress);
+    let s = run_source(source, vec![sink], &cfg, &mut progress);
     progress.finish();
     Ok(s?)
 }

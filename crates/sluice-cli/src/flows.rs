@@ -7,7 +7,7 @@ use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use sluice_core::{parse_count, parse_duration, Nanos};
-use sluice_engine::{run_replay, EngineConfig};
+use sluice_engine::{run_source, EngineConfig};
 use sluice_sink::SinkSpec;
 use sluice_source::flows::{import_csv, FlowConfig, FlowSource, Planner};
 use sluice_wire::MacAddr;
@@ -102,10 +102,6 @@ fn run_session(a: RunArgs) -> Result<u8, Failure> {
             src_mac: a.src_mac,
             dst_mac: a.dst_mac,
             stamp: a.stamp,
-            threads: a.run.threads,
-            limit: a.limit,
-            max_due: a.duration,
-            topspeed: a.topspeed,
             planner: match a.planner {
                 PlannerArg::Calendar => Planner::Calendar,
                 PlannerArg::Stochastic => Planner::Stochastic,
@@ -120,9 +116,10 @@ fn run_session(a: RunArgs) -> Result<u8, Failure> {
     } = outputs(&a.run, &a.to, false)?;
     let cfg = EngineConfig {
         duration: a.duration,
+        limit: a.limit,
         ..engine_config(&a.run, stop, a.topspeed)
     };
-    let result = run_replay(source, sinks, &cfg, &mut progress);
+    let result = run_source(source, sinks, &cfg, &mut progress);
     conclude(&a.run, progress, result)
 }
 

@@ -5,7 +5,7 @@ use crate::args::ReplayArgs;
 use crate::runopts::{check_threads, conclude, engine_config, outputs, Outputs};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
-use sluice_engine::{run_replay, EngineConfig};
+use sluice_engine::{run_source, EngineConfig};
 use sluice_pace::TimingMode;
 use sluice_source::{ReplayConfig, ReplaySource};
 
@@ -15,15 +15,10 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let source = ReplaySource::open(ReplayConfig {
         path: a.trace.clone(),
         timing,
-        loops: a.loops,
-        limit: a.limit,
-        max_due: a.duration,
         payload: a.payload,
         src_mac: a.src_mac,
         dst_mac: a.dst_mac,
         skip_unsupported: a.skip_unsupported,
-        threads: a.run.threads,
-        preload: a.preload,
     })
     .map_err(bad_input)?;
     let Outputs {
@@ -33,10 +28,13 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     } = outputs(&a.run, &a.to, false)?;
     let cfg = EngineConfig {
         duration: a.duration,
+        limit: a.limit,
+        passes: a.loops,
+        preload: a.preload,
         preload_budget: a.preload_max,
         ..engine_config(&a.run, stop, timing == TimingMode::TopSpeed)
     };
-    let result = run_replay(source, sinks, &cfg, &mut progress);
+    let result = run_source(source, sinks, &cfg, &mut progress);
     conclude(&a.run, progress, result)
 }
 

@@ -189,10 +189,7 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         src_mac: a.src_mac,
         dst_mac: a.dst_mac,
         seed: a.seed,
-        preload: a.preload,
-        preload_budget: a.preload_max,
         rescue_after: (!a.no_rescue).then_some(a.rescue_after),
-        limit: a.limit,
         ..SeriesConfig::new(a.archive.clone(), flows)
     };
     let Outputs {
@@ -203,6 +200,9 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     let topspeed = timing == SeriesTiming::TightLoop(Nanos(0));
     let ecfg = EngineConfig {
         duration: a.duration,
+        limit: a.limit,
+        preload: a.preload,
+        preload_budget: a.preload_max,
         ..engine_config(&a.run, stop, topspeed)
     };
     let result = run_series(cfg, sinks, &ecfg, &mut progress);

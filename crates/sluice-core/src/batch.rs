@@ -42,6 +42,14 @@ impl Batch {
         }
     }
 
+    /// A batch without storage: a placeholder that costs no allocation.
+    pub fn unallocated() -> Self {
+        Batch {
+            data: Vec::new(),
+            entries: Vec::new(),
+        }
+    }
+
     pub fn clear(&mut self) {
         self.data.clear();
         self.entries.clear();

@@ -1,6 +1,7 @@
 //! Shared vocabulary of every sluice crate: integer-nanosecond time, clocks,
-//! rates, human-friendly duration/rate parsing and the send-time-error
-//! statistics.
+//! rates, human-friendly duration/rate parsing, the send-time-error
+//! statistics, and the seam between sources and the engine (batches and
+//! the [`Outbox`] they are filled through).
 //!
 //! Design: time on the data path is a plain `u64` of nanoseconds wrapped in
 //! newtypes ([`Nanos`] for spans, [`MonoTime`] for points on the monotonic
@@ -9,12 +10,16 @@
 
 pub mod batch;
 pub mod clock;
+pub mod outbox;
 pub mod parse;
+pub mod spread;
 pub mod stats;
 pub mod time;
 
 pub use batch::{Batch, FrameRef, Work};
 pub use clock::{Clock, MonotonicClock, VirtualClock};
+pub use outbox::{Handoff, Lane, Outbox, OutboxRules};
 pub use parse::{parse_count, parse_duration, parse_rate, ParseError};
+pub use spread::Spreader;
 pub use stats::{ErrorHistogram, Percentiles};
 pub use time::{MonoTime, Nanos};

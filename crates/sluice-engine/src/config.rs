@@ -27,15 +27,25 @@ pub struct EngineConfig {
     pub cpus: Vec<usize>,
     /// SCHED_FIFO + mlockall for the TX threads.
     pub realtime: bool,
-    /// Stop sending this long after the start.
+    /// Stop sending this long after the start (no packet due later is
+    /// produced).
     pub duration: Option<Nanos>,
+    /// Stop after this many packets (records, for time-series play).
+    pub limit: Option<u64>,
+    /// Passes over a source that has them (a trace); 0 = forever. Time
+    /// continues across passes.
+    pub passes: u64,
+    /// Keep the first pass in memory and send every pass from there (no
+    /// file reading while sending); falls back to streaming over
+    /// `preload_budget`.
+    pub preload: bool,
     /// Interval of `Observer::interval` calls.
     pub stats_interval: Nanos,
     /// Set by a signal handler (or anyone) to stop the run cleanly.
     pub stop: Arc<AtomicBool>,
     /// True in top-speed mode: no pacing, no ε.
     pub topspeed: bool,
-    /// Bytes a preloaded trace may occupy before the run falls back to
+    /// Bytes a preloaded source may occupy before the run falls back to
     /// streaming; None = half of the memory available at start.
     pub preload_budget: Option<u64>,
 }
@@ -50,6 +60,9 @@ impl Default for EngineConfig {
             cpus: Vec::new(),
             realtime: false,
             duration: None,
+            limit: None,
+            passes: 1,
+            preload: false,
             stats_interval: Nanos::from_secs(1),
             stop: Arc::new(AtomicBool::new(false)),
             topspeed: false,

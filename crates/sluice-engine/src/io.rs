@@ -1,14 +1,17 @@
-//! The IO thread: keeps every TX thread supplied with filled batches.
+//! The IO thread: runs the source into an [`Outbox`] and keeps every TX
+//! thread supplied with filled batches.
 //!
-//! Streaming (the default) reads the trace pass after pass into a bounded
-//! pool of reusable batches. With `--preload` the first pass is read into
+//! Streaming (the default) runs the source pass after pass into a bounded
+//! pool of reusable batches. With `--preload` the first pass is kept in
 //! memory before the run starts and every pass, the first included, is sent
 //! from there as shared batches with shifted due times: no file reading and
-//! no copying while the clock runs (tcpreplay's `--preload-pcap`).
+//! no copying while the clock runs (tcpreplay's `--preload-pcap`). Both are
+//! the engine's, for any source with passes; the source only produces.
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, TrySendError};
-use sluice_core::{Batch, Nanos, Work};
-use sluice_source::{Fill, RepeatPlan, ReplayCounters, Source, SourceError};
+use sluice_core::{Batch, Handoff, Nanos, Outbox, OutboxRules, Work};
+use sluice_source::{End, Origin, Source, SourceError, SourceReport};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,11 +31,23 @@ pub(crate) struct IoContext {
     /// capture timestamp.
     pub primed: Sender<Option<u64>>,
     pub stop: Arc<AtomicBool>,
-    /// Bytes a preloaded trace may occupy; None = half of MemAvailable.
+    /// Batching, packet limit and last due time of the stream.
+    pub rules: OutboxRules,
+    /// Passes over the source; 0 = forever.
+    pub passes: u64,
+    /// Keep the first pass in memory and repeat it from there, within this
+    /// many bytes (None: stream).
     pub preload_budget: Option<u64>,
 }
 
-pub(crate) fn run(cx: IoContext) -> Result<ReplayCounters, SourceError> {
+/// What the IO thread reports at the end.
+pub(crate) struct IoOutcome {
+    pub report: SourceReport,
+    /// Passes completed.
+    pub passes: u64,
+}
+
+pub(crate) fn run(cx: IoContext) -> Result<IoOutcome, SourceError> {
     let IoContext {
         mut source,
         to_tx,
@@ -40,39 +55,70 @@ pub(crate) fn run(cx: IoContext) -> Result<ReplayCounters, SourceError> {
         pool_limit,
         primed,
         stop,
+        rules,
+        passes,
         preload_budget,
     } = cx;
-    let n = to_tx.len();
-    let mut feed = Feeder {
+    let lanes = to_tx.len();
+    let feed = RefCell::new(Feeder {
         to_tx,
         free,
         allocated: 0,
         pool_limit,
         primed: Some(primed),
+        first_ts: None,
         handed: 0,
         stop,
         gone: false,
-        nap_when_full: source.generated(),
-    };
-    let mut current: Vec<Batch> = (0..n).map(|_| feed.fresh()).collect();
-    let mut notes = Vec::new();
-    let mut repeated = 0;
-    let mut cache = Vec::new();
-    let result = if source.preloading() {
-        let budget = preload_budget.unwrap_or_else(default_preload_budget);
-        preload(
-            source.as_mut(),
-            &mut feed,
-            &mut current,
-            &mut cache,
+        nap_when_full: source.origin() == Origin::Memory,
+        preload: preload_budget.map(|budget| Preload {
             budget,
-            &mut notes,
-        )
-        .map(|r| repeated = r)
-    } else {
-        stream(source.as_mut(), &mut feed, &mut current)
-    };
-    feed.prime(source.as_ref());
+            cached: 0,
+            batches: Vec::new(),
+        }),
+        kept: Vec::new(),
+        notes: Vec::new(),
+    });
+    let mut handoff = Shared(&feed);
+    let mut out = Outbox::new(lanes, rules, &mut handoff);
+    let mut done = 0u64;
+    let result = (|| -> Result<u64, SourceError> {
+        loop {
+            let end = source.fill(&mut out)?;
+            if end == End::Pass {
+                done += 1;
+            }
+            let more = end == End::Pass && (passes == 0 || done < passes) && !out.stopped();
+            if !more {
+                out.finish();
+                return Ok(0);
+            }
+            if feed.borrow().preload.is_some() {
+                // The first pass is in memory: every pass goes from there.
+                out.finish();
+                let period = source.pass_period().unwrap_or(0.0);
+                let plan = RepeatPlan {
+                    passes,
+                    period_ns: period,
+                    limit: rules.limit,
+                    max_due: rules.max_due,
+                };
+                return Ok(feed.borrow_mut().repeat(&plan, out.packets()));
+            }
+            if !source.rewind()? {
+                out.finish();
+                return Ok(0);
+            }
+        }
+    })();
+    drop(out);
+    let mut feed = feed.into_inner();
+    // A preloaded run that ended within its first pass sends it from memory.
+    if let (Some(p), Ok(_)) = (feed.preload.take(), &result) {
+        feed.send_cached(&p.batches);
+        feed.kept = p.batches;
+    }
+    feed.prime();
     // Dropping the senders ends the TX threads once they drained their queues.
     feed.to_tx.clear();
     // Every batch is freed here, after the TX threads have finished (they
@@ -83,12 +129,34 @@ pub(crate) fn run(cx: IoContext) -> Result<ReplayCounters, SourceError> {
     while !matches!(feed.free.try_recv(), Err(TryRecvError::Disconnected)) {
         nap.sleep();
     }
-    drop(cache);
+    let mut report = source.report();
+    report.notes.append(&mut feed.notes);
     drop(feed);
-    let mut counters = source.counters().clone();
-    counters.notes.extend(notes);
-    counters.passes += repeated;
-    result.map(|()| counters)
+    let repeated = result?;
+    Ok(IoOutcome {
+        report,
+        passes: done + repeated,
+    })
+}
+
+/// How to repeat a preloaded first pass: pass `k` (0-based) is the first
+/// pass with every due offset moved by [`RepeatPlan::offset`]`(k)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct RepeatPlan {
+    /// Passes in all, the loaded one included; 0 = forever.
+    passes: u64,
+    /// Length of one pass in ns (unrounded).
+    period_ns: f64,
+    /// Packets over all passes, if limited.
+    limit: Option<u64>,
+    /// No packet due later than this.
+    max_due: Option<Nanos>,
+}
+
+impl RepeatPlan {
+    fn offset(&self, pass: u64) -> Nanos {
+        Nanos((pass as f64 * self.period_ns) as u64)
+    }
 }
 
 /// Where the IO thread waits for batches to come back (the pool is used
@@ -119,12 +187,52 @@ struct Feeder {
     allocated: usize,
     pool_limit: usize,
     primed: Option<Sender<Option<u64>>>,
+    /// Capture time of the stream's first packet, once known.
+    first_ts: Option<u64>,
     handed: usize,
     stop: Arc<AtomicBool>,
     /// A TX thread stopped (its channel is closed).
     gone: bool,
-    /// Nap rather than block while a TX queue is full (see `hand`).
+    /// Nap rather than block while a TX queue is full (see `send`).
     nap_when_full: bool,
+    /// The first pass kept in memory, while preloading.
+    preload: Option<Preload>,
+    /// A preloaded pass, kept until the TX threads are done with it.
+    kept: Vec<(usize, Arc<Batch>)>,
+    /// What the summary should mention.
+    notes: Vec<String>,
+}
+
+/// A first pass being kept in memory.
+struct Preload {
+    budget: u64,
+    cached: u64,
+    batches: Vec<(usize, Arc<Batch>)>,
+}
+
+/// The outbox's way into the feeder (the IO loop looks at the feeder
+/// between passes).
+struct Shared<'a>(&'a RefCell<Feeder>);
+
+impl Handoff for Shared<'_> {
+    fn hand(&mut self, lane: usize, batch: Batch, first_ts: Option<u64>) -> Option<Batch> {
+        let mut feed = self.0.borrow_mut();
+        if feed.first_ts.is_none() {
+            feed.first_ts = first_ts;
+        }
+        if feed.stopped() {
+            return None;
+        }
+        if feed.preload.is_some() {
+            return Some(feed.keep(lane, batch));
+        }
+        let fresh = feed.take()?;
+        if !feed.send(lane, Work::Owned(batch)) {
+            return None;
+        }
+        feed.prime_after_lead();
+        Some(fresh)
+    }
 }
 
 impl Feeder {
@@ -159,6 +267,47 @@ impl Feeder {
         }
     }
 
+    /// Keeps a batch of the first pass in memory and returns a fresh one.
+    /// Over the budget, it falls back to streaming (with a note): what is
+    /// kept is sent, and the source goes on into the pool.
+    fn keep(&mut self, lane: usize, mut full: Batch) -> Batch {
+        full.data.shrink_to_fit();
+        full.entries.shrink_to_fit();
+        let size = (full.data.capacity() + std::mem::size_of_val(&full.entries[..])) as u64;
+        let fresh = self.fresh();
+        self.allocated -= 1; // kept in the cache, never returned to the pool
+        let Some(p) = self.preload.as_mut() else {
+            return fresh;
+        };
+        p.cached += size;
+        p.batches.push((lane, Arc::new(full)));
+        if p.cached > p.budget {
+            let p = self.preload.take().expect("preloading");
+            self.notes.push(format!(
+                "--preload: the trace needs more than {} MiB of memory; it is streamed from the file instead",
+                p.budget >> 20
+            ));
+            self.send_cached(&p.batches);
+            self.kept = p.batches;
+        }
+        fresh
+    }
+
+    /// Sends kept batches (a first pass) as they are.
+    fn send_cached(&mut self, batches: &[(usize, Arc<Batch>)]) {
+        for (i, b) in batches {
+            let w = Work::Repeat {
+                batch: b.clone(),
+                offset: Nanos(0),
+                take: b.len(),
+            };
+            if !self.send(*i, w) {
+                return;
+            }
+            self.prime_after_lead();
+        }
+    }
+
     /// Sends work to TX thread `i`; false once that thread has stopped.
     ///
     /// While the queue is full, a generated source's IO thread naps (20 µs
@@ -170,7 +319,7 @@ impl Feeder {
     /// measured worse (a cold-cache 4 GiB replay at 100 kpps: ε p99 15–20
     /// ms napping against 27 µs–2.1 ms blocking; 20 µs naps were seen to
     /// wake 3–25 ms late while the disk was read).
-    fn hand(&mut self, i: usize, work: Work) -> bool {
+    fn send(&mut self, i: usize, work: Work) -> bool {
         let sent = if self.nap_when_full {
             let mut work = work;
             let mut nap = Nap::new();
@@ -196,169 +345,69 @@ impl Feeder {
     }
 
     /// Releases the start once (the first packet's timestamp goes along).
-    fn prime(&mut self, source: &dyn Source) {
+    fn prime(&mut self) {
         if let Some(p) = self.primed.take() {
-            let _ = p.send(source.first_ts());
+            let _ = p.send(self.first_ts);
         }
     }
 
-    fn prime_after_lead(&mut self, source: &dyn Source) {
+    fn prime_after_lead(&mut self) {
         if self.handed >= PRIME_BATCHES {
-            self.prime(source);
+            self.prime();
         }
     }
-}
 
-/// Reads the trace pass after pass into pooled batches.
-fn stream(
-    source: &mut dyn Source,
-    feed: &mut Feeder,
-    current: &mut [Batch],
-) -> Result<(), SourceError> {
-    let mut ready = vec![false; current.len()];
-    loop {
-        if feed.stopped() {
-            return Ok(());
-        }
-        let done = source.fill(current, &mut ready)? == Fill::Done;
-        for i in 0..current.len() {
-            if !(ready[i] || done && !current[i].is_empty()) {
-                continue;
-            }
-            ready[i] = false;
-            let Some(fresh) = feed.take() else {
-                return Ok(());
-            };
-            let full = std::mem::replace(&mut current[i], fresh);
-            if !feed.hand(i, Work::Owned(full)) {
-                return Ok(());
-            }
-        }
-        feed.prime_after_lead(source);
-        if done {
-            return Ok(());
-        }
-    }
-}
-
-/// Loads the first pass, then sends every pass from memory. Falls back to
-/// streaming (with a note) when the trace outgrows `budget` bytes. Returns
-/// the passes completed after the first.
-fn preload(
-    source: &mut dyn Source,
-    feed: &mut Feeder,
-    current: &mut [Batch],
-    cache: &mut Vec<(usize, Arc<Batch>)>,
-    budget: u64,
-    notes: &mut Vec<String>,
-) -> Result<u64, SourceError> {
-    let mut ready = vec![false; current.len()];
-    let mut cached: u64 = 0;
-    loop {
-        if feed.stopped() {
-            return Ok(0);
-        }
-        let done = source.fill(current, &mut ready)? == Fill::Done;
-        for i in 0..current.len() {
-            if !(ready[i] || done && !current[i].is_empty()) {
-                continue;
-            }
-            ready[i] = false;
-            let fresh = feed.fresh();
-            let mut full = std::mem::replace(&mut current[i], fresh);
-            feed.allocated -= 1; // kept in the cache, never returned to the pool
-            full.data.shrink_to_fit();
-            full.entries.shrink_to_fit();
-            cached += (full.data.capacity() + std::mem::size_of_val(&full.entries[..])) as u64;
-            cache.push((i, Arc::new(full)));
-        }
-        if done {
-            break;
-        }
-        if cached > budget {
-            notes.push(format!(
-                "--preload: the trace needs more than {} MiB of memory; it is streamed from the file instead",
-                budget >> 20
-            ));
-            let whole = |b: &Arc<Batch>| b.len();
-            for (i, b) in cache.drain(..) {
-                let take = whole(&b);
-                let w = Work::Repeat {
-                    batch: b,
-                    offset: Nanos(0),
-                    take,
-                };
-                if !feed.hand(i, w) {
-                    return Ok(0);
-                }
-                feed.prime_after_lead(source);
-            }
-            source.stream_rest();
-            return stream(source, feed, current).map(|()| 0);
-        }
-    }
-    // The first pass, from memory like the rest.
-    for (i, b) in cache.iter() {
-        let w = Work::Repeat {
-            batch: b.clone(),
-            offset: Nanos(0),
-            take: b.len(),
+    /// The first pass (kept in memory) and passes 1.. from it, up to the
+    /// plan's passes, limit or end. Returns the passes sent completely after
+    /// the first.
+    fn repeat(&mut self, plan: &RepeatPlan, first_pass: u64) -> u64 {
+        let Some(p) = self.preload.take() else {
+            return 0;
         };
-        if !feed.hand(*i, w) {
-            return Ok(0);
-        }
-        feed.prime_after_lead(source);
+        self.send_cached(&p.batches);
+        self.prime();
+        let cache = &p.batches;
+        let mut left = plan.limit.map(|l| l.saturating_sub(first_pass));
+        let mut pass = 1u64;
+        let repeated = 'passes: loop {
+            if plan.passes != 0 && pass >= plan.passes {
+                break pass - 1;
+            }
+            let offset = plan.offset(pass);
+            for (i, b) in cache {
+                if self.stopped() {
+                    break 'passes pass - 1;
+                }
+                let mut take = b.len();
+                if let Some(max) = plan.max_due {
+                    take = b.entries.partition_point(|e| e.due + offset <= max);
+                }
+                if let Some(l) = left.as_mut() {
+                    take = take.min(*l as usize);
+                    *l -= take as u64;
+                }
+                if take > 0
+                    && !self.send(
+                        *i,
+                        Work::Repeat {
+                            batch: b.clone(),
+                            offset,
+                            take,
+                        },
+                    )
+                {
+                    break 'passes pass - 1;
+                }
+                if take < b.len() {
+                    break 'passes pass - 1; // a limit or the duration ends the run here
+                }
+            }
+            pass += 1;
+        };
+        // Kept until the TX threads are done (freed by the IO thread).
+        self.kept = p.batches;
+        repeated
     }
-    feed.prime(source);
-    Ok(match source.repeat_plan() {
-        Some(plan) => repeat(&plan, cache, feed, source.counters().produced),
-        None => 0,
-    })
-}
-
-/// Passes 1.. of a preloaded trace, up to the plan's passes, limit or end.
-/// Returns the passes sent completely.
-fn repeat(
-    plan: &RepeatPlan,
-    cache: &[(usize, Arc<Batch>)],
-    feed: &mut Feeder,
-    first_pass: u64,
-) -> u64 {
-    let mut left = plan.limit.map(|l| l.saturating_sub(first_pass));
-    let mut pass = 1u64;
-    while plan.passes == 0 || pass < plan.passes {
-        let offset = plan.offset(pass);
-        for (i, b) in cache {
-            if feed.stopped() {
-                return pass - 1;
-            }
-            let mut take = b.len();
-            if let Some(max) = plan.max_due {
-                take = b.entries.partition_point(|e| e.due + offset <= max);
-            }
-            if let Some(l) = left.as_mut() {
-                take = take.min(*l as usize);
-                *l -= take as u64;
-            }
-            if take > 0
-                && !feed.hand(
-                    *i,
-                    Work::Repeat {
-                        batch: b.clone(),
-                        offset,
-                        take,
-                    },
-                )
-            {
-                return pass - 1;
-            }
-            if take < b.len() {
-                return pass - 1; // a limit or the duration ends the run here
-            }
-        }
-        pass += 1;
-    }
-    pass - 1
 }
 
 /// Half of the memory the kernel says is available.

@@ -21,6 +21,6 @@ mod stats;
 mod tx;
 
 pub use config::{ClockChoice, EngineConfig};
-pub use run::{run_replay, EngineError};
+pub use run::{run_source, EngineError};
 pub use series::{run_series, SeriesConfig, SeriesPayload};
 pub use stats::{FlowStats, IntervalStats, Observer, Summary};

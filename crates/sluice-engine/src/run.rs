@@ -4,8 +4,10 @@
 use crate::config::{ClockChoice, EngineConfig};
 use crate::io::{self, IoContext, PRIME_BATCHES};
 use crate::stats::{CounterSnapshot, IntervalStats, Observer, SharedCounters, Summary};
-use crate::tx::{self, TxContext};
-use sluice_core::{Clock, ErrorHistogram, MonoTime, MonotonicClock, Nanos, VirtualClock};
+use crate::tx::{self, TxReport, TxSetup};
+use sluice_core::{
+    Clock, ErrorHistogram, MonoTime, MonotonicClock, Nanos, OutboxRules, VirtualClock,
+};
 use sluice_pace::{Pacer, SpinSleep, Waiter};
 use sluice_sink::{Sink, SinkError};
 use sluice_source::{Source, SourceError};
@@ -16,10 +18,13 @@ use std::thread;
 use std::time::Duration;
 
 /// Batches queued per TX thread: with 512-packet batches, 64 batches are
-/// 32k packets (≥ 30 ms at 1 Mpps) of lead over the disk.
+/// 32k packets of lead over the disk.
 const QUEUE_BATCHES: usize = 64;
 /// Lead between releasing the threads and the first due time.
 const START_LEAD: Nanos = Nanos::from_millis(2);
+/// A batch is handed to its TX thread before a packet due this long after
+/// its first (batches end at gaps; see `Outbox`).
+const BATCH_SPAN: Nanos = Nanos::from_millis(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -35,15 +40,15 @@ pub enum EngineError {
     Spawn(std::io::Error),
 }
 
-/// Replays `source` into `sinks` (one TX thread per sink).
-pub fn run_replay(
+/// Runs `source` into `sinks` (one TX thread per sink): the IO thread runs
+/// the source into batches, the TX threads pace them out.
+pub fn run_source(
     source: impl Source + 'static,
     sinks: Vec<Box<dyn Sink>>,
     cfg: &EngineConfig,
     observer: &mut dyn Observer,
 ) -> Result<Summary, EngineError> {
     let n = sinks.len().max(1);
-    let mut warnings = Vec::new();
     let (free_tx, free_rx) = crossbeam_channel::unbounded();
     let (primed_tx, primed_rx) = crossbeam_channel::bounded(1);
     let mut to_tx = Vec::with_capacity(n);
@@ -60,14 +65,18 @@ pub fn run_replay(
         pool_limit: n * (QUEUE_BATCHES + 2) + PRIME_BATCHES,
         primed: primed_tx,
         stop: cfg.stop.clone(),
-        preload_budget: cfg.preload_budget,
+        rules: OutboxRules {
+            span: (!cfg.topspeed).then_some(BATCH_SPAN),
+            limit: cfg.limit,
+            max_due: cfg.duration,
+        },
+        passes: cfg.passes,
+        preload_budget: cfg.preload.then(|| {
+            cfg.preload_budget
+                .unwrap_or_else(io::default_preload_budget)
+        }),
     };
-    if !cfg.cpus.is_empty() {
-        // The aggregator (this thread) and the IO thread, which inherits the
-        // mask when spawned below, keep off the TX CPUs; TX threads pin
-        // themselves explicitly.
-        let _ = os::avoid_cpus(&cfg.cpus);
-    }
+    keep_helpers_off_tx_cpus(cfg);
     let io = thread::Builder::new()
         .name("sluice-io".into())
         .spawn(move || io::run(io_cx))
@@ -75,103 +84,191 @@ pub fn run_replay(
 
     // Wait for the prefetch lead, then fix the common start time.
     let stamp_base = primed_rx.recv().ok().flatten().unwrap_or(0);
-    let virtual_clock = VirtualClock::new(MonoTime(0));
-    let mono = MonotonicClock::new();
-    let now = || match cfg.clock {
-        ClockChoice::Monotonic => mono.now(),
-        ClockChoice::Virtual => Clock::now(&virtual_clock),
-    };
-    let start = match cfg.clock {
-        ClockChoice::Monotonic => mono.now() + START_LEAD,
-        ClockChoice::Virtual => Clock::now(&virtual_clock),
-    };
-    let starter = TxStarter::new(n, cfg);
-    let counters: Vec<Arc<SharedCounters>> = (0..n).map(|_| Arc::default()).collect();
+    let run = Run::new(cfg, n);
     let mut txs = Vec::with_capacity(n);
     for (i, (sink, batches)) in sinks.into_iter().zip(from_io).enumerate() {
-        let cx = TxContext {
-            batches,
-            free: free_tx.clone(),
+        let setup = run.setup(i, sink, stamp_base);
+        let free = free_tx.clone();
+        txs.push(run.spawn(i, move || tx::run_batches(setup, batches, free))?);
+    }
+    drop(free_tx);
+    run.release();
+    let hist = run.aggregate(&txs, observer, &mut |_| {});
+    let reports = join(txs, "TX")?;
+    let interrupted = cfg.stop.load(Ordering::Relaxed);
+    // TX threads are gone: an IO thread blocked on a full queue sees the
+    // disconnect and returns.
+    let read = io.join().map_err(|_| EngineError::Panic("IO"))?;
+    let base = run.summary(reports, &hist)?;
+    let read = read?;
+    let mut warnings = Vec::new();
+    if let Some(t) = &read.report.truncation {
+        warnings.push(format!("{t} (the packets before it were sent)"));
+    }
+    warnings.extend(read.report.notes.iter().cloned());
+    Ok(Summary {
+        skipped_unsupported: read.report.skipped_unsupported,
+        rewritten: read.report.rewritten,
+        passes: read.passes,
+        interrupted,
+        ..base.with_warnings(
+            warnings,
+            run.warnings(),
+            "frames were larger than the interface accepts",
+        )
+    })
+}
+
+/// The aggregator (the caller's thread) and helper threads spawned after
+/// this call (IO, workers) keep off the TX threads' CPUs; TX threads pin
+/// themselves explicitly.
+pub(crate) fn keep_helpers_off_tx_cpus(cfg: &EngineConfig) {
+    if !cfg.cpus.is_empty() {
+        let _ = os::avoid_cpus(&cfg.cpus);
+    }
+}
+
+/// Joins threads of one kind.
+pub(crate) fn join<T>(
+    handles: Vec<thread::JoinHandle<T>>,
+    kind: &'static str,
+) -> Result<Vec<T>, EngineError> {
+    handles
+        .into_iter()
+        .map(|h| h.join().map_err(|_| EngineError::Panic(kind)))
+        .collect()
+}
+
+/// What every run shares once its source is primed: the clock, the common
+/// start, the TX threads' barrier, their counters, the aggregator and the
+/// summary.
+pub(crate) struct Run<'a> {
+    cfg: &'a EngineConfig,
+    mono: MonotonicClock,
+    virtual_clock: VirtualClock,
+    /// The common start: every due time is an offset from it.
+    pub start: MonoTime,
+    starter: TxStarter,
+    pub counters: Vec<Arc<SharedCounters>>,
+}
+
+impl<'a> Run<'a> {
+    /// Fixes the start `START_LEAD` from now (at once on a virtual clock).
+    pub fn new(cfg: &'a EngineConfig, threads: usize) -> Self {
+        let virtual_clock = VirtualClock::new(MonoTime(0));
+        let mono = MonotonicClock::new();
+        let start = match cfg.clock {
+            ClockChoice::Monotonic => mono.now() + START_LEAD,
+            ClockChoice::Virtual => Clock::now(&virtual_clock),
+        };
+        Run {
+            cfg,
+            mono,
+            virtual_clock,
+            start,
+            starter: TxStarter::new(threads, cfg),
+            counters: (0..threads).map(|_| Arc::default()).collect(),
+        }
+    }
+
+    fn now(&self) -> MonoTime {
+        match self.cfg.clock {
+            ClockChoice::Monotonic => self.mono.now(),
+            ClockChoice::Virtual => Clock::now(&self.virtual_clock),
+        }
+    }
+
+    /// Pacing, sink and counters of TX thread `i`.
+    pub fn setup(&self, i: usize, sink: Box<dyn Sink>, stamp_base: u64) -> TxSetup {
+        let cfg = self.cfg;
+        let waiter: Box<dyn Waiter + Send> = match cfg.clock {
+            ClockChoice::Monotonic => Box::new(SpinSleep::new(self.mono, cfg.spin)),
+            ClockChoice::Virtual => Box::new(self.virtual_clock.clone()),
+        };
+        TxSetup {
             sink,
-            waiter: make_waiter(cfg, mono, &virtual_clock),
-            pacer: Pacer::new(start, cfg.drift, cfg.topspeed),
+            waiter,
+            pacer: Pacer::new(self.start, cfg.drift, cfg.topspeed),
             topspeed: cfg.topspeed,
             late_threshold: cfg.late_threshold,
             duration: cfg.duration,
             stamp_base,
-            counters: counters[i].clone(),
+            counters: self.counters[i].clone(),
             stop: cfg.stop.clone(),
-        };
-        txs.push(starter.spawn(i, move || tx::run(cx))?);
-    }
-    drop(free_tx);
-    starter.release();
-
-    let finished = || txs.iter().all(|h| h.is_finished());
-    let total_hist = aggregate(
-        &finished,
-        &counters,
-        cfg,
-        start,
-        &now,
-        observer,
-        &mut |_| {},
-    );
-
-    let mut totals = CounterSnapshot::default();
-    let mut last_send = start;
-    let mut sink_names = Vec::new();
-    let mut first_error = None;
-    for h in txs {
-        let out = h.join().map_err(|_| EngineError::Panic("TX"))?;
-        totals += out.totals;
-        last_send = last_send.max(out.last_send);
-        sink_names.push(out.sink);
-        if let Some(e) = out.error {
-            first_error.get_or_insert(e);
         }
     }
-    let interrupted = cfg.stop.load(Ordering::Relaxed);
-    // TX threads are gone: an IO thread blocked on a full queue sees the
-    // disconnect and returns.
-    let src = io.join().map_err(|_| EngineError::Panic("IO"))?;
-    if let Some(e) = first_error {
-        return Err(e.into());
-    }
-    // The last aggregation ran after every TX thread finished, so it holds
-    // their final histogram hand-offs.
-    let read = src?;
-    if let Some(t) = &read.truncation {
-        warnings.push(format!("{t} (the packets before it were sent)"));
-    }
-    warnings.extend(read.notes.iter().cloned());
-    warnings.extend(starter.warnings());
-    if totals.oversize > 0 {
-        warnings.push(format!(
-            "{} frames were larger than the interface accepts and were skipped",
-            totals.oversize
-        ));
-    }
-    let duration = last_send.since(start).as_secs_f64();
-    Ok(Summary {
-        skipped_unsupported: read.skipped_unsupported,
-        rewritten: read.rewritten,
-        passes: read.passes,
-        interrupted,
-        warnings,
-        ..Summary::base(sink_names, n, &totals, duration, &total_hist, cfg.topspeed)
-    })
-}
 
-/// The wait strategy of a TX thread for the configured clock.
-pub(crate) fn make_waiter(
-    cfg: &EngineConfig,
-    mono: MonotonicClock,
-    virtual_clock: &VirtualClock,
-) -> Box<dyn Waiter + Send> {
-    match cfg.clock {
-        ClockChoice::Monotonic => Box::new(SpinSleep::new(mono, cfg.spin)),
-        ClockChoice::Virtual => Box::new(virtual_clock.clone()),
+    pub fn spawn<T: Send + 'static>(
+        &self,
+        i: usize,
+        body: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<thread::JoinHandle<T>, EngineError> {
+        self.starter.spawn(i, body)
+    }
+
+    /// Lets every spawned TX thread go.
+    pub fn release(&self) {
+        self.starter.release();
+    }
+
+    pub fn warnings(&self) -> Vec<String> {
+        self.starter.warnings()
+    }
+
+    /// Reports interval statistics to `observer` until every TX thread in
+    /// `txs` has finished; returns the ε histogram of the whole run.
+    /// `extra` adds per-flow statistics, when the observer wants them.
+    pub fn aggregate<T>(
+        &self,
+        txs: &[thread::JoinHandle<T>],
+        observer: &mut dyn Observer,
+        extra: &mut dyn FnMut(&mut IntervalStats),
+    ) -> ErrorHistogram {
+        let finished = || txs.iter().all(|h| h.is_finished());
+        aggregate(
+            &finished,
+            &self.counters,
+            self.cfg,
+            self.start,
+            &|| self.now(),
+            observer,
+            extra,
+        )
+    }
+
+    /// The summary every run reports (totals, rates from the common start
+    /// to the last send, ε, the sinks), or the first fatal sink error.
+    pub fn summary(
+        &self,
+        reports: impl IntoIterator<Item = TxReport>,
+        hist: &ErrorHistogram,
+    ) -> Result<Summary, EngineError> {
+        let mut totals = CounterSnapshot::default();
+        let mut last_send = self.start;
+        let mut sinks = Vec::new();
+        let mut threads = 0;
+        let mut first_error = None;
+        for r in reports {
+            threads += 1;
+            totals += r.totals;
+            last_send = last_send.max(r.last_send);
+            sinks.push(r.sink);
+            if let Some(e) = r.error {
+                first_error.get_or_insert(e);
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e.into());
+        }
+        let duration = last_send.since(self.start).as_secs_f64();
+        Ok(Summary::base(
+            sinks,
+            threads,
+            &totals,
+            duration,
+            hist,
+            self.cfg.topspeed,
+        ))
     }
 }
 

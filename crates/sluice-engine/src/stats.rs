@@ -263,6 +263,26 @@ impl Summary {
         }
     }
 
+    /// Adds warnings in the order a user reads them: the source's, the TX
+    /// threads' (refused pinning or priority), then the count of packets
+    /// the sink refused as too large (`oversize_what` says what they are).
+    pub(crate) fn with_warnings(
+        mut self,
+        source: Vec<String>,
+        threads: Vec<String>,
+        oversize_what: &str,
+    ) -> Summary {
+        self.warnings.extend(source);
+        self.warnings.extend(threads);
+        if self.oversize > 0 {
+            self.warnings.push(format!(
+                "{} {oversize_what} and were skipped",
+                self.oversize
+            ));
+        }
+        self
+    }
+
     /// The human-readable summary printed on stderr.
     pub fn render(&self) -> String {
         let mut s = format!(

@@ -37,14 +37,6 @@ pub struct SeriesConfig {
     pub ttl: u8,
     /// Seeds the out-of-order choices (per worker).
     pub seed: u64,
-    /// Stop after this many records (copies counted).
-    pub limit: Option<u64>,
-    /// Read and index the whole archive before the clock starts, so that
-    /// only the TX threads run while sending (falls back to streaming,
-    /// with a warning, over `preload_budget`).
-    pub preload: bool,
-    /// Bytes a preloaded archive may take; None = half of MemAvailable.
-    pub preload_budget: Option<u64>,
     /// With several TX threads: a record its own thread has not claimed
     /// this long after its due time is sent by another (None: never).
     pub rescue_after: Option<Nanos>,
@@ -68,9 +60,6 @@ impl SeriesConfig {
             dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
             ttl: 64,
             seed: 1,
-            limit: None,
-            preload: false,
-            preload_budget: None,
             rescue_after: Some(Nanos::from_micros(2)),
         }
     }

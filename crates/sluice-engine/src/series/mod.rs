@@ -26,12 +26,10 @@ mod worker;
 pub use config::{SeriesConfig, SeriesPayload};
 
 use crate::config::{ClockChoice, EngineConfig};
-use crate::run::{aggregate, make_waiter, EngineError, TxStarter};
-use crate::stats::{CounterSnapshot, FlowStats, Observer, SharedCounters, Summary};
+use crate::run::{join, keep_helpers_off_tx_cpus, EngineError, Run};
+use crate::stats::{FlowStats, Observer, Summary};
 use lanes::Lanes;
 use perflow::{FlowCount, FlowCounters};
-use sluice_core::{Clock, MonoTime, MonotonicClock, Nanos, VirtualClock};
-use sluice_pace::Pacer;
 use sluice_sink::Sink;
 use sluice_source::series::{
     device_name, first_timestamp, ArchiveChunker, DeviceCount, DeviceTable, DueRecord, Indexer,
@@ -41,10 +39,8 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
-use tx::{Templates, TxContext};
+use tx::{SeriesTx, Templates};
 
-/// Lead between releasing the TX threads and the first due time.
-const START_LEAD: Nanos = Nanos::from_millis(2);
 /// In-order chunks queued before the start (or every worker done): half a
 /// queue, 16k records of lead, so the workers start ahead of the clock.
 const PRIME_CHUNKS: usize = lanes::QUEUE_CHUNKS / 2;
@@ -69,8 +65,8 @@ pub fn run_series(
     });
     let table = Arc::new(Mutex::new(DeviceTable::new(cfg.devices)));
     let mut warnings = Vec::new();
-    let capacity = if cfg.preload {
-        preload_capacity(&cfg, workers, &mut warnings)
+    let capacity = if ecfg.preload {
+        preload_capacity(&cfg, ecfg, workers, &mut warnings)
     } else {
         None
     };
@@ -81,12 +77,10 @@ pub fn run_series(
         workers,
         chunks,
         ooo_entries,
-        cfg.limit,
+        ecfg.limit,
         ecfg.stop.clone(),
     ));
-    if !ecfg.cpus.is_empty() {
-        let _ = sluice_sys::sched::avoid_cpus(&ecfg.cpus);
-    }
+    keep_helpers_off_tx_cpus(ecfg);
 
     // IO thread and workers.
     let (back_tx, back_rx) = crossbeam_channel::unbounded();
@@ -157,16 +151,7 @@ pub fn run_series(
     let flow_counts: Vec<Arc<FlowCounters>> = (0..n).map(|_| Arc::default()).collect();
     let templates: Vec<Templates> = (0..n).map(|_| Templates::new()).collect();
 
-    let virtual_clock = VirtualClock::new(MonoTime(0));
-    let mono = MonotonicClock::new();
-    let now = || match ecfg.clock {
-        ClockChoice::Monotonic => mono.now(),
-        ClockChoice::Virtual => Clock::now(&virtual_clock),
-    };
-    let start = match ecfg.clock {
-        ClockChoice::Monotonic => mono.now() + START_LEAD,
-        ClockChoice::Virtual => Clock::now(&virtual_clock),
-    };
+    let run = Run::new(ecfg, n);
     // Rescue needs a second TX thread and real time (on a virtual clock
     // nobody is ever interrupted, and a thread's wait moves everyone's time).
     let board = match cfg.rescue_after {
@@ -175,65 +160,35 @@ pub fn run_series(
         }
         _ => None,
     };
-    let starter = TxStarter::new(n, ecfg);
-    let counters: Vec<Arc<SharedCounters>> = (0..n).map(|_| Arc::default()).collect();
     let stamp_base = (t_g.max(0) as u64).saturating_mul(1000);
     let mut txs = Vec::with_capacity(n);
     for (i, (sink, templates)) in sinks.into_iter().zip(templates).enumerate() {
-        let cx = TxContext {
+        let cx = SeriesTx {
+            setup: run.setup(i, sink, stamp_base),
             index: i,
             threads: n,
             lanes: lanes.clone(),
             board: board.clone(),
             queue: i % queues,
             ooo: cfg.ooo.is_some() && i < cfg.ooo_threads.max(1),
-            sink,
-            waiter: make_waiter(ecfg, mono, &virtual_clock),
-            pacer: Pacer::new(start, ecfg.drift, ecfg.topspeed),
-            topspeed: ecfg.topspeed,
-            late_threshold: ecfg.late_threshold,
-            duration: ecfg.duration,
-            stamp_base,
-            counters: counters[i].clone(),
             flow_counts: flow_counts[i].clone(),
             templates,
             table: table.clone(),
             cfg: cfg.clone(),
         };
-        txs.push(starter.spawn(i, move || tx::run(cx))?);
+        txs.push(run.spawn(i, move || tx::run(cx))?);
     }
-    starter.release();
+    run.release();
 
-    let flows_now = || merge_flows(&flow_counts, &table, &cfg);
-    let finished = || txs.iter().all(|h| h.is_finished());
-    let total_hist = aggregate(
-        &finished,
-        &counters,
-        ecfg,
-        start,
-        &now,
-        observer,
-        &mut |s| {
-            s.flows = flows_now();
-        },
-    );
-
-    let mut totals = CounterSnapshot::default();
+    let hist = run.aggregate(&txs, observer, &mut |s| {
+        s.flows = merge_flows(&flow_counts, &table, &cfg);
+    });
+    let reports = join(txs, "TX")?;
     let (mut frames, mut out_of_order, mut rescued) = (0, 0, 0);
-    let mut last_send = start;
-    let mut sink_names = Vec::new();
-    let mut first_error = None;
-    for h in txs {
-        let out = h.join().map_err(|_| EngineError::Panic("TX"))?;
-        totals += out.totals;
-        frames += out.frames;
-        out_of_order += out.out_of_order;
-        rescued += out.rescued;
-        last_send = last_send.max(out.last_send);
-        sink_names.push(out.sink);
-        if let Some(e) = out.error {
-            first_error.get_or_insert(e);
-        }
+    for r in &reports {
+        frames += r.frames;
+        out_of_order += r.out_of_order;
+        rescued += r.rescued;
     }
     let interrupted = ecfg.stop.load(std::sync::atomic::Ordering::Relaxed)
         && lanes.error.lock().map(|e| e.is_none()).unwrap_or(true);
@@ -241,31 +196,18 @@ pub fn run_series(
     lanes.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut filtered = 0;
     let mut keep = Vec::new();
-    for h in worker_handles {
-        let out = h.join().map_err(|_| EngineError::Panic("worker"))?;
+    for out in join(worker_handles, "worker")? {
         filtered += out.filtered;
         keep.extend(out.keep);
     }
     let read = io.join().map_err(|_| EngineError::Panic("IO"))?;
     drop(keep);
-    if let Some(e) = first_error {
-        return Err(e.into());
-    }
+    let base = run.summary(reports.into_iter().map(|r| r.tx), &hist)?;
     if let Some(e) = lanes.error.lock().ok().and_then(|mut e| e.take()) {
         return Err(e.into());
     }
     let read = read?;
-    if let Some(t) = read.truncation {
-        warnings.push(t);
-    }
-    warnings.extend(starter.warnings());
-    if totals.oversize > 0 {
-        warnings.push(format!(
-            "{} records were larger than a datagram can carry and were skipped",
-            totals.oversize
-        ));
-    }
-    let duration = last_send.since(start).as_secs_f64();
+    warnings.extend(read.truncation);
     Ok(Summary {
         passes: 1,
         frames: Some(frames),
@@ -274,8 +216,11 @@ pub fn run_series(
         filtered: Some(filtered),
         flows: merge_flows(&flow_counts, &table, &cfg),
         interrupted,
-        warnings,
-        ..Summary::base(sink_names, n, &totals, duration, &total_hist, ecfg.topspeed)
+        ..base.with_warnings(
+            warnings,
+            run.warnings(),
+            "records were larger than a datagram can carry",
+        )
     })
 }
 
@@ -284,6 +229,7 @@ pub fn run_series(
 /// and its entries do not fit in the preload budget (the run streams).
 fn preload_capacity(
     cfg: &SeriesConfig,
+    ecfg: &EngineConfig,
     workers: usize,
     warnings: &mut Vec<String>,
 ) -> Option<(usize, usize)> {
@@ -295,7 +241,7 @@ fn preload_capacity(
     // At most: every record as short as can be (a header with no data),
     // times the device copies.
     let records = (size / HEADER_LEN as u64).saturating_mul(copies);
-    let entries = cfg.limit.map_or(records, |l| records.min(l));
+    let entries = ecfg.limit.map_or(records, |l| records.min(l));
     // Out-of-order room: twice the expected share (if it fills up, the
     // rest streams).
     let ooo_share = cfg.ooo.map_or(0.0, |o| (2.0 * o.prob).min(1.0));
@@ -305,7 +251,7 @@ fn preload_capacity(
     let need = size
         .saturating_add(cfg.buffer_size as u64)
         .saturating_add(entries.saturating_mul(per_entry));
-    let budget = cfg
+    let budget = ecfg
         .preload_budget
         .unwrap_or_else(crate::io::default_preload_budget);
     if need > budget {

@@ -5,6 +5,7 @@
 use super::*;
 use crate::stats::IntervalStats;
 use sluice_archive::{ArchiveWriter, Stamp};
+use sluice_core::Nanos;
 use sluice_sink::{SinkError, Takes};
 use std::time::Duration;
 
@@ -76,7 +77,6 @@ fn play(rescue_after: Option<Nanos>, frames: bool) -> (Summary, Vec<u32>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = SeriesConfig {
         rescue_after,
-        preload: true,
         ..SeriesConfig::new(
             archive(&dir),
             sluice_source::series::FlowMap::new(Ipv4Addr::new(10, 0, 0, 2), 9000),
@@ -98,7 +98,11 @@ fn play(rescue_after: Option<Nanos>, frames: bool) -> (Summary, Vec<u32>) {
             frames,
         }),
     ];
-    let summary = run_series(cfg, sinks, &EngineConfig::default(), &mut Quiet).expect("play");
+    let ecfg = EngineConfig {
+        preload: true,
+        ..EngineConfig::default()
+    };
+    let summary = run_series(cfg, sinks, &ecfg, &mut Quiet).expect("play");
     let sent = sent.lock().expect("recorder").clone();
     (summary, sent)
 }

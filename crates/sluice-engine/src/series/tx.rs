@@ -9,10 +9,9 @@ use super::board::Board;
 use super::config::{SeriesConfig, SeriesPayload};
 use super::lanes::{Chunk, Lanes, OooItem};
 use super::perflow::{FlowCount, FlowCounters, Pages};
-use crate::stats::{CounterSnapshot, SharedCounters, HISTOGRAM_HANDOFF};
-use sluice_core::{ErrorHistogram, MonoTime, Nanos};
-use sluice_pace::{Decision, Pacer, Waiter};
-use sluice_sink::{Sink, SinkError, Takes};
+use crate::tx::{Paced, TxCore, TxReport, TxSetup, Verdict};
+use sluice_core::{MonoTime, Nanos};
+use sluice_sink::{SinkError, Takes};
 use sluice_source::series::{DeviceTable, DueRecord, Filled, FlowMap, HEADER_LEN};
 use sluice_wire::{Udp4Error, Udp4Template};
 use std::cmp::Ordering as CmpOrdering;
@@ -26,7 +25,9 @@ const REWATCH: Nanos = Nanos::from_micros(20);
 /// Pause of a TX thread with nothing queued.
 const IDLE_NAP: Nanos = Nanos::from_micros(20);
 
-pub(crate) struct TxContext {
+pub(crate) struct SeriesTx {
+    /// Pacing, sink and counters, as for every source.
+    pub setup: TxSetup,
     /// This thread's number (its slot on the board) and the thread count.
     pub index: usize,
     pub threads: usize,
@@ -36,15 +37,6 @@ pub(crate) struct TxContext {
     pub queue: usize,
     /// This thread also sends out-of-order records.
     pub ooo: bool,
-    pub sink: Box<dyn Sink>,
-    pub waiter: Box<dyn Waiter + Send>,
-    pub pacer: Pacer,
-    pub topspeed: bool,
-    pub late_threshold: Nanos,
-    pub duration: Option<Nanos>,
-    /// T_g in ns since the epoch: pcap output is stamped with record time.
-    pub stamp_base: u64,
-    pub counters: Arc<SharedCounters>,
     /// This thread's per-flow counters, read by the aggregator.
     pub flow_counts: Arc<FlowCounters>,
     /// Its frame templates (empty; allocated before the start).
@@ -53,40 +45,18 @@ pub(crate) struct TxContext {
     pub cfg: Arc<SeriesConfig>,
 }
 
-pub(crate) struct TxOutcome {
-    pub totals: CounterSnapshot,
+/// What a time-series TX thread reports: what every TX thread does, and
+/// its own counts.
+pub(crate) struct SeriesTxReport {
+    pub tx: TxReport,
     pub frames: u64,
     pub out_of_order: u64,
     /// Records of other threads this one sent (or dropped) for them.
     pub rescued: u64,
-    pub last_send: MonoTime,
-    pub sink: String,
-    pub error: Option<SinkError>,
 }
 
 /// Frame template of each flow, built on its first record.
 pub(crate) type Templates = Pages<OnceLock<Udp4Template>>;
-
-/// What pacing decided for a record.
-#[derive(Clone, Copy)]
-enum Verdict {
-    Send {
-        eps: i64,
-    },
-    /// Later than the drift window: a time violation.
-    Drop,
-}
-
-impl Verdict {
-    /// The verdict of a send or drop decision; None for a wait.
-    fn of(d: Decision) -> Option<Verdict> {
-        match d {
-            Decision::Send { eps_ns } => Some(Verdict::Send { eps: eps_ns }),
-            Decision::Drop { .. } => Some(Verdict::Drop),
-            Decision::WaitUntil(_) => None,
-        }
-    }
-}
 
 /// An out-of-order entry in the local heap (earliest due first).
 struct Pending {
@@ -113,9 +83,17 @@ impl Ord for Pending {
 }
 
 struct Tx {
-    cx: TxContext,
-    c: CounterSnapshot,
-    hist: ErrorHistogram,
+    core: TxCore,
+    index: usize,
+    threads: usize,
+    lanes: Arc<Lanes>,
+    board: Option<Arc<Board>>,
+    queue: usize,
+    ooo: bool,
+    flow_counts: Arc<FlowCounters>,
+    templates: Templates,
+    table: Arc<Mutex<DeviceTable>>,
+    cfg: Arc<SeriesConfig>,
     flow_map: FlowMap,
     takes: Takes,
     /// IPv4 identification of the last datagram. Threads take turns
@@ -126,92 +104,85 @@ struct Tx {
     frames: u64,
     out_of_order: u64,
     rescued: u64,
-    now: MonoTime,
-    last_send: MonoTime,
-    last_handoff: MonoTime,
     heap: BinaryHeap<Pending>,
     seq: u64,
-    error: Option<SinkError>,
 }
 
-pub(crate) fn run(cx: TxContext) -> TxOutcome {
-    let start = cx.pacer.start();
-    let takes = cx.sink.takes();
+pub(crate) fn run(cx: SeriesTx) -> SeriesTxReport {
+    let takes = cx.setup.sink.takes();
     let flow_map = cx.cfg.flows.clone();
     let ip_id = (cx.index as u16 + 1).wrapping_sub(cx.threads as u16);
     let mut tx = Tx {
-        now: cx.waiter.now(),
-        cx,
-        c: CounterSnapshot::default(),
-        hist: ErrorHistogram::new(),
+        core: TxCore::new(cx.setup),
+        index: cx.index,
+        threads: cx.threads,
+        lanes: cx.lanes,
+        board: cx.board,
+        queue: cx.queue,
+        ooo: cx.ooo,
+        flow_counts: cx.flow_counts,
+        templates: cx.templates,
+        table: cx.table,
+        cfg: cx.cfg,
         flow_map,
         takes,
         ip_id,
         frames: 0,
         out_of_order: 0,
         rescued: 0,
-        last_send: start,
-        last_handoff: start,
         heap: BinaryHeap::new(),
         seq: 0,
-        error: None,
     };
     tx.main_loop();
-    if let Err(e) = tx.cx.sink.finish() {
-        tx.error.get_or_insert(e);
-    }
-    if tx.cx.topspeed {
-        tx.last_send = tx.cx.waiter.now();
-    }
-    tx.cx.counters.publish(&tx.c);
-    tx.cx.counters.eps.finish(tx.hist);
-    TxOutcome {
-        totals: tx.c,
+    SeriesTxReport {
         frames: tx.frames,
         out_of_order: tx.out_of_order,
         rescued: tx.rescued,
-        last_send: tx.last_send,
-        sink: tx.cx.sink.describe(),
-        error: tx.error,
+        tx: tx.core.finish(),
+    }
+}
+
+impl Paced for Tx {
+    fn core(&mut self) -> &mut TxCore {
+        &mut self.core
+    }
+
+    fn wait(&mut self, t: MonoTime) {
+        Tx::wait(self, t);
     }
 }
 
 impl Tx {
     fn stopping(&self) -> bool {
-        self.error.is_some()
-            || self.cx.lanes.stopped()
-            || self
-                .cx
-                .duration
-                .is_some_and(|d| self.now.since(self.cx.pacer.start()) >= d)
+        self.core.error.is_some() || self.lanes.stopped() || self.core.past_duration()
     }
 
     fn main_loop(&mut self) {
-        let lanes = self.cx.lanes.clone();
-        let q = &lanes.queues[self.cx.queue];
+        let lanes = self.lanes.clone();
+        let q = &lanes.queues[self.queue];
         let mut idle = 0u32;
         loop {
             if self.stopping() {
                 return;
             }
             let Some(chunk) = q.pop() else {
-                let done = lanes.producers[self.cx.queue].load(Ordering::Acquire) == 0;
+                let done = lanes.producers[self.queue].load(Ordering::Acquire) == 0;
                 if done && q.is_empty() {
                     break;
                 }
                 // Nothing queued: what is pending leaves, out-of-order records
                 // due by now go, then back off briefly.
-                self.flush();
-                self.send_ooo_until(self.now);
+                self.core.flush();
+                self.send_ooo_until(self.core.now);
                 idle += 1;
                 if idle > 64 {
                     self.nap();
                 }
-                self.now = self.cx.waiter.now();
+                self.core.now = self.core.waiter.now();
                 continue;
             };
             idle = 0;
-            let done = match self.cx.board.clone() {
+            let done = match self.board.clone() {
                 Some(board) => self.send_shown(&board, chunk),
                 None => {
                     self.send_chunk(&chunk);
@@ -224,10 +195,10 @@ impl Tx {
                 entries.clear();
                 let _ = lanes.spare.push(entries);
             }
-            self.maybe_publish();
+            self.core.publish();
         }
         // In-order work is done; out-of-order records may still be queued.
-        if self.cx.ooo {
+        if self.ooo {
             while !self.stopping() {
                 self.pull_ooo();
                 if self.heap.is_empty() {
@@ -239,12 +210,12 @@ impl Tx {
                 }
                 let due = self.heap.peek().map(|p| p.due).unwrap_or(Nanos(0));
                 self.send_ooo_until_due(due);
-                self.maybe_publish();
+                self.core.publish();
             }
         }
         // Done, but the others' last chunks may still need a rescuer.
-        if let Some(board) = self.cx.board.clone() {
-            while board.others_busy(self.cx.index) && !self.stopping() {
+        if let Some(board) = self.board.clone() {
+            while board.others_busy(self.index) && !self.stopping() {
                 self.nap();
             }
         }
@@ -253,8 +224,8 @@ impl Tx {
     /// A short pause with nothing of its own to send: sleeps, or, with a
     /// board, keeps watching it.
     fn nap(&mut self) {
-        if self.cx.board.is_some() {
-            self.wait(self.now + IDLE_NAP);
+        if self.board.is_some() {
+            self.wait(self.core.now + IDLE_NAP);
         } else {
             std::thread::sleep(IDLE_NAP.to_std());
         }
@@ -264,7 +235,7 @@ impl Tx {
     /// goes; records a rescuer claimed are skipped. Returns the chunk unless
     /// a rescuer still holds it.
     fn send_shown(&mut self, board: &Board, chunk: Chunk) -> Option<Chunk> {
-        let (me, pacer) = (self.cx.index, self.cx.pacer);
+        let (me, pacer) = (self.index, self.core.pacer);
         let chunk = Arc::new(chunk);
         let Some(first) = chunk.entries.first() else {
             return Arc::try_unwrap(chunk).ok();
@@ -294,18 +265,17 @@ impl Tx {
     /// Waits until `t`. With a board, wakes up whenever a record of another
     /// thread may have fallen overdue and sends what it can claim.
     fn wait(&mut self, t: MonoTime) {
-        let board = self.cx.board.clone();
+        let board = self.board.clone();
         loop {
             let target = match &board {
                 None => t,
                 Some(b) => {
-                    let t = t.min(self.now + REWATCH);
-                    b.watch(self.cx.index).map_or(t, |w| t.min(w))
+                    let t = t.min(self.core.now + REWATCH);
+                    b.watch(self.index).map_or(t, |w| t.min(w))
                 }
             };
-            let lanes = &self.cx.lanes;
-            self.now = self.cx.waiter.wait_until(target, &|| lanes.stopped());
-            if self.now >= t || lanes.stopped() {
+            self.core.wait_until(target);
+            if self.core.now >= t || self.lanes.stopped() {
                 return;
             }
             if let Some(b) = &board {
@@ -317,14 +287,14 @@ impl Tx {
     /// Sends (or drops, past the drift window) every record of another
     /// thread that is overdue now.
     fn rescue(&mut self, board: &Board) {
-        let pacer = self.cx.pacer;
-        while let Some(r) = board.rescue(self.cx.index, self.now, |d| pacer.deadline(d)) {
+        let pacer = self.core.pacer;
+        while let Some(r) = board.rescue(self.index, self.core.now, |d| pacer.deadline(d)) {
             let e = r.chunk.entries[r.index];
             // Claimed only once overdue, so never a wait.
             let verdict =
-                Verdict::of(pacer.poll(e.due, self.now)).unwrap_or(Verdict::Send { eps: 0 });
+                Verdict::of(pacer.poll(e.due, self.core.now)).unwrap_or(Verdict::Send { eps: 0 });
             self.deliver(&r.chunk.buf, &e, verdict, false);
-            self.flush();
+            self.core.flush();
             self.rescued += 1;
         }
     }
@@ -341,7 +311,7 @@ impl Tx {
     /// Before an in-order record due at `due`: out-of-order records due
     /// earlier go first. False when the run is stopping.
     fn ready_for(&mut self, due: Nanos) -> bool {
-        if self.cx.ooo {
+        if self.ooo {
             self.pull_ooo();
             self.send_ooo_until_due(due);
         }
@@ -350,11 +320,11 @@ impl Tx {
 
     /// Moves queued out-of-order items into the local heap.
     fn pull_ooo(&mut self) {
-        if !self.cx.ooo {
+        if !self.ooo {
             return;
         }
         for _ in 0..1024 {
-            let Some(item) = self.cx.lanes.ooo.pop() else {
+            let Some(item) = self.lanes.ooo.pop() else {
                 break;
             };
             self.seq += 1;
@@ -379,14 +349,8 @@ impl Tx {
 
     /// Sends heap entries already due at `now`.
     fn send_ooo_until(&mut self, now: MonoTime) {
-        let due = Nanos(now.since(self.cx.pacer.start()).0);
+        let due = Nanos(now.since(self.core.pacer.start()).0);
         self.send_ooo_until_due(due);
-    }
-
-    fn flush(&mut self) {
-        if let Err(e) = self.cx.sink.flush() {
-            self.error.get_or_insert(e);
-        }
     }
 
     fn send_entry(&mut self, buf: &Filled, e: &DueRecord, ooo: bool) {
@@ -395,36 +359,16 @@ impl Tx {
         }
     }
 
-    /// Waits for a record due at `due`; None if the run stopped meanwhile.
+    /// Waits for a record due at `due` (rescuing meanwhile, with a board);
+    /// None if the run stopped meanwhile.
     fn pace(&mut self, due: Nanos) -> Option<Verdict> {
-        if self.cx.topspeed {
-            return Some(Verdict::Send { eps: 0 });
-        }
-        let mut waited = false;
-        loop {
-            let d = if waited {
-                self.cx.pacer.poll_waited(due, self.now)
-            } else {
-                self.cx.pacer.poll(due, self.now)
-            };
-            match d {
-                Decision::WaitUntil(t) => {
-                    waited = true;
-                    self.flush();
-                    self.wait(t);
-                    if self.cx.lanes.stopped() {
-                        return None;
-                    }
-                }
-                d => return Verdict::of(d),
-            }
-        }
+        crate::tx::pace(self, due)
     }
 
     /// Sends (or drops) a record its pacing has decided on, and counts it.
     fn deliver(&mut self, buf: &Filled, e: &DueRecord, verdict: Verdict, ooo: bool) {
         let count = self.send_record(buf, e, verdict, ooo);
-        if let Some(cell) = self.cx.flow_counts.slot(e.flow as usize) {
+        if let Some(cell) = self.flow_counts.slot(e.flow as usize) {
             cell.add(count);
         }
     }
@@ -440,45 +384,32 @@ impl Tx {
     ) -> FlowCount {
         let mut count = FlowCount::default();
         let Verdict::Send { eps } = verdict else {
-            self.c.dropped += 1;
+            self.core.dropped();
             count.dropped = 1;
-            self.now = self.cx.waiter.now();
             return count;
         };
         let rec = &buf.bytes()[e.offset as usize..e.offset as usize + e.len as usize];
-        let payload = match self.cx.cfg.payload {
+        let payload = match self.cfg.payload {
             SeriesPayload::Data => &rec[HEADER_LEN..],
             SeriesPayload::Record => rec,
         };
-        let stamp = self
-            .cx
-            .stamp_base
-            .wrapping_add(self.now.since(self.cx.pacer.start()).0);
+        let stamp = self.core.stamp();
         match self.build_and_send(e.flow, payload, stamp) {
             Ok(frames) => {
                 self.frames += frames;
-                self.c.packets += 1;
-                self.c.bytes += payload.len() as u64;
                 count.sent = 1;
                 count.bytes = payload.len() as u64;
                 if ooo {
                     self.out_of_order += 1;
                 }
+                count.late = u64::from(self.core.sent(eps, payload.len()));
             }
-            Err(err) if err.is_per_packet() => self.c.oversize += 1,
             Err(err) => {
-                self.error.get_or_insert(err);
-                return count;
+                self.core.failed(err);
+                if !self.core.topspeed {
+                    self.core.now = self.core.waiter.now();
+                }
             }
-        }
-        if !self.cx.topspeed {
-            self.hist.record(eps);
-            if eps > self.cx.late_threshold.0 as i64 {
-                self.c.late += 1;
-                count.late = 1;
-            }
-            self.last_send = self.now;
-            self.now = self.cx.waiter.now();
         }
         count
     }
@@ -486,37 +417,32 @@ impl Tx {
     /// Sends one datagram; returns the frames it took.
     fn build_and_send(&mut self, flow: u32, payload: &[u8], stamp: u64) -> Result<u64, SinkError> {
         if self.takes == Takes::Datagrams {
-            self.cx.sink.send(payload, stamp)?;
+            self.core.sink.send(payload, stamp)?;
             return Ok(1);
         }
-        let (cx, flow_map) = (&self.cx, &self.flow_map);
+        let (table, cfg, flow_map) = (&self.table, &self.cfg, &self.flow_map);
         let make = || {
-            let (dev, copy) = match cx.table.lock() {
+            let (dev, copy) = match table.lock() {
                 Ok(t) => t
                     .flow_device(flow)
                     .map(|(d, c)| (*d, c))
                     .unwrap_or(([0; 16], 0)),
                 Err(_) => ([0; 16], 0),
             };
-            Udp4Template::new(
-                cx.cfg.src_mac,
-                cx.cfg.dst_mac,
-                flow_map.flow(&dev, copy),
-                cx.cfg.ttl,
-            )
+            Udp4Template::new(cfg.src_mac, cfg.dst_mac, flow_map.flow(&dev, copy), cfg.ttl)
         };
         // Past MAX_FLOWS flows, templates are built per datagram.
         let built;
-        let t = match self.cx.templates.slot(flow as usize) {
+        let t = match self.templates.slot(flow as usize) {
             Some(slot) => slot.get_or_init(make),
             None => {
                 built = make();
                 &built
             }
         };
-        self.ip_id = self.ip_id.wrapping_add(self.cx.threads as u16);
+        self.ip_id = self.ip_id.wrapping_add(self.threads as u16);
         let mut frags = t
-            .fragments(payload, self.ip_id, self.cx.cfg.mtu)
+            .fragments(payload, self.ip_id, self.cfg.mtu)
             .map_err(|e| match e {
                 Udp4Error::TooLong(len) => SinkError::Oversize {
                     len,
@@ -526,19 +452,9 @@ impl Tx {
             })?;
         let mut n = 0;
         while let Some((head, body)) = frags.next_fragment() {
-            self.cx.sink.send_parts(head, body, stamp)?;
+            self.core.sink.send_parts(head, body, stamp)?;
             n += 1;
         }
         Ok(n)
-    }
-
-    fn maybe_publish(&mut self) {
-        self.cx.counters.publish(&self.c);
-        // Never waits for the aggregator: if it is reading, next time.
-        if self.now.since(self.last_handoff) >= HISTOGRAM_HANDOFF
-            && self.cx.counters.eps.offer(&mut self.hist)
-        {
-            self.last_handoff = self.now;
-        }
     }
 }

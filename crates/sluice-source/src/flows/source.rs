@@ -4,8 +4,8 @@
 //! filling the engine's batches.
 //!
 //! Packet k of a flow is due at `start + k × gap`, computed from k (not by
-//! adding gaps), so long flows do not drift. A new flow goes to the TX
-//! thread with the fewest packets so far and stays there (per-flow order).
+//! adding gaps), so long flows do not drift. A new flow takes its lane from
+//! the outbox once and keeps it (per-flow order).
 //! Active flows are kept compact (116 bytes each, calendar entry included);
 //! their headers are written from a per-flow template built at each packet.
 
@@ -13,14 +13,10 @@ use super::calendar::Calendar;
 use super::dtree::DistributionTree;
 use super::expand::{Expander, Flow, NO_TOTAL};
 use super::session::Session;
-use crate::spread::Spreader;
-use crate::{Fill, ReplayCounters, SourceError};
-use sluice_core::{Batch, Nanos};
+use crate::seam::{End, Origin, Source, SourceError, SourceReport};
+use sluice_core::{Lane, Nanos, Outbox};
 use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, MacAddr, PacketFields};
 use std::path::Path;
-
-/// A partial batch is handed over once it spans more than this.
-const MAX_BATCH_SPAN: Nanos = Nanos::from_millis(2);
 
 #[derive(Clone, Debug)]
 pub struct FlowConfig {
@@ -29,14 +25,6 @@ pub struct FlowConfig {
     pub dst_mac: MacAddr,
     /// Write "SLF1" + flow id + packet index after the prefix.
     pub stamp: bool,
-    pub threads: usize,
-    /// Stop after this many packets.
-    pub limit: Option<u64>,
-    /// Stop producing packets due later than this.
-    pub max_due: Option<Nanos>,
-    /// Times are ignored (top speed): batches are handed over only when
-    /// full, however much time they span.
-    pub topspeed: bool,
     pub planner: Planner,
 }
 
@@ -60,7 +48,7 @@ struct Active {
     flow: Flow,
     sent: u64,
     tcp_seq: u32,
-    thread: u16,
+    lane: Lane,
     /// SplitMix64 state for per-packet payload lengths (8 bytes, where a
     /// SmallRng takes 32: active flows are many).
     rng: u64,
@@ -81,8 +69,6 @@ pub struct FlowSource {
     calendar: Calendar,
     slots: Vec<Option<Active>>,
     free: Vec<u32>,
-    spread: Spreader,
-    counters: ReplayCounters,
     seed: u64,
     first_ts: u64,
     done: bool,
@@ -101,25 +87,23 @@ pub struct FlowSource {
 
 impl FlowSource {
     pub fn open(path: &Path, cfg: FlowConfig) -> Result<Self, SourceError> {
-        let session = Session::load(path).map_err(SourceError::Flows)?;
+        let session = Session::load(path).map_err(SourceError::Session)?;
         Self::new(&session, cfg)
     }
 
     pub fn new(session: &Session, cfg: FlowConfig) -> Result<Self, SourceError> {
         let seed = cfg.seed.or(session.seed).unwrap_or(1);
-        let expander = Expander::new(session, seed).map_err(SourceError::Flows)?;
+        let expander = Expander::new(session, seed).map_err(SourceError::Session)?;
         // Captures are stamped from the wall clock at the start of the run.
         let first_ts = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         Ok(FlowSource {
-            spread: Spreader::new(cfg.threads.max(1)),
             cfg,
             expander,
             calendar: Calendar::new(),
             slots: Vec::new(),
             free: Vec::new(),
-            counters: ReplayCounters::default(),
             seed,
             first_ts,
             done: false,
@@ -133,12 +117,8 @@ impl FlowSource {
         })
     }
 
-    fn activate(&mut self, flow: Flow) {
-        let thread = if self.cfg.threads > 1 {
-            self.spread.thread(u64::from(flow.id)) as u16
-        } else {
-            0
-        };
+    fn activate(&mut self, flow: Flow, out: &mut Outbox<'_>) {
+        let lane = out.lane(|| u64::from(flow.id));
         let mut rng = self.seed ^ u64::from(flow.id).wrapping_mul(0xd134_2543_de82_ef95);
         let tcp_seq = splitmix(&mut rng) as u32;
         let due = flow.start.0;
@@ -147,7 +127,7 @@ impl FlowSource {
             flow,
             sent: 0,
             tcp_seq,
-            thread,
+            lane,
             rng,
         };
         let slot = match self.free.pop() {
@@ -180,8 +160,9 @@ impl FlowSource {
 
     /// Builds the next packet of the flow in `slot`, due at `due`. Returns
     /// when its next packet is due by the calendar, or None when the flow
-    /// has ended (its slot is free again).
-    fn emit(&mut self, slot: u32, due: u64, batches: &mut [Batch]) -> Option<u64> {
+    /// has ended (its slot is free again). Sets `done` when the outbox
+    /// refuses the packet.
+    fn emit(&mut self, slot: u32, due: u64, out: &mut Outbox<'_>) -> Option<u64> {
         let a = self.slots[slot as usize].as_mut()?;
         let f = &a.flow;
         let payload_len = if f.payload_total != NO_TOTAL {
@@ -219,28 +200,23 @@ impl FlowSource {
         let Some((_, headers)) = &self.headers else {
             return None;
         };
-        let thread = usize::from(a.thread).min(batches.len() - 1);
-        let batch = &mut batches[thread];
-        let at = batch.data.len();
-        headers.write(
-            &mut batch.data,
-            &PacketFields {
-                index: a.sent,
-                last,
-                payload_len,
-                tcp_seq: a.tcp_seq,
-                prefix: &self.expander.prefixes[f.prefix as usize],
-                stamp: self.cfg.stamp.then_some(f.id),
-            },
-        );
-        batch.commit(at, Nanos(due));
+        let fields = PacketFields {
+            index: a.sent,
+            last,
+            payload_len,
+            tcp_seq: a.tcp_seq,
+            prefix: &self.expander.prefixes[f.prefix as usize],
+            stamp: self.cfg.stamp.then_some(f.id),
+        };
+        if !out.push(a.lane, Nanos(due), |b| headers.write(b, &fields)) {
+            self.done = true;
+            return None;
+        }
         if l4 == FlowProto::Tcp {
             let syn = u32::from(a.sent == 0);
             a.tcp_seq = a.tcp_seq.wrapping_add(payload_len as u32).wrapping_add(syn);
         }
         a.sent += 1;
-        self.counters.produced += 1;
-        self.counters.bytes += (batch.data.len() - at) as u64;
         if a.sent < a.flow.packets {
             Some(a.flow.start.0 + (a.sent as f64 * a.flow.gap_ns) as u64)
         } else {
@@ -253,28 +229,10 @@ impl FlowSource {
     }
 }
 
-/// Marks every batch that `hand_over` picks as ready; true if any.
-fn mark_ready(batches: &[Batch], ready: &mut [bool], hand_over: impl Fn(&Batch) -> bool) -> bool {
-    let mut any = false;
-    for (i, b) in batches.iter().enumerate() {
-        if hand_over(b) {
-            ready[i] = true;
-            any = true;
-        }
-    }
-    any
-}
-
-impl crate::Source for FlowSource {
-    fn fill(&mut self, batches: &mut [Batch], ready: &mut [bool]) -> Result<Fill, SourceError> {
-        loop {
-            if self.done {
-                return Ok(Fill::Done);
-            }
-            if self.cfg.limit.is_some_and(|l| self.counters.produced >= l) {
-                self.done = true;
-                continue;
-            }
+impl Source for FlowSource {
+    fn fill(&mut self, out: &mut Outbox<'_>) -> Result<End, SourceError> {
+        out.set_first_ts(self.first_ts);
+        while !self.done {
             let next_cal = self.calendar.peek_due();
             let next_fast = (!self.tree.is_empty()).then_some(self.fast_next as u64);
             let next_packet = match (next_cal, next_fast) {
@@ -291,75 +249,44 @@ impl crate::Source for FlowSource {
                 }
                 (Some(s), p) if p.is_none_or(|p| s <= p) => {
                     if let Some(f) = self.expander.next() {
-                        self.activate(f);
+                        self.activate(f, out);
                     }
                     continue;
                 }
                 _ => {}
             }
-            // Batches end where the schedule has a gap, never inside a burst
-            // of packets due together: a batch (of any thread) whose first
-            // frame is more than MAX_BATCH_SPAN older than the next packet
-            // is handed over before that packet is built. The TX thread
-            // then crosses from one batch to the next while it would wait
-            // anyway (it comes back from a long wait with cold caches, and
-            // a burst split over two batches left its second part ~10 µs
-            // late).
-            if let Some(next) = next_packet.filter(|_| !self.cfg.topspeed) {
-                let stale = |b: &Batch| {
-                    b.first_due()
-                        .is_some_and(|f| next.saturating_sub(f.0) > MAX_BATCH_SPAN.0)
-                };
-                if mark_ready(batches, ready, stale) {
-                    return Ok(Fill::Ready);
-                }
-            }
             if next_fast.is_some_and(|f| next_packet.is_none_or(|p| f <= p)) {
                 let due = self.fast_next as u64;
-                if self.cfg.max_due.is_some_and(|m| due > m.0) {
-                    self.done = true;
-                    continue;
-                }
                 // The distribution tree picks a flow with probability
                 // proportional to its intensity.
                 let r =
                     (u128::from(splitmix(&mut self.pick)) * u128::from(self.tree.total())) >> 64;
                 let slot = self.tree.sample(r as u64).expect("tree is not empty");
-                if self.emit(slot, due, batches).is_none() {
+                if self.emit(slot, due, out).is_none() && !self.done {
                     self.tree.remove(slot);
                 }
                 if !self.tree.is_empty() {
                     self.fast_next += 1e9 / self.tree.total() as f64;
                 }
             } else {
-                if next_cal.zip(self.cfg.max_due).is_some_and(|(c, m)| c > m.0) {
-                    self.done = true;
-                    continue;
-                }
                 let Some(e) = self.calendar.pop() else {
                     continue;
                 };
                 let (due, slot) = (e.due, e.slot);
-                if let Some(next) = self.emit(slot, due, batches) {
+                if let Some(next) = self.emit(slot, due, out) {
                     self.calendar.push(next, slot);
                 }
             }
-            if mark_ready(batches, ready, Batch::is_full) {
-                return Ok(Fill::Ready);
-            }
         }
+        Ok(End::Done)
     }
 
-    fn first_ts(&self) -> Option<u64> {
-        Some(self.first_ts)
+    fn origin(&self) -> Origin {
+        Origin::Memory
     }
 
-    fn counters(&self) -> &ReplayCounters {
-        &self.counters
-    }
-
-    fn generated(&self) -> bool {
-        true
+    fn report(&self) -> SourceReport {
+        SourceReport::default()
     }
 }
 

@@ -1,0 +1,283 @@
+//! [`Outbox`]: where a source puts its packets, and where the engine takes
+//! them from.
+//!
+//! A source produces one time-ordered stream of packets. For each it asks
+//! for a [`Lane`] by flow key (the lane of a TX thread: every packet of a
+//! flow goes to the same one, so per-flow order holds) and pushes the
+//! frame with its due time. The outbox owns everything between that call
+//! and the TX threads, none of which a source knows about:
+//!
+//! - **Spreading.** A flow seen first goes to the lane with the fewest
+//!   packets so far ([`Spreader`]); with one lane no key is computed.
+//! - **Batching.** Frames are packed into one [`Batch`] per lane. A batch is
+//!   handed over when it is full, and *before* a packet due more than
+//!   `span` after the batch's first frame: batches end at gaps in the
+//!   schedule, never inside a burst of packets due together, so a TX thread
+//!   crosses from one batch to the next while it would wait anyway. At top
+//!   speed (`span` None) only full batches are handed over.
+//! - **Limits.** `limit` packets and `max_due` end the stream: [`push`]
+//!   returns false and the source stops.
+//! - **Hand-over.** Batches go to a [`Handoff`], the engine's: it queues
+//!   them for a TX thread (or keeps them, when preloading) and returns an
+//!   empty batch to fill next, or None once the run is stopping.
+//!
+//! [`push`]: Outbox::push
+
+use crate::batch::Batch;
+use crate::spread::Spreader;
+use crate::time::Nanos;
+
+/// The lane (TX thread) a packet goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lane(pub u16);
+
+/// The engine's side of an [`Outbox`].
+pub trait Handoff {
+    /// Takes the filled `batch` of `lane`; returns an empty batch to fill
+    /// next, or None once the run is stopping. `first_ts` is the capture
+    /// time of the stream's first packet (ns since the epoch), once known.
+    fn hand(&mut self, lane: usize, batch: Batch, first_ts: Option<u64>) -> Option<Batch>;
+}
+
+/// Where the packets of one run go (see the module docs).
+pub struct Outbox<'h> {
+    batches: Vec<Batch>,
+    spread: Spreader,
+    handoff: &'h mut dyn Handoff,
+    span: Option<Nanos>,
+    limit: Option<u64>,
+    max_due: Option<Nanos>,
+    packets: u64,
+    bytes: u64,
+    first_ts: Option<u64>,
+    stopped: bool,
+}
+
+/// How an [`Outbox`] batches and when it ends the stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutboxRules {
+    /// Hand a batch over before a packet due more than this after its first
+    /// frame (None: only when full, for top speed).
+    pub span: Option<Nanos>,
+    /// End the stream after this many packets.
+    pub limit: Option<u64>,
+    /// End the stream at the first packet due later than this.
+    pub max_due: Option<Nanos>,
+}
+
+impl<'h> Outbox<'h> {
+    /// An outbox of `lanes` lanes (at least one) handing over to `handoff`.
+    pub fn new(lanes: usize, rules: OutboxRules, handoff: &'h mut dyn Handoff) -> Self {
+        let lanes = lanes.max(1);
+        Outbox {
+            batches: (0..lanes).map(|_| Batch::new()).collect(),
+            spread: Spreader::new(lanes),
+            handoff,
+            span: rules.span,
+            limit: rules.limit,
+            max_due: rules.max_due,
+            packets: 0,
+            bytes: 0,
+            first_ts: None,
+            stopped: false,
+        }
+    }
+
+    /// The lane of the flow whose key `key` computes; the key is computed
+    /// only when there is more than one lane. Each call counts one packet
+    /// towards the lane's load (a source that keeps a flow's lane calls
+    /// this once per flow).
+    #[inline]
+    pub fn lane(&mut self, key: impl FnOnce() -> u64) -> Lane {
+        if self.batches.len() == 1 {
+            return Lane(0);
+        }
+        Lane(self.spread.thread(key()) as u16)
+    }
+
+    /// Appends a frame due at `due` to `lane`'s batch: `write` appends its
+    /// bytes to the buffer it is given. False when the stream has ended
+    /// and the source should stop: a limit or `max_due` (the frame was not
+    /// taken), or the run is stopping (whether it was taken no longer
+    /// matters).
+    #[inline]
+    pub fn push(&mut self, lane: Lane, due: Nanos, write: impl FnOnce(&mut Vec<u8>)) -> bool {
+        if self.stopped
+            || self.limit.is_some_and(|l| self.packets >= l)
+            || self.max_due.is_some_and(|m| due > m)
+        {
+            self.stopped = true;
+            return false;
+        }
+        if let Some(span) = self.span {
+            for i in 0..self.batches.len() {
+                let stale = self.batches[i]
+                    .first_due()
+                    .is_some_and(|first| due.saturating_sub(first) > span);
+                if stale && !self.hand_over(i) {
+                    return false;
+                }
+            }
+        }
+        let i = usize::from(lane.0).min(self.batches.len() - 1);
+        let b = &mut self.batches[i];
+        let at = b.data.len();
+        write(&mut b.data);
+        self.bytes += (b.data.len() - at) as u64;
+        b.commit(at, due);
+        self.packets += 1;
+        if b.is_full() {
+            return self.hand_over(i);
+        }
+        true
+    }
+
+    /// Records the capture time of the stream's first packet (ns since the
+    /// epoch; the first call wins): pcap output is stamped from there.
+    pub fn set_first_ts(&mut self, ts: u64) {
+        self.first_ts.get_or_insert(ts);
+    }
+
+    pub fn first_ts(&self) -> Option<u64> {
+        self.first_ts
+    }
+
+    /// Hands over every batch that holds frames (the end of the stream).
+    pub fn finish(&mut self) {
+        for i in 0..self.batches.len() {
+            if !self.batches[i].is_empty() && !self.hand_over(i) {
+                return;
+            }
+        }
+    }
+
+    /// Packets and frame bytes pushed so far.
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// True once the stream was ended by a limit, `max_due` or a stop.
+    pub fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    fn hand_over(&mut self, i: usize) -> bool {
+        let full = std::mem::replace(&mut self.batches[i], Batch::unallocated());
+        match self.handoff.hand(i, full, self.first_ts) {
+            Some(fresh) => {
+                self.batches[i] = fresh;
+                true
+            }
+            None => {
+                self.stopped = true;
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keeps what it is handed: (lane, dues).
+    #[derive(Default)]
+    struct Keep(Vec<(usize, Vec<u64>)>, Option<usize>);
+
+    impl Handoff for Keep {
+        fn hand(&mut self, lane: usize, b: Batch, _: Option<u64>) -> Option<Batch> {
+            self.0
+                .push((lane, b.entries.iter().map(|e| e.due.0).collect()));
+            if self.1.is_some_and(|n| self.0.len() >= n) {
+                return None;
+            }
+            Some(Batch::new())
+        }
+    }
+
+    fn rules(span: Option<u64>) -> OutboxRules {
+        OutboxRules {
+            span: span.map(Nanos),
+            ..OutboxRules::default()
+        }
+    }
+
+    #[test]
+    fn a_batch_ends_at_a_gap_before_the_late_packet() {
+        let mut keep = Keep::default();
+        let mut out = Outbox::new(1, rules(Some(100)), &mut keep);
+        for due in [0, 50, 100, 250, 260] {
+            assert!(out.push(Lane(0), Nanos(due), |b| b.push(1)));
+        }
+        out.finish();
+        assert_eq!(keep.0, vec![(0, vec![0, 50, 100]), (0, vec![250, 260])]);
+    }
+
+    #[test]
+    fn at_top_speed_only_full_batches_are_handed_over() {
+        let mut keep = Keep::default();
+        let mut out = Outbox::new(1, rules(None), &mut keep);
+        for due in 0..600u64 {
+            assert!(out.push(Lane(0), Nanos(due * 1_000_000), |b| b.push(1)));
+        }
+        out.finish();
+        let sizes: Vec<usize> = keep.0.iter().map(|(_, d)| d.len()).collect();
+        assert_eq!(sizes, vec![crate::batch::BATCH_PACKETS, 600 - 512]);
+    }
+
+    #[test]
+    fn a_limit_and_max_due_end_the_stream() {
+        let mut keep = Keep::default();
+        let lim = OutboxRules {
+            limit: Some(2),
+            ..rules(None)
+        };
+        let mut out = Outbox::new(1, lim, &mut keep);
+        assert!(out.push(Lane(0), Nanos(0), |b| b.push(1)));
+        assert!(out.push(Lane(0), Nanos(1), |b| b.push(1)));
+        assert!(!out.push(Lane(0), Nanos(2), |b| b.push(1)));
+        assert_eq!((out.packets(), out.bytes()), (2, 2));
+        let mut keep = Keep::default();
+        let due = OutboxRules {
+            max_due: Some(Nanos(5)),
+            ..rules(None)
+        };
+        let mut out = Outbox::new(1, due, &mut keep);
+        assert!(out.push(Lane(0), Nanos(5), |b| b.push(1)));
+        assert!(!out.push(Lane(0), Nanos(6), |b| b.push(1)));
+        assert!(out.stopped());
+    }
+
+    #[test]
+    fn flows_keep_their_lane_and_the_load_evens_out() {
+        let mut keep = Keep::default();
+        let mut out = Outbox::new(2, rules(None), &mut keep);
+        let mut lanes = std::collections::HashMap::new();
+        for i in 0..64u64 {
+            let lane = out.lane(|| i % 4);
+            assert_eq!(*lanes.entry(i % 4).or_insert(lane), lane);
+            assert!(out.push(lane, Nanos(i), |b| b.push(1)));
+        }
+        out.finish();
+        let per: Vec<usize> = keep.0.iter().map(|(_, d)| d.len()).collect();
+        assert_eq!(per, vec![32, 32]);
+    }
+
+    #[test]
+    fn a_stopping_engine_ends_the_stream() {
+        let mut keep = Keep(Vec::new(), Some(1));
+        let mut out = Outbox::new(1, rules(None), &mut keep);
+        let mut taken = 0;
+        while out.push(Lane(0), Nanos(0), |b| b.push(1)) {
+            taken += 1;
+        }
+        // The push that filled the batch found the engine stopping.
+        assert_eq!(taken + 1, crate::batch::BATCH_PACKETS);
+        assert_eq!(out.packets(), crate::batch::BATCH_PACKETS as u64);
+        assert!(out.stopped());
+    }
+}
