@@ -7,16 +7,10 @@
 //! - 3: finished, but some packets could not be sent (e.g. larger than the MTU)
 //! - 130: stopped by SIGINT/SIGTERM after a clean shutdown (summary printed)
 
-mod analyze;
-mod analyze_flows;
 mod args;
-mod demo;
-mod flows;
+mod cmd;
+mod plan;
 mod progress;
-mod replay;
-mod runopts;
-mod series;
-mod series_play;
 mod signals;
 
 use clap::Parser;
@@ -56,11 +50,11 @@ pub fn bad_input(error: impl Into<anyhow::Error>) -> Failure {
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
     let result = match cli.command {
-        args::Command::Replay(a) => replay::run(*a),
-        args::Command::Analyze(a) => analyze::run(a),
-        args::Command::Demo(a) => demo::run(a),
-        args::Command::Series(a) => series::run(a),
-        args::Command::Flows(a) => flows::run(a),
+        args::Command::Replay(a) => cmd::replay::run(*a),
+        args::Command::Analyze(a) => cmd::analyze::run(a),
+        args::Command::Demo(a) => cmd::demo::run(a),
+        args::Command::Series(a) => cmd::series::run(a),
+        args::Command::Flows(a) => cmd::flows::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -10,6 +10,7 @@
 
 pub mod batch;
 pub mod clock;
+mod names;
 pub mod outbox;
 pub mod parse;
 pub mod spread;

@@ -48,18 +48,25 @@ impl AddAssign for Nanos {
 }
 
 impl fmt::Display for Nanos {
-    /// Shortest unit that keeps the value readable: `850ns`, `12.5us`, `3.2ms`, `1.5s`.
+    /// The largest unit that keeps a whole part, with only the decimals
+    /// the value needs: `850ns`, `12.5us`, `10ms`, `1.5s`. Exact, so
+    /// [`parse_duration`](crate::parse_duration) reads it back (command-line
+    /// defaults are shown this way).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0;
-        if n < 1_000 {
-            write!(f, "{n}ns")
-        } else if n < 1_000_000 {
-            write!(f, "{:.1}us", n as f64 / 1e3)
-        } else if n < 1_000_000_000 {
-            write!(f, "{:.2}ms", n as f64 / 1e6)
-        } else {
-            write!(f, "{:.3}s", n as f64 / 1e9)
+        let (unit, name) = match n {
+            1_000_000_000.. => (1_000_000_000, "s"),
+            1_000_000.. => (1_000_000, "ms"),
+            1_000.. => (1_000, "us"),
+            _ => (1, "ns"),
+        };
+        let (whole, frac) = (n / unit, n % unit);
+        if frac == 0 {
+            return write!(f, "{whole}{name}");
         }
+        let width = unit.ilog10() as usize;
+        let digits = format!("{frac:0width$}");
+        write!(f, "{whole}.{}{name}", digits.trim_end_matches('0'))
     }
 }
 
@@ -105,10 +112,20 @@ mod tests {
     }
 
     #[test]
-    fn display_picks_unit() {
-        assert_eq!(Nanos(850).to_string(), "850ns");
-        assert_eq!(Nanos(12_500).to_string(), "12.5us");
-        assert_eq!(Nanos(3_200_000).to_string(), "3.20ms");
-        assert_eq!(Nanos(1_500_000_000).to_string(), "1.500s");
+    fn display_picks_the_unit_and_reads_back_exactly() {
+        for (n, text) in [
+            (0, "0ns"),
+            (850, "850ns"),
+            (12_500, "12.5us"),
+            (12_345, "12.345us"),
+            (10_000_000, "10ms"),
+            (3_200_000, "3.2ms"),
+            (1_500_000_000, "1.5s"),
+            (1_800_000_000_000, "1800s"),
+            (1_000_000_001, "1.000000001s"),
+        ] {
+            assert_eq!(Nanos(n).to_string(), text);
+            assert_eq!(crate::parse_duration(text), Ok(Nanos(n)), "{text}");
+        }
     }
 }

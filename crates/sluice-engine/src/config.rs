@@ -5,14 +5,20 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Which clock drives the pacer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ClockChoice {
     /// CLOCK_MONOTONIC: real sending.
+    #[default]
     Monotonic,
     /// A virtual clock that jumps to each deadline: deterministic, instant
     /// runs for tests and trace conversion (ε is always 0).
     Virtual,
 }
+
+sluice_core::named_values!(ClockChoice {
+    Monotonic => "monotonic",
+    Virtual => "virtual",
+});
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {

@@ -33,13 +33,19 @@ const TP_STATUS_SEND_REQUEST: u32 = 1;
 const TP_STATUS_WRONG_FORMAT: u32 = 4;
 
 /// How frames reach the kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TxMode {
     /// PACKET_TX_RING, falling back to sendmmsg if the ring is refused.
+    #[default]
     Auto,
     /// sendmmsg batches only.
     Sendmmsg,
 }
+
+sluice_core::named_values!(TxMode {
+    Auto => "ring",
+    Sendmmsg => "sendmmsg",
+});
 
 pub struct AfPacketSink {
     iface: String,

@@ -26,6 +26,19 @@ pub struct ReplayConfig {
     pub skip_unsupported: bool,
 }
 
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        ReplayConfig {
+            path: PathBuf::new(),
+            timing: TimingMode::Recorded { multiplier: 1.0 },
+            payload: PayloadMode::Keep,
+            src_mac: MacAddr::LOCAL_SRC,
+            dst_mac: MacAddr::LOCAL_DST,
+            skip_unsupported: false,
+        }
+    }
+}
+
 pub struct ReplaySource {
     cfg: ReplayConfig,
     reader: CaptureReader,

@@ -32,6 +32,11 @@ use crate::layers::{ETHERTYPE_IPV4, ETHERTYPE_IPV6};
 pub struct MacAddr(pub [u8; 6]);
 
 impl MacAddr {
+    /// 02:00:00:00:00:01, locally administered: the default source of
+    /// frames sluice builds.
+    pub const LOCAL_SRC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
+    /// 02:00:00:00:00:02, locally administered: the default destination.
+    pub const LOCAL_DST: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
     /// ff:ff:ff:ff:ff:ff.
     pub const BROADCAST: MacAddr = MacAddr([0xff; 6]);
 }

@@ -6,13 +6,19 @@ use sluice_wire::MacAddr;
 use std::path::PathBuf;
 
 /// What goes into each datagram.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SeriesPayload {
     /// The record's Data field.
+    #[default]
     Data,
     /// The whole record (length, timestamp, device ID, data).
     Record,
 }
+
+sluice_core::named_values!(SeriesPayload {
+    Data => "data",
+    Record => "record",
+});
 
 #[derive(Clone, Debug)]
 pub struct SeriesConfig {
@@ -46,18 +52,28 @@ impl SeriesConfig {
     pub fn new(path: PathBuf, flows: FlowMap) -> Self {
         SeriesConfig {
             path,
+            flows,
+            ..SeriesConfig::default()
+        }
+    }
+}
+
+impl Default for SeriesConfig {
+    fn default() -> Self {
+        SeriesConfig {
+            path: PathBuf::new(),
             buffer_size: 64 << 20,
             workers: 1,
             queues: 1,
             timing: SeriesTiming::Conforming,
             ooo: None,
             ooo_threads: 1,
-            flows,
+            flows: FlowMap::new(FlowMap::DEFAULT_DST_IP, FlowMap::DEFAULT_DST_PORT),
             devices: DeviceCount::All,
             payload: SeriesPayload::Data,
             mtu: 1500,
-            src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
-            dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+            src_mac: MacAddr::LOCAL_SRC,
+            dst_mac: MacAddr::LOCAL_DST,
             ttl: 64,
             seed: 1,
             rescue_after: Some(Nanos::from_micros(2)),

@@ -28,10 +28,23 @@ pub struct FlowConfig {
     pub planner: Planner,
 }
 
+impl Default for FlowConfig {
+    fn default() -> Self {
+        FlowConfig {
+            seed: None,
+            src_mac: MacAddr::LOCAL_SRC,
+            dst_mac: MacAddr::LOCAL_DST,
+            stamp: false,
+            planner: Planner::default(),
+        }
+    }
+}
+
 /// How the next packet among the active flows is chosen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Planner {
     /// Exact per-flow times from a calendar (FLOR Appendix D).
+    #[default]
     Calendar,
     /// FLOR's stochastic planning (§5.7): a distribution tree picks the next
     /// flow with probability ∝ intensity, packets leave at the aggregated
@@ -39,6 +52,11 @@ pub enum Planner {
     /// calendar (the slow packet scheduler).
     Stochastic,
 }
+
+sluice_core::named_values!(Planner {
+    Calendar => "calendar",
+    Stochastic => "stochastic",
+});
 
 fn a_gap(a: &Option<Active>) -> f64 {
     a.as_ref().map_or(f64::INFINITY, |a| a.flow.gap_ns)

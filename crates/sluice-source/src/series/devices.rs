@@ -120,6 +120,10 @@ pub struct FlowMap {
 
 impl FlowMap {
     /// Default flows only, to `dst_ip:dst_port`.
+    /// Destination of flows a mapping leaves open, unless told otherwise.
+    pub const DEFAULT_DST_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    pub const DEFAULT_DST_PORT: u16 = 9000;
+
     pub fn new(dst_ip: Ipv4Addr, dst_port: u16) -> FlowMap {
         FlowMap {
             explicit: HashMap::new(),

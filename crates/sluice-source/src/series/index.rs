@@ -45,6 +45,16 @@ pub struct Ooo {
     pub window: Nanos,
 }
 
+impl Default for Ooo {
+    /// No record out of order; a window of 1 ms once there are.
+    fn default() -> Self {
+        Ooo {
+            prob: 0.0,
+            window: Nanos::from_millis(1),
+        }
+    }
+}
+
 /// Per-worker state for turning buffers into entries.
 pub struct Indexer {
     file: String,

@@ -1,13 +1,13 @@
-//! What `replay` and `series play` share once their arguments are parsed:
-//! sinks per TX thread, CPU placement, the engine settings, the report and
-//! the exit code.
+//! Phase two of every sending command: from parsed arguments to what the
+//! libraries run (sinks per TX thread, CPU placement, the engine
+//! settings), then the report and the exit code.
 
-use crate::args::{ClockArg, RunOpts, TxModeArg};
+use crate::args::RunOpts;
 use crate::progress::Progress;
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
-use sluice_engine::{ClockChoice, EngineConfig, EngineError, Summary};
-use sluice_sink::{AfPacketSink, NullSink, PcapSink, Sink, SinkSpec, TxMode, UdpSink};
+use sluice_engine::{EngineConfig, EngineError, Summary};
+use sluice_sink::{AfPacketSink, NullSink, PcapSink, Sink, SinkSpec, UdpSink};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -55,11 +55,7 @@ fn open_sinks(o: &RunOpts, to: &SinkSpec, allow_udp: bool) -> Result<Vec<Box<dyn
                 SinkSpec::Null => Box::new(NullSink::default()),
                 SinkSpec::Pcap(p) => Box::new(PcapSink::create(p).map_err(bad_input)?),
                 SinkSpec::AfPacket(iface) => {
-                    let mode = match o.tx_mode {
-                        TxModeArg::Ring => TxMode::Auto,
-                        TxModeArg::Sendmmsg => TxMode::Sendmmsg,
-                    };
-                    Box::new(AfPacketSink::open(iface, mode).map_err(bad_input)?)
+                    Box::new(AfPacketSink::open(iface, o.tx_mode).map_err(bad_input)?)
                 }
                 SinkSpec::Udp(target) if allow_udp => {
                     Box::new(UdpSink::open(target).map_err(bad_input)?)
@@ -76,9 +72,8 @@ fn open_sinks(o: &RunOpts, to: &SinkSpec, allow_udp: bool) -> Result<Vec<Box<dyn
 
 /// `--cpu` if given; else, when there are more CPUs than TX threads, the
 /// last CPUs (TX thread i on CPU n-1-i), leaving CPU 0 and up to the IO
-/// thread, the aggregator and the rest of the system. Pinning is what takes
-/// the sender's ε p99 from microseconds to tens of nanoseconds on a small
-/// machine (README, Benchmarks).
+/// thread, the aggregator and the rest of the system: a TX thread that
+/// shares its CPU is late by whatever runs there.
 pub fn tx_cpus(o: &RunOpts) -> Vec<usize> {
     if let Some(c) = &o.cpu {
         return c.0.clone();
@@ -93,10 +88,7 @@ pub fn tx_cpus(o: &RunOpts) -> Vec<usize> {
 /// Engine settings from the shared options.
 pub fn engine_config(o: &RunOpts, stop: Arc<AtomicBool>, topspeed: bool) -> EngineConfig {
     EngineConfig {
-        clock: match o.clock {
-            ClockArg::Monotonic => ClockChoice::Monotonic,
-            ClockArg::Virtual => ClockChoice::Virtual,
-        },
+        clock: o.clock,
         spin: o.spin,
         drift: o.drift,
         late_threshold: o.late_threshold,

@@ -1,61 +1,18 @@
-//! `sluice series`: time-series archives (convert from CSV, dump to CSV).
-//!
-//! Each subcommand is one variant of [`SeriesCommand`] with its own args
-//! struct and `run_*` function, so a new one (e.g. `play`) is a variant, a
-//! struct and a match arm.
+//! `sluice series`: time-series archives (convert from CSV, dump to CSV,
+//! play).
 
+use crate::args::{ConvertArgs, DumpArgs, SeriesArgs, SeriesCommand};
 use crate::{bad_input, exit, Failure};
 use anyhow::Context;
-use clap::{Args, Subcommand};
-use sluice_archive::{convert_csv, dump, ConvertStats, DataEncoding, DumpError};
+use sluice_archive::{convert_csv, dump, ConvertStats, DumpError};
 use std::fs::File;
 use std::io;
-use std::path::PathBuf;
-
-#[derive(Args, Debug)]
-pub struct SeriesArgs {
-    #[command(subcommand)]
-    pub command: SeriesCommand,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum SeriesCommand {
-    /// Convert a CSV (header `timestamp,device_id,value...`) into a time-series archive.
-    Convert(ConvertArgs),
-    /// Print a time-series archive as CSV.
-    Dump(DumpArgs),
-    /// Play an archive as UDP datagrams: on time, faster, or as fast as possible.
-    Play(Box<crate::series_play::PlayArgs>),
-}
-
-#[derive(Args, Debug)]
-pub struct ConvertArgs {
-    /// CSV input: `timestamp,device_id,value...` header, ISO 8601 timestamps.
-    pub input: PathBuf,
-    /// Archive to write (created or overwritten; removed again on error).
-    pub output: PathBuf,
-    /// How values are stored: text (columns as written), i32, f32 or f64 (big-endian binary).
-    #[arg(long, default_value = "text", value_name = "text|i32|f32|f64")]
-    pub data: DataEncoding,
-}
-
-#[derive(Args, Debug)]
-pub struct DumpArgs {
-    /// Archive to print.
-    pub archive: PathBuf,
-    /// How the data fields were stored: text, i32, f32 or f64.
-    #[arg(long, default_value = "text", value_name = "text|i32|f32|f64")]
-    pub data: DataEncoding,
-    /// Write the CSV here instead of to stdout.
-    #[arg(long, short = 'o')]
-    pub output: Option<PathBuf>,
-}
 
 pub fn run(a: SeriesArgs) -> Result<u8, Failure> {
     match a.command {
         SeriesCommand::Convert(c) => run_convert(c),
         SeriesCommand::Dump(d) => run_dump(d),
-        SeriesCommand::Play(p) => crate::series_play::run(*p),
+        SeriesCommand::Play(p) => super::series_play::run(*p),
     }
 }
 

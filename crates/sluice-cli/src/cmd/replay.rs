@@ -2,7 +2,7 @@
 //! then run and report.
 
 use crate::args::ReplayArgs;
-use crate::runopts::{check_threads, conclude, engine_config, outputs, Outputs};
+use crate::plan::{check_threads, conclude, engine_config, outputs, Outputs};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::{run_source, EngineConfig};

@@ -6,7 +6,7 @@ use anyhow::Context;
 
 pub fn run(a: AnalyzeArgs) -> Result<u8, Failure> {
     if a.flows {
-        return crate::analyze_flows::run(&a);
+        return super::analyze_flows::run(&a);
     }
     let report = sluice_analyze::analyze(&a.capture, a.reference.as_deref()).map_err(bad_input)?;
     if a.json {

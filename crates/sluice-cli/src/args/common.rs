@@ -1,0 +1,54 @@
+//! Option groups shared by the sending commands (`replay`, `series play`,
+//! `flows run`), defined once. Defaults shown in `--help` are the
+//! libraries' own (`EngineConfig::default()`, `TxMode::default()`).
+
+use super::values::{cpus, duration, named, CpuList};
+use clap::Args;
+use sluice_core::Nanos;
+use sluice_engine::{ClockChoice, EngineConfig};
+use sluice_sink::TxMode;
+
+/// TX threads, their CPUs and priority, timing precision, statistics.
+#[derive(Args, Debug)]
+pub struct RunOpts {
+    /// TX threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Pin TX threads to these CPUs, e.g. 1, 0,1 or 0-3.
+    #[arg(long, value_parser = cpus)]
+    pub cpu: Option<CpuList>,
+    /// Do not pin TX threads (by default they go to the last CPUs when there are more CPUs than TX threads).
+    #[arg(long, conflicts_with = "cpu")]
+    pub no_pin: bool,
+    /// SCHED_FIFO priority and mlockall for the TX threads.
+    #[arg(long)]
+    pub rt: bool,
+    /// How frames reach an afpacket interface: a TX ring (falling back to sendmmsg), or sendmmsg batches.
+    #[arg(long, value_parser = named::<TxMode>(TxMode::NAMES), default_value_t = TxMode::default())]
+    pub tx_mode: TxMode,
+
+    /// Write one JSON object per second to PATH (- for stdout).
+    #[arg(long)]
+    pub stats_json: Option<String>,
+    /// Write the final summary as JSON to PATH (- for stdout).
+    #[arg(long)]
+    pub summary_json: Option<String>,
+    /// No live status line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Clock: monotonic (real) or virtual (instant, deterministic; for tests and conversion).
+    #[arg(long, value_parser = named::<ClockChoice>(ClockChoice::NAMES), default_value_t = ClockChoice::default(), hide = true)]
+    pub clock: ClockChoice,
+
+    /// Drift window T_d: drop (and count as time violations) packets later than this.
+    #[arg(long, value_parser = duration)]
+    pub drift: Option<Nanos>,
+    /// Count a packet as late when ε exceeds this.
+    #[arg(long, value_parser = duration, default_value_t = EngineConfig::default().late_threshold)]
+    pub late_threshold: Nanos,
+    /// Spin instead of sleeping for the last stretch before each send: long
+    /// sleeps wake up late on a busy or virtual machine, so a TX thread uses
+    /// its CPU fully unless packets are further apart.
+    #[arg(long, value_parser = duration, default_value_t = EngineConfig::default().spin)]
+    pub spin: Nanos,
+}

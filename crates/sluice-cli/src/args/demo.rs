@@ -1,0 +1,21 @@
+//! `sluice demo` arguments.
+
+use super::values::{count, rate};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Keep the demo's files in this directory (default: a temporary one).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Packets per second of the demo trace.
+    #[arg(long, value_parser = rate, default_value = "20k")]
+    pub pps: f64,
+    /// Packets in the demo trace.
+    #[arg(long, value_parser = count, default_value = "20000")]
+    pub packets: u64,
+    /// Never use a veth pair, even as root.
+    #[arg(long)]
+    pub no_veth: bool,
+}

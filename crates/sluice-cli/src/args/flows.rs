@@ -1,0 +1,71 @@
+//! `sluice flows` arguments: run, import.
+
+use super::common::RunOpts;
+use super::values::{count, duration, named};
+use clap::{Args, Subcommand};
+use sluice_core::Nanos;
+use sluice_sink::SinkSpec;
+use sluice_source::flows::{FlowConfig, Planner};
+use sluice_wire::MacAddr;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct FlowsArgs {
+    #[command(subcommand)]
+    pub command: FlowsCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum FlowsCommand {
+    /// Generate the flows of a session (YAML or JSON; schema in docs/FORMATS.md).
+    ///
+    /// With several TX threads a new flow goes to the thread with the
+    /// fewest packets so far and stays there, so per-flow order is kept.
+    Run(Box<RunArgs>),
+    /// Turn nfdump-style flow records (CSV) into a session that regenerates them.
+    Import(ImportArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Session file (.yaml/.yml or .json).
+    pub session: PathBuf,
+    /// Where packets go: null, pcap:PATH, afpacket:IFACE.
+    #[arg(long, short = 't', default_value_t = SinkSpec::Null)]
+    pub to: SinkSpec,
+    /// How packets of concurrent flows are scheduled: exact per-flow times from a calendar, or FLOR's stochastic planning.
+    #[arg(long, value_parser = named::<Planner>(Planner::NAMES), default_value_t = FlowConfig::default().planner)]
+    pub planner: Planner,
+    /// Seed of every random choice (overrides the session's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write a sequence signature ("SLF1", flow id, packet index) after the payload prefix.
+    #[arg(long)]
+    pub stamp: bool,
+    /// Send in calendar order as fast as the output takes packets (ignore the times).
+    #[arg(long)]
+    pub topspeed: bool,
+    /// Stop after N packets.
+    #[arg(long, value_parser = count)]
+    pub limit: Option<u64>,
+    /// Stop after this long.
+    #[arg(long, value_parser = duration)]
+    pub duration: Option<Nanos>,
+    /// Source MAC of every frame.
+    #[arg(long, default_value_t = FlowConfig::default().src_mac)]
+    pub src_mac: MacAddr,
+    /// Destination MAC of every frame.
+    #[arg(long, default_value_t = FlowConfig::default().dst_mac)]
+    pub dst_mac: MacAddr,
+    #[command(flatten)]
+    pub run: RunOpts,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// nfdump-style CSV (`ts,te,td,sa,da,sp,dp,pr,flg,...,ipkt,ibyt,...`).
+    pub records: PathBuf,
+    /// Session to write (YAML).
+    #[arg(long, short = 'o')]
+    pub output: PathBuf,
+}

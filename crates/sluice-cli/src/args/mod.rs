@@ -1,0 +1,50 @@
+//! Command-line arguments, as parsed (phase one: no side effects). One
+//! file per command; option groups the sending commands share are in
+//! [`common`], value parsers in [`values`]. Defaults come from the
+//! libraries' configs (their `Default` impls), never written twice.
+
+mod analyze;
+mod common;
+mod demo;
+mod flows;
+mod replay;
+mod series;
+pub mod values;
+
+pub use analyze::AnalyzeArgs;
+pub use common::RunOpts;
+pub use demo::DemoArgs;
+pub use flows::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
+pub use replay::ReplayArgs;
+pub use series::{ConvertArgs, DumpArgs, PlayArgs, SeriesArgs, SeriesCommand};
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sluice",
+    version,
+    about = "A precise, fast software traffic generator"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Replay a pcap/pcapng trace with its recorded timing (or scaled, fixed rate, top speed).
+    ///
+    /// With several TX threads each flow (symmetric 5-tuple hash) goes to
+    /// the least-loaded thread when first seen and stays there, so
+    /// per-flow order is kept.
+    Replay(Box<ReplayArgs>),
+    /// Analyze a capture: counts, rates, inter-arrival times; against a reference: loss, reordering, |D_M − D_R|.
+    Analyze(AnalyzeArgs),
+    /// Build a small trace, replay it (through a veth pair as root, else to a pcap file), analyze the result.
+    Demo(DemoArgs),
+    /// Time-series archives: convert a CSV into an archive, dump an archive as CSV, play it.
+    Series(SeriesArgs),
+    /// Generate flows and meta-flows from a session, or import flow records into one.
+    Flows(FlowsArgs),
+}

@@ -1,0 +1,63 @@
+//! `sluice flows run` (sessions of flows and meta-flows) and
+//! `sluice flows import` (flow records → a session).
+
+use crate::args::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
+use crate::plan::{check_threads, conclude, engine_config, outputs, Outputs};
+use crate::{bad_input, Failure};
+use anyhow::{anyhow, Context};
+use sluice_engine::{run_source, EngineConfig};
+use sluice_source::flows::{import_csv, FlowConfig, FlowSource};
+
+pub fn run(a: FlowsArgs) -> Result<u8, Failure> {
+    match a.command {
+        FlowsCommand::Run(r) => run_session(*r),
+        FlowsCommand::Import(i) => import(i),
+    }
+}
+
+fn run_session(a: RunArgs) -> Result<u8, Failure> {
+    check_threads(&a.run, &a.to)?;
+    let source = FlowSource::open(
+        &a.session,
+        FlowConfig {
+            seed: a.seed,
+            src_mac: a.src_mac,
+            dst_mac: a.dst_mac,
+            stamp: a.stamp,
+            planner: a.planner,
+        },
+    )
+    .map_err(bad_input)?;
+    let Outputs {
+        sinks,
+        stop,
+        mut progress,
+    } = outputs(&a.run, &a.to, false)?;
+    let cfg = EngineConfig {
+        duration: a.duration,
+        limit: a.limit,
+        ..engine_config(&a.run, stop, a.topspeed)
+    };
+    let result = run_source(source, sinks, &cfg, &mut progress);
+    conclude(&a.run, progress, result)
+}
+
+fn import(a: ImportArgs) -> Result<u8, Failure> {
+    let name = a.records.display().to_string();
+    let text = std::fs::read_to_string(&a.records)
+        .with_context(|| format!("cannot read {name}"))
+        .map_err(bad_input)?;
+    let (yaml, s) = import_csv(&name, &text).map_err(|e| bad_input(anyhow!(e)))?;
+    std::fs::write(&a.output, yaml)
+        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    eprintln!(
+        "sluice: {name} -> {}: {} records, {} flows; skipped (protocol) {}, without duration (1 s apart) {}, bytes raised to the headers' minimum {}",
+        a.output.display(),
+        s.records,
+        s.flows,
+        s.skipped_protocol,
+        s.no_duration,
+        s.short_bytes
+    );
+    Ok(crate::exit::OK)
+}

@@ -1,0 +1,10 @@
+//! Phase three: one module per command runs what `plan` prepared and
+//! reports it.
+
+pub mod analyze;
+mod analyze_flows;
+pub mod demo;
+pub mod flows;
+pub mod replay;
+pub mod series;
+mod series_play;

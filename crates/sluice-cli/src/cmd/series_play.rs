@@ -1,0 +1,81 @@
+//! `sluice series play`: time-series records as UDP datagrams, on time.
+
+use crate::args::PlayArgs;
+use crate::plan::{check_threads, conclude, engine_config, outputs, Outputs};
+use crate::{bad_input, Failure};
+use anyhow::anyhow;
+use sluice_core::Nanos;
+use sluice_engine::{run_series, EngineConfig, SeriesConfig};
+use sluice_sink::SinkSpec;
+use sluice_source::series::{DeviceCount, FlowMap, Ooo, SeriesTiming, MIN_BUFFER};
+
+pub fn run(a: PlayArgs) -> Result<u8, Failure> {
+    check_threads(&a.run, &a.to)?;
+    let timing = match (a.tight_loop, a.fast_forward) {
+        (Some(iv), _) => SeriesTiming::TightLoop(iv),
+        (_, Some(f)) if f.is_finite() && f > 0.0 => SeriesTiming::FastForward(f),
+        (_, Some(f)) => {
+            return Err(bad_input(anyhow!(
+                "--fast-forward must be a positive number, got {f}"
+            )))
+        }
+        _ => SeriesTiming::Conforming,
+    };
+    let buffer_size = a.buffer_size.0;
+    if buffer_size < MIN_BUFFER {
+        return Err(bad_input(anyhow!(
+            "--buffer-size must be at least {MIN_BUFFER} bytes (one record of the largest size)"
+        )));
+    }
+    if a.workers == 0 || a.workers > 64 {
+        return Err(bad_input(anyhow!("--workers must be between 1 and 64")));
+    }
+    let mut flows = FlowMap::new(a.dst_ip, a.dst_port);
+    if let Some(m) = &a.map {
+        flows = flows.load(m).map_err(bad_input)?;
+    }
+    let mtu = match (a.mtu, &a.to) {
+        (Some(m), _) => m,
+        (None, SinkSpec::AfPacket(iface)) => sluice_sys::net::interface_mtu(iface).unwrap_or(1500),
+        _ => 1500,
+    };
+    if !(68..=65_535).contains(&mtu) {
+        return Err(bad_input(anyhow!(
+            "--mtu must be between 68 and 65535, got {mtu}"
+        )));
+    }
+    let cfg = SeriesConfig {
+        buffer_size,
+        workers: a.workers,
+        queues: a.queues.max(1),
+        timing,
+        ooo: (a.ooo_prob > 0.0).then_some(Ooo {
+            prob: a.ooo_prob,
+            window: a.ooo_window,
+        }),
+        ooo_threads: a.ooo_threads,
+        devices: a.devices.unwrap_or(DeviceCount::All),
+        payload: a.payload,
+        mtu,
+        src_mac: a.src_mac,
+        dst_mac: a.dst_mac,
+        seed: a.seed,
+        rescue_after: (!a.no_rescue).then_some(a.rescue_after),
+        ..SeriesConfig::new(a.archive.clone(), flows)
+    };
+    let Outputs {
+        sinks,
+        stop,
+        mut progress,
+    } = outputs(&a.run, &a.to, true)?;
+    let topspeed = timing == SeriesTiming::TightLoop(Nanos(0));
+    let ecfg = EngineConfig {
+        duration: a.duration,
+        limit: a.limit,
+        preload: a.preload,
+        preload_budget: a.preload_max,
+        ..engine_config(&a.run, stop, topspeed)
+    };
+    let result = run_series(cfg, sinks, &ecfg, &mut progress);
+    conclude(&a.run, progress, result)
+}

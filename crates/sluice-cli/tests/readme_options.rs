@@ -1,0 +1,107 @@
+//! The README documents every option of every command, under that command,
+//! and only options the command has: each `## \`sluice CMD\`` section's
+//! option table is read and compared with `sluice CMD --help`, both ways.
+
+mod common;
+use common::*;
+use std::collections::BTreeSet;
+
+/// (command words, options named in its README table), in README order.
+fn readme_sections() -> Vec<(Vec<String>, BTreeSet<String>)> {
+    let text =
+        std::fs::read_to_string(sluice_testkit::repo_root().join("README.md")).expect("README.md");
+    let mut out: Vec<(Vec<String>, BTreeSet<String>)> = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("## `sluice ") {
+            let cmd = rest.trim_end_matches('`');
+            out.push((
+                cmd.split_whitespace().map(str::to_owned).collect(),
+                BTreeSet::new(),
+            ));
+            continue;
+        }
+        if line.starts_with("## ") {
+            // A section that is not a command ends the table rows.
+            out.push((Vec::new(), BTreeSet::new()));
+            continue;
+        }
+        let Some((_, opts)) = out.last_mut() else {
+            continue;
+        };
+        let Some(cell) = line.strip_prefix("| `") else {
+            continue;
+        };
+        let first = cell.split('`').next().unwrap_or("");
+        for word in first.split([',', ' ']) {
+            if word.starts_with("--") || (word.starts_with('-') && word.len() == 2) {
+                opts.insert(word.to_owned());
+            }
+        }
+    }
+    out.retain(|(cmd, _)| !cmd.is_empty());
+    out
+}
+
+/// Option names (`--long` and `-s`) listed by `sluice CMD --help`.
+fn help_options(cmd: &[String]) -> BTreeSet<String> {
+    let mut args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    args.push("--help");
+    let o = run(&args);
+    assert!(o.status.success(), "sluice {args:?}: {}", stderr(&o));
+    let help = String::from_utf8_lossy(&o.stdout).into_owned();
+    let mut opts = BTreeSet::new();
+    for line in help.lines() {
+        let line = line.trim_start();
+        if !line.starts_with('-') {
+            continue;
+        }
+        for word in line.split([',', ' ']) {
+            let word = word.split(['=', '<', '[']).next().unwrap_or("");
+            if (word.starts_with("--") && word.len() > 2)
+                || (word.starts_with('-') && word.len() == 2)
+            {
+                opts.insert(word.to_owned());
+            }
+        }
+    }
+    for builtin in ["-h", "--help", "-V", "--version"] {
+        opts.remove(builtin);
+    }
+    opts
+}
+
+#[test]
+fn every_readme_option_table_matches_its_commands_help() {
+    let sections = readme_sections();
+    let commands: Vec<String> = sections.iter().map(|(c, _)| c.join(" ")).collect();
+    for expected in [
+        "replay",
+        "analyze",
+        "series convert",
+        "series dump",
+        "series play",
+        "flows run",
+        "flows import",
+        "demo",
+    ] {
+        assert!(
+            commands.iter().any(|c| c == expected),
+            "README has no `sluice {expected}` section (it has {commands:?})"
+        );
+    }
+    for (cmd, documented) in &sections {
+        let actual = help_options(cmd);
+        let missing: Vec<_> = documented.difference(&actual).collect();
+        let undocumented: Vec<_> = actual.difference(documented).collect();
+        assert!(
+            missing.is_empty(),
+            "README lists under `sluice {}` options it does not have: {missing:?}",
+            cmd.join(" ")
+        );
+        assert!(
+            undocumented.is_empty(),
+            "`sluice {}` has options the README does not list: {undocumented:?}",
+            cmd.join(" ")
+        );
+    }
+}
