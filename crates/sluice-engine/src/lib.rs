@@ -1,17 +1,19 @@
-//! The engine runs one pipeline per TX thread:
+//! The engine: one orchestrator and one TX loop for every source.
 //!
 //! ```text
-//!  IO thread: source.fill ──batches──► TX thread i: pacer ─► sink i
-//!             ◄──────── empty batches for reuse ─────────┘
+//!  IO thread: source.fill ─► Outbox ──batches──► TX thread i: TxLoop (pace → build → sink i)
+//!             ◄──────── empty batches for reuse ────────┘
+//!  time-series play: IO thread ─► workers ─► MPMC queues ─► the same TxLoop, another feed
 //! ```
 //!
-//! Design: the IO thread reads ahead of real time into reusable batches over
-//! bounded channels (prefetch never stalls the sender; memory is bounded by
-//! the number of batches in flight). TX threads start together at a common
-//! start time after a barrier, pace every frame with the pure pacer and a
-//! sleep+spin waiter, and publish counters once per batch. The caller's
-//! thread aggregates statistics once per interval. Synchronous: no async
-//! runtime on the data path.
+//! Design: the IO thread runs ahead of real time into reusable batches
+//! over bounded channels (prefetch never stalls the sender; memory is
+//! bounded by the batches in flight). TX threads start together at a
+//! common start time after a barrier (`run.rs`: `Run`), pace every packet
+//! with the pure pacer and a sleep+spin waiter, and publish counters once
+//! per unit (`tx/`: `TxCore`, `TxLoop`). The caller's thread aggregates
+//! statistics once per interval. Synchronous: no async runtime on the data
+//! path. docs/ARCHITECTURE.md draws the threads.
 
 mod config;
 mod io;
@@ -24,3 +26,8 @@ pub use config::{ClockChoice, EngineConfig};
 pub use run::{run_source, EngineError};
 pub use series::{run_series, SeriesConfig, SeriesPayload};
 pub use stats::{FlowStats, IntervalStats, Observer, Summary};
+
+/// Runs side by side, four spinning TX threads would share two CPUs and
+/// nobody would be on time: one spinning test at a time.
+#[cfg(test)]
+pub(crate) static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());

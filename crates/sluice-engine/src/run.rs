@@ -4,7 +4,7 @@
 use crate::config::{ClockChoice, EngineConfig};
 use crate::io::{self, IoContext, PRIME_BATCHES};
 use crate::stats::{CounterSnapshot, IntervalStats, Observer, SharedCounters, Summary};
-use crate::tx::{self, TxReport, TxSetup};
+use crate::tx::{BatchFeed, TxCore, TxLoop, TxReport, TxSetup};
 use sluice_core::{
     Clock, ErrorHistogram, MonoTime, MonotonicClock, Nanos, OutboxRules, VirtualClock,
 };
@@ -88,8 +88,14 @@ pub fn run_source(
     let mut txs = Vec::with_capacity(n);
     for (i, (sink, batches)) in sinks.into_iter().zip(from_io).enumerate() {
         let setup = run.setup(i, sink, stamp_base);
-        let free = free_tx.clone();
-        txs.push(run.spawn(i, move || tx::run_batches(setup, batches, free))?);
+        let feed = BatchFeed {
+            batches,
+            free: free_tx.clone(),
+        };
+        // No rescue: each flow stays on its thread, in order (see tx/board.rs).
+        txs.push(run.spawn(i, move || {
+            TxLoop::new(TxCore::new(setup), feed, None, i).run().0
+        })?);
     }
     drop(free_tx);
     run.release();

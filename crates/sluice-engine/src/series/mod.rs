@@ -13,14 +13,13 @@
 //! (an instant fixed before the barrier opens, so the threads agree to the
 //! nanosecond instead of by how quickly each one woke up).
 
-mod board;
 mod config;
+mod feed;
 mod io;
 mod lanes;
 mod perflow;
 #[cfg(test)]
 mod tests;
-mod tx;
 mod worker;
 
 pub use config::{SeriesConfig, SeriesPayload};
@@ -28,6 +27,8 @@ pub use config::{SeriesConfig, SeriesPayload};
 use crate::config::{ClockChoice, EngineConfig};
 use crate::run::{join, keep_helpers_off_tx_cpus, EngineError, Run};
 use crate::stats::{FlowStats, Observer, Summary};
+use crate::tx::{Board, TxCore, TxLoop};
+use feed::{FeedPlace, SeriesFeed, Templates};
 use lanes::Lanes;
 use perflow::{FlowCount, FlowCounters};
 use sluice_sink::Sink;
@@ -39,7 +40,6 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
-use tx::{SeriesTx, Templates};
 
 /// In-order chunks queued before the start (or every worker done): half a
 /// queue, 16k records of lead, so the workers start ahead of the clock.
@@ -156,27 +156,33 @@ pub fn run_series(
     // nobody is ever interrupted, and a thread's wait moves everyone's time).
     let board = match cfg.rescue_after {
         Some(after) if n > 1 && !ecfg.topspeed && ecfg.clock == ClockChoice::Monotonic => {
-            Some(Arc::new(board::Board::new(n, after)))
+            Some(Arc::new(Board::new(n, after)))
         }
         _ => None,
     };
     let stamp_base = (t_g.max(0) as u64).saturating_mul(1000);
     let mut txs = Vec::with_capacity(n);
     for (i, (sink, templates)) in sinks.into_iter().zip(templates).enumerate() {
-        let cx = SeriesTx {
-            setup: run.setup(i, sink, stamp_base),
+        let place = FeedPlace {
             index: i,
             threads: n,
-            lanes: lanes.clone(),
-            board: board.clone(),
             queue: i % queues,
             ooo: cfg.ooo.is_some() && i < cfg.ooo_threads.max(1),
-            flow_counts: flow_counts[i].clone(),
-            templates,
-            table: table.clone(),
-            cfg: cfg.clone(),
         };
-        txs.push(run.spawn(i, move || tx::run(cx))?);
+        let feed = SeriesFeed::new(
+            place,
+            lanes.clone(),
+            flow_counts[i].clone(),
+            templates,
+            table.clone(),
+            cfg.clone(),
+            sink.takes(),
+        );
+        let setup = run.setup(i, sink, stamp_base);
+        let board = board.clone();
+        txs.push(run.spawn(i, move || {
+            TxLoop::new(TxCore::new(setup), feed, board, i).run()
+        })?);
     }
     run.release();
 
@@ -185,10 +191,10 @@ pub fn run_series(
     });
     let reports = join(txs, "TX")?;
     let (mut frames, mut out_of_order, mut rescued) = (0, 0, 0);
-    for r in &reports {
-        frames += r.frames;
-        out_of_order += r.out_of_order;
-        rescued += r.rescued;
+    for (_, feed, r) in &reports {
+        frames += feed.frames;
+        out_of_order += feed.out_of_order;
+        rescued += r;
     }
     let interrupted = ecfg.stop.load(std::sync::atomic::Ordering::Relaxed)
         && lanes.error.lock().map(|e| e.is_none()).unwrap_or(true);
@@ -202,7 +208,7 @@ pub fn run_series(
     }
     let read = io.join().map_err(|_| EngineError::Panic("IO"))?;
     drop(keep);
-    let base = run.summary(reports.into_iter().map(|r| r.tx), &hist)?;
+    let base = run.summary(reports.into_iter().map(|(tx, _, _)| tx), &hist)?;
     if let Some(e) = lanes.error.lock().ok().and_then(|mut e| e.take()) {
         return Err(e.into());
     }

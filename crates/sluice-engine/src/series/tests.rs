@@ -68,9 +68,7 @@ fn archive(dir: &tempfile::TempDir) -> std::path::PathBuf {
     path
 }
 
-/// Runs side by side, four spinning TX threads would share two CPUs and
-/// nobody would be on time: one run (or other spinning test) at a time.
-pub(super) static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+use crate::ONE_AT_A_TIME;
 
 fn play(rescue_after: Option<Nanos>, frames: bool) -> (Summary, Vec<u32>) {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());

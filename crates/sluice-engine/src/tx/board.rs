@@ -1,49 +1,54 @@
 //! Rescue between TX threads.
 //!
-//! A TX thread that holds a chunk is the only one that can send its
-//! records, so when its CPU is taken away (on a VM a hypervisor exit takes
-//! 5–20 µs, ~1 300 times a second here: longer than a 10 µs drift window)
-//! every record due meanwhile is late, while the other TX thread, waiting
-//! for its own next record, could have sent them. So each TX thread shows
-//! the chunk it is sending on a board, with the index of its next unsent
-//! record; a thread with time to spare watches the others' next deadlines,
-//! and one found overdue by more than the rescue delay is claimed and sent
-//! by the watcher. Every record is claimed exactly once, by a
-//! compare-and-swap on its chunk's cursor, owner and rescuer alike.
+//! A TX thread that holds a unit of packets is the only one that can send
+//! them, so when its CPU is taken away (a hypervisor exit can last longer
+//! than a drift window) every packet due meanwhile is late, while another
+//! TX thread, waiting for its own next packet, could have sent them. So
+//! each TX thread shows the unit it is sending on a board, with the index
+//! of its next unsent packet; a thread with time to spare watches the
+//! others' next deadlines, and one found overdue by more than the rescue
+//! delay is claimed and sent by the watcher. Every packet is claimed
+//! exactly once, by a compare-and-swap on its unit's cursor, owner and
+//! rescuer alike.
+//!
+//! A rescued packet leaves from another thread than the rest of its unit,
+//! so a pipeline offers rescue only where packets of one flow may already
+//! leave from several threads (time-series play); replay and flows keep
+//! each flow on one thread, in order.
 
-use super::lanes::Chunk;
+use super::send::Unit;
 use sluice_core::{MonoTime, Nanos};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// No unsent record shown.
+/// No unsent packet shown.
 const NONE: u64 = u64::MAX;
 
 /// One slot per TX thread.
-pub(crate) struct Board {
-    slots: Box<[Slot]>,
-    /// How late a record must be before another thread takes it.
+pub(crate) struct Board<U> {
+    slots: Box<[Slot<U>]>,
+    /// How late a packet must be before another thread takes it.
     after: Nanos,
 }
 
 /// Cache-line aligned so that one thread's cursor updates do not slow the
 /// loads of another's.
 #[repr(align(128))]
-struct Slot {
-    /// `generation << 32 | index` of the next unclaimed record of the shown
-    /// chunk. Only the owner changes the generation (when it shows a new
-    /// chunk); owner and rescuers advance the index by compare-and-swap.
+struct Slot<U> {
+    /// `generation << 32 | index` of the next unclaimed packet of the shown
+    /// unit. Only the owner changes the generation (when it shows a new
+    /// unit); owner and rescuers advance the index by compare-and-swap.
     cursor: AtomicU64,
-    /// Deadline (ns of `MonoTime`) of that record, or `NONE`. A hint that
-    /// saves watchers from locking `shown`: a claim re-checks the record.
+    /// Deadline (ns of `MonoTime`) of that packet, or `NONE`. A hint that
+    /// saves watchers from locking `shown`: a claim re-checks the packet.
     next: AtomicU64,
-    /// The chunk itself, kept alive for a rescuer while it reads it.
-    shown: Mutex<Option<Arc<Chunk>>>,
+    /// The unit itself, kept alive for a rescuer while it reads it.
+    shown: Mutex<Option<Arc<U>>>,
 }
 
-/// A record claimed from another thread's chunk.
-pub(crate) struct Rescued {
-    pub chunk: Arc<Chunk>,
+/// A packet claimed from another thread's unit.
+pub(crate) struct Rescued<U> {
+    pub unit: Arc<U>,
     pub index: usize,
 }
 
@@ -51,7 +56,7 @@ fn pack(generation: u32, index: usize) -> u64 {
     (u64::from(generation) << 32) | index as u64
 }
 
-impl Board {
+impl<U: Unit> Board<U> {
     pub fn new(threads: usize, after: Nanos) -> Self {
         let slots = (0..threads)
             .map(|_| Slot {
@@ -63,19 +68,19 @@ impl Board {
         Board { slots, after }
     }
 
-    /// Owner `me` shows `chunk` (non-empty), whose first record is due at
+    /// Owner `me` shows `unit` (non-empty), whose first packet is due at
     /// `first`; returns the generation its claims use.
-    pub fn show(&self, me: usize, chunk: Arc<Chunk>, first: MonoTime) -> u32 {
+    pub fn show(&self, me: usize, unit: Arc<U>, first: MonoTime) -> u32 {
         let s = &self.slots[me];
         let mut shown = s.shown.lock().unwrap_or_else(|p| p.into_inner());
         let generation = ((s.cursor.load(Ordering::Relaxed) >> 32) as u32).wrapping_add(1);
         s.cursor.store(pack(generation, 0), Ordering::Release);
         s.next.store(first.0, Ordering::Release);
-        *shown = Some(chunk);
+        *shown = Some(unit);
         generation
     }
 
-    /// Owner `me` is done with its chunk: nothing of it may be claimed now.
+    /// Owner `me` is done with its unit: nothing of it may be claimed now.
     pub fn hide(&self, me: usize) {
         let s = &self.slots[me];
         let mut shown = s.shown.lock().unwrap_or_else(|p| p.into_inner());
@@ -83,9 +88,9 @@ impl Board {
         *shown = None;
     }
 
-    /// Owner `me` claims record `index` of its chunk; `next` is the deadline
-    /// of the record after it (None: the chunk's last). Err: a rescuer took
-    /// it, and the index of the first record still unclaimed.
+    /// Owner `me` claims packet `index` of its unit; `next` is the deadline
+    /// of the packet after it (None: the unit's last). Err: a rescuer took
+    /// it, and the index of the first packet still unclaimed.
     #[inline]
     pub fn claim(
         &self,
@@ -109,7 +114,7 @@ impl Board {
         }
     }
 
-    /// When thread `me` should look again: the earliest time a record
+    /// When thread `me` should look again: the earliest time a packet
     /// another thread shows becomes overdue, if any.
     #[inline]
     pub fn watch(&self, me: usize) -> Option<MonoTime> {
@@ -122,7 +127,7 @@ impl Board {
         (first != NONE).then(|| MonoTime(first) + self.after)
     }
 
-    /// Claims, for thread `me`, a record of another thread overdue at `now`
+    /// Claims, for thread `me`, a packet of another thread overdue at `now`
     /// by more than the rescue delay. `deadline` turns a due offset into an
     /// absolute time.
     pub fn rescue(
@@ -130,7 +135,7 @@ impl Board {
         me: usize,
         now: MonoTime,
         deadline: impl Fn(Nanos) -> MonoTime,
-    ) -> Option<Rescued> {
+    ) -> Option<Rescued<U>> {
         for (i, s) in self.slots.iter().enumerate() {
             if i == me || MonoTime(s.next.load(Ordering::Acquire)) + self.after > now {
                 continue;
@@ -144,10 +149,10 @@ impl Board {
             };
             let cur = s.cursor.load(Ordering::Acquire);
             let index = (cur & 0xffff_ffff) as usize;
-            let Some(e) = chunk.entries.get(index) else {
+            if index >= chunk.len() {
                 continue;
-            };
-            let due = deadline(e.due);
+            }
+            let due = deadline(chunk.due(index));
             if due + self.after > now {
                 // A stale hint (the owner or another rescuer moved on).
                 s.next.fetch_max(due.0, Ordering::AcqRel);
@@ -157,13 +162,14 @@ impl Board {
                 .compare_exchange(cur, cur + 1, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
-                let after = chunk
-                    .entries
-                    .get(index + 1)
-                    .map_or(NONE, |e| deadline(e.due).0);
+                let after = if index + 1 < chunk.len() {
+                    deadline(chunk.due(index + 1)).0
+                } else {
+                    NONE
+                };
                 s.next.fetch_max(after, Ordering::AcqRel);
                 return Some(Rescued {
-                    chunk: chunk.clone(),
+                    unit: chunk.clone(),
                     index,
                 });
             }
@@ -183,21 +189,30 @@ impl Board {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_source::series::{DueRecord, Filled};
 
-    fn chunk(dues: &[u64]) -> Arc<Chunk> {
-        Arc::new(Chunk {
-            buf: Arc::new(Filled::new(64)),
-            entries: dues
-                .iter()
-                .map(|&d| DueRecord {
-                    offset: 0,
-                    len: 0,
-                    flow: 0,
-                    due: Nanos(d),
-                })
-                .collect(),
-        })
+    /// A unit of packets that are only due times.
+    struct Dues(Vec<Nanos>);
+
+    impl Unit for Dues {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn due(&self, i: usize) -> Nanos {
+            self.0[i]
+        }
+        fn dues(&self) -> impl Iterator<Item = Nanos> + '_ {
+            self.0.iter().copied()
+        }
+    }
+
+    impl Dues {
+        fn new(dues: &[u64]) -> Self {
+            Dues(dues.iter().map(|&d| Nanos(d)).collect())
+        }
+    }
+
+    fn chunk(dues: &[u64]) -> Arc<Dues> {
+        Arc::new(Dues::new(dues))
     }
 
     fn at(d: Nanos) -> MonoTime {
@@ -246,7 +261,7 @@ mod tests {
     fn racing_threads_send_every_record_exactly_once() {
         // Four threads race over one owner's chunk with a clock far past
         // every deadline: each record must be claimed exactly once.
-        let _turn = crate::series::tests::ONE_AT_A_TIME
+        let _turn = crate::ONE_AT_A_TIME
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         let b = Arc::new(Board::new(4, Nanos(0)));

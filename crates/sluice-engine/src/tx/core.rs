@@ -1,19 +1,12 @@
-//! The TX side shared by every source: [`TxCore`] paces, sends, counts and
-//! hands ε over, once for every loop; [`run_batches`] is the TX thread of
-//! the batch pipeline (replay, flows).
-//!
-//! One decision per place: how a packet is paced (pure [`Pacer`] plus the
-//! wait strategy, flushing what is queued before any wait), how a send is
-//! counted (packets, bytes, late past the threshold, ε into the histogram,
-//! the last send time), how a drop and a per-packet sink refusal count,
-//! and how counters and ε reach the aggregator without ever blocking the
-//! TX thread. The time-series TX loop (`series/tx.rs`) uses the same core
-//! and adds only what its pipeline needs: queues of records, the
-//! out-of-order heap and rescue between threads.
+//! [`TxCore`]: what every TX thread does per packet, in one place: how a
+//! packet is paced (the pure [`Pacer`] plus the wait strategy, flushing
+//! what is queued before any wait), how a send is counted (packets, bytes,
+//! late past the threshold, ε into the histogram, the last send time), how
+//! a drop and a per-packet sink refusal count, and how counters and ε
+//! reach the aggregator without ever blocking the TX thread.
 
 use crate::stats::{CounterSnapshot, SharedCounters, HISTOGRAM_HANDOFF};
-use crossbeam_channel::{Receiver, Sender, TryRecvError};
-use sluice_core::{Batch, ErrorHistogram, MonoTime, Nanos, Work};
+use sluice_core::{ErrorHistogram, MonoTime, Nanos};
 use sluice_pace::{Decision, Pacer, Waiter};
 use sluice_sink::{Sink, SinkError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -106,22 +99,28 @@ impl TxCore {
     }
 
     /// The run's stop flag (a signal, or another thread's fatal error).
-    #[inline]
+    #[inline(always)]
     pub fn interrupted(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 
     /// True once the run's duration is over.
-    #[inline]
+    #[inline(always)]
     pub fn past_duration(&self) -> bool {
         self.duration
             .is_some_and(|d| self.now.since(self.pacer.start()) >= d)
     }
 
-    /// [`pace`] with a plain wait.
-    #[inline]
-    pub fn pace(&mut self, due: Nanos) -> Option<Verdict> {
-        pace(self, due)
+    /// True when this thread should stop: a fatal sink error, a stop, or
+    /// the end of the run's duration.
+    #[inline(always)]
+    pub fn stopping(&self) -> bool {
+        self.error.is_some() || self.interrupted() || self.past_duration()
+    }
+
+    /// Due offset of a packet that is due now.
+    pub fn due_now(&self) -> Nanos {
+        Nanos(self.now.since(self.pacer.start()).0)
     }
 
     /// Waits until `t` (or a stop) and reads the clock.
@@ -131,7 +130,7 @@ impl TxCore {
     }
 
     /// The capture stamp of a packet sent now.
-    #[inline]
+    #[inline(always)]
     pub fn stamp(&self) -> u64 {
         self.stamp_base
             .wrapping_add(self.now.since(self.pacer.start()).0)
@@ -139,7 +138,7 @@ impl TxCore {
 
     /// Counts a packet of `bytes` sent with send-time error `eps`; returns
     /// whether it was late.
-    #[inline]
+    #[inline(always)]
     pub fn sent(&mut self, eps: i64, bytes: usize) -> bool {
         self.c.packets += 1;
         self.c.bytes += bytes as u64;
@@ -157,7 +156,7 @@ impl TxCore {
     }
 
     /// Counts a packet dropped as a time violation.
-    #[inline]
+    #[inline(always)]
     pub fn dropped(&mut self) {
         self.c.dropped += 1;
         self.now = self.waiter.now();
@@ -212,125 +211,4 @@ impl TxCore {
             error: self.error,
         }
     }
-}
-
-/// A TX loop that paces with a [`TxCore`]: how it reaches its core, and
-/// how it waits (a plain wait, or one that rescues other threads' packets
-/// meanwhile).
-pub(crate) trait Paced {
-    fn core(&mut self) -> &mut TxCore;
-    /// Waits until `t` (or a stop) and updates the core's `now`.
-    fn wait(&mut self, t: MonoTime);
-}
-
-impl Paced for TxCore {
-    #[inline]
-    fn core(&mut self) -> &mut TxCore {
-        self
-    }
-
-    fn wait(&mut self, t: MonoTime) {
-        self.wait_until(t);
-    }
-}
-
-/// Waits until a packet due at `due` may leave, then says whether it is
-/// sent or dropped; None when the run stopped (or the sink failed)
-/// meanwhile. Before any wait, what the sink has queued leaves.
-#[inline]
-pub(crate) fn pace<P: Paced>(p: &mut P, due: Nanos) -> Option<Verdict> {
-    if p.core().topspeed {
-        return Some(Verdict::Send { eps: 0 });
-    }
-    let mut waited = false;
-    loop {
-        let core = p.core();
-        let d = if waited {
-            core.pacer.poll_waited(due, core.now)
-        } else {
-            core.pacer.poll(due, core.now)
-        };
-        match d {
-            Decision::WaitUntil(t) => {
-                waited = true;
-                core.flush();
-                if core.error.is_some() {
-                    return None;
-                }
-                p.wait(t);
-                if p.core().interrupted() {
-                    return None;
-                }
-            }
-            d => return Verdict::of(d),
-        }
-    }
-}
-
-/// The TX thread of the batch pipeline: paces every frame of every batch
-/// it is handed into its sink, and returns owned batches for reuse.
-pub(crate) fn run_batches(
-    setup: TxSetup,
-    batches: Receiver<Work>,
-    free: Sender<Batch>,
-) -> TxReport {
-    let mut tx = TxCore::new(setup);
-    'batches: loop {
-        let work = match batches.try_recv() {
-            Ok(b) => b,
-            Err(TryRecvError::Disconnected) => break,
-            Err(TryRecvError::Empty) => {
-                // The IO thread is behind: push out what is queued, then block.
-                tx.flush();
-                if tx.error.is_some() {
-                    break;
-                }
-                match batches.recv() {
-                    Ok(b) => b,
-                    Err(_) => break,
-                }
-            }
-        };
-        let (batch, offset, entries) = work.parts();
-        tx.now = tx.waiter.now();
-        for e in entries {
-            if tx.interrupted() {
-                break;
-            }
-            let Some(verdict) = tx.pace(e.due + offset) else {
-                break 'batches;
-            };
-            let Verdict::Send { eps } = verdict else {
-                tx.dropped();
-                continue;
-            };
-            let frame = batch.frame(e);
-            let stamp = tx.stamp();
-            match tx.sink.send(frame, stamp) {
-                Ok(()) => {
-                    tx.sent(eps, frame.len());
-                }
-                Err(err) => {
-                    if tx.failed(err) {
-                        break 'batches;
-                    }
-                    // Refused, not sent: ε is not recorded, the clock moves on.
-                    if !tx.topspeed {
-                        tx.now = tx.waiter.now();
-                    }
-                }
-            }
-        }
-        if tx.topspeed {
-            tx.now = tx.waiter.now();
-        }
-        tx.publish();
-        if tx.past_duration() || tx.interrupted() {
-            break;
-        }
-        if let Work::Owned(batch) = work {
-            let _ = free.send(batch);
-        }
-    }
-    tx.finish()
 }

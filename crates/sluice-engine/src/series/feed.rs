@@ -1,0 +1,292 @@
+//! The feed of time-series play: units are chunks of records from this
+//! thread's in-order MPMC queue; side packets are out-of-order records
+//! (for the out-of-order TX threads), kept in a local heap by due time.
+//! A record's datagram is built when it is sent: a per-flow UDP template
+//! in front of the record's bytes, which stay in the IO buffer (fragmented
+//! when longer than the MTU).
+
+use super::config::{SeriesConfig, SeriesPayload};
+use super::lanes::{Chunk, Lanes, OooItem};
+use super::perflow::{FlowCount, FlowCounters, Pages};
+use crate::tx::{Feed, Next, TxCore, Unit, Verdict};
+use sluice_core::Nanos;
+use sluice_sink::{SinkError, Takes};
+use sluice_source::series::{DeviceTable, DueRecord, Filled, FlowMap, HEADER_LEN};
+use sluice_wire::{Udp4Error, Udp4Template};
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::BinaryHeap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Frame template of each flow, built on its first record.
+pub(crate) type Templates = Pages<OnceLock<Udp4Template>>;
+
+impl Unit for Chunk {
+    #[inline]
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    #[inline]
+    fn due(&self, i: usize) -> Nanos {
+        self.entries[i].due
+    }
+
+    #[inline]
+    fn dues(&self) -> impl Iterator<Item = Nanos> + '_ {
+        self.entries.iter().map(|e| e.due)
+    }
+}
+
+/// An out-of-order entry in the local heap (earliest due first).
+struct Pending {
+    due: Nanos,
+    seq: u64,
+    item: OooItem,
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, o: &Self) -> bool {
+        (self.due, self.seq) == (o.due, o.seq)
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, o: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, o: &Self) -> CmpOrdering {
+        (o.due, o.seq).cmp(&(self.due, self.seq)) // reversed: min-heap
+    }
+}
+
+pub(crate) struct SeriesFeed {
+    lanes: Arc<Lanes>,
+    queue: usize,
+    /// This thread also sends out-of-order records.
+    ooo: bool,
+    /// This thread's per-flow counters, read by the aggregator.
+    flow_counts: Arc<FlowCounters>,
+    templates: Templates,
+    table: Arc<Mutex<DeviceTable>>,
+    cfg: Arc<SeriesConfig>,
+    flow_map: FlowMap,
+    takes: Takes,
+    threads: usize,
+    /// IPv4 identification of the last datagram. Threads take turns
+    /// (thread t of n uses t + 1, t + 1 + n, ...), so a flow whose records
+    /// several threads send never sees one ID twice within 65 536 / n
+    /// datagrams, which fragment reassembly relies on.
+    ip_id: u16,
+    heap: BinaryHeap<Pending>,
+    seq: u64,
+    /// Frames on the wire (more than records when fragmenting).
+    pub frames: u64,
+    /// Records sent out of order.
+    pub out_of_order: u64,
+}
+
+/// Where a time-series TX thread stands among the others.
+pub(crate) struct FeedPlace {
+    pub index: usize,
+    pub threads: usize,
+    pub queue: usize,
+    pub ooo: bool,
+}
+
+impl SeriesFeed {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        place: FeedPlace,
+        lanes: Arc<Lanes>,
+        flow_counts: Arc<FlowCounters>,
+        templates: Templates,
+        table: Arc<Mutex<DeviceTable>>,
+        cfg: Arc<SeriesConfig>,
+        takes: Takes,
+    ) -> Self {
+        SeriesFeed {
+            flow_map: cfg.flows.clone(),
+            ip_id: (place.index as u16 + 1).wrapping_sub(place.threads as u16),
+            threads: place.threads,
+            queue: place.queue,
+            ooo: place.ooo,
+            lanes,
+            flow_counts,
+            templates,
+            table,
+            cfg,
+            takes,
+            heap: BinaryHeap::new(),
+            seq: 0,
+            frames: 0,
+            out_of_order: 0,
+        }
+    }
+
+    /// Sends (or drops) a record its pacing has decided on, and counts it,
+    /// per flow too.
+    fn deliver(&mut self, core: &mut TxCore, buf: &Filled, e: &DueRecord, v: Verdict, ooo: bool) {
+        let count = self.send_record(core, buf, e, v, ooo);
+        if let Some(cell) = self.flow_counts.slot(e.flow as usize) {
+            cell.add(count);
+        }
+    }
+
+    /// [`deliver`](Self::deliver) less the per-flow counters: returns what
+    /// they gain.
+    fn send_record(
+        &mut self,
+        core: &mut TxCore,
+        buf: &Filled,
+        e: &DueRecord,
+        verdict: Verdict,
+        ooo: bool,
+    ) -> FlowCount {
+        let mut count = FlowCount::default();
+        let Verdict::Send { eps } = verdict else {
+            core.dropped();
+            count.dropped = 1;
+            return count;
+        };
+        let rec = &buf.bytes()[e.offset as usize..e.offset as usize + e.len as usize];
+        let payload = match self.cfg.payload {
+            SeriesPayload::Data => &rec[HEADER_LEN..],
+            SeriesPayload::Record => rec,
+        };
+        let stamp = core.stamp();
+        match self.build_and_send(core, e.flow, payload, stamp) {
+            Ok(frames) => {
+                self.frames += frames;
+                count.sent = 1;
+                count.bytes = payload.len() as u64;
+                if ooo {
+                    self.out_of_order += 1;
+                }
+                count.late = u64::from(core.sent(eps, payload.len()));
+            }
+            Err(err) => {
+                // Refused, not sent: ε is not recorded, the clock moves on.
+                if !core.failed(err) && !core.topspeed {
+                    core.now = core.waiter.now();
+                }
+            }
+        }
+        count
+    }
+
+    /// Sends one datagram; returns the frames it took.
+    fn build_and_send(
+        &mut self,
+        core: &mut TxCore,
+        flow: u32,
+        payload: &[u8],
+        stamp: u64,
+    ) -> Result<u64, SinkError> {
+        if self.takes == Takes::Datagrams {
+            core.sink.send(payload, stamp)?;
+            return Ok(1);
+        }
+        let (table, cfg, flow_map) = (&self.table, &self.cfg, &self.flow_map);
+        let make = || {
+            let (dev, copy) = match table.lock() {
+                Ok(t) => t
+                    .flow_device(flow)
+                    .map(|(d, c)| (*d, c))
+                    .unwrap_or(([0; 16], 0)),
+                Err(_) => ([0; 16], 0),
+            };
+            Udp4Template::new(cfg.src_mac, cfg.dst_mac, flow_map.flow(&dev, copy), cfg.ttl)
+        };
+        // Past MAX_FLOWS flows, templates are built per datagram.
+        let built;
+        let t = match self.templates.slot(flow as usize) {
+            Some(slot) => slot.get_or_init(make),
+            None => {
+                built = make();
+                &built
+            }
+        };
+        self.ip_id = self.ip_id.wrapping_add(self.threads as u16);
+        let mut frags = t
+            .fragments(payload, self.ip_id, self.cfg.mtu)
+            .map_err(|e| match e {
+                Udp4Error::TooLong(len) => SinkError::Oversize {
+                    len,
+                    limit: sluice_wire::udp4::MAX_PAYLOAD,
+                },
+                Udp4Error::Mtu(m) => SinkError::Config(format!("--mtu {m} is below 68")),
+            })?;
+        let mut n = 0;
+        while let Some((head, body)) = frags.next_fragment() {
+            core.sink.send_parts(head, body, stamp)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+impl Feed for SeriesFeed {
+    type Unit = Chunk;
+
+    fn next(&mut self, _core: &mut TxCore) -> Next<Chunk> {
+        let q = &self.lanes.queues[self.queue];
+        match q.pop() {
+            Some(chunk) => Next::Unit(chunk),
+            None if self.lanes.producers[self.queue].load(Ordering::Acquire) == 0
+                && q.is_empty() =>
+            {
+                Next::Done
+            }
+            None => Next::Idle,
+        }
+    }
+
+    fn recycle(&mut self, chunk: Chunk) {
+        let Chunk { buf, mut entries } = chunk;
+        drop(buf);
+        entries.clear();
+        let _ = self.lanes.spare.push(entries);
+    }
+
+    #[inline]
+    fn send(&mut self, core: &mut TxCore, chunk: &Chunk, i: usize, verdict: Verdict) {
+        let e = chunk.entries[i];
+        self.deliver(core, &chunk.buf, &e, verdict, false);
+    }
+
+    /// Moves queued out-of-order items into the local heap.
+    fn pull_side(&mut self) {
+        if !self.ooo {
+            return;
+        }
+        for _ in 0..1024 {
+            let Some(item) = self.lanes.ooo.pop() else {
+                break;
+            };
+            self.seq += 1;
+            self.heap.push(Pending {
+                due: item.entry.due,
+                seq: self.seq,
+                item,
+            });
+        }
+    }
+
+    fn side_due(&self) -> Option<Nanos> {
+        self.heap.peek().map(|p| p.due)
+    }
+
+    fn send_side(&mut self, core: &mut TxCore, verdict: Verdict) {
+        if let Some(p) = self.heap.pop() {
+            self.deliver(core, &p.item.buf, &p.item.entry, verdict, true);
+        }
+    }
+
+    fn side_done(&self) -> bool {
+        !self.ooo
+            || (self.lanes.workers_left.load(Ordering::Acquire) == 0 && self.lanes.ooo.is_empty())
+    }
+}
