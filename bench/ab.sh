@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A/B throughput of two or more sluice binaries on one flow session, to
-# null at top speed, in alternated runs (this VM swings between a fast and
-# a slow phase for minutes at a time: only alternated runs compare).
+# null at top speed, in alternated runs (a VM can swing between a fast and
+# a slow phase for minutes at a time, see docs/BENCHMARKS.md: only
+# alternated runs compare).
 #
 #   bench/ab.sh SESSION RUNS BINARY...
 #

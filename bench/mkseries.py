@@ -6,7 +6,7 @@
 RECORDS records evenly spread over SECONDS (microsecond timestamps, UTC,
 starting 2024-01-01T00:00:00Z), devices round-robin, each record
 RECORD_BYTES long in total (default 70: 30-byte header + 40 bytes of data).
-Written straight in the archive format documented in the README.
+Written straight in the archive format documented in docs/FORMATS.md.
 """
 import struct
 import sys

@@ -11,8 +11,7 @@
 //!
 //! Why this layout: judging captures of millions of packets must neither
 //! hold frames in memory nor spend a cache miss or two per frame in a hash
-//! table that outgrew the caches (which made indexing and matching take
-//! ~1 us per packet). So:
+//! table that outgrew the caches (see docs/BENCHMARKS.md). So:
 //! - The index is a **sorted array** of `(key, reference index)`: one sort
 //!   instead of millions of random inserts, and each key's queue is a
 //!   contiguous run, in reference order. The run start holds a cursor to

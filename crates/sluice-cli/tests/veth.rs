@@ -19,8 +19,9 @@ fn sh(args: &[&str]) {
     );
 }
 
-/// One veth test at a time: concurrent replays and captures on a 2-core
-/// machine starve the receiver, which then drops frames that did arrive.
+/// One veth test at a time: concurrent replays and captures on a machine
+/// with few cores starve the receiver, which then drops frames that did
+/// arrive.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn can_run() -> bool {

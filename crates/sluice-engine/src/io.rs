@@ -162,8 +162,8 @@ impl RepeatPlan {
 /// Where the IO thread waits for batches to come back (the pool is used
 /// up, or the run is over) it naps between tries instead of blocking: a
 /// blocked IO thread is woken by the TX thread's next return, and that
-/// wake-up is a system call (10–25 µs on this kind of VM) made on the TX
-/// thread between two packets. Naps grow from 20 µs to 1 ms.
+/// wake-up is a system call made on the TX thread between two packets,
+/// which delays the packets behind it. Naps grow from 20 µs to 1 ms.
 struct Nap(Duration);
 
 impl Nap {
@@ -312,13 +312,12 @@ impl Feeder {
     ///
     /// While the queue is full, a generated source's IO thread naps (20 µs
     /// doubling to 1 ms) instead of blocking: blocked, it would be woken by
-    /// the TX thread's next receive, a system call on the TX thread, and
-    /// FLOR's 1 000-flow timing test through veth measured flow start error
-    /// p99 63 and 114 µs napping against 233 and 264 µs blocking
-    /// (alternated runs). A source that reads a file blocks: there the naps
-    /// measured worse (a cold-cache 4 GiB replay at 100 kpps: ε p99 15–20
-    /// ms napping against 27 µs–2.1 ms blocking; 20 µs naps were seen to
-    /// wake 3–25 ms late while the disk was read).
+    /// the TX thread's next receive, a system call on the TX thread that
+    /// delays the packets behind it, and a generated source is far enough
+    /// ahead of the clock that a nap ending late costs nothing. A source
+    /// that reads a file blocks: while the disk is being read, naps wake
+    /// far later than asked, and the packets due meanwhile are late. Each
+    /// source was measured both ways (see docs/BENCHMARKS.md).
     fn send(&mut self, i: usize, work: Work) -> bool {
         let sent = if self.nap_when_full {
             let mut work = work;

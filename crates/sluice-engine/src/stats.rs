@@ -23,8 +23,8 @@ pub(crate) const HISTOGRAM_HANDOFF: Nanos = Nanos::from_millis(100);
 
 /// Passes ε histograms from a TX thread to the aggregator by swapping them,
 /// never by copying. A histogram is ~200 KiB of counts: merging and zeroing
-/// one takes 50–100 µs, which on the TX thread delayed the packets behind
-/// it (a burst sent after a hand-off was ~50 µs late). The TX thread only
+/// one walks all of them, and on the TX thread that delays the packets due
+/// meanwhile (a burst due after a hand-off leaves late). The TX thread only
 /// exchanges its filled histogram for a cleared spare, without blocking;
 /// the aggregator merges, clears and returns it.
 pub(crate) struct HistExchange(Mutex<Slots>);

@@ -14,8 +14,8 @@ pub trait Waiter {
 /// Sleep until `spin` before the deadline, then busy-poll the clock.
 ///
 /// `std::thread::sleep` overshoots by the timer slack (50 µs by default; the
-/// engine sets it to 1 ns) plus wake-up latency (10–60 µs on an idle
-/// machine), so the last stretch is spun: that is what gives sub-µs ε.
+/// engine sets it to 1 ns) plus the scheduler's wake-up latency, so the
+/// last stretch is spun: that is what gives sub-µs ε.
 /// Long waits sleep in slices of at most `MAX_SLICE` so a stop request is
 /// seen promptly.
 pub struct SpinSleep<C: Clock> {

@@ -19,10 +19,10 @@
 //! (because `2¹⁶ ≡ 1`), so summing 32-bit words gives the same one's
 //! complement result as summing 16-bit words; the sum is byte-order
 //! independent (RFC 1071 §2(B)), so a little-endian sum is swapped once at
-//! the end instead of swapping every word (1472-byte payloads: ~4× faster,
-//! measured in `series play` to null). The public accumulator is a `u32`
-//! holding at most 0xffff, so chaining calls and adding pseudo header
-//! fields to it cannot overflow.
+//! the end instead of swapping every word, a cost paid per payload byte
+//! (see docs/BENCHMARKS.md). The public accumulator is a `u32` holding at
+//! most 0xffff, so chaining calls and adding pseudo header fields to it
+//! cannot overflow.
 //!
 //! Only the last piece of a chained sum may have an odd length: an odd
 //! length is padded with one zero byte, which is right only at the very end

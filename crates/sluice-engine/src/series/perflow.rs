@@ -2,8 +2,8 @@
 //!
 //! A flow's slot never moves: growing adds a page (1 024 slots) and
 //! copies nothing. With a `Vec`, each doubling copied every slot on the
-//! TX thread (at 2^18 flows the copy stalled it for 12 ms, and every
-//! record due meanwhile was late). The per-flow counters are atomics that
+//! TX thread, which stalls for as long as the copy takes, and every
+//! record due meanwhile is late. The per-flow counters are atomics that
 //! only their TX thread writes, so the aggregator reads them where they
 //! are instead of the TX thread handing over a copy (32 MB every 100 ms
 //! with 10^6 flows).

@@ -242,8 +242,8 @@ impl Calendar {
     }
 
     /// The time of the earliest first packet when it leaves next (no other
-    /// entry is due before it). Always inlined: as a call it cost 35
-    /// instructions per packet at 2^16 flows (callgrind).
+    /// entry is due before it). Always inlined: it runs for every packet,
+    /// where the cost of a call showed in callgrind (see docs/BENCHMARKS.md).
     #[inline(always)]
     fn leading_first(&self) -> Option<u64> {
         if self.firsts_len == 0 {

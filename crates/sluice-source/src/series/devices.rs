@@ -1,7 +1,7 @@
 //! Devices and flows (paper §V-C.2): every record's device ID maps to a
 //! UDP/IPv4 flow (source and destination address and port).
 //!
-//! - A mapping file (CSV or YAML, see the README) names flows for devices;
+//! - A mapping file (CSV or YAML, see docs/FORMATS.md) names flows for devices;
 //!   devices it does not name get a deterministic default flow: source
 //!   address 10.x.y.z from a hash of the device ID, source port 20000 + copy,
 //!   destination from `--dst-ip`/`--dst-port` or the file's defaults.
