@@ -11,27 +11,25 @@ use sluice_sink::{AfPacketSink, NullSink, PcapSink, Sink, SinkSpec, UdpSink};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
-/// What a run needs besides its source: one sink per TX thread, the
-/// signal flag (handlers installed now) and the progress observer (with
-/// `--stats-json` opened).
-pub struct Outputs {
-    pub sinks: Vec<Box<dyn Sink>>,
-    pub stop: Arc<AtomicBool>,
-    pub progress: Progress,
-}
-
-pub fn outputs(o: &RunOpts, to: &SinkSpec, allow_udp: bool) -> Result<Outputs, Failure> {
+/// Opens the outputs (one sink per TX thread, `--stats-json`, signal
+/// handlers), runs `go` with them and the engine settings `cfg` (its stop
+/// flag wired to the signals), and concludes: summary, `--summary-json`,
+/// exit code. Every sending command ends here.
+pub fn send(
+    o: &RunOpts,
+    to: &SinkSpec,
+    allow_udp: bool,
+    cfg: EngineConfig,
+    go: impl FnOnce(Vec<Box<dyn Sink>>, &EngineConfig, &mut Progress) -> Result<Summary, EngineError>,
+) -> Result<u8, Failure> {
     let sinks = open_sinks(o, to, allow_udp)?;
     let stats_out = o.stats_json.as_deref().map(open_output).transpose()?;
     let stop = crate::signals::install().context("installing signal handlers")?;
-    Ok(Outputs {
-        sinks,
-        stop,
-        progress: Progress::new(o.quiet, stats_out),
-    })
+    let mut progress = Progress::new(o.quiet, stats_out);
+    let cfg = EngineConfig { stop, ..cfg };
+    let result = go(sinks, &cfg, &mut progress);
+    conclude(o, progress, result)
 }
 
 /// Checks the thread count against the sink.
@@ -85,8 +83,9 @@ pub fn tx_cpus(o: &RunOpts) -> Vec<usize> {
     (0..o.threads).map(|i| n - 1 - i).collect()
 }
 
-/// Engine settings from the shared options.
-pub fn engine_config(o: &RunOpts, stop: Arc<AtomicBool>, topspeed: bool) -> EngineConfig {
+/// Engine settings from the shared options (the stop flag is wired by
+/// [`send`]).
+pub fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
     EngineConfig {
         clock: o.clock,
         spin: o.spin,
@@ -94,7 +93,6 @@ pub fn engine_config(o: &RunOpts, stop: Arc<AtomicBool>, topspeed: bool) -> Engi
         late_threshold: o.late_threshold,
         cpus: tx_cpus(o),
         realtime: o.rt,
-        stop,
         topspeed,
         ..EngineConfig::default()
     }
@@ -129,7 +127,7 @@ fn report(o: &RunOpts, s: &Summary) -> Result<(), Failure> {
 /// After a run: the summary (or the error, as bad input when the input was
 /// at fault), `--summary-json`, a `--stats-json` write failure, and the
 /// exit code.
-pub fn conclude(
+fn conclude(
     o: &RunOpts,
     mut progress: Progress,
     result: Result<Summary, EngineError>,

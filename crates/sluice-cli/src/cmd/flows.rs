@@ -2,7 +2,7 @@
 //! `sluice flows import` (flow records → a session).
 
 use crate::args::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
-use crate::plan::{check_threads, conclude, engine_config, outputs, Outputs};
+use crate::plan::{check_threads, engine_config, send};
 use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
 use sluice_engine::{run_source, EngineConfig};
@@ -28,18 +28,14 @@ fn run_session(a: RunArgs) -> Result<u8, Failure> {
         },
     )
     .map_err(bad_input)?;
-    let Outputs {
-        sinks,
-        stop,
-        mut progress,
-    } = outputs(&a.run, &a.to, false)?;
     let cfg = EngineConfig {
         duration: a.duration,
         limit: a.limit,
-        ..engine_config(&a.run, stop, a.topspeed)
+        ..engine_config(&a.run, a.topspeed)
     };
-    let result = run_source(source, sinks, &cfg, &mut progress);
-    conclude(&a.run, progress, result)
+    send(&a.run, &a.to, false, cfg, |sinks, cfg, progress| {
+        run_source(source, sinks, cfg, progress)
+    })
 }
 
 fn import(a: ImportArgs) -> Result<u8, Failure> {

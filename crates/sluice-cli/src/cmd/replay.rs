@@ -2,7 +2,7 @@
 //! then run and report.
 
 use crate::args::ReplayArgs;
-use crate::plan::{check_threads, conclude, engine_config, outputs, Outputs};
+use crate::plan::{check_threads, engine_config, send};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::{run_source, EngineConfig};
@@ -21,21 +21,17 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         skip_unsupported: a.skip_unsupported,
     })
     .map_err(bad_input)?;
-    let Outputs {
-        sinks,
-        stop,
-        mut progress,
-    } = outputs(&a.run, &a.to, false)?;
     let cfg = EngineConfig {
         duration: a.duration,
         limit: a.limit,
         passes: a.loops,
         preload: a.preload,
         preload_budget: a.preload_max,
-        ..engine_config(&a.run, stop, timing == TimingMode::TopSpeed)
+        ..engine_config(&a.run, timing == TimingMode::TopSpeed)
     };
-    let result = run_source(source, sinks, &cfg, &mut progress);
-    conclude(&a.run, progress, result)
+    send(&a.run, &a.to, false, cfg, |sinks, cfg, progress| {
+        run_source(source, sinks, cfg, progress)
+    })
 }
 
 fn timing_mode(a: &ReplayArgs) -> Result<TimingMode, Failure> {

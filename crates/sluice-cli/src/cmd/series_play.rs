@@ -1,7 +1,7 @@
 //! `sluice series play`: time-series records as UDP datagrams, on time.
 
 use crate::args::PlayArgs;
-use crate::plan::{check_threads, conclude, engine_config, outputs, Outputs};
+use crate::plan::{check_threads, engine_config, send};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_core::Nanos;
@@ -63,19 +63,15 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         rescue_after: (!a.no_rescue).then_some(a.rescue_after),
         ..SeriesConfig::new(a.archive.clone(), flows)
     };
-    let Outputs {
-        sinks,
-        stop,
-        mut progress,
-    } = outputs(&a.run, &a.to, true)?;
     let topspeed = timing == SeriesTiming::TightLoop(Nanos(0));
     let ecfg = EngineConfig {
         duration: a.duration,
         limit: a.limit,
         preload: a.preload,
         preload_budget: a.preload_max,
-        ..engine_config(&a.run, stop, topspeed)
+        ..engine_config(&a.run, topspeed)
     };
-    let result = run_series(cfg, sinks, &ecfg, &mut progress);
-    conclude(&a.run, progress, result)
+    send(&a.run, &a.to, true, ecfg, |sinks, ecfg, progress| {
+        run_series(cfg, sinks, ecfg, progress)
+    })
 }
