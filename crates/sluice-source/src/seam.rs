@@ -92,8 +92,6 @@ pub enum SourceError {
     },
     #[error("{file}: contains no packets")]
     Empty { file: String },
-    /// A session that cannot be read or expanded (the text names the file
-    /// and the key).
-    #[error("{0}")]
-    Session(String),
+    #[error(transparent)]
+    Session(#[from] crate::flows::SessionError),
 }

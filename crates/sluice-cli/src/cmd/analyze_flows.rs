@@ -9,7 +9,7 @@
 
 use crate::args::AnalyzeArgs;
 use crate::{bad_input, exit, Failure};
-use anyhow::{anyhow, Context};
+use anyhow::Context;
 use serde::Serialize;
 use sluice_analyze::{collect_flows, FlowRecord, Timeouts};
 use sluice_source::flows::{Expander, Flow, Proto, Session};
@@ -173,11 +173,9 @@ pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
     let records = collect_flows(&a.capture, t).map_err(bad_input)?;
     let session = match &a.session {
         Some(p) => {
-            let s = Session::load(p).map_err(|e| bad_input(anyhow!(e)))?;
+            let s = Session::load(p).map_err(bad_input)?;
             let seed = a.seed.or(s.seed).unwrap_or(1);
-            let flows: Vec<Flow> = Expander::new(&s, seed)
-                .map_err(|e| bad_input(anyhow!(e)))?
-                .collect();
+            let flows: Vec<Flow> = Expander::new(&s, seed).map_err(bad_input)?.collect();
             Some(compare(&records, flows))
         }
         None => None,

@@ -3,7 +3,7 @@
 //! times, and a heap over the entries merges them. A million-flow meta-flow
 //! costs nothing until its flows start.
 
-use super::session::{FlowEntry, Net, Proto, Session};
+use super::session::{FlowEntry, Net, Proto, Session, SessionError};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sluice_core::Nanos;
@@ -101,7 +101,7 @@ pub struct Expander {
 }
 
 impl Expander {
-    pub fn new(session: &Session, seed: u64) -> Result<Self, String> {
+    pub fn new(session: &Session, seed: u64) -> Result<Self, SessionError> {
         let mut prefixes = vec![Vec::new()];
         let mut index = std::collections::HashMap::new();
         let mut entries = Vec::with_capacity(session.flows.len());
@@ -110,12 +110,16 @@ impl Expander {
         for (i, e) in session.flows.iter().enumerate() {
             let prefix = match &e.prefix {
                 Some(p) => {
-                    let bytes = p.bytes()?;
+                    let bytes = p.bytes().map_err(|what| session.entry_error(i, what))?;
                     match index.get(&bytes) {
                         Some(&k) => k,
                         None => {
                             let k = u16::try_from(prefixes.len()).map_err(|_| {
-                                format!("flow {i}: more than 65 535 distinct payload prefixes in one session")
+                                session.entry_error(
+                                    i,
+                                    "more than 65 535 distinct payload prefixes in one session"
+                                        .into(),
+                                )
                             })?;
                             index.insert(bytes.clone(), k);
                             prefixes.push(bytes);

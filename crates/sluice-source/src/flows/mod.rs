@@ -12,5 +12,5 @@ pub mod source;
 
 pub use expand::{Expander, Flow};
 pub use import::{import_csv, ImportStats};
-pub use session::{FlowEntry, Proto, Session};
+pub use session::{FlowEntry, Proto, Session, SessionError};
 pub use source::{FlowConfig, FlowSource, Planner};

@@ -43,6 +43,27 @@ pub struct Session {
     #[serde(default)]
     pub seed: Option<u64>,
     pub flows: Vec<FlowEntry>,
+    /// The file it came from, for error messages.
+    #[serde(skip)]
+    pub name: String,
+}
+
+/// Why a session cannot be generated. Every variant names the file; the
+/// text of a schema error names the line, column and key.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("{file}: {error}")]
+    Read { file: String, error: std::io::Error },
+    /// YAML or JSON that does not fit the schema.
+    #[error("{file}: {what}")]
+    Syntax { file: String, what: String },
+    /// An entry that fits the schema but cannot be generated.
+    #[error("{file}: flows[{index}]: {what}")]
+    Entry {
+        file: String,
+        index: usize,
+        what: String,
+    },
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -259,23 +280,39 @@ impl TryFrom<String> for Net {
 
 impl Session {
     /// Reads a session: YAML (`.yaml`/`.yml`) or JSON (anything else).
-    pub fn load(path: &Path) -> Result<Session, String> {
-        let name = path.display();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
-        Self::parse(&name.to_string(), &text, crate::is_yaml(path))
+    pub fn load(path: &Path) -> Result<Session, SessionError> {
+        let file = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(&file, &text, crate::is_yaml(path)),
+            Err(error) => Err(SessionError::Read { file, error }),
+        }
     }
 
-    /// Parses session text (YAML or JSON); errors start with `name`.
-    pub fn parse(name: &str, text: &str, yaml: bool) -> Result<Session, String> {
-        let s: Session = if yaml {
-            serde_yaml_ng::from_str(text).map_err(|e| format!("{name}: {e}"))?
-        } else {
-            serde_json::from_str(text).map_err(|e| format!("{name}: {e}"))?
+    /// Parses session text (YAML or JSON); errors name `name`.
+    pub fn parse(name: &str, text: &str, yaml: bool) -> Result<Session, SessionError> {
+        let syntax = |what: String| SessionError::Syntax {
+            file: name.to_owned(),
+            what,
         };
+        let mut s: Session = if yaml {
+            serde_yaml_ng::from_str(text).map_err(|e| syntax(e.to_string()))?
+        } else {
+            serde_json::from_str(text).map_err(|e| syntax(e.to_string()))?
+        };
+        s.name = name.to_owned();
         for (i, f) in s.flows.iter().enumerate() {
-            f.check().map_err(|e| format!("{name}: flows[{i}]: {e}"))?;
+            f.check().map_err(|what| s.entry_error(i, what))?;
         }
         Ok(s)
+    }
+
+    /// An error of entry `index` of this session.
+    pub fn entry_error(&self, index: usize, what: String) -> SessionError {
+        SessionError::Entry {
+            file: self.name.clone(),
+            index,
+            what,
+        }
     }
 }
 
@@ -360,5 +397,53 @@ impl FlowEntry {
             (_, Some(s)) => s * 1e9,
             _ => 0.0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "{proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1}";
+
+    #[test]
+    fn a_bad_entry_is_named_by_file_and_index() {
+        let text = format!(
+            "flows:\n  - {GOOD}\n  - {{proto: udp4, src: '::1', dst: 10.0.0.2, packets: 1}}\n"
+        );
+        let e = Session::parse("s.yaml", &text, true).unwrap_err();
+        assert!(matches!(e, SessionError::Entry { index: 1, .. }), "{e:?}");
+        assert!(
+            e.to_string().starts_with("s.yaml: flows[1]: src ::1"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_schema_error_names_the_file_and_the_key() {
+        let e =
+            Session::parse("s.yaml", "flows:\n  - {proto: udp4, sauce: 1}\n", true).unwrap_err();
+        assert!(matches!(e, SessionError::Syntax { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("s.yaml: ") && text.contains("sauce"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_missing_file_is_named_once() {
+        let e = Session::load(Path::new("/nonexistent/s.yaml")).unwrap_err();
+        assert!(matches!(e, SessionError::Read { .. }));
+        let text = e.to_string();
+        assert!(text.starts_with("/nonexistent/s.yaml: "), "{text}");
+        // Not a source in the error chain: printed once, not twice.
+        assert!(std::error::Error::source(&e).is_none());
+    }
+
+    #[test]
+    fn the_session_remembers_its_file() {
+        let s = Session::parse("s.yaml", &format!("flows: [{GOOD}]"), true).unwrap();
+        assert_eq!(s.name, "s.yaml");
     }
 }

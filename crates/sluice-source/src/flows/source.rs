@@ -105,13 +105,13 @@ pub struct FlowSource {
 
 impl FlowSource {
     pub fn open(path: &Path, cfg: FlowConfig) -> Result<Self, SourceError> {
-        let session = Session::load(path).map_err(SourceError::Session)?;
+        let session = Session::load(path)?;
         Self::new(&session, cfg)
     }
 
     pub fn new(session: &Session, cfg: FlowConfig) -> Result<Self, SourceError> {
         let seed = cfg.seed.or(session.seed).unwrap_or(1);
-        let expander = Expander::new(session, seed).map_err(SourceError::Session)?;
+        let expander = Expander::new(session, seed)?;
         // Captures are stamped from the wall clock at the start of the run.
         let first_ts = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
