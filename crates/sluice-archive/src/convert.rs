@@ -10,11 +10,13 @@
 //!
 //! Design: one pass, one reused line buffer and one reused data buffer, so
 //! memory is bounded by the longest line plus the set of distinct device
-//! ids. [`convert_csv`] removes a partly written archive when it fails.
+//! ids. [`convert_csv`] writes atomically: a failed conversion leaves the
+//! output as it was.
 
+use sluice_sys::output::{check_paths, Output};
 use std::collections::HashSet;
-use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Write};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
 use super::convert_error::{Column, ConvertError, ConvertErrorKind};
@@ -53,8 +55,10 @@ impl ConvertStats {
     }
 }
 
-/// Converts the CSV at `input` into a new archive at `output` (created or
-/// truncated; removed again if the conversion fails).
+/// Converts the CSV at `input` into an archive at `output`, written
+/// atomically: into a temporary file renamed over `output` once the whole
+/// conversion succeeded, so a failure leaves an existing `output` as it
+/// was, and a symlink or a second writer is refused.
 pub fn convert_csv(
     input: &Path,
     output: &Path,
@@ -69,35 +73,20 @@ pub fn convert_csv(
         kind,
     };
     let file = File::open(input).map_err(|e| fail(&in_name, ConvertErrorKind::Read(e)))?;
-    if same_file(&file, output) {
+    if check_paths(&[input], &[output]).is_err() {
         return Err(fail(&out_name, ConvertErrorKind::SameFile));
     }
-    let out = File::create(output).map_err(|e| fail(&out_name, ConvertErrorKind::Write(e)))?;
-    let mut w = ArchiveWriter::new(out);
-    let result = convert_csv_from(BufReader::new(file), &in_name, &mut w, &out_name, enc).and_then(
-        |stats| match w.finish() {
-            Ok(_) => Ok(stats),
-            Err(e) => Err(fail(&out_name, ConvertErrorKind::Write(e))),
-        },
-    );
-    if result.is_err() {
-        let _ = fs::remove_file(output);
-    }
-    result
-}
-
-#[cfg(unix)]
-fn same_file(input: &File, output: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (input.metadata(), fs::metadata(output)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
-#[cfg(not(unix))]
-fn same_file(_input: &File, _output: &Path) -> bool {
-    false
+    let out = Output::create(output)
+        .map_err(|e| fail(&out_name, ConvertErrorKind::Write(io::Error::other(e))))?;
+    let mut w = ArchiveWriter::new(BufWriter::new(out));
+    let stats = convert_csv_from(BufReader::new(file), &in_name, &mut w, &out_name, enc)?;
+    let write = |e| fail(&out_name, ConvertErrorKind::Write(e));
+    let out = w
+        .finish()
+        .and_then(|b| b.into_inner().map_err(|e| e.into_error()))
+        .map_err(write)?;
+    out.commit().map_err(|e| write(io::Error::other(e)))?;
+    Ok(stats)
 }
 
 /// Converts CSV text from `input` (named `input_name` in errors) into

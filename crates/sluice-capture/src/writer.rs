@@ -7,7 +7,7 @@
 //! packets; `into_inner` flushes and hands back the inner writer. Packets
 //! are written as given: the caller decides about snaplen truncation.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 
 use crate::linktype::LinkType;
 
@@ -17,17 +17,24 @@ pub const WRITE_BUFFER: usize = 256 * 1024;
 const NANOS_PER_SEC: u64 = 1_000_000_000;
 
 /// Writes a nanosecond-resolution, little-endian pcap stream.
+///
+/// Records are buffered whole and handed to the inner writer only at
+/// record boundaries, so output that stops (a flush, an error, a killed
+/// process) never ends inside a record: [`PcapWriter::written`] bytes are
+/// always whole records.
 #[derive(Debug)]
 pub struct PcapWriter<W: Write> {
-    out: BufWriter<W>,
+    out: W,
+    buf: Vec<u8>,
     packets: u64,
+    /// Bytes handed to `out` without error (whole records).
+    written: u64,
 }
 
 impl<W: Write> PcapWriter<W> {
     /// Writes the 24-byte file header (magic 0xa1b23c4d, version 2.4,
     /// `snaplen`, `linktype`).
     pub fn new(w: W, linktype: LinkType, snaplen: u32) -> io::Result<Self> {
-        let mut out = BufWriter::with_capacity(WRITE_BUFFER, w);
         let mut h = [0u8; 24];
         h[0..4].copy_from_slice(&0xa1b2_3c4du32.to_le_bytes());
         h[4..6].copy_from_slice(&2u16.to_le_bytes());
@@ -35,8 +42,14 @@ impl<W: Write> PcapWriter<W> {
         // thiszone and sigfigs stay 0.
         h[16..20].copy_from_slice(&snaplen.to_le_bytes());
         h[20..24].copy_from_slice(&linktype.0.to_le_bytes());
-        out.write_all(&h)?;
-        Ok(PcapWriter { out, packets: 0 })
+        let mut buf = Vec::with_capacity(WRITE_BUFFER + 2048);
+        buf.extend_from_slice(&h);
+        Ok(PcapWriter {
+            out: w,
+            buf,
+            packets: 0,
+            written: 0,
+        })
     }
 
     /// Appends one record. Fails with `InvalidInput` when the timestamp is
@@ -73,17 +86,42 @@ impl<W: Write> PcapWriter<W> {
         h[4..8].copy_from_slice(&frac.to_le_bytes());
         h[8..12].copy_from_slice(&caplen.to_le_bytes());
         h[12..16].copy_from_slice(&orig_len.to_le_bytes());
-        self.out.write_all(&h)?;
+        self.buf.extend_from_slice(&h);
         for p in parts {
-            self.out.write_all(p)?;
+            self.buf.extend_from_slice(p);
         }
         self.packets += 1;
+        if self.buf.len() >= WRITE_BUFFER {
+            self.drain()?;
+        }
         Ok(())
     }
 
-    /// Flushes buffered records to the inner writer.
+    /// Hands every buffered record to the inner writer and flushes it.
     pub fn flush(&mut self) -> io::Result<()> {
+        self.drain()?;
         self.out.flush()
+    }
+
+    /// Bytes handed to the inner writer so far, all whole records (after
+    /// a failed write, the length to cut the output back to).
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// The inner writer.
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
+    fn drain(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        self.out.write_all(&self.buf)?;
+        self.written += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
     }
 
     /// Records written so far.
@@ -92,8 +130,15 @@ impl<W: Write> PcapWriter<W> {
     }
 
     /// Flushes and returns the inner writer.
-    pub fn into_inner(self) -> io::Result<W> {
-        self.out.into_inner().map_err(|e| e.into_error())
+    pub fn into_inner(mut self) -> io::Result<W> {
+        self.flush()?;
+        Ok(self.out)
+    }
+
+    /// The inner writer as it is: records not yet handed to it (after a
+    /// failed flush) are dropped.
+    pub fn into_written(self) -> W {
+        self.out
     }
 }
 

@@ -9,6 +9,7 @@
 
 mod args;
 mod cmd;
+mod dest;
 mod plan;
 mod progress;
 mod signals;

@@ -3,33 +3,52 @@
 //! settings), then the report and the exit code.
 
 use crate::args::RunOpts;
+use crate::dest::{self, Dest};
 use crate::progress::Progress;
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
 use sluice_engine::{EngineConfig, EngineError, Summary};
 use sluice_sink::{AfPacketSink, NullSink, PcapSink, Sink, SinkSpec, UdpSink};
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::Path;
 
 /// Opens the outputs (one sink per TX thread, `--stats-json`, signal
 /// handlers), runs `go` with them and the engine settings `cfg` (its stop
 /// flag wired to the signals), and concludes: summary, `--summary-json`,
 /// exit code. Every sending command ends here.
+///
+/// Before anything is opened, no output (`--to pcap:`, `--stats-json`,
+/// `--summary-json`) may be one of `inputs` or another output; every
+/// output is prepared before the run (a bad path fails before sending).
 pub fn send(
     o: &RunOpts,
     to: &SinkSpec,
     allow_udp: bool,
+    inputs: &[&Path],
     cfg: EngineConfig,
     go: impl FnOnce(Vec<Box<dyn Sink>>, &EngineConfig, &mut Progress) -> Result<Summary, EngineError>,
 ) -> Result<u8, Failure> {
+    let pcap = match to {
+        SinkSpec::Pcap(p) => Some(p.to_string_lossy().into_owned()),
+        _ => None,
+    };
+    let outputs: Vec<&str> = [
+        pcap.as_deref(),
+        o.stats_json.as_deref(),
+        o.summary_json.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    dest::check(inputs, &outputs)?;
+    let summary_out = o.summary_json.as_deref().map(Dest::open).transpose()?;
+    let stats_out = o.stats_json.as_deref().map(Dest::open).transpose()?;
     let sinks = open_sinks(o, to, allow_udp)?;
-    let stats_out = o.stats_json.as_deref().map(open_output).transpose()?;
     let stop = crate::signals::install().context("installing signal handlers")?;
     let mut progress = Progress::new(o.quiet, stats_out);
     let cfg = EngineConfig { stop, ..cfg };
     let result = go(sinks, &cfg, &mut progress);
-    conclude(o, progress, result)
+    conclude(progress, summary_out, result)
 }
 
 /// Checks the thread count against the sink.
@@ -98,27 +117,13 @@ pub fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
     }
 }
 
-/// `-` is stdout; anything else a file created now (so a bad path fails
-/// before the run, not after it).
-fn open_output(spec: &str) -> Result<Box<dyn Write>, Failure> {
-    if spec == "-" {
-        return Ok(Box::new(std::io::stdout()));
-    }
-    let path = PathBuf::from(spec);
-    let f = File::create(&path)
-        .with_context(|| format!("cannot create {}", path.display()))
-        .map_err(bad_input)?;
-    Ok(Box::new(BufWriter::new(f)))
-}
-
 /// Prints the summary on stderr and writes `--summary-json`.
-fn report(o: &RunOpts, s: &Summary) -> Result<(), Failure> {
+fn report(s: &Summary, out: Option<Dest>) -> Result<(), Failure> {
     eprintln!("{}", s.render());
-    if let Some(spec) = &o.summary_json {
-        let mut out = open_output(spec)?;
+    if let Some(mut out) = out {
         serde_json::to_writer_pretty(&mut out, s).context("writing --summary-json")?;
         writeln!(out)
-            .and_then(|_| out.flush())
+            .and_then(|_| out.commit())
             .context("writing --summary-json")?;
     }
     Ok(())
@@ -128,8 +133,8 @@ fn report(o: &RunOpts, s: &Summary) -> Result<(), Failure> {
 /// at fault), `--summary-json`, a `--stats-json` write failure, and the
 /// exit code.
 fn conclude(
-    o: &RunOpts,
     mut progress: Progress,
+    summary_out: Option<Dest>,
     result: Result<Summary, EngineError>,
 ) -> Result<u8, Failure> {
     progress.finish();
@@ -137,7 +142,7 @@ fn conclude(
         EngineError::Source(_) | EngineError::Series(_) => bad_input(e),
         other => Failure::from(other),
     })?;
-    report(o, &summary)?;
+    report(&summary, summary_out)?;
     if let Some(e) = progress.json_error {
         return Err(anyhow::Error::new(e).context("writing --stats-json").into());
     }

@@ -1,16 +1,17 @@
 //! Live status line (terminal only) and `--stats-json` lines.
 
+use crate::dest::Dest;
 use sluice_engine::{IntervalStats, Observer};
 use std::io::{IsTerminal, Write};
 
 pub struct Progress {
     status: bool,
-    json: Option<Box<dyn Write>>,
+    json: Option<Dest>,
     pub json_error: Option<std::io::Error>,
 }
 
 impl Progress {
-    pub fn new(quiet: bool, json: Option<Box<dyn Write>>) -> Self {
+    pub fn new(quiet: bool, json: Option<Dest>) -> Self {
         Progress {
             status: !quiet && std::io::stderr().is_terminal(),
             json,
@@ -23,8 +24,8 @@ impl Progress {
         if self.status {
             eprintln!();
         }
-        if let Some(w) = &mut self.json {
-            if let Err(e) = w.flush() {
+        if let Some(w) = self.json.take() {
+            if let Err(e) = w.commit() {
                 self.json_error.get_or_insert(e);
             }
         }

@@ -1,62 +1,108 @@
 //! The pcap sink: a nanosecond pcap file, stamped with send times.
+//!
+//! The file is written atomically (`sluice_sys::output`): into a temporary
+//! file beside the target, renamed over it when the sink finishes with at
+//! least one frame written, so a run that sends nothing (it failed before
+//! its first frame) leaves an existing file as it was. Records reach the
+//! file whole, at least once a second and at every stop; after a failed
+//! write the file is cut back to its last whole record.
 
 use crate::{Sink, SinkError};
 use sluice_capture::{LinkType, PcapWriter};
+use sluice_sys::output::Output;
 use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Largest frame the pcap header advertises.
 const SNAPLEN: u32 = 262_144;
+/// Longest buffered records wait for the file.
+const DURABLE_EVERY: Duration = Duration::from_secs(1);
 
 pub struct PcapSink {
     path: PathBuf,
-    writer: PcapWriter<BufWriter<File>>,
+    /// None once finished.
+    writer: Option<PcapWriter<Output>>,
+    last_flush: Instant,
 }
 
 impl PcapSink {
     pub fn create(path: &Path) -> Result<Self, SinkError> {
-        let file = File::create(path)
-            .map_err(|e| SinkError::os(format!("cannot create {}", path.display()), e))?;
-        let writer = PcapWriter::new(
-            BufWriter::with_capacity(1 << 20, file),
-            LinkType::ETHERNET,
-            SNAPLEN,
-        )
-        .map_err(|e| SinkError::os(format!("cannot write {}", path.display()), e))?;
+        let out = Output::create(path).map_err(|e| SinkError::Config(e.to_string()))?;
+        let writer = PcapWriter::new(out, LinkType::ETHERNET, SNAPLEN)
+            .map_err(|e| SinkError::os(format!("cannot write {}", path.display()), e))?;
         Ok(PcapSink {
             path: path.to_path_buf(),
-            writer,
+            writer: Some(writer),
+            last_flush: Instant::now(),
         })
     }
 
     fn io(&self, e: std::io::Error) -> SinkError {
         SinkError::os(format!("writing {}", self.path.display()), e)
     }
+
+    fn writer(&mut self) -> Result<&mut PcapWriter<Output>, SinkError> {
+        let path = &self.path;
+        self.writer
+            .as_mut()
+            .ok_or_else(|| SinkError::Config(format!("{} is already finished", path.display())))
+    }
+
+    /// Cuts the file back to its last whole record after a failed write.
+    fn cut(w: &mut PcapWriter<Output>) {
+        let len = w.written();
+        let f: &mut File = w.get_mut().file();
+        let _ = f.set_len(len);
+    }
 }
 
 impl Sink for PcapSink {
     fn send(&mut self, frame: &[u8], stamp_ns: u64) -> Result<(), SinkError> {
-        self.writer
-            .write_packet(stamp_ns, frame, frame.len() as u32)
-            .map_err(|e| self.io(e))
+        self.send_parts(frame, &[], stamp_ns)
     }
 
     fn send_parts(&mut self, head: &[u8], body: &[u8], stamp_ns: u64) -> Result<(), SinkError> {
         let len = (head.len() + body.len()) as u32;
-        self.writer
-            .write_packet_parts(stamp_ns, &[head, body], len)
-            .map_err(|e| self.io(e))
-    }
-
-    /// Buffered writes reach the file in 1 MiB chunks; only `finish` forces
-    /// the tail out (a per-batch flush would cost a syscall per batch).
-    fn flush(&mut self) -> Result<(), SinkError> {
+        let w = self.writer()?;
+        if let Err(e) = w.write_packet_parts(stamp_ns, &[head, body], len) {
+            Self::cut(w);
+            return Err(self.io(e));
+        }
         Ok(())
     }
 
+    /// Records reach the file at least once a second (a flush per batch
+    /// would cost a system call per batch).
+    fn flush(&mut self) -> Result<(), SinkError> {
+        if self.last_flush.elapsed() < DURABLE_EVERY {
+            return Ok(());
+        }
+        self.last_flush = Instant::now();
+        let w = self.writer()?;
+        if let Err(e) = w.flush() {
+            Self::cut(w);
+            return Err(self.io(e));
+        }
+        Ok(())
+    }
+
+    /// Writes the rest and renames the file into place, if it holds a
+    /// frame; else the temporary file goes and the target stays as it was.
     fn finish(&mut self) -> Result<(), SinkError> {
-        self.writer.flush().map_err(|e| self.io(e))
+        let Some(mut w) = self.writer.take() else {
+            return Ok(());
+        };
+        let flushed = w.flush();
+        if flushed.is_err() {
+            Self::cut(&mut w);
+        }
+        let packets = w.packets();
+        let out = w.into_written();
+        if packets > 0 {
+            out.commit().map_err(|e| SinkError::Config(e.to_string()))?;
+        }
+        flushed.map_err(|e| self.io(e))
     }
 
     fn describe(&self) -> String {

@@ -7,6 +7,8 @@
 //!   rather than failing the run.
 //! - [`cpus`]: how many CPUs the process may use, and `--cpu` lists.
 //! - [`net`]: facts about network interfaces (the MTU).
+//! - [`output`]: file outputs written to a temporary file and renamed into
+//!   place, locked while written, never aliasing an input.
 //!
 //! Design: the engine decides *when* to pin or raise priority; this crate
 //! only knows *how*, so the engine and the CLI stay free of `unsafe` and of
@@ -14,4 +16,5 @@
 
 pub mod cpus;
 pub mod net;
+pub mod output;
 pub mod sched;

@@ -12,12 +12,19 @@ use sluice_engine::{run_source, EngineConfig};
 use sluice_pace::TimingMode;
 use sluice_sink::{AfPacketSink, PcapSink, Sink, TxMode};
 use sluice_source::{ReplayConfig, ReplaySource};
+use sluice_sys::output::Output;
 use sluice_wire::{checksum, MacAddr, PayloadMode};
-use std::io::{BufRead, BufReader, BufWriter};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 pub fn run(a: DemoArgs) -> Result<u8, Failure> {
+    // Signals first: a SIGINT while the veth pair is being set up still
+    // leads to its removal (a second one exits at once).
+    let stop = signals::install()?;
+    // A private directory (mode 0700, removed on drop), or the user's.
     let tmp;
     let dir: PathBuf = match &a.dir {
         Some(d) => {
@@ -25,8 +32,11 @@ pub fn run(a: DemoArgs) -> Result<u8, Failure> {
             d.clone()
         }
         None => {
-            tmp = TempDir::new()?;
-            tmp.0.clone()
+            tmp = tempfile::Builder::new()
+                .prefix("sluice-demo-")
+                .tempdir()
+                .context("creating a temporary directory")?;
+            tmp.path().to_path_buf()
         }
     };
     let trace = dir.join("demo-trace.pcap");
@@ -44,14 +54,12 @@ pub fn run(a: DemoArgs) -> Result<u8, Failure> {
     let summary = if veth {
         let net = DemoNet::up()?;
         let dump = net.capture(&capture)?;
-        let sink = AfPacketSink::open(DemoNet::TX, TxMode::Auto)?;
+        let sink = AfPacketSink::open(&net.tx, TxMode::Auto)?;
         eprintln!(
             "demo: replaying through veth {} -> {} (namespace {}), captured by tcpdump",
-            DemoNet::TX,
-            DemoNet::RX,
-            net.ns
+            net.tx, net.rx, net.ns
         );
-        let s = replay(&trace, Box::new(sink))?;
+        let s = replay(&trace, Box::new(sink), stop)?;
         dump.stop()?;
         s
     } else {
@@ -59,7 +67,7 @@ pub fn run(a: DemoArgs) -> Result<u8, Failure> {
             eprintln!("demo: not root (or ip/tcpdump missing): replaying into a pcap file instead of a veth pair");
         }
         let sink = PcapSink::create(&capture)?;
-        replay(&trace, Box::new(sink))?
+        replay(&trace, Box::new(sink), stop)?
     };
     eprintln!("\n== sender summary ==\n{}", summary.render());
     let report = sluice_analyze::analyze(&capture, Some(&trace))?;
@@ -78,7 +86,11 @@ pub fn run(a: DemoArgs) -> Result<u8, Failure> {
     })
 }
 
-fn replay(trace: &Path, sink: Box<dyn Sink>) -> Result<sluice_engine::Summary, Failure> {
+fn replay(
+    trace: &Path,
+    sink: Box<dyn Sink>,
+    stop: Arc<AtomicBool>,
+) -> Result<sluice_engine::Summary, Failure> {
     let source = ReplaySource::open(ReplayConfig {
         path: trace.to_path_buf(),
         timing: TimingMode::Recorded { multiplier: 1.0 },
@@ -88,7 +100,7 @@ fn replay(trace: &Path, sink: Box<dyn Sink>) -> Result<sluice_engine::Summary, F
         skip_unsupported: false,
     })?;
     let cfg = EngineConfig {
-        stop: signals::install()?,
+        stop,
         ..EngineConfig::default()
     };
     let mut progress = Progress::new(false, None);
@@ -124,15 +136,15 @@ pub fn demo_frame(seq: u64, frame_len: usize) -> Vec<u8> {
 }
 
 fn write_trace(path: &Path, packets: u64, gap_ns: u64) -> anyhow::Result<()> {
-    let file =
-        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut w = PcapWriter::new(BufWriter::new(file), LinkType::ETHERNET, 65_535)?;
+    // Atomic, and never through a symlink planted in the directory.
+    let out = Output::create(path)?;
+    let mut w = PcapWriter::new(out, LinkType::ETHERNET, 65_535)?;
     let t0 = 1_700_000_000u64 * 1_000_000_000;
     for i in 0..packets {
         let f = demo_frame(i, 64);
         w.write_packet(t0 + i * gap_ns, &f, f.len() as u32)?;
     }
-    w.into_inner()?;
+    w.into_inner()?.commit()?;
     Ok(())
 }
 
@@ -167,38 +179,39 @@ fn sh(args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A veth pair: `TX` in this namespace, `RX` in a fresh namespace. Removed on drop.
+/// A veth pair: `tx` in this namespace, `rx` in a fresh namespace, named
+/// after this process (two demos never touch each other's). Removed on
+/// drop, so on every way out of `run`, a first SIGINT included.
 struct DemoNet {
     ns: String,
+    tx: String,
+    rx: String,
 }
 
 impl DemoNet {
-    const TX: &'static str = "sluice-demo0";
-    const RX: &'static str = "sluice-demo1";
-
     fn up() -> anyhow::Result<DemoNet> {
-        let ns = format!("sluice-demo-{}", std::process::id());
-        let _ = sh(&["ip", "link", "del", Self::TX]);
-        sh(&["ip", "netns", "add", &ns])?;
-        let net = DemoNet { ns };
-        let ns = net.ns.as_str();
-        sh(&[
-            "ip",
-            "link",
-            "add",
-            Self::TX,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            Self::RX,
-        ])?;
-        sh(&["ip", "link", "set", Self::RX, "netns", ns])?;
+        // Interface names have at most 15 bytes.
+        let id = std::process::id();
+        let net = DemoNet {
+            ns: format!("sluice-demo-{id}"),
+            tx: format!("sldm{id}a"),
+            rx: format!("sldm{id}b"),
+        };
+        sh(&["ip", "netns", "add", &net.ns])?;
+        let (ns, tx, rx) = (net.ns.as_str(), net.tx.as_str(), net.rx.as_str());
+        sh(&["ip", "link", "add", tx, "type", "veth", "peer", "name", rx])?;
+        // IPv6 autoconfiguration would add foreign frames to the capture.
+        let _ = sh(&[
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{tx}.disable_ipv6=1"),
+        ]);
+        sh(&["ip", "link", "set", rx, "netns", ns])?;
         sh(&[
             "ip",
             "link",
             "set",
-            Self::TX,
+            tx,
             "address",
             "02:00:00:00:00:01",
             "up",
@@ -211,7 +224,7 @@ impl DemoNet {
             "ip",
             "link",
             "set",
-            Self::RX,
+            rx,
             "address",
             "02:00:00:00:00:02",
             "up",
@@ -237,7 +250,7 @@ impl DemoNet {
                 &self.ns,
                 "tcpdump",
                 "-i",
-                Self::RX,
+                &self.rx,
                 "-n",
                 "-U",
                 "--immediate-mode",
@@ -270,7 +283,7 @@ impl DemoNet {
 
 impl Drop for DemoNet {
     fn drop(&mut self) {
-        let _ = sh(&["ip", "link", "del", Self::TX]);
+        let _ = sh(&["ip", "link", "del", &self.tx]);
         let _ = sh(&["ip", "netns", "del", &self.ns]);
     }
 }
@@ -286,22 +299,5 @@ impl Dump {
         sh(&["kill", "-INT", &self.child.id().to_string()])?;
         self.child.wait().context("waiting for tcpdump")?;
         Ok(())
-    }
-}
-
-/// A temporary directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> anyhow::Result<TempDir> {
-        let p = std::env::temp_dir().join(format!("sluice-demo-{}", std::process::id()));
-        std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
-        Ok(TempDir(p))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

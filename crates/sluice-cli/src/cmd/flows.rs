@@ -2,11 +2,13 @@
 //! `sluice flows import` (flow records → a session).
 
 use crate::args::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
+use crate::dest::{self, Dest};
 use crate::plan::{check_threads, engine_config, send};
 use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
 use sluice_engine::{run_source, EngineConfig};
 use sluice_source::flows::{import_csv, FlowConfig, FlowSource};
+use std::io::Write;
 
 pub fn run(a: FlowsArgs) -> Result<u8, Failure> {
     match a.command {
@@ -33,18 +35,27 @@ fn run_session(a: RunArgs) -> Result<u8, Failure> {
         limit: a.limit,
         ..engine_config(&a.run, a.topspeed)
     };
-    send(&a.run, &a.to, false, cfg, |sinks, cfg, progress| {
-        run_source(source, sinks, cfg, progress)
-    })
+    send(
+        &a.run,
+        &a.to,
+        false,
+        &[&a.session],
+        cfg,
+        |sinks, cfg, progress| run_source(source, sinks, cfg, progress),
+    )
 }
 
 fn import(a: ImportArgs) -> Result<u8, Failure> {
+    let out_spec = a.output.to_string_lossy();
+    dest::check(&[&a.records], &[&out_spec])?;
+    let mut out = Dest::open(&out_spec)?;
     let name = a.records.display().to_string();
     let text = std::fs::read_to_string(&a.records)
         .with_context(|| format!("cannot read {name}"))
         .map_err(bad_input)?;
     let (yaml, s) = import_csv(&name, &text).map_err(|e| bad_input(anyhow!(e)))?;
-    std::fs::write(&a.output, yaml)
+    out.write_all(yaml.as_bytes())
+        .and_then(|()| out.commit())
         .with_context(|| format!("cannot write {}", a.output.display()))?;
     eprintln!(
         "sluice: {name} -> {}: {} records, {} flows; skipped (protocol) {}, without duration (1 s apart) {}, bytes raised to the headers' minimum {}",

@@ -29,9 +29,14 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         preload_budget: a.preload_max,
         ..engine_config(&a.run, timing == TimingMode::TopSpeed)
     };
-    send(&a.run, &a.to, false, cfg, |sinks, cfg, progress| {
-        run_source(source, sinks, cfg, progress)
-    })
+    send(
+        &a.run,
+        &a.to,
+        false,
+        &[&a.trace],
+        cfg,
+        |sinks, cfg, progress| run_source(source, sinks, cfg, progress),
+    )
 }
 
 fn timing_mode(a: &ReplayArgs) -> Result<TimingMode, Failure> {

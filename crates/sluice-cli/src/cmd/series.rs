@@ -2,10 +2,9 @@
 //! play).
 
 use crate::args::{ConvertArgs, DumpArgs, SeriesArgs, SeriesCommand};
+use crate::dest::{self, Dest};
 use crate::{bad_input, exit, Failure};
-use anyhow::Context;
 use sluice_archive::{convert_csv, dump, ConvertStats, DumpError};
-use std::fs::File;
 use std::io;
 
 pub fn run(a: SeriesArgs) -> Result<u8, Failure> {
@@ -65,9 +64,13 @@ fn count(n: u64, what: &str) -> String {
 fn run_dump(a: DumpArgs) -> Result<u8, Failure> {
     let result = match &a.output {
         Some(path) => {
-            let mut f =
-                File::create(path).with_context(|| format!("creating {}", path.display()))?;
-            dump(&a.archive, &mut f, a.data)
+            let spec = path.to_string_lossy();
+            dest::check(&[&a.archive], &[&spec])?;
+            let mut out = Dest::open(&spec)?;
+            dump(&a.archive, &mut out, a.data).and_then(|n| {
+                out.commit().map_err(DumpError::Write)?;
+                Ok(n)
+            })
         }
         None => dump(&a.archive, &mut io::stdout().lock(), a.data),
     };

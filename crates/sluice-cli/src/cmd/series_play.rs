@@ -8,6 +8,7 @@ use sluice_core::Nanos;
 use sluice_engine::{run_series, EngineConfig, SeriesConfig};
 use sluice_sink::SinkSpec;
 use sluice_source::series::{DeviceCount, FlowMap, Ooo, SeriesTiming, MIN_BUFFER};
+use std::path::Path;
 
 pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     check_threads(&a.run, &a.to)?;
@@ -71,7 +72,14 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         preload_budget: a.preload_max,
         ..engine_config(&a.run, topspeed)
     };
-    send(&a.run, &a.to, true, ecfg, |sinks, ecfg, progress| {
-        run_series(cfg, sinks, ecfg, progress)
-    })
+    let mut inputs: Vec<&Path> = vec![&a.archive];
+    inputs.extend(a.map.as_deref());
+    send(
+        &a.run,
+        &a.to,
+        true,
+        &inputs,
+        ecfg,
+        |sinks, ecfg, progress| run_series(cfg, sinks, ecfg, progress),
+    )
 }

@@ -1,0 +1,228 @@
+//! Outputs never destroy inputs, never lose what was there, never follow a
+//! planted symlink, and are checked before any packet is sent (issue:
+//! "Nothing lost, nothing overwritten"). Each test is a reproduction that
+//! destroyed or lost data before outputs were written atomically.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn assert_refused(o: &std::process::Output, what: &str) {
+    assert_eq!(o.status.code(), Some(2), "{what}: {}", stderr(o));
+}
+
+#[test]
+fn replay_into_its_own_trace_is_refused_and_the_trace_kept() {
+    let d = tmpdir("out-self-replay");
+    let t = d.join("t.pcap");
+    write_trace(&t, 50, 1000, 64);
+    let before = std::fs::read(&t).unwrap();
+    let to = format!("pcap:{}", s(&t));
+    let o = run(&["replay", s(&t), "--to", &to, "-q"]);
+    assert_refused(&o, "--to pcap: the trace");
+    assert!(
+        stderr(&o).contains("would destroy the input"),
+        "{}",
+        stderr(&o)
+    );
+    for opt in ["--summary-json", "--stats-json"] {
+        let o = run(&["replay", s(&t), opt, s(&t), "-q", "--clock", "virtual"]);
+        assert_refused(&o, opt);
+    }
+    assert_eq!(std::fs::read(&t).unwrap(), before);
+}
+
+#[test]
+fn two_outputs_naming_one_file_are_refused() {
+    let d = tmpdir("out-twice");
+    let t = d.join("t.pcap");
+    write_trace(&t, 5, 1000, 64);
+    let j = d.join("s.json");
+    let o = run(&[
+        "replay",
+        s(&t),
+        "--summary-json",
+        s(&j),
+        "--stats-json",
+        s(&j),
+        "-q",
+    ]);
+    assert_refused(&o, "same output twice");
+    assert!(
+        stderr(&o).contains("name the same output"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn series_dump_and_play_and_flows_import_never_write_over_their_input() {
+    let d = tmpdir("out-self-series");
+    let arc = convert_csv(
+        &d,
+        "a",
+        "timestamp,device_id,value\n2024-01-01T00:00:00Z,d1,1\n2024-01-01T00:00:00.001Z,d1,2\n",
+    );
+    let before = std::fs::read(&arc).unwrap();
+    let o = run(&["series", "dump", s(&arc), "-o", s(&arc)]);
+    assert_refused(&o, "series dump -o the archive");
+    let to = format!("pcap:{}", s(&arc));
+    let o = run(&["series", "play", s(&arc), "--to", &to, "-q"]);
+    assert_refused(&o, "series play --to pcap: the archive");
+    assert_eq!(std::fs::read(&arc).unwrap(), before);
+
+    let csv = d.join("f.csv");
+    std::fs::write(&csv, "ts,te,td,sa,da,sp,dp,pr\n").unwrap();
+    let o = run(&["flows", "import", s(&csv), "-o", s(&csv)]);
+    assert_refused(&o, "flows import -o the records");
+    assert_eq!(std::fs::read(&csv).unwrap(), b"ts,te,td,sa,da,sp,dp,pr\n");
+}
+
+#[test]
+fn a_bad_summary_path_fails_before_anything_is_sent() {
+    let d = tmpdir("out-bad-summary");
+    let t = d.join("t.pcap");
+    write_trace(&t, 5, 1000, 64);
+    let cap = d.join("cap.pcap");
+    let to = format!("pcap:{}", s(&cap));
+    let o = run(&[
+        "replay",
+        s(&t),
+        "--to",
+        &to,
+        "--summary-json",
+        "/nonexistent-dir/s.json",
+        "-q",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("/nonexistent-dir/s.json"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !stderr(&o).contains("sent "),
+        "the run must not start: {}",
+        stderr(&o)
+    );
+    assert!(!cap.exists(), "no output may be left behind");
+}
+
+#[test]
+fn a_trace_that_fails_before_its_first_frame_leaves_the_old_pcap() {
+    let d = tmpdir("out-keep-old");
+    let good = d.join("good.pcap");
+    write_trace(&good, 20, 1000, 64);
+    let before = std::fs::read(&good).unwrap();
+    // tcpreplay's Cisco HDLC trace: refused at its first packet.
+    let hdlc = testdata("tcpreplay__test.rewrite_dlthdlc.pcap");
+    let to = format!("pcap:{}", s(&good));
+    let o = run(&["replay", s(&hdlc), "--to", &to, "-q", "--clock", "virtual"]);
+    assert_refused(&o, "unsupported link type");
+    assert_eq!(std::fs::read(&good).unwrap(), before);
+    assert_eq!(
+        std::fs::read_dir(&d).unwrap().count(),
+        1,
+        "no temporary file left behind"
+    );
+}
+
+#[test]
+fn outputs_never_follow_a_planted_symlink() {
+    let d = tmpdir("out-symlink");
+    let victim = d.join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let t = d.join("t.pcap");
+    write_trace(&t, 5, 1000, 64);
+    let link = d.join("cap.pcap");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let to = format!("pcap:{}", s(&link));
+    let o = run(&["replay", s(&t), "--to", &to, "-q", "--clock", "virtual"]);
+    assert!(!o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
+    let o = run(&["replay", s(&t), "--summary-json", s(&link), "-q"]);
+    assert!(!o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+}
+
+#[test]
+fn a_failed_convert_keeps_the_previous_archive() {
+    let d = tmpdir("out-convert-fail");
+    let arc = convert_csv(
+        &d,
+        "a",
+        "timestamp,device_id,value\n2024-01-01T00:00:00Z,d1,1\n",
+    );
+    let before = std::fs::read(&arc).unwrap();
+    let bad = d.join("bad.csv");
+    std::fs::write(&bad, "timestamp,device_id,value\nnot-a-time,d1,1\n").unwrap();
+    let o = run(&["series", "convert", s(&bad), s(&arc)]);
+    assert_refused(&o, "bad CSV");
+    assert_eq!(std::fs::read(&arc).unwrap(), before);
+}
+
+#[test]
+fn the_demo_refuses_a_planted_symlink_in_its_directory() {
+    let d = tmpdir("out-demo");
+    let victim = d.join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    std::os::unix::fs::symlink(&victim, d.join("demo-trace.pcap")).unwrap();
+    let o = run(&["demo", "--dir", s(&d), "--no-veth", "--packets", "10"]);
+    assert!(!o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+}
+
+#[test]
+fn a_pcap_output_is_complete_and_in_place_after_the_run() {
+    let d = tmpdir("out-pcap-ok");
+    let t = d.join("t.pcap");
+    write_trace(&t, 300, 1000, 64);
+    let cap = d.join("cap.pcap");
+    let o = run_to_pcap(&["replay", s(&t)], &cap, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_all(&cap).len(), 300);
+    let names: Vec<String> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "no temporary file left: {names:?}");
+}
+
+#[test]
+fn a_pcap_being_written_holds_whole_records_within_a_second_and_a_kill_loses_only_the_last() {
+    let d = tmpdir("out-durable");
+    let t = d.join("t.pcap");
+    // 40 frames 100 ms apart: a 4-second run.
+    write_trace(&t, 40, 100_000_000, 64);
+    let cap = d.join("cap.pcap");
+    let to = format!("pcap:{}", s(&cap));
+    let mut child = sluice()
+        .args(["replay", s(&t), "--to", &to, "-q"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The run never finished: the target was not replaced, and the
+    // temporary file beside it holds what was sent so far, record by
+    // whole record.
+    let tmp = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".sluice-tmp"))
+        .expect("the temporary pcap is there");
+    let mut r = sluice_capture::CaptureReader::open(&tmp).unwrap();
+    let mut n = 0;
+    while r.next_packet().expect("only whole records").is_some() {
+        n += 1;
+    }
+    assert!(
+        n >= 10,
+        "at least a second's worth of frames reached the file: {n}"
+    );
+}

@@ -1,0 +1,271 @@
+//! File outputs that never lose what was there and never alias an input.
+//!
+//! An [`Output`] writes to a temporary file created exclusively in the
+//! target's directory (never following a symlink) and renames it over the
+//! target on [`Output::commit`]; dropped without a commit, the temporary
+//! file is removed and the old target is untouched. While it is open the
+//! target is locked (`flock` on the target itself, created empty if it did
+//! not exist, and removed again if nothing replaces it), so a second writer
+//! of the same path is refused rather than silently losing one run's
+//! output. A target that is a symbolic link is refused: renaming over it
+//! would replace the link, writing through it would write somewhere the
+//! user did not name.
+//!
+//! [`check_paths`] compares, before any work starts, every output with
+//! every input and with every other output (same device and inode once
+//! resolved, or the same path for outputs that do not exist yet).
+
+use rustix::fs::{flock, FlockOperation};
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Why an output cannot be written; every variant names the path.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("{path}: {error}")]
+    Io { path: String, error: io::Error },
+    #[error("{path} is a symbolic link: name the file itself")]
+    Symlink { path: String },
+    #[error("{path} is being written by another process")]
+    Locked { path: String },
+    #[error("output {output} is also the input {input}: writing it would destroy the input")]
+    AliasesInput { output: String, input: String },
+    #[error("{first} and {second} name the same output")]
+    SameOutput { first: String, second: String },
+}
+
+impl OutputError {
+    fn io(path: &Path, error: io::Error) -> Self {
+        OutputError::Io {
+            path: path.display().to_string(),
+            error,
+        }
+    }
+}
+
+/// A file being written, renamed over its target on commit.
+pub struct Output {
+    target: PathBuf,
+    /// Taken by the commit.
+    tmp: Option<tempfile::NamedTempFile>,
+    /// The locked target; kept open until the output ends.
+    _lock: File,
+    /// We created the (empty) target to lock it: remove it if nothing
+    /// replaces it.
+    created: bool,
+}
+
+impl Output {
+    /// Prepares `target`: refuses a symlink, locks the target, creates the
+    /// temporary file beside it.
+    pub fn create(target: &Path) -> Result<Output, OutputError> {
+        let fail = |e| OutputError::io(target, e);
+        if let Ok(m) = fs::symlink_metadata(target) {
+            if m.file_type().is_symlink() {
+                return Err(OutputError::Symlink {
+                    path: target.display().to_string(),
+                });
+            }
+        }
+        let existed = target.exists();
+        let lock = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(target)
+            .map_err(fail)?;
+        if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_err() {
+            return Err(OutputError::Locked {
+                path: target.display().to_string(),
+            });
+        }
+        let dir = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".sluice-tmp")
+            .tempfile_in(dir);
+        let tmp = match tmp {
+            Ok(t) => t,
+            Err(e) => {
+                if !existed {
+                    let _ = fs::remove_file(target);
+                }
+                return Err(fail(e));
+            }
+        };
+        Ok(Output {
+            target: target.to_path_buf(),
+            tmp: Some(tmp),
+            _lock: lock,
+            created: !existed,
+        })
+    }
+
+    /// The file to write into.
+    pub fn file(&mut self) -> &mut File {
+        self.tmp
+            .as_mut()
+            .expect("only a commit takes the file")
+            .as_file_mut()
+    }
+
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Syncs what was written and renames it over the target.
+    pub fn commit(mut self) -> Result<(), OutputError> {
+        let Some(tmp) = self.tmp.take() else {
+            return Ok(());
+        };
+        let fail = |e| OutputError::io(&self.target, e);
+        tmp.as_file().sync_data().map_err(fail)?;
+        tmp.persist(&self.target).map_err(|e| fail(e.error))?;
+        self.created = false;
+        Ok(())
+    }
+}
+
+/// Writes go to the temporary file.
+impl io::Write for Output {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.file().write(b)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file().flush()
+    }
+}
+
+impl Drop for Output {
+    /// Not committed: the temporary file goes (tempfile removes it), and a
+    /// target created only to be locked goes too.
+    fn drop(&mut self) {
+        if self.created && fs::metadata(&self.target).is_ok_and(|m| m.len() == 0) {
+            let _ = fs::remove_file(&self.target);
+        }
+    }
+}
+
+/// Checks, before any work, that no output is an input and no two outputs
+/// are the same file. Paths that do not exist are compared as written
+/// (made absolute).
+pub fn check_paths(inputs: &[&Path], outputs: &[&Path]) -> Result<(), OutputError> {
+    for (i, out) in outputs.iter().enumerate() {
+        for input in inputs {
+            if same_file(out, input) {
+                return Err(OutputError::AliasesInput {
+                    output: out.display().to_string(),
+                    input: input.display().to_string(),
+                });
+            }
+        }
+        for other in &outputs[i + 1..] {
+            if same_file(out, other) {
+                return Err(OutputError::SameOutput {
+                    first: out.display().to_string(),
+                    second: other.display().to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether two paths name one file: the same device and inode when both
+/// exist, else the same absolute path.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => absolute(a) == absolute(b),
+    }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_committed_output_replaces_the_target_and_an_abandoned_one_keeps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.pcap");
+        fs::write(&target, b"old").unwrap();
+        let mut o = Output::create(&target).unwrap();
+        o.file().write_all(b"new").unwrap();
+        drop(o);
+        assert_eq!(fs::read(&target).unwrap(), b"old");
+        let mut o = Output::create(&target).unwrap();
+        o.file().write_all(b"new").unwrap();
+        o.commit().unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"new");
+        // No temporary file is left behind.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn an_abandoned_new_output_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("new.json");
+        drop(Output::create(&target).unwrap());
+        assert!(!target.exists());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_second_writer_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.pcap");
+        let _first = Output::create(&target).unwrap();
+        assert!(matches!(
+            Output::create(&target),
+            Err(OutputError::Locked { .. })
+        ));
+    }
+
+    #[test]
+    fn a_symlink_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, b"keep").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        assert!(matches!(
+            Output::create(&link),
+            Err(OutputError::Symlink { .. })
+        ));
+        assert_eq!(fs::read(&victim).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn an_output_that_is_an_input_or_another_output_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("t.pcap");
+        fs::write(&input, b"x").unwrap();
+        let link = dir.path().join("alias");
+        std::os::unix::fs::symlink(&input, &link).unwrap();
+        let e = check_paths(&[&input], &[&link]).unwrap_err();
+        assert!(e.to_string().contains("would destroy the input"), "{e}");
+        let fresh = dir.path().join("new.json");
+        let again = dir.path().join(".").join("new.json");
+        assert!(matches!(
+            check_paths(&[&input], &[&fresh, &again]),
+            Err(OutputError::SameOutput { .. })
+        ));
+        assert!(check_paths(&[&input], &[&fresh]).is_ok());
+    }
+}
