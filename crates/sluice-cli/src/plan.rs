@@ -153,7 +153,7 @@ fn conclude(
 fn exit_code(s: &Summary) -> u8 {
     if s.interrupted {
         exit::INTERRUPTED
-    } else if s.oversize > 0 {
+    } else if s.oversize + s.too_short + s.rejected > 0 {
         exit::PARTIAL
     } else {
         exit::OK

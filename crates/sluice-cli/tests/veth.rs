@@ -414,3 +414,64 @@ fn series_frames_through_afpacket_are_reassembled_by_the_receivers_kernel() {
     }
     assert_eq!(v["frames"], 900, "3 fragments per datagram");
 }
+
+/// Frames the interface cannot take are skipped and counted by reason; the
+/// rest of the trace is sent (one refused frame used to end the run).
+fn skipped_frames_do_not_stop(trace: &Path, tag: &str) -> (serde_json::Value, usize) {
+    let net = Net::up(tag);
+    let d = tmpdir(&format!("veth-skip-{tag}"));
+    let out = d.join("cap.pcap");
+    let sum = d.join("s.json");
+    let dump = net.capture(&out);
+    let to = format!("afpacket:{}", net.tx());
+    let o = run(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--to",
+        &to,
+        "--topspeed",
+        "-q",
+        "--summary-json",
+        sum.to_str().unwrap(),
+    ]);
+    stop(dump);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "frames skipped: exit 3; {}",
+        stderr(&o)
+    );
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
+    (s, read_all(&out).len())
+}
+
+#[test]
+fn qinq_frames_one_tag_over_the_mtu_are_skipped_and_the_rest_sent() {
+    if !can_run() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // 802.1ad frames of MTU + 18 bytes: the kernel allows the 4 extra bytes
+    // to 802.1Q only.
+    let trace = testdata("tcpreplay__test.rewrite_vlan802.1ad.pcap");
+    let (s, captured) = skipped_frames_do_not_stop(&trace, "slq");
+    let (sent, oversize) = (
+        s["packets"].as_u64().unwrap(),
+        s["oversize"].as_u64().unwrap(),
+    );
+    assert!(oversize > 0, "{s}");
+    assert_eq!(sent + oversize, 179, "{s}");
+    assert_eq!(captured as u64, sent);
+}
+
+#[test]
+fn a_frame_shorter_than_a_link_header_is_skipped_and_counted() {
+    if !can_run() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let trace = testdata("zeek__trunc_trunc-hdr.pcap");
+    let (s, captured) = skipped_frames_do_not_stop(&trace, "slt");
+    assert!(s["too_short"].as_u64().unwrap() > 0, "{s}");
+    assert_eq!(captured as u64, s["packets"].as_u64().unwrap());
+}

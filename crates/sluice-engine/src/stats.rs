@@ -14,6 +14,8 @@ pub(crate) struct SharedCounters {
     pub late: AtomicU64,
     pub dropped: AtomicU64,
     pub oversize: AtomicU64,
+    pub too_short: AtomicU64,
+    pub rejected: AtomicU64,
     /// ε samples on their way to the aggregator.
     pub eps: HistExchange,
 }
@@ -101,7 +103,11 @@ pub(crate) struct CounterSnapshot {
     pub bytes: u64,
     pub late: u64,
     pub dropped: u64,
+    /// Frames skipped by reason: longer than the interface takes, shorter
+    /// than its link header, refused by the kernel once queued.
     pub oversize: u64,
+    pub too_short: u64,
+    pub rejected: u64,
 }
 
 impl SharedCounters {
@@ -111,6 +117,8 @@ impl SharedCounters {
         self.late.store(c.late, Ordering::Relaxed);
         self.dropped.store(c.dropped, Ordering::Relaxed);
         self.oversize.store(c.oversize, Ordering::Relaxed);
+        self.too_short.store(c.too_short, Ordering::Relaxed);
+        self.rejected.store(c.rejected, Ordering::Relaxed);
     }
 
     pub fn snapshot(&self) -> CounterSnapshot {
@@ -120,6 +128,8 @@ impl SharedCounters {
             late: self.late.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
             oversize: self.oversize.load(Ordering::Relaxed),
+            too_short: self.too_short.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
         }
     }
 }
@@ -131,6 +141,8 @@ impl std::ops::AddAssign for CounterSnapshot {
         self.late += o.late;
         self.dropped += o.dropped;
         self.oversize += o.oversize;
+        self.too_short += o.too_short;
+        self.rejected += o.rejected;
     }
 }
 
@@ -202,6 +214,10 @@ pub struct Summary {
     pub dropped: u64,
     /// Frames larger than the interface accepts, skipped.
     pub oversize: u64,
+    /// Frames shorter than the interface's link header, skipped.
+    pub too_short: u64,
+    /// Frames the kernel refused once queued, skipped (not in `packets`).
+    pub rejected: u64,
     /// Packets of unsupported link types skipped.
     pub skipped_unsupported: u64,
     /// Packets whose payload was rewritten.
@@ -259,6 +275,8 @@ impl Summary {
             late: totals.late,
             dropped: totals.dropped,
             oversize: totals.oversize,
+            too_short: totals.too_short,
+            rejected: totals.rejected,
             ..Summary::default()
         }
     }
@@ -278,6 +296,18 @@ impl Summary {
             self.warnings.push(format!(
                 "{} {oversize_what} and were skipped",
                 self.oversize
+            ));
+        }
+        if self.too_short > 0 {
+            self.warnings.push(format!(
+                "{} frames were shorter than the link header and were skipped",
+                self.too_short
+            ));
+        }
+        if self.rejected > 0 {
+            self.warnings.push(format!(
+                "{} frames were refused by the kernel and were skipped",
+                self.rejected
             ));
         }
         self
@@ -307,6 +337,12 @@ impl Summary {
             "late {}  dropped (time violations) {}  oversize skipped {}  unsupported skipped {}",
             self.late, self.dropped, self.oversize, self.skipped_unsupported
         ));
+        if self.too_short > 0 || self.rejected > 0 {
+            s.push_str(&format!(
+                "  too short skipped {}  refused by the kernel {}",
+                self.too_short, self.rejected
+            ));
+        }
         if self.rewritten > 0 {
             s.push_str(&format!("  payload rewritten {}", self.rewritten));
         }

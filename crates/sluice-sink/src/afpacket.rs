@@ -23,8 +23,12 @@ const TX_DATA_OFFSET: usize = 32;
 const KICK_BATCH: usize = 256;
 /// Frames gathered before a sendmmsg call in the fallback mode.
 const MMSG_BATCH: usize = 64;
-/// VLAN tag the kernel allows beyond MTU + Ethernet header for raw sockets.
-const LINK_OVERHEAD: usize = 14 + 4;
+/// The Ethernet header the kernel allows beyond the MTU on a raw socket.
+const ETH_HEADER: usize = 14;
+/// One 802.1Q tag more, allowed only when the frame's ethertype is 802.1Q
+/// (the kernel's `packet_extra_vlan_len_allowed`: not for 802.1ad).
+const VLAN_TAG: usize = 4;
+const ETH_P_8021Q: [u8; 2] = [0x81, 0x00];
 
 /// `enum tpacket_versions` value of TPACKET_V2 (linux/if_packet.h).
 const TPACKET_V2: i32 = 1;
@@ -50,10 +54,15 @@ sluice_core::named_values!(TxMode {
 pub struct AfPacketSink {
     iface: String,
     fd: OwnedFd,
+    /// MTU + Ethernet header: the longest frame without an 802.1Q tag.
+    max_plain: usize,
+    /// `max_plain` + one 802.1Q tag: the longest frame at all (slot size).
     max_frame: usize,
     path: Path,
     /// Frames queued since the last flush.
     pending: usize,
+    /// Frames the kernel refused once queued (skipped and counted).
+    rejected: u64,
 }
 
 enum Path {
@@ -112,7 +121,8 @@ fn read_mtu(iface: &str) -> Result<usize, SinkError> {
 impl AfPacketSink {
     pub fn open(iface: &str, mode: TxMode) -> Result<Self, SinkError> {
         let mtu = read_mtu(iface)?;
-        let max_frame = mtu + LINK_OVERHEAD;
+        let max_plain = mtu + ETH_HEADER;
+        let max_frame = max_plain + VLAN_TAG;
         let name = CString::new(iface)
             .map_err(|_| SinkError::Config(format!("bad interface name '{iface}'")))?;
         // SAFETY: `name` is a valid NUL-terminated string.
@@ -149,6 +159,9 @@ impl AfPacketSink {
         let one: i32 = 1;
         // Older kernels lack the bypass: sending still works through the qdisc.
         let _ = setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one);
+        // A frame of the ring the kernel cannot send is dropped and the
+        // ring goes on (without it the kernel stops at that slot).
+        let _ = setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_LOSS, &one);
         let path = match mode {
             TxMode::Auto => match Ring::setup(&fd, max_frame) {
                 Ok(r) => Path::Ring(r),
@@ -159,20 +172,51 @@ impl AfPacketSink {
         Ok(AfPacketSink {
             iface: iface.to_string(),
             fd,
+            max_plain,
             max_frame,
             path,
             pending: 0,
+            rejected: 0,
         })
     }
 
     pub fn uses_ring(&self) -> bool {
         matches!(self.path, Path::Ring(_))
     }
+
+    /// The kernel's length rule for a raw socket, checked before a frame
+    /// is queued: at least an Ethernet header; at most MTU + the Ethernet
+    /// header, or one 802.1Q tag more when the frame is 802.1Q-tagged.
+    #[inline]
+    fn fits(&self, head: &[u8], body: &[u8], len: usize) -> Result<(), SinkError> {
+        if len < ETH_HEADER {
+            return Err(SinkError::TooShort {
+                len,
+                min: ETH_HEADER,
+            });
+        }
+        if len <= self.max_plain {
+            return Ok(());
+        }
+        let ethertype = |i: usize| head.get(i).or_else(|| body.get(i - head.len())).copied();
+        let tagged = [ethertype(12), ethertype(13)] == [Some(ETH_P_8021Q[0]), Some(ETH_P_8021Q[1])];
+        let limit = if tagged {
+            self.max_frame
+        } else {
+            self.max_plain
+        };
+        if len > limit {
+            return Err(SinkError::Oversize { len, limit });
+        }
+        Ok(())
+    }
 }
 
 /// Kicks the ring: the kernel transmits every SEND_REQUEST slot. Without
-/// MSG_DONTWAIT it returns once they are all handed to the driver.
-fn kick(fd: &OwnedFd, iface: &str, flags: i32) -> Result<(), SinkError> {
+/// MSG_DONTWAIT it returns once they are all handed to the driver. A frame
+/// the kernel refuses (EINVAL, EMSGSIZE) is counted in `rejected`; the
+/// ring goes on past it (PACKET_LOSS).
+fn kick(fd: &OwnedFd, iface: &str, flags: i32, rejected: &mut u64) -> Result<(), SinkError> {
     loop {
         // SAFETY: a zero-length sendto with null buffer and address is the
         // documented TX-ring kick; no memory is passed.
@@ -194,6 +238,10 @@ fn kick(fd: &OwnedFd, iface: &str, flags: i32) -> Result<(), SinkError> {
             Some(libc::EINTR) => continue,
             // Device queue full: the frames stay queued for the next kick.
             Some(libc::EAGAIN) | Some(libc::ENOBUFS) => return Ok(()),
+            Some(libc::EINVAL) | Some(libc::EMSGSIZE) => {
+                *rejected += 1;
+                continue;
+            }
             _ => return Err(SinkError::os(format!("send on {iface}"), err)),
         }
     }
@@ -301,7 +349,8 @@ impl Mmsg {
         }
     }
 
-    fn send_all(&mut self, fd: &OwnedFd, iface: &str, max_frame: usize) -> Result<(), SinkError> {
+    /// Sends the gathered frames; returns how many the kernel refused.
+    fn send_all(&mut self, fd: &OwnedFd, iface: &str, max_frame: usize) -> Result<u64, SinkError> {
         let n = self.slot;
         let mut iov: Vec<libc::iovec> = (0..n)
             .map(|i| libc::iovec {
@@ -320,9 +369,11 @@ impl Mmsg {
             })
             .collect();
         // SAFETY: the iovecs point into self.buf, which outlives the call.
-        unsafe { crate::mmsg::sendmmsg_all(fd.as_raw_fd(), &mut msgs, &|| format!("on {iface}"))? };
+        let refused = unsafe {
+            crate::mmsg::sendmmsg_all(fd.as_raw_fd(), &mut msgs, &|| format!("on {iface}"))?
+        };
         self.slot = 0;
-        Ok(())
+        Ok(refused)
     }
 }
 
@@ -335,24 +386,24 @@ impl Sink for AfPacketSink {
     #[inline]
     fn send_parts(&mut self, head: &[u8], body: &[u8], _stamp_ns: u64) -> Result<(), SinkError> {
         let len = head.len() + body.len();
-        if len > self.max_frame {
-            return Err(SinkError::Oversize {
-                len,
-                limit: self.max_frame,
-            });
-        }
+        self.fits(head, body, len)?;
         match &mut self.path {
             Path::Ring(ring) => {
                 while !ring.push(head, body) {
                     // Ring full: hand the queued frames over until a slot frees.
-                    kick(&self.fd, &self.iface, 0)?;
+                    kick(&self.fd, &self.iface, 0, &mut self.rejected)?;
                     std::hint::spin_loop();
                 }
                 self.pending += 1;
                 // Bound the batch so the wire never idles behind a full ring.
                 if self.pending >= KICK_BATCH {
                     self.pending = 0;
-                    kick(&self.fd, &self.iface, libc::MSG_DONTWAIT)?;
+                    kick(
+                        &self.fd,
+                        &self.iface,
+                        libc::MSG_DONTWAIT,
+                        &mut self.rejected,
+                    )?;
                 }
             }
             Path::Mmsg(m) => {
@@ -362,7 +413,7 @@ impl Sink for AfPacketSink {
                 m.lens[m.slot] = len;
                 m.slot += 1;
                 if m.slot == MMSG_BATCH {
-                    m.send_all(&self.fd, &self.iface, self.max_frame)?;
+                    self.rejected += m.send_all(&self.fd, &self.iface, self.max_frame)?;
                 }
             }
         }
@@ -374,11 +425,19 @@ impl Sink for AfPacketSink {
             Path::Ring(_) => {
                 if self.pending > 0 {
                     self.pending = 0;
-                    kick(&self.fd, &self.iface, libc::MSG_DONTWAIT)?;
+                    kick(
+                        &self.fd,
+                        &self.iface,
+                        libc::MSG_DONTWAIT,
+                        &mut self.rejected,
+                    )?;
                 }
                 Ok(())
             }
-            Path::Mmsg(m) => m.send_all(&self.fd, &self.iface, self.max_frame),
+            Path::Mmsg(m) => {
+                self.rejected += m.send_all(&self.fd, &self.iface, self.max_frame)?;
+                Ok(())
+            }
         }
     }
 
@@ -389,11 +448,15 @@ impl Sink for AfPacketSink {
             // frame is lost when the socket closes.
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
             while !ring.drained() && std::time::Instant::now() < deadline {
-                kick(&self.fd, &self.iface, 0)?;
+                kick(&self.fd, &self.iface, 0, &mut self.rejected)?;
                 std::thread::sleep(std::time::Duration::from_micros(50));
             }
         }
         Ok(())
+    }
+
+    fn rejected(&self) -> u64 {
+        self.rejected
     }
 
     fn describe(&self) -> String {

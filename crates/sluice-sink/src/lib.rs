@@ -23,7 +23,8 @@ pub use pcap::PcapSink;
 pub use spec::SinkSpec;
 pub use udp::UdpSink;
 
-/// Errors of a sink. `Oversize` is per packet and not fatal.
+/// Errors of a sink. `Oversize` and `TooShort` are per packet and not
+/// fatal: the frame is skipped and counted, the run goes on.
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
     #[error("{what}: {source}")]
@@ -36,6 +37,10 @@ pub enum SinkError {
         "frame of {len} bytes exceeds the interface limit of {limit} bytes (MTU + link header)"
     )]
     Oversize { len: usize, limit: usize },
+    #[error(
+        "frame of {len} bytes is shorter than the link header the interface needs ({min} bytes)"
+    )]
+    TooShort { len: usize, min: usize },
     #[error("{0}")]
     Config(String),
 }
@@ -50,7 +55,10 @@ impl SinkError {
 
     /// Per-packet problems that the engine counts and skips.
     pub fn is_per_packet(&self) -> bool {
-        matches!(self, SinkError::Oversize { .. })
+        matches!(
+            self,
+            SinkError::Oversize { .. } | SinkError::TooShort { .. }
+        )
     }
 }
 
@@ -87,4 +95,10 @@ pub trait Sink: Send {
     }
     /// Human-readable name for messages and the summary.
     fn describe(&self) -> String;
+    /// Frames the kernel refused after they were queued (a batch sent at
+    /// once cannot fail one frame at a time): skipped and counted, the run
+    /// goes on. Cumulative.
+    fn rejected(&self) -> u64 {
+        0
+    }
 }

@@ -3,7 +3,9 @@
 /// Sends every message of `msgs` with `sendmmsg(2)`, resuming after partial
 /// sends and retrying EINTR/EAGAIN/ENOBUFS (and ECONNREFUSED, the echo of an
 /// ICMP port-unreachable on UDP: that datagram is lost, like on any
-/// network). `what` names the socket in errors.
+/// network). A message the kernel refuses on its own (EINVAL, EMSGSIZE) is
+/// skipped and counted: one bad frame never stops the run. Returns the
+/// messages skipped. `what` names the socket in errors.
 ///
 /// # Safety
 /// Every message's name and iovecs must point to memory that is valid for
@@ -12,9 +14,10 @@ pub(crate) unsafe fn sendmmsg_all(
     fd: std::os::fd::RawFd,
     msgs: &mut [libc::mmsghdr],
     what: &dyn Fn() -> String,
-) -> Result<(), crate::SinkError> {
+) -> Result<u64, crate::SinkError> {
     let n = msgs.len();
     let mut done = 0;
+    let mut skipped = 0;
     while done < n {
         // SAFETY: msgs[done..] are initialised mmsghdrs whose pointers are
         // valid (the caller's contract); the count matches the slice.
@@ -23,10 +26,16 @@ pub(crate) unsafe fn sendmmsg_all(
             let err = std::io::Error::last_os_error();
             match err.raw_os_error() {
                 Some(libc::EINTR | libc::EAGAIN | libc::ENOBUFS | libc::ECONNREFUSED) => continue,
+                // The first remaining message is the one refused.
+                Some(libc::EINVAL | libc::EMSGSIZE) => {
+                    done += 1;
+                    skipped += 1;
+                    continue;
+                }
                 _ => return Err(crate::SinkError::os(format!("sendmmsg {}", what()), err)),
             }
         }
         done += rc as usize;
     }
-    Ok(())
+    Ok(skipped)
 }

@@ -25,6 +25,8 @@ pub struct UdpSink {
     /// Queued payloads back to back, and each one's end offset.
     buf: Vec<u8>,
     ends: Vec<usize>,
+    /// Datagrams the kernel refused (skipped and counted).
+    rejected: u64,
 }
 
 /// A sockaddr_in or sockaddr_in6 kept by value.
@@ -104,6 +106,7 @@ impl UdpSink {
             dst,
             buf: Vec::with_capacity(BATCH * 2048),
             ends: Vec::with_capacity(BATCH),
+            rejected: 0,
         })
     }
 
@@ -136,7 +139,7 @@ impl UdpSink {
         let dst = self.dst;
         // SAFETY: the iovecs point into self.buf and the names into
         // self.name, both alive and unmoved during the call.
-        unsafe {
+        self.rejected += unsafe {
             crate::mmsg::sendmmsg_all(self.socket.as_raw_fd(), &mut msgs[..n], &|| {
                 format!("to {dst}")
             })?
@@ -168,6 +171,10 @@ impl Sink for UdpSink {
             self.send_batch()?;
         }
         Ok(())
+    }
+
+    fn rejected(&self) -> u64 {
+        self.rejected
     }
 
     fn flush(&mut self) -> Result<(), SinkError> {

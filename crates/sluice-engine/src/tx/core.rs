@@ -162,15 +162,19 @@ impl TxCore {
         self.now = self.waiter.now();
     }
 
-    /// Counts a per-packet sink refusal (too large for the link), or keeps
-    /// a fatal error (the thread stops). Returns true when fatal.
+    /// Counts a per-packet sink refusal (too long or too short for the
+    /// link), or keeps a fatal error (the thread stops). Returns true when
+    /// fatal.
     pub fn failed(&mut self, err: SinkError) -> bool {
-        if err.is_per_packet() {
-            self.c.oversize += 1;
-            return false;
+        match err {
+            SinkError::Oversize { .. } => self.c.oversize += 1,
+            SinkError::TooShort { .. } => self.c.too_short += 1,
+            err => {
+                self.error.get_or_insert(err);
+                return true;
+            }
         }
-        self.error.get_or_insert(err);
-        true
+        false
     }
 
     /// Hands everything queued to the OS; a failure is kept as fatal.
@@ -185,6 +189,7 @@ impl TxCore {
     /// time).
     #[inline]
     pub fn publish(&mut self) {
+        self.c.rejected = self.sink.rejected();
         self.counters.publish(&self.c);
         if self.now.since(self.last_handoff) >= HISTOGRAM_HANDOFF
             && self.counters.eps.offer(&mut self.hist)
@@ -202,6 +207,9 @@ impl TxCore {
             // At top speed the last frame has left once the sink is finished.
             self.last_send = self.waiter.now();
         }
+        // Frames the kernel refused once queued were counted as sent.
+        self.c.rejected = self.sink.rejected();
+        self.c.packets = self.c.packets.saturating_sub(self.c.rejected);
         self.counters.publish(&self.c);
         self.counters.eps.finish(self.hist);
         TxReport {
