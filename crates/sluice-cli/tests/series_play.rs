@@ -367,3 +367,47 @@ fn two_tx_threads_rescue_by_default_and_count_every_record_once() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--rescue-after"), "{}", stderr(&o));
 }
+
+/// Sizes the user controls are bounded before anything is allocated: a
+/// huge buffer used to zero-fill 16 GiB, abort or panic; a huge device
+/// multiplier grew without bound.
+#[test]
+fn huge_buffers_and_device_multipliers_are_refused_naming_the_option() {
+    let d = tmpdir("series-bounds");
+    let arc = convert_csv(
+        &d,
+        "a",
+        "timestamp,device_id,value\n2024-01-01T00:00:00Z,d1,1\n",
+    );
+    let arc = arc.to_str().unwrap();
+    for size in [
+        "8G",
+        "137438953472",
+        "18446744073709551615",
+        "18446744073709551615G",
+    ] {
+        let o = run(&["series", "play", arc, "--buffer-size", size, "-q"]);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "--buffer-size {size}: {}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains("--buffer-size"), "{}", stderr(&o));
+    }
+    let o = run(&["series", "play", arc, "--devices", "x100000000", "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("40000"), "{}", stderr(&o));
+    // A buffer far larger than the archive is not allocated in full.
+    let o = run(&[
+        "series",
+        "play",
+        arc,
+        "--buffer-size",
+        "1G",
+        "--clock",
+        "virtual",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -18,8 +18,6 @@ use std::time::Duration;
 
 /// Batches handed over before the run may start (the prefetch lead).
 pub(crate) const PRIME_BATCHES: usize = 8;
-/// Preload budget when /proc/meminfo cannot be read.
-const FALLBACK_PRELOAD_BUDGET: u64 = 1 << 30;
 
 pub(crate) struct IoContext {
     pub source: Box<dyn Source>,
@@ -411,13 +409,5 @@ impl Feeder {
 
 /// Half of the memory the kernel says is available.
 pub(crate) fn default_preload_budget() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemAvailable:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map(|kib| kib * 1024 / 2)
-        .unwrap_or(FALLBACK_PRELOAD_BUDGET)
+    sluice_sys::mem::default_budget()
 }

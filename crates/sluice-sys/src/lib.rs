@@ -6,6 +6,7 @@
 //!   for the caller to report ("--rt refused: Operation not permitted")
 //!   rather than failing the run.
 //! - [`cpus`]: how many CPUs the process may use, and `--cpu` lists.
+//! - [`mem`]: the memory available, for budgets checked before allocating.
 //! - [`net`]: facts about network interfaces (the MTU).
 //! - [`output`]: file outputs written to a temporary file and renamed into
 //!   place, locked while written, never aliasing an input.
@@ -15,6 +16,7 @@
 //! `libc`.
 
 pub mod cpus;
+pub mod mem;
 pub mod net;
 pub mod output;
 pub mod sched;

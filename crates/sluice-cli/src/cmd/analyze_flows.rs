@@ -12,7 +12,7 @@ use crate::{bad_input, exit, Failure};
 use anyhow::Context;
 use serde::Serialize;
 use sluice_analyze::{collect_flows, FlowRecord, Timeouts};
-use sluice_source::flows::{Expander, Flow, Proto, Session};
+use sluice_source::flows::{Expander, Flow, FlowEntry, Proto, Session};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 
@@ -174,6 +174,15 @@ pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
     let session = match &a.session {
         Some(p) => {
             let s = Session::load(p).map_err(bad_input)?;
+            // Every planned flow is held for the comparison: refuse a
+            // session too large for memory before expanding it.
+            s.admit(
+                std::mem::size_of::<Flow>() as u64,
+                sluice_sys::mem::default_budget(),
+                "expanded for the comparison",
+                FlowEntry::flows,
+            )
+            .map_err(bad_input)?;
             let seed = a.seed.or(s.seed).unwrap_or(1);
             let flows: Vec<Flow> = Expander::new(&s, seed).map_err(bad_input)?.collect();
             Some(compare(&records, flows))

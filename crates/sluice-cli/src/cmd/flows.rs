@@ -58,13 +58,15 @@ fn import(a: ImportArgs) -> Result<u8, Failure> {
         .and_then(|()| out.commit())
         .with_context(|| format!("cannot write {}", a.output.display()))?;
     eprintln!(
-        "sluice: {name} -> {}: {} records, {} flows; skipped (protocol) {}, without duration (1 s apart) {}, bytes raised to the headers' minimum {}",
+        "sluice: {name} -> {}: {} records, {} flows; skipped (protocol) {}, skipped (no packets) {}, without duration (1 s apart) {}, bytes raised to the headers' minimum {}, bytes lowered to 65535 per packet {}",
         a.output.display(),
         s.records,
         s.flows,
         s.skipped_protocol,
+        s.no_packets,
         s.no_duration,
-        s.short_bytes
+        s.short_bytes,
+        s.long_bytes
     );
     Ok(crate::exit::OK)
 }

@@ -1,5 +1,6 @@
 //! `sluice series play`: time-series records as UDP datagrams, on time.
 
+use crate::args::values::Size;
 use crate::args::PlayArgs;
 use crate::plan::{check_threads, engine_config, send};
 use crate::{bad_input, Failure};
@@ -9,6 +10,9 @@ use sluice_engine::{run_series, EngineConfig, SeriesConfig};
 use sluice_sink::SinkSpec;
 use sluice_source::series::{DeviceCount, FlowMap, Ooo, SeriesTiming, MIN_BUFFER};
 use std::path::Path;
+
+/// Largest IO buffer (two per worker); larger ones only cost memory.
+const MAX_BUFFER: usize = 1 << 30;
 
 pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     check_threads(&a.run, &a.to)?;
@@ -23,9 +27,11 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         _ => SeriesTiming::Conforming,
     };
     let buffer_size = a.buffer_size.0;
-    if buffer_size < MIN_BUFFER {
+    if !(MIN_BUFFER..=MAX_BUFFER).contains(&buffer_size) {
         return Err(bad_input(anyhow!(
-            "--buffer-size must be at least {MIN_BUFFER} bytes (one record of the largest size)"
+            "--buffer-size must be between {} (one record of the largest size) and {}",
+            Size(MIN_BUFFER),
+            Size(MAX_BUFFER)
         )));
     }
     if a.workers == 0 || a.workers > 64 {

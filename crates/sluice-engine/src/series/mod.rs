@@ -34,7 +34,7 @@ use perflow::{FlowCount, FlowCounters};
 use sluice_sink::Sink;
 use sluice_source::series::{
     device_name, first_timestamp, ArchiveChunker, DeviceCount, DeviceTable, DueRecord, Indexer,
-    SeriesError, HEADER_LEN,
+    SeriesError, HEADER_LEN, MIN_BUFFER,
 };
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
@@ -108,7 +108,11 @@ pub fn run_series(
     let stop = ecfg.stop.clone();
     let starved = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let io_starved = starved.clone();
-    let buffer_size = cfg.buffer_size;
+    // A buffer larger than the archive would only be zero-filled.
+    let archive_len = std::fs::metadata(&cfg.path).map_or(u64::MAX, |m| m.len());
+    let buffer_size = usize::try_from(archive_len)
+        .unwrap_or(usize::MAX)
+        .clamp(MIN_BUFFER, cfg.buffer_size.max(MIN_BUFFER));
     let io = thread::Builder::new()
         .name("sluice-io".into())
         .spawn(move || {

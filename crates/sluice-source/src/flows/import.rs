@@ -15,6 +15,9 @@ use sluice_archive::Stamp;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
+/// IP bytes of one packet at most.
+const MAX_IP_PACKET: u64 = 65_535;
+
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ImportStats {
     pub records: u64,
@@ -23,6 +26,11 @@ pub struct ImportStats {
     pub no_duration: u64,
     /// Records whose bytes are fewer than the packets' headers need.
     pub short_bytes: u64,
+    /// Records whose bytes are more than their packets can carry (65 535
+    /// IP bytes each): lowered to that.
+    pub long_bytes: u64,
+    /// Records of no packets, skipped.
+    pub no_packets: u64,
 }
 
 struct Record {
@@ -152,7 +160,7 @@ pub fn import_csv(name: &str, text: &str) -> Result<(String, ImportStats), Strin
             }
         };
         if r.ipkt == 0 {
-            stats.skipped_protocol += 1;
+            stats.no_packets += 1;
             continue;
         }
         let at = |what: &str| format!("{name}: line {}: {what}", r.line);
@@ -164,10 +172,15 @@ pub fn import_csv(name: &str, text: &str) -> Result<(String, ImportStats), Strin
                     r.ipkt
                 ))
             })?;
+        let most = r.ipkt.saturating_mul(MAX_IP_PACKET);
         let mut bytes = r.ibyt;
         if bytes < least {
             stats.short_bytes += 1;
             bytes = least;
+        } else if bytes > most {
+            // What `flows run` could not send: no packet carries more.
+            stats.long_bytes += 1;
+            bytes = most;
         }
         // Records may span millennia (4-digit years): the start, in ns
         // after the first record, must still fit 64 bits (584 years).
@@ -235,5 +248,20 @@ mod tests {
         );
         let e = import_csv("f.csv", &far).unwrap_err();
         assert!(e.contains("line 3") && e.contains("584 years"), "{e}");
+    }
+
+    /// `flows import` wrote sessions `flows run` refused: more bytes than
+    /// the packets can carry.
+    #[test]
+    fn bytes_no_packet_could_carry_are_lowered_and_the_session_runs() {
+        let text = format!(
+            "{HEAD}2023-02-28T09:46:01Z,x,1.0,10.0.0.1,10.0.0.2,1,2,UDP,.,1,100000\n\
+             2023-02-28T09:46:02Z,x,1.0,10.0.0.1,10.0.0.2,1,2,UDP,.,0,0\n"
+        );
+        let (yaml, stats) = import_csv("f.csv", &text).unwrap();
+        assert_eq!((stats.long_bytes, stats.no_packets, stats.flows), (1, 1, 1));
+        assert_eq!(stats.skipped_protocol, 0);
+        let s = Session::parse("f.yaml", &yaml, true).expect("flows run accepts it");
+        assert_eq!(s.flows[0].bytes, Some(65_535));
     }
 }

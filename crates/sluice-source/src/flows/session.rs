@@ -316,7 +316,75 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Checks, before anything is allocated, that `per_flow` bytes for each
+    /// of `flows(entry)` flows fit in `budget`; the error names the entry
+    /// that needs most and the budget. `what` says what the flows are for.
+    pub fn admit(
+        &self,
+        per_flow: u64,
+        budget: u64,
+        what: &str,
+        flows: impl Fn(&FlowEntry) -> u64,
+    ) -> Result<(), SessionError> {
+        let each: Vec<u64> = self.flows.iter().map(&flows).collect();
+        let need = each
+            .iter()
+            .fold(0u64, |a, &n| a.saturating_add(n))
+            .saturating_mul(per_flow);
+        if need <= budget {
+            return Ok(());
+        }
+        let (index, most) = each
+            .iter()
+            .copied()
+            .enumerate()
+            .max_by_key(|&(_, n)| n)
+            .unwrap_or((0, 0));
+        Err(self.entry_error(
+            index,
+            format!(
+                "count: {most} flows {what} need {} MiB with the session's other flows, over the \
+                 memory budget of {} MiB (half of the available memory)",
+                need >> 20,
+                budget >> 20
+            ),
+        ))
+    }
+}
+
 impl FlowEntry {
+    /// Flows this entry stands for (both directions of a biflow).
+    pub fn flows(&self) -> u64 {
+        self.count
+            .unwrap_or(1)
+            .saturating_mul(1 + u64::from(self.biflow))
+    }
+
+    /// Most of its flows active at once: all of them when they start
+    /// together (no `period`), else as many as start within the longest
+    /// flow's life.
+    pub fn peak_active(&self) -> u64 {
+        let all = self.flows();
+        let period = self.period.map_or(0, |p| p.0 .0);
+        if self.count.unwrap_or(1) <= 1 || period == 0 {
+            return all;
+        }
+        let packets = self
+            .vary
+            .packets
+            .map_or(self.packets, |[_, most]| most.max(self.packets));
+        let slowest = match (self.pps, self.spp, self.vary.pps) {
+            (_, _, Some([least, _])) => least,
+            (Some(p), _, None) => p,
+            (None, Some(s), None) => 1.0 / s,
+            (None, None, None) => f64::INFINITY,
+        };
+        let life_ns = packets.saturating_sub(1) as f64 * 1e9 / slowest;
+        let overlap = (life_ns / period as f64).floor().min(u64::MAX as f64 / 4.0) as u64 + 1;
+        all.min(overlap.saturating_mul(1 + u64::from(self.biflow)))
+    }
+
     /// Checks what serde cannot: families, intensity, ranges.
     pub fn check(&self) -> Result<(), String> {
         let v6 = self.proto.v6();
@@ -360,7 +428,13 @@ impl FlowEntry {
         }
         if let Some(b) = self.bytes {
             let h = self.header_len() as u64;
-            if b < h * self.packets || (b - h * self.packets).div_ceil(self.packets) + h > 65_535 {
+            let headers = h.checked_mul(self.packets).ok_or_else(|| {
+                format!(
+                    "packets {} of {h} header bytes each overflow a byte count",
+                    self.packets
+                )
+            })?;
+            if b < headers || (b - headers).div_ceil(self.packets) + h > 65_535 {
                 return Err(format!(
                     "bytes {b} cannot be spread over {} packets of {h} header bytes each (at most 65535 per packet)",
                     self.packets
@@ -445,5 +519,46 @@ mod tests {
     fn the_session_remembers_its_file() {
         let s = Session::parse("s.yaml", &format!("flows: [{GOOD}]"), true).unwrap();
         assert_eq!(s.name, "s.yaml");
+    }
+
+    #[test]
+    fn packets_times_header_bytes_that_overflow_are_refused() {
+        let text = "flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 9223372036854775808, pps: 1, bytes: 100}\n";
+        let e = Session::parse("s.yaml", text, true).unwrap_err();
+        assert!(e.to_string().contains("overflow"), "{e}");
+    }
+
+    fn entry(text: &str) -> FlowEntry {
+        let s = Session::parse("s.yaml", &format!("flows: [{text}]"), true).unwrap();
+        s.flows[0].clone()
+    }
+
+    #[test]
+    fn flows_that_start_together_are_all_active_at_once() {
+        let e = entry(
+            "{proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 10, pps: 1000, count: 1000000}",
+        );
+        assert_eq!(e.peak_active(), 1_000_000);
+        // 10 packets at 1000 pps live 9 ms: with a flow every 1 ms, 10 at once.
+        let e = entry("{proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 10, pps: 1000, count: 1000000, period: 1ms}");
+        assert_eq!(e.peak_active(), 10);
+        let e = entry("{proto: tcp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 10, pps: 1000, count: 1000000, period: 1ms, biflow: true}");
+        assert_eq!((e.flows(), e.peak_active()), (2_000_000, 20));
+    }
+
+    #[test]
+    fn a_session_over_the_memory_budget_is_refused_naming_the_entry() {
+        let text = "flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1}\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 2, pps: 1, count: 1000000000}\n";
+        let s = Session::parse("s.yaml", text, true).unwrap();
+        let e = s
+            .admit(128, 1 << 30, "active at once", FlowEntry::peak_active)
+            .unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("s.yaml: flows[1]: count: 1000000000"),
+            "{msg}"
+        );
+        assert!(msg.contains("memory budget of 1024 MiB"), "{msg}");
+        assert!(s.admit(128, u64::MAX, "x", FlowEntry::peak_active).is_ok());
     }
 }

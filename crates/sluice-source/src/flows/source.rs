@@ -12,7 +12,7 @@
 use super::calendar::Calendar;
 use super::dtree::DistributionTree;
 use super::expand::{Expander, Flow, NO_TOTAL};
-use super::session::Session;
+use super::session::{FlowEntry, Session};
 use crate::seam::{End, Origin, Source, SourceError, SourceReport};
 use sluice_core::{Lane, Nanos, Outbox};
 use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, MacAddr, PacketFields};
@@ -57,6 +57,10 @@ sluice_core::named_values!(Planner {
     Calendar => "calendar",
     Stochastic => "stochastic",
 });
+
+/// Memory of one active flow, its calendar entry included, rounded up
+/// (a test checks the structure holds 116 bytes).
+const ACTIVE_FLOW_BYTES: u64 = 128;
 
 fn a_gap(a: &Option<Active>) -> f64 {
     a.as_ref().map_or(f64::INFINITY, |a| a.flow.gap_ns)
@@ -110,6 +114,14 @@ impl FlowSource {
     }
 
     pub fn new(session: &Session, cfg: FlowConfig) -> Result<Self, SourceError> {
+        // Flows that start together are active together: a meta-flow of a
+        // billion flows without a period is refused, not allocated.
+        session.admit(
+            ACTIVE_FLOW_BYTES,
+            sluice_sys::mem::default_budget(),
+            "active at once",
+            FlowEntry::peak_active,
+        )?;
         let seed = cfg.seed.or(session.seed).unwrap_or(1);
         let expander = Expander::new(session, seed)?;
         // Captures are stamped from the wall clock at the start of the run.

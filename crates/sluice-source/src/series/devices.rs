@@ -24,6 +24,12 @@ pub type DeviceId = [u8; 16];
 
 /// First source port of default flows.
 const BASE_SRC_PORT: u16 = 20_000;
+/// Most simulated copies of a device (`--devices xK`): copy k uses source
+/// port base + k, and this many stay distinct.
+pub const MAX_COPIES: u32 = 40_000;
+/// Most flows (devices × copies) a run tracks: flow indexes, per-flow
+/// templates and counters are bounded by it.
+pub const MAX_DEVICE_FLOWS: u64 = 1 << 26;
 
 /// How many devices to simulate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,10 +44,12 @@ pub enum DeviceCount {
 impl FromStr for DeviceCount {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("'{s}': expected a device count N or a multiplier xK (K ≥ 1)");
+        let bad = || {
+            format!("'{s}': expected a device count N or a multiplier xK (1 ≤ K ≤ {MAX_COPIES})")
+        };
         if let Some(k) = s.strip_prefix('x') {
             match k.parse::<u32>() {
-                Ok(k) if k >= 1 => Ok(DeviceCount::Multiply(k)),
+                Ok(k) if (1..=MAX_COPIES).contains(&k) => Ok(DeviceCount::Multiply(k)),
                 _ => Err(bad()),
             }
         } else {
@@ -178,7 +186,7 @@ impl FlowMap {
             .src_port
             .or(self.defaults.src_port)
             .unwrap_or(BASE_SRC_PORT)
-            .wrapping_add((copy % 40_000) as u16);
+            .wrapping_add((copy % MAX_COPIES) as u16);
         Udp4Flow {
             src_ip: pick(rule.src_ip, self.defaults.src_ip)
                 .unwrap_or(default_src)
@@ -290,20 +298,29 @@ impl DeviceTable {
         }
     }
 
-    /// The device's index, or None if `--devices N` leaves it out.
-    pub fn assign(&mut self, id: &DeviceId) -> Option<u32> {
+    /// The device's index, Ok(None) if `--devices N` leaves it out, or an
+    /// error once its flows would pass [`MAX_DEVICE_FLOWS`].
+    pub fn assign(&mut self, id: &DeviceId) -> Result<Option<u32>, String> {
         if let Some(&i) = self.index.get(id) {
-            return Some(i);
+            return Ok(Some(i));
         }
         if let DeviceCount::Limit(n) = self.count {
             if self.ids.len() >= n as usize {
-                return None;
+                return Ok(None);
             }
+        }
+        let flows = (self.ids.len() as u64 + 1) * u64::from(self.copies());
+        if flows > MAX_DEVICE_FLOWS {
+            return Err(format!(
+                "device {} would make {flows} flows with --devices x{}: at most {MAX_DEVICE_FLOWS} flows",
+                self.ids.len() + 1,
+                self.copies()
+            ));
         }
         let i = self.ids.len() as u32;
         self.ids.push(*id);
         self.index.insert(*id, i);
-        Some(i)
+        Ok(Some(i))
     }
 
     pub fn copies(&self) -> u32 {
@@ -331,6 +348,9 @@ mod tests {
         assert_eq!("x3".parse(), Ok(DeviceCount::Multiply(3)));
         assert!("0".parse::<DeviceCount>().is_err());
         assert!("x0".parse::<DeviceCount>().is_err());
+        assert!("x40000".parse::<DeviceCount>().is_ok());
+        assert!("x40001".parse::<DeviceCount>().is_err());
+        assert!("x100000000".parse::<DeviceCount>().is_err());
         assert!("many".parse::<DeviceCount>().is_err());
     }
 
@@ -420,14 +440,29 @@ mod tests {
             .iter()
             .map(|n| device_id(n).unwrap())
             .collect();
-        assert_eq!(t.assign(&ids[0]), Some(0));
-        assert_eq!(t.assign(&ids[1]), Some(1));
-        assert_eq!(t.assign(&ids[2]), None);
-        assert_eq!(t.assign(&ids[0]), Some(0));
+        assert_eq!(t.assign(&ids[0]), Ok(Some(0)));
+        assert_eq!(t.assign(&ids[1]), Ok(Some(1)));
+        assert_eq!(t.assign(&ids[2]), Ok(None));
+        assert_eq!(t.assign(&ids[0]), Ok(Some(0)));
         let mut t = DeviceTable::new(DeviceCount::Multiply(3));
-        t.assign(&ids[0]);
-        t.assign(&ids[1]);
+        assert_eq!(t.assign(&ids[0]), Ok(Some(0)));
+        assert_eq!(t.assign(&ids[1]), Ok(Some(1)));
         assert_eq!(t.flow_device(4), Some((&ids[1], 1)));
         assert_eq!(device_name(&ids[2]), "C");
+    }
+
+    #[test]
+    fn devices_past_the_flow_bound_are_an_error_naming_the_option() {
+        let mut t = DeviceTable::new(DeviceCount::Multiply(MAX_COPIES));
+        let most = (MAX_DEVICE_FLOWS / u64::from(MAX_COPIES)) as usize;
+        for i in 0..most {
+            let id = device_id(&format!("d{i}")).unwrap();
+            assert_eq!(t.assign(&id), Ok(Some(i as u32)));
+        }
+        let e = t.assign(&device_id("one-more").unwrap()).unwrap_err();
+        assert!(
+            e.contains("--devices x40000") && e.contains("at most"),
+            "{e}"
+        );
     }
 }

@@ -100,14 +100,18 @@ impl Indexer {
         }
     }
 
-    fn flow_base(&mut self, id: &DeviceId) -> Option<u32> {
+    fn flow_base(&mut self, id: &DeviceId) -> Result<Option<u32>, String> {
         if let Some(&f) = self.cache.get(id) {
-            return f;
+            return Ok(f);
         }
-        let dev = self.table.lock().ok().and_then(|mut t| t.assign(id));
+        let dev = match self.table.lock() {
+            Ok(mut t) => t.assign(id)?,
+            Err(_) => None,
+        };
+        // Below MAX_DEVICE_FLOWS (2^26): the product fits.
         let base = dev.map(|d| d * self.copies);
         self.cache.insert(*id, base);
-        base
+        Ok(base)
     }
 
     /// Calls `emit` for every record of `buf` (once per simulated copy), in
@@ -136,7 +140,13 @@ impl Indexer {
                 SeriesTiming::FastForward(f) => Nanos((rel_ns as f64 / f) as u64),
                 SeriesTiming::TightLoop(iv) => Nanos((buf.first_record + i).saturating_mul(iv.0)),
             };
-            let Some(base) = self.flow_base(device) else {
+            let base = self.flow_base(device).map_err(|what| SeriesError::Record {
+                file: self.file.clone(),
+                record: buf.first_record + i + 1,
+                offset: buf.file_offset + at as u64,
+                what,
+            })?;
+            let Some(base) = base else {
                 self.filtered += 1;
                 at += len;
                 continue;
