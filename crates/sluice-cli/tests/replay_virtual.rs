@@ -396,3 +396,62 @@ fn preload_over_budget_falls_back_to_streaming_and_says_so() {
     assert_eq!(streamed.len(), 9000);
     assert_same_run(&streamed, &read_all(&out), "fallback");
 }
+
+/// A clock jump in a capture used to be waited for in silence (a 2.7-year
+/// gap made replay sleep 2.7 years): it is reported with its position, and
+/// --max-gap shortens it.
+#[test]
+fn a_long_gap_is_reported_and_max_gap_shortens_it() {
+    let d = tmpdir("max-gap");
+    let t = d.join("gap.pcap");
+    let file = std::fs::File::create(&t).unwrap();
+    let mut w = sluice_capture::PcapWriter::new(
+        std::io::BufWriter::new(file),
+        sluice_capture::LinkType::ETHERNET,
+        65535,
+    )
+    .unwrap();
+    let base = 1_000_000_000_000u64;
+    let three_hours = 3 * 3600 * 1_000_000_000u64;
+    for (i, ts) in [base, base + 1_000, base + 1_000 + three_hours, base + 500]
+        .into_iter()
+        .enumerate()
+    {
+        w.write_packet(ts, &frame(i as u64, 64), 64).unwrap();
+    }
+    w.into_inner().unwrap();
+    let sum = d.join("s.json");
+    let o = run(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--clock",
+        "virtual",
+        "-q",
+        "--summary-json",
+        sum.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("packet 3: a gap of 10800s"), "{err}");
+    assert!(
+        err.contains("packet 4: the recorded time steps back"),
+        "{err}"
+    );
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
+    assert!(s["duration_s"].as_f64().unwrap() > 10_000.0);
+    let o = run(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--clock",
+        "virtual",
+        "-q",
+        "--max-gap",
+        "1ms",
+        "--summary-json",
+        sum.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("shortened to 1ms"), "{}", stderr(&o));
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
+    assert!(s["duration_s"].as_f64().unwrap() < 0.01, "{s}");
+}

@@ -5,6 +5,7 @@
 //! adding per-packet gaps) keeps fixed-rate modes free of accumulated rounding
 //! drift: packet 1 000 000 at 100 kpps is due at exactly 10 s.
 
+use crate::gaps::GapWatch;
 use sluice_core::Nanos;
 
 /// How packet timestamps map to send times.
@@ -41,11 +42,20 @@ pub struct Schedule {
     bytes: u128,
     /// Due offset of the last packet handed out: due times never go backwards.
     last_due: u64,
+    /// Long gaps and steps back in the recorded time.
+    pub gaps: GapWatch,
 }
 
 impl Schedule {
     pub fn new(mode: TimingMode) -> Self {
+        Self::with_max_gap(mode, None)
+    }
+
+    /// A schedule whose recorded gaps longer than `max_gap` are shortened
+    /// to it (None: kept, and the first over an hour reported).
+    pub fn with_max_gap(mode: TimingMode, max_gap: Option<Nanos>) -> Self {
         Schedule {
+            gaps: GapWatch::new(max_gap),
             mode,
             first_ts: None,
             pass_span: 0,
@@ -68,6 +78,7 @@ impl Schedule {
     pub fn due(&mut self, ts_ns: u64, frame_len: usize) -> Nanos {
         let due = match self.mode {
             TimingMode::Recorded { multiplier } => {
+                let ts_ns = self.gaps.adjust(ts_ns);
                 let first = *self.first_ts.get_or_insert(ts_ns);
                 let rel = ts_ns.saturating_sub(first);
                 self.pass_span = self.pass_span.max(rel);
@@ -125,6 +136,7 @@ impl Schedule {
         }
         self.pass_span = 0;
         self.pass_packets = 0;
+        self.gaps.next_pass();
     }
 }
 

@@ -9,7 +9,7 @@
 
 use crate::seam::{End, Origin, Source, SourceError, SourceReport};
 use sluice_capture::CaptureReader;
-use sluice_core::Outbox;
+use sluice_core::{Nanos, Outbox};
 use sluice_pace::{Schedule, TimingMode};
 use sluice_wire::{
     encap_for_linktype, flow_hash, rewrite_payload, to_ethernet, Encap, MacAddr, PayloadMode,
@@ -24,6 +24,9 @@ pub struct ReplayConfig {
     pub src_mac: MacAddr,
     pub dst_mac: MacAddr,
     pub skip_unsupported: bool,
+    /// Recorded gaps longer than this are shortened to it (None: kept;
+    /// the first over an hour is reported).
+    pub max_gap: Option<Nanos>,
 }
 
 impl Default for ReplayConfig {
@@ -35,6 +38,7 @@ impl Default for ReplayConfig {
             src_mac: MacAddr::LOCAL_SRC,
             dst_mac: MacAddr::LOCAL_DST,
             skip_unsupported: false,
+            max_gap: None,
         }
     }
 }
@@ -61,7 +65,7 @@ impl ReplaySource {
         let reader = CaptureReader::open(&cfg.path)?;
         let file = reader.name().to_string();
         Ok(ReplaySource {
-            schedule: Schedule::new(cfg.timing),
+            schedule: Schedule::with_max_gap(cfg.timing, cfg.max_gap),
             cfg,
             reader,
             report: SourceReport::default(),
@@ -179,6 +183,9 @@ impl Source for ReplaySource {
     }
 
     fn report(&self) -> SourceReport {
-        self.report.clone()
+        let mut r = self.report.clone();
+        r.notes
+            .extend(self.schedule.gaps.notes(&self.file, "packet"));
+        r
     }
 }

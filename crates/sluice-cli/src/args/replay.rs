@@ -48,6 +48,11 @@ pub struct ReplayArgs {
     /// Stop after this long, e.g. 10s.
     #[arg(long, value_parser = duration)]
     pub duration: Option<Nanos>,
+    /// Shorten recorded gaps longer than this to it (a clock jump in a
+    /// capture would otherwise be waited for). Without it, the first gap
+    /// over an hour is reported, and kept.
+    #[arg(long, value_parser = duration)]
+    pub max_gap: Option<Nanos>,
 
     /// Payload handling: keep, zero (same length), truncate (headers only); checksums are recomputed.
     #[arg(long, default_value_t = ReplayConfig::default().payload)]

@@ -9,11 +9,10 @@ use crate::{exit, signals, Failure};
 use anyhow::{anyhow, bail, Context};
 use sluice_capture::{LinkType, PcapWriter};
 use sluice_engine::{run_source, EngineConfig};
-use sluice_pace::TimingMode;
 use sluice_sink::{AfPacketSink, PcapSink, Sink, TxMode};
 use sluice_source::{ReplayConfig, ReplaySource};
 use sluice_sys::output::Output;
-use sluice_wire::{checksum, MacAddr, PayloadMode};
+use sluice_wire::{checksum, MacAddr};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -93,11 +92,8 @@ fn replay(
 ) -> Result<sluice_engine::Summary, Failure> {
     let source = ReplaySource::open(ReplayConfig {
         path: trace.to_path_buf(),
-        timing: TimingMode::Recorded { multiplier: 1.0 },
-        payload: PayloadMode::Keep,
-        src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
         dst_mac: MacAddr([2, 0, 0, 0, 0, 0x99]),
-        skip_unsupported: false,
+        ..ReplayConfig::default()
     })?;
     let cfg = EngineConfig {
         stop,

@@ -19,6 +19,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         src_mac: a.src_mac,
         dst_mac: a.dst_mac,
         skip_unsupported: a.skip_unsupported,
+        max_gap: a.max_gap,
     })
     .map_err(bad_input)?;
     let cfg = EngineConfig {
