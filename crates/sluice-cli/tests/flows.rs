@@ -532,3 +532,28 @@ fn sessions_too_large_for_memory_are_refused_before_allocating() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("memory budget"), "{}", stderr(&o));
 }
+
+/// `flows run /dev/zero` read until memory ran out; a session nested
+/// 100 000 deep took half a minute to refuse.
+#[test]
+fn endless_and_deeply_nested_sessions_are_refused_at_once() {
+    let started = std::time::Instant::now();
+    let o = run(&["flows", "run", "/dev/zero", "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("/dev/zero: more than"),
+        "{}",
+        stderr(&o)
+    );
+    let d = tmpdir("flows-deep");
+    let deep = d.join("deep.yaml");
+    std::fs::write(&deep, format!("flows: {}", "[".repeat(100_000))).unwrap();
+    let o = run(&["flows", "run", deep.to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("nested deeper than 64"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}

@@ -8,6 +8,7 @@ pub mod flows;
 pub mod replay;
 pub mod seam;
 pub mod series;
+pub mod text;
 
 pub use replay::{ReplayConfig, ReplaySource};
 pub use seam::{End, Origin, Source, SourceError, SourceReport};

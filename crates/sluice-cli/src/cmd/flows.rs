@@ -45,14 +45,18 @@ fn run_session(a: RunArgs) -> Result<u8, Failure> {
     )
 }
 
+/// Largest flow-record file `flows import` reads.
+const IMPORT_MAX: u64 = 1 << 30;
+
 fn import(a: ImportArgs) -> Result<u8, Failure> {
     let out_spec = a.output.to_string_lossy();
     dest::check(&[&a.records], &[&out_spec])?;
     let mut out = Dest::open(&out_spec)?;
     let name = a.records.display().to_string();
-    let text = std::fs::read_to_string(&a.records)
-        .with_context(|| format!("cannot read {name}"))
-        .map_err(bad_input)?;
+    // Flow records are kept in memory with the session written from them:
+    // bounded like every text input (a device file is not read forever).
+    let text = sluice_source::text::read_bounded(&a.records, IMPORT_MAX)
+        .map_err(|e| bad_input(anyhow!("{name}: {e}")))?;
     let (yaml, s) = import_csv(&name, &text).map_err(|e| bad_input(anyhow!(e)))?;
     out.write_all(yaml.as_bytes())
         .and_then(|()| out.commit())

@@ -282,10 +282,16 @@ impl Session {
     /// Reads a session: YAML (`.yaml`/`.yml`) or JSON (anything else).
     pub fn load(path: &Path) -> Result<Session, SessionError> {
         let file = path.display().to_string();
-        match std::fs::read_to_string(path) {
-            Ok(text) => Self::parse(&file, &text, crate::is_yaml(path)),
-            Err(error) => Err(SessionError::Read { file, error }),
+        if let Err(error) = std::fs::metadata(path) {
+            return Err(SessionError::Read { file, error });
         }
+        let text = crate::text::read_bounded(path, crate::text::MAX_TEXT).map_err(|what| {
+            SessionError::Syntax {
+                file: file.clone(),
+                what,
+            }
+        })?;
+        Self::parse(&file, &text, crate::is_yaml(path))
     }
 
     /// Parses session text (YAML or JSON); errors name `name`.
@@ -294,6 +300,7 @@ impl Session {
             file: name.to_owned(),
             what,
         };
+        crate::text::check_depth(text).map_err(syntax)?;
         let mut s: Session = if yaml {
             serde_yaml_ng::from_str(text).map_err(|e| syntax(e.to_string()))?
         } else {

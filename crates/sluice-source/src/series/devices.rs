@@ -145,9 +145,11 @@ impl FlowMap {
     /// (`device_id,src_ip,dst_ip,src_port,dst_port[,proto]`).
     pub fn load(self, path: &Path) -> Result<FlowMap, SeriesError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| SeriesError::Io {
-            file: file.clone(),
-            source: e,
+        let text = crate::text::read_bounded(path, crate::text::MAX_TEXT).map_err(|what| {
+            SeriesError::Mapping {
+                file: file.clone(),
+                what,
+            }
         })?;
         self.parse(&file, &text, crate::is_yaml(path))
     }
@@ -159,6 +161,7 @@ impl FlowMap {
             what,
         };
         let rules: Vec<(String, PartialFlow)> = if yaml {
+            crate::text::check_depth(text).map_err(bad)?;
             let m: YamlMap = serde_yaml_ng::from_str(text).map_err(|e| bad(e.to_string()))?;
             self.defaults = m.defaults;
             m.devices.into_iter().collect()
