@@ -455,3 +455,35 @@ fn a_long_gap_is_reported_and_max_gap_shortens_it() {
     let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
     assert!(s["duration_s"].as_f64().unwrap() < 0.01, "{s}");
 }
+
+/// Small inconsistencies: a rate over one packet read "25.00 M pps", a
+/// zero duration sent one packet here and none in series play, `--pps 0`
+/// said "is not a number".
+#[test]
+fn rates_of_a_too_short_run_are_null_and_zero_values_are_refused_clearly() {
+    let d = tmpdir("short-run");
+    let t = d.join("one.pcap");
+    write_trace(&t, 1, 1000, 64);
+    let sum = d.join("s.json");
+    let o = run(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--clock",
+        "virtual",
+        "-q",
+        "--summary-json",
+        sum.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("rate not measured"), "{}", stderr(&o));
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
+    assert!(s["pps"].is_null() && s["bps"].is_null(), "{s}");
+    for (opt, value, says) in [
+        ("--duration", "0", "must be more than 0"),
+        ("--pps", "0", "a rate must be more than 0"),
+    ] {
+        let o = run(&["replay", t.to_str().unwrap(), opt, value]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
+}

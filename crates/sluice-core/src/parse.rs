@@ -20,6 +20,8 @@ pub enum ParseError {
     Negative(String),
     #[error("'{0}' is too large")]
     TooLarge(String),
+    #[error("'{0}': a rate must be more than 0")]
+    ZeroRate(String),
 }
 
 fn split_number(s: &str) -> Result<(f64, &str), ParseError> {
@@ -93,7 +95,7 @@ pub fn parse_rate(s: &str) -> Result<f64, ParseError> {
     let (v, unit) = split_number(s)?;
     let v = v * si_scale(s, unit)?;
     if v == 0.0 {
-        return Err(ParseError::NotANumber(format!("{s} (a rate must be > 0)")));
+        return Err(ParseError::ZeroRate(s.to_owned()));
     }
     Ok(v)
 }

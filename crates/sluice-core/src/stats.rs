@@ -97,14 +97,18 @@ impl ErrorHistogram {
         if self.hist.is_empty() {
             return Percentiles::default();
         }
+        // The histogram's buckets round a value up to their upper end; the
+        // exact maximum is kept apart, and no percentile may exceed it.
+        let max_ns = self.max_ns.max(0) as u64;
+        let at = |q| self.hist.value_at_quantile(q).min(max_ns);
         Percentiles {
             count: self.hist.len(),
-            mean_ns: self.hist.mean(),
-            p50_ns: self.hist.value_at_quantile(0.50),
-            p90_ns: self.hist.value_at_quantile(0.90),
-            p99_ns: self.hist.value_at_quantile(0.99),
-            p999_ns: self.hist.value_at_quantile(0.999),
-            max_ns: self.max_ns.max(0) as u64,
+            mean_ns: self.hist.mean().min(max_ns as f64),
+            p50_ns: at(0.50),
+            p90_ns: at(0.90),
+            p99_ns: at(0.99),
+            p999_ns: at(0.999),
+            max_ns,
         }
     }
 }
@@ -136,5 +140,16 @@ mod tests {
         assert_eq!(a.early(), 1);
         assert_eq!(a.len(), 2);
         assert_eq!(a.percentiles().max_ns, 7_000);
+    }
+
+    #[test]
+    fn no_percentile_is_above_the_maximum() {
+        let mut h = ErrorHistogram::new();
+        for v in [1_000_003, 1_000_001, 1_000_002] {
+            h.record(v);
+        }
+        let p = h.percentiles();
+        assert_eq!(p.max_ns, 1_000_003);
+        assert!(p.p999_ns <= p.max_ns && p.p99_ns <= p.max_ns, "{p:?}");
     }
 }

@@ -146,6 +146,9 @@ impl std::ops::AddAssign for CounterSnapshot {
     }
 }
 
+/// Shortest span a summary computes rates over.
+const MIN_RATE_SPAN_S: f64 = 1e-3;
+
 /// One interval of a run (one JSON line of `--stats-json`).
 #[derive(Clone, Debug, Serialize)]
 pub struct IntervalStats {
@@ -203,8 +206,10 @@ pub struct Summary {
     pub bytes: u64,
     /// From the common start to the last packet sent.
     pub duration_s: f64,
-    pub pps: f64,
-    pub bps: f64,
+    /// Rates from the common start to the last send; null when that span
+    /// is too short to mean anything (under 1 ms, or a single packet).
+    pub pps: Option<f64>,
+    pub bps: Option<f64>,
     /// Send-time error ε = actual − scheduled (absent at top speed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eps: Option<Percentiles>,
@@ -255,13 +260,9 @@ impl Summary {
         eps: &ErrorHistogram,
         topspeed: bool,
     ) -> Summary {
-        let rate = |v: u64| {
-            if duration_s > 0.0 {
-                v as f64 / duration_s
-            } else {
-                0.0
-            }
-        };
+        // A rate over a few microseconds (or one packet) is noise: none.
+        let measurable = duration_s >= MIN_RATE_SPAN_S && totals.packets >= 2;
+        let rate = |v: u64| measurable.then(|| v as f64 / duration_s);
         sinks.dedup();
         Summary {
             sink: sinks.join(", "),
@@ -270,7 +271,7 @@ impl Summary {
             bytes: totals.bytes,
             duration_s,
             pps: rate(totals.packets),
-            bps: rate(totals.bytes) * 8.0,
+            bps: rate(totals.bytes).map(|b| b * 8.0),
             eps: (!topspeed && !eps.is_empty()).then(|| eps.percentiles()),
             late: totals.late,
             dropped: totals.dropped,
@@ -316,15 +317,17 @@ impl Summary {
     /// The human-readable summary printed on stderr.
     pub fn render(&self) -> String {
         let mut s = format!(
-            "sent {} packets, {} bytes in {:.3} s to {} ({} TX thread{})\nrate {} pps, {}\n",
+            "sent {} packets, {} bytes in {:.3} s to {} ({} TX thread{})\nrate {}\n",
             self.packets,
             self.bytes,
             self.duration_s,
             self.sink,
             self.threads,
             if self.threads == 1 { "" } else { "s" },
-            human(self.pps, ""),
-            human(self.bps, "bit/s"),
+            match (self.pps, self.bps) {
+                (Some(p), Some(b)) => format!("{} pps, {}", human(p, ""), human(b, "bit/s")),
+                _ => "not measured: the run was too short".to_string(),
+            },
         );
         match &self.eps {
             Some(p) => s.push_str(&format!(

@@ -1,7 +1,7 @@
 //! `sluice flows` arguments: run, import.
 
 use super::common::RunOpts;
-use super::values::{count, duration, named};
+use super::values::{count, named, positive_duration};
 use clap::{Args, Subcommand};
 use sluice_core::Nanos;
 use sluice_sink::SinkSpec;
@@ -49,7 +49,7 @@ pub struct RunArgs {
     #[arg(long, value_parser = count)]
     pub limit: Option<u64>,
     /// Stop after this long.
-    #[arg(long, value_parser = duration)]
+    #[arg(long, value_parser = positive_duration)]
     pub duration: Option<Nanos>,
     /// Source MAC of every frame.
     #[arg(long, default_value_t = FlowConfig::default().src_mac)]

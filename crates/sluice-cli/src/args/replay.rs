@@ -1,7 +1,7 @@
 //! `sluice replay` arguments.
 
 use super::common::RunOpts;
-use super::values::{count, duration, rate};
+use super::values::{count, duration, positive_duration, rate};
 use clap::Args;
 use sluice_core::Nanos;
 use sluice_engine::EngineConfig;
@@ -46,7 +46,7 @@ pub struct ReplayArgs {
     #[arg(long, value_parser = count, hide = true)]
     pub preload_max: Option<u64>,
     /// Stop after this long, e.g. 10s.
-    #[arg(long, value_parser = duration)]
+    #[arg(long, value_parser = positive_duration)]
     pub duration: Option<Nanos>,
     /// Shorten recorded gaps longer than this to it (a clock jump in a
     /// capture would otherwise be waited for). Without it, the first gap

@@ -1,7 +1,7 @@
 //! `sluice series` arguments: convert, dump, play.
 
 use super::common::RunOpts;
-use super::values::{count, duration, named, probability, Size};
+use super::values::{count, duration, named, positive_duration, probability, Size};
 use clap::{Args, Subcommand};
 use sluice_archive::DataEncoding;
 use sluice_core::Nanos;
@@ -73,7 +73,7 @@ pub struct PlayArgs {
     #[arg(long, value_parser = count)]
     pub limit: Option<u64>,
     /// Stop after this long, e.g. 10s.
-    #[arg(long, value_parser = duration)]
+    #[arg(long, value_parser = positive_duration)]
     pub duration: Option<Nanos>,
 
     /// Out-of-order probability P: such records go to a separate queue.

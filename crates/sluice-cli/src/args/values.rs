@@ -11,6 +11,15 @@ pub fn duration(s: &str) -> Result<Nanos, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// A duration that must be more than zero (`--duration 0` would send one
+/// packet in one mode and none in another).
+pub fn positive_duration(s: &str) -> Result<Nanos, String> {
+    match duration(s)? {
+        Nanos(0) => Err(format!("'{s}': must be more than 0")),
+        d => Ok(d),
+    }
+}
+
 pub fn rate(s: &str) -> Result<f64, String> {
     parse_rate(s).map_err(|e| e.to_string())
 }

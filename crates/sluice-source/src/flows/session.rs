@@ -451,6 +451,17 @@ impl FlowEntry {
         if self.count == Some(0) {
             return Err("count must be at least 1".into());
         }
+        for (what, range) in [
+            ("vary.sport", self.vary.sport),
+            ("vary.dport", self.vary.dport),
+            ("vary.payload", self.vary.payload),
+        ] {
+            if let Some([a, b]) = range {
+                if b < a {
+                    return Err(format!("{what} [{a}, {b}] must be ordered (low, high)"));
+                }
+            }
+        }
         if let Some([a, b]) = self.vary.pps {
             if !(a.is_finite() && b.is_finite() && a > 0.0 && b >= a) {
                 return Err(format!("vary.pps [{a}, {b}] must be positive and ordered"));
@@ -567,5 +578,19 @@ mod tests {
         );
         assert!(msg.contains("memory budget of 1024 MiB"), "{msg}");
         assert!(s.admit(128, u64::MAX, "x", FlowEntry::peak_active).is_ok());
+    }
+
+    #[test]
+    fn every_reversed_vary_range_is_refused() {
+        for field in ["sport", "dport", "payload"] {
+            let text = format!(
+                "flows: [{{proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1, count: 2, vary: {{{field}: [9, 3]}}}}]"
+            );
+            let e = Session::parse("s.yaml", &text, true).unwrap_err();
+            assert!(
+                e.to_string().contains(&format!("vary.{field} [9, 3]")),
+                "{e}"
+            );
+        }
     }
 }
