@@ -18,7 +18,7 @@
 use rustix::fs::{flock, FlockOperation};
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Why an output cannot be written; every variant names the path.
@@ -90,9 +90,16 @@ impl Output {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // Like File::create: 0666 less the umask, or the mode of the file
+        // it replaces.
+        let mode = fs::metadata(target)
+            .ok()
+            .filter(|_| existed)
+            .map_or(0o666, |m| m.mode() & 0o7777);
         let tmp = tempfile::Builder::new()
             .prefix(&format!(".{name}."))
             .suffix(".sluice-tmp")
+            .permissions(fs::Permissions::from_mode(mode))
             .tempfile_in(dir);
         let tmp = match tmp {
             Ok(t) => t,
@@ -267,5 +274,21 @@ mod tests {
             Err(OutputError::SameOutput { .. })
         ));
         assert!(check_paths(&[&input], &[&fresh]).is_ok());
+    }
+
+    #[test]
+    fn a_new_output_gets_the_usual_mode_and_a_replaced_one_keeps_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("new");
+        let mut o = Output::create(&fresh).unwrap();
+        o.file().write_all(b"x").unwrap();
+        o.commit().unwrap();
+        let mode = fs::metadata(&fresh).unwrap().mode() & 0o777;
+        assert_eq!(mode & 0o644, 0o644, "{mode:o}");
+        fs::set_permissions(&fresh, fs::Permissions::from_mode(0o600)).unwrap();
+        let mut o = Output::create(&fresh).unwrap();
+        o.file().write_all(b"y").unwrap();
+        o.commit().unwrap();
+        assert_eq!(fs::metadata(&fresh).unwrap().mode() & 0o777, 0o600);
     }
 }
