@@ -138,15 +138,29 @@ fn conclude(
     result: Result<Summary, EngineError>,
 ) -> Result<u8, Failure> {
     progress.finish();
-    let summary = result.map_err(|e| match e {
-        EngineError::Source(_) | EngineError::Series(_) => bad_input(e),
-        other => Failure::from(other),
-    })?;
+    let summary = match result {
+        Ok(s) => s,
+        Err(EngineError::AfterSending { error, summary }) => {
+            // What was sent before the failure is reported all the same.
+            report(&summary, summary_out)?;
+            return Err(engine_failure(*error));
+        }
+        Err(e) => return Err(engine_failure(e)),
+    };
     report(&summary, summary_out)?;
     if let Some(e) = progress.json_error {
         return Err(anyhow::Error::new(e).context("writing --stats-json").into());
     }
     Ok(exit_code(&summary))
+}
+
+/// An engine error with the exit code it deserves: bad input for what the
+/// sources read, else a run-time failure.
+fn engine_failure(e: EngineError) -> Failure {
+    match e {
+        EngineError::Source(_) | EngineError::Series(_) => bad_input(e),
+        other => Failure::from(other),
+    }
 }
 
 /// The documented exit code for a finished run.

@@ -487,3 +487,31 @@ fn rates_of_a_too_short_run_are_null_and_zero_values_are_refused_clearly() {
         assert!(stderr(&o).contains(says), "{}", stderr(&o));
     }
 }
+
+/// A corrupt record mid-trace used to end the run with exit 2 and no word
+/// of what had been sent: the summary comes first, then the error.
+#[test]
+fn a_run_that_fails_after_sending_still_reports_what_it_sent() {
+    let d = tmpdir("fail-after");
+    let t = d.join("t.pcap");
+    write_trace(&t, 100, 1000, 64);
+    let mut bytes = std::fs::read(&t).unwrap();
+    // Record 51's captured length: far beyond any snaplen.
+    let at = 24 + 50 * (16 + 64) + 8;
+    bytes[at..at + 4].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
+    std::fs::write(&t, &bytes).unwrap();
+    let cap = d.join("cap.pcap");
+    let sum = d.join("s.json");
+    let o = run_to_pcap(
+        &["replay", t.to_str().unwrap()],
+        &cap,
+        &["--summary-json", sum.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("sent 50 packets"), "{err}");
+    assert!(err.contains("error:") && err.contains("record 51"), "{err}");
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
+    assert_eq!(s["packets"], 50);
+    assert_eq!(read_all(&cap).len(), 50);
+}

@@ -82,7 +82,15 @@ pub(crate) fn run(cx: IoContext) -> Result<IoOutcome, SourceError> {
     let mut done = 0u64;
     let result = (|| -> Result<u64, SourceError> {
         loop {
-            let end = source.fill(&mut out)?;
+            let end = match source.fill(&mut out) {
+                Ok(end) => end,
+                Err(e) => {
+                    // The packets before the bad one are good: they go out,
+                    // and the error is reported with what was sent.
+                    out.finish();
+                    return Err(e);
+                }
+            };
             if end == End::Pass {
                 done += 1;
             }
@@ -111,8 +119,9 @@ pub(crate) fn run(cx: IoContext) -> Result<IoOutcome, SourceError> {
     })();
     drop(out);
     let mut feed = feed.into_inner();
-    // A preloaded run that ended within its first pass sends it from memory.
-    if let (Some(p), Ok(_)) = (feed.preload.take(), &result) {
+    // A preloaded run that ended within its first pass (at its end, at a
+    // limit, or at a bad packet) sends what it holds from memory.
+    if let Some(p) = feed.preload.take() {
         feed.send_cached(&p.batches);
         feed.kept = p.batches;
     }

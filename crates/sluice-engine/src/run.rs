@@ -38,6 +38,26 @@ pub enum EngineError {
     Panic(&'static str),
     #[error("cannot start a thread: {0}")]
     Spawn(std::io::Error),
+    /// A run that failed after sending: the error, and what was sent.
+    #[error("{error}")]
+    AfterSending {
+        error: Box<EngineError>,
+        summary: Box<Summary>,
+    },
+}
+
+impl EngineError {
+    /// `error`, with the summary of what was sent before it when anything
+    /// was (the user must learn how far the run got).
+    pub(crate) fn after(error: EngineError, summary: Summary) -> EngineError {
+        if summary.packets == 0 {
+            return error;
+        }
+        EngineError::AfterSending {
+            error: Box::new(error),
+            summary: Box::new(summary),
+        }
+    }
 }
 
 /// Runs `source` into `sinks` (one TX thread per sink): the IO thread runs
@@ -105,8 +125,13 @@ pub fn run_source(
     // TX threads are gone: an IO thread blocked on a full queue sees the
     // disconnect and returns.
     let read = io.join().map_err(|_| EngineError::Panic("IO"))?;
-    let base = run.summary(reports, &hist)?;
-    let read = read?;
+    let (base, sink_error) = run.summary(reports, &hist);
+    let failed = sink_error.map(EngineError::from);
+    let read = match (read, failed) {
+        (_, Some(e)) => return Err(EngineError::after(e, base)),
+        (Err(e), None) => return Err(EngineError::after(e.into(), base)),
+        (Ok(r), None) => r,
+    };
     let mut warnings = Vec::new();
     if let Some(t) = &read.report.truncation {
         warnings.push(format!("{t} (the packets before it were sent)"));
@@ -243,12 +268,12 @@ impl<'a> Run<'a> {
     }
 
     /// The summary every run reports (totals, rates from the common start
-    /// to the last send, ε, the sinks), or the first fatal sink error.
+    /// to the last send, ε, the sinks), and the first fatal sink error.
     pub fn summary(
         &self,
         reports: impl IntoIterator<Item = TxReport>,
         hist: &ErrorHistogram,
-    ) -> Result<Summary, EngineError> {
+    ) -> (Summary, Option<SinkError>) {
         let mut totals = CounterSnapshot::default();
         let mut last_send = self.start;
         let mut sinks = Vec::new();
@@ -263,18 +288,9 @@ impl<'a> Run<'a> {
                 first_error.get_or_insert(e);
             }
         }
-        if let Some(e) = first_error {
-            return Err(e.into());
-        }
         let duration = last_send.since(self.start).as_secs_f64();
-        Ok(Summary::base(
-            sinks,
-            threads,
-            &totals,
-            duration,
-            hist,
-            self.cfg.topspeed,
-        ))
+        let summary = Summary::base(sinks, threads, &totals, duration, hist, self.cfg.topspeed);
+        (summary, first_error)
     }
 }
 

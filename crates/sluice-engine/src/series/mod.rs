@@ -212,11 +212,14 @@ pub fn run_series(
     }
     let read = io.join().map_err(|_| EngineError::Panic("IO"))?;
     drop(keep);
-    let base = run.summary(reports.into_iter().map(|(tx, _, _)| tx), &hist)?;
-    if let Some(e) = lanes.error.lock().ok().and_then(|mut e| e.take()) {
-        return Err(e.into());
-    }
-    let read = read?;
+    let (base, sink_error) = run.summary(reports.into_iter().map(|(tx, _, _)| tx), &hist);
+    let lane_error = lanes.error.lock().ok().and_then(|mut e| e.take());
+    let read = match (sink_error, lane_error, read) {
+        (Some(e), _, _) => return Err(EngineError::after(e.into(), base)),
+        (None, Some(e), _) => return Err(EngineError::after(e.into(), base)),
+        (None, None, Err(e)) => return Err(EngineError::after(e.into(), base)),
+        (None, None, Ok(r)) => r,
+    };
     warnings.extend(read.truncation);
     Ok(Summary {
         passes: 1,
