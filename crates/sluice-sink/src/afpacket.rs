@@ -184,6 +184,17 @@ impl AfPacketSink {
         matches!(self.path, Path::Ring(_))
     }
 
+    /// Hands the queued ring slots to the kernel without waiting.
+    fn kick_queued(&mut self) -> Result<(), SinkError> {
+        self.pending = 0;
+        kick(
+            &self.fd,
+            &self.iface,
+            libc::MSG_DONTWAIT,
+            &mut self.rejected,
+        )
+    }
+
     /// The kernel's length rule for a raw socket, checked before a frame
     /// is queued: at least an Ethernet header; at most MTU + the Ethernet
     /// header, or one 802.1Q tag more when the frame is 802.1Q-tagged.
@@ -397,13 +408,7 @@ impl Sink for AfPacketSink {
                 self.pending += 1;
                 // Bound the batch so the wire never idles behind a full ring.
                 if self.pending >= KICK_BATCH {
-                    self.pending = 0;
-                    kick(
-                        &self.fd,
-                        &self.iface,
-                        libc::MSG_DONTWAIT,
-                        &mut self.rejected,
-                    )?;
+                    self.kick_queued()?;
                 }
             }
             Path::Mmsg(m) => {
@@ -424,13 +429,7 @@ impl Sink for AfPacketSink {
         match &mut self.path {
             Path::Ring(_) => {
                 if self.pending > 0 {
-                    self.pending = 0;
-                    kick(
-                        &self.fd,
-                        &self.iface,
-                        libc::MSG_DONTWAIT,
-                        &mut self.rejected,
-                    )?;
+                    self.kick_queued()?;
                 }
                 Ok(())
             }
