@@ -79,10 +79,16 @@ impl DataEncoding {
             }
             DataEncoding::F32 => {
                 let v: f32 = s.parse().map_err(|_| "is not a number (f32)")?;
+                if v.is_infinite() && !says_infinity(s) {
+                    return Err("is outside the f32 range");
+                }
                 out.extend_from_slice(&v.to_be_bytes());
             }
             DataEncoding::F64 => {
                 let v: f64 = s.parse().map_err(|_| "is not a number (f64)")?;
+                if v.is_infinite() && !says_infinity(s) {
+                    return Err("is outside the f64 range");
+                }
                 out.extend_from_slice(&v.to_be_bytes());
             }
         }
@@ -126,6 +132,13 @@ impl fmt::Display for DataEncoding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// Whether a float's text asks for infinity (`inf`, `-Infinity`): a finite
+/// number that overflows to infinity is an error, not a value.
+fn says_infinity(s: &str) -> bool {
+    let t = s.trim().trim_start_matches(['+', '-']);
+    t.eq_ignore_ascii_case("inf") || t.eq_ignore_ascii_case("infinity")
 }
 
 /// Parses `text`, `i32`, `f32` or `f64` (as clap values).
@@ -200,6 +213,15 @@ mod tests {
         assert_eq!(err(DataEncoding::F64, "1,5"), "is not a number (f64)");
         assert_eq!(err(DataEncoding::F32, "x"), "is not a number (f32)");
         assert_eq!(err(DataEncoding::F32, "\u{fffd}"), "is not a number (f32)");
+        assert_eq!(err(DataEncoding::F32, "1e400"), "is outside the f32 range");
+        assert_eq!(
+            err(DataEncoding::F32, "-3.5e38"),
+            "is outside the f32 range"
+        );
+        assert_eq!(err(DataEncoding::F64, "1e400"), "is outside the f64 range");
+        assert!(DataEncoding::F32
+            .push_value(b"-inf", &mut Vec::new())
+            .is_ok());
         assert_eq!(
             DataEncoding::F64.push_value(&[0xff], &mut Vec::new()),
             Err("is not UTF-8 text")

@@ -89,6 +89,10 @@ pub enum ArchiveErrorKind {
     /// A timestamp that does not decode.
     #[error("bad timestamp (record bytes 2-13): {0}")]
     BadStamp(StampError),
+    /// A device id `series convert` would refuse (empty, or with a NUL
+    /// byte before its end): the reader and the writer agree.
+    #[error("bad device id (record bytes 14-29): {0}")]
+    BadDevice(crate::DeviceIdError),
     /// A data field that is not a whole number of binary values (dump).
     #[error("data field of {len} bytes is not a whole number of {width}-byte {encoding} values")]
     DataWidth {
@@ -122,6 +126,7 @@ impl ArchiveErrorKind {
                 got: *got,
             },
             BadStamp(e) => BadStamp(e.clone()),
+            BadDevice(e) => BadDevice(*e),
             DataWidth {
                 len,
                 width,

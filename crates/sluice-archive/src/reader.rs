@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::error::{ArchiveError, ArchiveErrorKind};
-use super::record::{split_record, Record, HEADER_LEN};
+use super::record::{pack_device, split_record, trim_device, Record, HEADER_LEN};
 use super::stamp::Stamp;
 use sluice_capture::StreamBuf;
 
@@ -151,6 +151,9 @@ impl ArchiveReader {
             Ok(s) => s,
             Err(e) => return Err(self.fail(offset, ArchiveErrorKind::BadStamp(e))),
         };
+        if let Err(e) = pack_device(trim_device(rec.device)) {
+            return Err(self.fail(offset, ArchiveErrorKind::BadDevice(e)));
+        }
         self.buf.consume(len);
         self.records += 1;
         let storage = self.buf.storage();

@@ -513,3 +513,23 @@ fn mutated_csvs_never_panic() {
         run_mutants(name, &orig, &marks, 800, false);
     }
 }
+
+/// The reader used to accept device ids `series convert` refuses.
+#[test]
+fn readers_refuse_the_device_ids_convert_refuses() {
+    let stamp = Stamp::parse_iso("2024-01-01T00:00:00Z").unwrap().encode();
+    for (device, says) in [
+        ([0u8; 16], "empty"),
+        (*b"ab\0cd\0\0\0\0\0\0\0\0\0\0\0", "NUL"),
+    ] {
+        let mut rec = 30u16.to_be_bytes().to_vec();
+        rec.extend_from_slice(&stamp);
+        rec.extend_from_slice(&device);
+        let mut r = ArchiveReader::from_reader("x.arc", std::io::Cursor::new(rec));
+        let e = r.next_record().unwrap_err().to_string();
+        assert!(
+            e.contains("x.arc") && e.contains("record 1") && e.contains(says),
+            "{e}"
+        );
+    }
+}

@@ -104,6 +104,8 @@ impl Indexer {
         if let Some(&f) = self.cache.get(id) {
             return Ok(f);
         }
+        // Checked once per device: the id `series convert` would write.
+        sluice_archive::pack_device(sluice_archive::trim_device(id)).map_err(|e| e.to_string())?;
         let dev = match self.table.lock() {
             Ok(mut t) => t.assign(id)?,
             Err(_) => None,
