@@ -475,3 +475,72 @@ fn a_frame_shorter_than_a_link_header_is_skipped_and_counted() {
     assert!(s["too_short"].as_u64().unwrap() > 0, "{s}");
     assert_eq!(captured as u64, s["packets"].as_u64().unwrap());
 }
+
+/// Through kernel UDP sockets every mapped device used to leave from one
+/// kernel-chosen port while the summary listed its mapped ports: now each
+/// device's datagrams carry the mapping's source port, and the summary
+/// says what was sent.
+#[test]
+fn series_udp_sink_sends_each_mapped_device_from_its_own_port() {
+    if !can_run() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let net = Net::up("slp");
+    net.address();
+    let d = tmpdir("veth-series-udp-ports");
+    let arc = series_archive(&d, 100, 20);
+    let map = d.join("map.csv");
+    // SENSOR2 is left to the defaults: the kernel's address, port 20000.
+    std::fs::write(
+        &map,
+        "device_id,src_ip,dst_ip,src_port,dst_port\nSENSOR0,10.77.0.1,10.77.0.2,4000,9000\nSENSOR1,10.77.0.1,10.77.0.2,4001,9000\n",
+    )
+    .unwrap();
+    let (got, summary) = play_into_receiver(
+        &net,
+        &d,
+        &arc,
+        &[
+            "--to",
+            "udp:10.77.0.2:9000",
+            "--map",
+            map.to_str().unwrap(),
+            "--payload",
+            "record",
+            "--threads",
+            "2",
+        ],
+    );
+    assert_eq!(got.len(), 300, "every record arrives");
+    for (port, rec) in &got {
+        let device = String::from_utf8_lossy(&rec[14..30])
+            .trim_end_matches('\0')
+            .to_string();
+        let want = match device.as_str() {
+            "SENSOR0" => 4000,
+            "SENSOR1" => 4001,
+            _ => 20_000,
+        };
+        assert_eq!(*port, want, "{device} left from port {port}");
+    }
+    let flows: Vec<(String, String)> = summary["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["device"].as_str().unwrap().to_string(),
+                f["src"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        flows.contains(&("SENSOR0".into(), "10.77.0.1:4000".into())),
+        "{flows:?}"
+    );
+    assert!(
+        flows.contains(&("SENSOR2".into(), "0.0.0.0:20000".into())),
+        "{flows:?}"
+    );
+}

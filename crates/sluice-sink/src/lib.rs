@@ -83,6 +83,18 @@ pub trait Sink: Send {
     fn send_parts(&mut self, head: &[u8], body: &[u8], stamp_ns: u64) -> Result<(), SinkError> {
         self.send(&[head, body].concat(), stamp_ns)
     }
+    /// Queues one UDP payload to leave from `from` to `to` (sinks that take
+    /// datagrams, [`UdpSink`]); a sink that builds frames itself, or sends
+    /// to one target, ignores the addresses.
+    fn send_from(
+        &mut self,
+        _from: std::net::SocketAddrV4,
+        _to: std::net::SocketAddrV4,
+        payload: &[u8],
+        stamp_ns: u64,
+    ) -> Result<(), SinkError> {
+        self.send(payload, stamp_ns)
+    }
     /// What `send` takes: whole Ethernet frames, or UDP payloads.
     fn takes(&self) -> Takes {
         Takes::Frames

@@ -1,32 +1,48 @@
-//! The UDP sink: datagrams through the kernel's UDP stack to `HOST:PORT`,
-//! so that a real application receives the stream.
+//! The UDP sink: datagrams through the kernel's UDP stack, so that a real
+//! application receives the stream.
 //!
 //! It takes UDP payloads, not frames ([`Takes::Datagrams`]): the kernel adds
-//! the headers, picks the source address and fragments datagrams larger than
-//! the path MTU. Datagrams are queued and handed over `sendmmsg` in batches
-//! of up to 64 (one syscall per batch) on every `flush` or when the batch is
-//! full. The socket is not connected, so an ICMP port-unreachable from a
-//! receiver that is not (yet) listening never fails a later send.
+//! the headers and fragments datagrams larger than the path MTU. A datagram
+//! sent with [`Sink::send_from`] leaves from its own source address and port
+//! (one socket per source, bound with `IP_FREEBIND` so that an address not
+//! yet configured still binds, and `SO_REUSEADDR` so that every TX thread
+//! can send from it) to its own destination: what a summary reports per flow
+//! is what went on the wire. [`Sink::send`] goes from a kernel-chosen port to
+//! the `HOST:PORT` the sink was opened with. Datagrams are queued per socket
+//! and handed over `sendmmsg` in batches of up to 64 (one syscall per batch)
+//! on every `flush` or when a batch is full. Sockets are not connected, so
+//! an ICMP port-unreachable from a receiver that is not (yet) listening never
+//! fails a later send.
 
 use crate::{Sink, SinkError, Takes};
-use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::collections::HashMap;
+use std::net::{SocketAddr, SocketAddrV4, ToSocketAddrs, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd};
 
 /// Datagrams per sendmmsg call.
 const BATCH: usize = 64;
 /// Largest UDP payload (IPv4: 65535 − 20 − 8).
 pub const MAX_DATAGRAM: usize = 65_507;
+/// Most source addresses one sink sends from (a socket each).
+pub const MAX_SOURCES: usize = 1024;
 
 pub struct UdpSink {
-    socket: UdpSocket,
     dst: SocketAddr,
-    /// The destination as sendmmsg wants it.
-    name: SockAddr,
-    /// Queued payloads back to back, and each one's end offset.
-    buf: Vec<u8>,
-    ends: Vec<usize>,
+    /// Datagrams from a kernel-chosen port to `dst`.
+    main: Queue,
+    /// Datagrams from a given source, one socket each.
+    by_source: HashMap<SocketAddrV4, Queue>,
     /// Datagrams the kernel refused (skipped and counted).
     rejected: u64,
+}
+
+/// Datagrams queued for one socket, each with its destination.
+struct Queue {
+    socket: UdpSocket,
+    /// Payloads back to back, each one's end offset and destination.
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+    names: Vec<SockAddr>,
 }
 
 /// A sockaddr_in or sockaddr_in6 kept by value.
@@ -87,35 +103,120 @@ impl UdpSink {
         };
         let socket = UdpSocket::bind(bind)
             .map_err(|e| SinkError::os(format!("udp:{target}: cannot open a socket"), e))?;
-        // A deep send buffer absorbs bursts; failure to enlarge it is harmless.
-        let size: libc::c_int = 4 << 20;
-        // SAFETY: setsockopt reads exactly size_of::<c_int>() bytes from a
-        // live local; the fd is open for the duration of the call.
-        unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_SNDBUF,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
+        deepen_send_buffer(&socket);
         Ok(UdpSink {
-            socket,
-            name: SockAddr::new(&dst),
             dst,
-            buf: Vec::with_capacity(BATCH * 2048),
-            ends: Vec::with_capacity(BATCH),
+            main: Queue::new(socket),
+            by_source: HashMap::new(),
             rejected: 0,
         })
     }
 
-    fn send_batch(&mut self) -> Result<(), SinkError> {
+    /// The queue of source `from`, its socket bound on first use.
+    fn source(&mut self, from: SocketAddrV4) -> Result<&mut Queue, SinkError> {
+        if !self.by_source.contains_key(&from) {
+            if self.by_source.len() >= MAX_SOURCES {
+                return Err(SinkError::Config(format!(
+                    "udp: cannot send from {from}: more than {MAX_SOURCES} source addresses \
+                     (one socket each); give fewer flows their own source, or use afpacket"
+                )));
+            }
+            let socket = bind_source(from)?;
+            self.by_source.insert(from, Queue::new(socket));
+        }
+        Ok(self.by_source.get_mut(&from).expect("inserted above"))
+    }
+}
+
+/// A UDP socket bound to `from` for sending: `SO_REUSEADDR` (every TX
+/// thread sends from the same source), `IP_FREEBIND` (the address need not
+/// be configured yet), a deep send buffer.
+fn bind_source(from: SocketAddrV4) -> Result<UdpSocket, SinkError> {
+    let fail = |what: &str| {
+        SinkError::os(
+            format!("udp: cannot send from {from} ({what})"),
+            std::io::Error::last_os_error(),
+        )
+    };
+    // SAFETY: plain socket(2); the result is checked before use.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(fail("socket"));
+    }
+    // SAFETY: `fd` is a fresh, valid descriptor that nothing else owns.
+    let socket = unsafe { UdpSocket::from_raw_fd(fd) };
+    let one: libc::c_int = 1;
+    for (level, opt) in [
+        (libc::SOL_SOCKET, libc::SO_REUSEADDR),
+        (libc::IPPROTO_IP, libc::IP_FREEBIND),
+    ] {
+        // SAFETY: setsockopt reads exactly size_of::<c_int>() bytes from a
+        // live local; the fd is open.
+        let rc = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                level,
+                opt,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(fail("setsockopt"));
+        }
+    }
+    deepen_send_buffer(&socket);
+    let mut name = SockAddr::new(&SocketAddr::V4(from));
+    let (ptr, len) = name.ptr_len();
+    // SAFETY: `ptr`/`len` describe `name`, a live sockaddr_in.
+    let rc = unsafe { libc::bind(socket.as_raw_fd(), ptr.cast(), len) };
+    if rc != 0 {
+        return Err(fail("bind"));
+    }
+    Ok(socket)
+}
+
+/// A deep send buffer absorbs bursts; failure to enlarge it is harmless.
+fn deepen_send_buffer(socket: &UdpSocket) {
+    let size: libc::c_int = 4 << 20;
+    // SAFETY: setsockopt reads exactly size_of::<c_int>() bytes from a live
+    // local; the fd is open for the duration of the call.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+impl Queue {
+    fn new(socket: UdpSocket) -> Queue {
+        Queue {
+            socket,
+            buf: Vec::with_capacity(BATCH * 2048),
+            ends: Vec::with_capacity(BATCH),
+            names: Vec::with_capacity(BATCH),
+        }
+    }
+
+    /// Queues one datagram for `to`; true when the batch is full.
+    fn push(&mut self, head: &[u8], body: &[u8], to: SockAddr) -> bool {
+        self.buf.extend_from_slice(head);
+        self.buf.extend_from_slice(body);
+        self.ends.push(self.buf.len());
+        self.names.push(to);
+        self.ends.len() == BATCH
+    }
+
+    /// Sends what is queued; returns the datagrams the kernel refused.
+    fn send(&mut self, what: &dyn Fn() -> String) -> Result<u64, SinkError> {
         let n = self.ends.len();
         if n == 0 {
-            return Ok(());
+            return Ok(0);
         }
-        let (name, name_len) = self.name.ptr_len();
         let base = self.buf.as_mut_ptr();
         let mut iov = [libc::iovec {
             iov_base: std::ptr::null_mut(),
@@ -130,45 +231,55 @@ impl UdpSink {
         }
         // SAFETY: mmsghdr is plain data; all-zero is a valid value.
         let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-        for (m, v) in msgs.iter_mut().zip(iov.iter_mut()).take(n) {
-            m.msg_hdr.msg_name = name;
-            m.msg_hdr.msg_namelen = name_len;
+        for ((m, v), name) in msgs
+            .iter_mut()
+            .zip(iov.iter_mut())
+            .zip(self.names.iter_mut())
+        {
+            let (ptr, len) = name.ptr_len();
+            m.msg_hdr.msg_name = ptr;
+            m.msg_hdr.msg_namelen = len;
             m.msg_hdr.msg_iov = v;
             m.msg_hdr.msg_iovlen = 1;
         }
-        let dst = self.dst;
         // SAFETY: the iovecs point into self.buf and the names into
-        // self.name, both alive and unmoved during the call.
-        self.rejected += unsafe {
-            crate::mmsg::sendmmsg_all(self.socket.as_raw_fd(), &mut msgs[..n], &|| {
-                format!("to {dst}")
-            })?
-        };
+        // self.names, both alive and unmoved during the call.
+        let refused =
+            unsafe { crate::mmsg::sendmmsg_all(self.socket.as_raw_fd(), &mut msgs[..n], what)? };
         self.buf.clear();
         self.ends.clear();
-        Ok(())
+        self.names.clear();
+        Ok(refused)
     }
 }
 
 impl Sink for UdpSink {
-    /// `frame` is a UDP payload here (see [`Takes::Datagrams`]).
+    /// `payload` is a UDP payload here (see [`Takes::Datagrams`]).
     fn send(&mut self, payload: &[u8], _stamp_ns: u64) -> Result<(), SinkError> {
         self.send_parts(payload, &[], _stamp_ns)
     }
 
     fn send_parts(&mut self, head: &[u8], body: &[u8], _stamp_ns: u64) -> Result<(), SinkError> {
-        let len = head.len() + body.len();
-        if len > MAX_DATAGRAM {
-            return Err(SinkError::Oversize {
-                len,
-                limit: MAX_DATAGRAM,
-            });
+        check_len(head.len() + body.len())?;
+        let dst = self.dst;
+        if self.main.push(head, body, SockAddr::new(&dst)) {
+            self.rejected += self.main.send(&|| format!("to {dst}"))?;
         }
-        self.buf.extend_from_slice(head);
-        self.buf.extend_from_slice(body);
-        self.ends.push(self.buf.len());
-        if self.ends.len() == BATCH {
-            self.send_batch()?;
+        Ok(())
+    }
+
+    fn send_from(
+        &mut self,
+        from: SocketAddrV4,
+        to: SocketAddrV4,
+        payload: &[u8],
+        _stamp_ns: u64,
+    ) -> Result<(), SinkError> {
+        check_len(payload.len())?;
+        let q = self.source(from)?;
+        if q.push(payload, &[], SockAddr::new(&SocketAddr::V4(to))) {
+            let refused = q.send(&|| format!("from {from}"))?;
+            self.rejected += refused;
         }
         Ok(())
     }
@@ -178,7 +289,12 @@ impl Sink for UdpSink {
     }
 
     fn flush(&mut self) -> Result<(), SinkError> {
-        self.send_batch()
+        let dst = self.dst;
+        self.rejected += self.main.send(&|| format!("to {dst}"))?;
+        for (from, q) in self.by_source.iter_mut() {
+            self.rejected += q.send(&|| format!("from {from}"))?;
+        }
+        Ok(())
     }
 
     fn takes(&self) -> Takes {
@@ -188,6 +304,17 @@ impl Sink for UdpSink {
     fn describe(&self) -> String {
         format!("udp:{} (kernel UDP, sendmmsg)", self.dst)
     }
+}
+
+/// A UDP payload the kernel can carry.
+fn check_len(len: usize) -> Result<(), SinkError> {
+    if len > MAX_DATAGRAM {
+        return Err(SinkError::Oversize {
+            len,
+            limit: MAX_DATAGRAM,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -235,5 +362,28 @@ mod tests {
         assert!(e.is_per_packet());
         assert!(UdpSink::open("no-such-host.invalid:1").is_err());
         assert!(UdpSink::open("127.0.0.1").is_err());
+    }
+
+    #[test]
+    fn a_datagram_leaves_from_its_own_source_port() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let to = match rx.local_addr().unwrap() {
+            SocketAddr::V4(a) => a,
+            SocketAddr::V6(_) => unreachable!("bound to IPv4"),
+        };
+        // A free port to send from.
+        let port = UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let from = SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port);
+        let mut sink = UdpSink::open("127.0.0.1:9").unwrap();
+        sink.send_from(from, to, b"hello", 0).unwrap();
+        sink.flush().unwrap();
+        let mut buf = [0u8; 16];
+        let (n, src) = rx.recv_from(&mut buf).unwrap();
+        assert_eq!((&buf[..n], src), (&b"hello"[..], SocketAddr::V4(from)));
     }
 }

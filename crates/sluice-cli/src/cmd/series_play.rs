@@ -9,6 +9,7 @@ use sluice_core::Nanos;
 use sluice_engine::{run_series, EngineConfig, SeriesConfig};
 use sluice_sink::SinkSpec;
 use sluice_source::series::{DeviceCount, FlowMap, Ooo, SeriesTiming, MIN_BUFFER};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
 /// Largest IO buffer (two per worker); larger ones only cost memory.
@@ -37,7 +38,19 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     if a.workers == 0 || a.workers > 64 {
         return Err(bad_input(anyhow!("--workers must be between 1 and 64")));
     }
-    let mut flows = FlowMap::new(a.dst_ip, a.dst_port);
+    // Through kernel UDP sockets, the target is the destination of flows
+    // the mapping leaves open, and their source is the kernel's choice.
+    let mut flows = match &a.to {
+        SinkSpec::Udp(target) => match udp_target(target)? {
+            SocketAddr::V4(t) => FlowMap::new(*t.ip(), t.port()).with_kernel_sources(),
+            SocketAddr::V6(t) => {
+                return Err(bad_input(anyhow!(
+                    "udp:{target}: series play sends UDP/IPv4 flows; give an IPv4 target ({t})"
+                )))
+            }
+        },
+        _ => FlowMap::new(a.dst_ip, a.dst_port),
+    };
     if let Some(m) = &a.map {
         flows = flows.load(m).map_err(bad_input)?;
     }
@@ -88,4 +101,13 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         ecfg,
         |sinks, ecfg, progress| run_series(cfg, sinks, ecfg, progress),
     )
+}
+
+/// The address `udp:HOST:PORT` names.
+fn udp_target(target: &str) -> Result<SocketAddr, Failure> {
+    target
+        .to_socket_addrs()
+        .map_err(|e| bad_input(anyhow!("udp:{target}: cannot resolve: {e}")))?
+        .next()
+        .ok_or_else(|| bad_input(anyhow!("udp:{target}: no address")))
 }

@@ -15,6 +15,7 @@ use sluice_source::series::{DeviceTable, DueRecord, Filled, FlowMap, HEADER_LEN}
 use sluice_wire::{Udp4Error, Udp4Template};
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
+use std::net::SocketAddrV4;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -185,10 +186,6 @@ impl SeriesFeed {
         payload: &[u8],
         stamp: u64,
     ) -> Result<u64, SinkError> {
-        if self.takes == Takes::Datagrams {
-            core.sink.send(payload, stamp)?;
-            return Ok(1);
-        }
         let (table, cfg, flow_map) = (&self.table, &self.cfg, &self.flow_map);
         let make = || {
             let (dev, copy) = match table.lock() {
@@ -209,6 +206,15 @@ impl SeriesFeed {
                 &built
             }
         };
+        if self.takes == Takes::Datagrams {
+            // The kernel builds the headers: the datagram leaves from its
+            // flow's source to its flow's destination.
+            let f = &t.flow;
+            let from = SocketAddrV4::new(f.src_ip.into(), f.src_port);
+            let to = SocketAddrV4::new(f.dst_ip.into(), f.dst_port);
+            core.sink.send_from(from, to, payload, stamp)?;
+            return Ok(1);
+        }
         self.ip_id = self.ip_id.wrapping_add(self.threads as u16);
         let mut frags = t
             .fragments(payload, self.ip_id, self.cfg.mtu)

@@ -124,6 +124,9 @@ pub struct FlowMap {
     defaults: PartialFlow,
     dst_ip: Ipv4Addr,
     dst_port: u16,
+    /// Flows leave through kernel sockets: a source address the mapping
+    /// leaves open is the kernel's choice (0.0.0.0), not a made-up one.
+    kernel_source: bool,
 }
 
 impl FlowMap {
@@ -138,6 +141,7 @@ impl FlowMap {
             defaults: PartialFlow::default(),
             dst_ip,
             dst_port,
+            kernel_source: false,
         }
     }
 
@@ -179,12 +183,23 @@ impl FlowMap {
         Ok(self)
     }
 
+    /// For kernel UDP sockets: a source address the mapping leaves open is
+    /// the kernel's choice, reported as 0.0.0.0 (ports stay per copy).
+    pub fn with_kernel_sources(mut self) -> FlowMap {
+        self.kernel_source = true;
+        self
+    }
+
     /// The flow of copy `copy` of a device.
     pub fn flow(&self, id: &DeviceId, copy: u32) -> Udp4Flow {
         let rule = self.explicit.get(id).copied().unwrap_or_default();
         let pick = |a: Option<Ipv4Addr>, b: Option<Ipv4Addr>| a.or(b);
         let h = fnv32(id) & 0x00ff_ffff;
-        let default_src = Ipv4Addr::new(10, (h >> 16) as u8, (h >> 8) as u8, (h as u8).max(1));
+        let default_src = if self.kernel_source {
+            Ipv4Addr::UNSPECIFIED
+        } else {
+            Ipv4Addr::new(10, (h >> 16) as u8, (h >> 8) as u8, (h as u8).max(1))
+        };
         let src_port = rule
             .src_port
             .or(self.defaults.src_port)
