@@ -411,3 +411,23 @@ fn huge_buffers_and_device_multipliers_are_refused_naming_the_option() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// OS errors used to be printed twice ("No such file or directory (os
+/// error 2): No such file or directory (os error 2)").
+#[test]
+fn an_os_error_is_printed_once() {
+    let o = run(&["series", "play", "/nonexistent/a.arc", "-q"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+    let o = run(&[
+        "replay",
+        testdata("tcpreplay__test.pcap").to_str().unwrap(),
+        "--to",
+        "afpacket:nosuch0",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("nosuch0"), "{err}");
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+}

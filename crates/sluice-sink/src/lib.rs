@@ -27,12 +27,10 @@ pub use udp::UdpSink;
 /// fatal: the frame is skipped and counted, the run goes on.
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
-    #[error("{what}: {source}")]
-    Os {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The OS error is part of the text (not a separate source in the
+    /// error chain, which would print it twice).
+    #[error("{what}: {error}")]
+    Os { what: String, error: std::io::Error },
     #[error(
         "frame of {len} bytes exceeds the interface limit of {limit} bytes (MTU + link header)"
     )]
@@ -49,7 +47,7 @@ impl SinkError {
     pub(crate) fn os(what: impl Into<String>, source: std::io::Error) -> Self {
         SinkError::Os {
             what: what.into(),
-            source,
+            error: source,
         }
     }
 

@@ -80,7 +80,7 @@ impl ArchiveChunker {
         let name = path.display().to_string();
         let file = File::open(path).map_err(|e| SeriesError::Io {
             file: name.clone(),
-            source: e,
+            error: e,
         })?;
         Ok(ArchiveChunker {
             file,
@@ -117,7 +117,7 @@ impl ArchiveChunker {
                 Err(e) => {
                     return Err(SeriesError::Io {
                         file: self.name.clone(),
-                        source: e,
+                        error: e,
                     })
                 }
             }

@@ -18,12 +18,10 @@ pub use sluice_archive::HEADER_LEN;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SeriesError {
-    #[error("{file}: {source}")]
-    Io {
-        file: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The OS error is part of the text (not a separate source in the
+    /// error chain, which would print it twice).
+    #[error("{file}: {error}")]
+    Io { file: String, error: std::io::Error },
     #[error("{file}: record {record} at byte {offset}: {what}")]
     Record {
         file: String,
@@ -44,7 +42,7 @@ pub fn first_timestamp(path: &std::path::Path) -> Result<i64, SeriesError> {
     let mut head = [0u8; sluice_archive::HEADER_LEN];
     let mut f = std::fs::File::open(path).map_err(|e| SeriesError::Io {
         file: file.clone(),
-        source: e,
+        error: e,
     })?;
     let mut got = 0;
     while got < head.len() {
@@ -52,7 +50,7 @@ pub fn first_timestamp(path: &std::path::Path) -> Result<i64, SeriesError> {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(SeriesError::Io { file, source: e }),
+            Err(e) => return Err(SeriesError::Io { file, error: e }),
         }
     }
     if got == 0 {
