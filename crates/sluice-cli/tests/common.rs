@@ -117,3 +117,26 @@ pub fn convert_csv(dir: &Path, name: &str, csv: &str) -> PathBuf {
     assert!(o.status.success(), "{}", stderr(&o));
     arc
 }
+
+/// Runs `sluice replay TRACE --clock virtual -q --summary-json ... EXTRA...`;
+/// returns the run and its summary (`null` when none was written).
+pub fn replay_summary(trace: &Path, extra: &[&str]) -> (Output, serde_json::Value) {
+    let sum = trace.with_extension("summary.json");
+    let _ = std::fs::remove_file(&sum);
+    let mut args = vec![
+        "replay",
+        trace.to_str().unwrap(),
+        "--clock",
+        "virtual",
+        "-q",
+        "--summary-json",
+        sum.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    let v = std::fs::read(&sum)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (o, v)
+}

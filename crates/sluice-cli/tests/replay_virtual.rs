@@ -420,16 +420,7 @@ fn a_long_gap_is_reported_and_max_gap_shortens_it() {
         w.write_packet(ts, &frame(i as u64, 64), 64).unwrap();
     }
     w.into_inner().unwrap();
-    let sum = d.join("s.json");
-    let o = run(&[
-        "replay",
-        t.to_str().unwrap(),
-        "--clock",
-        "virtual",
-        "-q",
-        "--summary-json",
-        sum.to_str().unwrap(),
-    ]);
+    let (o, s) = replay_summary(&t, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("packet 3: a gap of 10800s"), "{err}");
@@ -437,22 +428,10 @@ fn a_long_gap_is_reported_and_max_gap_shortens_it() {
         err.contains("packet 4: the recorded time steps back"),
         "{err}"
     );
-    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
     assert!(s["duration_s"].as_f64().unwrap() > 10_000.0);
-    let o = run(&[
-        "replay",
-        t.to_str().unwrap(),
-        "--clock",
-        "virtual",
-        "-q",
-        "--max-gap",
-        "1ms",
-        "--summary-json",
-        sum.to_str().unwrap(),
-    ]);
+    let (o, s) = replay_summary(&t, &["--max-gap", "1ms"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("shortened to 1ms"), "{}", stderr(&o));
-    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
     assert!(s["duration_s"].as_f64().unwrap() < 0.01, "{s}");
 }
 
@@ -464,19 +443,9 @@ fn rates_of_a_too_short_run_are_null_and_zero_values_are_refused_clearly() {
     let d = tmpdir("short-run");
     let t = d.join("one.pcap");
     write_trace(&t, 1, 1000, 64);
-    let sum = d.join("s.json");
-    let o = run(&[
-        "replay",
-        t.to_str().unwrap(),
-        "--clock",
-        "virtual",
-        "-q",
-        "--summary-json",
-        sum.to_str().unwrap(),
-    ]);
+    let (o, s) = replay_summary(&t, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("rate not measured"), "{}", stderr(&o));
-    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
     assert!(s["pps"].is_null() && s["bps"].is_null(), "{s}");
     for (opt, value, says) in [
         ("--duration", "0", "must be more than 0"),
