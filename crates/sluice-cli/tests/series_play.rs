@@ -431,3 +431,30 @@ fn an_os_error_is_printed_once() {
     assert!(err.contains("nosuch0"), "{err}");
     assert_eq!(err.matches("No such file").count(), 1, "{err}");
 }
+
+/// A record in year 8000 used to be waited for in silence: the first long
+/// gap and the first step back are reported with their record number.
+#[test]
+fn implausible_record_time_is_reported_with_its_record() {
+    let d = tmpdir("series-gaps");
+    let arc = convert_csv(
+        &d,
+        "gaps",
+        "timestamp,device_id,value\n2024-01-01T00:00:00Z,d1,1\n2024-01-01T00:00:01Z,d1,2\n2024-01-01T05:00:00Z,d1,3\n2024-01-01T04:00:00Z,d1,4\n",
+    );
+    let o = run(&[
+        "series",
+        "play",
+        arc.to_str().unwrap(),
+        "--clock",
+        "virtual",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("record 3: a gap of 17999s"), "{err}");
+    assert!(
+        err.contains("record 4: the recorded time steps back by 3600s"),
+        "{err}"
+    );
+}

@@ -47,18 +47,25 @@ impl GapWatch {
     #[inline]
     pub fn adjust(&mut self, ts: u64) -> u64 {
         self.index += 1;
+        self.observe(ts, self.index)
+    }
+
+    /// [`adjust`](Self::adjust) for a timestamp at a position the caller
+    /// counts (a record of an archive read by several workers).
+    #[inline]
+    pub fn observe(&mut self, ts: u64, position: u64) -> u64 {
         if let Some(prev) = self.prev {
             if ts > prev {
                 let gap = ts - prev;
                 if gap > self.max_gap {
-                    self.long_gap.get_or_insert((self.index, gap));
+                    self.long_gap.get_or_insert((position, gap));
                     if self.cap {
                         self.removed += gap - self.max_gap;
                         self.capped += 1;
                     }
                 }
             } else if ts < prev {
-                self.backward.get_or_insert((self.index, prev - ts));
+                self.backward.get_or_insert((position, prev - ts));
             }
         }
         self.prev = Some(ts);
@@ -73,8 +80,8 @@ impl GapWatch {
     }
 
     /// What a user should be told, once each: where the first long gap and
-    /// the first step back are.
-    pub fn notes(&self, file: &str, unit: &str) -> Vec<String> {
+    /// the first step back are (`--max-gap` named where the command has it).
+    pub fn notes(&self, file: &str, unit: &str, max_gap_option: bool) -> Vec<String> {
         let mut out = Vec::new();
         if let Some((i, gap)) = self.long_gap {
             out.push(if self.cap {
@@ -86,8 +93,13 @@ impl GapWatch {
                     Nanos(self.max_gap)
                 )
             } else {
+                let hint = if max_gap_option {
+                    " (--max-gap caps such gaps)"
+                } else {
+                    ""
+                };
                 format!(
-                    "{file}: {unit} {i}: a gap of {} in the recorded time, kept (--max-gap caps such gaps)",
+                    "{file}: {unit} {i}: a gap of {} in the recorded time, kept{hint}",
                     Nanos(gap)
                 )
             });
@@ -118,7 +130,7 @@ mod tests {
             assert_eq!(w.adjust(ts), want);
         }
         assert_eq!((w.long_gap, w.capped), (Some((3, 1_000)), 2));
-        assert!(w.notes("t.pcap", "packet")[0].starts_with("t.pcap: packet 3: a gap of 1us"));
+        assert!(w.notes("t.pcap", "packet", true)[0].starts_with("t.pcap: packet 3: a gap of 1us"));
     }
 
     #[test]

@@ -185,7 +185,7 @@ impl Source for ReplaySource {
     fn report(&self) -> SourceReport {
         let mut r = self.report.clone();
         r.notes
-            .extend(self.schedule.gaps.notes(&self.file, "packet"));
+            .extend(self.schedule.gaps.notes(&self.file, "packet", true));
         r
     }
 }

@@ -205,9 +205,17 @@ pub fn run_series(
     // TX threads are gone; a worker blocked on a full queue sees `stop`.
     lanes.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut filtered = 0;
+    // The earliest long gap and step back any worker saw, by record.
+    let mut gaps = sluice_pace::GapWatch::new(None);
     let mut keep = Vec::new();
     for out in join(worker_handles, "worker")? {
         filtered += out.filtered;
+        let earliest = |a: Option<(u64, u64)>, b: Option<(u64, u64)>| match (a, b) {
+            (Some(x), Some(y)) => Some(if y.0 < x.0 { y } else { x }),
+            (x, y) => x.or(y),
+        };
+        gaps.long_gap = earliest(gaps.long_gap, out.gaps.long_gap);
+        gaps.backward = earliest(gaps.backward, out.gaps.backward);
         keep.extend(out.keep);
     }
     let read = io.join().map_err(|_| EngineError::Panic("IO"))?;
@@ -221,6 +229,7 @@ pub fn run_series(
         (None, None, Ok(r)) => r,
     };
     warnings.extend(read.truncation);
+    warnings.extend(gaps.notes(&file, "record", false));
     Ok(Summary {
         passes: 1,
         frames: Some(frames),

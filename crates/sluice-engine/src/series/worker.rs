@@ -11,6 +11,8 @@ use std::time::Duration;
 
 pub(crate) struct WorkerOut {
     pub filtered: u64,
+    /// Implausible time this worker saw in its buffers.
+    pub gaps: sluice_pace::GapWatch,
     /// Buffers still referenced by queued chunks at the end: dropped by the
     /// engine after the TX threads, so no TX thread frees a 64 MiB buffer.
     pub keep: Vec<Arc<Filled>>,
@@ -100,6 +102,7 @@ pub(crate) fn run(
     lanes.workers_left.fetch_sub(1, Ordering::Release);
     WorkerOut {
         filtered: indexer.filtered,
+        gaps: indexer.gaps,
         keep: retiring,
     }
 }

@@ -68,6 +68,8 @@ pub struct Indexer {
     copies: u32,
     /// Records left out by `--devices N`.
     pub filtered: u64,
+    /// Long gaps and steps back in the records' time (reported, kept).
+    pub gaps: sluice_pace::GapWatch,
 }
 
 /// Where an entry goes.
@@ -97,6 +99,7 @@ impl Indexer {
             cache: HashMap::new(),
             copies,
             filtered: 0,
+            gaps: sluice_pace::GapWatch::new(None),
         }
     }
 
@@ -137,6 +140,7 @@ impl Indexer {
                 what: e.to_string(),
             })?;
             let rel_ns = t.saturating_sub(self.t_g).max(0) as u64 * 1000;
+            self.gaps.observe(rel_ns, buf.first_record + i + 1);
             let due = match self.timing {
                 SeriesTiming::Conforming => Nanos(rel_ns),
                 SeriesTiming::FastForward(f) => Nanos((rel_ns as f64 / f) as u64),
