@@ -111,9 +111,16 @@ pub(crate) fn run(cx: IoContext) -> Result<IoOutcome, SourceError> {
                 };
                 return Ok(feed.borrow_mut().repeat(&plan, out.packets()));
             }
-            if !source.rewind()? {
-                out.finish();
-                return Ok(0);
+            match source.rewind() {
+                Ok(true) => {}
+                Ok(false) => {
+                    out.finish();
+                    return Ok(0);
+                }
+                Err(e) => {
+                    out.finish();
+                    return Err(e);
+                }
             }
         }
     })();
