@@ -2,22 +2,11 @@
 //! `CaptureReader::from_reader`, once in whole reads and once in small
 //! chunks (different buffer-refill paths), checking the reader's promises.
 
-use std::io::{self, Cursor, Read};
+use std::io::{Cursor, Read};
 
 use sluice_capture::CaptureReader;
-
-/// Hands out at most `chunk` bytes per `read`.
-pub struct Trickle {
-    pub data: Cursor<Vec<u8>>,
-    pub chunk: usize,
-}
-
-impl Read for Trickle {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let n = out.len().min(self.chunk);
-        self.data.read(&mut out[..n])
-    }
-}
+/// Hands out at most `chunk` bytes per `read` (the mutation suites' own).
+pub use sluice_testkit::Trickle;
 
 /// Reads `data` to the end; panics (a fuzzer finding) if the reader hands
 /// out more than the input holds, does not end, or does not repeat an error.

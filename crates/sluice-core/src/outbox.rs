@@ -48,7 +48,6 @@ pub struct Outbox<'h> {
     limit: Option<u64>,
     max_due: Option<Nanos>,
     packets: u64,
-    bytes: u64,
     first_ts: Option<u64>,
     stopped: bool,
 }
@@ -77,7 +76,6 @@ impl<'h> Outbox<'h> {
             limit: rules.limit,
             max_due: rules.max_due,
             packets: 0,
-            bytes: 0,
             first_ts: None,
             stopped: false,
         }
@@ -123,7 +121,6 @@ impl<'h> Outbox<'h> {
         let b = &mut self.batches[i];
         let at = b.data.len();
         write(&mut b.data);
-        self.bytes += (b.data.len() - at) as u64;
         b.commit(at, due);
         self.packets += 1;
         if b.is_full() {
@@ -138,10 +135,6 @@ impl<'h> Outbox<'h> {
         self.first_ts.get_or_insert(ts);
     }
 
-    pub fn first_ts(&self) -> Option<u64> {
-        self.first_ts
-    }
-
     /// Hands over every batch that holds frames (the end of the stream).
     pub fn finish(&mut self) {
         for i in 0..self.batches.len() {
@@ -151,13 +144,9 @@ impl<'h> Outbox<'h> {
         }
     }
 
-    /// Packets and frame bytes pushed so far.
+    /// Packets pushed so far.
     pub fn packets(&self) -> u64 {
         self.packets
-    }
-
-    pub fn bytes(&self) -> u64 {
-        self.bytes
     }
 
     /// True once the stream was ended by a limit, `max_due` or a stop.
@@ -240,7 +229,7 @@ mod tests {
         assert!(out.push(Lane(0), Nanos(0), |b| b.push(1)));
         assert!(out.push(Lane(0), Nanos(1), |b| b.push(1)));
         assert!(!out.push(Lane(0), Nanos(2), |b| b.push(1)));
-        assert_eq!((out.packets(), out.bytes()), (2, 2));
+        assert_eq!(out.packets(), 2);
         let mut keep = Keep::default();
         let due = OutboxRules {
             max_due: Some(Nanos(5)),

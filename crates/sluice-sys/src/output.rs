@@ -126,10 +126,6 @@ impl Output {
             .as_file_mut()
     }
 
-    pub fn target(&self) -> &Path {
-        &self.target
-    }
-
     /// Syncs what was written and renames it over the target.
     pub fn commit(mut self) -> Result<(), OutputError> {
         let Some(tmp) = self.tmp.take() else {
