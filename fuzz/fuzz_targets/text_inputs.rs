@@ -11,15 +11,15 @@
 
 use libfuzzer_sys::fuzz_target;
 use sluice_archive::{convert_csv_from, ArchiveReader, ArchiveWriter, DataEncoding};
-use sluice_source::flows::{import_csv, Expander, Session};
+use sluice_source::flows::{import_text, Expander, Session};
 use sluice_source::series::FlowMap;
 use std::io::Cursor;
 use std::net::Ipv4Addr;
 
 fn import(text: &str) {
-    if let Ok((yaml, stats)) = import_csv("fuzz.csv", text) {
+    if let Ok((yaml, stats)) = import_text("fuzz.csv", text) {
         let s = Session::parse("imported", &yaml, true).expect("imported session parses back");
-        let flows = Expander::new(&s, 1).expect("imported session expands").count() as u64;
+        let flows = Expander::new(s, 1).expect("imported session expands").count() as u64;
         assert_eq!(flows, stats.flows, "flows written and flows read back");
     }
 }
@@ -43,7 +43,7 @@ fn convert(data: &[u8]) {
 fn session(text: &str) {
     for yaml in [true, false] {
         if let Ok(s) = Session::parse("fuzz", text, yaml) {
-            if let Ok(e) = Expander::new(&s, 7) {
+            if let Ok(e) = Expander::new(s, 7) {
                 for f in e.take(1000) {
                     let _ = (f.src_ip(), f.dst_ip());
                 }

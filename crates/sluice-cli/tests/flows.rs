@@ -557,3 +557,74 @@ fn endless_and_deeply_nested_sessions_are_refused_at_once() {
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
 }
+
+/// `flows import` of 150 000 records and `flows run` of the session it
+/// writes, each under an address-space limit the whole-text readers
+/// needed several times over (a record as text, as a row and as a YAML
+/// tree): records and entries are streamed.
+#[test]
+fn large_imports_and_sessions_stream_in_bounded_memory() {
+    if !sluice_testkit::require("prlimit", "memory-bounded imports") {
+        return;
+    }
+    let d = tmpdir("flows-stream");
+    let csv = d.join("big.csv");
+    let mut text = String::from("ts,te,td,sa,da,sp,dp,pr,flg,ipkt,ibyt\n");
+    for i in 0..150_000u32 {
+        text.push_str(&format!(
+            "2023-02-28T09:{:02}:{:02}Z,x,1.5,10.0.{}.1,10.1.0.2,{},53,UDP,.,3,330\n",
+            i / 60_000 % 60,
+            i / 1000 % 60,
+            i % 250,
+            1024 + i % 60_000
+        ));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let session = d.join("big.yaml");
+    let limited = |mib: u32, args: &[&str]| {
+        Command::new("prlimit")
+            .arg(format!("--as={}", mib << 20))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_sluice"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let (c, s) = (csv.to_str().unwrap(), session.to_str().unwrap());
+    let o = limited(128, &["flows", "import", c, "-o", s]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("150000 records, 150000 flows"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(std::fs::metadata(&session).unwrap().len() > 16 << 20);
+    let out = d.join("out.pcap");
+    let o = limited(
+        384,
+        &[
+            "flows",
+            "run",
+            s,
+            "--to",
+            &format!("pcap:{}", out.display()),
+            "--limit",
+            "100",
+            "-q",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The session was read in full: its last entry, a flow of its own.
+    let bad = d.join("bad.yaml");
+    let mut t = std::fs::read_to_string(&session).unwrap();
+    t.push_str("  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1, pps: 0}\n");
+    let last_line = t.lines().count();
+    std::fs::write(&bad, t).unwrap();
+    let o = run(&["flows", "run", bad.to_str().unwrap(), "--to", "null", "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("flows[150000]"),
+        "{} (line {last_line})",
+        stderr(&o)
+    );
+}

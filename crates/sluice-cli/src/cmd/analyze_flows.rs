@@ -184,7 +184,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
             )
             .map_err(bad_input)?;
             let seed = a.seed.or(s.seed).unwrap_or(1);
-            let flows: Vec<Flow> = Expander::new(&s, seed).map_err(bad_input)?.collect();
+            let flows: Vec<Flow> = Expander::new(s, seed).map_err(bad_input)?.collect();
             Some(compare(&records, flows))
         }
         None => None,

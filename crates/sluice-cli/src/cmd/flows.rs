@@ -7,8 +7,8 @@ use crate::plan::{check_threads, engine_config, send};
 use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
 use sluice_engine::{run_source, EngineConfig};
-use sluice_source::flows::{import_csv, FlowConfig, FlowSource};
-use std::io::Write;
+use sluice_source::flows::{import_csv, FlowConfig, FlowSource, ImportError};
+use std::io::{BufReader, BufWriter, Read};
 
 pub fn run(a: FlowsArgs) -> Result<u8, Failure> {
     match a.command {
@@ -51,15 +51,41 @@ const IMPORT_MAX: u64 = 1 << 30;
 fn import(a: ImportArgs) -> Result<u8, Failure> {
     let out_spec = a.output.to_string_lossy();
     dest::check(&[&a.records], &[&out_spec])?;
-    let mut out = Dest::open(&out_spec)?;
+    let out = Dest::open(&out_spec)?;
     let name = a.records.display().to_string();
-    // Flow records are kept in memory with the session written from them:
-    // bounded like every text input (a device file is not read forever).
-    let text = sluice_source::text::read_bounded(&a.records, IMPORT_MAX)
-        .map_err(|e| bad_input(anyhow!("{name}: {e}")))?;
-    let (yaml, s) = import_csv(&name, &text).map_err(|e| bad_input(anyhow!(e)))?;
-    out.write_all(yaml.as_bytes())
-        .and_then(|()| out.commit())
+    // Records are read twice (earliest start, then the flows), line by
+    // line: bounded in size like every text input, never held in memory.
+    let meta = std::fs::metadata(&a.records).map_err(|e| bad_input(anyhow!("{name}: {e}")))?;
+    if !meta.is_file() {
+        return Err(bad_input(anyhow!(
+            "{name}: not a regular file (flows import reads it twice)"
+        )));
+    }
+    let size = meta.len();
+    if size > IMPORT_MAX {
+        return Err(bad_input(anyhow!(
+            "{name}: {size} bytes, more than the {} MiB flows import reads",
+            IMPORT_MAX >> 20
+        )));
+    }
+    let open = || {
+        Ok(BufReader::new(
+            std::fs::File::open(&a.records)?.take(IMPORT_MAX + 1),
+        ))
+    };
+    let mut w = BufWriter::new(out);
+    let s = match import_csv(&name, open, &mut w) {
+        Ok(s) => s,
+        Err(ImportError::Input(e)) => return Err(bad_input(anyhow!(e))),
+        Err(ImportError::Io(e)) => {
+            return Err(anyhow!(e)
+                .context(format!("{name} -> {}", a.output.display()))
+                .into())
+        }
+    };
+    w.into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(Dest::commit)
         .with_context(|| format!("cannot write {}", a.output.display()))?;
     eprintln!(
         "sluice: {name} -> {}: {} records, {} flows; skipped (protocol) {}, skipped (no packets) {}, without duration (1 s apart) {}, bytes raised to the headers' minimum {}, bytes lowered to 65535 per packet {}",

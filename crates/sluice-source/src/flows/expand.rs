@@ -76,8 +76,9 @@ impl Flow {
     }
 }
 
+/// What expanding an entry changes, kept beside the entries (moved from
+/// the session, not copied).
 struct EntryState {
-    entry: FlowEntry,
     count: u64,
     period: u64,
     next: u64,
@@ -86,7 +87,8 @@ struct EntryState {
 }
 
 pub struct Expander {
-    entries: Vec<EntryState>,
+    entries: Vec<FlowEntry>,
+    states: Vec<EntryState>,
     /// (next start, entry) of the meta-flows.
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     /// (start, entry) of the entries that are one flow, sorted once: a
@@ -101,13 +103,16 @@ pub struct Expander {
 }
 
 impl Expander {
-    pub fn new(session: &Session, seed: u64) -> Result<Self, SessionError> {
+    /// Takes the session's entries (a session of a million standalone
+    /// entries is not held twice).
+    pub fn new(mut session: Session, seed: u64) -> Result<Self, SessionError> {
         let mut prefixes = vec![Vec::new()];
         let mut index = std::collections::HashMap::new();
-        let mut entries = Vec::with_capacity(session.flows.len());
+        let mut states = Vec::with_capacity(session.flows.len());
         let mut heap = BinaryHeap::new();
         let mut singles = Vec::new();
-        for (i, e) in session.flows.iter().enumerate() {
+        let entries = std::mem::take(&mut session.flows);
+        for (i, e) in entries.iter().enumerate() {
             let prefix = match &e.prefix {
                 Some(p) => {
                     let bytes = p.bytes().map_err(|what| session.entry_error(i, what))?;
@@ -134,8 +139,7 @@ impl Expander {
             } else {
                 heap.push(Reverse((e.start.0 .0, i)));
             }
-            entries.push(EntryState {
-                entry: e.clone(),
+            states.push(EntryState {
                 count: e.count.unwrap_or(1),
                 period: e.period.map_or(0, |p| p.0 .0),
                 next: 0,
@@ -146,6 +150,7 @@ impl Expander {
         singles.sort_unstable();
         Ok(Expander {
             entries,
+            states,
             heap,
             singles,
             single_at: 0,
@@ -175,8 +180,8 @@ impl Expander {
     }
 
     fn make(&mut self, i: usize) -> Flow {
-        let st = &mut self.entries[i];
-        let e = &st.entry;
+        let st = &mut self.states[i];
+        let e = &self.entries[i];
         let k = st.next;
         st.next += 1;
         let start = Nanos(e.start.0 .0.saturating_add(k.saturating_mul(st.period)));
@@ -316,7 +321,7 @@ mod tests {
              - {proto: udp4, src: 10.0.0.1, dst: 10.0.1.1, sport: 100, dport: 53, start: 5ms, packets: 3, pps: 10, count: 3, period: 10ms, step: {src: 1, sport: 2}}\n\
              - {proto: tcp4, src: 10.9.0.1, dst: 10.9.0.2, sport: 1, dport: 2, start: 12ms, packets: 1, biflow: true}\n",
         );
-        let flows: Vec<Flow> = Expander::new(&s, 1).unwrap().collect();
+        let flows: Vec<Flow> = Expander::new(s.clone(), 1).unwrap().collect();
         let starts: Vec<u64> = flows.iter().map(|f| f.start.0 / 1_000_000).collect();
         assert_eq!(starts, vec![5, 12, 12, 15, 25]);
         assert_eq!(flows[0].src_ip(), "10.0.0.1".parse::<IpAddr>().unwrap());
@@ -334,10 +339,10 @@ mod tests {
              - {proto: udp6, src: '2001:db8::1', dst: '2001:db8::2', start: 0, packets: 5, pps: 1, count: 500, \
                 vary: {src: '2001:db8:1::/48', sport: [1000, 1009], pps: [2, 4], packets: [1, 3], payload: [10, 20]}}\n",
         );
-        let a: Vec<Flow> = Expander::new(&s, 7).unwrap().collect();
-        let b: Vec<Flow> = Expander::new(&s, 7).unwrap().collect();
+        let a: Vec<Flow> = Expander::new(s.clone(), 7).unwrap().collect();
+        let b: Vec<Flow> = Expander::new(s.clone(), 7).unwrap().collect();
         assert_eq!(a, b);
-        assert_ne!(a, Expander::new(&s, 8).unwrap().collect::<Vec<_>>());
+        assert_ne!(a, Expander::new(s.clone(), 8).unwrap().collect::<Vec<_>>());
         for f in &a {
             let IpAddr::V6(v) = f.src_ip() else { panic!() };
             assert_eq!(v.segments()[..3], [0x2001, 0xdb8, 1]);

@@ -9,8 +9,9 @@ pub mod expand;
 pub mod import;
 pub mod session;
 pub mod source;
+pub mod stream;
 
 pub use expand::{Expander, Flow};
-pub use import::{import_csv, ImportStats};
+pub use import::{import_csv, import_text, ImportError, ImportStats};
 pub use session::{FlowEntry, Proto, Session, SessionError};
 pub use source::{FlowConfig, FlowSource, Planner};

@@ -37,7 +37,7 @@ use std::path::Path;
 /// Largest custom payload prefix (FLOR's compile-time constant).
 pub const MAX_PREFIX: usize = 64;
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Session {
     #[serde(default)]
@@ -282,8 +282,16 @@ impl Session {
     /// Reads a session: YAML (`.yaml`/`.yml`) or JSON (anything else).
     pub fn load(path: &Path) -> Result<Session, SessionError> {
         let file = path.display().to_string();
-        if let Err(error) = std::fs::metadata(path) {
-            return Err(SessionError::Read { file, error });
+        let read = |error| SessionError::Read {
+            file: file.clone(),
+            error,
+        };
+        let meta = std::fs::metadata(path).map_err(read)?;
+        if crate::is_yaml(path) && meta.is_file() && meta.len() > super::stream::STREAM_ABOVE {
+            let f = std::fs::File::open(path).map_err(read)?;
+            let budget = sluice_sys::mem::default_budget();
+            let s = super::stream::read_yaml(&file, std::io::BufReader::new(f), budget)?;
+            return s.checked();
         }
         let text = crate::text::read_bounded(path, crate::text::MAX_TEXT).map_err(|what| {
             SessionError::Syntax {
@@ -307,10 +315,15 @@ impl Session {
             serde_json::from_str(text).map_err(|e| syntax(e.to_string()))?
         };
         s.name = name.to_owned();
-        for (i, f) in s.flows.iter().enumerate() {
-            f.check().map_err(|what| s.entry_error(i, what))?;
+        s.checked()
+    }
+
+    /// The session, once every entry passed [`FlowEntry::check`].
+    fn checked(self) -> Result<Session, SessionError> {
+        for (i, f) in self.flows.iter().enumerate() {
+            f.check().map_err(|what| self.entry_error(i, what))?;
         }
-        Ok(s)
+        Ok(self)
     }
 
     /// An error of entry `index` of this session.

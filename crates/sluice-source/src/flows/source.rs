@@ -109,11 +109,10 @@ pub struct FlowSource {
 
 impl FlowSource {
     pub fn open(path: &Path, cfg: FlowConfig) -> Result<Self, SourceError> {
-        let session = Session::load(path)?;
-        Self::new(&session, cfg)
+        Self::new(Session::load(path)?, cfg)
     }
 
-    pub fn new(session: &Session, cfg: FlowConfig) -> Result<Self, SourceError> {
+    pub fn new(session: Session, cfg: FlowConfig) -> Result<Self, SourceError> {
         // Flows that start together are active together: a meta-flow of a
         // billion flows without a period is refused, not allocated.
         session.admit(
