@@ -458,3 +458,53 @@ fn implausible_record_time_is_reported_with_its_record() {
         "{err}"
     );
 }
+
+/// `--max-gap` caps every long gap, whichever worker reads the record
+/// after it: the archive's time is cut before the run.
+#[test]
+fn max_gap_caps_every_long_gap_of_an_archive() {
+    let d = tmpdir("series-max-gap");
+    let mut csv = String::from("timestamp,device_id,value\n");
+    // Two hours between records 2 and 3, three between 4 and 5.
+    for t in ["00:00:00", "00:00:01", "02:00:01", "02:00:02", "05:00:02"] {
+        csv.push_str(&format!("2024-01-01T{t}Z,d1,1\n"));
+    }
+    let arc = convert_csv(&d, "gaps", &csv);
+    let out = d.join("out.pcap");
+    let o = run(&[
+        "series",
+        "play",
+        arc.to_str().unwrap(),
+        "--clock",
+        "virtual",
+        "--max-gap",
+        "2s",
+        "--workers",
+        "2",
+        "--to",
+        &format!("pcap:{}", out.display()),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("record 3: a gap of 7200s (and 1 more over --max-gap 2s) shortened to 2s"),
+        "{err}"
+    );
+    let ts: Vec<u64> = read_all(&out)
+        .iter()
+        .map(|(t, _)| t - read_all(&out)[0].0)
+        .collect();
+    let s = 1_000_000_000;
+    assert_eq!(ts, vec![0, s, 3 * s, 4 * s, 6 * s]);
+    let o = run(&[
+        "series",
+        "play",
+        arc.to_str().unwrap(),
+        "--max-gap",
+        "1s",
+        "--tight-loop",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

@@ -69,6 +69,9 @@ pub struct PlayArgs {
     /// Scale time: FACTOR 2 plays twice as fast as recorded.
     #[arg(long, group = "timing")]
     pub fast_forward: Option<f64>,
+    /// Shorten recorded gaps longer than this to it (the archive is read once more before the run).
+    #[arg(long, value_parser = duration, conflicts_with = "tight_loop")]
+    pub max_gap: Option<Nanos>,
     /// Stop after N records.
     #[arg(long, value_parser = count)]
     pub limit: Option<u64>,

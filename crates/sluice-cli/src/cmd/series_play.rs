@@ -81,6 +81,7 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         dst_mac: a.dst_mac,
         seed: a.seed,
         rescue_after: (!a.no_rescue).then_some(a.rescue_after),
+        max_gap: a.max_gap,
         ..SeriesConfig::new(a.archive.clone(), flows)
     };
     let topspeed = timing == SeriesTiming::TightLoop(Nanos(0));

@@ -46,6 +46,9 @@ pub struct SeriesConfig {
     /// With several TX threads: a record its own thread has not claimed
     /// this long after its due time is sent by another (None: never).
     pub rescue_after: Option<Nanos>,
+    /// Recorded gaps longer than this are shortened to it (None: reported
+    /// past an hour, kept).
+    pub max_gap: Option<Nanos>,
 }
 
 impl SeriesConfig {
@@ -77,6 +80,7 @@ impl Default for SeriesConfig {
             ttl: 64,
             seed: 1,
             rescue_after: Some(Nanos::from_micros(2)),
+            max_gap: None,
         }
     }
 }

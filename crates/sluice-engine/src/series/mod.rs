@@ -33,8 +33,8 @@ use lanes::Lanes;
 use perflow::{FlowCount, FlowCounters};
 use sluice_sink::Sink;
 use sluice_source::series::{
-    device_name, first_timestamp, ArchiveChunker, DeviceCount, DeviceTable, DueRecord, Indexer,
-    SeriesError, HEADER_LEN, MIN_BUFFER,
+    device_name, first_timestamp, ArchiveChunker, DeviceCount, DeviceTable, DueRecord, GapCuts,
+    Indexer, SeriesError, SeriesTiming, HEADER_LEN, MIN_BUFFER,
 };
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
@@ -56,6 +56,13 @@ pub fn run_series(
     let workers = cfg.workers.max(1);
     let queues = cfg.queues.clamp(1, n.min(workers));
     let t_g = first_timestamp(&cfg.path)?;
+    // A cap needs every long gap before the run: workers index in parallel.
+    let cuts = Arc::new(match cfg.max_gap {
+        Some(cap) if !matches!(cfg.timing, SeriesTiming::TightLoop(_)) => {
+            GapCuts::scan(&cfg.path, t_g, cap)?
+        }
+        _ => GapCuts::default(),
+    });
     let chunker = ArchiveChunker::open(&cfg.path)?;
     let file = chunker.name().to_string();
     let cfg = Arc::new(SeriesConfig {
@@ -96,6 +103,7 @@ pub fn run_series(
             cfg.ooo,
             cfg.seed.wrapping_add(w as u64),
             table.clone(),
+            cuts.clone(),
         );
         let (lanes, back) = (lanes.clone(), back_tx.clone());
         let h = thread::Builder::new()
@@ -206,7 +214,10 @@ pub fn run_series(
     lanes.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut filtered = 0;
     // The earliest long gap and step back any worker saw, by record.
-    let mut gaps = sluice_pace::GapWatch::new(None);
+    let mut gaps = sluice_pace::GapWatch::new(cfg.max_gap);
+    gaps.capped = cuts.len() as u64;
+    // The cuts saw every gap; a worker only those inside its chunks.
+    let first_cut = cuts.first();
     let mut keep = Vec::new();
     for out in join(worker_handles, "worker")? {
         filtered += out.filtered;
@@ -214,7 +225,7 @@ pub fn run_series(
             (Some(x), Some(y)) => Some(if y.0 < x.0 { y } else { x }),
             (x, y) => x.or(y),
         };
-        gaps.long_gap = earliest(gaps.long_gap, out.gaps.long_gap);
+        gaps.long_gap = first_cut.or(earliest(gaps.long_gap, out.gaps.long_gap));
         gaps.backward = earliest(gaps.backward, out.gaps.backward);
         keep.extend(out.keep);
     }
@@ -229,7 +240,7 @@ pub fn run_series(
         (None, None, Ok(r)) => r,
     };
     warnings.extend(read.truncation);
-    warnings.extend(gaps.notes(&file, "record", false));
+    warnings.extend(gaps.notes(&file, "record", true));
     Ok(Summary {
         passes: 1,
         frames: Some(frames),

@@ -6,6 +6,7 @@
 
 use super::chunker::Filled;
 use super::devices::{DeviceId, DeviceTable};
+use super::GapCuts;
 use super::SeriesError;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -68,8 +69,10 @@ pub struct Indexer {
     copies: u32,
     /// Records left out by `--devices N`.
     pub filtered: u64,
-    /// Long gaps and steps back in the records' time (reported, kept).
+    /// Long gaps and steps back in the records' time (reported).
     pub gaps: sluice_pace::GapWatch,
+    /// `--max-gap` and the time it removes before each record.
+    cuts: Arc<GapCuts>,
 }
 
 /// Where an entry goes.
@@ -87,6 +90,7 @@ impl Indexer {
         ooo: Option<Ooo>,
         seed: u64,
         table: Arc<Mutex<DeviceTable>>,
+        cuts: Arc<GapCuts>,
     ) -> Self {
         let copies = table.lock().map(|t| t.copies()).unwrap_or(1);
         Indexer {
@@ -99,7 +103,8 @@ impl Indexer {
             cache: HashMap::new(),
             copies,
             filtered: 0,
-            gaps: sluice_pace::GapWatch::new(None),
+            gaps: sluice_pace::GapWatch::new(cuts.max_gap),
+            cuts,
         }
     }
 
@@ -139,8 +144,13 @@ impl Indexer {
                 offset: buf.file_offset + at as u64,
                 what: e.to_string(),
             })?;
-            let rel_ns = t.saturating_sub(self.t_g).max(0) as u64 * 1000;
-            self.gaps.observe(rel_ns, buf.first_record + i + 1);
+            let record = buf.first_record + i + 1;
+            let mut rel_ns = t.saturating_sub(self.t_g).max(0) as u64 * 1000;
+            self.gaps.observe(rel_ns, record);
+            if !self.cuts.is_empty() {
+                // A step back after a cut gap may fall below what was cut.
+                rel_ns = rel_ns.saturating_sub(self.cuts.removed(record));
+            }
             let due = match self.timing {
                 SeriesTiming::Conforming => Nanos(rel_ns),
                 SeriesTiming::FastForward(f) => Nanos((rel_ns as f64 / f) as u64),

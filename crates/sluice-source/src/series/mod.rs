@@ -8,10 +8,12 @@
 //! threads (IO, workers, TX) live in the engine.
 
 pub mod chunker;
+pub mod cuts;
 pub mod devices;
 pub mod index;
 
 pub use chunker::{ArchiveChunker, Filled, MIN_BUFFER};
+pub use cuts::GapCuts;
 pub use devices::{device_id, device_name, DeviceCount, DeviceId, DeviceTable, FlowMap};
 pub use index::{DueRecord, Indexer, Lane, Ooo, SeriesTiming};
 pub use sluice_archive::HEADER_LEN;
