@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Mutation-and-fault harness: damaged inputs through every command.
 
-    bench/faults.py SLUICE [--mutants N] [--seed S] [--files K] [--mem MIB]
+    bench/faults.py SLUICE [--mutants N] [--seed S] [--files K] [--mem MIB] [--veth]
 
 Takes the repository's corpus (pcap/pcapng captures, time-series CSVs and
-an archive made from one, flow-record CSVs, the example sessions and a
-device mapping), makes N seeded mutants of each of K files per kind
+an archive made from one, flow-record CSVs, the example sessions and
+device mappings), makes N seeded mutants of each of K files per kind
 (flipped bytes, cuts, 2- and 4-byte fields set to 0 / all ones / random,
 deleted and duplicated ranges, and for text: deleted, duplicated and
 swapped lines, huge numbers), and runs each mutant through the commands
@@ -15,6 +15,9 @@ passes when it:
   - ends within the timeout;
   - says why on stderr whenever it does not exit 0;
   - leaves no temporary file behind, and any pcap it leaves reads whole.
+With --veth (root, iproute2) damaged captures are also replayed to a
+veth pair made for the run (its peer in a namespace of its own, both
+removed at the end), so the kernel's refusals (EINVAL, EMSGSIZE) are met.
 Prints the counts per command and every failure; exits 1 if any.
 """
 import argparse
@@ -37,12 +40,14 @@ def corpus(kind):
         "series": os.path.join(ROOT, "testdata", "timeseries"),
         "records": os.path.join(ROOT, "testdata", "flows"),
         "session": os.path.join(ROOT, "examples", "sessions"),
+        "mapping": os.path.join(ROOT, "examples", "mappings"),
     }[kind]
     ends = {
         "pcap": (".pcap", ".pcapng"),
         "series": (".csv",),
         "records": (".csv",),
         "session": (".yaml", ".json"),
+        "mapping": (".yaml", ".csv"),
     }[kind]
     files = sorted(
         os.path.join(base, f) for f in os.listdir(base) if f.endswith(ends)
@@ -143,6 +148,26 @@ class Harness:
                 os.unlink(out)
 
 
+VETH_NS = f"sfz{os.getpid()}"
+
+
+def veth_up():
+    """A veth pair for the run: its peer in a namespace of its own."""
+    a, b = VETH_NS + "a", VETH_NS + "b"
+    for cmd in (["ip", "netns", "add", VETH_NS],
+                ["ip", "link", "add", a, "type", "veth", "peer", "name", b],
+                ["ip", "link", "set", b, "netns", VETH_NS],
+                ["ip", "link", "set", a, "up"],
+                ["ip", "netns", "exec", VETH_NS, "ip", "link", "set", b, "up"]):
+        subprocess.run(cmd, check=True, capture_output=True)
+    return a
+
+
+def veth_down():
+    subprocess.run(["ip", "link", "del", VETH_NS + "a"], capture_output=True)
+    subprocess.run(["ip", "netns", "del", VETH_NS], capture_output=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("sluice")
@@ -150,11 +175,13 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--files", type=int, default=8)
     ap.add_argument("--mem", type=int, default=2048, help="memory limit in MiB")
+    ap.add_argument("--veth", action="store_true", help="also replay to a veth pair (root)")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     work = tempfile.mkdtemp(prefix="sluice-faults-")
     h = Harness(os.path.abspath(a.sluice), a.mem, work)
     out_pcap = os.path.join(work, "out.pcap")
+    iface = veth_up() if a.veth else None
     try:
         for src in corpus("pcap")[: a.files]:
             data = open(src, "rb").read()
@@ -165,6 +192,10 @@ def main():
                                  "--to", f"pcap:{out_pcap}", "--skip-unsupported"], [out_pcap])
                 h.run("analyze", ["analyze", m, "--reference", src])
                 h.run("analyze --flows", ["analyze", m, "--flows", "--json"])
+                if iface:
+                    h.run("replay afpacket", ["replay", m, "--to", f"afpacket:{iface}", "-q",
+                                              "--topspeed", "--limit", "2000",
+                                              "--skip-unsupported"])
         for src in corpus("series")[: a.files]:
             data = open(src, "rb").read()[: 200_000]
             arc = os.path.join(work, "a.arc")
@@ -200,7 +231,21 @@ def main():
                 open(m, "wb").write(mutate_text(rng, data))
                 h.run("flows run", ["flows", "run", m, "--clock", "virtual", "-q",
                                     "--topspeed", "--limit", "20000"])
+        rjob = os.path.join(ROOT, "testdata", "timeseries", "obspy_example_BW.RJOB_3ch_100Hz.csv")
+        arc = os.path.join(work, "rjob.arc")
+        subprocess.run([h.sluice, "series", "convert", rjob, arc], check=True,
+                       capture_output=True)
+        for src in corpus("mapping")[: a.files]:
+            data = open(src, "rb").read()
+            for k in range(a.mutants):
+                m = os.path.join(work, f"m{k}" + os.path.splitext(src)[1])
+                open(m, "wb").write(mutate_text(rng, data))
+                h.run("series play --map", ["series", "play", arc, "--map", m, "--clock",
+                                            "virtual", "-q", "--tight-loop", "0",
+                                            "--limit", "2000"])
     finally:
+        if iface:
+            veth_down()
         shutil.rmtree(work, ignore_errors=True)
     total = sum(c[0] for c in h.counts.values())
     bad = sum(c[1] for c in h.counts.values())
