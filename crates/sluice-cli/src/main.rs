@@ -2,8 +2,11 @@
 //!
 //! Exit codes:
 //! - 0: done (packets dropped on purpose by `--drift` are not an error)
-//! - 1: fatal error while running (socket, disk, thread)
-//! - 2: bad usage or bad input (unreadable trace, bad option value)
+//! - 1: the environment failed: an output that cannot be created, written
+//!   or is locked, a socket, a disk, a thread
+//! - 2: bad usage or bad input: an unreadable or malformed input, a bad
+//!   option value, an output that aliases an input or is a symlink, a
+//!   missing interface
 //! - 3: finished, but some packets could not be sent (e.g. larger than the MTU)
 //! - 130: stopped by SIGINT/SIGTERM after a clean shutdown (summary printed)
 

@@ -8,7 +8,7 @@ use crate::progress::Progress;
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
 use sluice_engine::{EngineConfig, EngineError, Summary};
-use sluice_sink::{AfPacketSink, NullSink, PcapSink, Sink, SinkSpec, UdpSink};
+use sluice_sink::{AfPacketSink, NullSink, PcapSink, Sink, SinkError, SinkSpec, UdpSink};
 use std::io::Write;
 use std::path::Path;
 
@@ -70,7 +70,11 @@ fn open_sinks(o: &RunOpts, to: &SinkSpec, allow_udp: bool) -> Result<Vec<Box<dyn
         .map(|_| -> Result<Box<dyn Sink>, Failure> {
             Ok(match to {
                 SinkSpec::Null => Box::new(NullSink::default()),
-                SinkSpec::Pcap(p) => Box::new(PcapSink::create(p).map_err(bad_input)?),
+                SinkSpec::Pcap(p) => Box::new(PcapSink::create(p).map_err(|e| match e {
+                    // Like every file output: unwritable is exit 1, aliasing 2.
+                    SinkError::Output(e) => crate::dest::output_failure(e),
+                    other => bad_input(other),
+                })?),
                 SinkSpec::AfPacket(iface) => {
                     Box::new(AfPacketSink::open(iface, o.tx_mode).map_err(bad_input)?)
                 }

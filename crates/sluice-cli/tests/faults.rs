@@ -19,8 +19,7 @@ fn damaged_inputs_never_crash_hang_or_leave_a_mess() {
     if require_root("fault harness on veth") && require("ip", "fault harness on veth") {
         c.arg("--veth");
     }
-    let o = c.output()
-        .expect("run bench/faults.py");
+    let o = c.output().expect("run bench/faults.py");
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),

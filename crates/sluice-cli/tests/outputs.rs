@@ -226,3 +226,58 @@ fn a_pcap_being_written_holds_whole_records_within_a_second_and_a_kill_loses_onl
         "at least a second's worth of frames reached the file: {n}"
     );
 }
+
+/// One exit-code table for every command: an output that cannot be
+/// created is the environment's failure (1), whatever the command and
+/// whichever option names it; an output that aliases an input is bad
+/// usage (2).
+#[test]
+fn an_output_that_cannot_be_created_exits_1_in_every_command() {
+    let d = tmpdir("out-exit-codes");
+    let t = d.join("t.pcap");
+    write_trace(&t, 3, 1000, 64);
+    let csv = sluice_testkit::testdata("timeseries").join("obspy_example_BW.RJOB_3ch_100Hz.csv");
+    let arc = d.join("a.arc");
+    assert!(run(&["series", "convert", s(&csv), s(&arc)])
+        .status
+        .success());
+    let records =
+        sluice_testkit::testdata("flows").join("DERIVED_pmacct_100_ipfix_cisco_flows.csv");
+    let session = sluice_testkit::repo_root().join("examples/sessions/mixed.yaml");
+    let bad = "/nonexistent-dir/out";
+    let pcap = format!("pcap:{bad}.pcap");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["replay", s(&t), "--to", &pcap, "-q"],
+        vec!["replay", s(&t), "--summary-json", bad, "-q"],
+        vec!["replay", s(&t), "--stats-json", bad, "-q"],
+        vec![
+            "series",
+            "play",
+            s(&arc),
+            "--to",
+            &pcap,
+            "-q",
+            "--tight-loop",
+            "0",
+        ],
+        vec!["series", "play", s(&arc), "--summary-json", bad, "-q"],
+        vec!["flows", "run", s(&session), "--to", &pcap, "-q"],
+        vec!["series", "convert", s(&csv), bad],
+        vec!["series", "dump", s(&arc), "-o", bad],
+        vec!["flows", "import", s(&records), "-o", bad],
+    ];
+    for args in cases {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("/nonexistent-dir/out"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    let to = format!("pcap:{}", s(&t));
+    assert_refused(
+        &run(&["replay", s(&t), "--to", &to, "-q"]),
+        "pcap over its trace",
+    );
+}

@@ -41,6 +41,9 @@ pub enum SinkError {
     TooShort { len: usize, min: usize },
     #[error("{0}")]
     Config(String),
+    /// A file output that cannot be prepared (its own error says which).
+    #[error(transparent)]
+    Output(#[from] sluice_sys::output::OutputError),
 }
 
 impl SinkError {

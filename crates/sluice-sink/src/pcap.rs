@@ -28,7 +28,7 @@ pub struct PcapSink {
 
 impl PcapSink {
     pub fn create(path: &Path) -> Result<Self, SinkError> {
-        let out = Output::create(path).map_err(|e| SinkError::Config(e.to_string()))?;
+        let out = Output::create(path)?;
         let writer = PcapWriter::new(out, LinkType::ETHERNET, SNAPLEN)
             .map_err(|e| SinkError::os(format!("cannot write {}", path.display()), e))?;
         Ok(PcapSink {
@@ -100,7 +100,7 @@ impl Sink for PcapSink {
         let packets = w.packets();
         let out = w.into_written();
         if packets > 0 {
-            out.commit().map_err(|e| SinkError::Config(e.to_string()))?;
+            out.commit()?;
         }
         flushed.map_err(|e| self.io(e))
     }
