@@ -5,6 +5,7 @@
 //! that the engine's time-series pipeline runs.
 
 pub mod flows;
+pub mod profile;
 pub mod replay;
 pub mod seam;
 pub mod series;

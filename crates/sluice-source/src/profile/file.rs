@@ -1,0 +1,551 @@
+//! Profile files (YAML or JSON, strict): a stochastic traffic profile.
+//!
+//! ```yaml
+//! seed: 7
+//! duration: 5s            # or packets: N
+//! rate: 100k              # mean packets/s; or bitrate: 50M (frame bits/s)
+//! ipd:  {dist: poisson}   # constant poisson uniform normal lognormal pareto weibull gamma empirical
+//! size: {dist: constant, bytes: 64}   # constant uniform normal mix imix empirical
+//! packet: {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, sport: 1024, dport: 9, flows: 1}
+//! ```
+//!
+//! `ipd` spreads: `std` (a duration), `variance` (s²), `cv` (std/mean) or
+//! `shape` (pareto, weibull, gamma): at most one. `ipd.mean` (a duration)
+//! may replace `rate`. `empirical` laws read `from:` a capture (relative to
+//! the profile); an empirical gap law keeps the capture's mean unless a
+//! rate is given. Errors name the file and the key.
+
+use super::gaps::{GapLaw, Spread};
+use super::sizes::SizeLaw;
+use crate::flows::session::Time;
+use serde::Deserialize;
+use sluice_capture::CaptureReader;
+use sluice_core::{parse_count, parse_rate, Nanos};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+/// Packets an empirical law reads from its capture at most.
+pub const MAX_EMPIRICAL: usize = 10_000_000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    duration: Option<Time>,
+    #[serde(default)]
+    packets: Option<Number>,
+    #[serde(default)]
+    rate: Option<Number>,
+    #[serde(default)]
+    bitrate: Option<Number>,
+    ipd: GapSpec,
+    #[serde(default)]
+    size: Option<SizeSpec>,
+    #[serde(default)]
+    packet: PacketSpec,
+}
+
+/// A number, or a string with an SI suffix (`100k`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+enum Number {
+    Float(f64),
+    Text(String),
+}
+
+impl Number {
+    fn rate(&self) -> Result<f64, String> {
+        match self {
+            Number::Float(v) => Ok(*v),
+            Number::Text(s) => parse_rate(s).map_err(|e| e.to_string()),
+        }
+    }
+
+    fn count(&self) -> Result<u64, String> {
+        match self {
+            Number::Float(v) if v.fract() == 0.0 && *v >= 0.0 && *v < 1.8e19 => Ok(*v as u64),
+            Number::Float(v) => Err(format!("{v} is not a count")),
+            Number::Text(s) => parse_count(s).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GapSpec {
+    dist: String,
+    #[serde(default)]
+    mean: Option<Time>,
+    #[serde(default)]
+    std: Option<Time>,
+    #[serde(default)]
+    variance: Option<f64>,
+    #[serde(default)]
+    cv: Option<f64>,
+    #[serde(default)]
+    shape: Option<f64>,
+    #[serde(default)]
+    from: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SizeSpec {
+    dist: String,
+    #[serde(default)]
+    bytes: Option<u16>,
+    #[serde(default)]
+    min: Option<u16>,
+    #[serde(default)]
+    max: Option<u16>,
+    #[serde(default)]
+    mean: Option<f64>,
+    #[serde(default)]
+    std: Option<f64>,
+    #[serde(default)]
+    variance: Option<f64>,
+    #[serde(default)]
+    values: Option<Vec<(u16, f64)>>,
+    #[serde(default)]
+    from: Option<PathBuf>,
+}
+
+/// The packets' headers: UDP over IPv4 or IPv6; `flows` flows on
+/// consecutive source ports, packet k on flow k mod `flows`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PacketSpec {
+    #[serde(default = "udp4")]
+    pub proto: String,
+    #[serde(default = "src")]
+    pub src: IpAddr,
+    #[serde(default = "dst")]
+    pub dst: IpAddr,
+    #[serde(default = "sport")]
+    pub sport: u16,
+    #[serde(default = "dport")]
+    pub dport: u16,
+    #[serde(default = "one")]
+    pub flows: u32,
+}
+
+fn udp4() -> String {
+    "udp4".into()
+}
+fn src() -> IpAddr {
+    IpAddr::from([10, 0, 0, 1])
+}
+fn dst() -> IpAddr {
+    IpAddr::from([10, 0, 0, 2])
+}
+fn sport() -> u16 {
+    1024
+}
+fn dport() -> u16 {
+    9
+}
+fn one() -> u32 {
+    1
+}
+
+impl Default for PacketSpec {
+    fn default() -> Self {
+        PacketSpec {
+            proto: udp4(),
+            src: src(),
+            dst: dst(),
+            sport: sport(),
+            dport: dport(),
+            flows: 1,
+        }
+    }
+}
+
+impl PacketSpec {
+    pub fn v6(&self) -> bool {
+        self.proto == "udp6"
+    }
+
+    /// Ethernet, IP and UDP headers: the smallest frame.
+    pub fn header_len(&self) -> u16 {
+        if self.v6() {
+            62
+        } else {
+            42
+        }
+    }
+}
+
+/// When a profile ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    Duration(Nanos),
+    Packets(u64),
+}
+
+/// A profile, checked and resolved: laws ready to sample.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    pub name: String,
+    pub seed: u64,
+    pub stop: Stop,
+    pub gap: GapLaw,
+    pub size: SizeLaw,
+    pub packet: PacketSpec,
+}
+
+impl Profile {
+    /// Mean packets per second.
+    pub fn rate(&self) -> f64 {
+        1e9 / self.gap.mean
+    }
+}
+
+/// A profile that cannot be used: the file and the key say where.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {key}{}{what}", if key.is_empty() { "" } else { ": " })]
+pub struct ProfileError {
+    pub file: String,
+    pub key: String,
+    pub what: String,
+}
+
+impl Profile {
+    /// Reads a profile (YAML for `.yaml`/`.yml`, else JSON), its rate
+    /// multiplied by `scale`.
+    pub fn load(path: &Path, scale: f64) -> Result<Profile, ProfileError> {
+        let file = path.display().to_string();
+        let text = crate::text::read_bounded(path, 1 << 20).map_err(|what| ProfileError {
+            file: file.clone(),
+            key: String::new(),
+            what,
+        })?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        Self::parse(&file, &text, crate::is_yaml(path), dir, scale)
+    }
+
+    /// Parses profile text; `dir` resolves `from:` paths.
+    pub fn parse(
+        name: &str,
+        text: &str,
+        yaml: bool,
+        dir: &Path,
+        scale: f64,
+    ) -> Result<Profile, ProfileError> {
+        let err = |key: &str, what: String| ProfileError {
+            file: name.to_owned(),
+            key: key.to_owned(),
+            what,
+        };
+        crate::text::check_depth(text).map_err(|w| err("", w))?;
+        let f: ProfileFile = if yaml {
+            serde_yaml_ng::from_str(text).map_err(|e| err("", e.to_string()))?
+        } else {
+            serde_json::from_str(text).map_err(|e| err("", e.to_string()))?
+        };
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(err("--scale", format!("must be positive, got {scale}")));
+        }
+        let packet = f.packet;
+        if !matches!(packet.proto.as_str(), "udp4" | "udp6") {
+            return Err(err(
+                "packet.proto",
+                format!("'{}': udp4 or udp6", packet.proto),
+            ));
+        }
+        for (key, a) in [("packet.src", packet.src), ("packet.dst", packet.dst)] {
+            if a.is_ipv6() != packet.v6() {
+                return Err(err(
+                    key,
+                    format!("{a} is not of the IP version {} needs", packet.proto),
+                ));
+            }
+        }
+        if packet.flows == 0 || u32::from(packet.sport) + packet.flows - 1 > 65_535 {
+            return Err(err(
+                "packet.flows",
+                format!(
+                    "{} flows from source port {} do not fit in 1..=65535 ports",
+                    packet.flows, packet.sport
+                ),
+            ));
+        }
+        let size = match f.size {
+            None => SizeLaw::constant(64.max(packet.header_len())),
+            Some(s) => size_law(&s, dir, packet.header_len()).map_err(|(k, w)| err(&k, w))?,
+        };
+        let (lo, _) = size.bounds;
+        if lo < packet.header_len() {
+            return Err(err(
+                "size",
+                format!(
+                    "a frame of {lo} bytes cannot hold the {} bytes of {} headers",
+                    packet.header_len(),
+                    packet.proto
+                ),
+            ));
+        }
+
+        // The mean gap: from rate, bitrate, ipd.mean or an empirical law.
+        let g = &f.ipd;
+        let given: Vec<&str> = [
+            ("rate", f.rate.is_some()),
+            ("bitrate", f.bitrate.is_some()),
+            ("ipd.mean", g.mean.is_some()),
+        ]
+        .iter()
+        .filter(|(_, on)| *on)
+        .map(|(k, _)| *k)
+        .collect();
+        if given.len() > 1 {
+            return Err(err(
+                given[1],
+                format!("give one of {}, not both", given.join(" and ")),
+            ));
+        }
+        let positive = |key: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(v)
+            } else {
+                Err(err(key, format!("must be positive, got {v}")))
+            }
+        };
+        let mean_ns = if let Some(r) = &f.rate {
+            let r = positive("rate", r.rate().map_err(|w| err("rate", w))?)?;
+            Some(1e9 / r)
+        } else if let Some(b) = &f.bitrate {
+            let b = positive("bitrate", b.rate().map_err(|w| err("bitrate", w))?)?;
+            Some(1e9 * 8.0 * size.mean / b)
+        } else if let Some(m) = g.mean {
+            Some(positive("ipd.mean", m.0 .0 as f64)?)
+        } else {
+            None
+        };
+        let gap = gap_law(g, mean_ns, dir).map_err(|(k, w)| err(&k, w))?;
+        let gap = if scale == 1.0 {
+            gap
+        } else {
+            rescale(g, gap, scale, dir).map_err(|(k, w)| err(&k, w))?
+        };
+        let stop = match (f.duration, &f.packets) {
+            (Some(_), Some(_)) => {
+                return Err(err("packets", "give duration or packets, not both".into()))
+            }
+            (Some(d), None) if d.0 .0 > 0 => Stop::Duration(d.0),
+            (Some(_), None) => return Err(err("duration", "must be positive".into())),
+            (None, Some(p)) => match p.count().map_err(|w| err("packets", w))? {
+                0 => return Err(err("packets", "must be at least 1".into())),
+                n => Stop::Packets(n),
+            },
+            (None, None) => return Err(err("duration", "missing (or packets)".into())),
+        };
+        Ok(Profile {
+            name: name.to_owned(),
+            seed: f.seed.unwrap_or(1),
+            stop,
+            gap,
+            size,
+            packet,
+        })
+    }
+}
+
+type KeyError = (String, String);
+
+fn key(k: &str) -> impl Fn(String) -> KeyError + '_ {
+    move |w| (k.to_owned(), w)
+}
+
+/// The spread of a gap law from `std`, `variance` or `cv`, or `shape`.
+fn spread(g: &GapSpec, mean: f64) -> Result<Spread, KeyError> {
+    let given: Vec<&str> = [
+        ("ipd.std", g.std.is_some()),
+        ("ipd.variance", g.variance.is_some()),
+        ("ipd.cv", g.cv.is_some()),
+        ("ipd.shape", g.shape.is_some()),
+    ]
+    .iter()
+    .filter(|(_, on)| *on)
+    .map(|(k, _)| *k)
+    .collect();
+    if given.len() > 1 {
+        return Err((given[1].into(), format!("give one of {}", given.join(", "))));
+    }
+    let check = |k: &str, v: f64| {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err((k.to_owned(), format!("must be positive, got {v}")))
+        }
+    };
+    Ok(if let Some(s) = g.std {
+        Spread::Std(check("ipd.std", s.0 .0 as f64)?)
+    } else if let Some(v) = g.variance {
+        Spread::Std(check("ipd.variance", v)?.sqrt() * 1e9)
+    } else if let Some(c) = g.cv {
+        Spread::Std(check("ipd.cv", c)? * mean)
+    } else if let Some(k) = g.shape {
+        Spread::Shape(check("ipd.shape", k)?)
+    } else {
+        Spread::None
+    })
+}
+
+fn gap_law(g: &GapSpec, mean_ns: Option<f64>, dir: &Path) -> Result<GapLaw, KeyError> {
+    if g.dist == "empirical" {
+        if let Some(k) = [
+            ("ipd.std", g.std.is_some()),
+            ("ipd.variance", g.variance.is_some()),
+            ("ipd.cv", g.cv.is_some()),
+            ("ipd.shape", g.shape.is_some()),
+        ]
+        .iter()
+        .find(|(_, on)| *on)
+        {
+            return Err((
+                k.0.into(),
+                "an empirical law takes its spread from the capture".into(),
+            ));
+        }
+        let from = g.from.as_ref().ok_or_else(|| {
+            (
+                "ipd.from".to_owned(),
+                "missing: the capture to draw gaps from".to_owned(),
+            )
+        })?;
+        let (gaps, _) = read_capture(&dir.join(from)).map_err(key("ipd.from"))?;
+        return GapLaw::empirical(gaps, mean_ns).map_err(key("ipd.from"));
+    }
+    if g.from.is_some() {
+        return Err((
+            "ipd.from".into(),
+            format!("only an empirical law reads a capture, not {}", g.dist),
+        ));
+    }
+    let mean = mean_ns.ok_or_else(|| {
+        (
+            "rate".to_owned(),
+            "missing (or bitrate, or ipd.mean)".to_owned(),
+        )
+    })?;
+    GapLaw::new(&g.dist, mean, spread(g, mean)?).map_err(key(
+        if crate::profile::gaps::FAMILIES.contains(&g.dist.as_str()) {
+            "ipd"
+        } else {
+            "ipd.dist"
+        },
+    ))
+}
+
+/// The law `gap`, `scale` times faster: same family; shape laws keep
+/// their shape, the others their coefficient of variation.
+fn rescale(g: &GapSpec, gap: GapLaw, scale: f64, dir: &Path) -> Result<GapLaw, KeyError> {
+    let mean = gap.mean / scale;
+    let spread = match g.dist.as_str() {
+        "empirical" => return gap_law(g, Some(mean), dir),
+        "constant" | "poisson" => Spread::None,
+        "uniform" if g.std.is_none() && g.variance.is_none() && g.cv.is_none() => Spread::None,
+        "pareto" | "weibull" | "gamma" => Spread::Shape(gap.shape().unwrap_or(1.0)),
+        _ => Spread::Std(gap.variance.sqrt() / scale),
+    };
+    GapLaw::new(&g.dist, mean, spread).map_err(key("ipd"))
+}
+
+fn size_law(s: &SizeSpec, dir: &Path, least: u16) -> Result<SizeLaw, KeyError> {
+    let allowed: &[&str] = match s.dist.as_str() {
+        "constant" => &["bytes"],
+        "uniform" => &["min", "max"],
+        "normal" => &["mean", "std", "variance"],
+        "mix" => &["values"],
+        "imix" => &[],
+        "empirical" => &["from"],
+        other => return Err((
+            "size.dist".into(),
+            format!(
+                "unknown distribution '{other}' (constant, uniform, normal, mix, imix, empirical)"
+            ),
+        )),
+    };
+    for (k, on) in [
+        ("bytes", s.bytes.is_some()),
+        ("min", s.min.is_some()),
+        ("max", s.max.is_some()),
+        ("mean", s.mean.is_some()),
+        ("std", s.std.is_some()),
+        ("variance", s.variance.is_some()),
+        ("values", s.values.is_some()),
+        ("from", s.from.is_some()),
+    ] {
+        if on && !allowed.contains(&k) {
+            return Err((
+                format!("size.{k}"),
+                format!("does not apply to a {} law", s.dist),
+            ));
+        }
+    }
+    let need = |k: &str| {
+        (
+            format!("size.{k}"),
+            format!("missing: a {} law needs it", s.dist),
+        )
+    };
+    match s.dist.as_str() {
+        "constant" => Ok(SizeLaw::constant(s.bytes.ok_or_else(|| need("bytes"))?)),
+        "uniform" => SizeLaw::uniform(
+            s.min.ok_or_else(|| need("min"))?,
+            s.max.ok_or_else(|| need("max"))?,
+        )
+        .map_err(key("size")),
+        "normal" => {
+            let std = match (s.std, s.variance) {
+                (Some(_), Some(_)) => {
+                    return Err(("size.variance".into(), "give std or variance".into()))
+                }
+                (Some(d), None) => d,
+                (None, Some(v)) if v >= 0.0 => v.sqrt(),
+                (None, Some(v)) => {
+                    return Err((
+                        "size.variance".into(),
+                        format!("must not be negative, got {v}"),
+                    ))
+                }
+                (None, None) => return Err(need("std")),
+            };
+            SizeLaw::normal(s.mean.ok_or_else(|| need("mean"))?, std, least).map_err(key("size"))
+        }
+        "mix" => SizeLaw::mix(s.values.as_deref().ok_or_else(|| need("values"))?)
+            .map_err(key("size.values")),
+        "imix" => Ok(SizeLaw::imix()),
+        _ => {
+            let from = s.from.as_ref().ok_or_else(|| need("from"))?;
+            let (_, sizes) = read_capture(&dir.join(from)).map_err(key("size.from"))?;
+            SizeLaw::empirical(sizes).map_err(key("size.from"))
+        }
+    }
+}
+
+/// The gaps (ns, in order, steps back left out) and frame lengths of a
+/// capture, at most [`MAX_EMPIRICAL`] packets.
+pub fn read_capture(path: &Path) -> Result<(Vec<f64>, Vec<u16>), String> {
+    let mut r = CaptureReader::open(path).map_err(|e| e.to_string())?;
+    let (mut gaps, mut sizes) = (Vec::new(), Vec::new());
+    let mut prev: Option<u64> = None;
+    while let Some(p) = r.next_packet().map_err(|e| e.to_string())? {
+        if sizes.len() == MAX_EMPIRICAL {
+            break;
+        }
+        if let Some(t) = prev {
+            if p.ts_ns >= t {
+                gaps.push((p.ts_ns - t) as f64);
+            }
+        }
+        prev = Some(p.ts_ns);
+        sizes.push(u16::try_from(p.orig_len).unwrap_or(u16::MAX));
+    }
+    if sizes.is_empty() {
+        return Err(format!("{}: the capture has no packets", path.display()));
+    }
+    Ok((gaps, sizes))
+}

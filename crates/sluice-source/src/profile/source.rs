@@ -1,0 +1,105 @@
+//! The profile source on the seam: a plan of packets (the synthesized
+//! sequence itself, or the Fourier reconstruction) built into UDP frames.
+
+use super::fourier::FourierPlan;
+use super::synth::{Planned, Synth};
+use crate::seam::{End, Origin, Source, SourceError, SourceReport};
+use sluice_core::{Nanos, Outbox};
+use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, MacAddr, PacketFields};
+
+/// What the source sends.
+pub enum Plan {
+    /// The synthesized sequence, every gap exact.
+    Exact(Synth),
+    /// The paper's reconstruction from selected frequency components.
+    Fourier(FourierPlan),
+}
+
+impl Iterator for Plan {
+    type Item = Planned;
+    #[inline]
+    fn next(&mut self) -> Option<Planned> {
+        match self {
+            Plan::Exact(s) => s.next(),
+            Plan::Fourier(f) => f.next(),
+        }
+    }
+}
+
+pub struct ProfileSource {
+    plan: Plan,
+    headers: Vec<FlowHeaders>,
+    /// Packets sent per flow (the IP identification).
+    sent: Vec<u64>,
+    header_len: usize,
+    first_ts: u64,
+}
+
+impl ProfileSource {
+    pub fn new(
+        plan: Plan,
+        packet: &super::PacketSpec,
+        src_mac: MacAddr,
+        dst_mac: MacAddr,
+    ) -> Result<Self, SourceError> {
+        let mut headers = Vec::with_capacity(packet.flows as usize);
+        for k in 0..packet.flows {
+            let ends = FlowEnds {
+                src: packet.src,
+                dst: packet.dst,
+                sport: packet.sport + k as u16,
+                dport: packet.dport,
+            };
+            let h = FlowHeaders::new(src_mac, dst_mac, ends, FlowProto::Udp, false).map_err(
+                |reason| SourceError::BadPacket {
+                    file: "profile".into(),
+                    packet: 0,
+                    reason,
+                },
+            )?;
+            headers.push(h);
+        }
+        let first_ts = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Ok(ProfileSource {
+            plan,
+            sent: vec![0; headers.len()],
+            headers,
+            header_len: usize::from(packet.header_len()),
+            first_ts,
+        })
+    }
+}
+
+impl Source for ProfileSource {
+    fn fill(&mut self, out: &mut Outbox<'_>) -> Result<End, SourceError> {
+        out.set_first_ts(self.first_ts);
+        for p in self.plan.by_ref() {
+            let flow = p.flow as usize;
+            let lane = out.lane(|| u64::from(p.lane));
+            let fields = PacketFields {
+                index: self.sent[flow],
+                last: false,
+                payload_len: usize::from(p.size) - self.header_len,
+                tcp_seq: 0,
+                prefix: &[],
+                stamp: None,
+            };
+            let h = &self.headers[flow];
+            if !out.push(lane, Nanos(p.due), |b| h.write(b, &fields)) {
+                break;
+            }
+            self.sent[flow] += 1;
+        }
+        Ok(End::Done)
+    }
+
+    fn origin(&self) -> Origin {
+        Origin::Memory
+    }
+
+    fn report(&self) -> SourceReport {
+        SourceReport::default()
+    }
+}
