@@ -59,6 +59,7 @@ fn main() -> ExitCode {
         args::Command::Demo(a) => cmd::demo::run(a),
         args::Command::Series(a) => cmd::series::run(a),
         args::Command::Flows(a) => cmd::flows::run(a),
+        args::Command::Profile(a) => cmd::profile::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -94,4 +94,6 @@ pub enum SourceError {
     Empty { file: String },
     #[error(transparent)]
     Session(#[from] crate::flows::SessionError),
+    #[error(transparent)]
+    Profile(#[from] crate::profile::ProfileError),
 }

@@ -7,6 +7,7 @@ mod analyze;
 mod common;
 mod demo;
 mod flows;
+mod profile;
 mod replay;
 mod series;
 pub mod values;
@@ -15,6 +16,9 @@ pub use analyze::AnalyzeArgs;
 pub use common::RunOpts;
 pub use demo::DemoArgs;
 pub use flows::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
+pub use profile::{
+    Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, SelectOpts, SpectrumArgs, SynthArgs,
+};
 pub use replay::ReplayArgs;
 pub use series::{ConvertArgs, DumpArgs, PlayArgs, SeriesArgs, SeriesCommand};
 
@@ -47,4 +51,6 @@ pub enum Command {
     Series(SeriesArgs),
     /// Generate flows and meta-flows from a session, or import flow records into one.
     Flows(FlowsArgs),
+    /// Stochastic traffic profiles: synthesize, decompose into frequency components, generate.
+    Profile(ProfileArgs),
 }

@@ -461,12 +461,14 @@ fn size_law(s: &SizeSpec, dir: &Path, least: u16) -> Result<SizeLaw, KeyError> {
         "mix" => &["values"],
         "imix" => &[],
         "empirical" => &["from"],
-        other => return Err((
-            "size.dist".into(),
-            format!(
+        other => {
+            return Err((
+                "size.dist".into(),
+                format!(
                 "unknown distribution '{other}' (constant, uniform, normal, mix, imix, empirical)"
             ),
-        )),
+            ))
+        }
     };
     for (k, on) in [
         ("bytes", s.bytes.is_some()),

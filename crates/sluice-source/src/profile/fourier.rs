@@ -10,11 +10,12 @@
 //! negative unless the reconstruction itself does somewhere (a low-pass
 //! of a spiky series), where the count is 0 and the shortfall counted.
 //!
-//! Each bin, a queue sends floor(rate + carry) packets, the fraction
-//! carried to its next bin. Within the bin the packets are placed by the
-//! profile's own gap law: c + 1 gaps are drawn and scaled to span the bin,
-//! packet j after the first j + 1 of them (for Poisson gaps exactly the
-//! uniform order statistics of c arrivals in the bin). Sizes follow the
+//! Each bin, a queue sends rate + carry rounded to the nearest integer
+//! packets, the remainder carried to its next bin. Within the bin the
+//! packets are placed by the profile's own gap law: the first at the
+//! bin's start, then c gaps drawn from the law and scaled so that they
+//! span the bin (the last one ends at the next bin's start), so bins stay
+//! aligned with the target's. Sizes follow the
 //! size law. Each queue's rate series is computed once, before the run, as
 //! the inverse FFT of its components: the same values as summing their
 //! cosines bin by bin, in O(n log n).
@@ -154,22 +155,29 @@ impl FourierPlan {
             let start = self.bin as u64 * self.sample_ns;
             for q in 0..self.rates.len() {
                 let want = self.rates[q][self.bin] + self.carry[q];
-                let count = want.floor().max(0.0);
+                // Rounded to nearest, the remainder carried: float noise
+                // on an integer rate never loses a packet to flooring.
+                let count = (want + 0.5).floor().max(0.0);
                 self.carry[q] = want - count;
                 let count = count as usize;
                 if count == 0 {
                     continue;
                 }
-                let mut cum = Vec::with_capacity(count + 1);
+                // Packet 0 at the bin's start, then c gaps of the law
+                // scaled so the last one ends where the next bin starts.
+                let mut gaps = Vec::with_capacity(count);
                 let mut sum = 0.0;
-                for _ in 0..=count {
-                    sum += self.profile.gap.sample(&mut self.gaps);
-                    cum.push(sum);
+                for _ in 0..count {
+                    let g = self.profile.gap.sample(&mut self.gaps);
+                    sum += g;
+                    gaps.push(g);
                 }
-                for c in &cum[..count] {
-                    let at = start + ((c / sum) * self.sample_ns as f64) as u64;
+                let mut at = 0.0;
+                for g in &gaps {
+                    let t = start + ((at / sum) * self.sample_ns as f64) as u64;
                     self.pending
-                        .push((at.min(start + self.sample_ns - 1), q as u32));
+                        .push((t.min(start + self.sample_ns - 1), q as u32));
+                    at += g;
                 }
             }
             // Consumed from the back: latest first in the vector.
@@ -231,7 +239,7 @@ mod tests {
             for r in plan.queue_rates() {
                 let mut carry = 0.0;
                 for (b, v) in r.iter().enumerate() {
-                    let c = (v + carry).floor();
+                    let c = (v + carry + 0.5).floor().max(0.0);
                     carry = v + carry - c;
                     want[b] += c as u64;
                 }
@@ -247,6 +255,9 @@ mod tests {
                 let t = RateSeries::from_times(target.map(|p| p.due), 1_000_000, Some(want.len()))
                     .unwrap();
                 for (a, b) in t.counts.iter().zip(&got) {
+                    if queues == 1 {
+                        assert_eq!(*a, *b as f64, "one queue sends the target's bins");
+                    }
                     assert!((a - *b as f64).abs() <= queues as f64, "{a} vs {b}");
                 }
                 assert!(d.target_packets.abs_diff(got.iter().sum::<u64>()) <= queues as u64);

@@ -36,11 +36,14 @@ pub struct ProfileSource {
 }
 
 impl ProfileSource {
+    /// A source of `plan`'s packets with `packet`'s headers; a pcap output
+    /// is stamped from `first_ts` (ns since the epoch).
     pub fn new(
         plan: Plan,
         packet: &super::PacketSpec,
         src_mac: MacAddr,
         dst_mac: MacAddr,
+        first_ts: u64,
     ) -> Result<Self, SourceError> {
         let mut headers = Vec::with_capacity(packet.flows as usize);
         for k in 0..packet.flows {
@@ -59,9 +62,6 @@ impl ProfileSource {
             )?;
             headers.push(h);
         }
-        let first_ts = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
         Ok(ProfileSource {
             plan,
             sent: vec![0; headers.len()],

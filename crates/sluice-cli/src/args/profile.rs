@@ -1,0 +1,126 @@
+//! `sluice profile` arguments: synth, spectrum, run.
+
+use super::common::RunOpts;
+use super::values::{count, named, positive_duration};
+use clap::{Args, Subcommand};
+use sluice_core::Nanos;
+use sluice_sink::SinkSpec;
+use sluice_wire::MacAddr;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct ProfileArgs {
+    #[command(subcommand)]
+    pub command: ProfileCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ProfileCommand {
+    /// Write the synthesized target trace of a profile (every gap and size drawn from its laws).
+    Synth(SynthArgs),
+    /// The packet-rate series of a profile or capture, its frequency components and a selection's reconstruction error.
+    Spectrum(SpectrumArgs),
+    /// Generate a profile: its synthesized sequence (exact) or the paper's Fourier reconstruction.
+    Run(Box<ProfileRunArgs>),
+}
+
+/// Frame addresses and rate scaling, shared by synth and run.
+#[derive(Args, Debug)]
+pub struct FrameOpts {
+    /// Multiply the profile's rate by R (gaps R times shorter; shapes kept).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Seed of every draw (overrides the profile's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Source MAC of every frame.
+    #[arg(long, default_value_t = MacAddr::LOCAL_SRC)]
+    pub src_mac: MacAddr,
+    /// Destination MAC of every frame.
+    #[arg(long, default_value_t = MacAddr::LOCAL_DST)]
+    pub dst_mac: MacAddr,
+}
+
+#[derive(Args, Debug)]
+pub struct SynthArgs {
+    /// Profile (.yaml/.yml or .json; schema in docs/FORMATS.md).
+    pub profile: PathBuf,
+    /// Trace to write (pcap, ns timestamps from 0).
+    #[arg(long, short = 'o')]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub frame: FrameOpts,
+}
+
+/// Which components to keep.
+#[derive(Args, Debug)]
+pub struct SelectOpts {
+    /// Sampling interval t_sample of the packet-rate series.
+    #[arg(long, value_parser = positive_duration, default_value = "1ms")]
+    pub sample: Nanos,
+    /// Keep the K strongest components (the DC component is always kept).
+    #[arg(long, conflicts_with = "cutoff")]
+    pub keep: Option<usize>,
+    /// Keep the components at or below HZ (the paper's low-pass).
+    #[arg(long)]
+    pub cutoff: Option<f64>,
+}
+
+#[derive(Args, Debug)]
+pub struct SpectrumArgs {
+    /// A profile (.yaml/.yml/.json) or a capture (pcap/pcapng).
+    pub input: PathBuf,
+    #[command(flatten)]
+    pub select: SelectOpts,
+    /// Components listed, strongest first (all of them with --json).
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Print JSON (every kept component) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Multiply a profile's rate by R.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+}
+
+/// How `profile run` sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// The synthesized sequence itself, every gap exact.
+    #[default]
+    Exact,
+    /// Components spread over queues, packets counted per t_sample.
+    Fourier,
+}
+
+sluice_core::named_values!(Mode {
+    Exact => "exact",
+    Fourier => "fourier",
+});
+
+#[derive(Args, Debug)]
+pub struct ProfileRunArgs {
+    /// Profile (.yaml/.yml or .json).
+    pub profile: PathBuf,
+    /// Where packets go: null, pcap:PATH, afpacket:IFACE.
+    #[arg(long, short = 't', default_value_t = SinkSpec::Null)]
+    pub to: SinkSpec,
+    /// exact: the synthesized sequence; fourier: the reconstruction from selected components.
+    #[arg(long, value_parser = named::<Mode>(Mode::NAMES), default_value_t = Mode::default())]
+    pub mode: Mode,
+    #[command(flatten)]
+    pub select: SelectOpts,
+    /// Fourier queues the components are spread over (each a stream of its own; TX threads take queues round-robin).
+    #[arg(long, default_value_t = 1)]
+    pub queues: usize,
+    /// Stop after N packets.
+    #[arg(long, value_parser = count)]
+    pub limit: Option<u64>,
+    /// Stop after this long.
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<Nanos>,
+    #[command(flatten)]
+    pub frame: FrameOpts,
+    #[command(flatten)]
+    pub run: RunOpts,
+}

@@ -1,0 +1,293 @@
+//! `sluice profile`: synthesize a profile's trace, show its spectrum,
+//! generate it (exact or Fourier).
+
+use crate::args::{
+    Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, RunOpts, SelectOpts, SpectrumArgs, SynthArgs,
+};
+use crate::plan::{check_threads, engine_config, send};
+use crate::{bad_input, Failure};
+use anyhow::{anyhow, Context};
+use serde::Serialize;
+use sluice_engine::{run_source, ClockChoice, EngineConfig};
+use sluice_sink::{SinkSpec, TxMode};
+use sluice_source::profile::{
+    spectrum, FourierPlan, Plan, Profile, ProfileSource, RateSeries, Selection, Spectrum, Synth,
+};
+use std::path::Path;
+
+pub fn run(a: ProfileArgs) -> Result<u8, Failure> {
+    match a.command {
+        ProfileCommand::Synth(s) => synth(s),
+        ProfileCommand::Spectrum(s) => show_spectrum(s),
+        ProfileCommand::Run(r) => run_profile(*r),
+    }
+}
+
+fn load(path: &Path, scale: f64, seed: Option<u64>) -> Result<Profile, Failure> {
+    let mut p = Profile::load(path, scale).map_err(bad_input)?;
+    if let Some(s) = seed {
+        p.seed = s;
+    }
+    Ok(p)
+}
+
+fn selection(s: &SelectOpts) -> Result<Selection, Failure> {
+    Ok(match (s.keep, s.cutoff) {
+        (Some(k), _) => Selection::Keep(k),
+        (None, Some(hz)) if hz.is_finite() && hz >= 0.0 => Selection::Cutoff(hz),
+        (None, Some(hz)) => {
+            return Err(bad_input(anyhow!(
+                "--cutoff must be a frequency ≥ 0, got {hz}"
+            )))
+        }
+        (None, None) => Selection::All,
+    })
+}
+
+/// The synthesized trace, through the engine on a virtual clock into a
+/// pcap: the frames `profile run --mode exact` sends, stamped from 0.
+fn synth(a: SynthArgs) -> Result<u8, Failure> {
+    let profile = load(&a.profile, a.frame.scale, a.frame.seed)?;
+    let packet = profile.packet.clone();
+    let source = ProfileSource::new(
+        Plan::Exact(Synth::new(profile)),
+        &packet,
+        a.frame.src_mac,
+        a.frame.dst_mac,
+        0,
+    )
+    .map_err(bad_input)?;
+    let opts = RunOpts {
+        threads: 1,
+        cpu: None,
+        no_pin: true,
+        rt: false,
+        tx_mode: TxMode::default(),
+        stats_json: None,
+        summary_json: None,
+        quiet: true,
+        clock: ClockChoice::Virtual,
+        drift: None,
+        late_threshold: EngineConfig::default().late_threshold,
+        spin: EngineConfig::default().spin,
+    };
+    let to = SinkSpec::Pcap(a.output.clone());
+    let cfg = engine_config(&opts, false);
+    send(
+        &opts,
+        &to,
+        false,
+        &[&a.profile],
+        cfg,
+        |sinks, cfg, progress| run_source(source, sinks, cfg, progress),
+    )
+}
+
+fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
+    check_threads(&a.run, &a.to)?;
+    let profile = load(&a.profile, a.frame.scale, a.frame.seed)?;
+    let packet = profile.packet.clone();
+    let plan = match a.mode {
+        Mode::Exact => {
+            if a.select.keep.is_some() || a.select.cutoff.is_some() || a.queues != 1 {
+                return Err(bad_input(anyhow!(
+                    "--keep, --cutoff and --queues select Fourier components: give --mode fourier"
+                )));
+            }
+            Plan::Exact(Synth::new(profile))
+        }
+        Mode::Fourier => {
+            if a.queues == 0 || a.queues > 1024 {
+                return Err(bad_input(anyhow!("--queues must be between 1 and 1024")));
+            }
+            let sel = selection(&a.select)?;
+            let f = FourierPlan::new(profile, a.select.sample.0, sel, a.queues)
+                .map_err(|e| bad_input(anyhow!("{}: {e}", a.profile.display())))?;
+            let d = &f.decomposition;
+            eprintln!(
+                "sluice: fourier: {} bins of {}, {} of {} components kept, {} queues ({} components each at most), {} packets planned for {} in the target{}",
+                d.bins,
+                sluice_core::Nanos(d.sample_ns),
+                d.kept,
+                d.available,
+                d.per_queue.len(),
+                d.per_queue.iter().max().unwrap_or(&0),
+                d.planned_packets,
+                d.target_packets,
+                if d.shortfall > 0.0 {
+                    format!(
+                        "; the reconstruction goes below 0 in places: {:.0} packets not sent there",
+                        d.shortfall
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            Plan::Fourier(f)
+        }
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let source = ProfileSource::new(plan, &packet, a.frame.src_mac, a.frame.dst_mac, now)
+        .map_err(bad_input)?;
+    let cfg = EngineConfig {
+        duration: a.duration,
+        limit: a.limit,
+        ..engine_config(&a.run, false)
+    };
+    send(
+        &a.run,
+        &a.to,
+        false,
+        &[&a.profile],
+        cfg,
+        |sinks, cfg, progress| run_source(source, sinks, cfg, progress),
+    )
+}
+
+#[derive(Serialize)]
+struct ComponentOut {
+    k: usize,
+    freq_hz: f64,
+    amplitude: f64,
+    phase: f64,
+}
+
+#[derive(Serialize)]
+struct SpectrumOut<'a> {
+    input: String,
+    sample_ns: u64,
+    bins: usize,
+    packets: u64,
+    /// Mean packets per bin.
+    dc: f64,
+    available: usize,
+    kept: usize,
+    selection: &'a str,
+    reconstruction: ErrorsOut,
+    components: Vec<ComponentOut>,
+}
+
+#[derive(Serialize)]
+struct ErrorsOut {
+    mse: f64,
+    nmse: f64,
+    pearson: f64,
+}
+
+fn is_profile(p: &Path) -> bool {
+    p.extension().is_some_and(|e| {
+        ["yaml", "yml", "json"]
+            .iter()
+            .any(|x| e.eq_ignore_ascii_case(x))
+    })
+}
+
+/// The rate series of a capture: packets per bin from its first packet.
+fn capture_series(path: &Path, sample_ns: u64) -> Result<RateSeries, Failure> {
+    let mut r = sluice_capture::CaptureReader::open(path).map_err(bad_input)?;
+    let mut times = Vec::new();
+    let mut first = None;
+    while let Some(p) = r.next_packet().map_err(bad_input)? {
+        let t0 = *first.get_or_insert(p.ts_ns);
+        times.push(p.ts_ns.saturating_sub(t0));
+    }
+    if times.is_empty() {
+        return Err(bad_input(anyhow!(
+            "{}: the capture has no packets",
+            path.display()
+        )));
+    }
+    RateSeries::from_times(times, sample_ns, None)
+        .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))
+}
+
+fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
+    let sample = a.select.sample.0;
+    let series = if is_profile(&a.input) {
+        let p = load(&a.input, a.scale, None)?;
+        RateSeries::from_times(Synth::new(p).map(|p| p.due), sample, None)
+            .map_err(|e| bad_input(anyhow!("{}: {e}", a.input.display())))?
+    } else {
+        capture_series(&a.input, sample)?
+    };
+    let s = Spectrum::of(&series).map_err(|e| bad_input(anyhow!("{}: {e}", a.input.display())))?;
+    let sel = selection(&a.select)?;
+    let keep = s.select(sel);
+    let back = s.reconstruct(&keep, true);
+    let (mse, nmse, pearson) = spectrum::errors(&series.counts, &back);
+    let mut listed: Vec<usize> = keep.clone();
+    listed.sort_by(|x, y| {
+        s.components[y - 1]
+            .amplitude
+            .total_cmp(&s.components[x - 1].amplitude)
+    });
+    let sel_text = match sel {
+        Selection::All => "all".to_string(),
+        Selection::Keep(k) => format!("keep {k}"),
+        Selection::Cutoff(hz) => format!("cutoff {hz} Hz"),
+    };
+    let packets = series.counts.iter().sum::<f64>() as u64;
+    if a.json {
+        let out = SpectrumOut {
+            input: a.input.display().to_string(),
+            sample_ns: sample,
+            bins: s.n,
+            packets,
+            dc: s.dc,
+            available: s.components.len(),
+            kept: keep.len(),
+            selection: &sel_text,
+            reconstruction: ErrorsOut { mse, nmse, pearson },
+            components: listed
+                .iter()
+                .map(|k| {
+                    let c = s.components[k - 1];
+                    ComponentOut {
+                        k: c.k,
+                        freq_hz: c.freq_hz,
+                        amplitude: c.amplitude,
+                        phase: c.phase,
+                    }
+                })
+                .collect(),
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).context("encoding JSON")?
+        );
+        return Ok(crate::exit::OK);
+    }
+    let per_s = 1e9 / sample as f64;
+    println!(
+        "{}: {} packets in {} bins of {} (mean {:.3} packets/bin, {:.1} pps)",
+        a.input.display(),
+        packets,
+        s.n,
+        sluice_core::Nanos(sample),
+        s.dc,
+        s.dc * per_s
+    );
+    println!(
+        "components: {} up to {:.1} Hz; kept {} ({sel_text}) and DC",
+        s.components.len(),
+        s.components.last().map_or(0.0, |c| c.freq_hz),
+        keep.len()
+    );
+    println!(
+        "reconstruction vs the full series: MSE {mse:.6}  NMSE {nmse:.3e}  Pearson {pearson:.6}"
+    );
+    println!(
+        "{:>9} {:>12} {:>14} {:>9}",
+        "k", "freq Hz", "amplitude", "phase"
+    );
+    for k in listed.iter().take(a.top) {
+        let c = s.components[k - 1];
+        println!(
+            "{:>9} {:>12.3} {:>14.6} {:>9.4}",
+            c.k, c.freq_hz, c.amplitude, c.phase
+        );
+    }
+    Ok(crate::exit::OK)
+}
