@@ -1,0 +1,281 @@
+//! `sluice profile` end to end on a virtual clock, judged by the neutral
+//! `bench/ratejudge.py` against `profile synth` of the same profile.
+
+mod common;
+use common::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn have_judge() -> bool {
+    sluice_testkit::require("python3", "profiles judged by ratejudge.py")
+}
+
+/// ratejudge.py's figures (`--oneline`), by name.
+fn judge(target: &Path, capture: &Path) -> BTreeMap<String, f64> {
+    let o = Command::new("python3")
+        .arg(sluice_testkit::bench_script("ratejudge.py"))
+        .args([s(target), s(capture), "--oneline"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .filter_map(|(k, v)| Some((k.to_string(), v.parse::<f64>().ok()?)))
+        .collect()
+}
+
+fn profile(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn synth(p: &Path, out: &Path, extra: &[&str]) {
+    let mut args = vec!["profile", "synth", s(p), "-o", s(out)];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+const POISSON: &str = "seed: 4\nduration: 1s\nrate: 50k\nipd: {dist: poisson}\nsize: {dist: imix}\npacket: {flows: 4}\n";
+
+#[test]
+fn exact_mode_sends_the_synthesized_trace_itself() {
+    if !have_judge() {
+        return;
+    }
+    let d = tmpdir("profile-exact");
+    let p = profile(&d, "p.yaml", POISSON);
+    let target = d.join("target.pcap");
+    synth(&p, &target, &[]);
+    let out = d.join("out.pcap");
+    let o = run_to_pcap(&["profile", "run", s(&p)], &out, &["--threads", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j = judge(&target, &out);
+    assert_eq!(j["nmse"], 0.0, "{j:?}");
+    assert_eq!(j["ks_ipd"], 0.0, "{j:?}");
+    assert_eq!(j["ks_size"], 0.0, "{j:?}");
+    assert_eq!(j["target_packets"], j["generated_packets"]);
+    // About 50 k packets (Poisson), IMIX sizes, four source ports.
+    let n = j["target_packets"];
+    assert!((n - 50_000.0).abs() < 1_000.0, "{n}");
+    let frames = read_all(&out);
+    let sizes: std::collections::BTreeSet<usize> = frames.iter().map(|(_, f)| f.len()).collect();
+    assert_eq!(sizes, [60, 590, 1514].into_iter().collect());
+    let ports: std::collections::BTreeSet<u16> = frames
+        .iter()
+        .map(|(_, f)| u16::from_be_bytes([f[34], f[35]]))
+        .collect();
+    assert_eq!(ports, [1024, 1025, 1026, 1027].into_iter().collect());
+    // Same seed, same trace; another seed, another.
+    let again = d.join("again.pcap");
+    synth(&p, &again, &[]);
+    assert_eq!(
+        std::fs::read(&target).unwrap(),
+        std::fs::read(&again).unwrap()
+    );
+    let other = d.join("other.pcap");
+    synth(&p, &other, &["--seed", "5"]);
+    assert_ne!(
+        std::fs::read(&target).unwrap(),
+        std::fs::read(&other).unwrap()
+    );
+}
+
+#[test]
+fn fourier_mode_rebuilds_the_rate_series_from_its_components() {
+    if !have_judge() {
+        return;
+    }
+    let d = tmpdir("profile-fourier");
+    let p = profile(&d, "p.yaml", POISSON);
+    let target = d.join("target.pcap");
+    synth(&p, &target, &[]);
+    let mut last_nmse = -1.0;
+    for (extra, exact) in [
+        (vec!["--queues", "1"], true),
+        (vec!["--queues", "2"], true),
+        (vec!["--queues", "3"], false),
+        (vec!["--queues", "2", "--keep", "400"], false),
+        (vec!["--queues", "2", "--keep", "20"], false),
+    ] {
+        let out = d.join("out.pcap");
+        let _ = std::fs::remove_file(&out);
+        let mut args = vec!["--mode", "fourier"];
+        args.extend_from_slice(&extra);
+        let o = run_to_pcap(&["profile", "run", s(&p)], &out, &args);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("sluice: fourier: 1000 bins of 1ms"),
+            "{}",
+            stderr(&o)
+        );
+        let j = judge(&target, &out);
+        if exact {
+            // All components, a queue count the rounding cannot split:
+            // every bin holds the target's count.
+            assert_eq!(j["nmse"], 0.0, "{extra:?}: {j:?}");
+        } else {
+            assert!(j["hist_pearson"] > 0.5, "{extra:?}: {j:?}");
+        }
+        assert!(j["ks_ipd"] < 0.1 && j["ks_size"] < 0.01, "{extra:?}: {j:?}");
+        assert!((j["rate_err_pct"]).abs() < 0.1, "{extra:?}: {j:?}");
+        if extra.contains(&"--keep") {
+            // Fewer components, a worse series.
+            assert!(j["nmse"] > last_nmse, "{extra:?}: {j:?}");
+            last_nmse = j["nmse"];
+        }
+    }
+}
+
+#[test]
+fn spectrum_lists_components_and_the_error_of_a_selection() {
+    let d = tmpdir("profile-spectrum");
+    // A constant 100 kpps: all in DC, every other component 0.
+    let p = profile(
+        &d,
+        "cbr.json",
+        r#"{"duration": "200ms", "rate": "100k", "ipd": {"dist": "constant"}}"#,
+    );
+    let o = run(&["profile", "spectrum", s(&p), "--json", "--keep", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["bins"], 200);
+    assert_eq!(v["available"], 100);
+    assert_eq!(v["kept"], 3);
+    assert_eq!(v["packets"], 20_000);
+    assert!((v["dc"].as_f64().unwrap() - 100.0).abs() < 1e-9);
+    assert!(v["reconstruction"]["nmse"].as_f64().unwrap() < 1e-20);
+    for c in v["components"].as_array().unwrap() {
+        assert!(c["amplitude"].as_f64().unwrap() < 1e-9, "{c}");
+    }
+    // A capture's spectrum: the synthesized trace of the same profile.
+    let t = d.join("t.pcap");
+    synth(&p, &t, &[]);
+    let o = run(&[
+        "profile",
+        "spectrum",
+        s(&t),
+        "--cutoff",
+        "20",
+        "--sample",
+        "2ms",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("20000 packets in 100 bins of 2ms"), "{text}");
+    assert!(
+        text.contains("components: 50 up to 250.0 Hz; kept 4 (cutoff 20 Hz)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn scale_multiplies_the_rate_and_empirical_laws_read_a_capture() {
+    if !have_judge() {
+        return;
+    }
+    let d = tmpdir("profile-scale");
+    let p = profile(
+        &d,
+        "p.yaml",
+        "duration: 1s\nrate: 2k\nipd: {dist: gamma, shape: 2}\n",
+    );
+    let t = d.join("t.pcap");
+    synth(&p, &t, &["--scale", "10"]);
+    let j = judge(&t, &t);
+    let n = j["target_packets"];
+    assert!((n - 20_000.0).abs() < 600.0, "10 × 2 kpps for 1 s: {n}");
+    // The capture's gaps and sizes, drawn again: close to the capture.
+    let e = profile(
+        &d,
+        "e.yaml",
+        "seed: 9\nduration: 1s\nipd: {dist: empirical, from: t.pcap}\nsize: {dist: empirical, from: t.pcap}\n",
+    );
+    let out = d.join("e.pcap");
+    synth(&e, &out, &[]);
+    let j = judge(&t, &out);
+    assert!(j["ks_ipd"] < 0.03 && j["rate_err_pct"].abs() < 3.0, "{j:?}");
+}
+
+#[test]
+fn bad_profiles_are_refused_naming_the_key_and_nothing_is_sent() {
+    let d = tmpdir("profile-bad");
+    let cases = [
+        (
+            "ipd: {dist: zipf}\nrate: 1k\nduration: 1s\n",
+            "ipd.dist: unknown distribution 'zipf'",
+        ),
+        (
+            "ipd: {dist: normal, variance: -1}\nrate: 1k\nduration: 1s\n",
+            "ipd.variance: must be positive",
+        ),
+        ("ipd: {dist: poisson}\nrate: 0\nduration: 1s\n", "rate"),
+        (
+            "ipd: {dist: gamma, shape: 0}\nrate: 1k\nduration: 1s\n",
+            "ipd.shape: must be positive",
+        ),
+        (
+            "ipd: {dist: weibull, shape: -2}\nrate: 1k\nduration: 1s\n",
+            "ipd.shape: must be positive",
+        ),
+        (
+            "ipd: {dist: empirical, from: nope.pcap}\nduration: 1s\n",
+            "ipd.from",
+        ),
+        (
+            "ipd: {dist: empirical, from: empty.pcap}\nduration: 1s\n",
+            "ipd.from",
+        ),
+        ("ipd: {dist: poisson}\nrate: 1k\n", "duration: missing"),
+        (
+            "ipd: {dist: poisson}\nrate: 1k\nbitrate: 1M\nduration: 1s\n",
+            "bitrate: give one of rate and bitrate",
+        ),
+        (
+            "ipd: {dist: poisson, shape: 2}\nrate: 1k\nduration: 1s\n",
+            "poisson takes no std",
+        ),
+        (
+            "ipd: {dist: poisson}\nrate: 1k\nduration: 1s\nsize: {dist: constant, bytes: 20}\n",
+            "size: a frame of 20 bytes cannot hold",
+        ),
+        (
+            "ipd: {dist: poisson}\nrate: 1k\nduration: 1s\nsize: {dist: mix, values: [[64, -1]]}\n",
+            "size.values",
+        ),
+        (
+            "ipd: {dist: poisson}\nrate: 1k\nduration: 1s\nsize: {dist: uniform, bytes: 64}\n",
+            "size.bytes: does not apply",
+        ),
+        (
+            "ipd: {dist: poisson}\nrate: 1k\nduration: 1s\nbogus: 1\n",
+            "unknown field `bogus`",
+        ),
+    ];
+    std::fs::write(d.join("empty.pcap"), b"").unwrap();
+    // A capture of no packets: a valid pcap header alone.
+    let mut hdr = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+    hdr.extend_from_slice(&[0; 8]);
+    hdr.extend_from_slice(&65535u32.to_le_bytes());
+    hdr.extend_from_slice(&1u32.to_le_bytes());
+    std::fs::write(d.join("empty.pcap"), hdr).unwrap();
+    for (text, want) in cases {
+        let p = profile(&d, "bad.yaml", text);
+        let out = d.join("out.pcap");
+        let o = run_to_pcap(&["profile", "run", s(&p)], &out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{text}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("bad.yaml") && err.contains(want),
+            "{text}: {err}"
+        );
+        assert!(!out.exists(), "{text}: nothing may be written");
+    }
+}
