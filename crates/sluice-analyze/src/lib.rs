@@ -32,6 +32,7 @@ mod compare;
 mod dist;
 mod error;
 pub mod flows;
+pub mod judge;
 mod key;
 mod matching;
 mod report;

@@ -71,6 +71,16 @@ pub fn write_trace(path: &Path, count: u64, gap_ns: u64, len: usize) {
     w.into_inner().unwrap();
 }
 
+/// Writes (timestamp ns, frame) pairs as a pcap.
+pub fn write_frames(path: &Path, frames: &[(u64, Vec<u8>)]) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = PcapWriter::new(std::io::BufWriter::new(file), LinkType::ETHERNET, 65535).unwrap();
+    for (t, f) in frames {
+        w.write_packet(*t, f, f.len() as u32).unwrap();
+    }
+    w.into_inner().unwrap();
+}
+
 pub fn gaps(pkts: &[(u64, Vec<u8>)]) -> Vec<u64> {
     pkts.windows(2).map(|w| w[1].0 - w[0].0).collect()
 }

@@ -279,3 +279,71 @@ fn bad_profiles_are_refused_naming_the_key_and_nothing_is_sent() {
         assert!(!out.exists(), "{text}: nothing may be written");
     }
 }
+
+/// `analyze --target` prints what ratejudge.py prints, character for
+/// character: a profile or trace target, a counts CSV, shifted and
+/// unrelated captures.
+#[test]
+fn analyze_target_agrees_with_ratejudge() {
+    if !have_judge() {
+        return;
+    }
+    let d = tmpdir("profile-judge");
+    let p = profile(&d, "p.yaml", POISSON);
+    let target = d.join("target.pcap");
+    synth(&p, &target, &[]);
+    let four = d.join("four.pcap");
+    let o = run_to_pcap(
+        &["profile", "run", s(&p)],
+        &four,
+        &["--mode", "fourier", "--queues", "3", "--keep", "50"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A capture missing its first 20 ms: the judge finds the lag.
+    let late = d.join("late.pcap");
+    let all = read_all(&target);
+    let cut = all[0].0 + 20_000_000;
+    let frames: Vec<(u64, Vec<u8>)> = all.into_iter().filter(|(t, _)| *t >= cut).collect();
+    write_frames(&late, &frames);
+    let counts = d.join("counts.csv");
+    let mut csv = String::from("bin,count\n");
+    for b in 0..900 {
+        csv.push_str(&format!("{b},{}\n", 40 + b % 25));
+    }
+    std::fs::write(&counts, csv).unwrap();
+    let other = testdata("tcpreplay__test.pcap");
+    for (t, c, extra) in [
+        (&target, &four, vec![]),
+        (&target, &late, vec![]),
+        (&target, &late, vec!["--sample", "5ms", "--max-lag", "3"]),
+        (&counts, &four, vec![]),
+        (&target, &other, vec![]),
+    ] {
+        let mut ours = vec!["analyze", s(c), "--target", s(t)];
+        ours.extend_from_slice(&extra);
+        let o = run(&ours);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut theirs = Command::new("python3");
+        theirs
+            .arg(sluice_testkit::bench_script("ratejudge.py"))
+            .args([s(t), s(c), "--oneline"]);
+        if let [_, sample, _, lag] = extra.as_slice() {
+            let us = (sample.trim_end_matches("ms").parse::<f64>().unwrap() * 1000.0).to_string();
+            theirs.args(["--sample-us", &us, "--max-lag", lag]);
+        }
+        let j = theirs.output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            String::from_utf8_lossy(&j.stdout).trim(),
+            "{t:?} vs {c:?} {extra:?}"
+        );
+    }
+    // The profile itself as the target: its synthesized trace.
+    let o = run(&["analyze", s(&four), "--target", s(&p), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let o2 = run(&["analyze", s(&four), "--target", s(&target), "--json"]);
+    assert_eq!(
+        v,
+        serde_json::from_slice::<serde_json::Value>(&o2.stdout).unwrap()
+    );
+}

@@ -1,6 +1,6 @@
 //! `sluice analyze` arguments.
 
-use super::values::duration;
+use super::values::{duration, positive_duration};
 use clap::Args;
 use sluice_analyze::Timeouts;
 use sluice_core::Nanos;
@@ -16,6 +16,15 @@ pub struct AnalyzeArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Judge against a target: a profile (.yaml/.yml/.json), the trace it should reproduce (pcap), or per-bin counts (.csv); the paper's measures as bench/ratejudge.py defines them.
+    #[arg(long, conflicts_with_all = ["reference", "flows"])]
+    pub target: Option<PathBuf>,
+    /// With --target: the bin width t_sample.
+    #[arg(long, value_parser = positive_duration, default_value = "1ms", requires = "target")]
+    pub sample: Nanos,
+    /// With --target: the capture is aligned to the target by a lag of at most this many bins.
+    #[arg(long, default_value_t = 50, requires = "target")]
+    pub max_lag: i64,
     /// Act as a flow collector: 7-tuple flow records (first/last, packets, bytes).
     #[arg(long, conflicts_with = "reference")]
     pub flows: bool,

@@ -8,6 +8,9 @@ pub fn run(a: AnalyzeArgs) -> Result<u8, Failure> {
     if a.flows {
         return super::analyze_flows::run(&a);
     }
+    if let Some(t) = &a.target {
+        return super::profile::judge_against(&a.capture, t, a.sample.0, a.max_lag, a.json);
+    }
     let report = sluice_analyze::analyze(&a.capture, a.reference.as_deref()).map_err(bad_input)?;
     if a.json {
         let text = serde_json::to_string_pretty(&report).context("encoding JSON")?;

@@ -8,6 +8,7 @@ use crate::plan::{check_threads, engine_config, send};
 use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
 use serde::Serialize;
+use sluice_analyze::judge::{judge, Packets, Target};
 use sluice_engine::{run_source, ClockChoice, EngineConfig};
 use sluice_sink::{SinkSpec, TxMode};
 use sluice_source::profile::{
@@ -288,6 +289,83 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
             "{:>9} {:>12.3} {:>14.6} {:>9.4}",
             c.k, c.freq_hz, c.amplitude, c.phase
         );
+    }
+    Ok(crate::exit::OK)
+}
+
+/// A capture's packet times and frame lengths.
+fn read_packets(path: &Path) -> Result<Packets, Failure> {
+    let mut r = sluice_capture::CaptureReader::open(path).map_err(bad_input)?;
+    let mut p = Packets::default();
+    while let Some(k) = r.next_packet().map_err(bad_input)? {
+        p.times.push(k.ts_ns);
+        p.lens.push(k.orig_len);
+    }
+    Ok(p)
+}
+
+/// Per-bin counts, one per line (`bin,count` or `count`, a header allowed),
+/// as ratejudge.py reads them.
+fn read_counts(path: &Path) -> Result<Vec<f64>, Failure> {
+    let text = sluice_source::text::read_bounded(path, 256 << 20)
+        .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let last = line.trim().rsplit(',').next().unwrap_or("");
+        if last.is_empty() {
+            continue;
+        }
+        match last.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => out.push(v),
+            _ if out.is_empty() => {} // a header
+            _ => {
+                return Err(bad_input(anyhow!(
+                    "{}: line {}: '{last}' is not a count",
+                    path.display(),
+                    i + 1
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `analyze CAPTURE --target T`: the paper's accuracy measures.
+pub fn judge_against(
+    capture: &Path,
+    target: &Path,
+    sample_ns: u64,
+    max_lag: i64,
+    json: bool,
+) -> Result<u8, Failure> {
+    if !(0..=100_000).contains(&max_lag) {
+        return Err(bad_input(anyhow!("--max-lag must be between 0 and 100000")));
+    }
+    let target_is_csv = target
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+    let t = if is_profile(target) {
+        let p = load(target, 1.0, None)?;
+        let mut pk = Packets::default();
+        for q in Synth::new(p) {
+            pk.times.push(q.due);
+            pk.lens.push(u32::from(q.size));
+        }
+        Target::Packets(pk)
+    } else if target_is_csv {
+        Target::Counts(read_counts(target)?)
+    } else {
+        Target::Packets(read_packets(target)?)
+    };
+    let cap = read_packets(capture)?;
+    let j = judge(&t, &cap, sample_ns, max_lag).map_err(|e| bad_input(anyhow!("{e}")))?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&j).context("encoding JSON")?
+        );
+    } else {
+        println!("{}", j.oneline());
     }
     Ok(crate::exit::OK)
 }
