@@ -72,7 +72,7 @@ pub struct SpectrumArgs {
     pub input: PathBuf,
     #[command(flatten)]
     pub select: SelectOpts,
-    /// Components listed, strongest first (all of them with --json).
+    /// Components listed, strongest first (the JSON output lists every kept one).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
     /// Print JSON (every kept component) instead of text.

@@ -1,4 +1,4 @@
-//! The README documents every option of every command, under that command,
+//! docs/CLI.md documents every option of every command, under that command,
 //! and only options the command has: each `## \`sluice CMD\`` section's
 //! option table is read and compared with `sluice CMD --help`, both ways.
 
@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 /// (command words, options named in its README table), in README order.
 fn readme_sections() -> Vec<(Vec<String>, BTreeSet<String>)> {
     let text =
-        std::fs::read_to_string(sluice_testkit::repo_root().join("README.md")).expect("README.md");
+        std::fs::read_to_string(sluice_testkit::repo_root().join("docs/CLI.md")).expect("docs/CLI.md");
     let mut out: Vec<(Vec<String>, BTreeSet<String>)> = Vec::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("## `sluice ") {
@@ -82,11 +82,14 @@ fn every_readme_option_table_matches_its_commands_help() {
         "series play",
         "flows run",
         "flows import",
+        "profile synth",
+        "profile spectrum",
+        "profile run",
         "demo",
     ] {
         assert!(
             commands.iter().any(|c| c == expected),
-            "README has no `sluice {expected}` section (it has {commands:?})"
+            "docs/CLI.md has no `sluice {expected}` section (it has {commands:?})"
         );
     }
     for (cmd, documented) in &sections {
@@ -95,12 +98,12 @@ fn every_readme_option_table_matches_its_commands_help() {
         let undocumented: Vec<_> = actual.difference(documented).collect();
         assert!(
             missing.is_empty(),
-            "README lists under `sluice {}` options it does not have: {missing:?}",
+            "docs/CLI.md lists under `sluice {}` options it does not have: {missing:?}",
             cmd.join(" ")
         );
         assert!(
             undocumented.is_empty(),
-            "`sluice {}` has options the README does not list: {undocumented:?}",
+            "`sluice {}` has options docs/CLI.md does not list: {undocumented:?}",
             cmd.join(" ")
         );
     }
