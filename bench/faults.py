@@ -4,8 +4,8 @@
     bench/faults.py SLUICE [--mutants N] [--seed S] [--files K] [--mem MIB] [--veth]
 
 Takes the repository's corpus (pcap/pcapng captures, time-series CSVs and
-an archive made from one, flow-record CSVs, the example sessions and
-device mappings), makes N seeded mutants of each of K files per kind
+an archive made from one, flow-record CSVs, the example sessions, device
+mappings and profiles), makes N seeded mutants of each of K files per kind
 (flipped bytes, cuts, 2- and 4-byte fields set to 0 / all ones / random,
 deleted and duplicated ranges, and for text: deleted, duplicated and
 swapped lines, huge numbers), and runs each mutant through the commands
@@ -41,6 +41,7 @@ def corpus(kind):
         "records": os.path.join(ROOT, "testdata", "flows"),
         "session": os.path.join(ROOT, "examples", "sessions"),
         "mapping": os.path.join(ROOT, "examples", "mappings"),
+        "profile": os.path.join(ROOT, "examples", "profiles"),
     }[kind]
     ends = {
         "pcap": (".pcap", ".pcapng"),
@@ -48,6 +49,7 @@ def corpus(kind):
         "records": (".csv",),
         "session": (".yaml", ".json"),
         "mapping": (".yaml", ".csv"),
+        "profile": (".yaml", ".json"),
     }[kind]
     files = sorted(
         os.path.join(base, f) for f in os.listdir(base) if f.endswith(ends)
@@ -243,6 +245,16 @@ def main():
                 h.run("series play --map", ["series", "play", arc, "--map", m, "--clock",
                                             "virtual", "-q", "--tight-loop", "0",
                                             "--limit", "2000"])
+        for src in corpus("profile")[: a.files]:
+            data = open(src, "rb").read()
+            for k in range(a.mutants):
+                m = os.path.join(work, f"m{k}" + os.path.splitext(src)[1])
+                open(m, "wb").write(mutate_text(rng, data))
+                h.run("profile run", ["profile", "run", m, "--clock", "virtual", "-q",
+                                      "--limit", "20000"])
+                h.run("profile run fourier", ["profile", "run", m, "--clock", "virtual", "-q",
+                                              "--mode", "fourier", "--queues", "2",
+                                              "--limit", "20000"])
     finally:
         if iface:
             veth_down()

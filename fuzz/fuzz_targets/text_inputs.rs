@@ -1,7 +1,7 @@
 //! Fuzzes the text formats sluice reads from other tools or from users:
 //! nfdump flow-record CSV (`flows import`), time-series CSV (`series
 //! convert`), flow sessions (YAML and JSON) and device mappings (YAML and
-//! CSV). Each must return a value or an error, never panic or hang; what
+//! CSV) and profiles (YAML and JSON). Each must return a value or an error, never panic or hang; what
 //! is accepted must hold together:
 //! - an imported session parses back, and expands into as many flows as
 //!   the importer says it wrote;
@@ -52,6 +52,18 @@ fn session(text: &str) {
     }
 }
 
+fn profile(text: &str) {
+    for yaml in [true, false] {
+        let dir = std::path::Path::new("/nonexistent");
+        if let Ok(p) = sluice_source::profile::Profile::parse("fuzz", text, yaml, dir, 1.0) {
+            // An accepted profile synthesizes (the first 1 000 packets).
+            for q in sluice_source::profile::Synth::new(p).take(1000) {
+                let _ = q.size;
+            }
+        }
+    }
+}
+
 fn mapping(text: &str) {
     for yaml in [true, false] {
         let _ = FlowMap::new(Ipv4Addr::new(10, 0, 0, 2), 9000).parse("fuzz", text, yaml);
@@ -64,5 +76,6 @@ fuzz_target!(|data: &[u8]| {
         import(text);
         session(text);
         mapping(text);
+        profile(text);
     }
 });

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 /// (command words, options named in its README table), in README order.
 fn readme_sections() -> Vec<(Vec<String>, BTreeSet<String>)> {
-    let text =
-        std::fs::read_to_string(sluice_testkit::repo_root().join("docs/CLI.md")).expect("docs/CLI.md");
+    let text = std::fs::read_to_string(sluice_testkit::repo_root().join("docs/CLI.md"))
+        .expect("docs/CLI.md");
     let mut out: Vec<(Vec<String>, BTreeSet<String>)> = Vec::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("## `sluice ") {

@@ -102,6 +102,7 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
                 return Err(bad_input(anyhow!("--queues must be between 1 and 1024")));
             }
             let sel = selection(&a.select)?;
+            profile.check_analyzable().map_err(bad_input)?;
             let f = FourierPlan::new(profile, a.select.sample.0, sel, a.queues)
                 .map_err(|e| bad_input(anyhow!("{}: {e}", a.profile.display())))?;
             let d = &f.decomposition;
@@ -208,6 +209,7 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
     let sample = a.select.sample.0;
     let series = if is_profile(&a.input) {
         let p = load(&a.input, a.scale, None)?;
+        p.check_analyzable().map_err(bad_input)?;
         RateSeries::from_times(Synth::new(p).map(|p| p.due), sample, None)
             .map_err(|e| bad_input(anyhow!("{}: {e}", a.input.display())))?
     } else {
@@ -346,6 +348,7 @@ pub fn judge_against(
         .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
     let t = if is_profile(target) {
         let p = load(target, 1.0, None)?;
+        p.check_analyzable().map_err(bad_input)?;
         let mut pk = Packets::default();
         for q in Synth::new(p) {
             pk.times.push(q.due);

@@ -196,10 +196,41 @@ pub struct Profile {
     pub packet: PacketSpec,
 }
 
+/// Packets a whole-sequence analysis (the Fourier plan, a spectrum) may
+/// synthesize: about ten seconds of drawing.
+pub const MAX_ANALYZED: f64 = (1u64 << 30) as f64;
+
 impl Profile {
     /// Mean packets per second.
     pub fn rate(&self) -> f64 {
         1e9 / self.gap.mean
+    }
+
+    /// Packets the sequence is expected to hold.
+    pub fn expected_packets(&self) -> f64 {
+        match self.stop {
+            Stop::Packets(n) => n as f64,
+            Stop::Duration(d) => d.0 as f64 / self.gap.mean,
+        }
+    }
+
+    /// Refuses a sequence too long to synthesize whole before a run (the
+    /// Fourier plan and spectra need every packet's time first).
+    pub fn check_analyzable(&self) -> Result<(), ProfileError> {
+        let n = self.expected_packets();
+        if n > MAX_ANALYZED {
+            return Err(ProfileError {
+                file: self.name.clone(),
+                key: match self.stop {
+                    Stop::Packets(_) => "packets".into(),
+                    Stop::Duration(_) => "duration".into(),
+                },
+                what: format!(
+                    "about {n:.3e} packets: more than the {MAX_ANALYZED:.3e} a spectrum or a Fourier plan synthesizes before the run (exact mode has no such limit)"
+                ),
+            });
+        }
+        Ok(())
     }
 }
 

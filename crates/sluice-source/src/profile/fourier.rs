@@ -69,9 +69,18 @@ impl FourierPlan {
         queues: usize,
     ) -> Result<FourierPlan, String> {
         let queues = queues.max(1);
+        profile.check_analyzable().map_err(|e| e.to_string())?;
         let target = Synth::new(profile.clone());
         let series = RateSeries::from_times(target.map(|p| p.due), sample_ns, None)?;
         let target_packets = series.counts.iter().sum::<f64>() as u64;
+        // Each queue keeps its rate series: bins × queues values in all.
+        if series.counts.len().saturating_mul(queues) > super::spectrum::MAX_BINS * 4 {
+            return Err(format!(
+                "{} bins × {queues} queues: more than {} per-queue rates (fewer queues, or a longer t_sample)",
+                series.counts.len(),
+                super::spectrum::MAX_BINS * 4
+            ));
+        }
         let spectrum = Spectrum::of(&series)?;
         let keep = spectrum.select(selection);
         // Strongest first, dealt round-robin: queues carry similar power.

@@ -7,8 +7,9 @@
 use realfft::num_complex::Complex;
 use realfft::RealFftPlanner;
 
-/// Bins a rate series may have (about 18 h at 1 ms).
-pub const MAX_BINS: usize = 1 << 26;
+/// Bins a rate series may have (about 4.6 h at 1 ms; the series and its
+/// transforms take a few hundred MiB).
+pub const MAX_BINS: usize = 1 << 24;
 
 /// Packets per t_sample bin, counted from time 0.
 #[derive(Clone, Debug, PartialEq)]
