@@ -4,7 +4,7 @@
 use super::fourier::FourierPlan;
 use super::synth::{Planned, Synth};
 use crate::seam::{End, Origin, Source, SourceError, SourceReport};
-use sluice_core::{Nanos, Outbox};
+use sluice_core::{Lane, Nanos, Outbox};
 use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, MacAddr, PacketFields};
 
 /// What the source sends.
@@ -31,6 +31,9 @@ pub struct ProfileSource {
     headers: Vec<FlowHeaders>,
     /// Packets sent per flow (the IP identification).
     sent: Vec<u64>,
+    /// The TX lane of each plan lane (a flow or a Fourier queue), asked of
+    /// the outbox once: it counts each ask as load.
+    lanes: Vec<Option<Lane>>,
     header_len: usize,
     first_ts: u64,
 }
@@ -65,6 +68,7 @@ impl ProfileSource {
         Ok(ProfileSource {
             plan,
             sent: vec![0; headers.len()],
+            lanes: Vec::new(),
             headers,
             header_len: usize::from(packet.header_len()),
             first_ts,
@@ -77,7 +81,11 @@ impl Source for ProfileSource {
         out.set_first_ts(self.first_ts);
         for p in self.plan.by_ref() {
             let flow = p.flow as usize;
-            let lane = out.lane(|| u64::from(p.lane));
+            let l = p.lane as usize;
+            if l >= self.lanes.len() {
+                self.lanes.resize(l + 1, None);
+            }
+            let lane = *self.lanes[l].get_or_insert_with(|| out.lane(|| u64::from(p.lane)));
             let fields = PacketFields {
                 index: self.sent[flow],
                 last: false,
