@@ -31,6 +31,7 @@ what=${1:-all}
 "$judges/netns.sh" up
 trap '"$judges/netns.sh" down' EXIT
 sysctl -qw net.ipv6.conf.va.disable_ipv6=1 || true
+ip netns exec sink sysctl -qw net.ipv6.conf.vb.disable_ipv6=1 || true
 
 say() { echo "$*" | tee -a "$results"; }
 json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$2)" "$1"; }
@@ -47,10 +48,26 @@ profile() {
 capture() {
   local out=$1; shift
   rm -f "$out"
-  ip netns exec sink tcpdump -i vb -w "$out" -B 262144 --time-stamp-precision nano -q 2>"$work/tcpdump.err" &
+  # Only the generated frames: a foreign frame first would shift every bin.
+  ip netns exec sink tcpdump -i vb -w "$out" -B 262144 --time-stamp-precision nano -q \
+    ether dst "$sink_mac" 2>"$work/tcpdump.err" &
   local tp=$!
   sleep 1
   "$@" --to afpacket:va --dst-mac "$sink_mac" -q --summary-json "$work/run.json" 2>/dev/null || true
+  sleep 0.5
+  kill -INT "$tp"; wait "$tp" 2>/dev/null || true
+  sed -n 's/.* \([0-9]*\) packets dropped by kernel/\1/p' "$work/tcpdump.err"
+}
+
+# capture_cmd OUT CMD...: as capture, for a command of another tool.
+capture_cmd() {
+  local out=$1; shift
+  rm -f "$out"
+  ip netns exec sink tcpdump -i vb -w "$out" -B 262144 --time-stamp-precision nano -q \
+    ether dst "$sink_mac" 2>"$work/tcpdump.err" &
+  local tp=$!
+  sleep 1
+  "$@" >/dev/null 2>&1 || true
   sleep 0.5
   kill -INT "$tp"; wait "$tp" 2>/dev/null || true
   sed -n 's/.* \([0-9]*\) packets dropped by kernel/\1/p' "$work/tcpdump.err"
@@ -75,6 +92,21 @@ table5() {
     local rate; rate=$(python3 -c "print(int($r * $f))")
     profile "$work/p.yaml" "$rate" "{dist: poisson}"
     "$sluice" profile synth "$work/p.yaml" -o "$work/target.pcap" --dst-mac "$sink_mac" 2>/dev/null
+    # Peers: replaying the synthesized trace itself (tcpreplay cannot draw
+    # gaps; this is the closest it comes), and sluice replay of it.
+    for peer in tcpreplay "sluice replay"; do
+      local drops
+      if [ "$peer" = tcpreplay ]; then
+        drops=$(capture_cmd "$work/cap.pcap" tcpreplay -q -i va "$work/target.pcap")
+      else
+        drops=$(capture "$work/cap.pcap" "$sluice" replay "$work/target.pcap")
+      fi
+      local j; j=$(judge "$work/target.pcap" "$work/cap.pcap")
+      say "$(printf '%-5s %-9s %-11s %-10s %-13s %-15s %-7s %-13s %s' "$f" "$rate" "${peer// /_}" \
+        "$(echo "$j" | field hist_nmse)" "$(echo "$j" | field hist_pearson)" \
+        "$(echo "$j" | field pearson)" "$(echo "$j" | field ks_ipd)" \
+        "$(echo "$j" | field rate_err_pct)" "${drops:-0}")"
+    done
     for mode in exact "fourier 1" "fourier 2" "fourier 3"; do
       set -- $mode
       local args=(--mode "$1")

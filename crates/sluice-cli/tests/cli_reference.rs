@@ -85,6 +85,7 @@ fn every_readme_option_table_matches_its_commands_help() {
         "profile synth",
         "profile spectrum",
         "profile run",
+        "profile fit",
         "demo",
     ] {
         assert!(

@@ -347,3 +347,36 @@ fn analyze_target_agrees_with_ratejudge() {
         serde_json::from_slice::<serde_json::Value>(&o2.stdout).unwrap()
     );
 }
+
+/// `profile fit` recovers the family and shape a trace was drawn from,
+/// writes a profile that runs, and `--scale` makes it louder.
+#[test]
+fn fit_recovers_the_laws_of_a_capture_and_scale_makes_it_louder() {
+    if !have_judge() {
+        return;
+    }
+    let d = tmpdir("profile-fit");
+    let p = profile(
+        &d,
+        "w.yaml",
+        "seed: 3\nduration: 2s\nrate: 20k\nipd: {dist: weibull, shape: 0.7}\nsize: {dist: imix}\n",
+    );
+    let t = d.join("w.pcap");
+    synth(&p, &t, &[]);
+    let fitted = d.join("fitted.yaml");
+    let o = run(&["profile", "fit", s(&t), "-o", s(&fitted)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&fitted).unwrap();
+    assert!(text.contains("ipd: {dist: weibull, shape: 0.7"), "{text}");
+    assert!(text.contains("size: {dist: mix, values: [[60, "), "{text}");
+    // Regenerated ten times louder: ten times the packets, the same law.
+    let loud = d.join("loud.pcap");
+    synth(&fitted, &loud, &["--scale", "10"]);
+    let j = judge(&t, &loud);
+    let ratio = j["generated_packets"] / j["target_packets"];
+    assert!((ratio - 10.0).abs() < 0.3, "{j:?}");
+    assert!(j["ks_size"] < 0.01, "{j:?}");
+    // Over-writing the capture is refused.
+    let o = run(&["profile", "fit", s(&t), "-o", s(&t)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

@@ -17,7 +17,7 @@ pub use common::RunOpts;
 pub use demo::DemoArgs;
 pub use flows::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
 pub use profile::{
-    Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, SelectOpts, SpectrumArgs, SynthArgs,
+    FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, SelectOpts, SpectrumArgs, SynthArgs,
 };
 pub use replay::ReplayArgs;
 pub use series::{ConvertArgs, DumpArgs, PlayArgs, SeriesArgs, SeriesCommand};

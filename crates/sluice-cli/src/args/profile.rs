@@ -22,6 +22,17 @@ pub enum ProfileCommand {
     Spectrum(SpectrumArgs),
     /// Generate a profile: its synthesized sequence (exact) or the paper's Fourier reconstruction.
     Run(Box<ProfileRunArgs>),
+    /// Fit every gap and size family to a capture (maximum likelihood), rank them by KS distance, write the best as a profile.
+    Fit(FitArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct FitArgs {
+    /// Capture to fit (pcap or pcapng).
+    pub capture: PathBuf,
+    /// Profile to write (YAML).
+    #[arg(long, short = 'o')]
+    pub output: PathBuf,
 }
 
 /// Frame addresses and rate scaling, shared by synth and run.

@@ -2,7 +2,8 @@
 //! generate it (exact or Fourier).
 
 use crate::args::{
-    Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, RunOpts, SelectOpts, SpectrumArgs, SynthArgs,
+    FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, RunOpts, SelectOpts, SpectrumArgs,
+    SynthArgs,
 };
 use crate::plan::{check_threads, engine_config, send};
 use crate::{bad_input, Failure};
@@ -21,6 +22,7 @@ pub fn run(a: ProfileArgs) -> Result<u8, Failure> {
         ProfileCommand::Synth(s) => synth(s),
         ProfileCommand::Spectrum(s) => show_spectrum(s),
         ProfileCommand::Run(r) => run_profile(*r),
+        ProfileCommand::Fit(f) => fit(f),
     }
 }
 
@@ -370,5 +372,65 @@ pub fn judge_against(
     } else {
         println!("{}", j.oneline());
     }
+    Ok(crate::exit::OK)
+}
+
+/// `profile fit`: every family fitted, ranked by KS, the best written.
+fn fit(a: FitArgs) -> Result<u8, Failure> {
+    use sluice_source::profile::fit::{fit_gaps, fit_sizes};
+    use std::io::Write;
+    let out_spec = a.output.to_string_lossy().into_owned();
+    crate::dest::check(&[&a.capture], &[&out_spec])?;
+    let name = a.capture.display().to_string();
+    let (gaps, sizes) = sluice_source::profile::file::read_capture(&a.capture)
+        .map_err(|e| bad_input(anyhow!("{name}: {e}")))?;
+    let g = fit_gaps(&gaps).map_err(|e| bad_input(anyhow!("{name}: {e}")))?;
+    let least = sizes.iter().copied().min().unwrap_or(42).min(42);
+    let z = fit_sizes(&sizes, least).map_err(|e| bad_input(anyhow!("{name}: {e}")))?;
+    let span_ns: f64 = gaps.iter().sum();
+    eprintln!(
+        "gaps of {name} ({} gaps, mean {:.1} ns), KS distance of each fitted family:",
+        gaps.len(),
+        span_ns / gaps.len() as f64
+    );
+    for f in &g {
+        eprintln!("  {:<10} KS {:.4}  {}", f.family, f.ks, f.yaml());
+    }
+    eprintln!("sizes ({} frames):", sizes.len());
+    for f in &z {
+        eprintln!("  {:<10} KS {:.4}  {}", f.family, f.ks, f.yaml);
+    }
+    let (best_gap, best_size) = (&g[0], &z[0]);
+    let duration_ns = (span_ns + best_gap.mean).round() as u64;
+    let yaml = format!(
+        "# Fitted to {name} by `sluice profile fit`: gaps {} (KS {:.4}), sizes {} (KS {:.4}).\n\
+         seed: 1\n\
+         duration: {}ns\n\
+         rate: {}\n\
+         ipd: {}\n\
+         size: {}\n",
+        best_gap.family,
+        best_gap.ks,
+        best_size.family,
+        best_size.ks,
+        duration_ns.max(1),
+        1e9 / best_gap.mean,
+        best_gap.yaml(),
+        best_size.yaml
+    );
+    // What is written must load: the same checks as `profile run`.
+    let dir = a.output.parent().unwrap_or(Path::new("."));
+    Profile::parse(&out_spec, &yaml, true, dir, 1.0)
+        .map_err(|e| anyhow!("the fitted profile does not load: {e}"))?;
+    let mut out = crate::dest::Dest::open(&out_spec)?;
+    out.write_all(yaml.as_bytes())
+        .and_then(|()| out.commit())
+        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    eprintln!(
+        "sluice: {name} -> {}: ipd {}, size {}",
+        a.output.display(),
+        best_gap.family,
+        best_size.family
+    );
     Ok(crate::exit::OK)
 }

@@ -5,6 +5,7 @@
 //! ([`fourier`]), sent by one source on the seam ([`source`]).
 
 pub mod file;
+pub mod fit;
 pub mod fourier;
 pub mod gaps;
 pub mod math;
