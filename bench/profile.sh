@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stochastic profiles, judged like the distributed-generator paper (§6),
 # scaled to the veth test network:
-#   rmax     top speed R_max of 64-byte frames (60 without FCS) on one TX thread;
+#   rmax     top speed R_max of 64-byte frames (60 without FCS) on one TX
+#            thread, captured as every judged run is;
 #   table5   Poisson 64 B at 0.13, 0.67 and 0.92 × R_max, 3 s each, exact mode
 #            and fourier with 1, 2, 3 queues (Figures 9/11): captured by
 #            tcpdump in the sink namespace, judged by ratejudge.py against
@@ -76,12 +77,15 @@ capture_cmd() {
 # judge TARGET CAPTURE: ratejudge's one line.
 judge() { python3 "$judges/ratejudge.py" "$1" "$2" --oneline; }
 
+# R_max: the top speed of 64-byte frames on one TX thread while tcpdump
+# captures in the sink namespace, as in every judged run (the capture
+# shares the 2 vCPUs: without it the sender alone goes faster).
 rmax() {
   if [ -n "${R_MAX:-}" ]; then echo "$R_MAX"; return; fi
   profile "$work/top.yaml" 100M "{dist: constant}"
-  "$sluice" profile run "$work/top.yaml" --to afpacket:va --dst-mac "$sink_mac" -q \
-    --duration 3s --summary-json "$work/top.json" 2>/dev/null
-  json "$work/top.json" "['pps']" | cut -d. -f1
+  capture "$work/top.pcap" "$sluice" profile run "$work/top.yaml" --duration 3s > /dev/null
+  rm -f "$work/top.pcap"
+  json "$work/run.json" "['pps']" | cut -d. -f1
 }
 
 table5() {
