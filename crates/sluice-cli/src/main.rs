@@ -14,6 +14,7 @@ mod args;
 mod cmd;
 mod dest;
 mod plan;
+mod plot;
 mod progress;
 mod signals;
 

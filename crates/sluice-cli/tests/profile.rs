@@ -380,3 +380,91 @@ fn fit_recovers_the_laws_of_a_capture_and_scale_makes_it_louder() {
     let o = run(&["profile", "fit", s(&t), "-o", s(&t)]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// `analyze --target --plot` draws an SVG that a real browser opens: the
+/// DOM headless Chromium builds from it holds both charts and a curve
+/// each for target and generated, and its screenshot is a picture.
+#[test]
+fn the_plot_opens_in_a_headless_browser() {
+    if !sluice_testkit::require("chromium", "SVG reports opened in a browser") {
+        return;
+    }
+    let d = tmpdir("profile-plot");
+    let p = profile(&d, "p.yaml", POISSON);
+    let target = d.join("target.pcap");
+    synth(&p, &target, &[]);
+    let four = d.join("four.pcap");
+    let o = run_to_pcap(
+        &["profile", "run", s(&p)],
+        &four,
+        &["--mode", "fourier", "--keep", "100"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svg = d.join("report.svg");
+    let o = run(&[
+        "analyze",
+        s(&four),
+        "--target",
+        s(&target),
+        "--plot",
+        s(&svg),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let browser = |extra: &[&str]| {
+        let profile_dir = d.join("chromium-profile");
+        Command::new("chromium")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--window-size=1200,480",
+            ])
+            .arg(format!("--user-data-dir={}", profile_dir.display()))
+            .args(extra)
+            .arg(format!("file://{}", svg.display()))
+            .output()
+            .unwrap()
+    };
+    let o = browser(&["--dump-dom"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dom = String::from_utf8_lossy(&o.stdout);
+    assert!(dom.contains("<svg"), "{dom}");
+    for text in [
+        "packet-rate histogram",
+        "CDF of per-bin counts",
+        "target",
+        "generated",
+        "hist Pearson",
+    ] {
+        assert!(dom.contains(text), "no '{text}' in the DOM");
+    }
+    assert!(
+        dom.matches("<polyline").count() >= 4,
+        "two curves per chart"
+    );
+    let png = d.join("report.png");
+    let o = browser(&[&format!("--screenshot={}", png.display())]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[1..4], b"PNG");
+    assert!(
+        bytes.len() > 10_000,
+        "a drawn chart, not a blank page: {} bytes",
+        bytes.len()
+    );
+    // Writing the plot over an input is refused.
+    let o = run(&[
+        "analyze",
+        s(&four),
+        "--target",
+        s(&target),
+        "--plot",
+        s(&target),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

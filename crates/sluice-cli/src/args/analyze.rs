@@ -25,6 +25,9 @@ pub struct AnalyzeArgs {
     /// With --target: the capture is aligned to the target by a lag of at most this many bins.
     #[arg(long, default_value_t = 50, requires = "target")]
     pub max_lag: i64,
+    /// With --target: draw the target and generated rate histograms and CDFs into this SVG.
+    #[arg(long, requires = "target")]
+    pub plot: Option<PathBuf>,
     /// Act as a flow collector: 7-tuple flow records (first/last, packets, bytes).
     #[arg(long, conflicts_with = "reference")]
     pub flows: bool,

@@ -9,7 +9,14 @@ pub fn run(a: AnalyzeArgs) -> Result<u8, Failure> {
         return super::analyze_flows::run(&a);
     }
     if let Some(t) = &a.target {
-        return super::profile::judge_against(&a.capture, t, a.sample.0, a.max_lag, a.json);
+        return super::profile::judge_against(
+            &a.capture,
+            t,
+            a.sample.0,
+            a.max_lag,
+            a.json,
+            a.plot.as_deref(),
+        );
     }
     let report = sluice_analyze::analyze(&a.capture, a.reference.as_deref()).map_err(bad_input)?;
     if a.json {

@@ -341,7 +341,12 @@ pub fn judge_against(
     sample_ns: u64,
     max_lag: i64,
     json: bool,
+    plot: Option<&Path>,
 ) -> Result<u8, Failure> {
+    if let Some(p) = plot {
+        let spec = p.to_string_lossy();
+        crate::dest::check(&[capture, target], &[&spec])?;
+    }
     if !(0..=100_000).contains(&max_lag) {
         return Err(bad_input(anyhow!("--max-lag must be between 0 and 100000")));
     }
@@ -364,6 +369,17 @@ pub fn judge_against(
     };
     let cap = read_packets(capture)?;
     let j = judge(&t, &cap, sample_ns, max_lag).map_err(|e| bad_input(anyhow!("{e}")))?;
+    if let Some(p) = plot {
+        let title = format!(
+            "{} against {}: hist Pearson {}, series Pearson {}",
+            capture.display(),
+            target.display(),
+            j.hist_pearson,
+            j.pearson
+        );
+        crate::plot::rate_plot(&j, p, &title)
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
     if json {
         println!(
             "{}",
