@@ -45,25 +45,12 @@ profile() {
     "${5:-7}" "$2" "$3" "${4:-$c60}" > "$1"
 }
 
-# capture OUT CMD...: runs CMD while tcpdump captures vb; prints drops.
-capture() {
-  local out=$1; shift
-  rm -f "$out"
-  # Only the generated frames: a foreign frame first would shift every bin.
-  ip netns exec sink tcpdump -i vb -w "$out" -B 262144 --time-stamp-precision nano -q \
-    ether dst "$sink_mac" 2>"$work/tcpdump.err" &
-  local tp=$!
-  sleep 1
-  "$@" --to afpacket:va --dst-mac "$sink_mac" -q --summary-json "$work/run.json" 2>/dev/null || true
-  sleep 0.5
-  kill -INT "$tp"; wait "$tp" 2>/dev/null || true
-  sed -n 's/.* \([0-9]*\) packets dropped by kernel/\1/p' "$work/tcpdump.err"
-}
-
-# capture_cmd OUT CMD...: as capture, for a command of another tool.
+# capture_cmd OUT CMD...: runs CMD while tcpdump captures the generated
+# frames on vb; prints the frames tcpdump dropped.
 capture_cmd() {
   local out=$1; shift
   rm -f "$out"
+  # Only the generated frames: a foreign frame first would shift every bin.
   ip netns exec sink tcpdump -i vb -w "$out" -B 262144 --time-stamp-precision nano -q \
     ether dst "$sink_mac" 2>"$work/tcpdump.err" &
   local tp=$!
@@ -72,6 +59,13 @@ capture_cmd() {
   sleep 0.5
   kill -INT "$tp"; wait "$tp" 2>/dev/null || true
   sed -n 's/.* \([0-9]*\) packets dropped by kernel/\1/p' "$work/tcpdump.err"
+}
+
+# capture OUT SLUICE-CMD...: a sluice command to veth, captured, its
+# summary in $work/run.json.
+capture() {
+  local out=$1; shift
+  capture_cmd "$out" "$@" --to afpacket:va --dst-mac "$sink_mac" -q --summary-json "$work/run.json"
 }
 
 # judge TARGET CAPTURE: ratejudge's one line.
