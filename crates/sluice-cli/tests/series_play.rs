@@ -508,3 +508,41 @@ fn max_gap_caps_every_long_gap_of_an_archive() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// A damaged archive under `--max-gap` (read once more before the run) is
+/// refused as the play itself refuses it: the file named once, the record
+/// and its offset.
+#[test]
+fn max_gap_names_a_bad_record_as_the_play_does() {
+    let d = tmpdir("series-max-gap-bad");
+    let arc = convert_csv(
+        &d,
+        "bad",
+        "timestamp,device_id,value\n2024-01-01T00:00:00Z,d1,1\n2024-01-01T00:00:01Z,d1,2\n",
+    );
+    let mut bytes = std::fs::read(&arc).unwrap();
+    let second = usize::from(u16::from_be_bytes([bytes[0], bytes[1]]));
+    bytes[second + 14] = 0; // the second record's device id starts with NUL
+    std::fs::write(&arc, &bytes).unwrap();
+    let a = arc.to_str().unwrap();
+    let capped = run(&[
+        "series",
+        "play",
+        a,
+        "--max-gap",
+        "1s",
+        "--clock",
+        "virtual",
+        "-q",
+    ]);
+    let plain = run(&["series", "play", a, "--clock", "virtual", "-q"]);
+    assert_eq!(capped.status.code(), Some(2), "{}", stderr(&capped));
+    let err = stderr(&capped);
+    assert_eq!(err.matches("bad.arc").count(), 1, "{err}");
+    assert!(err.contains(&format!("record 2 at byte {second}")), "{err}");
+    assert!(
+        stderr(&plain).contains(&format!("record 2 at byte {second}")),
+        "{}",
+        stderr(&plain)
+    );
+}

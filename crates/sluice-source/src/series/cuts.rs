@@ -26,21 +26,26 @@ impl GapCuts {
     /// `t_g` µs) and notes each gap longer than `max_gap`, as the indexer
     /// measures it (relative ns, a step back moving the reference too).
     pub fn scan(path: &Path, t_g: i64, max_gap: Nanos) -> Result<GapCuts, SeriesError> {
-        let mut r = ArchiveReader::open(path).map_err(|e| SeriesError::Io {
-            file: path.display().to_string(),
-            error: std::io::Error::other(e.to_string()),
+        let file = path.display().to_string();
+        let f = std::fs::File::open(path).map_err(|error| SeriesError::Io {
+            file: file.clone(),
+            error,
         })?;
-        let file = r.name().to_string();
+        let mut r = ArchiveReader::from_reader(file.clone(), f);
         let (mut cuts, mut removed, mut prev) = (Vec::new(), 0u64, None::<u64>);
         let mut record = 0u64;
         loop {
             let rec = match r.next_record() {
                 Ok(Some(rec)) => rec,
                 Ok(None) => break,
+                // The archive's own error names the record and offset; its
+                // message already starts with the file name.
                 Err(e) => {
-                    return Err(SeriesError::Mapping {
+                    return Err(SeriesError::Record {
                         file,
-                        what: e.to_string(),
+                        record: e.record,
+                        offset: e.offset,
+                        what: e.kind.to_string(),
                     })
                 }
             };
