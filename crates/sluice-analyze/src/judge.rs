@@ -13,6 +13,7 @@
 //!   (when the target has packets, not only counts).
 
 use serde::Serialize;
+use sluice_core::agree::{ks_two, pearson};
 
 /// What a capture or target holds: packet times (ns) and frame lengths.
 #[derive(Clone, Debug, Default)]
@@ -61,26 +62,6 @@ pub fn bins(times: &[u64], sample_ns: u64) -> Vec<f64> {
     out
 }
 
-pub fn pearson(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len().min(b.len());
-    if n < 2 {
-        return f64::NAN;
-    }
-    let ma = a[..n].iter().sum::<f64>() / n as f64;
-    let mb = b[..n].iter().sum::<f64>() / n as f64;
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for (x, y) in a.iter().zip(b) {
-        sab += (x - ma) * (y - mb);
-        saa += (x - ma) * (x - ma);
-        sbb += (y - mb) * (y - mb);
-    }
-    if saa > 0.0 && sbb > 0.0 {
-        sab / (saa * sbb).sqrt()
-    } else {
-        f64::NAN
-    }
-}
-
 fn shifted(g: &[f64], lag: i64, n: usize) -> Vec<f64> {
     (0..n)
         .map(|i| {
@@ -94,26 +75,11 @@ fn shifted(g: &[f64], lag: i64, n: usize) -> Vec<f64> {
         .collect()
 }
 
-/// Two-sample KS distance.
+/// Two-sample KS distance (the samples are sorted here).
 pub fn ks(a: &mut [f64], b: &mut [f64]) -> f64 {
-    if a.is_empty() || b.is_empty() {
-        return f64::NAN;
-    }
     a.sort_by(f64::total_cmp);
     b.sort_by(f64::total_cmp);
-    let (mut i, mut j, mut d) = (0usize, 0usize, 0.0f64);
-    let (na, nb) = (a.len() as f64, b.len() as f64);
-    while i < a.len() && j < b.len() {
-        let v = a[i].min(b[j]);
-        while i < a.len() && a[i] <= v {
-            i += 1;
-        }
-        while j < b.len() && b[j] <= v {
-            j += 1;
-        }
-        d = d.max((i as f64 / na - j as f64 / nb).abs());
-    }
-    d
+    ks_two(a, b)
 }
 
 fn ipd(times: &[u64]) -> Vec<f64> {

@@ -8,6 +8,7 @@
 //! clock). No floating point, no `std::time::Instant` (opaque, cannot be
 //! virtualised), so the pacer can be driven by a [`VirtualClock`] in tests.
 
+pub mod agree;
 pub mod batch;
 pub mod clock;
 mod names;

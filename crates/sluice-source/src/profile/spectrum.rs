@@ -6,6 +6,7 @@
 
 use realfft::num_complex::Complex;
 use realfft::RealFftPlanner;
+use sluice_core::agree::pearson;
 
 /// Bins a rate series may have (about 4.6 h at 1 ms; the series and its
 /// transforms take a few hundred MiB).
@@ -171,27 +172,6 @@ pub fn errors(target: &[f64], approx: &[f64]) -> (f64, f64, f64) {
     let energy: f64 = t.iter().map(|a| a * a).sum();
     let nmse = if energy > 0.0 { sq / energy } else { f64::NAN };
     (sq / n as f64, nmse, pearson(t, g))
-}
-
-/// Pearson correlation (NaN when either side is constant).
-pub fn pearson(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len().min(b.len());
-    if n == 0 {
-        return f64::NAN;
-    }
-    let ma = a[..n].iter().sum::<f64>() / n as f64;
-    let mb = b[..n].iter().sum::<f64>() / n as f64;
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for i in 0..n {
-        let (x, y) = (a[i] - ma, b[i] - mb);
-        sab += x * y;
-        saa += x * x;
-        sbb += y * y;
-    }
-    if saa == 0.0 || sbb == 0.0 {
-        return f64::NAN;
-    }
-    sab / (saa * sbb).sqrt()
 }
 
 #[cfg(test)]
