@@ -190,20 +190,14 @@ fn is_profile(p: &Path) -> bool {
 
 /// The rate series of a capture: packets per bin from its first packet.
 fn capture_series(path: &Path, sample_ns: u64) -> Result<RateSeries, Failure> {
-    let mut r = sluice_capture::CaptureReader::open(path).map_err(bad_input)?;
-    let mut times = Vec::new();
-    let mut first = None;
-    while let Some(p) = r.next_packet().map_err(bad_input)? {
-        let t0 = *first.get_or_insert(p.ts_ns);
-        times.push(p.ts_ns.saturating_sub(t0));
-    }
-    if times.is_empty() {
+    let times = read_packets(path)?.times;
+    let Some(&t0) = times.first() else {
         return Err(bad_input(anyhow!(
             "{}: the capture has no packets",
             path.display()
         )));
-    }
-    RateSeries::from_times(times, sample_ns, None)
+    };
+    RateSeries::from_times(times.iter().map(|t| t.saturating_sub(t0)), sample_ns, None)
         .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))
 }
 

@@ -51,27 +51,14 @@ struct Record {
 const MAX_LINE: u64 = 64 * 1024;
 
 /// Why an import stopped.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     /// The records are malformed: the text names the file, line and column.
+    #[error("{0}")]
     Input(String),
     /// Reading the records or writing the session failed.
-    Io(std::io::Error),
-}
-
-impl std::fmt::Display for ImportError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ImportError::Input(s) => f.write_str(s),
-            ImportError::Io(e) => e.fmt(f),
-        }
-    }
-}
-
-impl From<std::io::Error> for ImportError {
-    fn from(e: std::io::Error) -> Self {
-        ImportError::Io(e)
-    }
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
 }
 
 /// The columns `import` uses, by position in the header.

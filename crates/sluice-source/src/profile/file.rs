@@ -389,18 +389,23 @@ fn key(k: &str) -> impl Fn(String) -> KeyError + '_ {
     move |w| (k.to_owned(), w)
 }
 
-/// The spread of a gap law from `std`, `variance` or `cv`, or `shape`.
-fn spread(g: &GapSpec, mean: f64) -> Result<Spread, KeyError> {
-    let given: Vec<&str> = [
+/// The spread keys an `ipd` entry gives.
+fn spread_keys(g: &GapSpec) -> Vec<&'static str> {
+    [
         ("ipd.std", g.std.is_some()),
         ("ipd.variance", g.variance.is_some()),
         ("ipd.cv", g.cv.is_some()),
         ("ipd.shape", g.shape.is_some()),
     ]
-    .iter()
+    .into_iter()
     .filter(|(_, on)| *on)
-    .map(|(k, _)| *k)
-    .collect();
+    .map(|(k, _)| k)
+    .collect()
+}
+
+/// The spread of a gap law from `std`, `variance` or `cv`, or `shape`.
+fn spread(g: &GapSpec, mean: f64) -> Result<Spread, KeyError> {
+    let given = spread_keys(g);
     if given.len() > 1 {
         return Err((given[1].into(), format!("give one of {}", given.join(", "))));
     }
@@ -426,17 +431,9 @@ fn spread(g: &GapSpec, mean: f64) -> Result<Spread, KeyError> {
 
 fn gap_law(g: &GapSpec, mean_ns: Option<f64>, dir: &Path) -> Result<GapLaw, KeyError> {
     if g.dist == "empirical" {
-        if let Some(k) = [
-            ("ipd.std", g.std.is_some()),
-            ("ipd.variance", g.variance.is_some()),
-            ("ipd.cv", g.cv.is_some()),
-            ("ipd.shape", g.shape.is_some()),
-        ]
-        .iter()
-        .find(|(_, on)| *on)
-        {
+        if let Some(k) = spread_keys(g).first() {
             return Err((
-                k.0.into(),
+                (*k).into(),
                 "an empirical law takes its spread from the capture".into(),
             ));
         }
