@@ -184,77 +184,64 @@ def main():
     h = Harness(os.path.abspath(a.sluice), a.mem, work)
     out_pcap = os.path.join(work, "out.pcap")
     iface = veth_up() if a.veth else None
+
+    def mutants(kind, mutate, limit=None):
+        """Each mutant of the first --files files of `kind`, written in
+        turn beside the others' and given with its source: (src, path)."""
+        for src in corpus(kind)[: a.files]:
+            data = open(src, "rb").read()[:limit]
+            for k in range(a.mutants):
+                m = os.path.join(work, f"m{k}" + os.path.splitext(src)[1])
+                open(m, "wb").write(mutate(rng, data))
+                yield src, m
+
     try:
-        for src in corpus("pcap")[: a.files]:
-            data = open(src, "rb").read()
-            for k in range(a.mutants):
-                m = os.path.join(work, f"m{k}" + os.path.splitext(src)[1])
-                open(m, "wb").write(mutate_bytes(rng, data))
-                h.run("replay", ["replay", m, "--clock", "virtual", "-q",
-                                 "--to", f"pcap:{out_pcap}", "--skip-unsupported"], [out_pcap])
-                h.run("analyze", ["analyze", m, "--reference", src])
-                h.run("analyze --flows", ["analyze", m, "--flows", "--json"])
-                if iface:
-                    h.run("replay afpacket", ["replay", m, "--to", f"afpacket:{iface}", "-q",
-                                              "--topspeed", "--limit", "2000",
-                                              "--skip-unsupported"])
-        for src in corpus("series")[: a.files]:
-            data = open(src, "rb").read()[: 200_000]
-            arc = os.path.join(work, "a.arc")
-            for k in range(a.mutants):
-                m = os.path.join(work, f"m{k}.csv")
-                open(m, "wb").write(mutate_text(rng, data))
-                h.run("series convert", ["series", "convert", m, arc])
-                if os.path.exists(arc):
-                    h.run("series dump", ["series", "dump", arc, "-o", os.path.join(work, "d.csv")],
-                          [os.path.join(work, "d.csv")])
-                    h.run("series play", ["series", "play", arc, "--clock", "virtual", "-q",
-                                          "--tight-loop", "0", "--limit", "5000"])
-                    raw = open(arc, "rb").read()
-                    open(arc, "wb").write(mutate_bytes(rng, raw))
-                    h.run("series play (damaged archive)",
-                          ["series", "play", arc, "--clock", "virtual", "-q", "--tight-loop", "0"])
-                    os.unlink(arc)
-        for src in corpus("records")[: a.files]:
-            data = open(src, "rb").read()
-            sess = os.path.join(work, "s.yaml")
-            for k in range(a.mutants):
-                m = os.path.join(work, f"m{k}.csv")
-                open(m, "wb").write(mutate_text(rng, data))
-                h.run("flows import", ["flows", "import", m, "-o", sess])
-                if os.path.exists(sess):
-                    h.run("flows run (imported)", ["flows", "run", sess, "--clock", "virtual",
-                                                   "-q", "--topspeed", "--limit", "20000"])
-                    os.unlink(sess)
-        for src in corpus("session")[: a.files]:
-            data = open(src, "rb").read()
-            for k in range(a.mutants):
-                m = os.path.join(work, f"m{k}" + os.path.splitext(src)[1])
-                open(m, "wb").write(mutate_text(rng, data))
-                h.run("flows run", ["flows", "run", m, "--clock", "virtual", "-q",
-                                    "--topspeed", "--limit", "20000"])
+        for src, m in mutants("pcap", mutate_bytes):
+            h.run("replay", ["replay", m, "--clock", "virtual", "-q",
+                             "--to", f"pcap:{out_pcap}", "--skip-unsupported"], [out_pcap])
+            h.run("analyze", ["analyze", m, "--reference", src])
+            h.run("analyze --flows", ["analyze", m, "--flows", "--json"])
+            if iface:
+                h.run("replay afpacket", ["replay", m, "--to", f"afpacket:{iface}", "-q",
+                                          "--topspeed", "--limit", "2000",
+                                          "--skip-unsupported"])
+        arc = os.path.join(work, "a.arc")
+        for _, m in mutants("series", mutate_text, limit=200_000):
+            h.run("series convert", ["series", "convert", m, arc])
+            if os.path.exists(arc):
+                h.run("series dump", ["series", "dump", arc, "-o", os.path.join(work, "d.csv")],
+                      [os.path.join(work, "d.csv")])
+                h.run("series play", ["series", "play", arc, "--clock", "virtual", "-q",
+                                      "--tight-loop", "0", "--limit", "5000"])
+                raw = open(arc, "rb").read()
+                open(arc, "wb").write(mutate_bytes(rng, raw))
+                h.run("series play (damaged archive)",
+                      ["series", "play", arc, "--clock", "virtual", "-q", "--tight-loop", "0"])
+                os.unlink(arc)
+        sess = os.path.join(work, "s.yaml")
+        for _, m in mutants("records", mutate_text):
+            h.run("flows import", ["flows", "import", m, "-o", sess])
+            if os.path.exists(sess):
+                h.run("flows run (imported)", ["flows", "run", sess, "--clock", "virtual",
+                                               "-q", "--topspeed", "--limit", "20000"])
+                os.unlink(sess)
+        for _, m in mutants("session", mutate_text):
+            h.run("flows run", ["flows", "run", m, "--clock", "virtual", "-q",
+                                "--topspeed", "--limit", "20000"])
         rjob = os.path.join(ROOT, "testdata", "timeseries", "obspy_example_BW.RJOB_3ch_100Hz.csv")
         arc = os.path.join(work, "rjob.arc")
         subprocess.run([h.sluice, "series", "convert", rjob, arc], check=True,
                        capture_output=True)
-        for src in corpus("mapping")[: a.files]:
-            data = open(src, "rb").read()
-            for k in range(a.mutants):
-                m = os.path.join(work, f"m{k}" + os.path.splitext(src)[1])
-                open(m, "wb").write(mutate_text(rng, data))
-                h.run("series play --map", ["series", "play", arc, "--map", m, "--clock",
-                                            "virtual", "-q", "--tight-loop", "0",
-                                            "--limit", "2000"])
-        for src in corpus("profile")[: a.files]:
-            data = open(src, "rb").read()
-            for k in range(a.mutants):
-                m = os.path.join(work, f"m{k}" + os.path.splitext(src)[1])
-                open(m, "wb").write(mutate_text(rng, data))
-                h.run("profile run", ["profile", "run", m, "--clock", "virtual", "-q",
-                                      "--limit", "20000"])
-                h.run("profile run fourier", ["profile", "run", m, "--clock", "virtual", "-q",
-                                              "--mode", "fourier", "--queues", "2",
-                                              "--limit", "20000"])
+        for _, m in mutants("mapping", mutate_text):
+            h.run("series play --map", ["series", "play", arc, "--map", m, "--clock",
+                                        "virtual", "-q", "--tight-loop", "0",
+                                        "--limit", "2000"])
+        for _, m in mutants("profile", mutate_text):
+            h.run("profile run", ["profile", "run", m, "--clock", "virtual", "-q",
+                                  "--limit", "20000"])
+            h.run("profile run fourier", ["profile", "run", m, "--clock", "virtual", "-q",
+                                          "--mode", "fourier", "--queues", "2",
+                                          "--limit", "20000"])
     finally:
         if iface:
             veth_down()

@@ -82,6 +82,14 @@ rmax() {
   json "$work/run.json" "['pps']" | cut -d. -f1
 }
 
+# table5_row LOAD RATE SENDER JUDGEMENT DROPS: one row of Table 5.
+table5_row() {
+  say "$(printf '%-5s %-9s %-11s %-10s %-13s %-15s %-7s %-13s %s' "$1" "$2" "$3" \
+    "$(echo "$4" | field hist_nmse)" "$(echo "$4" | field hist_pearson)" \
+    "$(echo "$4" | field pearson)" "$(echo "$4" | field ks_ipd)" \
+    "$(echo "$4" | field rate_err_pct)" "${5:-0}")"
+}
+
 table5() {
   local r=$1
   say "== Table 5 / Figures 9 and 11: Poisson 64 B (60 B without FCS) at fractions of R_max = $r pps, 3 s =="
@@ -100,10 +108,7 @@ table5() {
         drops=$(capture "$work/cap.pcap" "$sluice" replay "$work/target.pcap")
       fi
       local j; j=$(judge "$work/target.pcap" "$work/cap.pcap")
-      say "$(printf '%-5s %-9s %-11s %-10s %-13s %-15s %-7s %-13s %s' "$f" "$rate" "${peer// /_}" \
-        "$(echo "$j" | field hist_nmse)" "$(echo "$j" | field hist_pearson)" \
-        "$(echo "$j" | field pearson)" "$(echo "$j" | field ks_ipd)" \
-        "$(echo "$j" | field rate_err_pct)" "${drops:-0}")"
+      table5_row "$f" "$rate" "${peer// /_}" "$j" "$drops"
     done
     for mode in exact "fourier 1" "fourier 2" "fourier 3"; do
       set -- $mode
@@ -111,10 +116,7 @@ table5() {
       [ "$1" = fourier ] && args+=(--queues "$2" --threads 1)
       local drops; drops=$(capture "$work/cap.pcap" "$sluice" profile run "$work/p.yaml" "${args[@]}")
       local j; j=$(judge "$work/target.pcap" "$work/cap.pcap")
-      say "$(printf '%-5s %-9s %-11s %-10s %-13s %-15s %-7s %-13s %s' "$f" "$rate" "$mode" \
-        "$(echo "$j" | field hist_nmse)" "$(echo "$j" | field hist_pearson)" \
-        "$(echo "$j" | field pearson)" "$(echo "$j" | field ks_ipd)" \
-        "$(echo "$j" | field rate_err_pct)" "${drops:-0}")"
+      table5_row "$f" "$rate" "$mode" "$j" "$drops"
     done
   done
 }
