@@ -35,6 +35,7 @@ pub mod flows;
 pub mod judge;
 mod key;
 mod matching;
+pub mod pacing;
 mod report;
 mod stats;
 

@@ -61,6 +61,7 @@ fn main() -> ExitCode {
         args::Command::Series(a) => cmd::series::run(a),
         args::Command::Flows(a) => cmd::flows::run(a),
         args::Command::Profile(a) => cmd::profile::run(a),
+        args::Command::Pace(a) => cmd::pace::run(*a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

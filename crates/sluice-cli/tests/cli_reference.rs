@@ -86,6 +86,7 @@ fn every_readme_option_table_matches_its_commands_help() {
         "profile spectrum",
         "profile run",
         "profile fit",
+        "pace",
         "demo",
     ] {
         assert!(

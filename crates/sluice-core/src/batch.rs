@@ -26,6 +26,12 @@ pub struct FrameRef {
 pub struct Batch {
     pub data: Vec<u8>,
     pub entries: Vec<FrameRef>,
+    /// Gaps to keep (ns), by entry: a frame with a gap leaves no sooner
+    /// than that long after the frame sent before it, so a late departure
+    /// delays the frames chained behind it instead of squeezing their gaps
+    /// (`sluice pace`). Empty for sources that keep a schedule; shorter
+    /// than `entries` means 0 for the rest.
+    pub gaps: Vec<u32>,
 }
 
 impl Default for Batch {
@@ -39,6 +45,7 @@ impl Batch {
         Batch {
             data: Vec::with_capacity(BATCH_BYTES + 2048),
             entries: Vec::with_capacity(BATCH_PACKETS),
+            gaps: Vec::new(),
         }
     }
 
@@ -47,12 +54,30 @@ impl Batch {
         Batch {
             data: Vec::new(),
             entries: Vec::new(),
+            gaps: Vec::new(),
         }
     }
 
     pub fn clear(&mut self) {
         self.data.clear();
         self.entries.clear();
+        self.gaps.clear();
+    }
+
+    /// The gap entry `i` keeps after the frame before it (0: none).
+    #[inline(always)]
+    pub fn gap(&self, i: usize) -> u32 {
+        self.gaps.get(i).copied().unwrap_or(0)
+    }
+
+    /// Sets the gap of the last entry.
+    pub fn set_last_gap(&mut self, gap: u32) {
+        let n = self.entries.len();
+        if n == 0 {
+            return;
+        }
+        self.gaps.resize(n - 1, 0);
+        self.gaps.push(gap);
     }
 
     pub fn len(&self) -> usize {

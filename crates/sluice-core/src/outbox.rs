@@ -37,6 +37,12 @@ pub trait Handoff {
     /// next, or None once the run is stopping. `first_ts` is the capture
     /// time of the stream's first packet (ns since the epoch), once known.
     fn hand(&mut self, lane: usize, batch: Batch, first_ts: Option<u64>) -> Option<Batch>;
+
+    /// True once the run is stopping (asked by [`Outbox::flush`] when it
+    /// has nothing to hand over).
+    fn stopping(&self) -> bool {
+        false
+    }
 }
 
 /// Where the packets of one run go (see the module docs).
@@ -100,6 +106,17 @@ impl<'h> Outbox<'h> {
     /// matters).
     #[inline]
     pub fn push(&mut self, lane: Lane, due: Nanos, write: impl FnOnce(&mut Vec<u8>)) -> bool {
+        self.push_gap(lane, due, 0, write)
+    }
+
+    #[inline(always)]
+    fn push_gap(
+        &mut self,
+        lane: Lane,
+        due: Nanos,
+        gap: u32,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> bool {
         if self.stopped
             || self.limit.is_some_and(|l| self.packets >= l)
             || self.max_due.is_some_and(|m| due > m)
@@ -122,11 +139,28 @@ impl<'h> Outbox<'h> {
         let at = b.data.len();
         write(&mut b.data);
         b.commit(at, due);
+        if gap != 0 {
+            b.set_last_gap(gap);
+        }
         self.packets += 1;
         if b.is_full() {
             return self.hand_over(i);
         }
         true
+    }
+
+    /// [`push`](Self::push) of a frame that must also leave at least `gap`
+    /// ns after the frame sent before it on its TX thread (see
+    /// [`Batch::gaps`]).
+    #[inline]
+    pub fn push_chained(
+        &mut self,
+        lane: Lane,
+        due: Nanos,
+        gap: u32,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> bool {
+        self.push_gap(lane, due, gap, write)
     }
 
     /// Records the capture time of the stream's first packet (ns since the
@@ -142,6 +176,21 @@ impl<'h> Outbox<'h> {
                 return;
             }
         }
+    }
+
+    /// Hands over every batch that holds frames now: a live source that has
+    /// read all that was waiting does not hold frames back for a fuller
+    /// batch. False once the stream has ended (a stop included).
+    pub fn flush(&mut self) -> bool {
+        for i in 0..self.batches.len() {
+            if !self.batches[i].is_empty() && !self.hand_over(i) {
+                return false;
+            }
+        }
+        if self.handoff.stopping() {
+            self.stopped = true;
+        }
+        !self.stopped
     }
 
     /// Packets pushed so far.
@@ -216,6 +265,26 @@ mod tests {
         out.finish();
         let sizes: Vec<usize> = keep.0.iter().map(|(_, d)| d.len()).collect();
         assert_eq!(sizes, vec![crate::batch::BATCH_PACKETS, 600 - 512]);
+    }
+
+    #[test]
+    fn chained_gaps_stay_with_their_frames() {
+        #[derive(Default)]
+        struct Gaps(Vec<Vec<u32>>);
+        impl Handoff for Gaps {
+            fn hand(&mut self, _: usize, b: Batch, _: Option<u64>) -> Option<Batch> {
+                self.0.push((0..b.len()).map(|i| b.gap(i)).collect());
+                Some(Batch::new())
+            }
+        }
+        let mut g = Gaps::default();
+        let mut out = Outbox::new(1, rules(None), &mut g);
+        out.push(Lane(0), Nanos(0), |b| b.push(1));
+        out.push_chained(Lane(0), Nanos(5), 5, |b| b.push(1));
+        out.push(Lane(0), Nanos(9), |b| b.push(1));
+        out.push_chained(Lane(0), Nanos(20), 11, |b| b.push(1));
+        assert!(out.flush());
+        assert_eq!(g.0, vec![vec![0, 5, 0, 11]]);
     }
 
     #[test]

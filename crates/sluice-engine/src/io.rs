@@ -77,6 +77,11 @@ pub(crate) fn run(cx: IoContext) -> Result<IoOutcome, SourceError> {
         kept: Vec::new(),
         notes: Vec::new(),
     });
+    if source.origin() == Origin::Live {
+        // Nothing to prefetch: the run starts at once (its start is
+        // already fixed, see `run_source`).
+        feed.borrow_mut().prime();
+    }
     let mut handoff = Shared(&feed);
     let mut out = Outbox::new(lanes, rules, &mut handoff);
     let mut done = 0u64;
@@ -246,6 +251,10 @@ impl Handoff for Shared<'_> {
         }
         feed.prime_after_lead();
         Some(fresh)
+    }
+
+    fn stopping(&self) -> bool {
+        self.0.borrow().stopped()
     }
 }
 

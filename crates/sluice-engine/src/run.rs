@@ -10,7 +10,7 @@ use sluice_core::{
 };
 use sluice_pace::{Pacer, SpinSleep, Waiter};
 use sluice_sink::{Sink, SinkError};
-use sluice_source::{Source, SourceError};
+use sluice_source::{Origin, Source, SourceError};
 use sluice_sys::sched as os;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier, Mutex};
@@ -63,7 +63,7 @@ impl EngineError {
 /// Runs `source` into `sinks` (one TX thread per sink): the IO thread runs
 /// the source into batches, the TX threads pace them out.
 pub fn run_source(
-    source: impl Source + 'static,
+    mut source: impl Source + 'static,
     sinks: Vec<Box<dyn Sink>>,
     cfg: &EngineConfig,
     observer: &mut dyn Observer,
@@ -78,6 +78,13 @@ pub fn run_source(
         to_tx.push(s);
         from_io.push(r);
     }
+    // A live source's packets arrive while the clock runs: the start is
+    // fixed first, and the source stamps arrivals on the run's clock.
+    let live = (source.origin() == Origin::Live).then(|| {
+        let run = Run::new(cfg, n);
+        source.begin(run.mono, run.start);
+        run
+    });
     let io_cx = IoContext {
         source: Box::new(source),
         to_tx,
@@ -104,7 +111,7 @@ pub fn run_source(
 
     // Wait for the prefetch lead, then fix the common start time.
     let stamp_base = primed_rx.recv().ok().flatten().unwrap_or(0);
-    let run = Run::new(cfg, n);
+    let run = live.unwrap_or_else(|| Run::new(cfg, n));
     let mut txs = Vec::with_capacity(n);
     for (i, (sink, batches)) in sinks.into_iter().zip(from_io).enumerate() {
         let setup = run.setup(i, sink, stamp_base);
@@ -141,6 +148,12 @@ pub fn run_source(
         skipped_unsupported: read.report.skipped_unsupported,
         rewritten: read.report.rewritten,
         passes: read.passes,
+        source: read
+            .report
+            .counters
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
         interrupted,
         ..base.with_warnings(
             warnings,

@@ -244,6 +244,10 @@ pub struct Summary {
     pub filtered: Option<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowStats>,
+    /// A live source's own counters (`sluice pace`: frames arrived,
+    /// dropped at a full backlog, the backlog, the return path).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub source: std::collections::BTreeMap<String, u64>,
     /// Stopped by a signal before the end.
     pub interrupted: bool,
     pub warnings: Vec<String>,
@@ -382,6 +386,12 @@ impl Summary {
             }
             if self.flows.len() > 8 {
                 s.push_str(&format!("\n  ... {} more", self.flows.len() - 8));
+            }
+        }
+        if !self.source.is_empty() {
+            s.push_str("\nsource:");
+            for (k, v) in &self.source {
+                s.push_str(&format!(" {k} {v}"));
             }
         }
         if self.interrupted {

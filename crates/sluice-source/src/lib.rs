@@ -1,10 +1,12 @@
 //! Sources: what to send and when, ideally. Each source is one module
 //! implementing the [`Source`] seam (see [`seam`]): trace replay
-//! ([`replay`]), flows and meta-flows ([`flows`]). Time-series play
+//! ([`replay`]), flows and meta-flows ([`flows`]), stochastic profiles
+//! ([`profile`]), live frames paced from a TAP device ([`pace`]). Time-series play
 //! ([`series`]) supplies the archive reading, indexing and device mapping
 //! that the engine's time-series pipeline runs.
 
 pub mod flows;
+pub mod pace;
 pub mod profile;
 pub mod replay;
 pub mod seam;

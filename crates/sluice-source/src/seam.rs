@@ -38,6 +38,10 @@ pub trait Source: Send {
     /// thread then blocks while a TX queue is full), or memory.
     fn origin(&self) -> Origin;
 
+    /// The run's clock and its start (due times are offsets from it), told
+    /// to a [`Origin::Live`] source before its first `fill`.
+    fn begin(&mut self, _clock: sluice_core::MonotonicClock, _start: sluice_core::MonoTime) {}
+
     /// What happened while producing, for the summary.
     fn report(&self) -> SourceReport;
 }
@@ -58,6 +62,10 @@ pub enum Origin {
     File,
     /// Generated in memory, far ahead of the clock.
     Memory,
+    /// Arriving while the run goes (a TAP device, a socket): the run starts
+    /// before the first packet exists, and the source is told the clock
+    /// ([`Source::begin`]) to stamp arrivals on it.
+    Live,
 }
 
 /// What a source reports besides its packets (which the engine counts).
@@ -71,6 +79,8 @@ pub struct SourceReport {
     pub truncation: Option<String>,
     /// Other things the summary should mention.
     pub notes: Vec<String>,
+    /// A live source's own counters (name, value), for the summary.
+    pub counters: Vec<(&'static str, u64)>,
 }
 
 /// Errors of the sources on this seam: each names the file and where in it.
@@ -96,4 +106,7 @@ pub enum SourceError {
     Session(#[from] crate::flows::SessionError),
     #[error(transparent)]
     Profile(#[from] crate::profile::ProfileError),
+    /// A live source's device failed (`what` names it).
+    #[error("{what}: {error}")]
+    Device { what: String, error: std::io::Error },
 }

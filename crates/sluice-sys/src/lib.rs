@@ -8,6 +8,8 @@
 //! - [`cpus`]: how many CPUs the process may use, and `--cpu` lists.
 //! - [`mem`]: the memory available, for budgets checked before allocating.
 //! - [`net`]: facts about network interfaces (the MTU).
+//! - [`tap`]: TAP devices (`sluice pace`), and [`packet_rx`]: receiving
+//!   the frames of one interface (the return path to a TAP).
 //! - [`output`]: file outputs written to a temporary file and renamed into
 //!   place, locked while written, never aliasing an input.
 //!
@@ -19,4 +21,6 @@ pub mod cpus;
 pub mod mem;
 pub mod net;
 pub mod output;
+pub mod packet_rx;
 pub mod sched;
+pub mod tap;

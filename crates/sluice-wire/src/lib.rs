@@ -34,6 +34,7 @@ pub use flow::flow_hash;
 pub use flowpkt::{FlowEnds, FlowHeaders, FlowProto, PacketFields};
 pub use layers::{parse_layers, Ip, Layers, L4};
 pub use payload::{
-    rewrite_payload, verify_checksums, ChecksumError, ParsePayloadModeError, PayloadMode, Rewrite,
+    complete_checksum, rewrite_payload, verify_checksums, ChecksumError, ParsePayloadModeError,
+    PayloadMode, Rewrite,
 };
 pub use udp4::{Udp4Error, Udp4Flow, Udp4Template};

@@ -346,6 +346,28 @@ pub fn rewrite_payload(frame: &mut [u8], mode: PayloadMode) -> Rewrite {
     }
 }
 
+/// Completes the TCP, UDP, ICMP or ICMPv6 checksum of a frame whose
+/// checksum was left to offload (`CHECKSUM_PARTIAL`: a frame taken from a
+/// veth or loopback before the device computed it). True when a checksum
+/// was written; frames we cannot checksum (fragments, cut short, unknown
+/// protocols) are left as they are.
+pub fn complete_checksum(frame: &mut [u8]) -> bool {
+    let (layers, extra) = parse_full(frame);
+    let (Some(ip), Some(l4)) = (layers.ip, layers.l4) else {
+        return false;
+    };
+    let ip_end = layers.l3_offset + ip.packet_len();
+    if ip.is_fragment() || ip_end > frame.len() || l4.end() != ip_end {
+        return false;
+    }
+    let Ok(plan) = checksum_plan(frame, &layers, &extra, &l4) else {
+        return false;
+    };
+    let c = plan.compute(frame, ip_end);
+    plan.store(frame, c);
+    true
+}
+
 /// Verifies the IPv4 header checksum and the TCP, UDP, ICMP or ICMPv6
 /// checksum of an Ethernet frame.
 ///
@@ -739,6 +761,26 @@ mod tests {
         assert_eq!(r.new_len, 34);
         assert_eq!(u16::from_be_bytes([f[16], f[17]]), 20);
         assert_eq!(verify_checksums(&f[..34]), Ok(()));
+    }
+
+    #[test]
+    fn a_partial_checksum_is_completed() {
+        for mut f in [udp4_frame(), tcp6_frame()] {
+            let good = f.clone();
+            // What offload leaves: some other value in the field.
+            let field = if f[12..14] == [0x08, 0x00] {
+                40
+            } else {
+                14 + 40 + 16
+            };
+            f[field] ^= 0x5a;
+            assert!(verify_checksums(&f).is_err());
+            assert!(complete_checksum(&mut f));
+            assert_eq!(f, good);
+        }
+        let mut short = udp4_frame();
+        short.truncate(30);
+        assert!(!complete_checksum(&mut short));
     }
 
     #[test]

@@ -28,6 +28,15 @@ pub struct AnalyzeArgs {
     /// With --target: draw the target and generated rate histograms and CDFs into this SVG.
     #[arg(long, requires = "target")]
     pub plot: Option<PathBuf>,
+    /// Requested constant gap between departures: report |D_R − D_M| percentiles of consecutive frames (Caliper's measure; p95 is its headline).
+    #[arg(long, value_parser = positive_duration, conflicts_with_all = ["reference", "flows", "target", "gaps"])]
+    pub gap: Option<Nanos>,
+    /// Requested gaps, ns one per line in departure order (`pace --log-requested`): |D_R − D_M| percentiles.
+    #[arg(long, conflicts_with_all = ["reference", "flows", "target"])]
+    pub gaps: Option<PathBuf>,
+    /// With --gap: compare only gaps between frames of at least this many bytes (full-size segments).
+    #[arg(long, default_value_t = 0)]
+    pub min_size: u32,
     /// Act as a flow collector: 7-tuple flow records (first/last, packets, bytes).
     #[arg(long, conflicts_with = "reference")]
     pub flows: bool,

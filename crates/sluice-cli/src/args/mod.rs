@@ -7,6 +7,7 @@ mod analyze;
 mod common;
 mod demo;
 mod flows;
+mod pace;
 mod profile;
 mod replay;
 mod series;
@@ -16,6 +17,7 @@ pub use analyze::AnalyzeArgs;
 pub use common::RunOpts;
 pub use demo::DemoArgs;
 pub use flows::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
+pub use pace::PaceArgs;
 pub use profile::{
     FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, SelectOpts, SpectrumArgs, SynthArgs,
 };
@@ -53,4 +55,9 @@ pub enum Command {
     Flows(FlowsArgs),
     /// Stochastic traffic profiles: synthesize, decompose into frequency components, generate.
     Profile(ProfileArgs),
+    /// Pace live traffic: frames any program sends through a TAP device leave on an interface at requested gaps (constant, a rate, or a profile's law).
+    ///
+    /// With --return, frames arriving on that interface for the TAP side are
+    /// written back into it, so TCP stays closed-loop.
+    Pace(Box<PaceArgs>),
 }

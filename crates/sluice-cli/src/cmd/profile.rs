@@ -292,7 +292,7 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
 }
 
 /// A capture's packet times and frame lengths.
-fn read_packets(path: &Path) -> Result<Packets, Failure> {
+pub(crate) fn read_packets(path: &Path) -> Result<Packets, Failure> {
     let mut r = sluice_capture::CaptureReader::open(path).map_err(bad_input)?;
     let mut p = Packets::default();
     while let Some(k) = r.next_packet().map_err(bad_input)? {

@@ -25,6 +25,11 @@ impl Unit for Work {
     }
 
     #[inline(always)]
+    fn gap(&self, i: usize) -> u32 {
+        batch(self).gap(i)
+    }
+
+    #[inline(always)]
     fn dues(&self) -> impl Iterator<Item = Nanos> + '_ {
         let (_, offset, entries) = self.parts();
         entries.iter().map(move |e| e.due + offset)

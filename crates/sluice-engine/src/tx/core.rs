@@ -71,6 +71,9 @@ pub(crate) struct TxCore {
     /// The clock as last read.
     pub now: MonoTime,
     last_send: MonoTime,
+    /// When the last packet was let go (its pacing decision): chained
+    /// gaps count from here.
+    pub last_departure: MonoTime,
     last_handoff: MonoTime,
     /// The first fatal sink error; the thread stops on it.
     pub error: Option<SinkError>,
@@ -93,6 +96,7 @@ impl TxCore {
             c: CounterSnapshot::default(),
             hist: ErrorHistogram::new(),
             last_send: start,
+            last_departure: start,
             last_handoff: start,
             error: None,
         }
@@ -116,6 +120,17 @@ impl TxCore {
     #[inline(always)]
     pub fn stopping(&self) -> bool {
         self.error.is_some() || self.interrupted() || self.past_duration()
+    }
+
+    /// The due offset of a packet due at `due` that must also leave `gap`
+    /// ns after the last departure (0: no such constraint).
+    #[inline(always)]
+    pub fn keep_gap(&self, due: Nanos, gap: u32) -> Nanos {
+        if gap == 0 {
+            return due;
+        }
+        let after = self.last_departure.since(self.pacer.start()).0 + u64::from(gap);
+        due.max(Nanos(after))
     }
 
     /// Due offset of a packet that is due now.

@@ -31,6 +31,11 @@ pub(crate) trait Unit: Send + Sync + 'static {
     fn due(&self, i: usize) -> Nanos;
     /// Every due offset in order (the hot loop's way through a unit).
     fn dues(&self) -> impl Iterator<Item = Nanos> + '_;
+    /// The gap packet `i` keeps after the packet sent before it (0: none;
+    /// see `Batch::gaps`).
+    fn gap(&self, _i: usize) -> u32 {
+        0
+    }
 }
 
 /// What a feed has next.
@@ -166,6 +171,7 @@ impl<F: Feed> TxLoop<F> {
 
     fn send_unit(&mut self, unit: &F::Unit) {
         for (i, due) in unit.dues().enumerate() {
+            let due = self.core.keep_gap(due, unit.gap(i));
             if !self.ready_for(due) {
                 return;
             }
@@ -238,10 +244,14 @@ impl<F: Feed> TxLoop<F> {
         if self.core.topspeed {
             return Some(Verdict::Send { eps: 0 });
         }
-        match self.core.pacer.poll(due, self.core.now) {
+        let v = match self.core.pacer.poll(due, self.core.now) {
             Decision::WaitUntil(t) => self.pace_after_wait(due, t),
             d => Verdict::of(d),
+        };
+        if let Some(Verdict::Send { .. }) = v {
+            self.core.last_departure = self.core.now;
         }
+        v
     }
 
     /// [`pace`](Self::pace) once the packet is not due yet: flush, wait

@@ -1,0 +1,197 @@
+//! Caliper's measure of injection precision: for consecutive frames of a
+//! capture, the measured inter-arrival time D_M against the requested
+//! inter-transmission time D_R, summarised as percentiles of |D_R − D_M|
+//! (the paper's headline figure is the 95th).
+//!
+//! Requested gaps are a constant (`--gap T`) or a list, one per departure
+//! in departure order, as `sluice pace --log-requested` writes them (the
+//! first line is the first departure's 0). Percentiles use the rank rule
+//! of `bench/gaperr.py`: `sorted[min(n-1, int(p/100 n))]`.
+
+use crate::dist::rank;
+use serde::Serialize;
+
+/// What the frames were asked to do.
+#[derive(Clone, Copy, Debug)]
+pub enum Requested<'a> {
+    /// Every gap the same, ns.
+    Constant(u64),
+    /// Gap i (ns) precedes departure i; entry 0 is the first departure's.
+    List(&'a [u64]),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GapErrors {
+    /// Gaps compared.
+    pub gaps: u64,
+    /// Frames of the capture (all sizes).
+    pub frames: u64,
+    /// Frames left out as shorter than `min_len` (their gaps are not compared).
+    pub short_frames: u64,
+    /// With a list: departures the list has and the capture does not (or
+    /// the reverse, negative). Compared pairwise up to the shorter.
+    pub count_mismatch: i64,
+    pub requested_mean_ns: f64,
+    pub measured_mean_ns: f64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p95_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    pub mean_ns: f64,
+}
+
+impl GapErrors {
+    pub fn render_text(&self) -> String {
+        let mut s = format!(
+            "{} gaps compared ({} frames, {} shorter than the size floor); requested mean {:.0} ns, measured mean {:.0} ns\n\
+             |D_R - D_M| ns: p50 {} p90 {} p95 {} p99 {} p99.9 {} max {} mean {:.0}\n",
+            self.gaps,
+            self.frames,
+            self.short_frames,
+            self.requested_mean_ns,
+            self.measured_mean_ns,
+            self.p50_ns,
+            self.p90_ns,
+            self.p95_ns,
+            self.p99_ns,
+            self.p999_ns,
+            self.max_ns,
+            self.mean_ns
+        );
+        if self.count_mismatch != 0 {
+            s.push_str(&format!(
+                "warning: the requested list and the capture differ by {} departures: compared up to the shorter\n",
+                self.count_mismatch
+            ));
+        }
+        s
+    }
+}
+
+/// |D_R − D_M| over consecutive frames at `times` (ns, capture order) of
+/// lengths `lens`. A gap is compared when both its frames are at least
+/// `min_len` bytes (a constant request only: a list is indexed by
+/// departure, so every frame counts). None when no gap was compared.
+pub fn gap_errors(
+    times: &[u64],
+    lens: &[u32],
+    requested: Requested<'_>,
+    min_len: u32,
+) -> Option<GapErrors> {
+    let mut errs = Vec::with_capacity(times.len());
+    let (mut req_sum, mut meas_sum) = (0f64, 0f64);
+    let mut short = 0u64;
+    let mut mismatch = 0i64;
+    match requested {
+        Requested::Constant(r) => {
+            short = lens.iter().filter(|&&l| l < min_len).count() as u64;
+            for i in 1..times.len() {
+                if lens[i] < min_len || lens[i - 1] < min_len {
+                    continue;
+                }
+                let m = times[i].saturating_sub(times[i - 1]);
+                errs.push(m.abs_diff(r));
+                req_sum += r as f64;
+                meas_sum += m as f64;
+            }
+        }
+        Requested::List(list) => {
+            mismatch = list.len() as i64 - times.len() as i64;
+            let n = list.len().min(times.len());
+            for i in 1..n {
+                let m = times[i].saturating_sub(times[i - 1]);
+                errs.push(m.abs_diff(list[i]));
+                req_sum += list[i] as f64;
+                meas_sum += m as f64;
+            }
+        }
+    }
+    if errs.is_empty() {
+        return None;
+    }
+    let n = errs.len();
+    let sum: u128 = errs.iter().map(|&e| u128::from(e)).sum();
+    errs.sort_unstable();
+    let pct = |p: f64| errs[rank(p, n)];
+    Some(GapErrors {
+        gaps: n as u64,
+        frames: times.len() as u64,
+        short_frames: short,
+        count_mismatch: mismatch,
+        requested_mean_ns: req_sum / n as f64,
+        measured_mean_ns: meas_sum / n as f64,
+        p50_ns: pct(50.0),
+        p90_ns: pct(90.0),
+        p95_ns: pct(95.0),
+        p99_ns: pct(99.0),
+        p999_ns: pct(99.9),
+        max_ns: errs[n - 1],
+        mean_ns: sum as f64 / n as f64,
+    })
+}
+
+/// Parses requested gaps, one integer of ns per line (blank lines and
+/// `#` comments skipped); the error names the line.
+pub fn parse_gaps(text: &str) -> Result<Vec<u64>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        out.push(
+            l.parse::<u64>()
+                .map_err(|_| format!("line {}: '{l}' is not a gap in ns", i + 1))?,
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_constant_request_compares_each_gap_of_full_size_frames() {
+        // Gaps 1000, 1010, 990, then a short frame, then 1200.
+        let times = [0, 1000, 2010, 3000, 3500, 4700];
+        let lens = [1514, 1514, 1514, 1514, 60, 1514];
+        let e = gap_errors(&times, &lens, Requested::Constant(1000), 1000).unwrap();
+        assert_eq!(e.gaps, 3);
+        assert_eq!(e.short_frames, 1);
+        assert_eq!((e.p50_ns, e.max_ns), (10, 10));
+        let all = gap_errors(&times, &lens, Requested::Constant(1000), 0).unwrap();
+        assert_eq!(all.gaps, 5);
+        assert_eq!(all.max_ns, 500);
+        // gaperr's rank rule: sorted [0,10,10,200,500]; p95 → index 4.
+        assert_eq!((all.p50_ns, all.p95_ns), (10, 500));
+    }
+
+    #[test]
+    fn a_list_is_matched_by_departure_and_a_length_mismatch_is_reported() {
+        let times = [0, 100, 300, 600];
+        let e = gap_errors(
+            &times,
+            &[60; 4],
+            Requested::List(&[0, 100, 200, 300, 400]),
+            0,
+        )
+        .unwrap();
+        assert_eq!(e.gaps, 3);
+        assert_eq!(e.max_ns, 0);
+        assert_eq!(e.count_mismatch, 1);
+        assert!(e.render_text().contains("differ by 1"));
+    }
+
+    #[test]
+    fn nothing_to_compare_is_none_and_bad_lines_are_named() {
+        assert!(gap_errors(&[5], &[60], Requested::Constant(1), 0).is_none());
+        assert_eq!(parse_gaps("# gaps\n0\n\n20000\n").unwrap(), [0, 20000]);
+        assert_eq!(
+            parse_gaps("0\n2x\n").unwrap_err(),
+            "line 2: '2x' is not a gap in ns"
+        );
+    }
+}

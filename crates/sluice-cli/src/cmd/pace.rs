@@ -1,0 +1,124 @@
+//! `sluice pace`: frames from a TAP device, released at requested gaps.
+
+use crate::args::PaceArgs;
+use crate::dest::Dest;
+use crate::plan::{engine_config, send};
+use crate::{bad_input, Failure};
+use anyhow::anyhow;
+use sluice_engine::{run_source, EngineConfig};
+use sluice_sink::SinkSpec;
+use sluice_source::pace::{GapLog, PaceLaw, PaceSource, Relay, Scheduler};
+use sluice_source::profile::Profile;
+use sluice_sys::tap::Tap;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+/// `--log-requested`: written atomically, committed when the run ends.
+struct LogOut(Option<Dest>);
+
+impl GapLog for LogOut {
+    fn gap(&mut self, ns: u64) -> io::Result<()> {
+        match self.0.as_mut() {
+            Some(d) => writeln!(d, "{ns}"),
+            None => Ok(()),
+        }
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        self.0.take().map_or(Ok(()), Dest::commit)
+    }
+}
+
+fn law(a: &PaceArgs) -> Result<PaceLaw, Failure> {
+    let positive = |v: f64, what: &str| {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(bad_input(anyhow!("{what} must be more than 0")))
+        }
+    };
+    Ok(if let Some(g) = a.gap {
+        PaceLaw::Gap(g.0 as f64)
+    } else if let Some(p) = a.pps {
+        PaceLaw::Gap(1e9 / positive(p, "--pps")?)
+    } else if let Some(m) = a.mbps {
+        // Mbit/s = 1e-3 bit/ns.
+        PaceLaw::BitRate(positive(m, "--mbps")? * 1e-3)
+    } else if let Some(path) = &a.ipd {
+        let p = Profile::load(path, 1.0).map_err(bad_input)?;
+        let seed = a.seed.unwrap_or(p.seed);
+        PaceLaw::drawn(p.gap, seed)
+    } else {
+        unreachable!("clap requires one of --gap, --pps, --mbps, --ipd")
+    })
+}
+
+pub fn run(a: PaceArgs) -> Result<u8, Failure> {
+    if a.run.threads != 1 {
+        return Err(bad_input(anyhow!(
+            "pace runs one TX thread: the frames of a TAP leave in one order"
+        )));
+    }
+    let law = law(&a)?;
+    let iface = match &a.to {
+        SinkSpec::AfPacket(i) => Some(i.clone()),
+        _ => None,
+    };
+    if a.return_path && iface.is_none() {
+        return Err(bad_input(anyhow!(
+            "--return relays frames from the --to interface: give --to afpacket:IFACE"
+        )));
+    }
+    let inputs: Vec<&Path> = a.ipd.iter().map(|p| p.as_path()).collect();
+    let pcap = match &a.to {
+        SinkSpec::Pcap(p) => Some(p.to_string_lossy().into_owned()),
+        _ => None,
+    };
+    let outputs: Vec<&str> = [
+        a.log_requested.as_deref(),
+        pcap.as_deref(),
+        a.run.stats_json.as_deref(),
+        a.run.summary_json.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    crate::dest::check(&inputs, &outputs)?;
+    let log = a.log_requested.as_deref().map(Dest::open).transpose()?;
+    let tap = Arc::new(Tap::open(&a.tap).map_err(bad_input)?);
+    let sched = Scheduler::new(
+        law,
+        a.per_flow,
+        u32::try_from(a.burst).unwrap_or(u32::MAX),
+        usize::try_from(a.queue_limit).unwrap_or(usize::MAX),
+    );
+    let mut source = PaceSource::new(Box::new(tap.clone()), sched, a.per_flow, a.duration);
+    if let Some(log) = log {
+        source = source.with_log(Box::new(LogOut(Some(log))));
+    }
+    if a.return_path {
+        let iface = iface.as_deref().expect("checked above");
+        let relay = Relay::open(iface, tap.clone())
+            .map_err(|e| bad_input(anyhow!("--return on {iface}: {e}")))?;
+        source = source.with_relay(relay);
+    }
+    if !a.run.quiet {
+        eprintln!(
+            "sluice: pacing frames from TAP {} to {} (Ctrl-C stops)",
+            tap.name(),
+            a.to
+        );
+    }
+    let cfg = EngineConfig {
+        limit: a.limit,
+        ..engine_config(&a.run, false)
+    };
+    send(
+        &a.run,
+        &a.to,
+        false,
+        &inputs,
+        cfg,
+        |sinks, cfg, progress| run_source(source, sinks, cfg, progress),
+    )
+}

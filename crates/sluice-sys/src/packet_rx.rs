@@ -1,0 +1,164 @@
+//! Receiving whole frames from one interface: an AF_PACKET raw socket
+//! bound to it, which ignores the frames this host sends there
+//! (`PACKET_IGNORE_OUTGOING`), so a relay never hears itself.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+pub struct PacketRx {
+    fd: OwnedFd,
+    iface: String,
+}
+
+fn os_err(what: String) -> io::Error {
+    let e = io::Error::last_os_error();
+    io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+impl PacketRx {
+    /// Opens a receive socket on `iface`, non-blocking.
+    pub fn open(iface: &str) -> io::Result<PacketRx> {
+        let cname = std::ffi::CString::new(iface)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in interface name"))?;
+        // SAFETY: a valid NUL-terminated string.
+        let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+        if index == 0 {
+            return Err(os_err(format!("no interface {iface}")));
+        }
+        let proto = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: socket(2) takes no pointers; the result is checked.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                i32::from(proto),
+            )
+        };
+        if fd < 0 {
+            return Err(os_err(format!("cannot open a packet socket on {iface}")));
+        }
+        // SAFETY: fd is a fresh descriptor owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let one: libc::c_int = 1;
+        // SAFETY: the option takes an int, passed with its size.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_IGNORE_OUTGOING,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(os_err(format!("PACKET_IGNORE_OUTGOING on {iface}")));
+        }
+        // SAFETY: as above.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_AUXDATA,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(os_err(format!("PACKET_AUXDATA on {iface}")));
+        }
+        // SAFETY: sockaddr_ll is plain old data; all zeroes is valid.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = proto;
+        sll.sll_ifindex = index as i32;
+        // SAFETY: `sll` is a sockaddr_ll passed with its size.
+        let rc = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sll as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(os_err(format!("cannot bind a packet socket to {iface}")));
+        }
+        Ok(PacketRx {
+            fd,
+            iface: iface.to_string(),
+        })
+    }
+
+    /// One frame into `buf`, waiting up to `timeout`; None when none came.
+    pub fn recv(&self, buf: &mut [u8], timeout: Duration) -> io::Result<Option<Received>> {
+        if !crate::tap::wait_readable(self.fd.as_fd(), timeout)? {
+            return Ok(None);
+        }
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        // Room for one PACKET_AUXDATA message, u64-aligned.
+        let mut control = [0u64; 8];
+        // SAFETY: msghdr is plain old data; all zeroes is valid.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        // SAFETY: `msg` points at `iov` (valid for `buf`) and `control`,
+        // both alive for the call.
+        let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, libc::MSG_TRUNC) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+                _ => Err(io::Error::new(
+                    e.kind(),
+                    format!("receiving on {}: {e}", self.iface),
+                )),
+            };
+        }
+        let mut partial_checksum = false;
+        // SAFETY: the kernel filled `control` and set msg_controllen; the
+        // CMSG macros walk it within those bounds, and the auxdata message
+        // holds a tpacket_auxdata (read unaligned).
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_PACKET && (*c).cmsg_type == libc::PACKET_AUXDATA {
+                    let aux: libc::tpacket_auxdata =
+                        std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    partial_checksum = aux.tp_status & libc::TP_STATUS_CSUMNOTREADY != 0;
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        Ok(Some(Received {
+            // MSG_TRUNC returns the real length: a longer frame was cut.
+            len: (n as usize).min(buf.len()),
+            partial_checksum,
+        }))
+    }
+}
+
+/// One received frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// Bytes in the buffer.
+    pub len: usize,
+    /// The L4 checksum was left to offload (`TP_STATUS_CSUMNOTREADY`): the
+    /// frame came from a local device and its checksum field is not final.
+    pub partial_checksum: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_interface_is_named() {
+        let e = PacketRx::open("sluice-none0").err().unwrap();
+        assert!(e.to_string().contains("sluice-none0"), "{e}");
+    }
+}
