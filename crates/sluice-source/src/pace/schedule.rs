@@ -100,6 +100,9 @@ impl Ord for Held {
     }
 }
 
+/// Most a chained gap is shortened by to catch up, ns: each shortened gap
+/// is an error of that size, so it stays small at long gaps too.
+const MAX_CATCH_UP_NS: f64 = 2_000.0;
 /// Flows forgotten once this many are tracked (the idle ones first).
 const MAX_FLOWS: usize = 1 << 16;
 /// A flow idle this long is forgotten at the next sweep, ns.
@@ -145,7 +148,8 @@ impl Scheduler {
     }
 
     /// After a late departure, frames chained behind it leave at gaps
-    /// shortened by at most `fraction` (0: the gaps are kept and the
+    /// shortened by at most `fraction` of a gap, and never by more than
+    /// 2 µs (0: the gaps are kept and the
     /// schedule slips; 1: the schedule is kept and the gaps collapse into
     /// a burst) until they are back on schedule.
     pub fn with_catch_up(mut self, fraction: f64) -> Self {
@@ -213,7 +217,7 @@ impl Scheduler {
             let due = slot.next;
             slot.next += gap;
             if !self.per_flow {
-                let keep = gap * (1.0 - self.catch_up);
+                let keep = gap - (gap * self.catch_up).min(MAX_CATCH_UP_NS);
                 chained = keep.round().clamp(0.0, f64::from(u32::MAX)) as u32;
             }
             due.round() as u64
