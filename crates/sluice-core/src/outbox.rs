@@ -106,11 +106,14 @@ impl<'h> Outbox<'h> {
     /// matters).
     #[inline]
     pub fn push(&mut self, lane: Lane, due: Nanos, write: impl FnOnce(&mut Vec<u8>)) -> bool {
-        self.push_gap(lane, due, 0, write)
+        self.push_chained(lane, due, 0, write)
     }
 
+    /// [`push`](Self::push) of a frame that must also leave at least `gap`
+    /// ns after the frame sent before it on its TX thread (0: no such
+    /// constraint; see [`Batch::gaps`]).
     #[inline(always)]
-    fn push_gap(
+    pub fn push_chained(
         &mut self,
         lane: Lane,
         due: Nanos,
@@ -147,20 +150,6 @@ impl<'h> Outbox<'h> {
             return self.hand_over(i);
         }
         true
-    }
-
-    /// [`push`](Self::push) of a frame that must also leave at least `gap`
-    /// ns after the frame sent before it on its TX thread (see
-    /// [`Batch::gaps`]).
-    #[inline]
-    pub fn push_chained(
-        &mut self,
-        lane: Lane,
-        due: Nanos,
-        gap: u32,
-        write: impl FnOnce(&mut Vec<u8>),
-    ) -> bool {
-        self.push_gap(lane, due, gap, write)
     }
 
     /// Records the capture time of the stream's first packet (ns since the

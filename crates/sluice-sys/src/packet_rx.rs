@@ -40,32 +40,24 @@ impl PacketRx {
         }
         // SAFETY: fd is a fresh descriptor owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let one: libc::c_int = 1;
-        // SAFETY: the option takes an int, passed with its size.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_IGNORE_OUTGOING,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(os_err(format!("PACKET_IGNORE_OUTGOING on {iface}")));
-        }
-        // SAFETY: as above.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_AUXDATA,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(os_err(format!("PACKET_AUXDATA on {iface}")));
+        for (opt, name) in [
+            (libc::PACKET_IGNORE_OUTGOING, "PACKET_IGNORE_OUTGOING"),
+            (libc::PACKET_AUXDATA, "PACKET_AUXDATA"),
+        ] {
+            let one: libc::c_int = 1;
+            // SAFETY: the option takes an int, passed with its size.
+            let rc = unsafe {
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_PACKET,
+                    opt,
+                    (&one as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            if rc < 0 {
+                return Err(os_err(format!("{name} on {iface}")));
+            }
         }
         // SAFETY: sockaddr_ll is plain old data; all zeroes is valid.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
