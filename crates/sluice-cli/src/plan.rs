@@ -28,18 +28,8 @@ pub fn send(
     cfg: EngineConfig,
     go: impl FnOnce(Vec<Box<dyn Sink>>, &EngineConfig, &mut Progress) -> Result<Summary, EngineError>,
 ) -> Result<u8, Failure> {
-    let pcap = match to {
-        SinkSpec::Pcap(p) => Some(p.to_string_lossy().into_owned()),
-        _ => None,
-    };
-    let outputs: Vec<&str> = [
-        pcap.as_deref(),
-        o.stats_json.as_deref(),
-        o.summary_json.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let outputs = run_outputs(o, to);
+    let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
     dest::check(inputs, &outputs)?;
     let summary_out = o.summary_json.as_deref().map(Dest::open).transpose()?;
     let stats_out = o.stats_json.as_deref().map(Dest::open).transpose()?;
@@ -49,6 +39,20 @@ pub fn send(
     let cfg = EngineConfig { stop, ..cfg };
     let result = go(sinks, &cfg, &mut progress);
     conclude(progress, summary_out, result)
+}
+
+/// The files a sending command writes: `--to pcap:`, `--stats-json`,
+/// `--summary-json` (a command with outputs of its own checks them with
+/// these against its inputs, before [`send`]).
+pub fn run_outputs(o: &RunOpts, to: &SinkSpec) -> Vec<String> {
+    let pcap = match to {
+        SinkSpec::Pcap(p) => Some(p.to_string_lossy().into_owned()),
+        _ => None,
+    };
+    [pcap, o.stats_json.clone(), o.summary_json.clone()]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// Checks the thread count against the sink.

@@ -160,11 +160,7 @@ impl<'h> Outbox<'h> {
 
     /// Hands over every batch that holds frames (the end of the stream).
     pub fn finish(&mut self) {
-        for i in 0..self.batches.len() {
-            if !self.batches[i].is_empty() && !self.hand_over(i) {
-                return;
-            }
-        }
+        self.flush();
     }
 
     /// Hands over every batch that holds frames now: a live source that has

@@ -2,7 +2,7 @@
 
 use crate::args::PaceArgs;
 use crate::dest::Dest;
-use crate::plan::{engine_config, send};
+use crate::plan::{engine_config, run_outputs, send};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::{run_source, EngineConfig};
@@ -70,19 +70,9 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
         )));
     }
     let inputs: Vec<&Path> = a.ipd.iter().map(|p| p.as_path()).collect();
-    let pcap = match &a.to {
-        SinkSpec::Pcap(p) => Some(p.to_string_lossy().into_owned()),
-        _ => None,
-    };
-    let outputs: Vec<&str> = [
-        a.log_requested.as_deref(),
-        pcap.as_deref(),
-        a.run.stats_json.as_deref(),
-        a.run.summary_json.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let mut outputs = run_outputs(&a.run, &a.to);
+    outputs.extend(a.log_requested.clone());
+    let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
     crate::dest::check(&inputs, &outputs)?;
     let log = a.log_requested.as_deref().map(Dest::open).transpose()?;
     let tap = Arc::new(Tap::open(&a.tap).map_err(bad_input)?);

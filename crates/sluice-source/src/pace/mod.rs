@@ -175,7 +175,7 @@ impl PaceSource {
                 } else {
                     0
                 };
-                let t = self.clock.now().since(self.start).0;
+                let t = self.now();
                 self.sched.arrive(t, frame, flow);
             }
             let now = self.now();
