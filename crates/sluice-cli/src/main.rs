@@ -62,6 +62,7 @@ fn main() -> ExitCode {
         args::Command::Flows(a) => cmd::flows::run(a),
         args::Command::Profile(a) => cmd::profile::run(a),
         args::Command::Pace(a) => cmd::pace::run(*a),
+        args::Command::Inject(a) => cmd::inject::run(*a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -11,6 +11,7 @@
 pub mod agree;
 pub mod batch;
 pub mod clock;
+pub mod departures;
 mod names;
 pub mod outbox;
 pub mod parse;
@@ -20,6 +21,7 @@ pub mod time;
 
 pub use batch::{Batch, FrameRef, Work};
 pub use clock::{Clock, MonotonicClock, VirtualClock};
+pub use departures::{Departures, Fate};
 pub use outbox::{Handoff, Lane, Outbox, OutboxRules};
 pub use parse::{parse_count, parse_duration, parse_rate, ParseError};
 pub use spread::Spreader;

@@ -54,6 +54,9 @@ pub struct EngineConfig {
     /// Bytes a preloaded source may occupy before the run falls back to
     /// streaming; None = half of the memory available at start.
     pub preload_budget: Option<u64>,
+    /// Where the TX thread records each frame's fate, in order (a source
+    /// that acknowledges departures; one TX thread).
+    pub departures: Option<Arc<sluice_core::Departures>>,
 }
 
 impl Default for EngineConfig {
@@ -73,6 +76,7 @@ impl Default for EngineConfig {
             stop: Arc::new(AtomicBool::new(false)),
             topspeed: false,
             preload_budget: None,
+            departures: None,
         }
     }
 }

@@ -239,6 +239,7 @@ impl<'a> Run<'a> {
             stamp_base,
             counters: self.counters[i].clone(),
             stop: cfg.stop.clone(),
+            departures: cfg.departures.clone(),
         }
     }
 

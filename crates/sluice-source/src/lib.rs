@@ -6,6 +6,7 @@
 //! that the engine's time-series pipeline runs.
 
 pub mod flows;
+pub mod inject;
 pub mod pace;
 pub mod profile;
 pub mod replay;

@@ -17,10 +17,12 @@
 //! only knows *how*, so the engine and the CLI stay free of `unsafe` and of
 //! `libc`.
 
+pub mod clock;
 pub mod cpus;
 pub mod mem;
 pub mod net;
 pub mod output;
 pub mod packet_rx;
+pub mod poll;
 pub mod sched;
 pub mod tap;

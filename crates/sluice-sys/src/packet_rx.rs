@@ -81,6 +81,11 @@ impl PacketRx {
         })
     }
 
+    /// The socket, to wait on it with others.
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
     /// One frame into `buf`, waiting up to `timeout`; None when none came.
     pub fn recv(&self, buf: &mut [u8], timeout: Duration) -> io::Result<Option<Received>> {
         if !crate::tap::wait_readable(self.fd.as_fd(), timeout)? {

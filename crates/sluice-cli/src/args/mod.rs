@@ -7,6 +7,7 @@ mod analyze;
 mod common;
 mod demo;
 mod flows;
+mod inject;
 mod pace;
 mod profile;
 mod replay;
@@ -17,6 +18,7 @@ pub use analyze::AnalyzeArgs;
 pub use common::RunOpts;
 pub use demo::DemoArgs;
 pub use flows::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
+pub use inject::InjectArgs;
 pub use pace::PaceArgs;
 pub use profile::{
     FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, SelectOpts, SpectrumArgs, SynthArgs,
@@ -60,4 +62,10 @@ pub enum Command {
     /// With --return, frames arriving on that interface for the TAP side are
     /// written back into it, so TCP stays closed-loop.
     Pace(Box<PaceArgs>),
+    /// Inject packets described by other programs: clients stream descriptions (time, headers, length, payload prefix) over a socket; each frame is built, sent at its time and acknowledged with its actual departure.
+    ///
+    /// The protocol is in docs/FORMATS.md; python/sluice_inject.py is a
+    /// client. With --return, frames arriving on an interface are handed
+    /// back to the clients, so a simulated sender can run closed-loop.
+    Inject(Box<InjectArgs>),
 }

@@ -6,7 +6,7 @@
 //! reach the aggregator without ever blocking the TX thread.
 
 use crate::stats::{CounterSnapshot, SharedCounters, HISTOGRAM_HANDOFF};
-use sluice_core::{ErrorHistogram, MonoTime, Nanos};
+use sluice_core::{Departures, ErrorHistogram, Fate, MonoTime, Nanos};
 use sluice_pace::{Decision, Pacer, Waiter};
 use sluice_sink::{Sink, SinkError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,6 +45,7 @@ pub(crate) struct TxSetup {
     pub stamp_base: u64,
     pub counters: Arc<SharedCounters>,
     pub stop: Arc<AtomicBool>,
+    pub departures: Option<Arc<Departures>>,
 }
 
 /// What a TX thread reports when it ends.
@@ -66,6 +67,7 @@ pub(crate) struct TxCore {
     stamp_base: u64,
     counters: Arc<SharedCounters>,
     stop: Arc<AtomicBool>,
+    departures: Option<Arc<Departures>>,
     pub c: CounterSnapshot,
     hist: ErrorHistogram,
     /// The clock as last read.
@@ -93,6 +95,7 @@ impl TxCore {
             stamp_base: s.stamp_base,
             counters: s.counters,
             stop: s.stop,
+            departures: s.departures,
             c: CounterSnapshot::default(),
             hist: ErrorHistogram::new(),
             last_send: start,
@@ -155,6 +158,9 @@ impl TxCore {
     /// whether it was late.
     #[inline(always)]
     pub fn sent(&mut self, eps: i64, bytes: usize) -> bool {
+        if let Some(d) = &self.departures {
+            d.record(Fate::Sent(self.now.since(self.pacer.start())));
+        }
         self.c.packets += 1;
         self.c.bytes += bytes as u64;
         if self.topspeed {
@@ -173,6 +179,9 @@ impl TxCore {
     /// Counts a packet dropped as a time violation.
     #[inline(always)]
     pub fn dropped(&mut self) {
+        if let Some(d) = &self.departures {
+            d.record(Fate::Dropped);
+        }
         self.c.dropped += 1;
         self.now = self.waiter.now();
     }
@@ -181,6 +190,11 @@ impl TxCore {
     /// link), or keeps a fatal error (the thread stops). Returns true when
     /// fatal.
     pub fn failed(&mut self, err: SinkError) -> bool {
+        if let (Some(d), SinkError::Oversize { .. } | SinkError::TooShort { .. }) =
+            (&self.departures, &err)
+        {
+            d.record(Fate::Refused);
+        }
         match err {
             SinkError::Oversize { .. } => self.c.oversize += 1,
             SinkError::TooShort { .. } => self.c.too_short += 1,

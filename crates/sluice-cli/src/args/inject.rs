@@ -1,0 +1,45 @@
+//! `sluice inject` arguments.
+
+use super::common::RunOpts;
+use super::values::{count, positive_duration};
+use clap::Args;
+use sluice_core::Nanos;
+use sluice_sink::SinkSpec;
+use sluice_source::inject::Listen;
+use sluice_wire::MacAddr;
+
+#[derive(Args, Debug)]
+pub struct InjectArgs {
+    /// Where clients connect: unix:PATH (a socket only its owner may use) or tcp:ADDR:PORT on a loopback address (the protocol has no authentication).
+    #[arg(long)]
+    pub listen: Listen,
+    /// Where described frames go: afpacket:IFACE, null, pcap:PATH.
+    #[arg(long, short = 't')]
+    pub to: SinkSpec,
+    /// Hand frames arriving on this interface back to the clients that ask for them (HELLO flag), stamped with their arrival time.
+    #[arg(long = "return")]
+    pub return_iface: Option<String>,
+    /// Most descriptions waiting to leave (all clients); one arriving to a full queue is dropped and acknowledged as such.
+    #[arg(long, value_parser = count, default_value_t = 1_000_000)]
+    pub queue_limit: u64,
+    /// Descriptions one client may have unacknowledged before sluice stops reading it (its socket then pushes back).
+    #[arg(long, value_parser = count, default_value_t = 262_144)]
+    pub window: u64,
+    /// Source MAC of frames built from fields (default: the --to interface's, else 02:00:00:00:00:01); a client's HELLO may give its own.
+    #[arg(long)]
+    pub src_mac: Option<MacAddr>,
+    /// Destination MAC of frames built from fields (default ff:ff:ff:ff:ff:ff); a client's HELLO may give its own.
+    #[arg(long)]
+    pub dst_mac: Option<MacAddr>,
+    /// End the run once this many client sessions have ended (default: run until stopped).
+    #[arg(long, value_parser = count)]
+    pub sessions: Option<u64>,
+    /// Stop after this long.
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<Nanos>,
+    /// Stop after N frames sent.
+    #[arg(long, value_parser = count)]
+    pub limit: Option<u64>,
+    #[command(flatten)]
+    pub run: RunOpts,
+}

@@ -1,0 +1,574 @@
+//! `sluice inject`: a live source fed by programs over a socket. Clients
+//! stream packet descriptions ([`proto`]); each is built ([`build`]),
+//! held until shortly before its departure time, handed to the engine,
+//! and acknowledged with the time it actually left (the TX thread's
+//! [`Departures`], matched to descriptions by order: one TX thread).
+//! Frames arriving on the return interface go back to the clients that
+//! asked for them, stamped with their arrival time.
+
+pub mod build;
+pub mod listen;
+pub mod proto;
+mod session;
+
+pub use listen::{Listen, Listener};
+
+use crate::seam::{End, Origin, Source, SourceError, SourceReport};
+use proto::{Message, ProtoError, Status, TimeBase};
+use session::Session;
+use sluice_core::{Clock, Departures, Fate, Lane, MonoTime, MonotonicClock, Nanos, Outbox};
+use sluice_sys::packet_rx::PacketRx;
+use sluice_sys::poll::{PollSet, READ, WRITE};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long before its departure a frame is handed to the TX thread.
+const LEAD_NS: u64 = 200_000;
+/// Longest wait with nothing due, so that a stop is noticed.
+const IDLE_WAIT: Duration = Duration::from_millis(20);
+/// Longest wait while frames are in flight: their acknowledgements wait
+/// for the next look at the departures.
+const ACK_WAIT: Duration = Duration::from_micros(200);
+
+/// What `sluice inject` is told.
+#[derive(Clone, Debug)]
+pub struct InjectConfig {
+    /// Descriptions waiting to leave (all clients) past which a new one
+    /// is dropped and acknowledged as such.
+    pub queue_limit: usize,
+    /// Descriptions a client may have unacknowledged before it is not
+    /// read (its socket then pushes back).
+    pub window: u64,
+    /// End the run after this many sessions have ended.
+    pub sessions: Option<u64>,
+    /// Default MACs of frames built from fields.
+    pub macs: ([u8; 6], [u8; 6]),
+    /// Stop accepting this long after the start.
+    pub duration: Option<Nanos>,
+}
+
+/// A description waiting for its time.
+struct Waiting {
+    due: u64,
+    order: u64,
+    session: u64,
+    seq: u64,
+    late: bool,
+    frame: Vec<u8>,
+}
+
+impl PartialEq for Waiting {
+    fn eq(&self, o: &Self) -> bool {
+        (self.due, self.order) == (o.due, o.order)
+    }
+}
+impl Eq for Waiting {}
+impl PartialOrd for Waiting {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Waiting {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.due, self.order).cmp(&(o.due, o.order))
+    }
+}
+
+/// A frame handed to the engine, waiting for its fate.
+struct InFlight {
+    session: u64,
+    seq: u64,
+    late: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    sessions: u64,
+    ended: u64,
+    descriptions: u64,
+    late: u64,
+    dropped_queue_full: u64,
+    refused: u64,
+    dropped_late: u64,
+    returned: u64,
+    errors: u64,
+}
+
+pub struct InjectSource {
+    listener: Listener,
+    cfg: InjectConfig,
+    rx: Option<PacketRx>,
+    departures: Arc<Departures>,
+    sessions: Vec<Session>,
+    next_id: u64,
+    waiting: BinaryHeap<Reverse<Waiting>>,
+    in_flight: VecDeque<InFlight>,
+    order: u64,
+    pool: Vec<Vec<u8>>,
+    clock: MonotonicClock,
+    start: MonoTime,
+    /// CLOCK_MONOTONIC and CLOCK_REALTIME ns at the run's start.
+    mono0: u64,
+    real0: u64,
+    counts: Counts,
+    notes: Vec<String>,
+    poll: PollSet,
+    rx_buf: Vec<u8>,
+}
+
+impl InjectSource {
+    /// `departures` must be the engine's (`EngineConfig::departures`).
+    pub fn new(listener: Listener, cfg: InjectConfig, departures: Arc<Departures>) -> Self {
+        let clock = MonotonicClock::new();
+        InjectSource {
+            listener,
+            cfg,
+            rx: None,
+            departures,
+            sessions: Vec::new(),
+            next_id: 0,
+            waiting: BinaryHeap::new(),
+            in_flight: VecDeque::new(),
+            order: 0,
+            pool: Vec::new(),
+            start: clock.now(),
+            clock,
+            mono0: 0,
+            real0: 0,
+            counts: Counts::default(),
+            notes: Vec::new(),
+            poll: PollSet::new(),
+            rx_buf: vec![0; 65_536],
+        }
+    }
+
+    /// Hands frames arriving on this socket's interface to the clients.
+    pub fn with_return(mut self, rx: PacketRx) -> Self {
+        self.rx = Some(rx);
+        self
+    }
+
+    fn now(&self) -> u64 {
+        self.clock.now().since(self.start).0
+    }
+
+    /// Run offset of time `t` of a session.
+    fn to_run(s: &Session, mono0: u64, real0: u64, t: u64) -> u64 {
+        match s.hello.map_or(TimeBase::Session, |h| h.base) {
+            TimeBase::Session => s.t0.saturating_add(t),
+            TimeBase::Monotonic => t.saturating_sub(mono0),
+            TimeBase::Realtime => t.saturating_sub(real0),
+        }
+    }
+
+    /// Time of run offset `r` in a session's time base.
+    fn from_run(s: &Session, mono0: u64, real0: u64, r: u64) -> u64 {
+        match s.hello.map_or(TimeBase::Session, |h| h.base) {
+            TimeBase::Session => r.saturating_sub(s.t0),
+            TimeBase::Monotonic => mono0 + r,
+            TimeBase::Realtime => real0 + r,
+        }
+    }
+
+    fn session(&mut self, id: u64) -> Option<&mut Session> {
+        self.sessions.iter_mut().find(|s| s.id == id)
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok(Some((stream, name))) => {
+                    self.next_id += 1;
+                    self.counts.sessions += 1;
+                    self.sessions.push(Session::new(
+                        self.next_id,
+                        format!("{name} #{}", self.next_id),
+                        stream,
+                    ));
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    self.note(format!("accepting a client: {e}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn note(&mut self, n: String) {
+        if self.notes.len() < 20 {
+            self.notes.push(n);
+        }
+    }
+
+    /// Reads and handles what client `i` sent.
+    fn serve(&mut self, i: usize, out: &mut Outbox<'_>) -> bool {
+        if let Err(e) = self.sessions[i].read() {
+            let s = &mut self.sessions[i];
+            s.eof = true;
+            let n = format!("{}: {e}", s.name);
+            self.note(n);
+            return true;
+        }
+        loop {
+            let (mono0, real0, now) = (self.mono0, self.real0, self.now());
+            let s = &mut self.sessions[i];
+            let hello_seen = s.hello.is_some();
+            let msg = match s.next_message() {
+                Ok(None) => return true,
+                Ok(Some(f)) => proto::decode(f.kind, f.body, f.at, hello_seen).map(|m| match m {
+                    Message::Hello(h) => Msg::Hello(h),
+                    Message::Descs { .. } => Msg::Descs(f.body.to_vec()),
+                    Message::Bye => Msg::Bye,
+                }),
+                Err(e) => Err(e),
+            };
+            match msg {
+                Err(e) => {
+                    self.fail(i, &e);
+                    return true;
+                }
+                Ok(Msg::Hello(h)) => {
+                    let s = &mut self.sessions[i];
+                    s.hello = Some(h);
+                    s.t0 = now;
+                    s.macs = (
+                        h.src_mac.unwrap_or(self.cfg.macs.0),
+                        h.dst_mac.unwrap_or(self.cfg.macs.1),
+                    );
+                    let (src, dst) = s.macs;
+                    proto::welcome(s.out(), mono0 + now, real0 + now, src, dst);
+                }
+                Ok(Msg::Bye) => self.sessions[i].bye = true,
+                Ok(Msg::Descs(body)) => {
+                    if !self.accept_descs(i, &body, out) {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Schedules a DESCS body's descriptions; false when the outbox
+    /// refused a frame (the run is over).
+    fn accept_descs(&mut self, i: usize, body: &[u8], out: &mut Outbox<'_>) -> bool {
+        let (mono0, real0) = (self.mono0, self.real0);
+        let now = self.now();
+        for d in proto::descs(body) {
+            let s = &mut self.sessions[i];
+            s.accepted += 1;
+            s.outstanding += 1;
+            self.counts.descriptions += 1;
+            let id = s.id;
+            if self.waiting.len() + self.in_flight.len() >= self.cfg.queue_limit {
+                self.counts.dropped_queue_full += 1;
+                let t = Self::from_run(s, mono0, real0, now);
+                s.ack(d.seq, t, Status::DroppedQueueFull);
+                continue;
+            }
+            let mut due = Self::to_run(s, mono0, real0, d.time);
+            let late = due < now;
+            if late {
+                self.counts.late += 1;
+                due = now;
+            }
+            let macs = s.macs;
+            if self.waiting.is_empty() && due <= now + LEAD_NS {
+                // Nothing held before it: straight to the engine.
+                if !out.push(Lane(0), Nanos(due), |b| build::build(b, &d, macs)) {
+                    return false;
+                }
+                self.in_flight.push_back(InFlight {
+                    session: id,
+                    seq: d.seq,
+                    late,
+                });
+                continue;
+            }
+            let mut frame = self.pool.pop().unwrap_or_default();
+            frame.clear();
+            build::build(&mut frame, &d, macs);
+            self.order += 1;
+            self.waiting.push(Reverse(Waiting {
+                due,
+                order: self.order,
+                session: id,
+                seq: d.seq,
+                late,
+                frame,
+            }));
+        }
+        true
+    }
+
+    /// Ends client `i`'s session with an error naming the offset and field.
+    fn fail(&mut self, i: usize, e: &ProtoError) {
+        self.counts.errors += 1;
+        let s = &mut self.sessions[i];
+        let n = format!("{}: {e}", s.name);
+        s.seal_acks();
+        proto::error(s.out(), e);
+        s.closing = true;
+        s.eof = true;
+        self.note(n);
+    }
+
+    /// Hands every held frame due within the lead to the engine.
+    fn release(&mut self, out: &mut Outbox<'_>, now: u64) -> bool {
+        let mut any = false;
+        while self
+            .waiting
+            .peek()
+            .is_some_and(|w| w.0.due <= now + LEAD_NS)
+        {
+            let Reverse(w) = self.waiting.pop().expect("peeked");
+            if self.sessions.iter().all(|s| s.id != w.session) {
+                self.pool.push(w.frame);
+                continue;
+            }
+            if !out.push(Lane(0), Nanos(w.due), |b| b.extend_from_slice(&w.frame)) {
+                return false;
+            }
+            any = true;
+            self.in_flight.push_back(InFlight {
+                session: w.session,
+                seq: w.seq,
+                late: w.late,
+            });
+            self.pool.push(w.frame);
+        }
+        (!any || out.flush()) && !out.stopped()
+    }
+
+    /// Acknowledges every frame whose fate the TX thread recorded.
+    fn acknowledge(&mut self) {
+        let (mono0, real0) = (self.mono0, self.real0);
+        while let Some(fate) = self.departures.take() {
+            let Some(f) = self.in_flight.pop_front() else {
+                self.note("a departure without a description (more than one TX thread?)".into());
+                continue;
+            };
+            let (t, status) = match fate {
+                Fate::Sent(at) if f.late => (at.0, Status::SentLate),
+                Fate::Sent(at) => (at.0, Status::Sent),
+                Fate::Dropped => {
+                    self.counts.dropped_late += 1;
+                    (self.now(), Status::DroppedLate)
+                }
+                Fate::Refused => {
+                    self.counts.refused += 1;
+                    (self.now(), Status::Refused)
+                }
+            };
+            if let Some(s) = self.session(f.session) {
+                let t = Self::from_run(s, mono0, real0, t);
+                s.ack(f.seq, t, status);
+            }
+        }
+    }
+
+    /// Hands frames that arrived on the return interface to the clients
+    /// that asked for them.
+    fn hand_back(&mut self) -> Result<(), SourceError> {
+        let Some(rx) = &self.rx else { return Ok(()) };
+        for _ in 0..256 {
+            let got =
+                rx.recv(&mut self.rx_buf, Duration::ZERO)
+                    .map_err(|e| SourceError::Device {
+                        what: "the return interface".into(),
+                        error: e,
+                    })?;
+            let Some(r) = got else { break };
+            let arrival = self.clock.now().since(self.start).0;
+            let frame = &mut self.rx_buf[..r.len];
+            if r.partial_checksum {
+                sluice_wire::complete_checksum(frame);
+            }
+            self.counts.returned += 1;
+            for s in &mut self.sessions {
+                if s.hello.is_some_and(|h| h.want_frames) && !s.closing {
+                    let t = Self::from_run(s, self.mono0, self.real0, arrival);
+                    proto::frame(s.out(), t, frame);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes answers, ends sessions that are complete, drops closed ones.
+    fn tend(&mut self) {
+        for s in &mut self.sessions {
+            if !s.closing && (s.bye || s.eof) && s.outstanding == 0 {
+                s.seal_acks();
+                if s.bye {
+                    let n = s.accepted;
+                    proto::done(s.out(), n);
+                }
+                s.closing = true;
+            }
+            s.seal_acks();
+            if s.wants_write() {
+                if let Err(e) = s.write() {
+                    if self.notes.len() < 20 {
+                        self.notes.push(format!("{}: {e}", s.name));
+                    }
+                    s.closing = true;
+                    s.eof = true;
+                    s.discard_output();
+                }
+            }
+        }
+        let before = self.sessions.len();
+        self.sessions.retain(|s| !s.finished());
+        self.counts.ended += (before - self.sessions.len()) as u64;
+    }
+
+    fn all_done(&self) -> bool {
+        self.cfg.sessions.is_some_and(|n| self.counts.ended >= n)
+            && self.sessions.is_empty()
+            && self.waiting.is_empty()
+            && self.in_flight.is_empty()
+    }
+
+    fn wait(&mut self, now: u64) -> Result<(), SourceError> {
+        let mut timeout = match self.waiting.peek() {
+            Some(w) => Duration::from_nanos(w.0.due.saturating_sub(now + LEAD_NS)).min(IDLE_WAIT),
+            None => IDLE_WAIT,
+        };
+        if !self.in_flight.is_empty() {
+            timeout = timeout.min(ACK_WAIT);
+        }
+        if timeout.is_zero() {
+            return Ok(());
+        }
+        self.poll.clear();
+        self.poll.add(self.listener.fd(), READ);
+        for s in &self.sessions {
+            let mut ev = 0;
+            if s.wants_read(self.cfg.window) {
+                ev |= READ;
+            }
+            if s.wants_write() {
+                ev |= WRITE;
+            }
+            if ev != 0 {
+                self.poll.add(s.stream.fd(), ev);
+            }
+        }
+        if let Some(rx) = &self.rx {
+            self.poll.add(rx.fd(), READ);
+        }
+        self.poll.wait(timeout).map_err(|e| SourceError::Device {
+            what: "waiting for clients".into(),
+            error: e,
+        })
+    }
+
+    fn run(&mut self, out: &mut Outbox<'_>) -> Result<(), SourceError> {
+        loop {
+            let now = self.now();
+            if self.cfg.duration.is_some_and(|d| now >= d.0) || out.stopped() {
+                return Ok(());
+            }
+            self.accept();
+            for i in 0..self.sessions.len() {
+                if self.sessions[i].wants_read(self.cfg.window) && !self.serve(i, out) {
+                    return Ok(());
+                }
+            }
+            let now = self.now();
+            if !self.release(out, now) {
+                return Ok(());
+            }
+            if !out.flush() {
+                return Ok(());
+            }
+            self.acknowledge();
+            self.hand_back()?;
+            self.tend();
+            if self.all_done() {
+                return Ok(());
+            }
+            self.wait(now)?;
+        }
+    }
+
+    /// At the end: what is still held is acknowledged as not sent, what
+    /// the TX thread reported is acknowledged, and the answers are written
+    /// (briefly waiting for slow readers).
+    fn wind_up(&mut self) {
+        let (mono0, real0, now) = (self.mono0, self.real0, self.now());
+        while let Some(Reverse(w)) = self.waiting.pop() {
+            if let Some(s) = self.session(w.session) {
+                let t = Self::from_run(s, mono0, real0, now);
+                s.ack(w.seq, t, Status::NotSent);
+            }
+        }
+        self.acknowledge();
+        let deadline = std::time::Instant::now() + Duration::from_millis(500);
+        for s in &mut self.sessions {
+            s.seal_acks();
+            while s.wants_write() && std::time::Instant::now() < deadline {
+                if s.write().is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    }
+}
+
+/// A decoded message, owned, so the session may be borrowed again.
+enum Msg {
+    Hello(proto::Hello),
+    Descs(Vec<u8>),
+    Bye,
+}
+
+impl Source for InjectSource {
+    fn fill(&mut self, out: &mut Outbox<'_>) -> Result<End, SourceError> {
+        let _ = sluice_sys::sched::set_timer_slack(1);
+        let result = self.run(out);
+        self.wind_up();
+        result.map(|()| End::Done)
+    }
+
+    fn origin(&self) -> Origin {
+        Origin::Live
+    }
+
+    fn begin(&mut self, clock: MonotonicClock, start: MonoTime) {
+        self.clock = clock;
+        self.start = start;
+        let since = clock.now().since(start).0;
+        self.mono0 = sluice_sys::clock::monotonic_ns().saturating_sub(since);
+        self.real0 = sluice_sys::clock::realtime_ns().saturating_sub(since);
+    }
+
+    fn report(&self) -> SourceReport {
+        let c = &self.counts;
+        let mut notes = self.notes.clone();
+        if c.dropped_queue_full > 0 {
+            notes.push(format!(
+                "{} descriptions arrived to a full queue (--queue-limit) and were dropped",
+                c.dropped_queue_full
+            ));
+        }
+        SourceReport {
+            notes,
+            counters: vec![
+                ("sessions", c.sessions),
+                ("descriptions", c.descriptions),
+                ("late_descriptions", c.late),
+                ("dropped_queue_full", c.dropped_queue_full),
+                ("refused", c.refused),
+                ("dropped_late", c.dropped_late),
+                ("returned", c.returned),
+                ("protocol_errors", c.errors),
+            ],
+            ..SourceReport::default()
+        }
+    }
+}
