@@ -55,7 +55,8 @@ pub struct EngineConfig {
     /// streaming; None = half of the memory available at start.
     pub preload_budget: Option<u64>,
     /// Where the TX thread records each frame's fate, in order (a source
-    /// that acknowledges departures; one TX thread).
+    /// that acknowledges departures; one TX thread). Each frame sent is
+    /// flushed at once, so the time recorded is when it left.
     pub departures: Option<Arc<sluice_core::Departures>>,
 }
 

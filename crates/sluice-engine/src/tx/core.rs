@@ -158,8 +158,8 @@ impl TxCore {
     /// whether it was late.
     #[inline(always)]
     pub fn sent(&mut self, eps: i64, bytes: usize) -> bool {
-        if let Some(d) = &self.departures {
-            d.record(Fate::Sent(self.now.since(self.pacer.start())));
+        if self.departures.is_some() {
+            self.depart();
         }
         self.c.packets += 1;
         self.c.bytes += bytes as u64;
@@ -174,6 +174,19 @@ impl TxCore {
         self.last_send = self.now;
         self.now = self.waiter.now();
         late
+    }
+
+    /// Puts the frame just handed to the sink on the wire and records when:
+    /// a departure acknowledged to a client must be the frame's, not the
+    /// time it was queued (a queued frame leaves only at the next flush,
+    /// which a backlog or a preemption can put far later).
+    #[inline(never)]
+    fn depart(&mut self) {
+        let at = self.waiter.now();
+        self.flush();
+        if let Some(d) = &self.departures {
+            d.record(Fate::Sent(at.since(self.pacer.start())));
+        }
     }
 
     /// Counts a packet dropped as a time violation.

@@ -26,6 +26,8 @@ use std::time::Duration;
 
 /// How long before its departure a frame is handed to the TX thread.
 const LEAD_NS: u64 = 200_000;
+/// Descriptions built between two looks at what fell due.
+const RELEASE_EVERY: usize = 64;
 /// Longest wait with nothing due, so that a stop is noticed.
 const IDLE_WAIT: Duration = Duration::from_millis(20);
 /// Longest wait while frames are in flight: their acknowledgements wait
@@ -94,6 +96,8 @@ struct Counts {
     dropped_late: u64,
     returned: u64,
     errors: u64,
+    /// Frames handed to the engine after their time (this thread was late).
+    released_late: u64,
 }
 
 pub struct InjectSource {
@@ -181,7 +185,6 @@ impl InjectSource {
             match self.listener.accept() {
                 Ok(Some((stream, name))) => {
                     self.next_id += 1;
-                    self.counts.sessions += 1;
                     self.sessions.push(Session::new(
                         self.next_id,
                         format!("{name} #{}", self.next_id),
@@ -231,6 +234,7 @@ impl InjectSource {
                     return true;
                 }
                 Ok(Msg::Hello(h)) => {
+                    self.counts.sessions += 1;
                     let s = &mut self.sessions[i];
                     s.hello = Some(h);
                     s.t0 = now;
@@ -255,8 +259,16 @@ impl InjectSource {
     /// refused a frame (the run is over).
     fn accept_descs(&mut self, i: usize, body: &[u8], out: &mut Outbox<'_>) -> bool {
         let (mono0, real0) = (self.mono0, self.real0);
-        let now = self.now();
-        for d in proto::descs(body) {
+        let mut now = self.now();
+        for (k, d) in proto::descs(body).enumerate() {
+            // A long message is built in slices, between which what fell
+            // due meanwhile leaves.
+            if k % RELEASE_EVERY == RELEASE_EVERY - 1 {
+                now = self.now();
+                if !self.release(out, now) {
+                    return false;
+                }
+            }
             let s = &mut self.sessions[i];
             s.accepted += 1;
             s.outstanding += 1;
@@ -327,6 +339,9 @@ impl InjectSource {
             if self.sessions.iter().all(|s| s.id != w.session) {
                 self.pool.push(w.frame);
                 continue;
+            }
+            if w.due < now {
+                self.counts.released_late += 1;
             }
             if !out.push(Lane(0), Nanos(w.due), |b| b.extend_from_slice(&w.frame)) {
                 return false;
@@ -420,9 +435,15 @@ impl InjectSource {
                 }
             }
         }
-        let before = self.sessions.len();
-        self.sessions.retain(|s| !s.finished());
-        self.counts.ended += (before - self.sessions.len()) as u64;
+        // A connection that never said HELLO (a probe) is no session.
+        let ended = &mut self.counts.ended;
+        self.sessions.retain(|s| {
+            let over = s.finished();
+            if over && s.hello.is_some() {
+                *ended += 1;
+            }
+            !over
+        });
     }
 
     fn all_done(&self) -> bool {
@@ -542,9 +563,11 @@ impl Source for InjectSource {
     fn begin(&mut self, clock: MonotonicClock, start: MonoTime) {
         self.clock = clock;
         self.start = start;
-        let since = clock.now().since(start).0;
-        self.mono0 = sluice_sys::clock::monotonic_ns().saturating_sub(since);
-        self.real0 = sluice_sys::clock::realtime_ns().saturating_sub(since);
+        // The start may lie ahead (the engine's start lead): signed.
+        let ahead = start.0 as i128 - clock.now().0 as i128;
+        let at = |now: u64| (now as i128 + ahead).max(0) as u64;
+        self.mono0 = at(sluice_sys::clock::monotonic_ns());
+        self.real0 = at(sluice_sys::clock::realtime_ns());
     }
 
     fn report(&self) -> SourceReport {
@@ -566,6 +589,7 @@ impl Source for InjectSource {
                 ("refused", c.refused),
                 ("dropped_late", c.dropped_late),
                 ("returned", c.returned),
+                ("released_late", c.released_late),
                 ("protocol_errors", c.errors),
             ],
             ..SourceReport::default()

@@ -1,0 +1,172 @@
+//! Test networks: a veth pair from this namespace into a namespace of
+//! its own, with a capture there (tcpdump, an independent receiver).
+//! Each test binary that includes it uses only part of it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+pub fn sh(args: &[&str]) {
+    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+pub fn can_run() -> bool {
+    use sluice_testkit::{require, require_root};
+    require_root("veth tests") && require("ip", "veth tests") && require("tcpdump", "veth tests")
+}
+
+/// A veth pair `<tag>a` (here) ↔ `<tag>b` (in namespace `<tag>`), removed on drop.
+pub struct Net {
+    pub tag: String,
+}
+
+impl Net {
+    pub fn up(tag: &str) -> Net {
+        let tag = format!("{tag}{}", std::process::id() % 100_000);
+        let (a, b) = (format!("{tag}a"), format!("{tag}b"));
+        let _ = Command::new("ip").args(["link", "del", &a]).output();
+        let _ = Command::new("ip").args(["netns", "del", &tag]).output();
+        sh(&["ip", "netns", "add", &tag]);
+        let net = Net { tag: tag.clone() };
+        sh(&["ip", "link", "add", &a, "type", "veth", "peer", "name", &b]);
+        sh(&["ip", "link", "set", &b, "netns", &tag]);
+        // No IPv6 autoconfiguration traffic in the capture.
+        sh(&[
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{a}.disable_ipv6=1"),
+        ]);
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &tag,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{b}.disable_ipv6=1"),
+        ]);
+        sh(&["ip", "link", "set", &a, "up"]);
+        sh(&["ip", "netns", "exec", &tag, "ip", "link", "set", &b, "up"]);
+        net
+    }
+
+    pub fn tx(&self) -> String {
+        format!("{}a", self.tag)
+    }
+
+    /// Addresses 10.77.0.1/24 (here) and 10.77.0.2/24 (in the namespace);
+    /// returns the namespace side's MAC address.
+    pub fn address(&self) -> String {
+        let b = format!("{}b", self.tag);
+        sh(&["ip", "addr", "add", "10.77.0.1/24", "dev", &self.tx()]);
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &self.tag,
+            "ip",
+            "addr",
+            "add",
+            "10.77.0.2/24",
+            "dev",
+            &b,
+        ]);
+        sh(&[
+            "ip", "netns", "exec", &self.tag, "ip", "link", "set", "lo", "up",
+        ]);
+        let o = Command::new("ip")
+            .args(["netns", "exec", &self.tag, "cat"])
+            .arg(format!("/sys/class/net/{b}/address"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
+    /// A UDP server on 10.77.0.2:9000 in the namespace (Python, the kernel's
+    /// own UDP stack and reassembly) writing `src_ip src_port hex` per
+    /// datagram to `out`; it exits after 2 s without traffic.
+    pub fn udp_receiver(&self, out: &Path) -> Child {
+        let script = r#"
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+s.bind(("10.77.0.2", 9000))
+s.settimeout(2.0)
+print("listening", flush=True)
+with open(sys.argv[1], "w") as out:
+    while True:
+        try:
+            d, a = s.recvfrom(70000)
+        except socket.timeout:
+            break
+        out.write("%s %d %s\n" % (a[0], a[1], d.hex()))
+"#;
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.tag, "python3", "-c", script])
+            .arg(out)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut r = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        assert!(line.contains("listening"), "receiver: {line}");
+        child
+    }
+
+    pub fn capture(&self, out: &Path) -> Child {
+        let mut child = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.tag,
+                "tcpdump",
+                "-i",
+                &format!("{}b", self.tag),
+            ])
+            .args([
+                "-n",
+                "-U",
+                "--immediate-mode",
+                "-B",
+                "65536",
+                "--time-stamp-precision=nano",
+                "-w",
+            ])
+            .arg(out)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut r = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while r.read_line(&mut line).unwrap() > 0 && !line.contains("listening") {
+            line.clear();
+        }
+        assert!(line.contains("listening"), "tcpdump: {line}");
+        child
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.tx()])
+            .output();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.tag])
+            .output();
+    }
+}
+
+pub fn stop(mut dump: Child) {
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    sh(&["kill", "-INT", &dump.id().to_string()]);
+    dump.wait().unwrap();
+}
