@@ -239,3 +239,154 @@ fn malformed_input_ends_that_session_only_with_offset_and_field() {
     assert!(summary.contains("protocol_errors 2"), "{summary}");
     assert!(summary.contains("sent 3 packets"), "{summary}");
 }
+
+/// Reads the MAC of interface `dev` in namespace `ns` (None: here).
+fn mac_of(ns: Option<&str>, dev: &str) -> String {
+    let path = format!("/sys/class/net/{dev}/address");
+    let o = match ns {
+        Some(ns) => Command::new("ip")
+            .args(["netns", "exec", ns, "cat", &path])
+            .output(),
+        None => Command::new("cat").arg(&path).output(),
+    }
+    .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// The analogue of Caliper's ns-2 integration: a TCP Reno sender written
+/// in Python runs closed-loop through `inject` (segments out at the times
+/// its simulated bottleneck gives, the receiver's ACKs handed back) against
+/// the kernel's TCP in the sink namespace; `--queue-limit` is the
+/// bottleneck's drop-tail buffer.
+#[test]
+fn reno_example_transfers_1mb_with_slow_start_and_halving() {
+    let t = "reno_example_transfers_1mb_with_slow_start_and_halving";
+    if !can_run() || !require("python3", t) {
+        return;
+    }
+    let net = Net::up("slr");
+    let ns = net.tag.clone();
+    let b = format!("{ns}b");
+    for cmd in [
+        vec!["ip", "-n", &ns, "addr", "add", "10.78.0.2/24", "dev", &b],
+        vec!["ip", "-n", &ns, "link", "set", "lo", "up"],
+    ] {
+        sh(&cmd);
+    }
+    // Nothing answers ARP for the sender's address: a static entry. The
+    // address is owned by no one here (this kernel would reset the flow).
+    let a_mac = mac_of(None, &net.tx());
+    sh(&[
+        "ip",
+        "-n",
+        &ns,
+        "neigh",
+        "add",
+        "10.78.0.1",
+        "lladdr",
+        &a_mac,
+        "dev",
+        &b,
+    ]);
+    let d = tmpdir("inject-reno");
+    let (sock, trace) = (d.join("i.sock"), d.join("cwnd.txt"));
+    let receiver = Command::new("ip")
+        .args(["netns", "exec", &ns, "python3"])
+        .arg(repo_root().join("python/examples/tcp_sink.py"))
+        .args(["10.78.0.2", "5001", "60"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let to = format!("afpacket:{}", net.tx());
+    let inject = start_inject(
+        &sock,
+        &[
+            "--to",
+            &to,
+            "--return",
+            &net.tx(),
+            "--queue-limit",
+            "8",
+            "--sessions",
+            "1",
+            "-q",
+        ],
+    );
+    let reno = Command::new("python3")
+        .arg(repo_root().join("python/examples/reno.py"))
+        .args(["--connect", &format!("unix:{}", sock.display())])
+        .args([
+            "--src",
+            "10.78.0.1",
+            "--dst",
+            "10.78.0.2",
+            "--dport",
+            "5001",
+        ])
+        .args(["--dst-mac", &mac_of(Some(&ns), &b)])
+        .args(["--bytes", "1000000", "--mbps", "20", "--timeout", "60"])
+        .arg("--trace")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&reno.stdout).to_string();
+    let got = receiver.wait_with_output().unwrap();
+    let summary = finish(inject);
+    assert!(
+        reno.status.success(),
+        "reno: {report} {}\n{summary}",
+        String::from_utf8_lossy(&reno.stderr)
+    );
+    eprintln!("reno: {report}");
+    let received = String::from_utf8_lossy(&got.stdout).to_string();
+    assert!(
+        received.contains("\"bytes\": 1000000") && received.contains("\"pattern_ok\": true"),
+        "receiver: {received}\nreno: {report}"
+    );
+    assert!(
+        summary.contains("dropped_queue_full") && !summary.contains("dropped_queue_full 0"),
+        "the bottleneck never dropped: {summary}"
+    );
+
+    // The trace: "t_ms cwnd ssthresh event".
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let rows: Vec<(f64, f64, &str)> = text
+        .lines()
+        .map(|l| {
+            let v: Vec<&str> = l.split_whitespace().collect();
+            (v[1].parse().unwrap(), v[2].parse().unwrap(), v[3])
+        })
+        .collect();
+    // Slow start: from the initial window, one segment more per ACK,
+    // with no threshold yet, to at least four times the start.
+    let first_loss = rows
+        .iter()
+        .position(|r| r.2 == "fast_retransmit" || r.2 == "timeout")
+        .expect("no loss was ever detected");
+    let grown: Vec<&(f64, f64, &str)> = rows[..first_loss]
+        .iter()
+        .filter(|r| r.2 == "slow_start")
+        .collect();
+    assert!(
+        grown.len() >= 6 && grown.iter().all(|r| r.1 < 0.0),
+        "no slow start before the first loss: {:?}",
+        &rows[..first_loss]
+    );
+    assert!(
+        grown
+            .windows(2)
+            .all(|w| (w[1].0 - w[0].0 - 1.0).abs() < 1e-9),
+        "slow start grows one segment per ACK"
+    );
+    assert!(rows[first_loss - 1].0 >= 4.0 * rows[0].0);
+    // A halving: a fast retransmit sets ssthresh to at most half the
+    // window before it, and recovery ends at that threshold.
+    let halved = rows
+        .windows(2)
+        .any(|w| w[1].2 == "fast_retransmit" && w[1].1 >= 2.0 && w[1].1 <= w[0].0 / 2.0 + 1e-9);
+    assert!(halved, "no halving on a fast retransmit:\n{text}");
+    assert!(rows
+        .iter()
+        .any(|r| r.2 == "recovery_end" && (r.0 - r.1).abs() < 1e-9));
+}
