@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# Caliper §4.3 on veth: live iperf3 TCP paced at constant gaps, sluice
-# `pace` against the kernel's tbf on the same path, in one run. For each
-# gap: p95 (and p50, p99) of |D_R - D_M| over consecutive full-size frames
-# captured in the sink namespace, and iperf3's goodput against what the gap
-# allows (1448 payload bytes per gap).
+# Caliper §4 on veth: live iperf3 traffic (TCP and UDP) paced at constant
+# and Poisson gaps by sluice `pace`, side by side in one run with the
+# kernel's tbf, fq with iperf3's --fq-rate, and iperf3's own -b pacing on
+# the same path. Per row: p50/p95/p99 of |D_R - D_M| over consecutive
+# full-size frames captured in the sink namespace (bench/caliper_judge.py,
+# not sluice's analyzer), the goodput, and for Poisson the KS distance of
+# the captured gaps from the requested exponential law. None of the peers
+# paces Poisson gaps: those rows have sluice alone.
 #
-#   bench/caliper.sh [GAP_US ...]     default: the gaps of 1514-byte frames
-#                                     at 10, 50, 100, 200 Mbit/s
+#   bench/caliper.sh                  all rows
+#   RATES="10 50 100 200"             Mbit/s of 1514-byte frames (default)
+#   GAPS="20"                         requested mean gaps in µs instead
+#   SOURCES="tcp udp" LAWS="constant poisson" PEERS="tbf fq app"
+#   SECS=3 (seconds per run), SLUICE=path (the binary)
 #
 # Topology (made and removed here): TAP slcap0 (10.77.0.1, the sender's
 # address) -> sluice pace -> veth slca <-> slcb in namespace slcsink
-# (10.77.0.2, iperf3 server); --return carries the ACKs back into the TAP.
-# For tbf, the address moves to slca and tbf shapes it at the same rate.
-# iperf3 runs on CPU 0, leaving the TX thread's CPU to it. Needs root,
-# iperf3, tcpdump, python3. SLUICE=path overrides the binary; SECS=3.
+# (10.77.0.2, iperf3 server); --return carries ACKs back into the TAP.
+# For the peers the address moves to slca and the qdisc (or iperf3) paces.
+# UDP sources offer 10 % more than the paced rate, so the pacer always has
+# a frame waiting (the excess is dropped at its queue limit). iperf3 runs
+# on CPU 0, leaving the TX thread's CPU to it. Needs root, iperf3, tcpdump,
+# python3. ratio = sluice p95 / best peer p95 (target <= 1/3).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -27,7 +35,11 @@ down() {
   ip link del slcap0 2>/dev/null || true
   ip netns del slcsink 2>/dev/null || true
 }
-cleanup() { pkill -f 'iperf3 -s -1' 2>/dev/null || true; down; rm -rf "$work"; }
+cleanup() {
+  pkill -f 'iperf3 -s -1' 2>/dev/null || true
+  down
+  if [ -n "${KEEP:-}" ]; then echo "runs kept in $work" >&2; else rm -rf "$work"; fi
+}
 trap cleanup EXIT
 down
 ip netns add slcsink
@@ -42,58 +54,109 @@ ip link set slcap0 address 02:00:00:00:77:03
 ip addr add 10.77.0.1/24 dev slcap0
 ip link set slcap0 up
 
-# run NAME: iperf3 for $secs s while tcpdump captures the sender's frames
-# on slcb; leaves $work/NAME.pcap and $work/NAME.json (iperf3's report).
+# run NAME IPERF_ARGS...: iperf3 for $secs s while tcpdump captures every
+# frame the sender emits on slcb; leaves $work/NAME.pcap and NAME.json.
 run() {
+  local name=$1; shift
   ip netns exec slcsink taskset -c 0 iperf3 -s -1 -D
   sleep 0.3
-  ip netns exec slcsink tcpdump -i slcb -w "$work/$1.pcap" -B 262144 --time-stamp-precision nano -q \
-    src 10.77.0.1 and tcp 2>/dev/null &
+  ip netns exec slcsink tcpdump -i slcb -w "$work/$name.pcap" -B 262144 --time-stamp-precision nano -q \
+    'ether src 02:00:00:00:77:03 or src host 10.77.0.1' 2>/dev/null &
   local tp=$!
   sleep 0.7
-  taskset -c 0 iperf3 -c 10.77.0.2 -t "$secs" -J > "$work/$1.json" || true
+  taskset -c 0 iperf3 -c 10.77.0.2 -t "$secs" -J "$@" > "$work/$name.json" 2> "$work/$name.iperf.err" || true
   sleep 0.3
   kill -INT "$tp"; wait "$tp" 2>/dev/null || true
 }
 
-# judge NAME GAP_NS: "p50 p95 p99 goodput_mbps" of a run.
+# to_tap / to_veth: where the sender's address lives.
+to_veth() { ip addr del 10.77.0.1/24 dev slcap0; ip addr add 10.77.0.1/24 dev slca; }
+to_tap() { ip addr del 10.77.0.1/24 dev slca; ip addr add 10.77.0.1/24 dev slcap0; }
+
+# judge NAME SRC ARGS...: "p50 p95 p99 mbps ks pairs" of a run.
 judge() {
-  "$sluice" analyze "$work/$1.pcap" --gap "${2}ns" --min-size 1514 --json > "$work/$1.err.json"
-  python3 - "$work/$1.err.json" "$work/$1.json" <<'P'
-import json, sys
-e = json.load(open(sys.argv[1]))
-try:
-    g = json.load(open(sys.argv[2]))['end']['sum_received']['bits_per_second'] / 1e6
-except Exception:
-    g = float('nan')
-print(e['p50_ns'], e['p95_ns'], e['p99_ns'], f'{g:.1f}')
-P
+  local name=$1 src=$2; shift 2
+  local ip=()
+  [ "$src" = tcp ] && ip=(--iperf "$work/$name.json")
+  python3 "$here/caliper_judge.py" "$work/$name.pcap" "${ip[@]}" "$@"
 }
 
-gaps=("$@")
-[ ${#gaps[@]} -gt 0 ] || gaps=(1211.2 242.24 121.12 60.56)
-echo "gap_us  allowed_mbps  sluice_p50 sluice_p95 sluice_p99 sluice_mbps  tbf_p50 tbf_p95 tbf_p99 tbf_mbps  p95_ratio"
+# iperf3 arguments of source SRC offering RATE_BPS of payload.
+offer() {
+  if [ "$1" = udp ]; then echo "-u -l 1472 -b $2"; else [ "$2" = 0 ] || echo "-b $2"; fi
+}
+
+read -r -a sources <<< "${SOURCES:-tcp udp}"
+read -r -a laws <<< "${LAWS:-constant poisson}"
+read -r -a peers <<< "${PEERS:-tbf fq app}"
+if [ -n "${GAPS:-}" ]; then
+  read -r -a gaps <<< "$GAPS"
+else
+  gaps=()
+  for r in ${RATES:-10 50 100 200}; do gaps+=("$(python3 -c "print(round(1514 * 8 / $r, 3))")"); done
+fi
+
+col() { printf '%-9s' "$@"; }
+col src law gap_us mbps_max s_p50 s_p95 s_p99 s_mbps s_ks tbf_p95 tbf_mbps fq_p95 fq_mbps app_p95 app_mbps ratio; echo
+for src in "${sources[@]}"; do
+for law in "${laws[@]}"; do
 for g in "${gaps[@]}"; do
   gap_ns=$(python3 -c "print(round($g * 1000))")
-  allowed=$(python3 -c "print(round(1448 * 8 / ($gap_ns / 1e9) / 1e6, 1))")
+  # Payload rate the gap allows, and what a UDP source offers (10 % more).
+  if [ "$src" = udp ]; then pay=1472; else pay=1448; fi
+  allowed=$(python3 -c "print(round($pay * 8 / ($gap_ns / 1e9) / 1e6, 1))")
+  udp_offer=$(python3 -c "print(round($pay * 8 / ($gap_ns / 1e9) * 1.1))")
+  [ "$src" = udp ] && load=$udp_offer || load=0
   # sluice pace: the TAP holds the address, --return closes the loop.
-  "$sluice" pace --tap slcap0 --to afpacket:slca --gap "${gap_ns}ns" --return -q \
+  law_args=(--gap "${gap_ns}ns")
+  judge_args=(--gap "$gap_ns")
+  if [ "$law" = poisson ]; then
+    printf 'seed: 11\nduration: 1h\nrate: %s\nipd: {dist: poisson}\n' "$(python3 -c "print(1e9 / $gap_ns)")" > "$work/ipd.yaml"
+    law_args=(--ipd "$work/ipd.yaml" --log-requested "$work/requested.txt")
+    judge_args=(--gaps "$work/requested.txt" --ks-mean "$gap_ns")
+  fi
+  "$sluice" pace --tap slcap0 --to afpacket:slca "${law_args[@]}" --return -q \
     --duration "$((secs + 3))s" > "$work/pace.out" 2>&1 &
-  local_pid=$!
+  pace_pid=$!
   sleep 0.3
-  run sluice
-  wait "$local_pid" || true
-  s=$(judge sluice "$gap_ns")
-  # tbf at the same rate on the same veth, the kernel's own path.
-  ip addr del 10.77.0.1/24 dev slcap0
-  ip addr add 10.77.0.1/24 dev slca
-  rate_kbit=$(python3 -c "print(round(1514 * 8 / ($gap_ns / 1e9) / 1e3))")
-  tc qdisc replace dev slca root tbf rate "${rate_kbit}kbit" burst 1514 latency 20ms
-  run tbf
-  tc qdisc del dev slca root
-  ip addr del 10.77.0.1/24 dev slca
-  ip addr add 10.77.0.1/24 dev slcap0
-  t=$(judge tbf "$gap_ns")
-  ratio=$(python3 -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split(); print(round(int(a[1]) / max(1, int(b[1])), 3))' "$s" "$t")
-  printf '%-7s %-13s %s  %s  %s\n' "$g" "$allowed" "$s" "$t" "$ratio"
+  # shellcheck disable=SC2046
+  run sluice $(offer "$src" "$load")
+  wait "$pace_pid" || true
+  read -r s50 s95 s99 smb sks _ <<< "$(judge sluice "$src" "${judge_args[@]}")"
+  t95=- tmb=- f95=- fmb=- a95=- amb=-
+  if [ "$law" = constant ]; then
+    rate_bps=$(python3 -c "print(round(1514 * 8 / ($gap_ns / 1e9)))")
+    to_veth
+    for peer in "${peers[@]}"; do
+      case $peer in
+        tbf)
+          tc qdisc replace dev slca root tbf rate "$((rate_bps / 1000))kbit" burst 1514 latency 20ms
+          # shellcheck disable=SC2046
+          run tbf $(offer "$src" "$load")
+          read -r _ t95 _ tmb _ _ <<< "$(judge tbf "$src" --gap "$gap_ns")" ;;
+        fq)
+          # SO_MAX_PACING_RATE: fq paces any socket; where the kernel has
+          # no fq, TCP still paces itself to it, UDP is not paced at all.
+          if tc qdisc replace dev slca root fq 2>/dev/null || [ "$src" = tcp ]; then
+            # shellcheck disable=SC2046
+            run fq $(offer "$src" "$load") --fq-rate "$rate_bps"
+            read -r _ f95 _ fmb _ _ <<< "$(judge fq "$src" --gap "$gap_ns")"
+          fi ;;
+        app)
+          # iperf3's own pacing at the allowed payload rate, its finest timer.
+          # shellcheck disable=SC2046
+          run app $(offer "$src" "$(python3 -c "print(round($pay * 8 / ($gap_ns / 1e9)))")") --pacing-timer 1
+          read -r _ a95 _ amb _ _ <<< "$(judge app "$src" --gap "$gap_ns")" ;;
+      esac
+      tc qdisc del dev slca root 2>/dev/null || true
+    done
+    to_tap
+  fi
+  ratio=$(python3 -c '
+import sys
+s, peers = float(sys.argv[1]), [float(x) for x in sys.argv[2:] if x not in ("-", "-1")]
+print(round(s / max(1.0, min(peers)), 3) if peers else "-")' "$s95" "$t95" "$f95" "$a95")
+  col "$src" "$law" "$g" "$allowed" "$s50" "$s95" "$s99" "$smb" "$sks" "$t95" "$tmb" "$f95" "$fmb" "$a95" "$amb" "$ratio"; echo
+done
+done
 done

@@ -12,7 +12,11 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Timed runs on veth: one at a time, so neither loads the other's CPUs.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 fn python(script: &str) -> PathBuf {
     repo_root().join("python").join(script)
@@ -49,6 +53,7 @@ fn finish(child: Child) -> String {
 #[test]
 fn described_frames_leave_once_in_order_at_acknowledged_times() {
     let t = "described_frames_leave_once_in_order_at_acknowledged_times";
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !can_run() || !require("python3", t) || !require("tshark", t) {
         return;
     }
@@ -261,6 +266,7 @@ fn mac_of(ns: Option<&str>, dev: &str) -> String {
 #[test]
 fn reno_example_transfers_1mb_with_slow_start_and_halving() {
     let t = "reno_example_transfers_1mb_with_slow_start_and_halving";
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !can_run() || !require("python3", t) {
         return;
     }
