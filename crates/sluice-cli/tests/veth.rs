@@ -380,3 +380,41 @@ fn series_udp_sink_sends_each_mapped_device_from_its_own_port() {
         "{flows:?}"
     );
 }
+
+/// A device that takes no frame (a TAP nobody reads has no carrier) once
+/// held the TX thread in the full-ring loop for ever: now the run ends
+/// with an error naming the device, and the summary is still printed.
+#[test]
+fn a_device_that_takes_nothing_ends_the_run_with_an_error() {
+    if !can_run() {
+        return;
+    }
+    let tap = format!("sldead{}", std::process::id() % 10_000);
+    let _ = std::process::Command::new("ip")
+        .args(["link", "del", &tap])
+        .output();
+    sh(&["ip", "tuntap", "add", "dev", &tap, "mode", "tap"]);
+    sh(&["ip", "link", "set", &tap, "up"]);
+    let d = tmpdir("veth-dead-device");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 1000, 1000, 64);
+    let t = std::time::Instant::now();
+    let out = sluice()
+        .arg("replay")
+        .arg(&trace)
+        .args(["--to", &format!("afpacket:{tap}"), "--topspeed"])
+        .args(["--loop", "100000", "--duration", "30s"])
+        .output()
+        .unwrap();
+    let _ = std::process::Command::new("ip")
+        .args(["link", "del", &tap])
+        .output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("send on {tap}")) && err.contains("took no frame"),
+        "{err}"
+    );
+    assert!(err.contains("sent "), "no summary: {err}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(15), "{err}");
+}

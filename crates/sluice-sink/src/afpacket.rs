@@ -13,6 +13,9 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// How long a full TX ring may stay full before the device counts as dead.
+const RING_STALL: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Frame slots in the ring, and bytes per 64 KiB block (order-4 pages: small
 /// enough that the allocation never fails, large enough for 32 × 2 KiB slots).
 const RING_FRAMES: u32 = 4096;
@@ -400,9 +403,25 @@ impl Sink for AfPacketSink {
         self.fits(head, body, len)?;
         match &mut self.path {
             Path::Ring(ring) => {
+                let mut stalled: Option<std::time::Instant> = None;
                 while !ring.push(head, body) {
-                    // Ring full: hand the queued frames over until a slot frees.
+                    // Ring full: hand the queued frames over until a slot
+                    // frees. A device that takes nothing (no carrier, a TAP
+                    // nobody reads) would hold the thread here for ever.
                     kick(&self.fd, &self.iface, 0, &mut self.rejected)?;
+                    let since = stalled.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() >= RING_STALL {
+                        return Err(SinkError::os(
+                            format!("send on {}", self.iface),
+                            io::Error::new(
+                                io::ErrorKind::TimedOut,
+                                format!(
+                                    "the device took no frame for {} s (link down, no carrier, a TAP nobody reads?)",
+                                    RING_STALL.as_secs()
+                                ),
+                            ),
+                        ));
+                    }
                     std::hint::spin_loop();
                 }
                 self.pending += 1;

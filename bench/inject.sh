@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Throughput of the two ways in from other programs:
+#   inject  descriptions/s acknowledged to one Python client
+#           (python/inject_schedule.py, descriptions pre-encoded and
+#           reused, all due at once) to `null` and to veth va;
+#   pace    frames/s through a TAP: `sluice replay --topspeed` writes
+#           64-byte frames into TAP slcap1 over AF_PACKET, `sluice pace
+#           --gap 1ns` moves them to veth va. The writer alone into the
+#           TAP (nobody reading it) is the ceiling: the kernel's TAP
+#           transmit path, then drops.
+# veth rates are counted by the sink veth (frames to 02:00:00:00:00:99
+# are dropped before its IP stack, see bench/netns.sh).
+#
+#   bench/inject.sh        COUNT=2000000 (descriptions), SECS=3 (pace run)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+sluice=${SLUICE:-$root/target/release/sluice}
+count=${COUNT:-2000000}
+secs=${SECS:-3}
+work=$(mktemp -d)
+[ -n "${SLUICE:-}" ] || (cd "$root" && cargo build --release -q)
+cleanup() { ip link del slcap1 2>/dev/null || true; sh "$here/netns.sh" down; rm -rf "$work"; }
+trap cleanup EXIT
+sh "$here/netns.sh" up
+rx() { ip netns exec sink cat /sys/class/net/vb/statistics/rx_packets; }
+
+# inject_run SINK: "descriptions/s acked, frames reaching the sink veth".
+inject_run() {
+  local sock=$work/i.sock before
+  rm -f "$sock"
+  "$sluice" inject --listen "unix:$sock" --to "$1" --sessions 1 -q 2> "$work/inject.err" &
+  local pid=$!
+  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+  before=$(rx)
+  python3 "$root/python/inject_schedule.py" --connect "unix:$sock" --count "$count" \
+    --reuse 15000 --size 64 --start-ms 0 > "$work/client.json"
+  wait "$pid"
+  python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["acked"] == r["descriptions"], r
+print(r["per_second"], int(sys.argv[3]) - int(sys.argv[2]))' "$work/client.json" "$before" "$(rx)"
+}
+
+echo "inject (one client, $count descriptions of 64 bytes; 3 runs, median)"
+for sink in null afpacket:va; do
+  rates=() frames=()
+  for _ in 1 2 3; do
+    read -r r f <<< "$(inject_run "$sink")"
+    rates+=("$r") frames+=("$f")
+  done
+  med=$(printf '%s\n' "${rates[@]}" | sort -n | sed -n 2p)
+  printf '  to %-10s %s descriptions/s (runs: %s; frames at the sink: %s)\n' \
+    "${sink#afpacket:}" "$med" "${rates[*]}" "${frames[*]}"
+done
+
+# pace: the writer offers RATE frames/s into the TAP (paced: on 2 vCPUs a
+# top-speed writer spinning would take the CPU pace needs), pace moves them
+# to null or veth; counted: what the TAP took and what pace sent.
+python3 "$here/mktrace.py" "$work/t64.pcap" 100000 64 1000
+ip tuntap add dev slcap1 mode tap
+sysctl -qw net.ipv6.conf.slcap1.disable_ipv6=1
+ip link set slcap1 txqueuelen 10000 up
+tap_tx() { cat /sys/class/net/slcap1/statistics/tx_packets; }
+# pace_run SINK RATE: "frames/s the TAP took, frames/s pace sent, lost".
+pace_run() {
+  "$sluice" pace --tap slcap1 --to "$1" --gap 1ns --queue-limit 65536 \
+    --duration "$((secs + 2))s" > "$work/pace.out" 2>&1 &
+  local pid=$! t0 t1
+  sleep 0.5
+  t0=$(tap_tx)
+  "$sluice" replay "$work/t64.pcap" --to afpacket:slcap1 --pps "$2" --loop 1000 \
+    --duration "${secs}s" > "$work/writer.out" 2>&1
+  t1=$(tap_tx)
+  wait "$pid" || true
+  python3 -c '
+import re, sys
+sent = int(re.search(r"sent (\d+) packets", open(sys.argv[1]).read()).group(1))
+took = int(sys.argv[3]) - int(sys.argv[2])
+secs = float(sys.argv[4])
+print(round(took / secs), round(sent / secs), took - sent)' "$work/pace.out" "$t0" "$t1" "$secs"
+}
+echo "pace (64-byte frames written into TAP slcap1 by sluice replay --pps R, ${secs} s each)"
+printf '  %-10s %-8s %-12s %-12s %s\n' sink offered took/s sent/s lost
+for sink in null afpacket:va; do
+  for r in ${PACE_RATES:-300k 400k 500k}; do
+    read -r took sent lost <<< "$(pace_run "$sink" "$r")"
+    printf '  %-10s %-8s %-12s %-12s %s\n' "${sink#afpacket:}" "$r" "$took" "$sent" "$lost"
+  done
+done
