@@ -96,7 +96,7 @@ else
   for r in ${RATES:-10 50 100 200}; do gaps+=("$(python3 -c "print(round(1514 * 8 / $r, 3))")"); done
 fi
 
-col() { printf '%-9s' "$@"; }
+col() { printf '%-9s ' "$@"; }
 col src law gap_us mbps_max s_p50 s_p95 s_p99 s_mbps s_ks tbf_p95 tbf_mbps fq_p95 fq_mbps app_p95 app_mbps ratio; echo
 for src in "${sources[@]}"; do
 for law in "${laws[@]}"; do

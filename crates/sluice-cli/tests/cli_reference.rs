@@ -87,6 +87,7 @@ fn every_readme_option_table_matches_its_commands_help() {
         "profile run",
         "profile fit",
         "pace",
+        "inject",
         "demo",
     ] {
         assert!(
