@@ -12,6 +12,7 @@
 use std::path::Path;
 
 use sluice_capture::{CaptureReader, Packet};
+use sluice_pace::{Schedule, TimingMode};
 
 use crate::compare::Comparison;
 use crate::error::AnalyzeError;
@@ -20,18 +21,26 @@ use crate::report::Report;
 use crate::stats::StatsBuilder;
 
 /// Tuning of [`analyze_with`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// Most values (inter-arrival times, gap errors) kept per distribution
     /// for exact percentiles, 8 bytes each; beyond it the percentiles come
     /// from a 3-significant-digit histogram and `Dist::exact` is false.
     /// Default 2^25 (256 MiB per distribution at most).
     pub max_sort: usize,
+    /// How the run that made the capture timed the reference: the
+    /// requested times |D_M − D_R| is measured against are the reference's
+    /// timestamps mapped as the run mapped them (`replay --pps`, `--mbps`,
+    /// `-x`), by the same schedule. Top speed requests no times.
+    pub timing: TimingMode,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { max_sort: 1 << 25 }
+        Options {
+            max_sort: 1 << 25,
+            timing: TimingMode::Recorded { multiplier: 1.0 },
+        }
     }
 }
 
@@ -48,7 +57,7 @@ pub fn analyze_with(
     opts: &Options,
 ) -> Result<Report, AnalyzeError> {
     let mut matcher = match reference {
-        Some(path) => Some(load_reference(path)?),
+        Some(path) => Some(load_reference(path, opts.timing)?),
         None => None,
     };
 
@@ -73,10 +82,22 @@ pub fn analyze_with(
 }
 
 /// Indexes the reference; returns the matcher and the truncation message.
-fn load_reference(path: &Path) -> Result<(Matcher, Option<String>), AnalyzeError> {
+fn load_reference(
+    path: &Path,
+    timing: TimingMode,
+) -> Result<(Matcher, Option<String>), AnalyzeError> {
     let mut r = Reference::new();
+    // Requested times keep the trace's first timestamp as their origin, so
+    // the recorded mode leaves the reference exactly as it is.
+    let mut schedule = Schedule::new(timing);
+    let mut origin = None;
     let cut = for_each_packet(path, |p| {
-        r.push(p.ts_ns, p.data)
+        let first = *origin.get_or_insert(p.ts_ns);
+        let ts = match timing {
+            TimingMode::Recorded { multiplier: 1.0 } => p.ts_ns,
+            _ => first.saturating_add(schedule.due(p.ts_ns, p.data.len()).0),
+        };
+        r.push(ts, p.data)
             .map_err(|_| AnalyzeError::ReferenceTooLarge {
                 file: path.display().to_string(),
                 limit: MAX_REFERENCE_PACKETS,
@@ -171,7 +192,10 @@ mod tests {
 
     #[test]
     fn small_max_sort_gives_approximate_percentiles() {
-        let opts = Options { max_sort: 10 };
+        let opts = Options {
+            max_sort: 10,
+            ..Options::default()
+        };
         let r = analyze_with(&testdata("tcpreplay__test.pcap"), None, &opts).unwrap();
         let iat = r.stats.iat.unwrap();
         assert!(!iat.exact);

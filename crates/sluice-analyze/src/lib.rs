@@ -32,6 +32,7 @@ mod compare;
 mod dist;
 mod error;
 pub mod flows;
+pub mod gate;
 pub mod judge;
 mod key;
 mod matching;

@@ -27,6 +27,7 @@ pub mod exit {
     pub const FATAL: u8 = 1;
     pub const BAD_INPUT: u8 = 2;
     pub const PARTIAL: u8 = 3;
+    pub const CHECK_FAILED: u8 = 4;
     pub const INTERRUPTED: u8 = 130;
 }
 
@@ -63,6 +64,8 @@ fn main() -> ExitCode {
         args::Command::Profile(a) => cmd::profile::run(a),
         args::Command::Pace(a) => cmd::pace::run(*a),
         args::Command::Inject(a) => cmd::inject::run(*a),
+        args::Command::Completions(a) => cmd::docs::completions(a),
+        args::Command::Man(a) => cmd::docs::man(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -111,3 +111,42 @@ fn every_readme_option_table_matches_its_commands_help() {
         );
     }
 }
+
+/// Completions and man pages come from the parser's own definitions: every
+/// shell's script names the commands, every command gets a page.
+#[test]
+fn completions_and_man_pages_are_generated_for_every_command() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let o = run(&["completions", shell]);
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        for cmd in ["replay", "inject", "pace", "analyze"] {
+            assert!(text.contains(cmd), "{shell} completion lacks {cmd}");
+        }
+    }
+    let bad = run(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+
+    let o = run(&["man"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(".TH sluice 1"));
+    let d = tmpdir("man-pages");
+    let o = run(&["man", "--dir", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for name in [
+        "sluice",
+        "sluice-replay",
+        "sluice-inject",
+        "sluice-series-play",
+    ] {
+        let page = std::fs::read_to_string(d.join(format!("{name}.1"))).unwrap();
+        assert!(page.contains(&format!(".TH {name} 1")), "{name}");
+        assert!(page.contains(".SH OPTIONS") || name == "sluice", "{name}");
+    }
+    // --version names the commit (or says it is unknown).
+    let v = String::from_utf8_lossy(&run(&["--version"]).stdout).to_string();
+    assert!(
+        v.starts_with("sluice ") && v.contains(" (") && v.contains(')'),
+        "{v}"
+    );
+}

@@ -484,3 +484,95 @@ fn a_run_that_fails_after_sending_still_reports_what_it_sent() {
     assert_eq!(s["packets"], 50);
     assert_eq!(read_all(&cap).len(), 50);
 }
+
+/// After `replay --pps 10k` of a trace recorded at 1 kpps, `analyze -r`
+/// used to report a 900 % rate error and exit 0 even with frames lost:
+/// given the run's timing it measures against what was asked, and
+/// `--fail-if` gates on the figures with exit 4.
+#[test]
+fn analyze_measures_against_the_runs_timing_and_gates_on_thresholds() {
+    let d = tmpdir("analyze-gate");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 1000, 1_000_000, 100);
+    let out = d.join("out.pcap");
+    assert!(replay_to_pcap(&trace, &out, &["--pps", "10k"])
+        .status
+        .success());
+    let (t, o) = (trace.to_str().unwrap(), out.to_str().unwrap());
+    let json = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["analyze", o, "-r", t, "--json"];
+        args.extend_from_slice(extra);
+        let r = run(&args);
+        assert!(r.status.success(), "{}", stderr(&r));
+        serde_json::from_slice(&r.stdout).unwrap()
+    };
+    let recorded = json(&[]);
+    assert!(recorded["comparison"]["rate_err_pct"].as_f64().unwrap() > 800.0);
+    let asked = json(&["--pps", "10k"]);
+    let c = &asked["comparison"];
+    assert!(c["rate_err_pct"].as_f64().unwrap().abs() < 0.01, "{c}");
+    assert_eq!(c["gap_err"]["max_ns"].as_u64(), Some(0), "{c}");
+    assert_eq!(c["lost"].as_u64(), Some(0), "{c}");
+    // -x 2 on a run at -x 2 is exact too.
+    assert!(replay_to_pcap(&trace, &out, &["-x", "2"]).status.success());
+    let scaled = json(&["-x", "2"]);
+    assert_eq!(scaled["comparison"]["gap_err"]["max_ns"].as_u64(), Some(0));
+    assert!(replay_to_pcap(&trace, &out, &["--pps", "10k"])
+        .status
+        .success());
+
+    let gate = |extra: &[&str]| {
+        let mut args = vec!["analyze", o, "-r", t];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let pass = gate(&[
+        "--pps",
+        "10k",
+        "--fail-if",
+        "lost>0,p99_ns>1000,rate_err_pct>0.1",
+    ]);
+    assert_eq!(pass.status.code(), Some(0), "{}", stderr(&pass));
+    let fail = gate(&["--fail-if", "lost>0,rate_err_pct>0.1"]);
+    assert_eq!(fail.status.code(), Some(4), "{}", stderr(&fail));
+    let e = stderr(&fail);
+    assert!(
+        e.contains("rate_err_pct>0.1") && !e.contains("lost>0"),
+        "{e}"
+    );
+
+    // Half the frames lost: named with the figure.
+    let half = d.join("half.pcap");
+    write_frames(&half, &read_all(&out)[..500]);
+    let lost = run(&[
+        "analyze",
+        half.to_str().unwrap(),
+        "-r",
+        t,
+        "--pps",
+        "10k",
+        "--fail-if",
+        "lost>0",
+    ]);
+    assert_eq!(lost.status.code(), Some(4), "{}", stderr(&lost));
+    assert!(
+        stderr(&lost).contains("comparison.lost = 500"),
+        "{}",
+        stderr(&lost)
+    );
+
+    // Bad conditions are bad input.
+    for (spec, says) in [
+        ("lost>>1", "'lost>>1'"),
+        ("loss>0", "no figure named 'loss'"),
+    ] {
+        let r = gate(&["--fail-if", spec]);
+        assert_eq!(r.status.code(), Some(2), "{spec}: {}", stderr(&r));
+        assert!(stderr(&r).contains(says), "{spec}: {}", stderr(&r));
+    }
+    // The constant-gap mode gates too.
+    let g = run(&["analyze", o, "--gap", "100us", "--fail-if", "p99_ns>0"]);
+    assert_eq!(g.status.code(), Some(0), "{}", stderr(&g));
+    let g = run(&["analyze", o, "--gap", "90us", "--fail-if", "p50_ns>5000"]);
+    assert_eq!(g.status.code(), Some(4), "{}", stderr(&g));
+}

@@ -1,6 +1,6 @@
 //! `sluice analyze` arguments.
 
-use super::values::{duration, positive_duration};
+use super::values::{duration, positive_duration, rate};
 use clap::Args;
 use sluice_analyze::Timeouts;
 use sluice_core::Nanos;
@@ -13,6 +13,18 @@ pub struct AnalyzeArgs {
     /// The trace that was sent: match packets by content, report loss, reordering, |D_M − D_R|.
     #[arg(long, short = 'r')]
     pub reference: Option<PathBuf>,
+    /// With --reference: the run sent at a fixed packet rate (`replay --pps`); |D_M − D_R| is measured against that.
+    #[arg(long, value_parser = rate, requires = "reference", group = "timing")]
+    pub pps: Option<f64>,
+    /// With --reference: the run sent at a fixed bit rate over frame bytes (`replay --mbps`).
+    #[arg(long, value_parser = rate, requires = "reference", group = "timing")]
+    pub mbps: Option<f64>,
+    /// With --reference: the run scaled the recorded timing (`replay -x`).
+    #[arg(long, short = 'x', requires = "reference", group = "timing")]
+    pub multiplier: Option<f64>,
+    /// Exit 4 when a figure crosses a threshold, e.g. 'lost>0,p99_ns>50000,rate_err_pct>0.1': each KEY OP NUMBER (> >= < <= ==), KEY a figure of the --json output by name or dotted path; a figure that is null fails.
+    #[arg(long, conflicts_with_all = ["target", "flows"])]
+    pub fail_if: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

@@ -6,6 +6,7 @@
 mod analyze;
 mod common;
 mod demo;
+pub mod docs;
 mod flows;
 mod inject;
 mod pace;
@@ -28,10 +29,13 @@ pub use series::{ConvertArgs, DumpArgs, PlayArgs, SeriesArgs, SeriesCommand};
 
 use clap::{Parser, Subcommand};
 
+/// The version and the commit it was built from (`unknown` outside git).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SLUICE_COMMIT"), ")");
+
 #[derive(Parser, Debug)]
 #[command(
     name = "sluice",
-    version,
+    version = VERSION,
     about = "A precise, fast software traffic generator"
 )]
 pub struct Cli {
@@ -68,4 +72,10 @@ pub enum Command {
     /// client. With --return, frames arriving on an interface are handed
     /// back to the clients, so a simulated sender can run closed-loop.
     Inject(Box<InjectArgs>),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = "bash: sluice completions bash > /etc/bash_completion.d/sluice")]
+    Completions(docs::CompletionsArgs),
+    /// Print the man page (roff), or write one page per command into a directory.
+    #[command(after_help = "man <(sluice man), or: sluice man --dir /usr/local/share/man/man1")]
+    Man(docs::ManArgs),
 }

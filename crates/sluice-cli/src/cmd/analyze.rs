@@ -3,8 +3,24 @@
 use crate::args::AnalyzeArgs;
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
+use sluice_analyze::gate::Condition;
+use sluice_pace::TimingMode;
 
 pub fn run(a: AnalyzeArgs) -> Result<u8, Failure> {
+    // A bad condition is refused before the analysis, not after it.
+    let gate = match &a.fail_if {
+        Some(spec) => Some(
+            sluice_analyze::gate::parse(spec).map_err(|e| bad_input(anyhow!("--fail-if: {e}")))?,
+        ),
+        None => None,
+    };
+    if let Some(x) = a.multiplier {
+        if !(x.is_finite() && x > 0.0) {
+            return Err(bad_input(anyhow!(
+                "--multiplier: {x} is not a positive number"
+            )));
+        }
+    }
     if a.flows {
         return super::analyze_flows::run(&a);
     }
@@ -19,20 +35,50 @@ pub fn run(a: AnalyzeArgs) -> Result<u8, Failure> {
         );
     }
     if a.gap.is_some() || a.gaps.is_some() {
-        return gap_errors(&a);
+        return gap_errors(&a, gate.as_deref());
     }
-    let report = sluice_analyze::analyze(&a.capture, a.reference.as_deref()).map_err(bad_input)?;
+    let timing = match (a.pps, a.mbps, a.multiplier) {
+        (Some(p), _, _) => TimingMode::Pps(p),
+        (_, Some(m), _) => TimingMode::Mbps(m),
+        (_, _, Some(x)) => TimingMode::Recorded { multiplier: x },
+        _ => TimingMode::Recorded { multiplier: 1.0 },
+    };
+    let opts = sluice_analyze::Options {
+        timing,
+        ..Default::default()
+    };
+    let report = sluice_analyze::analyze_with(&a.capture, a.reference.as_deref(), &opts)
+        .map_err(bad_input)?;
     if a.json {
         let text = serde_json::to_string_pretty(&report).context("encoding JSON")?;
         println!("{text}");
     } else {
         print!("{}", report.render_text());
     }
-    Ok(exit::OK)
+    judge(gate.as_deref(), &report)
+}
+
+/// Applies `--fail-if` to what was reported: exit 4 naming every threshold
+/// crossed.
+fn judge(gate: Option<&[Condition]>, report: &impl serde::Serialize) -> Result<u8, Failure> {
+    let Some(conditions) = gate else {
+        return Ok(exit::OK);
+    };
+    let value = serde_json::to_value(report).context("encoding JSON")?;
+    let crossed = sluice_analyze::gate::check(conditions, &value)
+        .map_err(|e| bad_input(anyhow!("--fail-if: {e}")))?;
+    for c in &crossed {
+        eprintln!("sluice: --fail-if: {c}");
+    }
+    Ok(if crossed.is_empty() {
+        exit::OK
+    } else {
+        exit::CHECK_FAILED
+    })
 }
 
 /// `analyze CAPTURE --gap T | --gaps FILE`: |D_R − D_M| percentiles.
-fn gap_errors(a: &AnalyzeArgs) -> Result<u8, Failure> {
+fn gap_errors(a: &AnalyzeArgs, gate: Option<&[Condition]>) -> Result<u8, Failure> {
     use sluice_analyze::pacing::{gap_errors, parse_gaps, Requested};
     let cap = super::profile::read_packets(&a.capture)?;
     let list;
@@ -61,5 +107,5 @@ fn gap_errors(a: &AnalyzeArgs) -> Result<u8, Failure> {
     } else {
         print!("{}", e.render_text());
     }
-    Ok(exit::OK)
+    judge(gate, &e)
 }

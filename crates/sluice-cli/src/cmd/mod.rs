@@ -4,6 +4,7 @@
 pub mod analyze;
 mod analyze_flows;
 pub mod demo;
+pub mod docs;
 pub mod flows;
 pub mod inject;
 pub mod pace;
