@@ -16,6 +16,7 @@ mod dest;
 mod plan;
 mod plot;
 mod progress;
+mod report;
 mod signals;
 
 use clap::Parser;
@@ -64,6 +65,7 @@ fn main() -> ExitCode {
         args::Command::Profile(a) => cmd::profile::run(a),
         args::Command::Pace(a) => cmd::pace::run(*a),
         args::Command::Inject(a) => cmd::inject::run(*a),
+        args::Command::Report(a) => report::run(a),
         args::Command::Completions(a) => cmd::docs::completions(a),
         args::Command::Man(a) => cmd::docs::man(a),
     };

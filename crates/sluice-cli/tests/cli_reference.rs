@@ -88,6 +88,9 @@ fn every_readme_option_table_matches_its_commands_help() {
         "profile fit",
         "pace",
         "inject",
+        "report",
+        "completions",
+        "man",
         "demo",
     ] {
         assert!(

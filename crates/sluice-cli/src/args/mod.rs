@@ -12,6 +12,7 @@ mod inject;
 mod pace;
 mod profile;
 mod replay;
+mod report;
 mod series;
 pub mod values;
 
@@ -25,6 +26,7 @@ pub use profile::{
     FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, SelectOpts, SpectrumArgs, SynthArgs,
 };
 pub use replay::ReplayArgs;
+pub use report::ReportArgs;
 pub use series::{ConvertArgs, DumpArgs, PlayArgs, SeriesArgs, SeriesCommand};
 
 use clap::{Parser, Subcommand};
@@ -72,6 +74,8 @@ pub enum Command {
     /// client. With --return, frames arriving on an interface are handed
     /// back to the clients, so a simulated sender can run closed-loop.
     Inject(Box<InjectArgs>),
+    /// One self-contained HTML page with charts from a run's --stats-json lines or a capture (with --reference: loss, reordering, gap error).
+    Report(ReportArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_help = "bash: sluice completions bash > /etc/bash_completion.d/sluice")]
     Completions(docs::CompletionsArgs),

@@ -1,0 +1,366 @@
+//! `sluice report`: one self-contained HTML page (inline SVG charts, no
+//! script, nothing fetched) from a run's `--stats-json` lines or from a
+//! capture (optionally judged against the trace that was sent).
+
+mod charts;
+
+use crate::args::ReportArgs;
+use crate::dest::{check, Dest};
+use crate::{bad_input, exit, Failure};
+use anyhow::{anyhow, Context};
+use charts::Line;
+use serde_json::Value;
+use sluice_pace::TimingMode;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+
+pub fn run(a: ReportArgs) -> Result<u8, Failure> {
+    let mut inputs = vec![a.input.as_path()];
+    if let Some(r) = &a.reference {
+        inputs.push(r);
+    }
+    check(&inputs, &[&a.output])?;
+    let dest = Dest::open(&a.output)?;
+    let title = a
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("sluice report: {}", a.input.display()));
+    let body = if is_stats(&a.input)? {
+        if a.reference.is_some() {
+            return Err(bad_input(anyhow!(
+                "--reference: only with a capture, not with --stats-json lines"
+            )));
+        }
+        stats_report(&a.input)?
+    } else {
+        capture_report(&a)?
+    };
+    let mut dest = dest;
+    write!(dest, "{}", page(&title, &body)).context("writing the report")?;
+    dest.commit()
+        .with_context(|| format!("{}: writing the report", a.output))?;
+    if a.output != "-" {
+        eprintln!("sluice: report written to {}", a.output);
+    }
+    Ok(exit::OK)
+}
+
+/// `--stats-json` lines start with `{`; captures are binary.
+fn is_stats(path: &Path) -> Result<bool, Failure> {
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?;
+    Ok(head[..n]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{'))
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<title>{t}</title><style>\
+body{{font-family:sans-serif;margin:2em;max-width:960px}}\
+table{{border-collapse:collapse;margin:1em 0}}\
+td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\
+th{{background:#eee}} td:first-child,th:first-child{{text-align:left}}\
+figure{{margin:1em 0}} figcaption{{color:#555;font-size:90%}}\
+</style></head><body>\n<h1>{t}</h1>\n{body}\n\
+<p style=\"color:#888\">sluice {v}</p></body></html>\n",
+        t = esc(title),
+        v = esc(crate::args::VERSION),
+    )
+}
+
+fn table(head: &[&str], rows: &[Vec<String>]) -> String {
+    let mut s = String::from("<table><tr>");
+    for h in head {
+        let _ = write!(s, "<th>{}</th>", esc(h));
+    }
+    s.push_str("</tr>");
+    for r in rows {
+        s.push_str("<tr>");
+        for c in r {
+            let _ = write!(s, "<td>{}</td>", esc(c));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table>\n");
+    s
+}
+
+fn figure(svg: &str, caption: &str) -> String {
+    format!(
+        "<figure class=\"chart\">{svg}<figcaption>{}</figcaption></figure>\n",
+        esc(caption)
+    )
+}
+
+fn num(v: &Value, k: &str) -> Option<f64> {
+    v.get(k).and_then(Value::as_f64)
+}
+
+/// Rate over time and ε over time from per-second `--stats-json` lines.
+fn stats_report(path: &Path) -> Result<String, Failure> {
+    let text = sluice_source::text::read_bounded(path, 1 << 30)
+        .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?;
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line)
+            .map_err(|e| bad_input(anyhow!("{}: line {}: {e}", path.display(), i + 1)))?;
+        if num(&v, "t").is_none() {
+            return Err(bad_input(anyhow!(
+                "{}: line {}: no \"t\": not a --stats-json line",
+                path.display(),
+                i + 1
+            )));
+        }
+        rows.push(v);
+    }
+    if rows.is_empty() {
+        return Err(bad_input(anyhow!(
+            "{}: no --stats-json lines",
+            path.display()
+        )));
+    }
+    let t = |v: &Value| num(v, "t").unwrap_or(0.0);
+    let series = |k: &str, scale: f64| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter_map(|v| num(v, k).map(|y| (t(v), y * scale)))
+            .collect()
+    };
+    let eps = |k: &str| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter_map(|v| {
+                v.get("eps")
+                    .and_then(|e| num(e, k))
+                    .map(|y| (t(v), y / 1e3))
+            })
+            .collect()
+    };
+    let last = rows.last().expect("one line at least");
+    let mut out = String::from("<h2>Run</h2>\n");
+    let f = |k: &str| num(last, k).map_or("–".into(), |x| format!("{x:.0}"));
+    out += &table(
+        &["figure", "value"],
+        &[
+            vec!["seconds".into(), format!("{:.3}", t(last))],
+            vec!["packets".into(), f("packets")],
+            vec!["frame bytes".into(), f("bytes")],
+            vec!["late".into(), f("late")],
+            vec!["dropped (time violations)".into(), f("dropped")],
+        ],
+    );
+    let rate = charts::lines(
+        "packet rate",
+        "s since the start",
+        "packets/s",
+        &[Line {
+            name: "pps",
+            points: series("pps", 1.0),
+        }],
+        false,
+    )?;
+    out += &figure(&rate, "Packets per second in each reporting interval.");
+    let bits = charts::lines(
+        "bit rate",
+        "s since the start",
+        "Mbit/s",
+        &[Line {
+            name: "Mbit/s",
+            points: series("bps", 1e-6),
+        }],
+        false,
+    )?;
+    out += &figure(&bits, "Frame bits per second in each interval.");
+    let e = [("p50", "p50_ns"), ("p99", "p99_ns"), ("max", "max_ns")];
+    let lines: Vec<Line<'_>> = e
+        .iter()
+        .map(|(name, k)| Line {
+            name,
+            points: eps(k),
+        })
+        .collect();
+    if lines.iter().any(|l| !l.points.is_empty()) {
+        let svg = charts::lines(
+            "send-time error ε",
+            "s since the start",
+            "µs (log)",
+            &lines,
+            true,
+        )?;
+        out += &figure(
+            &svg,
+            "ε = actual − scheduled send time, per interval (p50, p99, max); a rising p99 is the machine falling behind.",
+        );
+        let mut p99: Vec<f64> = eps("p99_ns").iter().map(|p| p.1).collect();
+        p99.sort_by(f64::total_cmp);
+        let hi = p99.last().copied().unwrap_or(1.0);
+        out += &figure(
+            &charts::histogram("ε p99 per interval", "µs", &p99, hi, 40)?,
+            "How the intervals' ε p99 is spread: one mode near zero is a steady run.",
+        );
+    } else {
+        out += "<p>No ε in these lines (top speed, or nothing sent).</p>\n";
+    }
+    Ok(out)
+}
+
+/// Rate over time, inter-arrival times and, with a reference, the
+/// comparison; the busiest flows.
+fn capture_report(a: &ReportArgs) -> Result<String, Failure> {
+    let timing = match (a.pps, a.mbps, a.multiplier) {
+        (Some(p), _, _) => TimingMode::Pps(p),
+        (_, Some(m), _) => TimingMode::Mbps(m),
+        (_, _, Some(x)) => TimingMode::Recorded { multiplier: x },
+        _ => TimingMode::Recorded { multiplier: 1.0 },
+    };
+    let opts = sluice_analyze::Options {
+        timing,
+        ..Default::default()
+    };
+    let rep =
+        sluice_analyze::analyze_with(&a.input, a.reference.as_deref(), &opts).map_err(bad_input)?;
+    let cap = crate::cmd::profile::read_packets(&a.input)?;
+    let s = &rep.stats;
+    let mut out = String::from("<h2>Capture</h2>\n");
+    out += &table(
+        &["figure", "value"],
+        &[
+            vec!["packets".into(), s.packets.to_string()],
+            vec!["frame bytes".into(), s.bytes.to_string()],
+            vec!["seconds".into(), format!("{:.6}", s.duration_s)],
+            vec!["packets/s".into(), format!("{:.1}", s.pps)],
+            vec!["Mbit/s".into(), format!("{:.3}", s.bps / 1e6)],
+        ],
+    );
+    if cap.times.len() >= 2 {
+        let first = cap.times[0];
+        let span = cap.times[cap.times.len() - 1].saturating_sub(first).max(1) as f64;
+        let bins = 200usize;
+        let width = span / bins as f64;
+        let mut count = vec![0u64; bins];
+        for &t in &cap.times {
+            count[(((t - first) as f64 / width) as usize).min(bins - 1)] += 1;
+        }
+        let points = count
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| ((i as f64 + 0.5) * width / 1e9, n as f64 / (width / 1e9)))
+            .collect();
+        let svg = charts::lines(
+            "packet rate",
+            "s since the first packet",
+            "packets/s",
+            &[Line {
+                name: "pps",
+                points,
+            }],
+            false,
+        )?;
+        out += &figure(
+            &svg,
+            &format!("Packets per {:.3} ms bin, as a rate.", width / 1e6),
+        );
+        let mut iat: Vec<f64> = cap
+            .times
+            .windows(2)
+            .map(|w| w[1].saturating_sub(w[0]) as f64 / 1e3)
+            .collect();
+        iat.sort_by(f64::total_cmp);
+        let hi = iat[(iat.len() * 99 / 100).min(iat.len() - 1)];
+        out += &figure(
+            &charts::histogram("inter-arrival times", "µs", &iat, hi, 60)?,
+            "Gaps between consecutive frames up to their p99.",
+        );
+        out += &figure(
+            &charts::cdf("inter-arrival CDF", "µs", &iat)?,
+            "Share of gaps at most x.",
+        );
+    }
+    if let Some(c) = &rep.comparison {
+        out += "<h2>Against the reference</h2>\n";
+        out += &table(
+            &["figure", "value"],
+            &[
+                vec!["expected".into(), c.expected.to_string()],
+                vec!["received".into(), c.received.to_string()],
+                vec!["lost".into(), c.lost.to_string()],
+                vec!["duplicates".into(), c.duplicates.to_string()],
+                vec!["foreign".into(), c.foreign.to_string()],
+                vec!["reordered".into(), c.reordered.to_string()],
+                vec!["rate error %".into(), format!("{:.4}", c.rate_err_pct)],
+            ],
+        );
+        if let Some(g) = &c.gap_err {
+            let pts = [
+                (50.0, g.p50_ns),
+                (90.0, g.p90_ns),
+                (99.0, g.p99_ns),
+                (99.9, g.p999_ns),
+                (100.0, g.max_ns),
+            ];
+            let svg = charts::lines(
+                "|D_M − D_R| percentiles",
+                "percentile",
+                "ns (log)",
+                &[Line {
+                    name: "|D_M − D_R|",
+                    points: pts.iter().map(|&(p, v)| (p, v.max(1) as f64)).collect(),
+                }],
+                true,
+            )?;
+            out += &figure(
+                &svg,
+                "Inter-arrival error of consecutive reference packets: measured minus requested gap.",
+            );
+        }
+    }
+    let flows = sluice_analyze::collect_flows(&a.input, sluice_analyze::Timeouts::default())
+        .map_err(bad_input)?;
+    let mut flows: Vec<_> = flows.into_iter().collect();
+    flows.sort_by_key(|f| std::cmp::Reverse(f.bytes));
+    let shown = flows.len().min(20);
+    out += &format!(
+        "<h2>Flows</h2>\n<p>{} flows (7-tuple, as a flow collector counts them); the {shown} largest by bytes:</p>\n",
+        flows.len()
+    );
+    let rows: Vec<Vec<String>> = flows
+        .iter()
+        .take(shown)
+        .map(|f| {
+            vec![
+                format!("{}:{}", f.key.src, f.key.sport),
+                format!("{}:{}", f.key.dst, f.key.dport),
+                f.key.proto.to_string(),
+                f.packets.to_string(),
+                f.bytes.to_string(),
+                format!("{:.6}", (f.last_ns - f.first_ns) as f64 / 1e9),
+            ]
+        })
+        .collect();
+    out += &table(
+        &[
+            "source",
+            "destination",
+            "proto",
+            "packets",
+            "IP bytes",
+            "seconds",
+        ],
+        &rows,
+    );
+    Ok(out)
+}

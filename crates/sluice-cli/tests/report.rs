@@ -1,0 +1,112 @@
+//! `sluice report`: the HTML page from a capture judged against its
+//! reference and from a run's --stats-json lines, opened in a real headless
+//! Chromium (screenshots kept under target/tmp as CI artifacts).
+
+mod common;
+use common::*;
+use sluice_testkit::require;
+use std::path::Path;
+use std::process::Command;
+
+/// Renders `html` in headless Chromium: the DOM it built and a screenshot.
+fn render(html: &Path, shot: &Path) -> String {
+    let url = format!("file://{}", html.display());
+    let base = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--window-size=1000,2600",
+    ];
+    let o = Command::new("chromium")
+        .args(base)
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url)
+        .output()
+        .expect("chromium runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let size = std::fs::metadata(shot).map(|m| m.len()).unwrap_or(0);
+    // A blank 1000×2600 page compresses to a few KB; charts do not.
+    assert!(
+        size > 30_000,
+        "screenshot {} is {size} bytes",
+        shot.display()
+    );
+    let o = Command::new("chromium")
+        .args(base)
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .expect("chromium runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+fn reports_render_in_a_real_browser_with_their_charts() {
+    let d = tmpdir("report");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 3000, 50_000, 200);
+    let (cap, stats) = (d.join("out.pcap"), d.join("st.jsonl"));
+    let o = sluice()
+        .arg("replay")
+        .arg(&trace)
+        .arg("--to")
+        .arg(format!("pcap:{}", cap.display()))
+        .args(["--pps", "20k", "-q", "--stats-json"])
+        .arg(&stats)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (r1, r2) = (d.join("capture.html"), d.join("stats.html"));
+    let (t, c) = (trace.to_str().unwrap(), cap.to_str().unwrap());
+    let o = run(&[
+        "report",
+        c,
+        "-r",
+        t,
+        "--pps",
+        "20k",
+        "-o",
+        r1.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "report",
+        stats.to_str().unwrap(),
+        "-o",
+        r2.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let page = std::fs::read_to_string(&r1).unwrap();
+    assert!(page.matches("<svg").count() >= 4, "charts missing");
+    assert!(page.contains("Against the reference") && page.contains("<td>lost</td><td>0</td>"));
+    // Self-contained: no script, nothing loaded from elsewhere.
+    assert!(!page.contains("<script") && !page.contains("src=\"http"));
+    assert!(page.contains("<h2>Flows</h2>"));
+    let stats_page = std::fs::read_to_string(&r2).unwrap();
+    assert!(stats_page.matches("<svg").count() >= 3);
+
+    // Bad input is named; the page never replaces an input.
+    let o = run(&["report", t, "-o", t]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let junk = d.join("junk.bin");
+    std::fs::write(&junk, b"not a capture at all").unwrap();
+    let o = run(&["report", junk.to_str().unwrap(), "-o", "-"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("junk.bin"), "{}", stderr(&o));
+
+    if !require("chromium", "report rendering") {
+        return;
+    }
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    for (html, name) in [(&r1, "capture.png"), (&r2, "stats.png")] {
+        let dom = render(html, &shots.join(name));
+        assert!(
+            dom.matches("<svg").count() >= 3,
+            "{name}: charts not in the DOM"
+        );
+        assert!(dom.contains("<figcaption>"), "{name}");
+    }
+}
