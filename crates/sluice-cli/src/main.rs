@@ -54,6 +54,33 @@ pub fn bad_input(error: impl Into<anyhow::Error>) -> Failure {
     }
 }
 
+/// A device or socket that cannot be opened: the environment's fault
+/// (exit 1: no permission, the network down, an address not here) when an
+/// OS error in the chain says so, else the input's (exit 2: no such
+/// interface, a bad address).
+pub fn open_failure(error: impl Into<anyhow::Error>) -> Failure {
+    use std::io::ErrorKind::*;
+    let error = error.into();
+    let env = error.chain().any(|c| {
+        let io = c
+            .downcast_ref::<std::io::Error>()
+            .or_else(|| match c.downcast_ref() {
+                Some(sluice_sink::SinkError::Os { error, .. }) => Some(error),
+                _ => None,
+            });
+        io.is_some_and(|e| {
+            matches!(
+                e.kind(),
+                PermissionDenied | NetworkDown | AddrNotAvailable | AddrInUse
+            )
+        })
+    });
+    Failure {
+        code: if env { exit::FATAL } else { exit::BAD_INPUT },
+        error,
+    }
+}
+
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
     let result = match cli.command {

@@ -80,10 +80,10 @@ fn open_sinks(o: &RunOpts, to: &SinkSpec, allow_udp: bool) -> Result<Vec<Box<dyn
                     other => bad_input(other),
                 })?),
                 SinkSpec::AfPacket(iface) => {
-                    Box::new(AfPacketSink::open(iface, o.tx_mode).map_err(bad_input)?)
+                    Box::new(AfPacketSink::open(iface, o.tx_mode).map_err(crate::open_failure)?)
                 }
                 SinkSpec::Udp(target) if allow_udp => {
-                    Box::new(UdpSink::open(target).map_err(bad_input)?)
+                    Box::new(UdpSink::open(target).map_err(crate::open_failure)?)
                 }
                 SinkSpec::Udp(_) => {
                     return Err(bad_input(anyhow!(

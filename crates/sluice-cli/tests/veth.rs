@@ -418,3 +418,64 @@ fn a_device_that_takes_nothing_ends_the_run_with_an_error() {
     assert!(err.contains("sent "), "no summary: {err}");
     assert!(t.elapsed() < std::time::Duration::from_secs(15), "{err}");
 }
+
+/// The environment's faults exit 1, the input's 2: an interface that is
+/// down or a user without CAP_NET_RAW is not a bad command line.
+#[test]
+fn environment_failures_exit_1_and_bad_input_exits_2() {
+    if !can_run() {
+        return;
+    }
+    let d = tmpdir("veth-exit-codes");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 10, 1000, 64);
+    let t = trace.to_str().unwrap();
+
+    let tag = format!("sldn{}", std::process::id() % 10_000);
+    let _ = std::process::Command::new("ip")
+        .args(["link", "del", &tag])
+        .output();
+    sh(&[
+        "ip",
+        "link",
+        "add",
+        &tag,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &format!("{tag}p"),
+    ]);
+    let down = run(&["replay", t, "--to", &format!("afpacket:{tag}"), "-q"]);
+    let _ = std::process::Command::new("ip")
+        .args(["link", "del", &tag])
+        .output();
+    assert_eq!(down.status.code(), Some(1), "{}", stderr(&down));
+    assert!(
+        stderr(&down).contains(&format!("ip link set {tag} up")),
+        "{}",
+        stderr(&down)
+    );
+
+    let missing = run(&["replay", t, "--to", "afpacket:sl-no-such-if", "-q"]);
+    assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
+
+    // An unprivileged user: a copy of the binary and trace it may read.
+    use std::os::unix::fs::PermissionsExt;
+    let bin = d.join("sluice");
+    std::fs::copy(env!("CARGO_BIN_EXE_sluice"), &bin).unwrap();
+    for (p, mode) in [(&d, 0o755), (&bin, 0o755), (&trace, 0o644)] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    if !sluice_testkit::require("setpriv", "the unprivileged case") {
+        return;
+    }
+    let o = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["replay", t, "--to", "afpacket:lo", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("CAP_NET_RAW"), "{}", stderr(&o));
+}

@@ -121,9 +121,27 @@ fn read_mtu(iface: &str) -> Result<usize, SinkError> {
     })
 }
 
+/// An interface that is administratively down takes no frame: said at
+/// the start, not as a send error after the run began.
+fn check_up(iface: &str) -> Result<(), SinkError> {
+    let path = format!("/sys/class/net/{iface}/flags");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(()); // read_mtu has said what is missing
+    };
+    let flags = u32::from_str_radix(text.trim().trim_start_matches("0x"), 16).unwrap_or(1);
+    if flags & libc::IFF_UP as u32 == 0 {
+        return Err(SinkError::os(
+            format!("interface '{iface}' is down (bring it up: ip link set {iface} up)"),
+            io::Error::from(io::ErrorKind::NetworkDown),
+        ));
+    }
+    Ok(())
+}
+
 impl AfPacketSink {
     pub fn open(iface: &str, mode: TxMode) -> Result<Self, SinkError> {
         let mtu = read_mtu(iface)?;
+        check_up(iface)?;
         let max_plain = mtu + ETH_HEADER;
         let max_frame = max_plain + VLAN_TAG;
         let name = CString::new(iface)

@@ -31,9 +31,12 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
     let rx = a
         .return_iface
         .as_deref()
-        .map(|i| PacketRx::open(i).map_err(|e| bad_input(anyhow!("--return {i}: {e}"))))
+        .map(|i| {
+            PacketRx::open(i)
+                .map_err(|e| crate::open_failure(anyhow!(e).context(format!("--return {i}"))))
+        })
         .transpose()?;
-    let listener = Listener::bind(&a.listen).map_err(bad_input)?;
+    let listener = Listener::bind(&a.listen).map_err(crate::open_failure)?;
     let departures = Arc::new(Departures::new());
     let cfg = InjectConfig {
         queue_limit: usize::try_from(a.queue_limit).unwrap_or(usize::MAX),

@@ -75,7 +75,7 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
     let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
     crate::dest::check(&inputs, &outputs)?;
     let log = a.log_requested.as_deref().map(Dest::open).transpose()?;
-    let tap = Arc::new(Tap::open(&a.tap).map_err(bad_input)?);
+    let tap = Arc::new(Tap::open(&a.tap).map_err(crate::open_failure)?);
     let sched = Scheduler::new(
         law,
         a.per_flow,
