@@ -93,6 +93,7 @@ fn main() -> ExitCode {
         args::Command::Pace(a) => cmd::pace::run(*a),
         args::Command::Inject(a) => cmd::inject::run(*a),
         args::Command::Report(a) => report::run(a),
+        args::Command::Doctor(a) => cmd::doctor::run(a),
         args::Command::Completions(a) => cmd::docs::completions(a),
         args::Command::Man(a) => cmd::docs::man(a),
     };

@@ -89,6 +89,7 @@ fn every_readme_option_table_matches_its_commands_help() {
         "pace",
         "inject",
         "report",
+        "doctor",
         "completions",
         "man",
         "demo",
@@ -151,5 +152,35 @@ fn completions_and_man_pages_are_generated_for_every_command() {
     assert!(
         v.starts_with("sluice ") && v.contains(" (") && v.contains(')'),
         "{v}"
+    );
+}
+
+/// `doctor` measures the floor and reads the machine; an interface that
+/// does not exist is a failure of the environment (exit 1).
+#[test]
+fn doctor_reports_the_floor_and_fails_on_a_missing_interface() {
+    let o = run(&["doctor", "--json", "--floor", "100ms", "--iface", "lo"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let f = v["findings"].as_array().unwrap();
+    let get = |check: &str| {
+        f.iter()
+            .find(|x| x["check"] == check)
+            .unwrap_or_else(|| panic!("no {check} in {v}"))
+    };
+    assert!(get("platform floor")["detail"]
+        .as_str()
+        .unwrap()
+        .contains("stalls > 5 µs per second"));
+    assert_eq!(get("interface state")["level"], "ok");
+    assert!(get("clock source")["detail"]
+        .as_str()
+        .is_some_and(|s| !s.is_empty()));
+    let o = run(&["doctor", "--floor", "50ms", "--iface", "sl-no-such-if"]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("FAIL") && text.contains("sl-no-such-if: not found"),
+        "{text}"
     );
 }

@@ -7,6 +7,7 @@ mod analyze;
 mod common;
 mod demo;
 pub mod docs;
+mod doctor;
 mod flows;
 mod inject;
 mod pace;
@@ -19,6 +20,7 @@ pub mod values;
 pub use analyze::AnalyzeArgs;
 pub use common::RunOpts;
 pub use demo::DemoArgs;
+pub use doctor::DoctorArgs;
 pub use flows::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
 pub use inject::InjectArgs;
 pub use pace::PaceArgs;
@@ -76,6 +78,8 @@ pub enum Command {
     Inject(Box<InjectArgs>),
     /// One self-contained HTML page with charts from a run's --stats-json lines or a capture (with --reference: loss, reordering, gap error).
     Report(ReportArgs),
+    /// Check this machine for what limits sluice's timing (capabilities, clock, CPUs, an interface, the platform floor) and say what to fix.
+    Doctor(DoctorArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_help = "bash: sluice completions bash > /etc/bash_completion.d/sluice")]
     Completions(docs::CompletionsArgs),

@@ -5,6 +5,7 @@ pub mod analyze;
 mod analyze_flows;
 pub mod demo;
 pub mod docs;
+pub mod doctor;
 pub mod flows;
 pub mod inject;
 pub mod pace;
