@@ -6,6 +6,7 @@
 #   data), first 64 KiB of each -> fuzz/corpus/archive_reader/
 #   flow-record CSVs, time-series CSV heads, example sessions, a mapping
 #   -> fuzz/corpus/text_inputs/
+#   frames of the classic pcaps -> fuzz/corpus/header_rewrite/
 # Usage (from anywhere): fuzz/seed.sh [TESTDATA_DIR]
 # Then, with a nightly toolchain and cargo-fuzz installed:
 #   cd fuzz && cargo +nightly fuzz run pcap_reader
@@ -45,4 +46,18 @@ printf 'defaults: {dst_ip: 192.0.2.9, dst_port: 7777}\ndevices:\n  DEV1: {src_ip
     > "$here/corpus/text_inputs/map.yaml"
 printf 'device_id,src_ip,dst_ip,src_port,dst_port\nDEV1,10.0.0.1,10.0.0.2,1000,9000\n' \
     > "$here/corpus/text_inputs/map.csv"
-echo "seeded $(ls "$here/corpus/pcap_reader" | wc -l) pcap, $(ls "$here/corpus/pcapng_reader" | wc -l) pcapng, $(ls "$here/corpus/archive_reader" | wc -l) archive and $(ls "$here/corpus/text_inputs" | wc -l) text inputs"
+# Frames for the rewriter: up to 200 records of each classic pcap.
+mkdir -p "$here/corpus/header_rewrite"
+python3 - "$here/corpus/header_rewrite" "$src"/pcap/*.pcap <<'PY'
+import struct, sys
+out = sys.argv[1]
+for i, path in enumerate(sys.argv[2:]):
+    data = open(path, "rb").read()
+    end = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    at, n = 24, 0
+    while at + 16 <= len(data) and n < 200:
+        incl = struct.unpack(end + "I", data[at + 8:at + 12])[0]
+        open(f"{out}/{i}-{n}", "wb").write(data[at + 16:at + 16 + incl])
+        at, n = at + 16 + incl, n + 1
+PY
+echo "seeded $(ls "$here/corpus/pcap_reader" | wc -l) pcap, $(ls "$here/corpus/pcapng_reader" | wc -l) pcapng, $(ls "$here/corpus/archive_reader" | wc -l) archive, $(ls "$here/corpus/text_inputs" | wc -l) text inputs and $(ls "$here/corpus/header_rewrite" | wc -l) frames"

@@ -576,3 +576,143 @@ fn analyze_measures_against_the_runs_timing_and_gates_on_thresholds() {
     let g = run(&["analyze", o, "--gap", "90us", "--fail-if", "p50_ns>5000"]);
     assert_eq!(g.status.code(), Some(4), "{}", stderr(&g));
 }
+
+/// tshark's view of every frame: the fields the rewrite options touch and
+/// the checksum verdicts (1 good, 0 bad, empty not checked).
+fn tshark_fields(pcap: &std::path::Path) -> Vec<Vec<String>> {
+    let o = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(pcap)
+        .args([
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "tcp.check_checksum:TRUE",
+        ])
+        .args([
+            "-o",
+            "udp.check_checksum:TRUE",
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=f",
+        ])
+        .args([
+            "-e", "eth.dst", "-e", "eth.src", "-e", "ip.src", "-e", "ip.dst",
+        ])
+        .args([
+            "-e",
+            "ip.ttl",
+            "-e",
+            "ip.dsfield",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "tcp.dstport",
+        ])
+        .args([
+            "-e",
+            "ip.checksum.status",
+            "-e",
+            "tcp.checksum.status",
+            "-e",
+            "udp.checksum.status",
+            "-e",
+            "frame.protocols",
+        ])
+        .output()
+        .expect("tshark runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.split('\t').map(str::to_owned).collect())
+        .collect()
+}
+
+/// Each rewrite option as tshark sees it, checksums updated incrementally
+/// (good stay good, bad stay bad) or all fixed with --fixcsum; the old
+/// link-type MAC options refuse an Ethernet trace instead of being ignored.
+#[test]
+fn rewrite_options_change_what_they_name_and_keep_checksum_verdicts() {
+    if !sluice_testkit::require("tshark", "rewrite checks") {
+        return;
+    }
+    let d = tmpdir("rewrite");
+    let trace = testdata("tcpreplay__test.pcap");
+    let out = d.join("out.pcap");
+    let o = replay_to_pcap(
+        &trace,
+        &out,
+        &[
+            "--enet-dmac",
+            "02:00:00:00:00:42",
+            "--enet-smac",
+            "02:00:00:00:00:43",
+            "--srcipmap",
+            "172.16.0.0/16:10.1.0.0/16",
+            "--dstipmap",
+            "172.16.11.12/32:192.0.2.7/32",
+            "--portmap",
+            "80:8080",
+            "--ttl=-1",
+            "--tos",
+            "184",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (before, after) = (tshark_fields(&trace), tshark_fields(&out));
+    assert_eq!(before.len(), after.len());
+    let mut mapped = 0;
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(
+            (a[0].as_str(), a[1].as_str()),
+            ("02:00:00:00:00:42", "02:00:00:00:00:43")
+        );
+        if let Some(host) = b[2].strip_prefix("172.16.") {
+            assert_eq!(a[2], format!("10.1.{host}"));
+            mapped += 1;
+        }
+        if b[3] == "172.16.11.12" {
+            assert_eq!(a[3], "192.0.2.7");
+        }
+        // (Frames of this trace whose IP sits behind an encapsulation sluice
+        // does not parse, MPLS or PPP, keep their IP header as it is.)
+        if b[2].starts_with("172.16.") {
+            let ttl: u8 = b[4].parse().unwrap();
+            assert_eq!(a[4], ttl.saturating_sub(1).max(1).to_string());
+            assert_eq!(a[5], "0xb8");
+        }
+        for k in [6, 7] {
+            if b[k] == "80" {
+                assert_eq!(a[k], "8080");
+            }
+        }
+        // Verdicts kept: a checksum bad in the trace is bad after it.
+        assert_eq!(
+            b[8..11],
+            a[8..11],
+            "checksum verdicts changed: {b:?} -> {a:?}"
+        );
+    }
+    assert!(mapped >= 80, "{mapped}");
+    assert!(
+        before.iter().any(|b| b[8] == "0" || b[9] == "0"),
+        "no bad checksum in the trace"
+    );
+
+    let o = replay_to_pcap(&trace, &out, &["--fixcsum", "--ttl", "9"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for a in tshark_fields(&out) {
+        // An IP header behind MPLS or PPP is not parsed, so not fixed.
+        if a[11].contains(":mpls:") || a[11].contains(":ppp") {
+            continue;
+        }
+        assert!(a[8] != "0" && a[9] != "0" && a[10] != "0", "{a:?}");
+    }
+
+    let o = replay_to_pcap(&trace, &out, &["--dst-mac", "02:00:00:00:00:42"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--enet-dmac"), "{}", stderr(&o));
+    let o = replay_to_pcap(&trace, &out, &["--srcipmap", "10.0.0.0/8:2001:db8::/32"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

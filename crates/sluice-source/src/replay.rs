@@ -12,7 +12,8 @@ use sluice_capture::CaptureReader;
 use sluice_core::{Nanos, Outbox};
 use sluice_pace::{Schedule, TimingMode};
 use sluice_wire::{
-    encap_for_linktype, flow_hash, rewrite_payload, to_ethernet, Encap, MacAddr, PayloadMode,
+    encap_for_linktype, flow_hash, rewrite_payload, to_ethernet, Encap, HeaderRewrite, MacAddr,
+    PayloadMode,
 };
 use std::path::PathBuf;
 
@@ -24,6 +25,12 @@ pub struct ReplayConfig {
     pub src_mac: MacAddr,
     pub dst_mac: MacAddr,
     pub skip_unsupported: bool,
+    /// `src_mac`/`dst_mac` were given by the user: an error on a trace
+    /// whose frames carry their own Ethernet header (they would be
+    /// ignored; `rewrite.enet_*` is what rewrites those).
+    pub link_macs_given: bool,
+    /// Header rewriting (tcprewrite's options), after the payload mode.
+    pub rewrite: HeaderRewrite,
     /// Recorded gaps longer than this are shortened to it (None: kept;
     /// the first over an hour is reported).
     pub max_gap: Option<Nanos>,
@@ -38,6 +45,8 @@ impl Default for ReplayConfig {
             src_mac: MacAddr::LOCAL_SRC,
             dst_mac: MacAddr::LOCAL_DST,
             skip_unsupported: false,
+            link_macs_given: false,
+            rewrite: HeaderRewrite::default(),
             max_gap: None,
         }
     }
@@ -48,6 +57,7 @@ pub struct ReplaySource {
     reader: CaptureReader,
     schedule: Schedule,
     report: SourceReport,
+    headers_rewritten: u64,
     /// Packets of the current pass.
     pass_packets: u64,
     /// Passes that reached the end of the trace.
@@ -69,6 +79,7 @@ impl ReplaySource {
             cfg,
             reader,
             report: SourceReport::default(),
+            headers_rewritten: 0,
             pass_packets: 0,
             passes: 0,
             scratch: Vec::with_capacity(65_536),
@@ -109,7 +120,17 @@ impl ReplaySource {
         // Fast path: Ethernet frames kept as they are go straight from the
         // reader's buffer into the batch (one copy). Everything else is built
         // in the scratch buffer first.
-        let frame: &[u8] = if encap == Encap::Ethernet && self.cfg.payload == PayloadMode::Keep {
+        if encap == Encap::Ethernet && self.cfg.link_macs_given {
+            return Err(SourceError::BadPacket {
+                file: self.file.clone(),
+                packet: index,
+                reason: "--src-mac/--dst-mac fill in the Ethernet header of link types without one; this frame has its own: use --enet-smac/--enet-dmac to rewrite it".into(),
+            });
+        }
+        let frame: &[u8] = if encap == Encap::Ethernet
+            && self.cfg.payload == PayloadMode::Keep
+            && self.cfg.rewrite.is_empty()
+        {
             packet.data
         } else {
             let buf = &mut self.scratch;
@@ -131,6 +152,9 @@ impl ReplaySource {
                     self.report.rewritten += 1;
                     buf.truncate(rw.new_len);
                 }
+            }
+            if !self.cfg.rewrite.is_empty() && self.cfg.rewrite.apply(buf) {
+                self.headers_rewritten += 1;
             }
             buf
         };
@@ -184,6 +208,10 @@ impl Source for ReplaySource {
 
     fn report(&self) -> SourceReport {
         let mut r = self.report.clone();
+        if !self.cfg.rewrite.is_empty() {
+            r.counters
+                .push(("headers_rewritten", self.headers_rewritten));
+        }
         r.notes
             .extend(self.schedule.gaps.notes(&self.file, "packet", true));
         r

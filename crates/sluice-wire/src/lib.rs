@@ -26,6 +26,7 @@ pub mod flow;
 pub mod flowpkt;
 pub mod layers;
 pub mod payload;
+pub mod rewrite;
 pub mod udp4;
 
 pub use checksum::{fold, incremental_update, ipv4_header_checksum, sum16};
@@ -37,4 +38,5 @@ pub use payload::{
     complete_checksum, rewrite_payload, verify_checksums, ChecksumError, ParsePayloadModeError,
     PayloadMode, Rewrite,
 };
+pub use rewrite::{CidrMap, HeaderRewrite, PortMap, TtlOp};
 pub use udp4::{Udp4Error, Udp4Flow, Udp4Template};

@@ -7,7 +7,7 @@ use sluice_core::Nanos;
 use sluice_engine::EngineConfig;
 use sluice_sink::SinkSpec;
 use sluice_source::ReplayConfig;
-use sluice_wire::{MacAddr, PayloadMode};
+use sluice_wire::{CidrMap, HeaderRewrite, MacAddr, PayloadMode, PortMap, TtlOp};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -57,16 +57,72 @@ pub struct ReplayArgs {
     /// Payload handling: keep, zero (same length), truncate (headers only); checksums are recomputed.
     #[arg(long, default_value_t = ReplayConfig::default().payload)]
     pub payload: PayloadMode,
-    /// Source MAC for frames whose link type has none (raw IP, SLL, NULL).
-    #[arg(long, default_value_t = ReplayConfig::default().src_mac)]
-    pub src_mac: MacAddr,
-    /// Destination MAC for frames whose link type has none.
-    #[arg(long, default_value_t = ReplayConfig::default().dst_mac)]
-    pub dst_mac: MacAddr,
+    /// Source MAC for frames whose link type has none (raw IP, SLL, NULL; default 02:00:00:00:00:01); an Ethernet trace is refused (use --enet-smac).
+    #[arg(long)]
+    pub src_mac: Option<MacAddr>,
+    /// Destination MAC for frames whose link type has none (default 02:00:00:00:00:02); an Ethernet trace is refused (use --enet-dmac).
+    #[arg(long)]
+    pub dst_mac: Option<MacAddr>,
+    /// Rewrite every frame's destination MAC (tcprewrite --enet-dmac).
+    #[arg(long, help_heading = "Rewriting (tcprewrite's options)")]
+    pub enet_dmac: Option<MacAddr>,
+    /// Rewrite every frame's source MAC (tcprewrite --enet-smac).
+    #[arg(long, help_heading = "Rewriting (tcprewrite's options)")]
+    pub enet_smac: Option<MacAddr>,
+    /// Map source addresses CIDR to CIDR, host bits kept: 10.0.0.0/8:192.168.0.0/16[,...] (IPv4 or IPv6).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        help_heading = "Rewriting (tcprewrite's options)"
+    )]
+    pub srcipmap: Vec<CidrMap>,
+    /// Map destination addresses CIDR to CIDR, as --srcipmap.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        help_heading = "Rewriting (tcprewrite's options)"
+    )]
+    pub dstipmap: Vec<CidrMap>,
+    /// Map TCP/UDP ports (source and destination): 80:8080 or 1000-2000:3000[,...].
+    #[arg(
+        long,
+        value_delimiter = ',',
+        help_heading = "Rewriting (tcprewrite's options)"
+    )]
+    pub portmap: Vec<PortMap>,
+    /// Set the IPv4 TTL / IPv6 hop limit (N), or raise (+N) or lower (-N) it.
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        help_heading = "Rewriting (tcprewrite's options)"
+    )]
+    pub ttl: Option<TtlOp>,
+    /// Set the IPv4 TOS / DiffServ byte.
+    #[arg(long, help_heading = "Rewriting (tcprewrite's options)")]
+    pub tos: Option<u8>,
+    /// Recompute every IPv4, TCP and UDP checksum (by default they are updated incrementally, so a wrong one stays wrong).
+    #[arg(long, help_heading = "Rewriting (tcprewrite's options)")]
+    pub fixcsum: bool,
     /// Skip (and count) packets of unsupported link types instead of refusing the trace.
     #[arg(long)]
     pub skip_unsupported: bool,
 
     #[command(flatten)]
     pub run: RunOpts,
+}
+
+impl ReplayArgs {
+    /// The header rewriting these options ask for.
+    pub fn rewrite(&self) -> HeaderRewrite {
+        HeaderRewrite {
+            enet_dmac: self.enet_dmac,
+            enet_smac: self.enet_smac,
+            srcipmap: self.srcipmap.clone(),
+            dstipmap: self.dstipmap.clone(),
+            portmap: self.portmap.clone(),
+            ttl: self.ttl,
+            tos: self.tos,
+            fixcsum: self.fixcsum,
+        }
+    }
 }

@@ -16,8 +16,10 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         path: a.trace.clone(),
         timing,
         payload: a.payload,
-        src_mac: a.src_mac,
-        dst_mac: a.dst_mac,
+        src_mac: a.src_mac.unwrap_or(ReplayConfig::default().src_mac),
+        dst_mac: a.dst_mac.unwrap_or(ReplayConfig::default().dst_mac),
+        link_macs_given: a.src_mac.is_some() || a.dst_mac.is_some(),
+        rewrite: a.rewrite(),
         skip_unsupported: a.skip_unsupported,
         max_gap: a.max_gap,
     })
