@@ -94,6 +94,7 @@ fn main() -> ExitCode {
         args::Command::Inject(a) => cmd::inject::run(*a),
         args::Command::Report(a) => report::run(a),
         args::Command::Doctor(a) => cmd::doctor::run(a),
+        args::Command::Prep(a) => cmd::prep::run(a),
         args::Command::Completions(a) => cmd::docs::completions(a),
         args::Command::Man(a) => cmd::docs::man(a),
     };

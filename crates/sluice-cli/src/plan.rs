@@ -8,7 +8,7 @@ use crate::progress::Progress;
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
 use sluice_engine::{EngineConfig, EngineError, Summary};
-use sluice_sink::{AfPacketSink, NullSink, PcapSink, Sink, SinkError, SinkSpec, UdpSink};
+use sluice_sink::{AfPacketSink, DualSink, NullSink, PcapSink, Sink, SinkError, SinkSpec, UdpSink};
 use std::io::Write;
 use std::path::Path;
 
@@ -28,12 +28,37 @@ pub fn send(
     cfg: EngineConfig,
     go: impl FnOnce(Vec<Box<dyn Sink>>, &EngineConfig, &mut Progress) -> Result<Summary, EngineError>,
 ) -> Result<u8, Failure> {
-    let outputs = run_outputs(o, to);
+    send_two(o, to, None, allow_udp, inputs, cfg, go)
+}
+
+/// [`send`] with a second output (two-port replay, `--to2`): each TX
+/// thread gets one sink of each, joined in a [`DualSink`].
+pub fn send_two(
+    o: &RunOpts,
+    to: &SinkSpec,
+    to2: Option<&SinkSpec>,
+    allow_udp: bool,
+    inputs: &[&Path],
+    cfg: EngineConfig,
+    go: impl FnOnce(Vec<Box<dyn Sink>>, &EngineConfig, &mut Progress) -> Result<Summary, EngineError>,
+) -> Result<u8, Failure> {
+    let mut outputs = run_outputs(o, to);
+    if let Some(SinkSpec::Pcap(p)) = to2 {
+        outputs.push(p.to_string_lossy().into_owned());
+    }
     let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
     dest::check(inputs, &outputs)?;
     let summary_out = o.summary_json.as_deref().map(Dest::open).transpose()?;
     let stats_out = o.stats_json.as_deref().map(Dest::open).transpose()?;
-    let sinks = open_sinks(o, to, allow_udp)?;
+    let mut sinks = open_sinks(o, to, allow_udp)?;
+    if let Some(to2) = to2 {
+        let second = open_sinks(o, to2, allow_udp)?;
+        sinks = sinks
+            .into_iter()
+            .zip(second)
+            .map(|(a, b)| Box::new(DualSink::new(a, b)) as Box<dyn Sink>)
+            .collect();
+    }
     let stop = crate::signals::install().context("installing signal handlers")?;
     let mut progress = Progress::new(o.quiet, stats_out);
     let cfg = EngineConfig { stop, ..cfg };

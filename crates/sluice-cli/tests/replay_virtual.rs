@@ -676,7 +676,7 @@ fn rewrite_options_change_what_they_name_and_keep_checksum_verdicts() {
             assert_eq!(a[3], "192.0.2.7");
         }
         // (Frames of this trace whose IP sits behind an encapsulation sluice
-        // does not parse, MPLS or PPP, keep their IP header as it is.)
+        // does not parse (PPP) keep their IP header as it is.)
         if b[2].starts_with("172.16.") {
             let ttl: u8 = b[4].parse().unwrap();
             assert_eq!(a[4], ttl.saturating_sub(1).max(1).to_string());
@@ -703,8 +703,8 @@ fn rewrite_options_change_what_they_name_and_keep_checksum_verdicts() {
     let o = replay_to_pcap(&trace, &out, &["--fixcsum", "--ttl", "9"]);
     assert!(o.status.success(), "{}", stderr(&o));
     for a in tshark_fields(&out) {
-        // An IP header behind MPLS or PPP is not parsed, so not fixed.
-        if a[11].contains(":mpls:") || a[11].contains(":ppp") {
+        // An IP header behind PPP is not parsed, so not fixed.
+        if a[11].contains(":ppp") {
             continue;
         }
         assert!(a[8] != "0" && a[9] != "0" && a[10] != "0", "{a:?}");
@@ -714,5 +714,48 @@ fn rewrite_options_change_what_they_name_and_keep_checksum_verdicts() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--enet-dmac"), "{}", stderr(&o));
     let o = replay_to_pcap(&trace, &out, &["--srcipmap", "10.0.0.0/8:2001:db8::/32"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// --unique-ip over 3 passes: three disjoint address sets (so a stateful
+/// device sees new flows each pass), each pass with as many IP frames, and
+/// checksum verdicts as in the trace.
+#[test]
+fn unique_ip_gives_each_pass_its_own_addresses() {
+    if !sluice_testkit::require("tshark", "unique-ip checks") {
+        return;
+    }
+    let d = tmpdir("unique-ip");
+    let trace = testdata("tcpreplay__test.pcap");
+    let out = d.join("out.pcap");
+    let o = replay_to_pcap(&trace, &out, &["--loop", "3", "--unique-ip"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = tshark_fields(&out);
+    let before = tshark_fields(&trace);
+    assert_eq!(rows.len(), 3 * before.len());
+    let mut sets = vec![std::collections::BTreeSet::new(); 3];
+    for (i, r) in rows.iter().enumerate() {
+        let (pass, b) = (i / before.len(), &before[i % before.len()]);
+        for a in [&r[2], &r[3]] {
+            if !a.is_empty() {
+                sets[pass].insert(a.clone());
+            }
+        }
+        assert_eq!(r[8..11], b[8..11], "checksum verdicts of frame {i}");
+        if pass == 0 {
+            assert_eq!(r[2..4], b[2..4], "the first pass is the trace's");
+        }
+    }
+    assert!(sets[0].len() >= 10, "{:?}", sets[0]);
+    for (a, b) in [(0, 1), (1, 2), (0, 2)] {
+        let common: Vec<_> = sets[a].intersection(&sets[b]).collect();
+        assert!(common.is_empty(), "passes {a} and {b} share {common:?}");
+    }
+    let o = run(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--unique-ip",
+        "--preload",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }

@@ -32,6 +32,10 @@ pub struct Batch {
     /// (`sluice pace`). Empty for sources that keep a schedule; shorter
     /// than `entries` means 0 for the rest.
     pub gaps: Vec<u32>,
+    /// Output port by entry for two-port replay (0: the first, `--to`; 1:
+    /// the second, `--to2`). Empty when every frame leaves by the first;
+    /// shorter than `entries` means 0 for the rest.
+    pub ports: Vec<u8>,
 }
 
 impl Default for Batch {
@@ -46,6 +50,7 @@ impl Batch {
             data: Vec::with_capacity(BATCH_BYTES + 2048),
             entries: Vec::with_capacity(BATCH_PACKETS),
             gaps: Vec::new(),
+            ports: Vec::new(),
         }
     }
 
@@ -55,6 +60,7 @@ impl Batch {
             data: Vec::new(),
             entries: Vec::new(),
             gaps: Vec::new(),
+            ports: Vec::new(),
         }
     }
 
@@ -62,6 +68,23 @@ impl Batch {
         self.data.clear();
         self.entries.clear();
         self.gaps.clear();
+        self.ports.clear();
+    }
+
+    /// The output port of entry `i` (0: the first).
+    #[inline(always)]
+    pub fn port(&self, i: usize) -> u8 {
+        self.ports.get(i).copied().unwrap_or(0)
+    }
+
+    /// Sets the output port of the last entry.
+    pub fn set_last_port(&mut self, port: u8) {
+        let n = self.entries.len();
+        if n == 0 {
+            return;
+        }
+        self.ports.resize(n - 1, 0);
+        self.ports.push(port);
     }
 
     /// The gap entry `i` keeps after the frame before it (0: none).

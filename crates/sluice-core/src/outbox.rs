@@ -109,6 +109,22 @@ impl<'h> Outbox<'h> {
         self.push_chained(lane, due, 0, write)
     }
 
+    /// [`push`](Self::push) of a frame that leaves by output `port` (two-port
+    /// replay: 0 the first, 1 the second).
+    #[inline]
+    pub fn push_on(
+        &mut self,
+        lane: Lane,
+        due: Nanos,
+        port: u8,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> bool {
+        if port == 0 {
+            return self.push_chained(lane, due, 0, write);
+        }
+        self.push_marked(lane, due, 0, port, write)
+    }
+
     /// [`push`](Self::push) of a frame that must also leave at least `gap`
     /// ns after the frame sent before it on its TX thread (0: no such
     /// constraint; see [`Batch::gaps`]).
@@ -118,6 +134,18 @@ impl<'h> Outbox<'h> {
         lane: Lane,
         due: Nanos,
         gap: u32,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> bool {
+        self.push_marked(lane, due, gap, 0, write)
+    }
+
+    #[inline(always)]
+    fn push_marked(
+        &mut self,
+        lane: Lane,
+        due: Nanos,
+        gap: u32,
+        port: u8,
         write: impl FnOnce(&mut Vec<u8>),
     ) -> bool {
         if self.stopped
@@ -144,6 +172,9 @@ impl<'h> Outbox<'h> {
         b.commit(at, due);
         if gap != 0 {
             b.set_last_gap(gap);
+        }
+        if port != 0 {
+            b.set_last_port(port);
         }
         self.packets += 1;
         if b.is_full() {

@@ -11,6 +11,7 @@
 //! `unsafe_code`.
 
 pub mod afpacket;
+pub mod dual;
 mod mmsg;
 pub mod null;
 pub mod pcap;
@@ -18,6 +19,7 @@ mod spec;
 pub mod udp;
 
 pub use afpacket::{AfPacketSink, TxMode};
+pub use dual::DualSink;
 pub use null::NullSink;
 pub use pcap::PcapSink;
 pub use spec::SinkSpec;
@@ -95,6 +97,11 @@ pub trait Sink: Send {
         stamp_ns: u64,
     ) -> Result<(), SinkError> {
         self.send(payload, stamp_ns)
+    }
+    /// Queues one frame for output `port` (two-port replay, [`DualSink`]);
+    /// a sink with one output takes every frame.
+    fn send_on(&mut self, _port: u8, frame: &[u8], stamp_ns: u64) -> Result<(), SinkError> {
+        self.send(frame, stamp_ns)
     }
     /// What `send` takes: whole Ethernet frames, or UDP payloads.
     fn takes(&self) -> Takes {

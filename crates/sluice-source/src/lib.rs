@@ -12,6 +12,7 @@ pub mod profile;
 pub mod replay;
 pub mod seam;
 pub mod series;
+pub mod split;
 pub mod text;
 
 pub use replay::{ReplayConfig, ReplaySource};

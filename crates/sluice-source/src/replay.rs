@@ -8,12 +8,13 @@
 //! skipped and counted with `skip_unsupported`.
 
 use crate::seam::{End, Origin, Source, SourceError, SourceReport};
+use crate::split::{SplitMode, Splitter};
 use sluice_capture::CaptureReader;
 use sluice_core::{Nanos, Outbox};
 use sluice_pace::{Schedule, TimingMode};
 use sluice_wire::{
     encap_for_linktype, flow_hash, rewrite_payload, to_ethernet, Encap, HeaderRewrite, MacAddr,
-    PayloadMode,
+    PayloadMode, Rewritten,
 };
 use std::path::PathBuf;
 
@@ -31,6 +32,9 @@ pub struct ReplayConfig {
     pub link_macs_given: bool,
     /// Header rewriting (tcprewrite's options), after the payload mode.
     pub rewrite: HeaderRewrite,
+    /// Two-port split: each packet's side (port 0 or 1, and the side of
+    /// per-side rewriting). None: every packet is side 0.
+    pub split: Option<SplitMode>,
     /// Recorded gaps longer than this are shortened to it (None: kept;
     /// the first over an hour is reported).
     pub max_gap: Option<Nanos>,
@@ -47,6 +51,7 @@ impl Default for ReplayConfig {
             skip_unsupported: false,
             link_macs_given: false,
             rewrite: HeaderRewrite::default(),
+            split: None,
             max_gap: None,
         }
     }
@@ -58,6 +63,11 @@ pub struct ReplaySource {
     schedule: Schedule,
     report: SourceReport,
     headers_rewritten: u64,
+    splitter: Option<Splitter>,
+    /// Packets sent by side 1.
+    side_1: u64,
+    /// Cut frames dropped by `--fixlen del`.
+    dropped_cut: u64,
     /// Packets of the current pass.
     pass_packets: u64,
     /// Passes that reached the end of the trace.
@@ -74,12 +84,19 @@ impl ReplaySource {
     pub fn open(cfg: ReplayConfig) -> Result<Self, SourceError> {
         let reader = CaptureReader::open(&cfg.path)?;
         let file = reader.name().to_string();
+        let splitter = match &cfg.split {
+            Some(m) => Some(Splitter::new(m.clone(), &cfg.path).map_err(SourceError::Split)?),
+            None => None,
+        };
         Ok(ReplaySource {
+            splitter,
+            side_1: 0,
             schedule: Schedule::with_max_gap(cfg.timing, cfg.max_gap),
             cfg,
             reader,
             report: SourceReport::default(),
             headers_rewritten: 0,
+            dropped_cut: 0,
             pass_packets: 0,
             passes: 0,
             scratch: Vec::with_capacity(65_536),
@@ -127,10 +144,20 @@ impl ReplaySource {
                 reason: "--src-mac/--dst-mac fill in the Ethernet header of link types without one; this frame has its own: use --enet-smac/--enet-dmac to rewrite it".into(),
             });
         }
+        let mut side = 0;
         let frame: &[u8] = if encap == Encap::Ethernet
             && self.cfg.payload == PayloadMode::Keep
             && self.cfg.rewrite.is_empty()
         {
+            if let Some(sp) = self.splitter.as_mut() {
+                side =
+                    sp.side(index - 1, packet.data)
+                        .map_err(|reason| SourceError::BadPacket {
+                            file: self.file.clone(),
+                            packet: index,
+                            reason,
+                        })?;
+            }
             packet.data
         } else {
             let buf = &mut self.scratch;
@@ -146,6 +173,16 @@ impl ReplaySource {
                     reason: e.to_string(),
                 });
             }
+            // The side comes from the recorded headers, before rewriting.
+            if let Some(sp) = self.splitter.as_mut() {
+                side = sp
+                    .side(index - 1, buf)
+                    .map_err(|reason| SourceError::BadPacket {
+                        file: self.file.clone(),
+                        packet: index,
+                        reason,
+                    })?;
+            }
             if self.cfg.payload != PayloadMode::Keep {
                 let rw = rewrite_payload(buf, self.cfg.payload);
                 if rw.changed {
@@ -153,16 +190,27 @@ impl ReplaySource {
                     buf.truncate(rw.new_len);
                 }
             }
-            if !self.cfg.rewrite.is_empty() && self.cfg.rewrite.apply(buf) {
-                self.headers_rewritten += 1;
+            if !self.cfg.rewrite.is_empty() {
+                // The original length counts from the Ethernet header
+                // built above (link headers of other types differ).
+                let orig = packet.orig_len as usize + buf.len() - packet.data.len();
+                match self.cfg.rewrite.apply_frame(buf, orig, self.passes, side) {
+                    Rewritten::Changed => self.headers_rewritten += 1,
+                    Rewritten::Unchanged => {}
+                    Rewritten::Dropped => {
+                        self.dropped_cut += 1;
+                        return Ok(Some(true));
+                    }
+                }
             }
             buf
         };
         let lane = out.lane(|| flow_hash(frame));
         let due = self.schedule.due(ts, frame.len());
-        if !out.push(lane, due, |b| b.extend_from_slice(frame)) {
+        if !out.push_on(lane, due, side, |b| b.extend_from_slice(frame)) {
             return Ok(Some(false));
         }
+        self.side_1 += u64::from(side);
         self.pass_packets += 1;
         Ok(Some(true))
     }
@@ -211,6 +259,12 @@ impl Source for ReplaySource {
         if !self.cfg.rewrite.is_empty() {
             r.counters
                 .push(("headers_rewritten", self.headers_rewritten));
+            if self.cfg.rewrite.fixlen == Some(sluice_wire::FixLen::Del) {
+                r.counters.push(("dropped_cut_frames", self.dropped_cut));
+            }
+        }
+        if self.splitter.is_some() {
+            r.counters.push(("server_to_client_packets", self.side_1));
         }
         r.notes
             .extend(self.schedule.gaps.notes(&self.file, "packet", true));

@@ -106,6 +106,9 @@ pub enum SourceError {
     Session(#[from] crate::flows::SessionError),
     #[error(transparent)]
     Profile(#[from] crate::profile::ProfileError),
+    /// A two-port split that cannot be made (a cache that does not fit).
+    #[error("{0}")]
+    Split(String),
     /// A live source's device failed (`what` names it).
     #[error("{what}: {error}")]
     Device { what: String, error: std::io::Error },

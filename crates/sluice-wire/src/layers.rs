@@ -38,6 +38,8 @@ pub const ETHERTYPE_IPV6: u16 = 0x86dd;
 /// Tag protocol identifiers recognised as VLAN tags (802.1Q, 802.1ad and
 /// the two pre-standard QinQ values).
 pub const VLAN_TPIDS: [u16; 4] = [0x8100, 0x88a8, 0x9100, 0x9200];
+/// MPLS unicast and multicast.
+const MPLS_TYPES: [u16; 2] = [0x8847, 0x8848];
 
 /// IP protocol number of ICMP.
 pub const PROTO_ICMP: u8 = 1;
@@ -59,7 +61,8 @@ const NH_DEST_OPTS: u8 = 60;
 /// Where the headers of one Ethernet frame are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layers {
-    /// Offset of the L3 header: 14 plus 4 per VLAN tag. For a frame too
+    /// Offset of the L3 header: 14 plus 4 per VLAN tag, past MPLS labels
+    /// (and a pseudowire's inner Ethernet header). For a frame too
     /// short to hold its Ethernet header (or a VLAN tag), the offset where
     /// parsing stopped.
     pub l3_offset: usize,
@@ -176,6 +179,9 @@ pub(crate) struct Extra {
     /// For fragments: the protocol the fragments carry (IPv4 protocol field,
     /// or the next header field of the IPv6 fragment header).
     pub frag_proto: Option<u8>,
+    /// The IP header sits behind MPLS labels (the outer Ethernet header
+    /// is not its own).
+    pub mpls: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,26 +206,59 @@ fn addr<const N: usize>(frame: &[u8], at: usize) -> Option<[u8; N]> {
     frame.get(at..at.checked_add(N)?)?.try_into().ok()
 }
 
-/// Walks the Ethernet header and VLAN tags: (l3 offset, ethertype).
-fn ethernet(frame: &[u8]) -> (usize, u16) {
+/// Walks the Ethernet header, VLAN tags and MPLS label stacks: (l3
+/// offset, ethertype). After the bottom label the payload's first nibble
+/// tells IPv4 (4) or IPv6 (6); 0 is a pseudowire control word followed by
+/// an Ethernet frame, which is walked in turn (as tcpreplay does). Other
+/// payloads stop the walk with the MPLS ethertype.
+fn ethernet(frame: &[u8]) -> (usize, u16, bool) {
     let Some(mut ethertype) = be16(frame, 12) else {
-        return (frame.len(), 0);
+        return (frame.len(), 0, false);
     };
     let mut off = ETH_HEADER_LEN;
-    while VLAN_TPIDS.contains(&ethertype) {
-        match be16(frame, off + 2) {
-            Some(inner) => {
-                ethertype = inner;
-                off += 4;
+    let mut mpls = false;
+    loop {
+        if VLAN_TPIDS.contains(&ethertype) {
+            match be16(frame, off + 2) {
+                Some(inner) => {
+                    ethertype = inner;
+                    off += 4;
+                    continue;
+                }
+                None => break,
             }
-            None => break,
+        }
+        if !MPLS_TYPES.contains(&ethertype) {
+            break;
+        }
+        let mut at = off;
+        let bottom = loop {
+            match frame.get(at..at + 4) {
+                Some(l) if l[2] & 1 == 1 => break Some(at + 4),
+                Some(_) => at += 4,
+                None => break None,
+            }
+        };
+        let Some(payload) = bottom else { break };
+        match frame.get(payload).map(|b| b >> 4) {
+            Some(4) => return (payload, ETHERTYPE_IPV4, true),
+            Some(6) => return (payload, ETHERTYPE_IPV6, true),
+            Some(0) => match be16(frame, payload + 4 + 12) {
+                Some(inner) => {
+                    ethertype = inner;
+                    off = payload + 4 + ETH_HEADER_LEN;
+                    mpls = true;
+                }
+                None => break,
+            },
+            _ => break,
         }
     }
-    (off, ethertype)
+    (off, ethertype, mpls)
 }
 
 pub(crate) fn parse_full(frame: &[u8]) -> (Layers, Extra) {
-    let (l3_offset, ethertype) = ethernet(frame);
+    let (l3_offset, ethertype, mpls) = ethernet(frame);
     let mut layers = Layers {
         l3_offset,
         ethertype,
@@ -230,6 +269,7 @@ pub(crate) fn parse_full(frame: &[u8]) -> (Layers, Extra) {
         final_dst: None,
         jumbo: false,
         frag_proto: None,
+        mpls,
     };
     match ethertype {
         ETHERTYPE_IPV4 => parse_ipv4(frame, &mut layers, &mut extra),

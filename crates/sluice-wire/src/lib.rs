@@ -38,5 +38,5 @@ pub use payload::{
     complete_checksum, rewrite_payload, verify_checksums, ChecksumError, ParsePayloadModeError,
     PayloadMode, Rewrite,
 };
-pub use rewrite::{CidrMap, HeaderRewrite, PortMap, TtlOp};
+pub use rewrite::{CidrMap, FixLen, HeaderRewrite, PortMap, Rewritten, TtlOp, VlanOp};
 pub use udp4::{Udp4Error, Udp4Flow, Udp4Template};

@@ -13,7 +13,7 @@
 
 use crate::checksum::{incremental_update, ipv4_header_checksum};
 use crate::ethernet::MacAddr;
-use crate::layers::{parse_full, Ip, PROTO_TCP, PROTO_UDP};
+use crate::layers::{parse_full, Ip, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, VLAN_TPIDS};
 use crate::payload::complete_checksum;
 use std::fmt;
 use std::net::IpAddr;
@@ -74,6 +74,14 @@ fn mask(bits: u8, width: u32) -> u128 {
 }
 
 impl CidrMap {
+    /// Whether `addr` (4 or 16 bytes) lies in the map's source network.
+    pub fn matches(&self, addr: &[u8]) -> bool {
+        let mut probe = [0u8; 16];
+        let probe = &mut probe[..addr.len()];
+        probe.copy_from_slice(addr);
+        self.apply_bytes(probe)
+    }
+
     fn apply_bytes(&self, addr: &mut [u8]) -> bool {
         let width = (addr.len() * 8) as u32;
         let v = addr.iter().fold(0u128, |a, &b| (a << 8) | u128::from(b));
@@ -170,17 +178,77 @@ impl fmt::Display for PortMap {
     }
 }
 
+/// `--enet-vlan`: tcprewrite's add and del, and edit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VlanOp {
+    /// Push a tag (TPID `proto`, 0x8100 or 0x88a8) in front of the frame's
+    /// type; priority and CFI not given are taken from a tag the frame
+    /// already has, else 0.
+    Add {
+        tag: u16,
+        pri: Option<u8>,
+        cfi: Option<bool>,
+        proto: u16,
+    },
+    /// Remove the outermost tag (untagged frames are left alone).
+    Del,
+    /// Change the given fields of the outermost tag (untagged frames are
+    /// left alone).
+    Edit {
+        tag: Option<u16>,
+        pri: Option<u8>,
+        cfi: Option<bool>,
+    },
+}
+
+/// `--fixlen`: what to do with a frame cut short by the capture's snap
+/// length (captured bytes < original length).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FixLen {
+    /// Zeros up to the original length, checksums computed over them.
+    Pad,
+    /// Keep the captured bytes and make the IP length say so.
+    Trunc,
+    /// Drop the frame.
+    Del,
+}
+
 /// What to rewrite in every frame.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HeaderRewrite {
     pub enet_dmac: Option<MacAddr>,
     pub enet_smac: Option<MacAddr>,
+    /// MACs for side 1 (server to client) of a split; None: as side 0.
+    pub enet_dmac_2: Option<MacAddr>,
+    pub enet_smac_2: Option<MacAddr>,
+    /// `--endpoints IP1:IP2`: side 0 goes from IP1 to IP2, side 1 from IP2
+    /// to IP1 (needs a split).
+    pub endpoints: Option<(IpAddr, IpAddr)>,
+    pub vlan: Option<VlanOp>,
     pub srcipmap: Vec<CidrMap>,
     pub dstipmap: Vec<CidrMap>,
     pub portmap: Vec<PortMap>,
     pub ttl: Option<TtlOp>,
     pub tos: Option<u8>,
+    /// `--mtu-trunc`: frames whose L3 packet exceeds this are cut to it.
+    pub mtu_trunc: Option<u16>,
+    pub fixlen: Option<FixLen>,
+    /// `--seed`: tcprewrite's pseudo-random address rewrite, by its seed.
+    pub seed: Option<u32>,
+    /// `--unique-ip`: pass k (0-based) moves the last 32 address bits of
+    /// each end by k, apart from each other (tcpreplay's `--unique-ip`), so
+    /// every pass holds new flows and a flow's two directions stay one.
+    pub unique_ip: bool,
     pub fixcsum: bool,
+}
+
+/// What became of a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rewritten {
+    Unchanged,
+    Changed,
+    /// `--fixlen del` on a cut frame: do not send it.
+    Dropped,
 }
 
 /// Checksum updates collected while fields change: (old word, new word)
@@ -200,16 +268,134 @@ fn words(old: &[u8], new: &[u8], out: &mut Vec<(u16, u16)>) {
     }
 }
 
+/// tcpreplay's `tcpr_random` (the C standard's rand_r, widened to 32 bits).
+fn tcpr_random(seed: &mut u32) -> u32 {
+    let mut next = *seed;
+    let mut step = || {
+        next = next.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        next / 65_536
+    };
+    let mut r = step() % 2048;
+    r = (r << 10) ^ (step() % 1024);
+    r = (r << 10) ^ (step() % 1024);
+    *seed = next;
+    r
+}
+
+/// tcprewrite mixes the user's seed with five draws before use.
+fn mixed_seed(user: u32) -> u32 {
+    let mut s = user;
+    for _ in 0..5 {
+        tcpr_random(&mut s);
+    }
+    s
+}
+
+/// tcprewrite's `randomize_ipv4_addr`, computed as it is on a
+/// little-endian host (its arithmetic runs on the address as loaded from
+/// memory), so the addresses match its output there. Multicast stays
+/// multicast, unicast stays unicast.
+fn randomize_v4(b: &mut [u8], seed: u32) {
+    let multicast = |x: &[u8; 4]| x[0] & 0xf0 == 0xe0;
+    let orig: [u8; 4] = [b[0], b[1], b[2], b[3]];
+    let ip = u32::from_le_bytes(orig);
+    let s = u32::from_le_bytes(seed.to_be_bytes());
+    let mut res = (ip ^ s).wrapping_sub(ip & s).to_le_bytes();
+    if multicast(&orig) && !multicast(&res) {
+        res[0] = (res[0] & 0x0f) | 0xe0;
+    } else if !multicast(&orig) && multicast(&res) {
+        res[0] &= 0x7f;
+    }
+    b[..4].copy_from_slice(&res);
+}
+
+fn randomize_v6(b: &mut [u8], seed: u32) {
+    let was = b[0] == 0xff;
+    let s = u32::from_le_bytes(seed.to_be_bytes());
+    for w in b[..16].chunks_mut(4) {
+        let ip = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        w.copy_from_slice(&(ip ^ s).wrapping_sub(ip & s).to_le_bytes());
+    }
+    if was && b[0] != 0xff {
+        b[0] = 0xff;
+    } else if !was && b[0] == 0xff {
+        b[0] = 0xaa;
+    }
+}
+
+const ETHERTYPE_ARP: u16 = 0x0806;
+
 impl HeaderRewrite {
     pub fn is_empty(&self) -> bool {
         *self == HeaderRewrite::default()
     }
 
-    /// Rewrites `frame` (Ethernet) in place; true when a byte changed.
+    /// Whether pass `k` is rewritten differently from pass 0 (a preloaded
+    /// first pass cannot simply be repeated).
+    pub fn varies_by_pass(&self) -> bool {
+        self.unique_ip
+    }
+
+    /// Rewrites an Ethernet frame of pass `pass` (0-based) whose original
+    /// length was `orig_len` (more than `frame.len()` when the capture cut
+    /// it).
+    /// `side` is the packet's side of a split (0 without one).
+    pub fn apply_frame(
+        &self,
+        frame: &mut Vec<u8>,
+        orig_len: usize,
+        pass: u64,
+        side: u8,
+    ) -> Rewritten {
+        let cut = orig_len > frame.len();
+        if cut && self.fixlen == Some(FixLen::Del) {
+            return Rewritten::Dropped;
+        }
+        let mut changed = self.vlan.is_some_and(|op| edit_vlan(frame, op));
+        // Length changes make the old checksums meaningless: those frames
+        // get theirs computed (as tcprewrite does).
+        let mut recompute = false;
+        if cut {
+            match self.fixlen {
+                Some(FixLen::Pad) => {
+                    frame.resize(orig_len, 0);
+                    recompute = true;
+                }
+                Some(FixLen::Trunc) => recompute = set_ip_len(frame, None),
+                _ => {}
+            }
+        }
+        if let Some(mtu) = self.mtu_trunc {
+            recompute |= set_ip_len(frame, Some(usize::from(mtu)));
+        }
+        changed |= recompute;
+        changed |= self.edit(frame, pass, recompute, side);
+        if changed {
+            Rewritten::Changed
+        } else {
+            Rewritten::Unchanged
+        }
+    }
+
+    /// Rewrites the fields of `frame` (Ethernet) in place, lengths kept;
+    /// true when a byte changed. Checksums are updated incrementally, or
+    /// computed when `fixcsum` or `recompute`.
     pub fn apply(&self, frame: &mut [u8]) -> bool {
+        self.edit(frame, 0, false, 0)
+    }
+
+    fn edit(&self, frame: &mut [u8], pass: u64, recompute: bool, side: u8) -> bool {
         let mut changed = false;
+        let (dmac, smac) = if side == 0 {
+            (self.enet_dmac, self.enet_smac)
+        } else {
+            (
+                self.enet_dmac_2.or(self.enet_dmac),
+                self.enet_smac_2.or(self.enet_smac),
+            )
+        };
         if frame.len() >= 12 {
-            for (mac, at) in [(self.enet_dmac, 0), (self.enet_smac, 6)] {
+            for (mac, at) in [(dmac, 0), (smac, 6)] {
                 if let Some(m) = mac {
                     if frame[at..at + 6] != m.0 {
                         frame[at..at + 6].copy_from_slice(&m.0);
@@ -220,6 +406,9 @@ impl HeaderRewrite {
         }
         let (layers, extra) = parse_full(frame);
         let Some(ip) = layers.ip else {
+            if layers.ethertype == ETHERTYPE_ARP {
+                changed |= self.edit_arp(frame, layers.l3_offset);
+            }
             return changed;
         };
         let l3 = layers.l3_offset;
@@ -228,6 +417,7 @@ impl HeaderRewrite {
             Ip::V4 { .. } => (l3 + 12, l3 + 16, 4),
             Ip::V6 { .. } => (l3 + 8, l3 + 24, 16),
         };
+        let v4 = matches!(ip, Ip::V4 { .. });
         // A routing header's final hop, not the IPv6 destination field, is
         // in the pseudo header: leave that part of the L4 checksum alone.
         let dst_in_pseudo = match (ip, extra.final_dst) {
@@ -239,23 +429,62 @@ impl HeaderRewrite {
             }
             _ => false,
         };
-        for (maps, at, in_pseudo) in [
-            (&self.srcipmap, src_at, true),
-            (&self.dstipmap, dst_at, dst_in_pseudo),
-        ] {
-            if let Some(m) = maps.iter().find(|m| {
-                let mut probe = frame[at..at + alen].to_vec();
-                m.apply_bytes(&mut probe)
-            }) {
-                let old = frame[at..at + alen].to_vec();
+        let (old_src, old_dst) = (
+            frame[src_at..src_at + alen].to_vec(),
+            frame[dst_at..dst_at + alen].to_vec(),
+        );
+        for (maps, at) in [(&self.srcipmap, src_at), (&self.dstipmap, dst_at)] {
+            if let Some(m) = maps.iter().find(|m| m.matches(&frame[at..at + alen])) {
                 m.apply_bytes(&mut frame[at..at + alen]);
-                if old[..] != frame[at..at + alen] {
-                    if matches!(ip, Ip::V4 { .. }) {
-                        words(&old, &frame[at..at + alen], &mut d.ip);
-                    }
-                    if in_pseudo {
-                        words(&old, &frame[at..at + alen], &mut d.l4);
-                    }
+            }
+        }
+        if let Some((one, two)) = self.endpoints {
+            let (s, d) = if side == 0 { (one, two) } else { (two, one) };
+            for (a, at) in [(s, src_at), (d, dst_at)] {
+                match a {
+                    IpAddr::V4(a) if v4 => frame[at..at + 4].copy_from_slice(&a.octets()),
+                    IpAddr::V6(a) if !v4 => frame[at..at + 16].copy_from_slice(&a.octets()),
+                    _ => {}
+                }
+            }
+        }
+        if let Some(user) = self.seed {
+            let s = mixed_seed(user);
+            for at in [dst_at, src_at] {
+                if v4 {
+                    randomize_v4(&mut frame[at..at + 4], s);
+                } else {
+                    randomize_v6(&mut frame[at..at + 16], s);
+                }
+            }
+        }
+        if self.unique_ip && pass > 0 {
+            unique(frame, src_at + alen - 4, dst_at + alen - 4, pass);
+        }
+        // A multicast destination gets its multicast MAC (tcprewrite does
+        // so since its issue 563), unless the user set the MAC.
+        if old_dst[..] != frame[dst_at..dst_at + alen] && dmac.is_none() && !extra.mpls {
+            let a = &frame[dst_at..dst_at + alen];
+            let mac = if v4 && a[0] & 0xf0 == 0xe0 {
+                Some([0x01, 0x00, 0x5e, a[1] & 0x7f, a[2], a[3]])
+            } else if !v4 && a[0] == 0xff {
+                Some([0x33, 0x33, a[12], a[13], a[14], a[15]])
+            } else {
+                None
+            };
+            if let Some(m) = mac {
+                frame[..6].copy_from_slice(&m);
+                changed = true;
+            }
+        }
+        for (old, at, in_pseudo) in [(&old_src, src_at, true), (&old_dst, dst_at, dst_in_pseudo)] {
+            let new = &frame[at..at + alen];
+            if old[..] != new[..] {
+                if v4 {
+                    words(old, new, &mut d.ip);
+                }
+                if in_pseudo {
+                    words(old, new, &mut d.l4);
                 }
             }
         }
@@ -273,7 +502,9 @@ impl HeaderRewrite {
             }
             Ip::V6 { .. } => {
                 if let Some(op) = self.ttl {
-                    frame[l3 + 7] = op.apply(frame[l3 + 7]);
+                    let old = frame[l3 + 7];
+                    frame[l3 + 7] = op.apply(old);
+                    changed |= frame[l3 + 7] != old;
                 }
             }
         }
@@ -291,20 +522,20 @@ impl HeaderRewrite {
                 }
             }
         }
-        let touched = !d.ip.is_empty()
-            || !d.l4.is_empty()
-            || self.ttl.is_some() && matches!(ip, Ip::V6 { .. });
-        if self.fixcsum {
+        changed |= !d.ip.is_empty() || !d.l4.is_empty();
+        if self.fixcsum || recompute {
             if let Ip::V4 { header_len, .. } = ip {
                 if frame.len() >= l3 + header_len {
                     let c = ipv4_header_checksum(&frame[l3..l3 + header_len]);
+                    changed |= frame[l3 + 10..l3 + 12] != c.to_be_bytes();
                     frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
                 }
             }
+            let before = frame.to_vec();
             complete_checksum(frame);
-            return true;
+            return changed || before[..] != frame[..];
         }
-        if let Ip::V4 { .. } = ip {
+        if v4 && !d.ip.is_empty() {
             let mut c = u16::from_be_bytes([frame[l3 + 10], frame[l3 + 11]]);
             for &(o, n) in &d.ip {
                 c = incremental_update(c, o, n);
@@ -313,17 +544,19 @@ impl HeaderRewrite {
         }
         // The L4 checksum: in this frame when its header is (the first
         // fragment's covers the datagram; the update is linear, so right).
-        if let Some(l4) = layers.l4 {
+        if let Some(l4) = layers.l4.filter(|_| !d.l4.is_empty()) {
             let proto = l4.proto;
             let at = match proto {
                 PROTO_TCP => Some(l4.offset + 16),
                 PROTO_UDP => Some(l4.offset + 6),
+                // ICMPv6 covers the IPv6 pseudo header; ICMP has none.
+                PROTO_ICMPV6 if !v4 => Some(l4.offset + 2),
                 _ => None,
             };
             if let Some(at) = at.filter(|&a| a + 2 <= frame.len()) {
                 let stored = u16::from_be_bytes([frame[at], frame[at + 1]]);
-                let none = proto == PROTO_UDP && stored == 0 && matches!(ip, Ip::V4 { .. });
-                if !none && !d.l4.is_empty() {
+                let none = proto == PROTO_UDP && stored == 0 && v4;
+                if !none {
                     let mut c = stored;
                     for &(o, n) in &d.l4 {
                         c = incremental_update(c, o, n);
@@ -335,8 +568,137 @@ impl HeaderRewrite {
                 }
             }
         }
-        changed || touched
+        changed
     }
+
+    /// ARP requests and replies for IPv4 carry addresses too: the maps and
+    /// `--seed` rewrite them (tcprewrite does; ARP has no checksum).
+    fn edit_arp(&self, frame: &mut [u8], l3: usize) -> bool {
+        let Some(h) = frame.get(l3..l3 + 8) else {
+            return false;
+        };
+        let (pro, hln, pln, op) = (
+            u16::from_be_bytes([h[2], h[3]]),
+            usize::from(h[4]),
+            usize::from(h[5]),
+            u16::from_be_bytes([h[6], h[7]]),
+        );
+        if pro != 0x0800 || pln != 4 || !matches!(op, 1 | 2) {
+            return false;
+        }
+        let spa = l3 + 8 + hln;
+        let tpa = spa + 4 + hln;
+        if tpa + 4 > frame.len() {
+            return false;
+        }
+        let before = frame.to_vec();
+        for (maps, at) in [(&self.srcipmap, spa), (&self.dstipmap, tpa)] {
+            if let Some(m) = maps.iter().find(|m| m.matches(&frame[at..at + 4])) {
+                m.apply_bytes(&mut frame[at..at + 4]);
+            }
+        }
+        if let Some(user) = self.seed {
+            let s = mixed_seed(user);
+            randomize_v4(&mut frame[spa..spa + 4], s);
+            randomize_v4(&mut frame[tpa..tpa + 4], s);
+        }
+        before[..] != frame[..]
+    }
+}
+
+/// `--unique-ip` for pass `k`: the lower of the two 32-bit address tails
+/// moves down by k and the higher up by k (tcpreplay's rule), so both
+/// directions of a flow map onto the same new pair.
+fn unique(frame: &mut [u8], src: usize, dst: usize, k: u64) {
+    let get = |f: &[u8], at: usize| u32::from_be_bytes([f[at], f[at + 1], f[at + 2], f[at + 3]]);
+    let (s, d) = (get(frame, src), get(frame, dst));
+    let k = k as u32;
+    let (s, d) = if d > s {
+        (s.wrapping_sub(k), d.wrapping_add(k))
+    } else {
+        (s.wrapping_add(k), d.wrapping_sub(k))
+    };
+    frame[src..src + 4].copy_from_slice(&s.to_be_bytes());
+    frame[dst..dst + 4].copy_from_slice(&d.to_be_bytes());
+}
+
+/// Adds, removes or edits the outermost VLAN tag; true when changed.
+fn edit_vlan(frame: &mut Vec<u8>, op: VlanOp) -> bool {
+    if frame.len() < 14 {
+        return false;
+    }
+    let outer = u16::from_be_bytes([frame[12], frame[13]]);
+    if outer < 0x0600 {
+        // 802.3 length field: no Ethernet II type to tag in front of.
+        return false;
+    }
+    let tagged = VLAN_TPIDS.contains(&outer) && frame.len() >= 18;
+    let tci = if tagged {
+        u16::from_be_bytes([frame[14], frame[15]])
+    } else {
+        0
+    };
+    let make = |tag: u16, pri: u8, cfi: bool| {
+        (u16::from(pri & 7) << 13) | (u16::from(cfi) << 12) | (tag & 0x0fff)
+    };
+    let old_pri = (tci >> 13) as u8;
+    let old_cfi = tci & 0x1000 != 0;
+    match op {
+        VlanOp::Add {
+            tag,
+            pri,
+            cfi,
+            proto,
+        } => {
+            let t = make(tag, pri.unwrap_or(old_pri), cfi.unwrap_or(old_cfi));
+            let mut hdr = [0u8; 4];
+            hdr[..2].copy_from_slice(&proto.to_be_bytes());
+            hdr[2..].copy_from_slice(&t.to_be_bytes());
+            frame.splice(12..12, hdr);
+            true
+        }
+        VlanOp::Del if tagged => {
+            frame.drain(12..16);
+            true
+        }
+        VlanOp::Edit { tag, pri, cfi } if tagged => {
+            let t = make(
+                tag.unwrap_or(tci & 0x0fff),
+                pri.unwrap_or(old_pri),
+                cfi.unwrap_or(old_cfi),
+            );
+            frame[14..16].copy_from_slice(&t.to_be_bytes());
+            t != tci
+        }
+        _ => false,
+    }
+}
+
+/// Sets the IP length field to what the frame holds (`mtu` None) or cuts
+/// an IP packet longer than `mtu` to it; true when the frame changed.
+/// Later fragments and non-IP frames are left alone.
+fn set_ip_len(frame: &mut Vec<u8>, mtu: Option<usize>) -> bool {
+    let layers = crate::layers::parse_layers(frame);
+    let l3 = layers.l3_offset;
+    let Some(ip) = layers.ip else {
+        return false;
+    };
+    let want = match mtu {
+        Some(m) if frame.len() > l3 + m => m,
+        Some(_) => return false,
+        None => frame.len() - l3,
+    };
+    frame.truncate(l3 + want);
+    match ip {
+        Ip::V4 { total_len, .. } if total_len != want => {
+            frame[l3 + 2..l3 + 4].copy_from_slice(&(want as u16).to_be_bytes());
+        }
+        Ip::V6 { payload_len, .. } if payload_len + 40 != want && want >= 40 => {
+            frame[l3 + 4..l3 + 6].copy_from_slice(&((want - 40) as u16).to_be_bytes());
+        }
+        _ => {}
+    }
+    true
 }
 
 #[cfg(test)]
@@ -381,7 +743,7 @@ mod tests {
             ],
             ttl: Some("-10".parse().unwrap()),
             tos: Some(0xb8),
-            fixcsum: false,
+            ..HeaderRewrite::default()
         }
     }
 
@@ -500,5 +862,105 @@ mod tests {
         }
         // Most mutants still parse far enough to be rewritten.
         assert!(changed > 10_000, "{changed}");
+    }
+
+    #[test]
+    fn vlan_add_edit_del_round_trip() {
+        let orig = frame(PROTO_UDP);
+        let mut f = orig.clone();
+        let add = VlanOp::Add {
+            tag: 45,
+            pri: Some(5),
+            cfi: Some(true),
+            proto: 0x8100,
+        };
+        assert!(edit_vlan(&mut f, add));
+        assert_eq!(f[12..18], [0x81, 0x00, 0xb0, 0x2d, 0x08, 0x00]);
+        let edit = VlanOp::Edit {
+            tag: Some(7),
+            pri: None,
+            cfi: Some(false),
+        };
+        assert!(edit_vlan(&mut f, edit));
+        assert_eq!(f[14..16], [0xa0, 0x07]);
+        assert!(edit_vlan(&mut f, VlanOp::Del));
+        assert_eq!(f, orig);
+        // Nothing to delete or edit on an untagged frame.
+        assert!(!edit_vlan(&mut f, VlanOp::Del));
+        assert!(!edit_vlan(&mut f, edit));
+    }
+
+    #[test]
+    fn fixlen_pads_cut_frames_with_right_checksums_or_drops_them() {
+        let full = frame(PROTO_TCP);
+        let mut cut = full[..full.len() - 4].to_vec();
+        let pad = HeaderRewrite {
+            fixlen: Some(FixLen::Pad),
+            ..HeaderRewrite::default()
+        };
+        assert_eq!(
+            pad.apply_frame(&mut cut, full.len(), 0, 0),
+            Rewritten::Changed
+        );
+        assert_eq!(cut.len(), full.len());
+        assert_eq!(cut[cut.len() - 4..], [0, 0, 0, 0]);
+        verify_checksums(&cut).unwrap();
+        let mut cut = full[..full.len() - 4].to_vec();
+        let trunc = HeaderRewrite {
+            fixlen: Some(FixLen::Trunc),
+            ..HeaderRewrite::default()
+        };
+        assert_eq!(
+            trunc.apply_frame(&mut cut, full.len(), 0, 0),
+            Rewritten::Changed
+        );
+        assert_eq!(
+            usize::from(u16::from_be_bytes([cut[16], cut[17]])),
+            cut.len() - 14
+        );
+        verify_checksums(&cut).unwrap();
+        let del = HeaderRewrite {
+            fixlen: Some(FixLen::Del),
+            ..HeaderRewrite::default()
+        };
+        let mut f = full.clone();
+        assert_eq!(
+            del.apply_frame(&mut f, full.len(), 0, 0),
+            Rewritten::Unchanged
+        );
+        f.truncate(50);
+        assert_eq!(
+            del.apply_frame(&mut f, full.len(), 0, 0),
+            Rewritten::Dropped
+        );
+    }
+
+    #[test]
+    fn unique_ip_moves_both_directions_of_a_flow_together() {
+        let rw = HeaderRewrite {
+            unique_ip: true,
+            ..HeaderRewrite::default()
+        };
+        let fwd = frame(PROTO_TCP);
+        let mut rev = fwd.clone();
+        let (s, d) = (fwd[26..30].to_vec(), fwd[30..34].to_vec());
+        rev[26..30].copy_from_slice(&d);
+        rev[30..34].copy_from_slice(&s);
+        assert!(complete_checksum(&mut rev));
+        let mut f0 = fwd.clone();
+        assert_eq!(
+            rw.apply_frame(&mut f0, fwd.len(), 0, 0),
+            Rewritten::Unchanged
+        );
+        for pass in 1..4 {
+            let (mut a, mut b) = (fwd.clone(), rev.clone());
+            rw.apply_frame(&mut a, fwd.len(), pass, 0);
+            rw.apply_frame(&mut b, rev.len(), pass, 0);
+            assert_eq!(a[26..30], b[30..34], "pass {pass}");
+            assert_eq!(a[30..34], b[26..30], "pass {pass}");
+            assert_ne!(a[26..34], fwd[26..34]);
+            verify_checksums(&a).unwrap();
+            verify_checksums(&b).unwrap();
+        }
     }
 }

@@ -11,6 +11,7 @@ mod doctor;
 mod flows;
 mod inject;
 mod pace;
+mod prep;
 mod profile;
 mod replay;
 mod report;
@@ -24,6 +25,7 @@ pub use doctor::DoctorArgs;
 pub use flows::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
 pub use inject::InjectArgs;
 pub use pace::PaceArgs;
+pub use prep::PrepArgs;
 pub use profile::{
     FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, SelectOpts, SpectrumArgs, SynthArgs,
 };
@@ -59,6 +61,8 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// Build a small trace, replay it (through a veth pair as root, else to a pcap file), analyze the result.
     Demo(DemoArgs),
+    /// Split a trace into client-to-server and server-to-client packets once (tcpprep) and keep the result for replay --split cache:FILE.
+    Prep(PrepArgs),
     /// Time-series archives: convert a CSV into an archive, dump an archive as CSV, play it.
     Series(SeriesArgs),
     /// Generate flows and meta-flows from a session, or import flow records into one.

@@ -6,9 +6,27 @@ use clap::Args;
 use sluice_core::Nanos;
 use sluice_engine::EngineConfig;
 use sluice_sink::SinkSpec;
+use sluice_source::split::SplitMode;
 use sluice_source::ReplayConfig;
-use sluice_wire::{CidrMap, HeaderRewrite, MacAddr, PayloadMode, PortMap, TtlOp};
+use sluice_wire::{CidrMap, FixLen, HeaderRewrite, MacAddr, PayloadMode, PortMap, TtlOp, VlanOp};
+use std::net::IpAddr;
 use std::path::PathBuf;
+
+/// `IP1:IP2` (IPv6 in brackets: `[2001:db8::1]:[2001:db8::2]`), one family.
+fn endpoints(s: &str) -> Result<(IpAddr, IpAddr), String> {
+    let bad = || format!("'{s}': expected IP1:IP2 of one family (IPv6 as [A]:[B])");
+    let (a, b) = if let Some(rest) = s.strip_prefix('[') {
+        let (a, rest) = rest.split_once("]:").ok_or_else(bad)?;
+        (a, rest.trim_start_matches('[').trim_end_matches(']'))
+    } else {
+        s.split_once(':').ok_or_else(bad)?
+    };
+    let (a, b): (IpAddr, IpAddr) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+    if a.is_ipv4() != b.is_ipv4() {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
@@ -17,6 +35,12 @@ pub struct ReplayArgs {
     /// Where packets go: null, pcap:PATH, afpacket:IFACE.
     #[arg(long, short = 't', default_value_t = SinkSpec::Null)]
     pub to: SinkSpec,
+    /// Second output for two-port replay: server-to-client packets of --split leave here, client-to-server by --to.
+    #[arg(long, requires = "split", help_heading = "Two ports")]
+    pub to2: Option<SinkSpec>,
+    /// Which side each packet is on: auto (per flow, its opener is the client), cidr:NET[,NET] (sources in NET are servers), port (the lower port is the server's), cache:FILE (from sluice prep).
+    #[arg(long, value_name = "MODE", help_heading = "Two ports")]
+    pub split: Option<SplitMode>,
 
     /// Speed up (>1) or slow down (<1) the recorded timing.
     #[arg(long, short = 'x', group = "timing")]
@@ -63,12 +87,27 @@ pub struct ReplayArgs {
     /// Destination MAC for frames whose link type has none (default 02:00:00:00:00:02); an Ethernet trace is refused (use --enet-dmac).
     #[arg(long)]
     pub dst_mac: Option<MacAddr>,
-    /// Rewrite every frame's destination MAC (tcprewrite --enet-dmac).
-    #[arg(long, help_heading = "Rewriting (tcprewrite's options)")]
-    pub enet_dmac: Option<MacAddr>,
-    /// Rewrite every frame's source MAC (tcprewrite --enet-smac).
-    #[arg(long, help_heading = "Rewriting (tcprewrite's options)")]
-    pub enet_smac: Option<MacAddr>,
+    /// Rewrite every frame's destination MAC; with --split a second MAC is for server-to-client packets (tcprewrite --enet-dmac).
+    #[arg(
+        long,
+        value_name = "MAC[,MAC]",
+        value_delimiter = ',',
+        num_args = 1,
+        help_heading = "Rewriting (tcprewrite's options)"
+    )]
+    pub enet_dmac: Vec<MacAddr>,
+    /// Rewrite every frame's source MAC, per side as --enet-dmac.
+    #[arg(
+        long,
+        value_name = "MAC[,MAC]",
+        value_delimiter = ',',
+        num_args = 1,
+        help_heading = "Rewriting (tcprewrite's options)"
+    )]
+    pub enet_smac: Vec<MacAddr>,
+    /// With --split: client-to-server packets go from IP1 to IP2, server-to-client from IP2 to IP1.
+    #[arg(long, value_name = "IP1:IP2", value_parser = endpoints, requires = "split", help_heading = "Rewriting (tcprewrite's options)")]
+    pub endpoints: Option<(IpAddr, IpAddr)>,
     /// Map source addresses CIDR to CIDR, host bits kept: 10.0.0.0/8:192.168.0.0/16[,...] (IPv4 or IPv6).
     #[arg(
         long,
@@ -100,6 +139,43 @@ pub struct ReplayArgs {
     /// Set the IPv4 TOS / DiffServ byte.
     #[arg(long, help_heading = "Rewriting (tcprewrite's options)")]
     pub tos: Option<u8>,
+    /// Map source and destination addresses CIDR to CIDR, as --srcipmap and --dstipmap with one list.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["srcipmap", "dstipmap"], help_heading = "Rewriting (tcprewrite's options)")]
+    pub pnat: Vec<CidrMap>,
+    /// Rewrite every IPv4/IPv6 (and ARP) address pseudo-randomly from this seed, as tcprewrite does.
+    #[arg(long, help_heading = "Rewriting (tcprewrite's options)")]
+    pub seed: Option<u32>,
+    /// Move the addresses of each pass after the first apart by the pass number (tcpreplay --unique-ip): every pass makes new flows.
+    #[arg(
+        long,
+        conflicts_with = "preload",
+        help_heading = "Rewriting (tcprewrite's options)"
+    )]
+    pub unique_ip: bool,
+    /// Add a VLAN tag (needs the tag), delete the outermost one, or edit its fields.
+    #[arg(long, value_name = "add|del|edit", value_parser = ["add", "del", "edit"], help_heading = "Rewriting (tcprewrite's options)")]
+    pub enet_vlan: Option<String>,
+    /// VLAN ID of the added or edited tag (0..=4095).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(0..=4095), help_heading = "Rewriting (tcprewrite's options)")]
+    pub enet_vlan_tag: Option<u16>,
+    /// Priority (PCP) of the added or edited tag (0..=7).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7), help_heading = "Rewriting (tcprewrite's options)")]
+    pub enet_vlan_pri: Option<u8>,
+    /// CFI/DEI bit of the added or edited tag (0 or 1).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=1), help_heading = "Rewriting (tcprewrite's options)")]
+    pub enet_vlan_cfi: Option<u8>,
+    /// TPID of an added tag.
+    #[arg(long, default_value = "802.1q", value_parser = ["802.1q", "802.1ad"], help_heading = "Rewriting (tcprewrite's options)")]
+    pub enet_vlan_proto: String,
+    /// Cut IP packets longer than --mtu to it, IP length and checksums set.
+    #[arg(long, help_heading = "Rewriting (tcprewrite's options)")]
+    pub mtu_trunc: bool,
+    /// The MTU of --mtu-trunc, in bytes of L3 packet.
+    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u16).range(68..), requires = "mtu_trunc", help_heading = "Rewriting (tcprewrite's options)")]
+    pub mtu: u16,
+    /// Frames cut by the capture's snap length: pad them back to their length with zeros (checksums right), make the IP length say what was captured, or drop them.
+    #[arg(long, value_name = "pad|trunc|del", value_parser = ["pad", "trunc", "del"], help_heading = "Rewriting (tcprewrite's options)")]
+    pub fixlen: Option<String>,
     /// Recompute every IPv4, TCP and UDP checksum (by default they are updated incrementally, so a wrong one stays wrong).
     #[arg(long, help_heading = "Rewriting (tcprewrite's options)")]
     pub fixcsum: bool,
@@ -113,16 +189,80 @@ pub struct ReplayArgs {
 
 impl ReplayArgs {
     /// The header rewriting these options ask for.
-    pub fn rewrite(&self) -> HeaderRewrite {
-        HeaderRewrite {
-            enet_dmac: self.enet_dmac,
-            enet_smac: self.enet_smac,
-            srcipmap: self.srcipmap.clone(),
-            dstipmap: self.dstipmap.clone(),
+    pub fn rewrite(&self) -> Result<HeaderRewrite, String> {
+        for (name, macs) in [
+            ("--enet-dmac", &self.enet_dmac),
+            ("--enet-smac", &self.enet_smac),
+        ] {
+            if macs.len() > 2 || (macs.len() == 2 && self.split.is_none()) {
+                return Err(format!(
+                    "{name} takes one MAC, or two (client side, server side) with --split"
+                ));
+            }
+        }
+        Ok(HeaderRewrite {
+            enet_dmac: self.enet_dmac.first().copied(),
+            enet_smac: self.enet_smac.first().copied(),
+            enet_dmac_2: self.enet_dmac.get(1).copied(),
+            enet_smac_2: self.enet_smac.get(1).copied(),
+            endpoints: self.endpoints,
+            vlan: self.vlan()?,
+            srcipmap: if self.pnat.is_empty() {
+                self.srcipmap.clone()
+            } else {
+                self.pnat.clone()
+            },
+            dstipmap: if self.pnat.is_empty() {
+                self.dstipmap.clone()
+            } else {
+                self.pnat.clone()
+            },
             portmap: self.portmap.clone(),
             ttl: self.ttl,
             tos: self.tos,
+            mtu_trunc: self.mtu_trunc.then_some(self.mtu),
+            fixlen: match self.fixlen.as_deref() {
+                Some("pad") => Some(FixLen::Pad),
+                Some("trunc") => Some(FixLen::Trunc),
+                Some("del") => Some(FixLen::Del),
+                _ => None,
+            },
+            seed: self.seed,
+            unique_ip: self.unique_ip,
             fixcsum: self.fixcsum,
-        }
+        })
+    }
+
+    fn vlan(&self) -> Result<Option<VlanOp>, String> {
+        let (tag, pri, cfi) = (
+            self.enet_vlan_tag,
+            self.enet_vlan_pri,
+            self.enet_vlan_cfi.map(|c| c == 1),
+        );
+        let given = tag.is_some() || pri.is_some() || cfi.is_some();
+        Ok(match self.enet_vlan.as_deref() {
+            None if given => {
+                return Err("--enet-vlan-tag/-pri/-cfi need --enet-vlan add or edit".into())
+            }
+            None => None,
+            Some("add") => Some(VlanOp::Add {
+                tag: tag.ok_or("--enet-vlan add needs --enet-vlan-tag")?,
+                pri,
+                cfi,
+                proto: if self.enet_vlan_proto == "802.1ad" {
+                    0x88a8
+                } else {
+                    0x8100
+                },
+            }),
+            Some("del") if given => {
+                return Err("--enet-vlan del takes no --enet-vlan-tag/-pri/-cfi".into())
+            }
+            Some("del") => Some(VlanOp::Del),
+            _ if !given => {
+                return Err("--enet-vlan edit needs --enet-vlan-tag, -pri or -cfi".into())
+            }
+            _ => Some(VlanOp::Edit { tag, pri, cfi }),
+        })
     }
 }

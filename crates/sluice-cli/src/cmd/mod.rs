@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod flows;
 pub mod inject;
 pub mod pace;
+pub mod prep;
 pub mod profile;
 pub mod replay;
 pub mod series;

@@ -2,7 +2,7 @@
 //! then run and report.
 
 use crate::args::ReplayArgs;
-use crate::plan::{check_threads, engine_config, send};
+use crate::plan::{check_threads, engine_config, send_two};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::{run_source, EngineConfig};
@@ -12,6 +12,7 @@ use sluice_source::{ReplayConfig, ReplaySource};
 pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let timing = timing_mode(&a)?;
     check_threads(&a.run, &a.to)?;
+    let rewrite = a.rewrite().map_err(|e| bad_input(anyhow!(e)))?;
     let source = ReplaySource::open(ReplayConfig {
         path: a.trace.clone(),
         timing,
@@ -19,7 +20,8 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         src_mac: a.src_mac.unwrap_or(ReplayConfig::default().src_mac),
         dst_mac: a.dst_mac.unwrap_or(ReplayConfig::default().dst_mac),
         link_macs_given: a.src_mac.is_some() || a.dst_mac.is_some(),
-        rewrite: a.rewrite(),
+        rewrite,
+        split: a.split.clone(),
         skip_unsupported: a.skip_unsupported,
         max_gap: a.max_gap,
     })
@@ -32,9 +34,13 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         preload_budget: a.preload_max,
         ..engine_config(&a.run, timing == TimingMode::TopSpeed)
     };
-    send(
+    if let Some(to2) = &a.to2 {
+        check_threads(&a.run, to2)?;
+    }
+    send_two(
         &a.run,
         &a.to,
+        a.to2.as_ref(),
         false,
         &[&a.trace],
         cfg,

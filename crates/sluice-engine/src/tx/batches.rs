@@ -88,7 +88,13 @@ impl Feed for BatchFeed {
         let batch = batch(work);
         let frame = batch.frame(&batch.entries[i]);
         let stamp = core.stamp();
-        match core.sink.send(frame, stamp) {
+        let port = batch.port(i);
+        let sent = if port == 0 {
+            core.sink.send(frame, stamp)
+        } else {
+            core.sink.send_on(port, frame, stamp)
+        };
+        match sent {
             Ok(()) => {
                 core.sent(eps, frame.len());
             }
