@@ -76,35 +76,63 @@ fn mask(bits: u8, width: u32) -> u128 {
 impl CidrMap {
     /// Whether `addr` (4 or 16 bytes) lies in the map's source network.
     pub fn matches(&self, addr: &[u8]) -> bool {
-        let mut probe = [0u8; 16];
-        let probe = &mut probe[..addr.len()];
-        probe.copy_from_slice(addr);
-        self.apply_bytes(probe)
+        self.map(to_int(addr), addr.len() == 4).is_some()
     }
 
-    fn apply_bytes(&self, addr: &mut [u8]) -> bool {
-        let width = (addr.len() * 8) as u32;
-        let v = addr.iter().fold(0u128, |a, &b| (a << 8) | u128::from(b));
-        let (from, to) = (ip_bits(self.from.0), ip_bits(self.to.0));
-        if (self.from.0.is_ipv4() && addr.len() != 4) || (self.from.0.is_ipv6() && addr.len() != 16)
-        {
-            return false;
+    /// Where the address `a` (an integer; IPv4 in the low 32 bits) goes,
+    /// if it lies in the source network.
+    #[inline]
+    fn map(&self, a: u128, v4: bool) -> Option<u128> {
+        if self.from.0.is_ipv4() != v4 {
+            return None;
         }
+        let width = if v4 { 32 } else { 128 };
         let fm = mask(self.from.1, width);
-        if v & fm != from & fm {
-            return false;
+        if a & fm != ip_bits(self.from.0) & fm {
+            return None;
         }
         let tm = mask(self.to.1, width);
-        let new = (to & tm) | (v & !tm & (!0u128 >> (128 - width)));
-        for (i, b) in addr.iter_mut().enumerate() {
-            *b = (new >> (8 * (addr_len(width) - 1 - i))) as u8;
+        Some((ip_bits(self.to.0) & tm) | (a & !tm & mask(width as u8, width)))
+    }
+
+    #[cfg(test)]
+    fn apply_bytes(&self, addr: &mut [u8]) -> bool {
+        match self.map(to_int(addr), addr.len() == 4) {
+            Some(n) => {
+                write_int(addr, n);
+                true
+            }
+            None => false,
         }
-        true
     }
 }
 
-fn addr_len(width: u32) -> usize {
-    (width / 8) as usize
+/// An address of 4 or 16 bytes as an integer.
+#[inline]
+fn to_int(a: &[u8]) -> u128 {
+    match a.len() {
+        4 => u128::from(u32::from_be_bytes([a[0], a[1], a[2], a[3]])),
+        _ => u128::from_be_bytes(a[..16].try_into().expect("16 bytes")),
+    }
+}
+
+#[inline]
+fn write_int(a: &mut [u8], v: u128) {
+    match a.len() {
+        4 => a.copy_from_slice(&(v as u32).to_be_bytes()),
+        _ => a[..16].copy_from_slice(&v.to_be_bytes()),
+    }
+}
+
+/// Checksum word pairs of a changed address (`words` 16-bit words).
+#[inline]
+fn int_words(old: u128, new: u128, words: u32, out: &mut Words) {
+    for i in (0..words).rev() {
+        let (o, n) = ((old >> (16 * i)) as u16, (new >> (16 * i)) as u16);
+        if o != n {
+            out.push((o, n));
+        }
+    }
 }
 
 fn ip_bits(a: IpAddr) -> u128 {
@@ -251,15 +279,45 @@ pub enum Rewritten {
     Dropped,
 }
 
-/// Checksum updates collected while fields change: (old word, new word)
-/// pairs for the IPv4 header and for the L4 checksum.
+/// (old word, new word) pairs of one checksum, kept on the stack: this
+/// runs for every packet.
 #[derive(Default)]
-struct Deltas {
-    ip: Vec<(u16, u16)>,
-    l4: Vec<(u16, u16)>,
+struct Words {
+    pairs: [(u16, u16); 24],
+    len: usize,
 }
 
-fn words(old: &[u8], new: &[u8], out: &mut Vec<(u16, u16)>) {
+impl Words {
+    fn push(&mut self, pair: (u16, u16)) {
+        // At most two IPv6 addresses (16 words), two ports and two IPv4
+        // header words change: the capacity is never reached.
+        if self.len < self.pairs.len() {
+            self.pairs[self.len] = pair;
+            self.len += 1;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn apply(&self, mut csum: u16) -> u16 {
+        for &(o, n) in &self.pairs[..self.len] {
+            csum = incremental_update(csum, o, n);
+        }
+        csum
+    }
+}
+
+/// Checksum updates collected while fields change, for the IPv4 header
+/// and for the L4 checksum.
+#[derive(Default)]
+struct Deltas {
+    ip: Words,
+    l4: Words,
+}
+
+fn words(old: &[u8], new: &[u8], out: &mut Words) {
     for (o, n) in old.chunks(2).zip(new.chunks(2)) {
         let w = |c: &[u8]| u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]);
         if o != n {
@@ -422,20 +480,23 @@ impl HeaderRewrite {
         // in the pseudo header: leave that part of the L4 checksum alone.
         let dst_in_pseudo = match (ip, extra.final_dst) {
             (Ip::V6 { .. }, Some(crate::layers::FinalDst::V6(f))) => {
-                f[..] == frame[dst_at..dst_at + 16]
+                to_int(&f) == to_int(&frame[dst_at..dst_at + 16])
             }
             (Ip::V4 { .. }, Some(crate::layers::FinalDst::V4(f))) => {
-                f[..] == frame[dst_at..dst_at + 4]
+                to_int(&f) == to_int(&frame[dst_at..dst_at + 4])
             }
             _ => false,
         };
         let (old_src, old_dst) = (
-            frame[src_at..src_at + alen].to_vec(),
-            frame[dst_at..dst_at + alen].to_vec(),
+            to_int(&frame[src_at..src_at + alen]),
+            to_int(&frame[dst_at..dst_at + alen]),
         );
-        for (maps, at) in [(&self.srcipmap, src_at), (&self.dstipmap, dst_at)] {
-            if let Some(m) = maps.iter().find(|m| m.matches(&frame[at..at + alen])) {
-                m.apply_bytes(&mut frame[at..at + alen]);
+        for (maps, at, old) in [
+            (&self.srcipmap, src_at, old_src),
+            (&self.dstipmap, dst_at, old_dst),
+        ] {
+            if let Some(n) = maps.iter().find_map(|m| m.map(old, v4)) {
+                write_int(&mut frame[at..at + alen], n);
             }
         }
         if let Some((one, two)) = self.endpoints {
@@ -463,7 +524,11 @@ impl HeaderRewrite {
         }
         // A multicast destination gets its multicast MAC (tcprewrite does
         // so since its issue 563), unless the user set the MAC.
-        if old_dst[..] != frame[dst_at..dst_at + alen] && dmac.is_none() && !extra.mpls {
+        let (new_src, new_dst) = (
+            to_int(&frame[src_at..src_at + alen]),
+            to_int(&frame[dst_at..dst_at + alen]),
+        );
+        if old_dst != new_dst && dmac.is_none() && !extra.mpls {
             let a = &frame[dst_at..dst_at + alen];
             let mac = if v4 && a[0] & 0xf0 == 0xe0 {
                 Some([0x01, 0x00, 0x5e, a[1] & 0x7f, a[2], a[3]])
@@ -477,14 +542,14 @@ impl HeaderRewrite {
                 changed = true;
             }
         }
-        for (old, at, in_pseudo) in [(&old_src, src_at, true), (&old_dst, dst_at, dst_in_pseudo)] {
-            let new = &frame[at..at + alen];
-            if old[..] != new[..] {
+        let n_words = if v4 { 2 } else { 8 };
+        for (old, new, in_pseudo) in [(old_src, new_src, true), (old_dst, new_dst, dst_in_pseudo)] {
+            if old != new {
                 if v4 {
-                    words(old, new, &mut d.ip);
+                    int_words(old, new, n_words, &mut d.ip);
                 }
                 if in_pseudo {
-                    words(old, new, &mut d.l4);
+                    int_words(old, new, n_words, &mut d.l4);
                 }
             }
         }
@@ -527,19 +592,15 @@ impl HeaderRewrite {
             if let Ip::V4 { header_len, .. } = ip {
                 if frame.len() >= l3 + header_len {
                     let c = ipv4_header_checksum(&frame[l3..l3 + header_len]);
-                    changed |= frame[l3 + 10..l3 + 12] != c.to_be_bytes();
                     frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
                 }
             }
-            let before = frame.to_vec();
             complete_checksum(frame);
-            return changed || before[..] != frame[..];
+            return true;
         }
         if v4 && !d.ip.is_empty() {
-            let mut c = u16::from_be_bytes([frame[l3 + 10], frame[l3 + 11]]);
-            for &(o, n) in &d.ip {
-                c = incremental_update(c, o, n);
-            }
+            let c =
+                d.ip.apply(u16::from_be_bytes([frame[l3 + 10], frame[l3 + 11]]));
             frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
         }
         // The L4 checksum: in this frame when its header is (the first
@@ -557,10 +618,7 @@ impl HeaderRewrite {
                 let stored = u16::from_be_bytes([frame[at], frame[at + 1]]);
                 let none = proto == PROTO_UDP && stored == 0 && v4;
                 if !none {
-                    let mut c = stored;
-                    for &(o, n) in &d.l4 {
-                        c = incremental_update(c, o, n);
-                    }
+                    let mut c = d.l4.apply(stored);
                     if proto == PROTO_UDP && c == 0 {
                         c = 0xffff;
                     }
@@ -593,8 +651,9 @@ impl HeaderRewrite {
         }
         let before = frame.to_vec();
         for (maps, at) in [(&self.srcipmap, spa), (&self.dstipmap, tpa)] {
-            if let Some(m) = maps.iter().find(|m| m.matches(&frame[at..at + 4])) {
-                m.apply_bytes(&mut frame[at..at + 4]);
+            let old = to_int(&frame[at..at + 4]);
+            if let Some(n) = maps.iter().find_map(|m| m.map(old, true)) {
+                write_int(&mut frame[at..at + 4], n);
             }
         }
         if let Some(user) = self.seed {
