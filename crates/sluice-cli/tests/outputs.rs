@@ -281,3 +281,20 @@ fn an_output_that_cannot_be_created_exits_1_in_every_command() {
         "pcap over its trace",
     );
 }
+
+/// The demo keeps what it wrote and explains each figure it prints.
+#[test]
+fn the_demo_keeps_its_files_and_explains_its_figures() {
+    let d = tmpdir("demo-keeps");
+    let o = run(&["demo", "--dir", s(&d), "--no-veth", "--packets", "200"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["demo-trace.pcap", "demo-capture.pcap"] {
+        assert!(d.join(f).metadata().unwrap().len() > 1000, "{f}");
+    }
+    let out = String::from_utf8_lossy(&o.stdout);
+    let (_, explained) = out.split_once("== what the figures mean ==").expect("explanations");
+    for figure in ["lost", "reordered", "foreign", "achieved rate", "|D_M - D_R|", "ε", "late"] {
+        assert!(out.contains(figure) || stderr(&o).contains(figure), "{figure} not printed");
+        assert!(explained.contains(figure), "{figure} not explained");
+    }
+}

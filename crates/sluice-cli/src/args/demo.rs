@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
-    /// Keep the demo's files in this directory (default: a temporary one).
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
+    /// Where the demo writes its trace and capture (kept after the run).
+    #[arg(long, default_value = "sluice-demo")]
+    pub dir: PathBuf,
     /// Packets per second of the demo trace.
     #[arg(long, value_parser = rate, default_value = "20k")]
     pub pps: f64,

@@ -14,30 +14,31 @@ use sluice_source::{ReplayConfig, ReplaySource};
 use sluice_sys::output::Output;
 use sluice_wire::{checksum, MacAddr};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+
+/// One line per figure the demo prints.
+const EXPLAIN: &str = "\
+send-time error ε   when each frame left minus when it was due, on the sender (p50 … max)
+late               frames whose ε exceeded 10 µs (--late-threshold)
+inter-arrival      gaps between frames as the receiver's capture saw them
+received/lost      frames of the trace found in the capture, and those missing
+reordered          frames that arrived before one sent earlier
+duplicates/foreign frames seen twice, and frames that are not the trace's
+achieved rate      the capture's rate against the trace's, in %
+|D_M - D_R|        each gap as captured minus the same gap in the trace: the timing error
+                   the receiver saw (a virtual machine that pauses adds tens of µs at
+                   times: `sluice doctor` measures this machine's floor)";
 
 pub fn run(a: DemoArgs) -> Result<u8, Failure> {
     // Signals first: a SIGINT while the veth pair is being set up still
     // leads to its removal (a second one exits at once).
     let stop = signals::install()?;
-    // A private directory (mode 0700, removed on drop), or the user's.
-    let tmp;
-    let dir: PathBuf = match &a.dir {
-        Some(d) => {
-            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-            d.clone()
-        }
-        None => {
-            tmp = tempfile::Builder::new()
-                .prefix("sluice-demo-")
-                .tempdir()
-                .context("creating a temporary directory")?;
-            tmp.path().to_path_buf()
-        }
-    };
+    // The files stay, so the figures can be checked with other tools.
+    let dir = a.dir.clone();
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let trace = dir.join("demo-trace.pcap");
     let gap_ns = (1e9 / a.pps).round() as u64;
     write_trace(&trace, a.packets, gap_ns)?;
@@ -75,9 +76,12 @@ pub fn run(a: DemoArgs) -> Result<u8, Failure> {
         capture.display()
     );
     print!("{}", report.render_text());
-    if a.dir.is_some() {
-        println!("\nfiles kept in {}", dir.display());
-    }
+    println!("\n== what the figures mean ==\n{EXPLAIN}");
+    println!(
+        "\nfiles kept in {}: demo-trace.pcap (what was asked), demo-capture.pcap (what arrived); \
+         e.g. sluice report {0}/demo-capture.pcap -r {0}/demo-trace.pcap -o report.html",
+        dir.display()
+    );
     Ok(if summary.interrupted {
         exit::INTERRUPTED
     } else {
