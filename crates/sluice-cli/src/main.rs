@@ -85,7 +85,7 @@ fn main() -> ExitCode {
     let cli = args::Cli::parse();
     let result = match cli.command {
         args::Command::Replay(a) => cmd::replay::run(*a),
-        args::Command::Analyze(a) => cmd::analyze::run(a),
+        args::Command::Analyze(a) => cmd::analyze::run(*a),
         args::Command::Demo(a) => cmd::demo::run(a),
         args::Command::Series(a) => cmd::series::run(a),
         args::Command::Flows(a) => cmd::flows::run(a),

@@ -292,9 +292,22 @@ fn the_demo_keeps_its_files_and_explains_its_figures() {
         assert!(d.join(f).metadata().unwrap().len() > 1000, "{f}");
     }
     let out = String::from_utf8_lossy(&o.stdout);
-    let (_, explained) = out.split_once("== what the figures mean ==").expect("explanations");
-    for figure in ["lost", "reordered", "foreign", "achieved rate", "|D_M - D_R|", "ε", "late"] {
-        assert!(out.contains(figure) || stderr(&o).contains(figure), "{figure} not printed");
+    let (_, explained) = out
+        .split_once("== what the figures mean ==")
+        .expect("explanations");
+    for figure in [
+        "lost",
+        "reordered",
+        "foreign",
+        "achieved rate",
+        "|D_M - D_R|",
+        "ε",
+        "late",
+    ] {
+        assert!(
+            out.contains(figure) || stderr(&o).contains(figure),
+            "{figure} not printed"
+        );
         assert!(explained.contains(figure), "{figure} not explained");
     }
 }

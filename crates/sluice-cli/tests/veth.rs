@@ -479,3 +479,66 @@ fn environment_failures_exit_1_and_bad_input_exits_2() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("CAP_NET_RAW"), "{}", stderr(&o));
 }
+
+/// `analyze --capture IFACE`: sluice's own capture in the sink namespace
+/// judges a run with no tcpdump, and what it saved holds exactly the frames
+/// the trace has, in order (checked here byte for byte, not by the
+/// analyzer).
+#[test]
+fn analyze_capture_judges_a_run_without_tcpdump() {
+    if !can_run() {
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    let net = Net::up("slc");
+    let d = tmpdir("live-capture");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 3000, 20_000, 64);
+    let saved = d.join("saved.pcap");
+    let mut cap = std::process::Command::new("ip")
+        .args(["netns", "exec", &net.tag])
+        .arg(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "analyze",
+            "--capture",
+            &format!("{}b", net.tag),
+            "--duration",
+            "2s",
+            "--json",
+        ])
+        .arg("-r")
+        .arg(&trace)
+        .arg("--save")
+        .arg(&saved)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(cap.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("capturing on"), "{line}");
+    let o = run(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--to",
+        &format!("afpacket:{}", net.tx()),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = cap.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(out.status.success(), "{line}{rest}");
+    assert!(rest.contains("captured 3000 frames"), "{rest}");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["comparison"]["received"], 3000, "{j}");
+    assert_eq!(j["comparison"]["lost"], 0);
+    let want: Vec<Vec<u8>> = read_all(&trace).into_iter().map(|(_, f)| f).collect();
+    let got: Vec<Vec<u8>> = read_all(&saved).into_iter().map(|(_, f)| f).collect();
+    assert_eq!(got, want);
+    // Kernel timestamps: the saved gaps are about the trace's 20 µs.
+    let times: Vec<u64> = read_all(&saved).into_iter().map(|(t, _)| t).collect();
+    let span = times[times.len() - 1] - times[0];
+    assert!((50_000_000..70_000_000).contains(&span), "span {span} ns");
+}

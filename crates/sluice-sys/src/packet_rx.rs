@@ -1,6 +1,8 @@
 //! Receiving whole frames from one interface: an AF_PACKET raw socket
-//! bound to it, which ignores the frames this host sends there
-//! (`PACKET_IGNORE_OUTGOING`), so a relay never hears itself.
+//! bound to it. A relay's socket ignores the frames this host sends there
+//! (`PACKET_IGNORE_OUTGOING`), so it never hears itself; a capture socket
+//! ([`PacketRx::capture`]) takes both directions, in promiscuous mode, with
+//! the kernel's nanosecond receive time of each frame (`SO_TIMESTAMPNS`).
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
@@ -19,6 +21,17 @@ fn os_err(what: String) -> io::Error {
 impl PacketRx {
     /// Opens a receive socket on `iface`, non-blocking.
     pub fn open(iface: &str) -> io::Result<PacketRx> {
+        Self::open_with(iface, false)
+    }
+
+    /// Opens a capture socket on `iface`: both directions, promiscuous,
+    /// kernel timestamps, a receive buffer as large as the kernel allows
+    /// root (64 MiB), so a burst waits there instead of being dropped.
+    pub fn capture(iface: &str) -> io::Result<PacketRx> {
+        Self::open_with(iface, true)
+    }
+
+    fn open_with(iface: &str, capture: bool) -> io::Result<PacketRx> {
         let cname = std::ffi::CString::new(iface)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in interface name"))?;
         // SAFETY: a valid NUL-terminated string.
@@ -40,23 +53,31 @@ impl PacketRx {
         }
         // SAFETY: fd is a fresh descriptor owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        for (opt, name) in [
-            (libc::PACKET_IGNORE_OUTGOING, "PACKET_IGNORE_OUTGOING"),
-            (libc::PACKET_AUXDATA, "PACKET_AUXDATA"),
-        ] {
-            let one: libc::c_int = 1;
-            // SAFETY: the option takes an int, passed with its size.
-            let rc = unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
+        let opts: &[(i32, i32, i32, &str)] = if capture {
+            &[
+                (libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1, "SO_TIMESTAMPNS"),
+                (libc::SOL_PACKET, libc::PACKET_AUXDATA, 1, "PACKET_AUXDATA"),
+            ]
+        } else {
+            &[
+                (
                     libc::SOL_PACKET,
-                    opt,
-                    (&one as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if rc < 0 {
+                    libc::PACKET_IGNORE_OUTGOING,
+                    1,
+                    "PACKET_IGNORE_OUTGOING",
+                ),
+                (libc::SOL_PACKET, libc::PACKET_AUXDATA, 1, "PACKET_AUXDATA"),
+            ]
+        };
+        for &(level, opt, value, name) in opts {
+            if setsockopt_int(&fd, level, opt, value) < 0 {
                 return Err(os_err(format!("{name} on {iface}")));
+            }
+        }
+        if capture {
+            // Without privilege the kernel caps the buffer: that is fine.
+            if setsockopt_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 64 << 20) < 0 {
+                setsockopt_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 64 << 20);
             }
         }
         // SAFETY: sockaddr_ll is plain old data; all zeroes is valid.
@@ -74,6 +95,25 @@ impl PacketRx {
         };
         if rc < 0 {
             return Err(os_err(format!("cannot bind a packet socket to {iface}")));
+        }
+        if capture {
+            // SAFETY: packet_mreq is plain old data; all zeroes is valid.
+            let mut mr: libc::packet_mreq = unsafe { std::mem::zeroed() };
+            mr.mr_ifindex = index as i32;
+            mr.mr_type = libc::PACKET_MR_PROMISC as u16;
+            // SAFETY: the option takes a packet_mreq, passed with its size.
+            let rc = unsafe {
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_PACKET,
+                    libc::PACKET_ADD_MEMBERSHIP,
+                    (&mr as *const libc::packet_mreq).cast(),
+                    std::mem::size_of::<libc::packet_mreq>() as libc::socklen_t,
+                )
+            };
+            if rc < 0 {
+                return Err(os_err(format!("promiscuous mode on {iface}")));
+            }
         }
         Ok(PacketRx {
             fd,
@@ -95,8 +135,8 @@ impl PacketRx {
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: buf.len(),
         };
-        // Room for one PACKET_AUXDATA message, u64-aligned.
-        let mut control = [0u64; 8];
+        // Room for a PACKET_AUXDATA and a timestamp message, u64-aligned.
+        let mut control = [0u64; 16];
         // SAFETY: msghdr is plain old data; all zeroes is valid.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
         msg.msg_iov = &mut iov;
@@ -117,6 +157,7 @@ impl PacketRx {
             };
         }
         let mut partial_checksum = false;
+        let mut ts_ns = None;
         // SAFETY: the kernel filled `control` and set msg_controllen; the
         // CMSG macros walk it within those bounds, and the auxdata message
         // holds a tpacket_auxdata (read unaligned).
@@ -128,14 +169,55 @@ impl PacketRx {
                         std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
                     partial_checksum = aux.tp_status & libc::TP_STATUS_CSUMNOTREADY != 0;
                 }
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let t: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    ts_ns = Some(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+                }
                 c = libc::CMSG_NXTHDR(&msg, c);
             }
         }
         Ok(Some(Received {
             // MSG_TRUNC returns the real length: a longer frame was cut.
             len: (n as usize).min(buf.len()),
+            orig_len: n as usize,
             partial_checksum,
+            ts_ns,
         }))
+    }
+
+    /// Frames the kernel dropped for want of buffer since the last call
+    /// (`PACKET_STATISTICS`).
+    pub fn drops(&self) -> io::Result<u64> {
+        // SAFETY: tpacket_stats is plain old data; all zeroes is valid.
+        let mut st: libc::tpacket_stats = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: the option fills a tpacket_stats of `len` bytes.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut st as *mut libc::tpacket_stats).cast(),
+                &mut len,
+            )
+        };
+        if rc < 0 {
+            return Err(os_err(format!("PACKET_STATISTICS on {}", self.iface)));
+        }
+        Ok(u64::from(st.tp_drops))
+    }
+}
+
+fn setsockopt_int(fd: &OwnedFd, level: i32, opt: i32, value: i32) -> i32 {
+    // SAFETY: the option takes an int, passed with its size.
+    unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            opt,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
     }
 }
 
@@ -144,9 +226,14 @@ impl PacketRx {
 pub struct Received {
     /// Bytes in the buffer.
     pub len: usize,
+    /// The frame's length on the wire (more than `len` when the buffer
+    /// was too small).
+    pub orig_len: usize,
     /// The L4 checksum was left to offload (`TP_STATUS_CSUMNOTREADY`): the
     /// frame came from a local device and its checksum field is not final.
     pub partial_checksum: bool,
+    /// When the kernel received it (ns since the epoch), on capture sockets.
+    pub ts_ns: Option<u64>,
 }
 
 #[cfg(test)]

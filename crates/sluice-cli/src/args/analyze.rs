@@ -9,7 +9,17 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct AnalyzeArgs {
     /// Capture to analyze (pcap or pcapng).
-    pub capture: PathBuf,
+    #[arg(required_unless_present = "live", conflicts_with = "live")]
+    pub capture: Option<PathBuf>,
+    /// Capture on this interface for --duration (kernel timestamps, promiscuous, both directions), then analyze what arrived: no tcpdump needed.
+    #[arg(long = "capture", value_name = "IFACE", requires = "duration")]
+    pub live: Option<String>,
+    /// With --capture: how long to capture (SIGINT ends it sooner).
+    #[arg(long, value_parser = positive_duration, requires = "live")]
+    pub duration: Option<Nanos>,
+    /// With --capture: keep the capture in this pcap file (default: a temporary file, removed).
+    #[arg(long, value_name = "PATH", requires = "live")]
+    pub save: Option<PathBuf>,
     /// The trace that was sent: match packets by content, report loss, reordering, |D_M − D_R|.
     #[arg(long, short = 'r')]
     pub reference: Option<PathBuf>,
@@ -64,4 +74,13 @@ pub struct AnalyzeArgs {
     /// Flow meter idle timeout: a longer gap ends a flow.
     #[arg(long, value_parser = duration, default_value_t = Nanos(Timeouts::default().idle))]
     pub idle_timeout: Nanos,
+}
+
+impl AnalyzeArgs {
+    /// The capture file to analyze (after `--capture IFACE`, the one made).
+    pub fn capture_path(&self) -> &std::path::Path {
+        self.capture
+            .as_deref()
+            .expect("a capture file, or --capture which makes one first")
+    }
 }

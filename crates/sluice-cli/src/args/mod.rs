@@ -58,7 +58,7 @@ pub enum Command {
     /// per-flow order is kept.
     Replay(Box<ReplayArgs>),
     /// Analyze a capture: counts, rates, inter-arrival times; against a reference: loss, reordering, |D_M − D_R|.
-    Analyze(AnalyzeArgs),
+    Analyze(Box<AnalyzeArgs>),
     /// Build a small trace, replay it (through a veth pair as root, else to a pcap file), analyze the result.
     Demo(DemoArgs),
     /// Split a trace into client-to-server and server-to-client packets once (tcpprep) and keep the result for replay --split cache:FILE.

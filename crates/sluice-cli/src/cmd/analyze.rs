@@ -6,7 +6,7 @@ use anyhow::{anyhow, Context};
 use sluice_analyze::gate::Condition;
 use sluice_pace::TimingMode;
 
-pub fn run(a: AnalyzeArgs) -> Result<u8, Failure> {
+pub fn run(mut a: AnalyzeArgs) -> Result<u8, Failure> {
     // A bad condition is refused before the analysis, not after it.
     let gate = match &a.fail_if {
         Some(spec) => Some(
@@ -21,12 +21,35 @@ pub fn run(a: AnalyzeArgs) -> Result<u8, Failure> {
             )));
         }
     }
+    // Kept alive until the analysis is done (a temporary capture).
+    let _tmp;
+    if let Some(iface) = a.live.clone() {
+        let (path, tmp) = match &a.save {
+            Some(p) => (p.clone(), None),
+            None => {
+                let t = tempfile::Builder::new()
+                    .prefix("sluice-capture-")
+                    .tempdir()
+                    .context("creating a temporary directory")?;
+                (t.path().join("capture.pcap"), Some(t))
+            }
+        };
+        _tmp = tmp;
+        let mut inputs: Vec<&std::path::Path> = Vec::new();
+        if let Some(r) = &a.reference {
+            inputs.push(r);
+        }
+        crate::dest::check(&inputs, &[&path.to_string_lossy()])?;
+        let period = a.duration.expect("clap: --capture requires --duration");
+        super::live_capture::capture(&iface, period, &path)?;
+        a.capture = Some(path);
+    }
     if a.flows {
         return super::analyze_flows::run(&a);
     }
     if let Some(t) = &a.target {
         return super::profile::judge_against(
-            &a.capture,
+            a.capture_path(),
             t,
             a.sample.0,
             a.max_lag,
@@ -47,7 +70,7 @@ pub fn run(a: AnalyzeArgs) -> Result<u8, Failure> {
         timing,
         ..Default::default()
     };
-    let report = sluice_analyze::analyze_with(&a.capture, a.reference.as_deref(), &opts)
+    let report = sluice_analyze::analyze_with(a.capture_path(), a.reference.as_deref(), &opts)
         .map_err(bad_input)?;
     if a.json {
         let text = serde_json::to_string_pretty(&report).context("encoding JSON")?;
@@ -80,7 +103,7 @@ fn judge(gate: Option<&[Condition]>, report: &impl serde::Serialize) -> Result<u
 /// `analyze CAPTURE --gap T | --gaps FILE`: |D_R − D_M| percentiles.
 fn gap_errors(a: &AnalyzeArgs, gate: Option<&[Condition]>) -> Result<u8, Failure> {
     use sluice_analyze::pacing::{gap_errors, parse_gaps, Requested};
-    let cap = super::profile::read_packets(&a.capture)?;
+    let cap = super::profile::read_packets(a.capture_path())?;
     let list;
     let requested = match (&a.gap, &a.gaps) {
         (Some(g), _) => Requested::Constant(g.0),
@@ -95,7 +118,7 @@ fn gap_errors(a: &AnalyzeArgs, gate: Option<&[Condition]>) -> Result<u8, Failure
     let Some(e) = gap_errors(&cap.times, &cap.lens, requested, a.min_size) else {
         return Err(bad_input(anyhow!(
             "{}: no gap to compare (fewer than two frames of at least {} bytes)",
-            a.capture.display(),
+            a.capture_path().display(),
             a.min_size
         )));
     };

@@ -170,7 +170,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
         active: a.active_timeout.0,
         idle: a.idle_timeout.0,
     };
-    let records = collect_flows(&a.capture, t).map_err(bad_input)?;
+    let records = collect_flows(a.capture_path(), t).map_err(bad_input)?;
     let session = match &a.session {
         Some(p) => {
             let s = Session::load(p).map_err(bad_input)?;
@@ -200,7 +200,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
         );
         return Ok(exit::OK);
     }
-    println!("{} flows in {}", records.len(), a.capture.display());
+    println!("{} flows in {}", records.len(), a.capture_path().display());
     for r in records.iter().take(20) {
         let k = &r.key;
         println!(

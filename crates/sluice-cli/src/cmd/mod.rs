@@ -8,6 +8,7 @@ pub mod docs;
 pub mod doctor;
 pub mod flows;
 pub mod inject;
+mod live_capture;
 pub mod pace;
 pub mod prep;
 pub mod profile;
