@@ -236,6 +236,10 @@ fn json_sessions_stamps_and_bad_sessions() {
             "flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1, colour: red}\n",
             "colour",
         ),
+        (
+            "flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1, start: 7}\n",
+            "7: a bare number needs a unit: 7ns",
+        ),
     ] {
         let p = d.join("bad.yaml");
         std::fs::write(&p, bad).unwrap();

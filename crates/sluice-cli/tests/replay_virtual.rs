@@ -449,6 +449,7 @@ fn rates_of_a_too_short_run_are_null_and_zero_values_are_refused_clearly() {
     assert!(s["pps"].is_null() && s["bps"].is_null(), "{s}");
     for (opt, value, says) in [
         ("--duration", "0", "must be more than 0"),
+        ("--duration", "10", "a bare number needs a unit: 10s, 10ms"),
         ("--pps", "0", "a rate must be more than 0"),
     ] {
         let o = run(&["replay", t.to_str().unwrap(), opt, value]);

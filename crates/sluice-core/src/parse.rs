@@ -22,6 +22,8 @@ pub enum ParseError {
     TooLarge(String),
     #[error("'{0}': a rate must be more than 0")]
     ZeroRate(String),
+    #[error("'{0}': a bare number needs a unit: {0}s, {0}ms, {0}us or {0}ns")]
+    NoUnit(String),
 }
 
 fn split_number(s: &str) -> Result<(f64, &str), ParseError> {
@@ -53,14 +55,17 @@ fn checked_u64(v: f64, s: &str) -> Result<u64, ParseError> {
     Ok(v.round() as u64)
 }
 
-/// Parses a duration. A bare number is seconds.
+/// Parses a duration. A bare number is refused (its unit would be a guess),
+/// except 0.
 pub fn parse_duration(s: &str) -> Result<Nanos, ParseError> {
     let (v, unit) = split_number(s)?;
     let scale = match unit {
+        "" if v == 0.0 => 0.0,
+        "" => return Err(ParseError::NoUnit(s.trim().to_string())),
         "ns" => 1.0,
         "us" | "µs" => 1e3,
         "ms" => 1e6,
-        "" | "s" => 1e9,
+        "s" => 1e9,
         "m" | "min" => 60e9,
         "h" => 3600e9,
         _ => {
@@ -116,7 +121,8 @@ mod tests {
         assert_eq!(parse_duration("10us"), Ok(Nanos(10_000)));
         assert_eq!(parse_duration("1.5ms"), Ok(Nanos(1_500_000)));
         assert_eq!(parse_duration("2s"), Ok(Nanos(2_000_000_000)));
-        assert_eq!(parse_duration("3"), Ok(Nanos(3_000_000_000)));
+        assert_eq!(parse_duration("3"), Err(ParseError::NoUnit("3".into())));
+        assert_eq!(parse_duration("0"), Ok(Nanos(0)));
         assert_eq!(parse_duration("1m"), Ok(Nanos(60_000_000_000)));
         assert!(matches!(
             parse_duration("5parsecs"),

@@ -287,7 +287,7 @@ fn write_flow(
         .and_then(|us| us.checked_mul(1000))
         .ok_or_else(|| at("starts more than 584 years after the first record"))?;
     let mut row = format!(
-        "  - {{proto: {}, src: '{}', dst: '{}', sport: {}, dport: {}, start: {start_ns}, packets: {}, bytes: {bytes}",
+        "  - {{proto: {}, src: '{}', dst: '{}', sport: {}, dport: {}, start: {start_ns}ns, packets: {}, bytes: {bytes}",
         proto.name(), r.sa, r.da, r.sp, r.dp, r.ipkt
     );
     if r.ipkt > 1 {

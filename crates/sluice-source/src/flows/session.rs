@@ -8,7 +8,7 @@
 //!     dst: 10.0.0.2
 //!     sport: 40000             # ICMP: the echo identifier
 //!     dport: 80                # ignored for ICMP
-//!     start: 1.5ms             # a duration, or an integer of ns
+//!     start: 1.5ms             # a duration with its unit (bare: only 0)
 //!     packets: 100
 //!     pps: 10                  # or spp: 2 (seconds per packet)
 //!     payload: 64              # or [min, max]: uniform per packet
@@ -146,7 +146,8 @@ impl Proto {
     }
 }
 
-/// A time: integer nanoseconds or a duration string (`1.5ms`).
+/// A time: a duration with its unit (`1.5ms`). A bare number is refused
+/// (as on the command line), 0 excepted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "TimeRepr")]
 pub struct Time(pub Nanos);
@@ -162,7 +163,10 @@ impl TryFrom<TimeRepr> for Time {
     type Error = String;
     fn try_from(r: TimeRepr) -> Result<Self, String> {
         match r {
-            TimeRepr::Ns(n) => Ok(Time(Nanos(n))),
+            TimeRepr::Ns(0) => Ok(Time(Nanos(0))),
+            TimeRepr::Ns(n) => Err(format!(
+                "{n}: a bare number needs a unit: {n}ns, {n}us, {n}ms or {n}s"
+            )),
             TimeRepr::Text(s) => parse_duration(&s).map(Time).map_err(|e| e.to_string()),
         }
     }
