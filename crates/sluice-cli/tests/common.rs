@@ -34,6 +34,11 @@ pub fn read_all(path: &Path) -> Vec<(u64, Vec<u8>)> {
     out
 }
 
+/// The bytes of every packet in a capture.
+pub fn frames_of(path: &Path) -> Vec<Vec<u8>> {
+    read_all(path).into_iter().map(|(_, f)| f).collect()
+}
+
 /// A UDP/IPv4 frame with `seq` at offset 42 (mktrace.py's layout).
 pub fn frame(seq: u64, len: usize) -> Vec<u8> {
     let mut f = vec![2, 0, 0, 0, 0, 0x99, 2, 0, 0, 0, 0, 1, 0x08, 0x00];

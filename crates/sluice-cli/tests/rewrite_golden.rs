@@ -15,10 +15,6 @@ fn golden(name: &str) -> PathBuf {
 
 type Frames = Vec<Vec<u8>>;
 
-fn frames(p: &Path) -> Frames {
-    read_all(p).into_iter().map(|(_, f)| f).collect()
-}
-
 /// Replays `input` with `args` into a pcap; returns (input, sluice, golden)
 /// frames and the 1-based numbers of the frames that differ.
 fn compare(input: &Path, name: &str, args: &[&str]) -> (Frames, Frames, Frames, Vec<usize>) {
@@ -26,7 +22,7 @@ fn compare(input: &Path, name: &str, args: &[&str]) -> (Frames, Frames, Frames, 
     let out = d.join("out.pcap");
     let o = run_to_pcap(&["replay", input.to_str().unwrap()], &out, args);
     assert!(o.status.success(), "{name}: {}", stderr(&o));
-    let (inp, got, want) = (frames(input), frames(&out), frames(&golden(name)));
+    let (inp, got, want) = (frames_of(input), frames_of(&out), frames_of(&golden(name)));
     assert_eq!(got.len(), want.len(), "{name}: frame count");
     let diff = (0..got.len())
         .filter(|&i| got[i] != want[i])

@@ -86,10 +86,6 @@ fn check_sides(trace: &Path, went_a: &[bool]) {
     assert!(went_a.iter().any(|a| !a) && went_a.iter().any(|a| *a));
 }
 
-fn frames(p: &Path) -> Vec<Vec<u8>> {
-    read_all(p).into_iter().map(|(_, f)| f).collect()
-}
-
 #[test]
 fn split_auto_and_its_cache_send_each_side_by_its_port() {
     if !sluice_testkit::require("tshark", "two-port judge") {
@@ -102,7 +98,7 @@ fn split_auto_and_its_cache_send_each_side_by_its_port() {
     let to2 = format!("pcap:{}", b.display());
     let o = run_to_pcap(&["replay", t], &a, &["--to2", &to2, "--split", "auto"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let went_a = assign(&frames(&trace), &frames(&a), &frames(&b));
+    let went_a = assign(&frames_of(&trace), &frames_of(&a), &frames_of(&b));
     check_sides(&trace, &went_a);
 
     // The same split through a cache made by `sluice prep`.
@@ -115,8 +111,8 @@ fn split_auto_and_its_cache_send_each_side_by_its_port() {
     let split = format!("cache:{}", cache.display());
     let o = run_to_pcap(&["replay", t], &a2, &["--to2", &to2, "--split", &split]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(frames(&a2), frames(&a));
-    assert_eq!(frames(&b2), frames(&b));
+    assert_eq!(frames_of(&a2), frames_of(&a));
+    assert_eq!(frames_of(&b2), frames_of(&b));
 
     // A cache made for another trace is refused, naming it.
     let other = testdata("zeek__http_bro.org.pcap");
@@ -164,7 +160,7 @@ fn endpoints_and_macs_follow_the_sides() {
         (&a, 0x0a, [10, 10, 0, 1], [10, 10, 0, 2]),
         (&b, 0x0b, [10, 10, 0, 2], [10, 10, 0, 1]),
     ] {
-        let fs = frames(file);
+        let fs = frames_of(file);
         assert!(!fs.is_empty());
         let mut v4 = 0;
         for f in &fs {
@@ -210,6 +206,6 @@ fn two_veth_links_carry_one_side_each() {
     stop(d1);
     stop(d2);
     assert!(o.status.success(), "{}", stderr(&o));
-    let went_a = assign(&frames(&trace), &frames(&c1), &frames(&c2));
+    let went_a = assign(&frames_of(&trace), &frames_of(&c1), &frames_of(&c2));
     check_sides(&trace, &went_a);
 }

@@ -534,9 +534,7 @@ fn analyze_capture_judges_a_run_without_tcpdump() {
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["comparison"]["received"], 3000, "{j}");
     assert_eq!(j["comparison"]["lost"], 0);
-    let want: Vec<Vec<u8>> = read_all(&trace).into_iter().map(|(_, f)| f).collect();
-    let got: Vec<Vec<u8>> = read_all(&saved).into_iter().map(|(_, f)| f).collect();
-    assert_eq!(got, want);
+    assert_eq!(frames_of(&saved), frames_of(&trace));
     // Kernel timestamps: the saved gaps are about the trace's 20 µs.
     let times: Vec<u64> = read_all(&saved).into_iter().map(|(t, _)| t).collect();
     let span = times[times.len() - 1] - times[0];
