@@ -496,9 +496,13 @@ fn analyze_measures_against_the_runs_timing_and_gates_on_thresholds() {
     let trace = d.join("t.pcap");
     write_trace(&trace, 1000, 1_000_000, 100);
     let out = d.join("out.pcap");
-    assert!(replay_to_pcap(&trace, &out, &["--pps", "10k"])
-        .status
-        .success());
+    let summary = d.join("run.json");
+    let sm = summary.to_str().unwrap();
+    assert!(
+        replay_to_pcap(&trace, &out, &["--pps", "10k", "--summary-json", sm])
+            .status
+            .success()
+    );
     let (t, o) = (trace.to_str().unwrap(), out.to_str().unwrap());
     let json = |extra: &[&str]| -> serde_json::Value {
         let mut args = vec!["analyze", o, "-r", t, "--json"];
@@ -514,6 +518,8 @@ fn analyze_measures_against_the_runs_timing_and_gates_on_thresholds() {
     assert!(c["rate_err_pct"].as_f64().unwrap().abs() < 0.01, "{c}");
     assert_eq!(c["gap_err"]["max_ns"].as_u64(), Some(0), "{c}");
     assert_eq!(c["lost"].as_u64(), Some(0), "{c}");
+    // The run's own summary says the same.
+    assert_eq!(json(&["--run", sm])["comparison"], *c);
     // -x 2 on a run at -x 2 is exact too.
     assert!(replay_to_pcap(&trace, &out, &["-x", "2"]).status.success());
     let scaled = json(&["-x", "2"]);

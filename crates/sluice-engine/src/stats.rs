@@ -248,9 +248,24 @@ pub struct Summary {
     /// dropped at a full backlog, the backlog, the return path).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub source: std::collections::BTreeMap<String, u64>,
+    /// How a replay was timed (`analyze --run` reads it back to schedule
+    /// the reference as the run did); absent for other commands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timing: Option<RunTiming>,
     /// Stopped by a signal before the end.
     pub interrupted: bool,
     pub warnings: Vec<String>,
+}
+
+/// A replay's timing mode in a summary: `recorded` (with `multiplier`),
+/// `pps`, `mbps` (with `rate`) or `topspeed`.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct RunTiming {
+    pub mode: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplier: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
 }
 
 impl Summary {

@@ -32,6 +32,9 @@ pub struct AnalyzeArgs {
     /// With --reference: the run scaled the recorded timing (`replay -x`).
     #[arg(long, short = 'x', requires = "reference", group = "timing")]
     pub multiplier: Option<f64>,
+    /// With --reference: the run's --summary-json, whose recorded timing mode (--pps, --mbps, -x or recorded) schedules the reference.
+    #[arg(long, value_name = "SUMMARY", requires = "reference", group = "timing")]
+    pub run: Option<PathBuf>,
     /// Exit 4 when a figure crosses a threshold, e.g. 'lost>0,p99_ns>50000,rate_err_pct>0.1': each KEY OP NUMBER (> >= < <= ==), KEY a figure of the --json output by name or dotted path; a figure that is null fails.
     #[arg(long, conflicts_with_all = ["target", "flows"])]
     pub fail_if: Option<String>,

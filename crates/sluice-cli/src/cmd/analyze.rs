@@ -60,10 +60,11 @@ pub fn run(mut a: AnalyzeArgs) -> Result<u8, Failure> {
     if a.gap.is_some() || a.gaps.is_some() {
         return gap_errors(&a, gate.as_deref());
     }
-    let timing = match (a.pps, a.mbps, a.multiplier) {
-        (Some(p), _, _) => TimingMode::Pps(p),
-        (_, Some(m), _) => TimingMode::Mbps(m),
-        (_, _, Some(x)) => TimingMode::Recorded { multiplier: x },
+    let timing = match (a.pps, a.mbps, a.multiplier, &a.run) {
+        (Some(p), ..) => TimingMode::Pps(p),
+        (_, Some(m), ..) => TimingMode::Mbps(m),
+        (_, _, Some(x), _) => TimingMode::Recorded { multiplier: x },
+        (_, _, _, Some(run)) => run_timing(run)?,
         _ => TimingMode::Recorded { multiplier: 1.0 },
     };
     let opts = sluice_analyze::Options {
@@ -131,4 +132,41 @@ fn gap_errors(a: &AnalyzeArgs, gate: Option<&[Condition]>) -> Result<u8, Failure
         print!("{}", e.render_text());
     }
     judge(gate, &e)
+}
+
+/// The timing mode a replay's `--summary-json` recorded.
+fn run_timing(path: &std::path::Path) -> Result<TimingMode, Failure> {
+    let name = path.display();
+    let text = sluice_source::text::read_bounded(path, 64 << 20)
+        .map_err(|e| bad_input(anyhow!("{name}: {e}")))?;
+    #[derive(serde::Deserialize)]
+    struct Run {
+        timing: Option<sluice_engine::RunTiming>,
+    }
+    let run: Run = serde_json::from_str(&text)
+        .map_err(|e| bad_input(anyhow!("{name}: not a --summary-json file: {e}")))?;
+    let Some(t) = run.timing else {
+        return Err(bad_input(anyhow!(
+            "{name}: timing: absent (only replay summaries record it)"
+        )));
+    };
+    let positive = |v: Option<f64>, key: &str| match v {
+        Some(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(bad_input(anyhow!(
+            "{name}: timing.{key}: a positive number is needed"
+        ))),
+    };
+    Ok(match t.mode.as_str() {
+        "recorded" => TimingMode::Recorded {
+            multiplier: positive(t.multiplier, "multiplier")?,
+        },
+        "pps" => TimingMode::Pps(positive(t.rate, "rate")?),
+        "mbps" => TimingMode::Mbps(positive(t.rate, "rate")?),
+        "topspeed" => {
+            return Err(bad_input(anyhow!(
+                "{name}: the run was at top speed: no requested timing to compare with"
+            )))
+        }
+        m => return Err(bad_input(anyhow!("{name}: timing.mode: unknown '{m}'"))),
+    })
 }
