@@ -383,6 +383,9 @@ fn randomize_v6(b: &mut [u8], seed: u32) {
 
 const ETHERTYPE_ARP: u16 = 0x0806;
 
+/// `--fixlen pad` pads to at most this (libpcap's largest snap length).
+pub const MAX_PADDED: usize = 262_144;
+
 impl HeaderRewrite {
     pub fn is_empty(&self) -> bool {
         *self == HeaderRewrite::default()
@@ -416,7 +419,10 @@ impl HeaderRewrite {
         if cut {
             match self.fixlen {
                 Some(FixLen::Pad) => {
-                    frame.resize(orig_len, 0);
+                    // A corrupt original length must not become an
+                    // allocation: no frame is longer than the largest
+                    // snap length.
+                    frame.resize(orig_len.min(MAX_PADDED), 0);
                     recompute = true;
                 }
                 Some(FixLen::Trunc) => recompute = set_ip_len(frame, None),
