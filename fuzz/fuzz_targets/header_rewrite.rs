@@ -15,14 +15,18 @@ fuzz_target!(|data: &[u8]| {
     let base = HeaderRewrite {
         enet_dmac: Some("02:00:00:00:00:42".parse().unwrap()),
         enet_smac: Some("02:00:00:00:00:43".parse().unwrap()),
-        srcipmap: vec!["0.0.0.0/0:10.0.0.0/8".parse().unwrap(), "::/0:2001:db8::/32".parse().unwrap()],
+        srcipmap: vec![
+            "0.0.0.0/0:10.0.0.0/8".parse().unwrap(),
+            "::/0:2001:db8::/32".parse().unwrap(),
+        ],
         dstipmap: vec!["0.0.0.0/1:192.0.2.0/24".parse().unwrap()],
         portmap: vec!["0-65535:9".parse().unwrap()],
         ttl: Some("-1".parse().unwrap()),
         tos: Some(0xb8),
         seed: (sel & 1 == 1).then_some(55),
         unique_ip: sel & 2 == 2,
-        endpoints: (sel & 4 == 4).then(|| ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap())),
+        endpoints: (sel & 4 == 4)
+            .then(|| ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap())),
         fixcsum: sel & 8 == 8,
         ..HeaderRewrite::default()
     };
@@ -31,9 +35,18 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(f.len(), frame.len());
     let sized = HeaderRewrite {
         vlan: Some(match sel >> 4 & 3 {
-            0 => VlanOp::Add { tag: 7, pri: None, cfi: None, proto: 0x88a8 },
+            0 => VlanOp::Add {
+                tag: 7,
+                pri: None,
+                cfi: None,
+                proto: 0x88a8,
+            },
             1 => VlanOp::Del,
-            _ => VlanOp::Edit { tag: Some(9), pri: Some(3), cfi: None },
+            _ => VlanOp::Edit {
+                tag: Some(9),
+                pri: Some(3),
+                cfi: None,
+            },
         }),
         mtu_trunc: (sel & 0x40 != 0).then_some(68),
         fixlen: Some([FixLen::Pad, FixLen::Trunc, FixLen::Del][usize::from(sel >> 6) % 3]),
