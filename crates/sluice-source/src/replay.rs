@@ -193,7 +193,10 @@ impl ReplaySource {
             if !self.cfg.rewrite.is_empty() {
                 // The original length counts from the Ethernet header
                 // built above (link headers of other types differ).
-                let orig = packet.orig_len as usize + buf.len() - packet.data.len();
+                // (A trace may claim an original length below the
+                // captured one: that frame is not cut.)
+                let orig = (packet.orig_len as usize).max(packet.data.len()) + buf.len()
+                    - packet.data.len();
                 match self.cfg.rewrite.apply_frame(buf, orig, self.passes, side) {
                     Rewritten::Changed => self.headers_rewritten += 1,
                     Rewritten::Unchanged => {}
