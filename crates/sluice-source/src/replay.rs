@@ -266,8 +266,15 @@ impl Source for ReplaySource {
                 r.counters.push(("dropped_cut_frames", self.dropped_cut));
             }
         }
-        if self.splitter.is_some() {
+        if let Some(sp) = &self.splitter {
             r.counters.push(("server_to_client_packets", self.side_1));
+            if sp.by_port > 0 {
+                r.notes.push(format!(
+                    "--split auto: the trace has more than {} flows; {} packets of the flows beyond were split by port",
+                    crate::split::MAX_FLOWS,
+                    sp.by_port
+                ));
+            }
         }
         r.notes
             .extend(self.schedule.gaps.notes(&self.file, "packet", true));

@@ -109,7 +109,14 @@ pub struct Splitter {
     cache_name: String,
     /// Flow hash -> the client's address and port.
     clients: HashMap<u64, End>,
+    /// Packets of flows `auto` had no room to remember, split by port.
+    pub by_port: u64,
+    max_flows: usize,
 }
+
+/// Most flows `auto` remembers (tens of bytes each): a trace with more
+/// splits the flows beyond them by port, so memory stays bounded.
+pub const MAX_FLOWS: usize = 4 << 20;
 
 /// One end of a packet: address (IPv4 in the first 4 bytes), port (0
 /// without TCP/UDP).
@@ -144,6 +151,11 @@ fn ends(frame: &[u8]) -> Option<(End, End, Option<u8>)> {
     Some(((src, sp), (dst, dp), flags))
 }
 
+/// `port` mode: the lower of two TCP/UDP ports is the server's.
+fn by_port(src: End, dst: End) -> u8 {
+    u8::from(src.1 != 0 && dst.1 != 0 && src.1 < dst.1)
+}
+
 impl Splitter {
     /// `trace` is the file the cache must have been made for.
     pub fn new(mode: SplitMode, trace: &Path) -> Result<Self, String> {
@@ -168,6 +180,8 @@ impl Splitter {
             cache,
             cache_name,
             clients: HashMap::new(),
+            by_port: 0,
+            max_flows: MAX_FLOWS,
         })
     }
 
@@ -192,9 +206,13 @@ impl Splitter {
                 let a = if v4 { &src.0[..4] } else { &src.0[..] };
                 u8::from(nets.iter().any(|n| n.matches(a)))
             }
-            SplitMode::Port => u8::from(src.1 != 0 && dst.1 != 0 && src.1 < dst.1),
+            SplitMode::Port => by_port(src, dst),
             _ => {
                 let key = flow_hash(frame);
+                if self.clients.len() >= self.max_flows && !self.clients.contains_key(&key) {
+                    self.by_port += 1;
+                    return Ok(by_port(src, dst));
+                }
                 // A SYN-ACK seen first: its destination opened the flow.
                 let synack = flags.is_some_and(|f| f & 0x12 == 0x12);
                 let client = *self
@@ -294,6 +312,23 @@ mod tests {
         assert_eq!(sp.side(1, &syn).unwrap(), 0);
         // Non-IP: client side.
         assert_eq!(sp.side(2, &[0u8; 20]).unwrap(), 0);
+    }
+
+    #[test]
+    fn auto_remembers_a_bounded_number_of_flows_then_splits_by_port() {
+        let mut sp = Splitter::new(SplitMode::Auto, Path::new("/nonexistent")).unwrap();
+        sp.max_flows = 2;
+        let s = [192, 168, 1, 9];
+        for i in 0..2u8 {
+            // A flow first seen from its server's side: remembered as such.
+            let reply = tcp(s, 80, [10, 0, 0, i], 40000, 0x10);
+            assert_eq!(sp.side(0, &reply).unwrap(), 0);
+            assert_eq!(sp.side(1, &reply).unwrap(), 0);
+        }
+        // A third flow: no room, so the lower port (80) is the server's.
+        let reply = tcp(s, 80, [10, 0, 0, 7], 40000, 0x10);
+        assert_eq!(sp.side(2, &reply).unwrap(), 1);
+        assert_eq!((sp.clients.len(), sp.by_port), (2, 1));
     }
 
     #[test]
