@@ -520,6 +520,20 @@ fn analyze_measures_against_the_runs_timing_and_gates_on_thresholds() {
     assert_eq!(c["lost"].as_u64(), Some(0), "{c}");
     // The run's own summary says the same.
     assert_eq!(json(&["--run", sm])["comparison"], *c);
+    // analyze and report share the timing options and their checks.
+    let page = d.join("r.html");
+    for cmd in [
+        &["analyze", o][..],
+        &["report", o, "-o", page.to_str().unwrap()],
+    ] {
+        let r = run(&[cmd, &["-r", t, "-x", "0"]].concat());
+        assert_eq!(r.status.code(), Some(2), "{cmd:?}: {}", stderr(&r));
+        assert!(
+            stderr(&r).contains("--multiplier: 0 is not a positive"),
+            "{}",
+            stderr(&r)
+        );
+    }
     // -x 2 on a run at -x 2 is exact too.
     assert!(replay_to_pcap(&trace, &out, &["-x", "2"]).status.success());
     let scaled = json(&["-x", "2"]);

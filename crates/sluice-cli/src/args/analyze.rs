@@ -1,6 +1,7 @@
 //! `sluice analyze` arguments.
 
-use super::values::{duration, positive_duration, rate};
+use super::common::RefTiming;
+use super::values::{duration, positive_duration};
 use clap::Args;
 use sluice_analyze::Timeouts;
 use sluice_core::Nanos;
@@ -23,15 +24,8 @@ pub struct AnalyzeArgs {
     /// The trace that was sent: match packets by content, report loss, reordering, |D_M − D_R|.
     #[arg(long, short = 'r')]
     pub reference: Option<PathBuf>,
-    /// With --reference: the run sent at a fixed packet rate (`replay --pps`); |D_M − D_R| is measured against that.
-    #[arg(long, value_parser = rate, requires = "reference", group = "timing")]
-    pub pps: Option<f64>,
-    /// With --reference: the run sent at a fixed bit rate over frame bytes (`replay --mbps`).
-    #[arg(long, value_parser = rate, requires = "reference", group = "timing")]
-    pub mbps: Option<f64>,
-    /// With --reference: the run scaled the recorded timing (`replay -x`).
-    #[arg(long, short = 'x', requires = "reference", group = "timing")]
-    pub multiplier: Option<f64>,
+    #[command(flatten)]
+    pub timing: RefTiming,
     /// With --reference: the run's --summary-json, whose recorded timing mode (--pps, --mbps, -x or recorded) schedules the reference.
     #[arg(long, value_name = "SUMMARY", requires = "reference", group = "timing")]
     pub run: Option<PathBuf>,

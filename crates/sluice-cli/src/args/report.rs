@@ -1,6 +1,6 @@
 //! `sluice report` arguments.
 
-use super::values::rate;
+use super::common::RefTiming;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -14,15 +14,8 @@ pub struct ReportArgs {
     /// With a capture: the trace that was sent (loss, reordering, |D_M − D_R|).
     #[arg(long, short = 'r')]
     pub reference: Option<PathBuf>,
-    /// With a reference: the run sent at this fixed packet rate (as replay's pps option).
-    #[arg(long, value_parser = rate, requires = "reference", group = "timing")]
-    pub pps: Option<f64>,
-    /// With a reference: the run sent at this fixed bit rate (as replay's mbps option).
-    #[arg(long, value_parser = rate, requires = "reference", group = "timing")]
-    pub mbps: Option<f64>,
-    /// With a reference: the run scaled the recorded timing by this (as replay's multiplier).
-    #[arg(long, short = 'x', requires = "reference", group = "timing")]
-    pub multiplier: Option<f64>,
+    #[command(flatten)]
+    pub timing: RefTiming,
     /// The page's title (default: the input's name).
     #[arg(long)]
     pub title: Option<String>,

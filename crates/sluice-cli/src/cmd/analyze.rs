@@ -14,13 +14,7 @@ pub fn run(mut a: AnalyzeArgs) -> Result<u8, Failure> {
         ),
         None => None,
     };
-    if let Some(x) = a.multiplier {
-        if !(x.is_finite() && x > 0.0) {
-            return Err(bad_input(anyhow!(
-                "--multiplier: {x} is not a positive number"
-            )));
-        }
-    }
+    let asked = a.timing.mode().map_err(|e| bad_input(anyhow!(e)))?;
     // Kept alive until the analysis is done (a temporary capture).
     let _tmp;
     if let Some(iface) = a.live.clone() {
@@ -60,12 +54,10 @@ pub fn run(mut a: AnalyzeArgs) -> Result<u8, Failure> {
     if a.gap.is_some() || a.gaps.is_some() {
         return gap_errors(&a, gate.as_deref());
     }
-    let timing = match (a.pps, a.mbps, a.multiplier, &a.run) {
-        (Some(p), ..) => TimingMode::Pps(p),
-        (_, Some(m), ..) => TimingMode::Mbps(m),
-        (_, _, Some(x), _) => TimingMode::Recorded { multiplier: x },
-        (_, _, _, Some(run)) => run_timing(run)?,
-        _ => TimingMode::Recorded { multiplier: 1.0 },
+    let timing = match (asked, &a.run) {
+        (Some(t), _) => t,
+        (None, Some(run)) => run_timing(run)?,
+        (None, None) => TimingMode::Recorded { multiplier: 1.0 },
     };
     let opts = sluice_analyze::Options {
         timing,

@@ -221,12 +221,11 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
 /// Rate over time, inter-arrival times and, with a reference, the
 /// comparison; the busiest flows.
 fn capture_report(a: &ReportArgs) -> Result<String, Failure> {
-    let timing = match (a.pps, a.mbps, a.multiplier) {
-        (Some(p), _, _) => TimingMode::Pps(p),
-        (_, Some(m), _) => TimingMode::Mbps(m),
-        (_, _, Some(x)) => TimingMode::Recorded { multiplier: x },
-        _ => TimingMode::Recorded { multiplier: 1.0 },
-    };
+    let timing = a
+        .timing
+        .mode()
+        .map_err(|e| bad_input(anyhow!(e)))?
+        .unwrap_or(TimingMode::Recorded { multiplier: 1.0 });
     let opts = sluice_analyze::Options {
         timing,
         ..Default::default()
