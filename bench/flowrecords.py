@@ -35,7 +35,7 @@ def main():
         k = key(f["proto"], f["src"], f["dst"], f["sport"], f["dport"])
         g = got.setdefault(k, [0, 0, f["first_ns"] / 1e9])
         g[0] += f["packets"]
-        g[1] += f["bytes"]
+        g[1] += f["ip_bytes"]
         g[2] = min(g[2], f["first_ns"] / 1e9)
     offs = sorted(got[k][2] - want[k][2] for k in want if k in got)
     off = offs[len(offs) // 2] if offs else 0

@@ -104,7 +104,7 @@ timing() {
   "$judges/peers.sh" timing | tee -a "$results"
   for t in c10k c100k c500k; do
     capture_run "sluice_$t" "$sluice" replay "$work/$t.pcap" --to afpacket:va -q --summary-json "$work/$t.json"
-    say "peer=sluice mode=recorded trace=$t $(python3 "$judges/gaperr.py" "$work/$t.pcap" "$work/cap_sluice_$t.pcap" --oneline) eps_p99_ns=$(json "$work/$t.json" "['eps']['p99_ns']")"
+    say "peer=sluice mode=recorded trace=$t $(python3 "$judges/gaperr.py" "$work/$t.pcap" "$work/cap_sluice_$t.pcap" --oneline) eps_p99_ns=$(json "$work/$t.json" "['eps']['percentiles']['p99_ns']")"
   done
 }
 
@@ -119,7 +119,7 @@ big() {
   sync; echo 3 > /proc/sys/vm/drop_caches
   /usr/bin/time -f "%M" -o "$work/rss_rec" "$sluice" replay "$work/big.pcap" --to afpacket:va -q \
     --summary-json "$work/br.json" 2>/dev/null
-  say "recorded 100 kpps: eps max $(json "$work/br.json" "['eps']['max_ns']") ns, late(>10us) $(json "$work/br.json" "['late']"), max RSS $(( $(cat "$work/rss_rec") / 1024 )) MiB"
+  say "recorded 100 kpps: eps max $(json "$work/br.json" "['eps']['percentiles']['max_ns']") ns, late(>10us) $(json "$work/br.json" "['late']"), max RSS $(( $(cat "$work/rss_rec") / 1024 )) MiB"
 }
 
 : > "$results"

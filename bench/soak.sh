@@ -59,7 +59,7 @@ later = [kib for t, kib in rss if t - t0 >= 60]
 growth_kib = (max(later) - min(later)) if later else 0
 sent = summary["packets"]
 print(f"duration {summary['duration_s']:.0f} s, sent {sent}, received {received}, "
-      f"pps {summary['pps']:.1f}, eps p99 {summary['eps']['p99_ns']} ns")
+      f"pps {summary['pps']:.1f}, eps p99 {summary['eps']['percentiles']['p99_ns']} ns")
 print("rate error per window (%): " + " ".join(f"{e:+.4f}" for e in windows))
 print(f"worst window {worst:.4f} % (target ±0.01 %): {'ok' if worst <= 0.01 else 'MISSED'}")
 print(f"RSS growth after the first minute {growth_kib} KiB (target < 1024): "

@@ -169,7 +169,7 @@ mod tests {
             (179, 0, 0, 0)
         );
         assert_eq!((c.received, c.reordered, c.rate_err_pct), (179, 0, 0.0));
-        assert_eq!(c.gap_err.unwrap().max_ns, 0);
+        assert_eq!(c.gap_err.unwrap().percentiles.max_ns, 0);
 
         // The cut copy as capture: the first 99 arrive.
         let c = analyze(&cut, Some(&full)).unwrap().comparison.unwrap();
@@ -205,8 +205,8 @@ mod tests {
             .iat
             .unwrap();
         assert_eq!(
-            (iat.min_ns, iat.max_ns, iat.count),
-            (exact.min_ns, exact.max_ns, exact.count)
+            (iat.min_ns, iat.percentiles.max_ns, iat.count),
+            (exact.min_ns, exact.percentiles.max_ns, exact.count)
         );
     }
 }

@@ -139,7 +139,7 @@ mod tests {
         assert_eq!(c.rate_err_pct, 0.0);
         assert_eq!(c.requested_span_s, 9e-6);
         let g = c.gap_err.unwrap();
-        assert_eq!((g.count, g.max_ns, g.mean_ns), (9, 0, 0.0));
+        assert_eq!((g.count, g.percentiles.max_ns, g.mean_ns), (9, 0, 0.0));
     }
 
     #[test]
@@ -157,7 +157,14 @@ mod tests {
         // 0 0 0 300 300 0 0.
         let g = c.gap_err.unwrap();
         assert_eq!(g.count, 7);
-        assert_eq!((g.p50_ns, g.p90_ns, g.max_ns), (0, 300, 300));
+        assert_eq!(
+            (
+                g.percentiles.p50_ns,
+                g.percentiles.p90_ns,
+                g.percentiles.max_ns
+            ),
+            (0, 300, 300)
+        );
         assert!((g.mean_ns - 600.0 / 7.0).abs() < 1e-12);
         // Spans equal: index 0..9 is 9000 ns in both.
         assert_eq!(c.rate_err_pct, 0.0);
@@ -172,7 +179,7 @@ mod tests {
         let c = Comparison::from_matcher(&m, usize::MAX, None);
         let want = (9000.0f64 / 9900.0 - 1.0) * 100.0;
         assert_eq!(c.rate_err_pct, want);
-        assert_eq!(c.gap_err.unwrap().p50_ns, 100);
+        assert_eq!(c.gap_err.unwrap().percentiles.p50_ns, 100);
     }
 
     #[test]
@@ -200,6 +207,14 @@ mod tests {
         // (1,2): |2000-1000| = 1000, (2,3): |-1000-1000| = 2000,
         // (3,4): |2000-1000| = 1000, the other six 0.
         let g = c.gap_err.unwrap();
-        assert_eq!((g.count, g.max_ns, g.p90_ns, g.p50_ns), (9, 2000, 2000, 0));
+        assert_eq!(
+            (
+                g.count,
+                g.percentiles.max_ns,
+                g.percentiles.p90_ns,
+                g.percentiles.p50_ns
+            ),
+            (9, 2000, 2000, 0)
+        );
     }
 }

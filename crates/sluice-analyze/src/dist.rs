@@ -16,43 +16,9 @@
 //! does not depend on the spill.
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
 
 /// Summary of a set of non-negative nanosecond values.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Dist {
-    /// Number of values.
-    pub count: u64,
-    /// Smallest value.
-    pub min_ns: u64,
-    /// Arithmetic mean (exact sum divided by the count).
-    pub mean_ns: f64,
-    /// Population standard deviation (divides by `count`).
-    pub stddev_ns: f64,
-    /// Median: `sorted[min(n-1, int(0.5 n))]`.
-    pub p50_ns: u64,
-    /// 90th percentile, same rank rule.
-    pub p90_ns: u64,
-    /// 99th percentile, same rank rule.
-    pub p99_ns: u64,
-    /// 99.9th percentile, same rank rule.
-    pub p999_ns: u64,
-    /// Largest value.
-    pub max_ns: u64,
-    /// True when the percentiles come from the sorted values; false when
-    /// there were more than `max_sort` values and they are the upper edge
-    /// of a 3-significant-digit histogram bucket (within 0.1 %).
-    pub exact: bool,
-}
-
-impl Dist {
-    /// The mean rounded half to even, as Python's `round()` prints it in
-    /// `gaperr.py` (`mean_ns=...`).
-    pub fn mean_rounded_ns(&self) -> u64 {
-        // Non-negative and at most u64::MAX, so the cast is exact or saturates.
-        self.mean_ns.round_ties_even() as u64
-    }
-}
+pub use sluice_core::stats::{Dist, Quantiles};
 
 /// The percentiles a [`Dist`] reports, in the order of its fields.
 pub(crate) const PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
@@ -151,11 +117,13 @@ impl Samples {
             min_ns: self.min,
             mean_ns: mean,
             stddev_ns: stddev,
-            p50_ns: pcts[0],
-            p90_ns: pcts[1],
-            p99_ns: pcts[2],
-            p999_ns: pcts[3],
-            max_ns: self.max,
+            percentiles: Quantiles {
+                p50_ns: pcts[0],
+                p90_ns: pcts[1],
+                p99_ns: pcts[2],
+                p999_ns: pcts[3],
+                max_ns: self.max,
+            },
             exact,
         })
     }
@@ -231,9 +199,14 @@ mod tests {
         let d = dist(&v, usize::MAX);
         assert!(d.exact);
         assert_eq!(d.count, 1000);
-        assert_eq!((d.min_ns, d.max_ns), (1, 1000));
+        assert_eq!((d.min_ns, d.percentiles.max_ns), (1, 1000));
         assert_eq!(
-            (d.p50_ns, d.p90_ns, d.p99_ns, d.p999_ns),
+            (
+                d.percentiles.p50_ns,
+                d.percentiles.p90_ns,
+                d.percentiles.p99_ns,
+                d.percentiles.p999_ns
+            ),
             (501, 901, 991, 1000)
         );
         assert_eq!(d.mean_ns, 500.5);
@@ -247,8 +220,8 @@ mod tests {
         let d = dist(&[2, 4, 4, 4, 5, 5, 7, 9], usize::MAX);
         assert_eq!(d.mean_ns, 5.0);
         assert_eq!(d.stddev_ns, 2.0);
-        assert_eq!(d.p50_ns, 5);
-        assert_eq!(d.p999_ns, 9);
+        assert_eq!(d.percentiles.p50_ns, 5);
+        assert_eq!(d.percentiles.p999_ns, 9);
         // Python round() is half to even.
         assert_eq!(dist(&[1, 2], 10).mean_rounded_ns(), 2); // 1.5 -> 2
         assert_eq!(dist(&[2, 3], 10).mean_rounded_ns(), 2); // 2.5 -> 2
@@ -259,7 +232,10 @@ mod tests {
     fn constant_values_have_zero_stddev() {
         let d = dist(&[10_000; 500], usize::MAX);
         assert_eq!(d.stddev_ns, 0.0);
-        assert_eq!((d.p50_ns, d.p999_ns, d.mean_ns), (10_000, 10_000, 10_000.0));
+        assert_eq!(
+            (d.percentiles.p50_ns, d.percentiles.p999_ns, d.mean_ns),
+            (10_000, 10_000, 10_000.0)
+        );
     }
 
     #[test]
@@ -269,16 +245,16 @@ mod tests {
         let approx = dist(&v, 1000);
         assert!(exact.exact && !approx.exact);
         assert_eq!(
-            (approx.count, approx.min_ns, approx.max_ns),
-            (exact.count, exact.min_ns, exact.max_ns)
+            (approx.count, approx.min_ns, approx.percentiles.max_ns),
+            (exact.count, exact.min_ns, exact.percentiles.max_ns)
         );
         assert_eq!(approx.mean_ns, exact.mean_ns);
         assert!((approx.stddev_ns - exact.stddev_ns).abs() < 1e-6 * exact.stddev_ns);
         for (a, e) in [
-            (approx.p50_ns, exact.p50_ns),
-            (approx.p90_ns, exact.p90_ns),
-            (approx.p99_ns, exact.p99_ns),
-            (approx.p999_ns, exact.p999_ns),
+            (approx.percentiles.p50_ns, exact.percentiles.p50_ns),
+            (approx.percentiles.p90_ns, exact.percentiles.p90_ns),
+            (approx.percentiles.p99_ns, exact.percentiles.p99_ns),
+            (approx.percentiles.p999_ns, exact.percentiles.p999_ns),
         ] {
             assert!(a >= e && (a - e) as f64 <= e as f64 * 1e-3, "{a} vs {e}");
         }
@@ -288,14 +264,14 @@ mod tests {
     fn limit_zero_uses_histogram_from_the_start() {
         let d = dist(&[5, 5, 5, 1_000_000_000_000], 0);
         assert!(!d.exact);
-        assert_eq!(d.p50_ns, 5);
-        assert_eq!(d.max_ns, 1_000_000_000_000);
-        assert_eq!(d.p999_ns, 1_000_000_000_000);
+        assert_eq!(d.percentiles.p50_ns, 5);
+        assert_eq!(d.percentiles.max_ns, 1_000_000_000_000);
+        assert_eq!(d.percentiles.p999_ns, 1_000_000_000_000);
     }
 
     #[test]
     fn huge_values_do_not_panic() {
         let d = dist(&[u64::MAX, 0, u64::MAX / 2], 0);
-        assert_eq!((d.min_ns, d.max_ns), (0, u64::MAX));
+        assert_eq!((d.min_ns, d.percentiles.max_ns), (0, u64::MAX));
     }
 }

@@ -37,6 +37,7 @@ pub struct FlowRecord {
     pub last_ns: u64,
     pub packets: u64,
     /// IP bytes (IP header included), as flow records count them.
+    #[serde(rename = "ip_bytes")]
     pub bytes: u64,
 }
 

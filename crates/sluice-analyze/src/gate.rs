@@ -1,6 +1,6 @@
 //! `--fail-if`: thresholds on the figures of an analysis, so that a CI job
 //! can gate on a run. A condition names a figure of the `--json` output by
-//! its name (`p99_ns`) or dotted path (`comparison.gap_err.p99_ns`); a name
+//! its name (`p99_ns`) or dotted path (`comparison.gap_err.percentiles.p99_ns`); a name
 //! found more than once is taken from the comparison with the reference
 //! (the judgement), and must otherwise be unique. A figure that could not
 //! be computed (JSON `null`) crosses every threshold: a gate never passes

@@ -8,7 +8,7 @@
 //! first line is the first departure's 0). Percentiles use the rank rule
 //! of `bench/gaperr.py`: `sorted[min(n-1, int(p/100 n))]`.
 
-use crate::dist::rank;
+use crate::dist::{rank, Dist, Samples};
 use serde::Serialize;
 
 /// What the frames were asked to do.
@@ -33,13 +33,11 @@ pub struct GapErrors {
     pub count_mismatch: i64,
     pub requested_mean_ns: f64,
     pub measured_mean_ns: f64,
-    pub p50_ns: u64,
-    pub p90_ns: u64,
+    /// |D_R − D_M|.
+    pub error: Dist,
+    /// The 95th percentile of |D_R − D_M| (the paper's headline figure,
+    /// same rank rule), beside the five of every distribution.
     pub p95_ns: u64,
-    pub p99_ns: u64,
-    pub p999_ns: u64,
-    pub max_ns: u64,
-    pub mean_ns: f64,
 }
 
 impl GapErrors {
@@ -52,13 +50,13 @@ impl GapErrors {
             self.short_frames,
             self.requested_mean_ns,
             self.measured_mean_ns,
-            self.p50_ns,
-            self.p90_ns,
+            self.error.percentiles.p50_ns,
+            self.error.percentiles.p90_ns,
             self.p95_ns,
-            self.p99_ns,
-            self.p999_ns,
-            self.max_ns,
-            self.mean_ns
+            self.error.percentiles.p99_ns,
+            self.error.percentiles.p999_ns,
+            self.error.percentiles.max_ns,
+            self.error.mean_ns
         );
         if self.count_mismatch != 0 {
             s.push_str(&format!(
@@ -112,9 +110,11 @@ pub fn gap_errors(
         return None;
     }
     let n = errs.len();
-    let sum: u128 = errs.iter().map(|&e| u128::from(e)).sum();
     errs.sort_unstable();
-    let pct = |p: f64| errs[rank(p, n)];
+    let mut all = Samples::new(usize::MAX);
+    for &e in &errs {
+        all.push(e);
+    }
     Some(GapErrors {
         gaps: n as u64,
         frames: times.len() as u64,
@@ -122,13 +122,8 @@ pub fn gap_errors(
         count_mismatch: mismatch,
         requested_mean_ns: req_sum / n as f64,
         measured_mean_ns: meas_sum / n as f64,
-        p50_ns: pct(50.0),
-        p90_ns: pct(90.0),
-        p95_ns: pct(95.0),
-        p99_ns: pct(99.0),
-        p999_ns: pct(99.9),
-        max_ns: errs[n - 1],
-        mean_ns: sum as f64 / n as f64,
+        p95_ns: errs[rank(95.0, n)],
+        error: all.finish()?,
     })
 }
 
@@ -161,12 +156,15 @@ mod tests {
         let e = gap_errors(&times, &lens, Requested::Constant(1000), 1000).unwrap();
         assert_eq!(e.gaps, 3);
         assert_eq!(e.short_frames, 1);
-        assert_eq!((e.p50_ns, e.max_ns), (10, 10));
+        assert_eq!(
+            (e.error.percentiles.p50_ns, e.error.percentiles.max_ns),
+            (10, 10)
+        );
         let all = gap_errors(&times, &lens, Requested::Constant(1000), 0).unwrap();
         assert_eq!(all.gaps, 5);
-        assert_eq!(all.max_ns, 500);
+        assert_eq!(all.error.percentiles.max_ns, 500);
         // gaperr's rank rule: sorted [0,10,10,200,500]; p95 → index 4.
-        assert_eq!((all.p50_ns, all.p95_ns), (10, 500));
+        assert_eq!((all.error.percentiles.p50_ns, all.p95_ns), (10, 500));
     }
 
     #[test]
@@ -180,7 +178,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(e.gaps, 3);
-        assert_eq!(e.max_ns, 0);
+        assert_eq!(e.error.percentiles.max_ns, 0);
         assert_eq!(e.count_mismatch, 1);
         assert!(e.render_text().contains("differ by 1"));
     }

@@ -28,6 +28,7 @@ pub struct CaptureStats {
     /// Packets read (complete records only).
     pub packets: u64,
     /// Sum of the packets' original (wire) lengths.
+    #[serde(rename = "frame_bytes")]
     pub bytes: u64,
     /// Earliest timestamp, ns since the epoch (0 when there are no packets).
     pub first_ns: u64,
@@ -140,7 +141,7 @@ mod tests {
         assert!((s.bps - 51_200_000.0).abs() < 1e-3, "{}", s.bps);
         let iat = s.iat.unwrap();
         assert_eq!(
-            (iat.count, iat.min_ns, iat.max_ns),
+            (iat.count, iat.min_ns, iat.percentiles.max_ns),
             (199_999, 10_000, 10_000)
         );
         assert_eq!(iat.stddev_ns, 0.0);
@@ -176,7 +177,10 @@ mod tests {
         assert_eq!((s.first_ns, s.last_ns), (1000, 4000));
         let iat = s.iat.unwrap();
         // Gaps 2000, 0 (clamped), 2000.
-        assert_eq!((iat.min_ns, iat.max_ns, iat.p50_ns), (0, 2000, 2000));
+        assert_eq!(
+            (iat.min_ns, iat.percentiles.max_ns, iat.percentiles.p50_ns),
+            (0, 2000, 2000)
+        );
         // 3 intervals in 3 us.
         assert!((s.pps - 1e6).abs() < 1e-6, "{}", s.pps);
     }

@@ -143,11 +143,11 @@ fn our_oneline(c: &Comparison) -> String {
         c.lost,
         c.reordered,
         c.rate_err_pct,
-        g.p50_ns,
-        g.p90_ns,
-        g.p99_ns,
-        g.p999_ns,
-        g.max_ns,
+        g.percentiles.p50_ns,
+        g.percentiles.p90_ns,
+        g.percentiles.p99_ns,
+        g.percentiles.p999_ns,
+        g.percentiles.max_ns,
         g.mean_rounded_ns()
     )
 }

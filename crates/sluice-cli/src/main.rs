@@ -13,6 +13,7 @@
 mod args;
 mod cmd;
 mod dest;
+mod json;
 mod plan;
 mod plot;
 mod progress;

@@ -154,8 +154,8 @@ pub fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
 fn report(s: &Summary, out: Option<Dest>) -> Result<(), Failure> {
     eprintln!("{}", s.render());
     if let Some(mut out) = out {
-        serde_json::to_writer_pretty(&mut out, s).context("writing --summary-json")?;
-        writeln!(out)
+        let text = crate::json::pretty(crate::json::Kind::Summary, s)?;
+        writeln!(out, "{text}")
             .and_then(|_| out.commit())
             .context("writing --summary-json")?;
     }

@@ -35,7 +35,7 @@ impl Progress {
 pub fn status_line(s: &IntervalStats) -> String {
     let eps = s
         .eps
-        .map(|p| format!("  ε p99 {} ns", p.p99_ns))
+        .map(|p| format!("  ε p99 {} ns", p.percentiles.p99_ns))
         .unwrap_or_default();
     format!(
         "{:>8.1}s {:>12} pkts {:>12.0} pps {:>10.1} Mbit/s{eps}  late {}  dropped {}",
@@ -54,7 +54,7 @@ impl Observer for Progress {
             eprint!("\r{}\x1b[K", status_line(s));
         }
         if let Some(w) = &mut self.json {
-            let line = serde_json::to_string(s).unwrap_or_default();
+            let line = crate::json::line(crate::json::Kind::Interval, s).unwrap_or_default();
             if let Err(e) = writeln!(w, "{line}").and_then(|_| w.flush()) {
                 self.json_error.get_or_insert(e);
             }

@@ -161,7 +161,7 @@ fn completions_and_man_pages_are_generated_for_every_command() {
 fn doctor_reports_the_floor_and_fails_on_a_missing_interface() {
     let o = run(&["doctor", "--json", "--floor", "100ms", "--iface", "lo"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v: serde_json::Value = sluice_testkit::checked_json(&o.stdout);
     let f = v["findings"].as_array().unwrap();
     let get = |check: &str| {
         f.iter()

@@ -151,7 +151,7 @@ pub fn replay_summary(trace: &Path, extra: &[&str]) -> (Output, serde_json::Valu
     let o = run(&args);
     let v = std::fs::read(&sum)
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
+        .map(|b| sluice_testkit::checked_json(&b))
         .unwrap_or(serde_json::Value::Null);
     (o, v)
 }

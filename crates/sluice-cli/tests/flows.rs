@@ -424,7 +424,7 @@ fn analyze_flows_collects_and_checks_against_the_session() {
         args.extend_from_slice(extra);
         let o = run(&args);
         assert!(o.status.success(), "{}", stderr(&o));
-        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+        sluice_testkit::checked_json(&o.stdout)
     };
     let v = analyze(&["--session", session.to_str().unwrap()]);
     // 106 flows + the reverse of the bi-flow; the 100 meta-flows land on
@@ -446,8 +446,11 @@ fn analyze_flows_collects_and_checks_against_the_session() {
         ),
         (Some(0), Some(0))
     );
-    assert_eq!(c["start_error"]["max_ns"], 0, "virtual clock: exact starts");
-    assert_eq!(c["duration_error"]["max_ns"], 0);
+    assert_eq!(
+        c["start_error"]["percentiles"]["max_ns"], 0,
+        "virtual clock: exact starts"
+    );
+    assert_eq!(c["duration_error"]["percentiles"]["max_ns"], 0);
     // The TCP flow: 20 packets of 40 + 100 bytes, 190 ms long.
     let tcp = v["flows"]
         .as_array()
@@ -456,7 +459,7 @@ fn analyze_flows_collects_and_checks_against_the_session() {
         .find(|f| f["sport"] == 40000)
         .unwrap();
     assert_eq!(
-        (tcp["packets"].as_u64(), tcp["bytes"].as_u64()),
+        (tcp["packets"].as_u64(), tcp["ip_bytes"].as_u64()),
         (Some(20), Some(20 * 140))
     );
     assert_eq!(
@@ -476,7 +479,7 @@ fn analyze_flows_collects_and_checks_against_the_session() {
         "--session",
         session.to_str().unwrap(),
     ]);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v: serde_json::Value = sluice_testkit::checked_json(&o.stdout);
     assert!(v["session"]["missing"].as_u64().unwrap() > 0);
     assert!(v["session"]["packet_mismatches"].as_u64().unwrap() > 0);
     // An idle timeout shorter than the TCP flow's 10 ms gaps splits it.

@@ -145,7 +145,7 @@ fn spectrum_lists_components_and_the_error_of_a_selection() {
     );
     let o = run(&["profile", "spectrum", s(&p), "--json", "--keep", "3"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v: serde_json::Value = sluice_testkit::checked_json(&o.stdout);
     assert_eq!(v["bins"], 200);
     assert_eq!(v["available"], 100);
     assert_eq!(v["kept"], 3);
@@ -340,12 +340,9 @@ fn analyze_target_agrees_with_ratejudge() {
     }
     // The profile itself as the target: its synthesized trace.
     let o = run(&["analyze", s(&four), "--target", s(&p), "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v: serde_json::Value = sluice_testkit::checked_json(&o.stdout);
     let o2 = run(&["analyze", s(&four), "--target", s(&target), "--json"]);
-    assert_eq!(
-        v,
-        serde_json::from_slice::<serde_json::Value>(&o2.stdout).unwrap()
-    );
+    assert_eq!(v, sluice_testkit::checked_json(&o2.stdout));
 }
 
 /// `profile fit` recovers the family and shape a trace was drawn from,

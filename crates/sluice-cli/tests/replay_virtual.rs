@@ -123,14 +123,16 @@ fn summary_and_stats_json_are_written() {
         stats.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    let s: serde_json::Value = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
     assert_eq!(s["packets"], 50);
-    assert_eq!(s["bytes"], 50 * 64);
-    assert_eq!(s["eps"]["max_ns"], 0, "a virtual clock is never late");
+    assert_eq!(s["frame_bytes"], 50 * 64);
+    assert_eq!(
+        s["eps"]["percentiles"]["max_ns"], 0,
+        "a virtual clock is never late"
+    );
     assert_eq!(s["late"], 0);
-    let text = std::fs::read_to_string(&stats).unwrap();
-    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
-    assert_eq!(last["packets"], 50);
+    let lines = sluice_testkit::checked_json_lines(&std::fs::read(&stats).unwrap());
+    assert_eq!(lines.last().expect("one line at least")["packets"], 50);
     assert!(stderr(&o).contains("sent 50 packets"));
 }
 
@@ -270,7 +272,7 @@ fn two_threads_send_every_packet_once() {
         "-q",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    let s: serde_json::Value = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
     assert_eq!(s["packets"], 3 * 751);
     assert_eq!(s["threads"], 2);
 }
@@ -481,7 +483,7 @@ fn a_run_that_fails_after_sending_still_reports_what_it_sent() {
     let err = stderr(&o);
     assert!(err.contains("sent 50 packets"), "{err}");
     assert!(err.contains("error:") && err.contains("record 51"), "{err}");
-    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
+    let s: serde_json::Value = sluice_testkit::checked_json(&std::fs::read(&sum).unwrap());
     assert_eq!(s["packets"], 50);
     assert_eq!(read_all(&cap).len(), 50);
 }
@@ -509,14 +511,18 @@ fn analyze_measures_against_the_runs_timing_and_gates_on_thresholds() {
         args.extend_from_slice(extra);
         let r = run(&args);
         assert!(r.status.success(), "{}", stderr(&r));
-        serde_json::from_slice(&r.stdout).unwrap()
+        sluice_testkit::checked_json(&r.stdout)
     };
     let recorded = json(&[]);
     assert!(recorded["comparison"]["rate_err_pct"].as_f64().unwrap() > 800.0);
     let asked = json(&["--pps", "10k"]);
     let c = &asked["comparison"];
     assert!(c["rate_err_pct"].as_f64().unwrap().abs() < 0.01, "{c}");
-    assert_eq!(c["gap_err"]["max_ns"].as_u64(), Some(0), "{c}");
+    assert_eq!(
+        c["gap_err"]["percentiles"]["max_ns"].as_u64(),
+        Some(0),
+        "{c}"
+    );
     assert_eq!(c["lost"].as_u64(), Some(0), "{c}");
     // The run's own summary says the same.
     assert_eq!(json(&["--run", sm])["comparison"], *c);
@@ -537,7 +543,10 @@ fn analyze_measures_against_the_runs_timing_and_gates_on_thresholds() {
     // -x 2 on a run at -x 2 is exact too.
     assert!(replay_to_pcap(&trace, &out, &["-x", "2"]).status.success());
     let scaled = json(&["-x", "2"]);
-    assert_eq!(scaled["comparison"]["gap_err"]["max_ns"].as_u64(), Some(0));
+    assert_eq!(
+        scaled["comparison"]["gap_err"]["percentiles"]["max_ns"].as_u64(),
+        Some(0)
+    );
     assert!(replay_to_pcap(&trace, &out, &["--pps", "10k"])
         .status
         .success());

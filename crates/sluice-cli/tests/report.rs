@@ -57,6 +57,7 @@ fn reports_render_in_a_real_browser_with_their_charts() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!sluice_testkit::checked_json_lines(&std::fs::read(&stats).unwrap()).is_empty());
     let (r1, r2) = (d.join("capture.html"), d.join("stats.html"));
     let (t, c) = (trace.to_str().unwrap(), cap.to_str().unwrap());
     let o = run(&[

@@ -59,7 +59,7 @@ fn play(arc: &Path, out: &Path, extra: &[&str]) -> (std::process::Output, serde_
     let o = run(&args);
     let v = std::fs::read_to_string(&summary)
         .ok()
-        .and_then(|s| serde_json::from_str(&s).ok())
+        .map(|s| sluice_testkit::checked_json(s.as_bytes()))
         .unwrap_or(serde_json::Value::Null);
     (o, v)
 }
@@ -86,10 +86,20 @@ fn conforming_play_stamps_every_datagram_with_its_record_time() {
         assert_eq!(*ts, t0 + i as u64 * 250_000, "record {i} time");
     }
     assert_eq!(s["packets"], 3000);
+    // Frame bytes on the wire; payload bytes per flow.
+    let wire: usize = got.iter().map(|(_, f)| f.len()).sum();
+    assert_eq!(s["frame_bytes"], wire as u64);
     assert_eq!(s["flows"].as_array().unwrap().len(), 3);
     for f in s["flows"].as_array().unwrap() {
         assert_eq!(f["sent"], 1000, "{f}");
     }
+    let payload: u64 = s["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["payload_bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(payload, recs.iter().map(|r| r.len() as u64).sum::<u64>());
 }
 
 #[test]
@@ -354,8 +364,7 @@ fn two_tx_threads_rescue_by_default_and_count_every_record_once() {
         let args: Vec<&str> = base.iter().chain(extra).copied().collect();
         let o = run(&args);
         assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
-        let s: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+        let s: serde_json::Value = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
         assert_eq!(s["packets"], 1000, "{extra:?}");
         let flows = s["flows"].as_array().unwrap();
         assert_eq!(flows.len(), 2);

@@ -29,7 +29,7 @@ fn interrupt_after(sig: &str, wait: Duration) {
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
-    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    let s: serde_json::Value = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
     let sent = s["packets"].as_u64().unwrap();
     assert!(
         sent > 1000,

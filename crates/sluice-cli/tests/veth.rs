@@ -153,7 +153,7 @@ fn play_into_receiver(
     let o = run(&all);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(rx.wait().unwrap().success());
-    let v = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let v = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
     (received(&got_path), v)
 }
 
@@ -277,7 +277,7 @@ fn skipped_frames_do_not_stop(trace: &Path, tag: &str) -> (serde_json::Value, us
         "frames skipped: exit 3; {}",
         stderr(&o)
     );
-    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
+    let s: serde_json::Value = sluice_testkit::checked_json(&std::fs::read(&sum).unwrap());
     (s, read_all(&out).len())
 }
 
@@ -531,7 +531,7 @@ fn analyze_capture_judges_a_run_without_tcpdump() {
     std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
     assert!(out.status.success(), "{line}{rest}");
     assert!(rest.contains("captured 3000 frames"), "{rest}");
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j: serde_json::Value = sluice_testkit::checked_json(&out.stdout);
     assert_eq!(j["comparison"]["received"], 3000, "{j}");
     assert_eq!(j["comparison"]["lost"], 0);
     assert_eq!(frames_of(&saved), frames_of(&trace));

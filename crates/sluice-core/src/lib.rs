@@ -25,5 +25,5 @@ pub use departures::{Departures, Fate};
 pub use outbox::{Handoff, Lane, Outbox, OutboxRules};
 pub use parse::{parse_count, parse_duration, parse_rate, ParseError};
 pub use spread::Spreader;
-pub use stats::{ErrorHistogram, Percentiles};
+pub use stats::{Dist, ErrorHistogram, Quantiles};
 pub use time::{MonoTime, Nanos};

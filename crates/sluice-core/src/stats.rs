@@ -2,7 +2,7 @@
 //! cheap enough to record every packet (a few ns per sample).
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Highest ε tracked exactly; later packets clamp to this (60 s).
 const MAX_TRACKABLE_NS: u64 = 60_000_000_000;
@@ -19,16 +19,46 @@ pub struct ErrorHistogram {
     min_ns: i64,
 }
 
-/// Percentiles of a histogram, in nanoseconds.
-#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
-pub struct Percentiles {
-    pub count: u64,
-    pub mean_ns: f64,
+/// The one percentile shape of every JSON output (`percentiles` in
+/// docs/schema/common.json): the same five keys wherever a distribution of
+/// nanoseconds is reported.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Quantiles {
     pub p50_ns: u64,
     pub p90_ns: u64,
     pub p99_ns: u64,
     pub p999_ns: u64,
     pub max_ns: u64,
+}
+
+/// A distribution of nanosecond values, the one shape (`dist` in
+/// docs/schema/common.json) of ε, gap errors and inter-arrival times.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Dist {
+    /// Number of values.
+    pub count: u64,
+    /// Smallest value.
+    pub min_ns: u64,
+    /// Arithmetic mean.
+    pub mean_ns: f64,
+    /// Population standard deviation (divides by `count`).
+    pub stddev_ns: f64,
+    pub percentiles: Quantiles,
+    /// True when the percentiles come from the sorted values; false when
+    /// they are the upper edge of a 3-significant-digit histogram bucket
+    /// (within 0.1 %).
+    pub exact: bool,
+}
+
+impl Dist {
+    /// The mean rounded half to even, as Python's `round()` prints it in
+    /// `gaperr.py` (`mean_ns=...`).
+    pub fn mean_rounded_ns(&self) -> u64 {
+        // Non-negative and at most u64::MAX, so the cast is exact or saturates.
+        self.mean_ns.round_ties_even() as u64
+    }
 }
 
 impl Default for ErrorHistogram {
@@ -93,22 +123,31 @@ impl ErrorHistogram {
         self.hist.value_at_quantile(q)
     }
 
-    pub fn percentiles(&self) -> Percentiles {
+    /// The distribution of |ε| (early sends count as 0).
+    pub fn percentiles(&self) -> Dist {
         if self.hist.is_empty() {
-            return Percentiles::default();
+            return Dist {
+                exact: true,
+                ..Dist::default()
+            };
         }
         // The histogram's buckets round a value up to their upper end; the
         // exact maximum is kept apart, and no percentile may exceed it.
         let max_ns = self.max_ns.max(0) as u64;
         let at = |q| self.hist.value_at_quantile(q).min(max_ns);
-        Percentiles {
+        Dist {
             count: self.hist.len(),
+            min_ns: self.hist.min().min(max_ns),
             mean_ns: self.hist.mean().min(max_ns as f64),
-            p50_ns: at(0.50),
-            p90_ns: at(0.90),
-            p99_ns: at(0.99),
-            p999_ns: at(0.999),
-            max_ns,
+            stddev_ns: self.hist.stdev(),
+            percentiles: Quantiles {
+                p50_ns: at(0.50),
+                p90_ns: at(0.90),
+                p99_ns: at(0.99),
+                p999_ns: at(0.999),
+                max_ns,
+            },
+            exact: false,
         }
     }
 }
@@ -123,8 +162,9 @@ mod tests {
         for i in 1..=1000 {
             h.record(i);
         }
-        let p = h.percentiles();
-        assert_eq!(p.count, 1000);
+        let d = h.percentiles();
+        assert_eq!(d.count, 1000);
+        let p = d.percentiles;
         assert!((p.p50_ns as i64 - 500).abs() <= 1);
         assert!((p.p99_ns as i64 - 990).abs() <= 1);
         assert_eq!(p.max_ns, 1000);
@@ -139,7 +179,7 @@ mod tests {
         a.merge(&b);
         assert_eq!(a.early(), 1);
         assert_eq!(a.len(), 2);
-        assert_eq!(a.percentiles().max_ns, 7_000);
+        assert_eq!(a.percentiles().percentiles.max_ns, 7_000);
     }
 
     #[test]
@@ -148,7 +188,7 @@ mod tests {
         for v in [1_000_003, 1_000_001, 1_000_002] {
             h.record(v);
         }
-        let p = h.percentiles();
+        let p = h.percentiles().percentiles;
         assert_eq!(p.max_ns, 1_000_003);
         assert!(p.p999_ns <= p.max_ns && p.p99_ns <= p.max_ns, "{p:?}");
     }

@@ -2,7 +2,7 @@
 //! per-interval snapshot and the final summary.
 
 use serde::Serialize;
-use sluice_core::{ErrorHistogram, Nanos, Percentiles};
+use sluice_core::{Dist, ErrorHistogram, Nanos};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -156,17 +156,16 @@ pub struct IntervalStats {
     pub t: f64,
     /// Totals so far.
     pub packets: u64,
+    #[serde(rename = "frame_bytes")]
     pub bytes: u64,
     pub late: u64,
     pub dropped: u64,
     /// Rates over this interval.
     pub pps: f64,
     pub bps: f64,
-    /// ε over this interval (absent at top speed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub eps: Option<Percentiles>,
+    /// ε over this interval (null at top speed).
+    pub eps: Option<Dist>,
     /// Per-flow totals so far (time-series play).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowStats>,
 }
 
@@ -181,6 +180,7 @@ pub struct FlowStats {
     pub src: String,
     pub dst: String,
     pub sent: u64,
+    #[serde(rename = "payload_bytes")]
     pub bytes: u64,
     pub late: u64,
     pub dropped: u64,
@@ -203,6 +203,7 @@ pub struct Summary {
     pub sink: String,
     pub threads: usize,
     pub packets: u64,
+    #[serde(rename = "frame_bytes")]
     pub bytes: u64,
     /// From the common start to the last packet sent.
     pub duration_s: f64,
@@ -210,9 +211,8 @@ pub struct Summary {
     /// is too short to mean anything (under 1 ms, or a single packet).
     pub pps: Option<f64>,
     pub bps: Option<f64>,
-    /// Send-time error ε = actual − scheduled (absent at top speed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub eps: Option<Percentiles>,
+    /// Send-time error ε = actual − scheduled (null at top speed).
+    pub eps: Option<Dist>,
     /// Sent later than the late threshold.
     pub late: u64,
     /// Dropped for exceeding the drift window T_d (time violations).
@@ -232,25 +232,18 @@ pub struct Summary {
     /// Time-series play: frames on the wire (more than packets when
     /// datagrams are fragmented), records sent out of order, records left
     /// out by `--devices N`, and per-flow counters.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub frames: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub out_of_order: Option<u64>,
     /// Records sent (or dropped) by another TX thread than their own,
     /// which was interrupted; present when rescue was on.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub rescued: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub filtered: Option<u64>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowStats>,
     /// A live source's own counters (`sluice pace`: frames arrived,
     /// dropped at a full backlog, the backlog, the return path).
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub source: std::collections::BTreeMap<String, u64>,
     /// How a replay was timed (`analyze --run` reads it back to schedule
-    /// the reference as the run did); absent for other commands.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// the reference as the run did); null for other commands.
     pub timing: Option<RunTiming>,
     /// Stopped by a signal before the end.
     pub interrupted: bool,
@@ -262,9 +255,9 @@ pub struct Summary {
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct RunTiming {
     pub mode: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub multiplier: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub rate: Option<f64>,
 }
 
@@ -351,7 +344,11 @@ impl Summary {
         match &self.eps {
             Some(p) => s.push_str(&format!(
                 "send-time error ε: p50 {} p90 {} p99 {} p99.9 {} max {} (ns)\n",
-                p.p50_ns, p.p90_ns, p.p99_ns, p.p999_ns, p.max_ns
+                p.percentiles.p50_ns,
+                p.percentiles.p90_ns,
+                p.percentiles.p99_ns,
+                p.percentiles.p999_ns,
+                p.percentiles.max_ns
             )),
             None => s.push_str("send-time error ε: not measured at top speed\n"),
         }

@@ -11,6 +11,9 @@
 //! every such tool) a missing tool is a failure, so a green CI never hides
 //! a test that did not run.
 
+mod schema;
+pub use schema::{checked_json, checked_json_lines, schema_errors};
+
 use std::io::{self, Cursor, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,6 +1,7 @@
 //! `sluice analyze`.
 
 use crate::args::AnalyzeArgs;
+use crate::json::{self, Kind};
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
 use sluice_analyze::gate::Condition;
@@ -66,21 +67,24 @@ pub fn run(mut a: AnalyzeArgs) -> Result<u8, Failure> {
     let report = sluice_analyze::analyze_with(a.capture_path(), a.reference.as_deref(), &opts)
         .map_err(bad_input)?;
     if a.json {
-        let text = serde_json::to_string_pretty(&report).context("encoding JSON")?;
-        println!("{text}");
+        println!("{}", json::pretty(Kind::Analysis, &report)?);
     } else {
         print!("{}", report.render_text());
     }
-    judge(gate.as_deref(), &report)
+    judge(gate.as_deref(), Kind::Analysis, &report)
 }
 
 /// Applies `--fail-if` to what was reported: exit 4 naming every threshold
 /// crossed.
-fn judge(gate: Option<&[Condition]>, report: &impl serde::Serialize) -> Result<u8, Failure> {
+fn judge(
+    gate: Option<&[Condition]>,
+    kind: Kind,
+    report: &impl serde::Serialize,
+) -> Result<u8, Failure> {
     let Some(conditions) = gate else {
         return Ok(exit::OK);
     };
-    let value = serde_json::to_value(report).context("encoding JSON")?;
+    let value = json::value(kind, report)?;
     let crossed = sluice_analyze::gate::check(conditions, &value)
         .map_err(|e| bad_input(anyhow!("--fail-if: {e}")))?;
     for c in &crossed {
@@ -116,14 +120,11 @@ fn gap_errors(a: &AnalyzeArgs, gate: Option<&[Condition]>) -> Result<u8, Failure
         )));
     };
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&e).context("encoding JSON")?
-        );
+        println!("{}", json::pretty(Kind::GapErrors, &e)?);
     } else {
         print!("{}", e.render_text());
     }
-    judge(gate, &e)
+    judge(gate, Kind::GapErrors, &e)
 }
 
 /// The timing mode a replay's `--summary-json` recorded.
@@ -133,13 +134,21 @@ fn run_timing(path: &std::path::Path) -> Result<TimingMode, Failure> {
         .map_err(|e| bad_input(anyhow!("{name}: {e}")))?;
     #[derive(serde::Deserialize)]
     struct Run {
+        schema: Option<String>,
         timing: Option<sluice_engine::RunTiming>,
     }
     let run: Run = serde_json::from_str(&text)
         .map_err(|e| bad_input(anyhow!("{name}: not a --summary-json file: {e}")))?;
+    let tag = Kind::Summary.tag();
+    if run.schema.as_deref() != Some(tag) {
+        return Err(bad_input(anyhow!(
+            "{name}: schema: \"{tag}\" expected, found {}",
+            run.schema.map_or("none".into(), |s| format!("\"{s}\""))
+        )));
+    }
     let Some(t) = run.timing else {
         return Err(bad_input(anyhow!(
-            "{name}: timing: absent (only replay summaries record it)"
+            "{name}: timing: null (only replay summaries record it)"
         )));
     };
     let positive = |v: Option<f64>, key: &str| match v {

@@ -9,20 +9,11 @@
 
 use crate::args::AnalyzeArgs;
 use crate::{bad_input, exit, Failure};
-use anyhow::Context;
 use serde::Serialize;
-use sluice_analyze::{collect_flows, FlowRecord, Timeouts};
+use sluice_analyze::{collect_flows, Dist, FlowRecord, Samples, Timeouts};
 use sluice_source::flows::{Expander, Flow, FlowEntry, Proto, Session};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
-
-#[derive(Serialize)]
-struct Errors {
-    p50_ns: u64,
-    p90_ns: u64,
-    p99_ns: u64,
-    max_ns: u64,
-}
 
 #[derive(Serialize)]
 struct Comparison {
@@ -35,8 +26,9 @@ struct Comparison {
     byte_mismatches: u64,
     /// Flows whose byte count the session leaves open (random payloads).
     bytes_not_checked: u64,
-    start_error: Errors,
-    duration_error: Errors,
+    /// Null when no flow matched.
+    start_error: Option<Dist>,
+    duration_error: Option<Dist>,
     /// The first few mismatching flows, for a human to look at.
     examples: Vec<String>,
 }
@@ -44,7 +36,7 @@ struct Comparison {
 #[derive(Serialize)]
 struct Out<'a> {
     flows: &'a [FlowRecord],
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Null without `--session`.
     session: Option<Comparison>,
 }
 
@@ -73,19 +65,12 @@ fn key_of_record(r: &FlowRecord) -> Key {
     }
 }
 
-fn errors(mut v: Vec<u64>) -> Errors {
-    v.sort_unstable();
-    let q = |p: f64| {
-        v.get(((v.len() as f64 * p) as usize).min(v.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(0)
-    };
-    Errors {
-        p50_ns: q(0.5),
-        p90_ns: q(0.9),
-        p99_ns: q(0.99),
-        max_ns: v.last().copied().unwrap_or(0),
+fn errors(v: Vec<u64>) -> Option<Dist> {
+    let mut s = Samples::new(usize::MAX);
+    for x in v {
+        s.push(x);
     }
+    s.finish()
 }
 
 /// IP bytes the session says a flow has, if it fixes them.
@@ -194,10 +179,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
             flows: &records,
             session,
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).context("encoding JSON")?
-        );
+        println!("{}", crate::json::pretty(crate::json::Kind::Flows, &out)?);
         return Ok(exit::OK);
     }
     println!("{} flows in {}", records.len(), a.capture_path().display());
@@ -227,17 +209,18 @@ pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
             "session: {} flows planned, {} matched, {} missing, {} unexpected; packet count mismatches {}, byte count mismatches {} ({} not fixed by the session)",
             c.expected, c.matched, c.missing, c.unexpected, c.packet_mismatches, c.byte_mismatches, c.bytes_not_checked
         );
-        println!(
-            "start error (offset removed): p50 {} p90 {} p99 {} max {} ns",
-            c.start_error.p50_ns, c.start_error.p90_ns, c.start_error.p99_ns, c.start_error.max_ns
-        );
-        println!(
-            "duration error: p50 {} p90 {} p99 {} max {} ns",
-            c.duration_error.p50_ns,
-            c.duration_error.p90_ns,
-            c.duration_error.p99_ns,
-            c.duration_error.max_ns
-        );
+        for (what, d) in [
+            ("start error (offset removed)", &c.start_error),
+            ("duration error", &c.duration_error),
+        ] {
+            if let Some(d) = d {
+                let p = &d.percentiles;
+                println!(
+                    "{what}: p50 {} p90 {} p99 {} max {} ns",
+                    p.p50_ns, p.p90_ns, p.p99_ns, p.max_ns
+                );
+            }
+        }
         for e in &c.examples {
             println!("  mismatch: {e}");
         }

@@ -3,7 +3,6 @@
 
 use crate::args::DoctorArgs;
 use crate::{exit, Failure};
-use anyhow::Context;
 use serde::Serialize;
 use sluice_core::{Clock, MonotonicClock};
 
@@ -260,10 +259,7 @@ pub fn run(a: DoctorArgs) -> Result<u8, Failure> {
     let worst = out.iter().map(|f| f.level).max().unwrap_or(Level::Ok);
     if a.json {
         let v = serde_json::json!({ "findings": out, "ok": worst != Level::Fail });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&v).context("encoding JSON")?
-        );
+        println!("{}", crate::json::pretty(crate::json::Kind::Doctor, &v)?);
     } else {
         for f in &out {
             let tag = match f.level {

@@ -254,7 +254,7 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
         };
         println!(
             "{}",
-            serde_json::to_string_pretty(&out).context("encoding JSON")?
+            crate::json::pretty(crate::json::Kind::Spectrum, &out)?
         );
         return Ok(crate::exit::OK);
     }
@@ -375,10 +375,7 @@ pub fn judge_against(
             .with_context(|| format!("cannot write {}", p.display()))?;
     }
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&j).context("encoding JSON")?
-        );
+        println!("{}", crate::json::pretty(crate::json::Kind::Judgement, &j)?);
     } else {
         println!("{}", j.oneline());
     }

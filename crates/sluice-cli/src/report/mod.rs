@@ -120,9 +120,10 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
         }
         let v: Value = serde_json::from_str(line)
             .map_err(|e| bad_input(anyhow!("{}: line {}: {e}", path.display(), i + 1)))?;
-        if num(&v, "t").is_none() {
+        let tag = crate::json::Kind::Interval.tag();
+        if v.get("schema").and_then(Value::as_str) != Some(tag) || num(&v, "t").is_none() {
             return Err(bad_input(anyhow!(
-                "{}: line {}: no \"t\": not a --stats-json line",
+                "{}: line {}: not a --stats-json line (\"schema\": \"{tag}\" expected)",
                 path.display(),
                 i + 1
             )));
@@ -145,6 +146,7 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
         rows.iter()
             .filter_map(|v| {
                 v.get("eps")
+                    .and_then(|e| e.get("percentiles"))
                     .and_then(|e| num(e, k))
                     .map(|y| (t(v), y / 1e3))
             })
@@ -158,7 +160,7 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
         &[
             vec!["seconds".into(), format!("{:.3}", t(last))],
             vec!["packets".into(), f("packets")],
-            vec!["frame bytes".into(), f("bytes")],
+            vec!["frame bytes".into(), f("frame_bytes")],
             vec!["late".into(), f("late")],
             vec!["dropped (time violations)".into(), f("dropped")],
         ],
@@ -305,11 +307,11 @@ fn capture_report(a: &ReportArgs) -> Result<String, Failure> {
         );
         if let Some(g) = &c.gap_err {
             let pts = [
-                (50.0, g.p50_ns),
-                (90.0, g.p90_ns),
-                (99.0, g.p99_ns),
-                (99.9, g.p999_ns),
-                (100.0, g.max_ns),
+                (50.0, g.percentiles.p50_ns),
+                (90.0, g.percentiles.p90_ns),
+                (99.0, g.percentiles.p99_ns),
+                (99.9, g.percentiles.p999_ns),
+                (100.0, g.percentiles.max_ns),
             ];
             let svg = charts::lines(
                 "|D_M − D_R| percentiles",

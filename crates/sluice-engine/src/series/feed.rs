@@ -19,6 +19,9 @@ use std::net::SocketAddrV4;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// Ethernet, IPv4 and UDP headers of an unfragmented datagram.
+const DATAGRAM_HEADERS: usize = 14 + 20 + 8;
+
 /// Frame template of each flow, built on its first record.
 pub(crate) type Templates = Pages<OnceLock<Udp4Template>>;
 
@@ -159,14 +162,14 @@ impl SeriesFeed {
         };
         let stamp = core.stamp();
         match self.build_and_send(core, e.flow, payload, stamp) {
-            Ok(frames) => {
+            Ok((frames, frame_bytes)) => {
                 self.frames += frames;
                 count.sent = 1;
                 count.bytes = payload.len() as u64;
                 if ooo {
                     self.out_of_order += 1;
                 }
-                count.late = u64::from(core.sent(eps, payload.len()));
+                count.late = u64::from(core.sent(eps, frame_bytes));
             }
             Err(err) => {
                 // Refused, not sent: ε is not recorded, the clock moves on.
@@ -178,14 +181,17 @@ impl SeriesFeed {
         count
     }
 
-    /// Sends one datagram; returns the frames it took.
+    /// Sends one datagram; returns the frames it took and their bytes
+    /// (link header included). A datagram sink's frames are the kernel's:
+    /// they count as one frame of the payload and its UDP, IPv4 and
+    /// Ethernet headers.
     fn build_and_send(
         &mut self,
         core: &mut TxCore,
         flow: u32,
         payload: &[u8],
         stamp: u64,
-    ) -> Result<u64, SinkError> {
+    ) -> Result<(u64, usize), SinkError> {
         let (table, cfg, flow_map) = (&self.table, &self.cfg, &self.flow_map);
         let make = || {
             let (dev, copy) = match table.lock() {
@@ -213,7 +219,7 @@ impl SeriesFeed {
             let from = SocketAddrV4::new(f.src_ip.into(), f.src_port);
             let to = SocketAddrV4::new(f.dst_ip.into(), f.dst_port);
             core.sink.send_from(from, to, payload, stamp)?;
-            return Ok(1);
+            return Ok((1, payload.len() + DATAGRAM_HEADERS));
         }
         self.ip_id = self.ip_id.wrapping_add(self.threads as u16);
         let mut frags = t
@@ -225,12 +231,13 @@ impl SeriesFeed {
                 },
                 Udp4Error::Mtu(m) => SinkError::Config(format!("--mtu {m} is below 68")),
             })?;
-        let mut n = 0;
+        let (mut n, mut bytes) = (0, 0);
         while let Some((head, body)) = frags.next_fragment() {
             core.sink.send_parts(head, body, stamp)?;
             n += 1;
+            bytes += head.len() + body.len();
         }
-        Ok(n)
+        Ok((n, bytes))
     }
 }
 

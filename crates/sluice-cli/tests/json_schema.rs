@@ -1,0 +1,153 @@
+//! Every kind of JSON document sluice writes, produced by a real run and
+//! validated against `docs/schema/` (the other tests validate what they
+//! read the same way); and the validation itself can fail.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use sluice_testkit::{checked_json, checked_json_lines, schema_errors};
+
+fn s(p: &std::path::Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn stdout_json(args: &[&str]) -> Value {
+    let o = run(args);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    checked_json(&o.stdout)
+}
+
+fn tag(v: &Value) -> String {
+    v["schema"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn every_kind_of_output_follows_its_schema() {
+    let d = tmpdir("json-schema");
+    let (trace, out) = (d.join("t.pcap"), d.join("o.pcap"));
+    write_trace(&trace, 200, 100_000, 120);
+    let (sum, stats) = (d.join("s.json"), d.join("st.jsonl"));
+    let o = run(&[
+        "replay",
+        s(&trace),
+        "--to",
+        &format!("pcap:{}", s(&out)),
+        "--pps",
+        "2k",
+        "-q",
+        "--summary-json",
+        s(&sum),
+        "--stats-json",
+        s(&stats),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut seen = vec![tag(&checked_json(&std::fs::read(&sum).unwrap()))];
+    let lines = checked_json_lines(&std::fs::read(&stats).unwrap());
+    assert!(!lines.is_empty());
+    seen.push(tag(&lines[0]));
+
+    let a = stdout_json(&["analyze", s(&out), "--json"]);
+    assert!(a["comparison"].is_null(), "null, not absent: {a}");
+    let a = stdout_json(&[
+        "analyze",
+        s(&out),
+        "-r",
+        s(&trace),
+        "--run",
+        s(&sum),
+        "--json",
+    ]);
+    assert_eq!(a["comparison"]["lost"], 0);
+    seen.push(tag(&a));
+    let g = stdout_json(&["analyze", s(&out), "--gap", "500us", "--json"]);
+    assert_eq!(g["gaps"], 199);
+    seen.push(tag(&g));
+    let f = stdout_json(&["analyze", s(&out), "--flows", "--json"]);
+    assert!(f["session"].is_null());
+    seen.push(tag(&f));
+
+    let profile = d.join("p.yaml");
+    std::fs::write(
+        &profile,
+        "duration: 200ms\nrate: 20k\nipd: {dist: poisson}\nsize: {dist: constant, bytes: 100}\n",
+    )
+    .unwrap();
+    let pcap = d.join("p.pcap");
+    let o = run(&[
+        "profile",
+        "run",
+        s(&profile),
+        "--to",
+        &format!("pcap:{}", s(&pcap)),
+        "--clock",
+        "virtual",
+        "-q",
+        "--summary-json",
+        s(&sum),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = checked_json(&std::fs::read(&sum).unwrap());
+    assert!(p["timing"].is_null() && p["frames"].is_null(), "{p}");
+    let j = stdout_json(&["analyze", s(&pcap), "--target", s(&profile), "--json"]);
+    seen.push(tag(&j));
+    let sp = stdout_json(&["profile", "spectrum", s(&profile), "--keep", "2", "--json"]);
+    seen.push(tag(&sp));
+    let doc = stdout_json(&["doctor", "--json", "--floor", "20ms"]);
+    seen.push(tag(&doc));
+
+    // Every schema file but the shared one was produced above.
+    seen.sort();
+    let mut files: Vec<String> = std::fs::read_dir(sluice_testkit::repo_root().join("docs/schema"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "common.json")
+        .map(|n| format!("sluice.{}/1", n.trim_end_matches(".json")))
+        .collect();
+    files.sort();
+    assert_eq!(seen, files);
+}
+
+#[test]
+fn a_document_that_breaks_its_schema_is_refused() {
+    let d = tmpdir("json-schema-bad");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 20, 10_000, 64);
+    let sum = d.join("s.json");
+    let o = run(&[
+        "replay",
+        s(&trace),
+        "--clock",
+        "virtual",
+        "-q",
+        "--summary-json",
+        s(&sum),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let good = checked_json(&std::fs::read(&sum).unwrap());
+    let broken = |f: &dyn Fn(&mut serde_json::Map<String, Value>)| {
+        let mut v = good.clone();
+        f(v.as_object_mut().unwrap());
+        schema_errors(&v)
+    };
+    let absent = broken(&|m| {
+        m.remove("frames");
+    });
+    assert!(absent.iter().any(|e| e.contains("frames")), "{absent:?}");
+    let renamed = broken(&|m| {
+        let b = m.remove("frame_bytes").unwrap();
+        m.insert("bytes".into(), b);
+    });
+    assert!(
+        renamed.len() >= 2,
+        "missing frame_bytes and unknown bytes: {renamed:?}"
+    );
+    let shape = broken(&|m| {
+        m["eps"]["percentiles"] = json!({"p50_ns": 1, "p95_ns": 2});
+    });
+    assert!(shape.iter().any(|e| e.starts_with("/eps")), "{shape:?}");
+    let version = broken(&|m| {
+        m.insert("schema".into(), json!("sluice.summary/2"));
+    });
+    assert!(!version.is_empty());
+    assert!(!schema_errors(&json!({"packets": 1})).is_empty());
+}
