@@ -24,6 +24,10 @@ pub enum Kind {
     Spectrum,
     /// `doctor --json`.
     Doctor,
+    /// One worker's statistics line of `control run --stats-json`.
+    ControlInterval,
+    /// `control run --summary-json`.
+    ControlSummary,
 }
 
 impl Kind {
@@ -37,6 +41,8 @@ impl Kind {
             Kind::Judgement => "sluice.judgement/1",
             Kind::Spectrum => "sluice.spectrum/1",
             Kind::Doctor => "sluice.doctor/1",
+            Kind::ControlInterval => "sluice.control-interval/1",
+            Kind::ControlSummary => "sluice.control-summary/1",
         }
     }
 }

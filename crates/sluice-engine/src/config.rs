@@ -58,6 +58,10 @@ pub struct EngineConfig {
     /// that acknowledges departures; one TX thread). Each frame sent is
     /// flushed at once, so the time recorded is when it left.
     pub departures: Option<Arc<sluice_core::Departures>>,
+    /// Start at this CLOCK_REALTIME instant (ns since the epoch) instead of
+    /// at once: how workers of a distributed run start together. An instant
+    /// already past starts at once.
+    pub start_at: Option<u64>,
 }
 
 impl Default for EngineConfig {
@@ -78,6 +82,7 @@ impl Default for EngineConfig {
             topspeed: false,
             preload_budget: None,
             departures: None,
+            start_at: None,
         }
     }
 }

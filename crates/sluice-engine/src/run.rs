@@ -196,13 +196,20 @@ pub(crate) struct Run<'a> {
     pub counters: Vec<Arc<SharedCounters>>,
 }
 
+/// Time from now to a CLOCK_REALTIME instant (0 when none or past).
+fn until(at: Option<u64>) -> Nanos {
+    at.map_or(Nanos(0), |at| {
+        Nanos(at.saturating_sub(sluice_sys::clock::realtime_ns()))
+    })
+}
+
 impl<'a> Run<'a> {
     /// Fixes the start `START_LEAD` from now (at once on a virtual clock).
     pub fn new(cfg: &'a EngineConfig, threads: usize) -> Self {
         let virtual_clock = VirtualClock::new(MonoTime(0));
         let mono = MonotonicClock::new();
         let start = match cfg.clock {
-            ClockChoice::Monotonic => mono.now() + START_LEAD,
+            ClockChoice::Monotonic => mono.now() + START_LEAD.max(until(cfg.start_at)),
             ClockChoice::Virtual => Clock::now(&virtual_clock),
         };
         Run {

@@ -12,11 +12,13 @@ pub mod profile;
 pub mod replay;
 pub mod seam;
 pub mod series;
+pub mod share;
 pub mod split;
 pub mod text;
 
 pub use replay::{ReplayConfig, ReplaySource};
 pub use seam::{End, Origin, Source, SourceError, SourceReport};
+pub use share::Share;
 
 use std::path::Path;
 

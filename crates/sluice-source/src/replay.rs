@@ -38,6 +38,9 @@ pub struct ReplayConfig {
     /// Recorded gaps longer than this are shortened to it (None: kept;
     /// the first over an hour is reported).
     pub max_gap: Option<Nanos>,
+    /// A distributed run's share: only flows (symmetric 5-tuple) whose key
+    /// falls to it are sent; the others keep their place in the schedule.
+    pub share: Option<crate::Share>,
 }
 
 impl Default for ReplayConfig {
@@ -53,6 +56,7 @@ impl Default for ReplayConfig {
             rewrite: HeaderRewrite::default(),
             split: None,
             max_gap: None,
+            share: None,
         }
     }
 }
@@ -208,8 +212,15 @@ impl ReplaySource {
             }
             buf
         };
-        let lane = out.lane(|| flow_hash(frame));
         let due = self.schedule.due(ts, frame.len());
+        if let Some(share) = self.cfg.share {
+            let key = crate::share::stable_hash(&[&flow_hash(frame).to_le_bytes()]);
+            if !share.takes(key) {
+                self.pass_packets += 1;
+                return Ok(Some(true));
+            }
+        }
+        let lane = out.lane(|| flow_hash(frame));
         if !out.push_on(lane, due, side, |b| b.extend_from_slice(frame)) {
             return Ok(Some(false));
         }

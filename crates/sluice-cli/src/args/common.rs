@@ -83,3 +83,15 @@ impl RefTiming {
         })
     }
 }
+
+/// One host's part of a job split over several (what `sluice worker` gives
+/// each job of a distributed run; usable by hand too).
+#[derive(Args, Debug, Default)]
+pub struct ShareOpts {
+    /// Start at this CLOCK_REALTIME instant, in ns since the epoch (hosts whose clocks agree start together).
+    #[arg(long, value_name = "NS")]
+    pub start_at: Option<u64>,
+    /// Send only share K of N (1 <= K <= N) of the job: flows by symmetric 5-tuple (replay, flows run), devices (series play) or every Nth packet of the global schedule (profile run).
+    #[arg(long, value_name = "K/N", value_parser = sluice_source::Share::parse)]
+    pub share: Option<sluice_source::Share>,
+}

@@ -1,6 +1,6 @@
 //! `sluice flows` arguments: run, import.
 
-use super::common::RunOpts;
+use super::common::{RunOpts, ShareOpts};
 use super::values::{count, named, positive_duration};
 use clap::{Args, Subcommand};
 use sluice_core::Nanos;
@@ -59,6 +59,8 @@ pub struct RunArgs {
     pub dst_mac: MacAddr,
     #[command(flatten)]
     pub run: RunOpts,
+    #[command(flatten)]
+    pub part: ShareOpts,
 }
 
 #[derive(Args, Debug)]

@@ -6,6 +6,7 @@
 mod analyze;
 mod common;
 mod demo;
+pub mod distributed;
 pub mod docs;
 mod doctor;
 mod flows;
@@ -21,13 +22,15 @@ pub mod values;
 pub use analyze::AnalyzeArgs;
 pub use common::RunOpts;
 pub use demo::DemoArgs;
+pub use distributed::{ControlArgs, ControlCommand, ControlRunArgs, KeygenArgs, WorkerArgs};
 pub use doctor::DoctorArgs;
 pub use flows::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
 pub use inject::InjectArgs;
 pub use pace::PaceArgs;
 pub use prep::PrepArgs;
 pub use profile::{
-    FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, SelectOpts, SpectrumArgs, SynthArgs,
+    FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, SelectOpts, ShareBy, SpectrumArgs,
+    SynthArgs,
 };
 pub use replay::ReplayArgs;
 pub use report::ReportArgs;
@@ -80,6 +83,12 @@ pub enum Command {
     /// client. With --return, frames arriving on an interface are handed
     /// back to the clients, so a simulated sender can run closed-loop.
     Inject(Box<InjectArgs>),
+    /// Serve as a worker of distributed runs: a controller holding a certificate of the same CA hands it tasks.
+    Worker(WorkerArgs),
+    /// Drive workers: run a plan's job split over several hosts, started together on corrected clocks.
+    Control(ControlArgs),
+    /// Write a CA and the worker and controller certificates for mutual TLS.
+    Keygen(KeygenArgs),
     /// One self-contained HTML page with charts from a run's --stats-json lines or a capture (with --reference: loss, reordering, gap error).
     Report(ReportArgs),
     /// Check this machine for what limits sluice's timing (capabilities, clock, CPUs, an interface, the platform floor) and say what to fix.

@@ -1,6 +1,6 @@
 //! `sluice profile` arguments: synth, spectrum, run.
 
-use super::common::RunOpts;
+use super::common::{RunOpts, ShareOpts};
 use super::values::{count, named, positive_duration};
 use clap::{Args, Subcommand};
 use sluice_core::Nanos;
@@ -109,6 +109,21 @@ sluice_core::named_values!(Mode {
     Fourier => "fourier",
 });
 
+/// What `--share` deals out in `profile run`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ShareBy {
+    /// Every Nth packet of the global schedule (exact for any gap law).
+    #[default]
+    Packets,
+    /// Fourier queues (components and their DC share): needs --mode fourier and a multiple of N queues.
+    Components,
+}
+
+sluice_core::named_values!(ShareBy {
+    Packets => "packets",
+    Components => "components",
+});
+
 #[derive(Args, Debug)]
 pub struct ProfileRunArgs {
     /// Profile (.yaml/.yml or .json).
@@ -134,4 +149,9 @@ pub struct ProfileRunArgs {
     pub frame: FrameOpts,
     #[command(flatten)]
     pub run: RunOpts,
+    #[command(flatten)]
+    pub part: ShareOpts,
+    /// What --share deals out: packets (every Nth of the global schedule) or components (Fourier queues, with --mode fourier).
+    #[arg(long, value_parser = named::<ShareBy>(ShareBy::NAMES), default_value_t = ShareBy::default(), requires = "share")]
+    pub share_by: ShareBy,
 }

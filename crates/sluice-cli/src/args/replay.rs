@@ -1,6 +1,6 @@
 //! `sluice replay` arguments.
 
-use super::common::RunOpts;
+use super::common::{RunOpts, ShareOpts};
 use super::values::{count, duration, positive_duration, rate};
 use clap::Args;
 use sluice_core::Nanos;
@@ -185,6 +185,8 @@ pub struct ReplayArgs {
 
     #[command(flatten)]
     pub run: RunOpts,
+    #[command(flatten)]
+    pub part: ShareOpts,
 }
 
 impl ReplayArgs {

@@ -1,6 +1,6 @@
 //! `sluice series` arguments: convert, dump, play.
 
-use super::common::RunOpts;
+use super::common::{RunOpts, ShareOpts};
 use super::values::{count, duration, named, positive_duration, probability, Size};
 use clap::{Args, Subcommand};
 use sluice_archive::DataEncoding;
@@ -145,6 +145,8 @@ pub struct PlayArgs {
 
     #[command(flatten)]
     pub run: RunOpts,
+    #[command(flatten)]
+    pub part: ShareOpts,
 }
 
 fn default_rescue_after() -> Nanos {

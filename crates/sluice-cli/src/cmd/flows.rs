@@ -27,12 +27,14 @@ fn run_session(a: RunArgs) -> Result<u8, Failure> {
             dst_mac: a.dst_mac,
             stamp: a.stamp,
             planner: a.planner,
+            share: a.part.share,
         },
     )
     .map_err(bad_input)?;
     let cfg = EngineConfig {
         duration: a.duration,
         limit: a.limit,
+        start_at: a.part.start_at,
         ..engine_config(&a.run, a.topspeed)
     };
     send(

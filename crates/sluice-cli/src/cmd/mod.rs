@@ -4,6 +4,7 @@
 pub mod analyze;
 mod analyze_flows;
 pub mod demo;
+pub mod distributed;
 pub mod docs;
 pub mod doctor;
 pub mod flows;

@@ -2,8 +2,8 @@
 //! generate it (exact or Fourier).
 
 use crate::args::{
-    FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, RunOpts, SelectOpts, SpectrumArgs,
-    SynthArgs,
+    FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, RunOpts, SelectOpts, ShareBy,
+    SpectrumArgs, SynthArgs,
 };
 use crate::plan::{check_threads, engine_config, send};
 use crate::{bad_input, Failure};
@@ -88,6 +88,14 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
 
 fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
     check_threads(&a.run, &a.to)?;
+    if let (Some(s), ShareBy::Components) = (a.part.share, a.share_by) {
+        if a.mode != Mode::Fourier || !a.queues.is_multiple_of(s.count as usize) {
+            return Err(bad_input(anyhow!(
+                "--share-by components deals out Fourier queues: give --mode fourier and --queues a multiple of {}",
+                s.count
+            )));
+        }
+    }
     let profile = load(&a.profile, a.frame.scale, a.frame.seed)?;
     let packet = profile.packet.clone();
     let plan = match a.mode {
@@ -134,10 +142,12 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let source = ProfileSource::new(plan, &packet, a.frame.src_mac, a.frame.dst_mac, now)
-        .map_err(bad_input)?;
+        .map_err(bad_input)?
+        .with_share(a.part.share, a.share_by == ShareBy::Components);
     let cfg = EngineConfig {
         duration: a.duration,
         limit: a.limit,
+        start_at: a.part.start_at,
         ..engine_config(&a.run, false)
     };
     send(

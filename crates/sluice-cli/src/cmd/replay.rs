@@ -24,6 +24,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         split: a.split.clone(),
         skip_unsupported: a.skip_unsupported,
         max_gap: a.max_gap,
+        share: a.part.share,
     })
     .map_err(bad_input)?;
     let cfg = EngineConfig {
@@ -32,6 +33,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         passes: a.loops,
         preload: a.preload,
         preload_budget: a.preload_max,
+        start_at: a.part.start_at,
         ..engine_config(&a.run, timing == TimingMode::TopSpeed)
     };
     if let Some(to2) = &a.to2 {

@@ -82,6 +82,7 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         seed: a.seed,
         rescue_after: (!a.no_rescue).then_some(a.rescue_after),
         max_gap: a.max_gap,
+        share: a.part.share,
         ..SeriesConfig::new(a.archive.clone(), flows)
     };
     let topspeed = timing == SeriesTiming::TightLoop(Nanos(0));
@@ -90,6 +91,7 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         limit: a.limit,
         preload: a.preload,
         preload_budget: a.preload_max,
+        start_at: a.part.start_at,
         ..engine_config(&a.run, topspeed)
     };
     let mut inputs: Vec<&Path> = vec![&a.archive];

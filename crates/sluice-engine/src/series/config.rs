@@ -49,6 +49,9 @@ pub struct SeriesConfig {
     /// Recorded gaps longer than this are shortened to it (None: reported
     /// past an hour, kept).
     pub max_gap: Option<Nanos>,
+    /// A distributed run's share: only devices whose id falls to it are
+    /// sent (their flow addresses are those of the whole run).
+    pub share: Option<sluice_source::Share>,
 }
 
 impl SeriesConfig {
@@ -81,6 +84,7 @@ impl Default for SeriesConfig {
             seed: 1,
             rescue_after: Some(Nanos::from_micros(2)),
             max_gap: None,
+            share: None,
         }
     }
 }

@@ -96,7 +96,7 @@ pub fn run_series(
     for w in 0..workers {
         let (s, r) = crossbeam_channel::bounded(1);
         to_workers.push(s);
-        let indexer = Indexer::new(
+        let mut indexer = Indexer::new(
             &file,
             cfg.timing,
             t_g,
@@ -105,6 +105,7 @@ pub fn run_series(
             table.clone(),
             cuts.clone(),
         );
+        indexer.share = cfg.share;
         let (lanes, back) = (lanes.clone(), back_tx.clone());
         let h = thread::Builder::new()
             .name(format!("sluice-work{w}"))

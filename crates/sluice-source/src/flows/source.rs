@@ -12,6 +12,7 @@
 use super::calendar::Calendar;
 use super::dtree::DistributionTree;
 use super::expand::{Expander, Flow, NO_TOTAL};
+use super::session::Proto;
 use super::session::{FlowEntry, Session};
 use crate::seam::{End, Origin, Source, SourceError, SourceReport};
 use sluice_core::{Lane, Nanos, Outbox};
@@ -26,6 +27,9 @@ pub struct FlowConfig {
     /// Write "SLF1" + flow id + packet index after the prefix.
     pub stamp: bool,
     pub planner: Planner,
+    /// A distributed run's share: only flows whose symmetric 5-tuple key
+    /// falls to it are sent.
+    pub share: Option<crate::Share>,
 }
 
 impl Default for FlowConfig {
@@ -36,6 +40,7 @@ impl Default for FlowConfig {
             dst_mac: MacAddr::LOCAL_DST,
             stamp: false,
             planner: Planner::default(),
+            share: None,
         }
     }
 }
@@ -278,7 +283,9 @@ impl Source for FlowSource {
                 }
                 (Some(s), p) if p.is_none_or(|p| s <= p) => {
                     if let Some(f) = self.expander.next() {
-                        self.activate(f, out);
+                        if self.cfg.share.is_none_or(|s| s.takes(share_key(&f))) {
+                            self.activate(f, out);
+                        }
                     }
                     continue;
                 }
@@ -317,6 +324,19 @@ impl Source for FlowSource {
     fn report(&self) -> SourceReport {
         SourceReport::default()
     }
+}
+
+/// A flow's key for `--share`: its symmetric 5-tuple (ICMP: addresses
+/// and protocol).
+fn share_key(f: &Flow) -> u64 {
+    let (proto, ports) = match f.proto {
+        Proto::Udp4 | Proto::Udp6 => (17, true),
+        Proto::Tcp4 | Proto::Tcp6 => (6, true),
+        Proto::Icmp4 => (1, false),
+        Proto::Icmp6 => (58, false),
+    };
+    let (sp, dp) = if ports { (f.sport, f.dport) } else { (0, 0) };
+    crate::share::flow_key(f.src_ip(), sp, f.dst_ip(), dp, proto)
 }
 
 #[cfg(test)]

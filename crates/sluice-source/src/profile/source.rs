@@ -36,6 +36,14 @@ pub struct ProfileSource {
     lanes: Vec<Option<Lane>>,
     header_len: usize,
     first_ts: u64,
+    /// A distributed run's `packets` split: every worker plans the same
+    /// global sequence from the shared seed and sends packet j when
+    /// j mod N is its index (exact for any gap law).
+    share: Option<crate::Share>,
+    /// Packets planned so far (all shares).
+    planned: u64,
+    /// Share by plan lane (Fourier queue) instead of by packet.
+    by_lane: bool,
 }
 
 impl ProfileSource {
@@ -72,7 +80,20 @@ impl ProfileSource {
             headers,
             header_len: usize::from(packet.header_len()),
             first_ts,
+            share: None,
+            planned: 0,
+            by_lane: false,
         })
+    }
+
+    /// Sends only `share`'s part of the global plan: its packets (every
+    /// Nth), or with `by_lane` its Fourier queues' (the paper's component
+    /// split: each queue holds components and a DC share that keeps its
+    /// rate non-negative).
+    pub fn with_share(mut self, share: Option<crate::Share>, by_lane: bool) -> Self {
+        self.share = share;
+        self.by_lane = by_lane;
+        self
     }
 }
 
@@ -81,6 +102,18 @@ impl Source for ProfileSource {
         out.set_first_ts(self.first_ts);
         for p in self.plan.by_ref() {
             let flow = p.flow as usize;
+            let j = if self.by_lane {
+                u64::from(p.lane)
+            } else {
+                self.planned
+            };
+            self.planned += 1;
+            if self.share.is_some_and(|s| !s.takes(j)) {
+                // Its IP identification stays taken: the workers' frames
+                // together are the single sender's.
+                self.sent[flow] += 1;
+                continue;
+            }
             let l = p.lane as usize;
             if l >= self.lanes.len() {
                 self.lanes.resize(l + 1, None);

@@ -73,6 +73,10 @@ pub struct Indexer {
     pub gaps: sluice_pace::GapWatch,
     /// `--max-gap` and the time it removes before each record.
     cuts: Arc<GapCuts>,
+    /// A distributed run's share: records of other devices are left out
+    /// (counted as filtered) after their device got its flow, so flow
+    /// addresses are those of the whole run.
+    pub share: Option<crate::Share>,
 }
 
 /// Where an entry goes.
@@ -105,6 +109,7 @@ impl Indexer {
             filtered: 0,
             gaps: sluice_pace::GapWatch::new(cuts.max_gap),
             cuts,
+            share: None,
         }
     }
 
@@ -119,7 +124,12 @@ impl Indexer {
             Err(_) => None,
         };
         // Below MAX_DEVICE_FLOWS (2^26): the product fits.
-        let base = dev.map(|d| d * self.copies);
+        let mine = self.share.is_none_or(|s| {
+            s.takes(crate::share::stable_hash(&[sluice_archive::trim_device(
+                id,
+            )]))
+        });
+        let base = dev.filter(|_| mine).map(|d| d * self.copies);
         self.cache.insert(*id, base);
         Ok(base)
     }

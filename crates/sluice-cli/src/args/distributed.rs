@@ -1,0 +1,97 @@
+//! `sluice keygen`, `sluice worker`, `sluice control run`.
+
+use super::values::{duration, named};
+use clap::{Args, Subcommand};
+use sluice_core::Nanos;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct KeygenArgs {
+    /// Directory to write ca.pem, ca.key, worker.pem, worker.key, controller.pem, controller.key into (never overwritten).
+    pub dir: PathBuf,
+    /// More names or IP addresses for the worker certificate (it always carries sluice-worker, which the controller checks).
+    #[arg(long)]
+    pub san: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct WorkerArgs {
+    /// ADDR:PORT to serve the control plane on.
+    #[arg(long)]
+    pub listen: SocketAddr,
+    /// Key directory from sluice keygen (ca.pem, worker.pem, worker.key); without it the worker serves loopback only, unauthenticated.
+    #[arg(long)]
+    pub tls: Option<PathBuf>,
+    /// Largest job file a controller may upload.
+    #[arg(long, value_parser = super::values::count, default_value = "4G")]
+    pub max_upload: u64,
+    /// Test only: this worker's clock reads this much ahead (negative: behind) of the host's, so clock correction can be tested on one host.
+    #[arg(long, value_parser = signed_duration, allow_hyphen_values = true, hide = true)]
+    pub clock_offset: Option<i64>,
+}
+
+fn signed_duration(s: &str) -> Result<i64, String> {
+    match s.strip_prefix('-') {
+        Some(rest) => duration(rest).map(|n| -(n.0 as i64)),
+        None => duration(s.strip_prefix('+').unwrap_or(s)).map(|n| n.0 as i64),
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ControlArgs {
+    #[command(subcommand)]
+    pub command: ControlCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ControlCommand {
+    /// Run a plan: its job split over its workers, started on all of them at one instant, gathered into one status and one summary.
+    Run(Box<ControlRunArgs>),
+}
+
+/// What happens to the others when a worker is lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OnLoss {
+    #[default]
+    Abort,
+    Continue,
+}
+
+sluice_core::named_values!(OnLoss {
+    Abort => "abort",
+    Continue => "continue",
+});
+
+#[derive(Args, Debug)]
+pub struct ControlRunArgs {
+    /// The plan (YAML; format in docs/FORMATS.md).
+    pub plan: PathBuf,
+    /// Key directory from sluice keygen (ca.pem, controller.pem, controller.key); without it workers are reached by plain TCP (loopback workers only).
+    #[arg(long)]
+    pub tls: Option<PathBuf>,
+    /// Start this long after the plan is ready (default: 1.5 s plus 20 round trips to the farthest worker).
+    #[arg(long, value_parser = duration)]
+    pub start_in: Option<Nanos>,
+    /// Refuse to start when a worker's clock offset is known no better than this.
+    #[arg(long, value_parser = duration, default_value = "100us")]
+    pub max_skew: Nanos,
+    /// When a worker fails or is lost mid-run: abort stops the others, continue lets them finish.
+    #[arg(long, value_parser = named::<OnLoss>(OnLoss::NAMES), default_value_t = OnLoss::default())]
+    pub on_worker_loss: OnLoss,
+    /// Clock exchanges per worker (the one with the smallest delay gives the offset).
+    #[arg(long, default_value_t = 32)]
+    pub clock_rounds: usize,
+    /// Start every worker at t_tos on its own clock, uncorrected (shows what correction does).
+    #[arg(long, hide = true)]
+    pub no_clock_correction: bool,
+    /// Write every worker's per-second statistics as JSON lines to PATH (- for stdout).
+    #[arg(long)]
+    pub stats_json: Option<String>,
+    /// Write the summary (per worker and total) as JSON to PATH (- for stdout).
+    #[arg(long)]
+    pub summary_json: Option<String>,
+    /// No live status line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}

@@ -1,0 +1,195 @@
+//! `sluice keygen`, `sluice worker`, `sluice control run`: the control
+//! plane lives in the sluice-control crate; this is its command line.
+
+use crate::args::{ControlCommand, ControlRunArgs, KeygenArgs, WorkerArgs};
+use crate::dest::Dest;
+use crate::json::{self, Kind};
+use crate::{bad_input, exit, Failure};
+use anyhow::{anyhow, Context};
+use sluice_control::control::{self, ControlConfig, OnLoss};
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+
+/// One thread: the control plane is light, and a clock exchange whose
+/// reply wakes a task on another thread pays that wake-up in its delay.
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?)
+}
+
+pub fn keygen(a: KeygenArgs) -> Result<u8, Failure> {
+    let files = sluice_control::tls::keygen(&a.dir, &a.san).map_err(bad_input)?;
+    for f in files {
+        println!("{}", f.display());
+    }
+    eprintln!(
+        "sluice: give workers ca.pem, worker.pem and worker.key, the controller ca.pem, controller.pem and controller.key; keep ca.key offline"
+    );
+    Ok(exit::OK)
+}
+
+pub fn worker(a: WorkerArgs) -> Result<u8, Failure> {
+    let cfg = sluice_control::worker::WorkerConfig {
+        listen: a.listen,
+        tls: a.tls,
+        clock_offset_ns: a.clock_offset.unwrap_or(0),
+        exe: std::env::current_exe().context("finding the sluice binary")?,
+        max_upload: a.max_upload,
+    };
+    let rt = runtime()?;
+    rt.block_on(async {
+        tokio::select! {
+            r = sluice_control::worker::serve(cfg) => r.map_err(bad_input),
+            _ = stop_signal() => {
+                eprintln!("sluice worker: stopped");
+                Ok(())
+            }
+        }
+    })?;
+    Ok(exit::OK)
+}
+
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+}
+
+pub fn control(a: crate::args::ControlArgs) -> Result<u8, Failure> {
+    match a.command {
+        ControlCommand::Run(r) => control_run(*r),
+    }
+}
+
+fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
+    let outputs: Vec<&str> = a
+        .stats_json
+        .iter()
+        .chain(&a.summary_json)
+        .map(String::as_str)
+        .collect();
+    crate::dest::check(&[&a.plan], &outputs)?;
+    let plan = sluice_control::plan::load(&a.plan).map_err(bad_input)?;
+    let stats_out = a.stats_json.as_deref().map(Dest::open).transpose()?;
+    let summary_out = a.summary_json.as_deref().map(Dest::open).transpose()?;
+    let stop = crate::signals::install().context("installing signal handlers")?;
+    let stats = Arc::new(Mutex::new(stats_out));
+    let stats_w = stats.clone();
+    let live = !a.quiet && std::io::stderr().is_terminal();
+    let cfg = ControlConfig {
+        plan,
+        tls: a.tls,
+        start_in: a.start_in.map(|n| std::time::Duration::from_nanos(n.0)),
+        max_skew_ns: a.max_skew.0,
+        on_loss: match a.on_worker_loss {
+            crate::args::distributed::OnLoss::Abort => OnLoss::Abort,
+            crate::args::distributed::OnLoss::Continue => OnLoss::Continue,
+        },
+        correct: !a.no_clock_correction,
+        rounds: a.clock_rounds,
+        stop,
+        on_stats: Box::new(move |worker, port, v| {
+            let mut g = stats_w.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(w) = g.as_mut() {
+                let line = json::line(
+                    Kind::ControlInterval,
+                    &serde_json::json!({"worker": worker, "port": port, "stats": v}),
+                )
+                .unwrap_or_default();
+                let _ = writeln!(w, "{line}").and_then(|_| w.flush());
+            }
+        }),
+        on_status: Box::new(move |s| {
+            if live {
+                eprint!(
+                    "\r{:>8.1}s {:>12} pkts {:>12.0} pps {:>10.1} Mbit/s  slowest ε p99 {}  workers running {}\x1b[K",
+                    s.t,
+                    s.packets,
+                    s.pps,
+                    s.bps / 1e6,
+                    s.eps_p99_ns.map_or("–".into(), |p| format!("{p} ns")),
+                    s.workers_running
+                );
+            }
+        }),
+    };
+    let rt = runtime()?;
+    let summary = rt
+        .block_on(control::run(cfg))
+        .map_err(|e| bad_input(anyhow!(control::describe(&e))))?;
+    if live {
+        eprintln!();
+    }
+    if let Some(w) = stats.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        w.commit().context("writing --stats-json")?;
+    }
+    eprint!("{}", render(&summary));
+    if let Some(mut out) = summary_out {
+        let text = json::pretty(Kind::ControlSummary, &summary)?;
+        writeln!(out, "{text}")
+            .and_then(|_| out.commit())
+            .context("writing --summary-json")?;
+    }
+    Ok(if summary.interrupted {
+        exit::INTERRUPTED
+    } else if summary.workers.iter().any(|w| w.error.is_some()) {
+        exit::FATAL
+    } else {
+        exit::OK
+    })
+}
+
+fn render(s: &control::ControlSummary) -> String {
+    let mut out = format!(
+        "{} split by {} over {} workers, t_tos {} (clock offsets {}):\n",
+        s.command,
+        s.split,
+        s.workers.len(),
+        s.start_ns,
+        if s.clock_corrected {
+            "corrected"
+        } else {
+            "NOT corrected"
+        }
+    );
+    for w in &s.workers {
+        let what = match (&w.summary, &w.error) {
+            (_, Some(e)) => format!("FAILED: {e}"),
+            (Some(v), None) => format!(
+                "{} packets, {:.0} pps, ε p99 {} ns",
+                v["packets"],
+                v["pps"].as_f64().unwrap_or(0.0),
+                v["eps"]["percentiles"]["p99_ns"]
+            ),
+            (None, None) => "no summary".into(),
+        };
+        out += &format!(
+            "  port {} {:<12} {:<22} offset {:>+12} ns ±{:<8} {}\n",
+            w.port, w.name, w.sink, w.offset_ns, w.offset_uncertainty_ns, what
+        );
+    }
+    let t = &s.total;
+    out += &format!(
+        "total: {} of {} workers finished, {} packets, {} frame bytes, {} pps, slowest ε p99 {}\n",
+        t.finished,
+        t.workers,
+        t.packets,
+        t.frame_bytes,
+        t.pps.map_or("–".into(), |p| format!("{p:.0}")),
+        t.eps_p99_max_ns.map_or("–".into(), |p| format!("{p} ns"))
+    );
+    if let Some(a) = &s.aborted {
+        out += &format!("aborted: {a}\n");
+    }
+    out
+}

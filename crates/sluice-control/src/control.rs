@@ -1,0 +1,484 @@
+//! `sluice control run PLAN`: connect, register, build and publish the
+//! port map, measure every worker's clock offset, upload the job, start
+//! every task at one instant t_tos, gather statistics, write one summary.
+
+use crate::now_ns;
+use crate::pb::worker_client::WorkerClient;
+use crate::pb::{self, update};
+use crate::plan::Plan;
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_stream::StreamExt;
+use tonic::transport::{Channel, Endpoint};
+
+/// What to do when a worker is lost mid-run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnLoss {
+    /// Stop every other worker (within a second).
+    Abort,
+    /// Let the others finish.
+    Continue,
+}
+
+/// Receives (worker name, global port, statistics line).
+pub type StatsSink = Box<dyn FnMut(&str, u32, &Value) + Send>;
+
+pub struct ControlConfig {
+    pub plan: Plan,
+    /// Key directory; None: plain TCP (workers on loopback only).
+    pub tls: Option<PathBuf>,
+    /// How far ahead t_tos is set; None: from the measured RTTs.
+    pub start_in: Option<Duration>,
+    /// Refuse to start when a worker's offset is known no better than this.
+    pub max_skew_ns: u64,
+    pub on_loss: OnLoss,
+    /// Apply the measured offsets (off only to show what they correct).
+    pub correct: bool,
+    /// Clock exchanges per worker.
+    pub rounds: usize,
+    /// Set by SIGINT/SIGTERM: stop every worker, still summarise.
+    pub stop: Arc<AtomicBool>,
+    /// Called with each worker's statistics line (`--stats-json`).
+    pub on_stats: StatsSink,
+    /// Called once a second with the live totals.
+    pub on_status: Box<dyn FnMut(&Status) + Send>,
+}
+
+/// Live totals over the workers.
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    pub t: f64,
+    pub packets: u64,
+    pub pps: f64,
+    pub bps: f64,
+    /// The slowest worker's ε p99 in its last interval.
+    pub eps_p99_ns: Option<u64>,
+    pub workers_running: usize,
+}
+
+/// One worker in the summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkerResult {
+    pub name: String,
+    pub address: String,
+    pub port: u32,
+    pub sink: String,
+    /// Worker − controller, ns (four-timestamp exchange, minimum delay).
+    pub offset_ns: i64,
+    /// Half the minimum round-trip delay: the offset is known to ± this.
+    pub offset_uncertainty_ns: u64,
+    /// The worker's own clock service (chrony, linuxptp), if any.
+    pub clock_service: Option<String>,
+    pub clock_service_bound_ns: Option<u64>,
+    /// When the worker said its job starts, on the controller's clock.
+    pub start_ns: Option<i64>,
+    /// Its job's `--summary-json` (sluice.summary/1).
+    pub summary: Option<Value>,
+    /// Why it did not finish: its job's error, or the connection lost.
+    pub error: Option<String>,
+}
+
+/// Sums over the workers that finished.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Totals {
+    pub workers: usize,
+    pub finished: usize,
+    pub packets: u64,
+    pub frame_bytes: u64,
+    pub late: u64,
+    pub dropped: u64,
+    /// Over the span from t_tos to the last worker's last send.
+    pub pps: Option<f64>,
+    pub bps: Option<f64>,
+    /// The largest of the workers' ε p99 (the slowest worker).
+    pub eps_p99_max_ns: Option<u64>,
+}
+
+/// The controller's summary (`sluice.control-summary/1`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ControlSummary {
+    pub command: String,
+    pub split: String,
+    /// t_tos, CLOCK_REALTIME ns on the controller's clock.
+    pub start_ns: i64,
+    pub clock_corrected: bool,
+    pub workers: Vec<WorkerResult>,
+    pub total: Totals,
+    pub interrupted: bool,
+    pub aborted: Option<String>,
+}
+
+struct Conn {
+    client: WorkerClient<Channel>,
+    result: WorkerResult,
+}
+
+/// Grace after t_tos + duration before a worker stops a job by itself.
+const GRACE: Duration = Duration::from_secs(3);
+const CHUNK: usize = 1 << 20;
+
+async fn connect(
+    address: &str,
+    tls: Option<&tonic::transport::ClientTlsConfig>,
+) -> Result<Channel> {
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let mut ep = Endpoint::from_shared(format!("{scheme}://{address}"))
+        .map_err(|e| anyhow!("address '{address}': {e}"))?
+        .connect_timeout(Duration::from_secs(3))
+        .tcp_nodelay(true);
+    if let Some(t) = tls {
+        ep = ep.tls_config(t.clone())?;
+    }
+    Ok(ep.connect().await?)
+}
+
+/// NTP's four-timestamp exchange, `rounds` times; the round with the
+/// smallest delay gives the offset (worker − controller) and ± delay / 2.
+pub async fn measure_offset(
+    client: &mut WorkerClient<Channel>,
+    rounds: usize,
+) -> Result<(i64, u64)> {
+    let mut best: Option<(i64, i64)> = None;
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    let mut replies = client
+        .clock(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await?
+        .into_inner();
+    for _ in 0..rounds.max(1) {
+        let t1 = now_ns();
+        tx.send(pb::ClockRequest { t1_ns: t1 })
+            .await
+            .map_err(|_| anyhow!("the clock stream closed"))?;
+        let r = replies
+            .message()
+            .await?
+            .ok_or_else(|| anyhow!("the clock stream ended"))?;
+        let t4 = now_ns();
+        let delay = (t4 - t1) - (r.t3_ns - r.t2_ns);
+        let offset = ((r.t2_ns - t1) + (r.t3_ns - t4)) / 2;
+        if best.is_none_or(|(d, _)| delay < d) {
+            best = Some((delay, offset));
+        }
+    }
+    let (delay, offset) = best.expect("at least one round");
+    Ok((offset, (delay.max(0) / 2) as u64))
+}
+
+/// Runs the plan; the summary even when workers failed (the error says
+/// which), an error only when nothing could start.
+pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
+    let tls = match &cfg.tls {
+        Some(d) => Some(crate::tls::client_config(d)?),
+        None => None,
+    };
+    let plan = &cfg.plan;
+    // Connect and register, every worker at once.
+    let mut conns = Vec::new();
+    let mut tasks = Vec::new();
+    for w in &plan.workers {
+        let (name, address, tls) = (w.name.clone(), w.address.clone(), tls.clone());
+        tasks.push(tokio::spawn(async move {
+            let ch = connect(&address, tls.as_ref())
+                .await
+                .map_err(|e| anyhow!("worker '{name}' ({address}): unreachable: {}", chain(&e)))?;
+            let mut client = WorkerClient::new(ch).max_decoding_message_size(64 << 20);
+            let reg = client
+                .register(pb::RegisterRequest { name: name.clone() })
+                .await
+                .map_err(|e| anyhow!("worker '{name}' ({address}): {}", e.message()))?
+                .into_inner();
+            Ok::<_, anyhow::Error>((client, reg))
+        }));
+    }
+    for (i, t) in tasks.into_iter().enumerate() {
+        let (client, reg) = t.await.context("a connection task")??;
+        let w = &plan.workers[i];
+        let port = reg.ports.iter().find(|p| p.sink == w.to).ok_or_else(|| {
+            anyhow!(
+                "worker '{}': no port {} (it has {})",
+                w.name,
+                w.to,
+                reg.ports
+                    .iter()
+                    .map(|p| p.sink.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        if !port.up {
+            return Err(anyhow!("worker '{}': {} is down", w.name, w.to));
+        }
+        conns.push(Conn {
+            client,
+            result: WorkerResult {
+                name: w.name.clone(),
+                address: w.address.clone(),
+                port: i as u32,
+                sink: w.to.clone(),
+                offset_ns: 0,
+                offset_uncertainty_ns: 0,
+                clock_service: (!reg.clock_service.is_empty()).then_some(reg.clock_service),
+                clock_service_bound_ns: (reg.clock_service_bound_ns > 0)
+                    .then_some(reg.clock_service_bound_ns),
+                start_ns: None,
+                summary: None,
+                error: None,
+            },
+        });
+    }
+    // The global port map (Fig. 6): port i is worker i's sink.
+    let map = pb::PortMap {
+        ports: conns
+            .iter()
+            .map(|c| pb::GlobalPort {
+                id: c.result.port,
+                worker: c.result.name.clone(),
+                sink: c.result.sink.clone(),
+            })
+            .collect(),
+    };
+    for c in &mut conns {
+        c.client.publish_ports(map.clone()).await?;
+    }
+    // Clock offsets, then the refusal when one is not known well enough.
+    let mut max_rtt = 0u64;
+    for c in &mut conns {
+        let (off, unc) = measure_offset(&mut c.client, cfg.rounds).await?;
+        c.result.offset_ns = off;
+        c.result.offset_uncertainty_ns = unc;
+        max_rtt = max_rtt.max(2 * unc);
+        if unc > cfg.max_skew_ns {
+            return Err(anyhow!(
+                "worker '{}': clock offset known to ±{} ns only, above --max-skew {} ns: not starting",
+                c.result.name,
+                unc,
+                cfg.max_skew_ns
+            ));
+        }
+    }
+    // The job's file to every worker.
+    let data = std::fs::read(&plan.file)
+        .with_context(|| format!("{}: cannot read", plan.file.display()))?;
+    let fname = plan
+        .file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut ids = Vec::new();
+    for c in &mut conns {
+        let chunks: Vec<pb::FileChunk> = data
+            .chunks(CHUNK)
+            .map(|d| pb::FileChunk {
+                name: fname.clone(),
+                data: d.to_vec(),
+            })
+            .collect();
+        let id = c
+            .client
+            .upload(tokio_stream::iter(chunks))
+            .await
+            .map_err(|e| anyhow!("worker '{}': upload: {}", c.result.name, e.message()))?
+            .into_inner()
+            .id;
+        ids.push(id);
+    }
+    // t_tos: far enough ahead for every worker to get its task and load
+    // its input.
+    let lead = cfg
+        .start_in
+        .unwrap_or_else(|| Duration::from_millis(1500) + Duration::from_nanos(20 * max_rtt));
+    let start_ns = now_ns() + lead.as_nanos() as i64;
+    let deadline_ns = start_ns + plan.duration_ns as i64 + GRACE.as_nanos() as i64;
+    let n = conns.len() as u32;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, Event)>(256);
+    let mut stoppers = Vec::new();
+    for (i, c) in conns.iter_mut().enumerate() {
+        let mut args = plan.args.clone();
+        args.push("--duration".into());
+        args.push(format!("{}ns", plan.duration_ns));
+        let task = pb::Task {
+            command: plan.command as i32,
+            file_id: ids[i].clone(),
+            args,
+            port: c.result.port,
+            split: plan.split as i32,
+            share_index: i as u32,
+            share_count: n,
+            start_ns,
+            offset_ns: if cfg.correct { c.result.offset_ns } else { 0 },
+            deadline_ns,
+            seed: 0,
+        };
+        let mut client = c.client.clone();
+        stoppers.push(c.client.clone());
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let mut stream = match client.run(task).await {
+                Ok(s) => s.into_inner(),
+                Err(e) => {
+                    let _ = tx.send((i, Event::Failed(e.message().to_string()))).await;
+                    return;
+                }
+            };
+            loop {
+                match stream.next().await {
+                    Some(Ok(u)) => {
+                        let ev = match u.kind {
+                            Some(update::Kind::Accepted(a)) => Event::Accepted(a.start_ns),
+                            Some(update::Kind::Stats(l)) => Event::Stats(l),
+                            Some(update::Kind::Finished(s)) => Event::Finished(s),
+                            Some(update::Kind::Failed(e)) => Event::Failed(e),
+                            None => continue,
+                        };
+                        let end = matches!(ev, Event::Finished(_) | Event::Failed(_));
+                        let _ = tx.send((i, ev)).await;
+                        if end {
+                            return;
+                        }
+                    }
+                    Some(Err(e)) => {
+                        let _ = tx.send((i, Event::Lost(e.message().to_string()))).await;
+                        return;
+                    }
+                    None => {
+                        let _ = tx
+                            .send((i, Event::Lost("the stream ended without a summary".into())))
+                            .await;
+                        return;
+                    }
+                }
+            }
+        });
+    }
+    drop(tx);
+    // Gather until every worker finished, failed or was lost.
+    let mut open = conns.len();
+    let mut last: Vec<Option<Value>> = vec![None; conns.len()];
+    let mut aborted: Option<String> = None;
+    let mut interrupted = false;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let stop_all = |stoppers: &Vec<WorkerClient<Channel>>| {
+        for s in stoppers {
+            let mut s = s.clone();
+            tokio::spawn(async move {
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(1), s.stop(pb::StopRequest {})).await;
+            });
+        }
+    };
+    while open > 0 {
+        tokio::select! {
+            ev = rx.recv() => {
+                let Some((i, ev)) = ev else { break };
+                let r = &mut conns[i].result;
+                match ev {
+                    Event::Accepted(t) => r.start_ns = Some(t - r.offset_ns),
+                    Event::Stats(line) => {
+                        if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                            (cfg.on_stats)(&r.name, r.port, &v);
+                            last[i] = Some(v);
+                        }
+                    }
+                    Event::Finished(s) => {
+                        r.summary = serde_json::from_str(&s).ok();
+                        open -= 1;
+                    }
+                    Event::Failed(e) | Event::Lost(e) => {
+                        let e = format!("worker '{}': {e}", r.name);
+                        eprintln!("sluice control: {e}");
+                        r.error = Some(e.clone());
+                        open -= 1;
+                        if cfg.on_loss == OnLoss::Abort && aborted.is_none() && open > 0 {
+                            aborted = Some(e);
+                            stop_all(&stoppers);
+                        }
+                    }
+                }
+            }
+            _ = tick.tick() => {
+                if cfg.stop.load(Ordering::Relaxed) && !interrupted {
+                    interrupted = true;
+                    stop_all(&stoppers);
+                }
+                let mut s = Status {
+                    t: (now_ns() - start_ns) as f64 / 1e9,
+                    workers_running: open,
+                    ..Status::default()
+                };
+                for v in last.iter().flatten() {
+                    s.packets += v["packets"].as_u64().unwrap_or(0);
+                    s.pps += v["pps"].as_f64().unwrap_or(0.0);
+                    s.bps += v["bps"].as_f64().unwrap_or(0.0);
+                    if let Some(p) = v["eps"]["percentiles"]["p99_ns"].as_u64() {
+                        s.eps_p99_ns = Some(s.eps_p99_ns.unwrap_or(0).max(p));
+                    }
+                }
+                if s.t > 0.0 {
+                    (cfg.on_status)(&s);
+                }
+            }
+        }
+    }
+    let mut total = Totals {
+        workers: conns.len(),
+        ..Totals::default()
+    };
+    let mut end_s: f64 = 0.0;
+    for c in &conns {
+        let Some(s) = &c.result.summary else { continue };
+        total.finished += 1;
+        let u = |k: &str| s[k].as_u64().unwrap_or(0);
+        total.packets += u("packets");
+        total.frame_bytes += u("frame_bytes");
+        total.late += u("late");
+        total.dropped += u("dropped");
+        end_s = end_s.max(s["duration_s"].as_f64().unwrap_or(0.0));
+        if let Some(p) = s["eps"]["percentiles"]["p99_ns"].as_u64() {
+            total.eps_p99_max_ns = Some(total.eps_p99_max_ns.unwrap_or(0).max(p));
+        }
+    }
+    if end_s >= 1e-3 && total.packets >= 2 {
+        total.pps = Some(total.packets as f64 / end_s);
+        total.bps = Some(total.frame_bytes as f64 * 8.0 / end_s);
+    }
+    Ok(ControlSummary {
+        command: format!("{:?}", plan.command).to_lowercase(),
+        split: format!("{:?}", plan.split).to_lowercase(),
+        start_ns,
+        clock_corrected: cfg.correct,
+        workers: conns.into_iter().map(|c| c.result).collect(),
+        total,
+        interrupted,
+        aborted,
+    })
+}
+
+enum Event {
+    Accepted(i64),
+    Stats(String),
+    Finished(String),
+    Failed(String),
+    Lost(String),
+}
+
+/// An error and its causes, each once.
+fn chain(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for c in e.chain() {
+        let s = c.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ")
+}
+
+/// Transport errors keep their cause deep in the chain: name the root.
+pub fn describe(e: &anyhow::Error) -> String {
+    chain(e)
+}

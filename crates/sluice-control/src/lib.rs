@@ -1,0 +1,43 @@
+//! Distributed generation: `sluice control` drives `sluice worker`s over
+//! gRPC with mutual TLS (`proto/sluice/control/v1/worker.proto`). The
+//! controller measures each worker's clock offset, publishes the global
+//! port map, hands every worker the job with its share and one start
+//! instant t_tos, and gathers the statistics into one status and summary.
+
+pub mod control;
+pub mod plan;
+pub mod tls;
+pub mod worker;
+
+pub mod pb {
+    #![allow(clippy::all, missing_docs)]
+    tonic::include_proto!("sluice.control.v1");
+}
+
+/// CLOCK_REALTIME, ns since the epoch.
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// The sluice command line a task's command runs.
+pub fn command_words(c: pb::Command) -> Option<&'static [&'static str]> {
+    match c {
+        pb::Command::Replay => Some(&["replay"]),
+        pb::Command::Flows => Some(&["flows", "run"]),
+        pb::Command::Series => Some(&["series", "play"]),
+        pb::Command::Profile => Some(&["profile", "run"]),
+        pb::Command::Unspecified => None,
+    }
+}
+
+/// `profile run --share-by` for a profile's split (other commands split
+/// one way only).
+pub fn split_flag(s: pb::Split) -> Option<&'static str> {
+    match s {
+        pb::Split::Packets => Some("packets"),
+        pb::Split::Components => Some("components"),
+        _ => None,
+    }
+}

@@ -1,0 +1,122 @@
+//! The plan `sluice control run` reads (YAML): the workers, the job and
+//! how to split it. Unknown keys are refused; errors name the key.
+
+use crate::pb;
+use anyhow::{anyhow, Context, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanFile {
+    pub workers: Vec<WorkerEntry>,
+    pub job: JobEntry,
+    /// flow (replay, flows), device (series), packets or components
+    /// (profile); default: flow, flow, device, packets.
+    #[serde(default)]
+    pub split: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerEntry {
+    pub name: String,
+    /// HOST:PORT of `sluice worker --listen`.
+    pub address: String,
+    /// The sink this worker sends on: afpacket:IFACE or null.
+    pub to: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobEntry {
+    /// replay, flows, series or profile.
+    pub command: String,
+    /// The job's input, relative to the plan file.
+    pub file: PathBuf,
+    /// Options every worker's job gets, as on the command line.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// How long the job runs (every task's deadline follows from it).
+    pub duration: String,
+}
+
+/// A checked plan.
+#[derive(Debug)]
+pub struct Plan {
+    pub workers: Vec<WorkerEntry>,
+    pub command: pb::Command,
+    pub file: PathBuf,
+    pub args: Vec<String>,
+    pub duration_ns: u64,
+    pub split: pb::Split,
+}
+
+pub fn load(path: &Path) -> Result<Plan> {
+    let name = path.display();
+    let text = std::fs::read_to_string(path).with_context(|| format!("{name}: cannot read"))?;
+    let f: PlanFile = serde_yaml_ng::from_str(&text).map_err(|e| anyhow!("{name}: {e}"))?;
+    if f.workers.is_empty() {
+        return Err(anyhow!("{name}: workers: at least one is needed"));
+    }
+    for (i, w) in f.workers.iter().enumerate() {
+        if f.workers[..i].iter().any(|o| o.name == w.name) {
+            return Err(anyhow!(
+                "{name}: workers[{i}].name: '{}' is used twice",
+                w.name
+            ));
+        }
+        if w.to != "null" && !w.to.starts_with("afpacket:") {
+            return Err(anyhow!(
+                "{name}: workers[{i}].to: '{}': afpacket:IFACE or null expected",
+                w.to
+            ));
+        }
+    }
+    let command = match f.job.command.as_str() {
+        "replay" => pb::Command::Replay,
+        "flows" => pb::Command::Flows,
+        "series" => pb::Command::Series,
+        "profile" => pb::Command::Profile,
+        c => {
+            return Err(anyhow!(
+                "{name}: job.command: '{c}': replay, flows, series or profile expected"
+            ))
+        }
+    };
+    let split = match (command, f.split.as_deref()) {
+        (pb::Command::Replay | pb::Command::Flows, None | Some("flow")) => pb::Split::ByFlow,
+        (pb::Command::Series, None | Some("device")) => pb::Split::ByDevice,
+        (pb::Command::Profile, None | Some("packets")) => pb::Split::Packets,
+        (pb::Command::Profile, Some("components")) => pb::Split::Components,
+        (_, Some(s)) => {
+            return Err(anyhow!(
+                "{name}: split: '{s}' does not apply to {} (replay, flows: flow; series: device; profile: packets or components)",
+                f.job.command
+            ))
+        }
+        _ => unreachable!("every command has a default split"),
+    };
+    let duration_ns = sluice_core::parse_duration(&f.job.duration)
+        .map_err(|e| anyhow!("{name}: job.duration: {e}"))?
+        .0;
+    if duration_ns == 0 {
+        return Err(anyhow!("{name}: job.duration: must be above 0"));
+    }
+    let base = path.parent().unwrap_or(Path::new("."));
+    let file = base.join(&f.job.file);
+    if !file.is_file() {
+        return Err(anyhow!(
+            "{name}: job.file: {}: no such file",
+            file.display()
+        ));
+    }
+    Ok(Plan {
+        workers: f.workers,
+        command,
+        file,
+        args: f.job.args,
+        duration_ns,
+        split,
+    })
+}
