@@ -282,12 +282,24 @@ impl Worker for Service {
         }
         args.extend(task.args.iter().cloned());
         log(&format!("'{name}': starting {} at {start}", args.join(" ")));
-        let mut child = tokio::process::Command::new(&self.cfg.exe)
-            .args(&args)
+        let mut cmd = tokio::process::Command::new(&self.cfg.exe);
+        cmd.args(&args)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        // A worker that dies takes its job with it (the job stops cleanly
+        // on SIGTERM, summary flushed).
+        #[allow(unsafe_code)]
+        // SAFETY: runs in the forked child before exec; prctl is
+        // async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let mut child = cmd
             .spawn()
             .map_err(|e| Status::internal(format!("{}: {e}", self.cfg.exe.display())))?;
         let pid = child.id().unwrap_or(0);

@@ -1,0 +1,521 @@
+//! Distributed generation on one host, as CI can: workers are separate
+//! `sluice worker` processes, each in its own network namespace with a
+//! veth into a shared sink namespace (a bridge there) and a control link
+//! to the root namespace, where `sluice control run` drives them over
+//! mutual TLS. Captures in the sink namespace (tcpdump, on each worker's
+//! port) judge the result.
+
+mod common;
+#[allow(dead_code)]
+mod netns;
+
+use common::*;
+use netns::sh;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PPS: u64 = 2000;
+
+/// One test at a time: they share the control subnets, and timing on two
+/// CPUs does not survive three labs at once.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sink namespace with a bridge, and one namespace per worker.
+struct Lab {
+    tag: String,
+    workers: Vec<Child>,
+    logs: Vec<PathBuf>,
+}
+
+impl Lab {
+    fn sink(&self) -> String {
+        format!("s{}", self.tag)
+    }
+    fn wns(&self, i: usize) -> String {
+        format!("w{i}{}", self.tag)
+    }
+    /// The worker's sending interface (in its namespace).
+    fn tx(&self, i: usize) -> String {
+        format!("t{i}{}a", self.tag)
+    }
+    /// Its peer in the sink namespace, a bridge port.
+    fn rx(&self, i: usize) -> String {
+        format!("t{i}{}b", self.tag)
+    }
+    fn addr(&self, i: usize) -> String {
+        format!("10.78.{i}.2:7700")
+    }
+
+    fn up(n: usize) -> Lab {
+        let tag = format!("{}", std::process::id() % 100_000);
+        let lab = Lab {
+            tag,
+            workers: Vec::new(),
+            logs: Vec::new(),
+        };
+        let s = lab.sink();
+        let _ = Command::new("ip").args(["netns", "del", &s]).output();
+        sh(&["ip", "netns", "add", &s]);
+        let ns = |ns: &str, args: &[&str]| {
+            let mut v = vec!["ip", "netns", "exec", ns];
+            v.extend_from_slice(args);
+            sh(&v);
+        };
+        ns(&s, &["ip", "link", "add", "br0", "type", "bridge"]);
+        ns(&s, &["ip", "link", "set", "br0", "up"]);
+        for i in 0..n {
+            let (w, tx, rx) = (lab.wns(i), lab.tx(i), lab.rx(i));
+            let (cr, cw) = (format!("c{i}{}r", lab.tag), format!("c{i}{}w", lab.tag));
+            let _ = Command::new("ip").args(["netns", "del", &w]).output();
+            let _ = Command::new("ip").args(["link", "del", &cr]).output();
+            sh(&["ip", "netns", "add", &w]);
+            sh(&[
+                "ip", "link", "add", &tx, "type", "veth", "peer", "name", &rx,
+            ]);
+            sh(&["ip", "link", "set", &tx, "netns", &w]);
+            sh(&["ip", "link", "set", &rx, "netns", &s]);
+            sh(&[
+                "ip", "link", "add", &cr, "type", "veth", "peer", "name", &cw,
+            ]);
+            sh(&["ip", "link", "set", &cw, "netns", &w]);
+            sh(&["ip", "addr", "add", &format!("10.78.{i}.1/24"), "dev", &cr]);
+            sh(&["ip", "link", "set", &cr, "up"]);
+            ns(
+                &w,
+                &["ip", "addr", "add", &format!("10.78.{i}.2/24"), "dev", &cw],
+            );
+            for dev in [&cw, &tx, &"lo".to_string()] {
+                ns(&w, &["ip", "link", "set", dev, "up"]);
+            }
+            ns(
+                &w,
+                &[
+                    "sysctl",
+                    "-qw",
+                    &format!("net.ipv6.conf.{tx}.disable_ipv6=1"),
+                ],
+            );
+            ns(
+                &s,
+                &[
+                    "sysctl",
+                    "-qw",
+                    &format!("net.ipv6.conf.{rx}.disable_ipv6=1"),
+                ],
+            );
+            ns(&s, &["ip", "link", "set", &rx, "master", "br0"]);
+            ns(&s, &["ip", "link", "set", &rx, "up"]);
+        }
+        lab
+    }
+
+    /// Starts worker i with `extra` options; its log goes to `dir`.
+    fn worker(&mut self, i: usize, dir: &Path, extra: &[&str]) {
+        let n = self.logs.iter().filter(|l| l.starts_with(dir)).count();
+        let log = dir.join(format!("worker{i}-{n}.log"));
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.wns(i)])
+            .arg(env!("CARGO_BIN_EXE_sluice"))
+            .args(["worker", "--listen", &self.addr(i)])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        if i < self.workers.len() {
+            // A worker started again in its place.
+            let _ = self.workers[i].kill();
+            let _ = self.workers[i].wait();
+            self.workers[i] = child;
+            self.logs[i] = log.clone();
+        } else {
+            self.workers.push(child);
+            self.logs.push(log.clone());
+        }
+        // Listening once it says so.
+        let t0 = Instant::now();
+        while !std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("listening")
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "worker {i} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn capture(&self, i: usize, out: &Path) -> Child {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.sink(), "tcpdump", "-i", &self.rx(i)])
+            .args(["-n", "-U", "--immediate-mode", "-B", "65536"])
+            .args(["--time-stamp-precision=nano", "-Q", "in", "-w"])
+            .arg(out)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut r = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while r.read_line(&mut line).unwrap() > 0 && !line.contains("listening") {
+            line.clear();
+        }
+        assert!(line.contains("listening"), "tcpdump: {line}");
+        child
+    }
+
+    fn log(&self, i: usize) -> String {
+        std::fs::read_to_string(&self.logs[i]).unwrap_or_default()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for w in &mut self.workers {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
+        for i in 0..8 {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.wns(i)])
+                .output();
+        }
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.sink()])
+            .output();
+    }
+}
+
+/// A trace of `n` UDP frames of 600 flows (source port 1000 + i mod 600),
+/// the sequence number at byte 42.
+fn flows_trace(path: &Path, n: u64) {
+    let frames: Vec<(u64, Vec<u8>)> = (0..n)
+        .map(|i| {
+            let mut f = frame(i, 100);
+            let sport = 1000 + (i % 600) as u16;
+            f[34..36].copy_from_slice(&sport.to_be_bytes());
+            (1_000_000_000 + i * 1_000, f)
+        })
+        .collect();
+    write_frames(path, &frames);
+}
+
+fn seq(f: &[u8]) -> u64 {
+    u64::from_be_bytes(f[42..50].try_into().unwrap())
+}
+
+fn plan(dir: &Path, lab: &Lab, n: usize, trace: &str, args: &[&str], duration: &str) -> PathBuf {
+    let mut y = String::from("workers:\n");
+    for i in 0..n {
+        y += &format!(
+            "  - {{name: w{i}, address: \"{}\", to: \"afpacket:{}\"}}\n",
+            lab.addr(i),
+            lab.tx(i)
+        );
+    }
+    let args: Vec<String> = args.iter().map(|a| format!("\"{a}\"")).collect();
+    y += &format!(
+        "job:\n  command: replay\n  file: {trace}\n  args: [{}]\n  duration: {duration}\n",
+        args.join(", ")
+    );
+    let p = dir.join("plan.yaml");
+    std::fs::write(&p, y).unwrap();
+    p
+}
+
+fn control(
+    plan: &Path,
+    keys: &Path,
+    summary: &Path,
+    extra: &[&str],
+) -> (std::process::Output, Value) {
+    let o = sluice()
+        .args(["control", "run"])
+        .arg(plan)
+        .arg("--tls")
+        .arg(keys)
+        .arg("--summary-json")
+        .arg(summary)
+        .arg("-q")
+        .args(extra)
+        .output()
+        .unwrap();
+    let v = std::fs::read(summary)
+        .map(|b| sluice_testkit::checked_json(&b))
+        .unwrap_or(Value::Null);
+    (o, v)
+}
+
+/// Per worker: when its schedule started on the host's clock, as the
+/// capture shows it: the smallest (capture time − due time) over its
+/// frames. A frame is never early, only late (a wake-up, a VM pause, the
+/// other workers on the same two CPUs), so the smallest is the one sent on
+/// time; the first frame alone carries its own lateness (printed too).
+fn starts(caps: &[Vec<(u64, Vec<u8>)>]) -> (Vec<i64>, Vec<i64>) {
+    let at = |(ts, f): &(u64, Vec<u8>)| *ts as i64 - (seq(f) * 1_000_000_000 / PPS) as i64;
+    let first = caps.iter().map(|c| at(&c[0])).collect();
+    let best = caps
+        .iter()
+        .map(|c| c.iter().map(at).min().unwrap())
+        .collect();
+    (best, first)
+}
+
+fn spread(v: &[i64]) -> i64 {
+    v.iter().max().unwrap() - v.iter().min().unwrap()
+}
+
+#[test]
+fn three_workers_split_a_replay_exactly_once_on_corrected_clocks() {
+    if !netns::can_run() {
+        return;
+    }
+    let _one = serial();
+    let d = tmpdir("distributed");
+    let keys = d.join("keys");
+    let o = run(&["keygen", keys.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let trace = d.join("t.pcap");
+    const N: u64 = 3000;
+    flows_trace(&trace, N);
+    let mut lab = Lab::up(3);
+    let injected = [-5_000_000i64, 0, 3_000_000];
+    for (i, off) in injected.iter().enumerate() {
+        let k = keys.to_str().unwrap().to_string();
+        lab.worker(i, &d, &["--tls", &k, "--clock-offset", &format!("{off}ns")]);
+    }
+    let p = plan(
+        &d,
+        &lab,
+        3,
+        "t.pcap",
+        &["--pps", "2k", "--spin", "200us"],
+        "3s",
+    );
+    let run_once = |extra: &[&str], tag: &str| {
+        let caps: Vec<PathBuf> = (0..3).map(|i| d.join(format!("{tag}{i}.pcap"))).collect();
+        let dumps: Vec<Child> = (0..3).map(|i| lab.capture(i, &caps[i])).collect();
+        let (o, s) = control(&p, &keys, &d.join(format!("{tag}.json")), extra);
+        for c in dumps {
+            netns::stop(c);
+        }
+        assert!(o.status.success(), "{}", stderr(&o));
+        let frames: Vec<Vec<(u64, Vec<u8>)>> = caps.iter().map(|c| read_all(c)).collect();
+        (s, frames)
+    };
+
+    let (s, caps) = run_once(&[], "c");
+    // Offsets measured over the control channel, against the injected ones.
+    for (w, off) in s["workers"].as_array().unwrap().iter().zip(injected) {
+        let m = w["offset_ns"].as_i64().unwrap();
+        assert!(
+            (m - off).abs() <= 50_000,
+            "{}: measured {m}, injected {off}",
+            w["name"]
+        );
+        assert!(w["error"].is_null(), "{w}");
+    }
+    // Every frame exactly once, each flow's frames in order on one worker.
+    let mut all: Vec<u64> = caps.iter().flatten().map(|(_, f)| seq(f)).collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..N).collect::<Vec<_>>(), "every frame exactly once");
+    for c in &caps {
+        let mut last = std::collections::HashMap::new();
+        for (_, f) in c {
+            let flow = u16::from_be_bytes([f[34], f[35]]);
+            let prev = last.insert(flow, seq(f));
+            assert!(prev.is_none_or(|p| p < seq(f)), "flow {flow} out of order");
+        }
+        assert!(c.len() > 500, "each worker has a share: {}", c.len());
+    }
+    assert_eq!(s["total"]["packets"], N);
+    let (st, first) = starts(&caps);
+    let skew = spread(&st);
+    eprintln!(
+        "corrected: start skew {skew} ns, first frames {} ns apart",
+        spread(&first)
+    );
+    assert!(skew <= 100_000, "corrected start skew {skew} ns ({st:?})");
+
+    // Without correction the injected offsets show: 8 ms apart.
+    let (_, caps) = run_once(&["--no-clock-correction"], "u");
+    let (st, first) = starts(&caps);
+    let skew = spread(&st);
+    eprintln!(
+        "uncorrected: start skew {skew} ns, first frames {} ns apart",
+        spread(&first)
+    );
+    assert!(skew > 5_000_000, "uncorrected start skew {skew} ns");
+}
+
+#[test]
+fn only_a_controller_of_the_ca_can_make_a_worker_send() {
+    if !netns::can_run() {
+        return;
+    }
+    let _one = serial();
+    let d = tmpdir("distributed-auth");
+    let (good, other) = (d.join("good"), d.join("other"));
+    for k in [&good, &other] {
+        assert!(run(&["keygen", k.to_str().unwrap()]).status.success());
+    }
+    // A worker's own certificate presented as a controller's.
+    let stolen = d.join("stolen");
+    std::fs::create_dir_all(&stolen).unwrap();
+    for (from, to) in [
+        ("ca.pem", "ca.pem"),
+        ("worker.pem", "controller.pem"),
+        ("worker.key", "controller.key"),
+    ] {
+        std::fs::copy(good.join(from), stolen.join(to)).unwrap();
+    }
+    let trace = d.join("t.pcap");
+    flows_trace(&trace, 100);
+    let mut lab = Lab::up(1);
+    lab.worker(0, &d, &["--tls", good.to_str().unwrap()]);
+    let p = plan(&d, &lab, 1, "t.pcap", &["--pps", "1k"], "1s");
+    let cap = d.join("cap.pcap");
+    let dump = lab.capture(0, &cap);
+    for (keys, what) in [
+        (&other, "an untrusted CA"),
+        (&stolen, "a worker certificate"),
+    ] {
+        let (o, _) = control(&p, keys, &d.join("s.json"), &[]);
+        assert_eq!(o.status.code(), Some(2), "{what}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("w0"),
+            "{what}: the worker is named: {}",
+            stderr(&o)
+        );
+    }
+    // Plain TCP to a TLS worker.
+    let o = sluice()
+        .args(["control", "run"])
+        .arg(&p)
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "plain TCP: {}", stderr(&o));
+    netns::stop(dump);
+    let log = lab.log(0);
+    // Each refusal is logged with its reason (a client may try twice).
+    assert!(log.matches("refused").count() >= 3, "{log}");
+    for why in [
+        "extended key usage for client authentication",
+        "corrupt message",
+    ] {
+        assert!(log.contains(why), "{why}: {log}");
+    }
+    assert!(!log.contains("starting"), "no job ran: {log}");
+    assert!(read_all(&cap).is_empty(), "nothing was sent");
+    // The right controller is served.
+    let (o, s) = control(&p, &good, &d.join("s.json"), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(s["total"]["packets"], 100);
+}
+
+#[test]
+fn a_lost_worker_stops_the_others_or_not_and_a_lost_controller_stops_all() {
+    if !netns::can_run() {
+        return;
+    }
+    let _one = serial();
+    let d = tmpdir("distributed-faults");
+    let keys = d.join("keys");
+    assert!(run(&["keygen", keys.to_str().unwrap()]).status.success());
+    let trace = d.join("t.pcap");
+    flows_trace(&trace, 60_000);
+    let mut lab = Lab::up(3);
+    let k = keys.to_str().unwrap().to_string();
+    for i in 0..3 {
+        lab.worker(i, &d, &["--tls", &k]);
+    }
+    let p = plan(&d, &lab, 3, "t.pcap", &["--pps", "2k", "--spin", "0"], "4s");
+    let faulty = |on_loss: &str, victim: u32| {
+        let summary = d.join(format!("{on_loss}.json"));
+        let mut ctl = sluice()
+            .args(["control", "run"])
+            .arg(&p)
+            .args([
+                "--tls",
+                &k,
+                "-q",
+                "--on-worker-loss",
+                on_loss,
+                "--start-in",
+                "1s",
+            ])
+            .arg("--summary-json")
+            .arg(&summary)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(2500));
+        let t0 = Instant::now();
+        sh(&["kill", "-KILL", &victim.to_string()]);
+        let status = ctl.wait().unwrap();
+        let took = t0.elapsed();
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut ctl.stderr.take().unwrap(), &mut err).unwrap();
+        let s = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
+        (status, took, err, s)
+    };
+    let (status, took, err, s) = faulty("abort", lab.workers[1].id());
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("worker 'w1'"),
+        "the lost worker is named: {err}"
+    );
+    assert!(
+        took < Duration::from_millis(2000),
+        "the others stopped within 1 s: {took:?}"
+    );
+    assert!(s["workers"][1]["error"].is_string(), "{s}");
+    for i in [0, 2] {
+        let sent = s["workers"][i]["summary"]["duration_s"].as_f64().unwrap();
+        assert!(sent < 3.0, "w{i} stopped early: {sent} s");
+    }
+    // The killed worker back, then: continue lets the others finish.
+    lab.worker(1, &d, &["--tls", &k]);
+    let (status, _, err, s) = faulty("continue", lab.workers[1].id());
+    assert_eq!(status.code(), Some(1), "{err}");
+    for i in [0, 2] {
+        let sent = s["workers"][i]["summary"]["duration_s"].as_f64().unwrap();
+        assert!(sent > 3.5, "w{i} finished its 4 s: {sent} s");
+    }
+
+    // A controller killed mid-run: every worker still ends its job by the
+    // deadline (t_tos + 4 s + 3 s grace).
+    lab.worker(1, &d, &["--tls", &k]);
+    let mut ctl = sluice()
+        .args(["control", "run"])
+        .arg(&p)
+        .args(["--tls", &k, "-q", "--start-in", "1s"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    ctl.kill().unwrap();
+    ctl.wait().unwrap();
+    let t0 = Instant::now();
+    loop {
+        // Workers 0 and 2 ran three jobs, the restarted 1 one.
+        let ended =
+            (0..3).all(|i| lab.log(i).matches("job ended").count() == if i == 1 { 1 } else { 3 });
+        if ended {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(7),
+            "a worker still runs its job"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
