@@ -6,7 +6,6 @@
 //! port) judge the result.
 
 mod common;
-#[allow(dead_code)]
 mod netns;
 
 use common::*;
