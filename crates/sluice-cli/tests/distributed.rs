@@ -693,3 +693,92 @@ fn profiles_and_sessions_split_over_three_workers_come_out_whole() {
     );
     assert_eq!(c["matched"], c["expected"], "{c}");
 }
+
+#[test]
+fn the_python_client_drives_workers_over_mutual_tls() {
+    if !sluice_testkit::require("python3", "the Python control client") {
+        return;
+    }
+    let grpc = Command::new("python3")
+        .args(["-c", "import grpc, grpc_tools"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !grpc {
+        assert!(
+            !sluice_testkit::under_ci(),
+            "the Python control client needs grpcio and grpcio-tools (pip install grpcio grpcio-tools)"
+        );
+        eprintln!("SKIPPED: the Python control client (no grpcio/grpcio-tools)");
+        return;
+    }
+    let d = tmpdir("distributed-python");
+    let keys = d.join("keys");
+    assert!(run(&["keygen", keys.to_str().unwrap()]).status.success());
+    let trace = d.join("t.pcap");
+    flows_trace(&trace, 1000);
+    let base = 17_000 + (std::process::id() % 1000) as u16 * 2;
+    let mut workers = Vec::new();
+    let mut specs = Vec::new();
+    for i in 0..2u16 {
+        let addr = format!("127.0.0.1:{}", base + i);
+        let log = d.join(format!("py-worker{i}.log"));
+        workers.push(
+            sluice()
+                .args(["worker", "--listen", &addr, "--tls", keys.to_str().unwrap()])
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .unwrap(),
+        );
+        let t0 = Instant::now();
+        while !std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("listening")
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "worker {i} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        specs.push(format!("--worker=w{i}={addr}=null"));
+    }
+    let stats = d.join("py.jsonl");
+    let o = Command::new("python3")
+        .arg(sluice_testkit::repo_root().join("python/examples/control_run.py"))
+        .args(&specs)
+        .args([
+            "--command",
+            "replay",
+            "--duration",
+            "2s",
+            "--arg=--pps",
+            "--arg=2k",
+        ])
+        // Python stamps its clock exchanges slower than sluice does.
+        .arg("--max-skew-ns=1000000")
+        .arg("--file")
+        .arg(&trace)
+        .arg("--tls")
+        .arg(&keys)
+        .arg("--stats")
+        .arg(&stats)
+        .output()
+        .unwrap();
+    for mut w in workers {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["total"]["packets"], 1000, "{r}");
+    for w in r["workers"].as_array().unwrap() {
+        // Each worker's own summary follows the summary schema.
+        sluice_testkit::checked_json(w["summary"].to_string().as_bytes());
+        assert!(
+            w["offset_uncertainty_ns"].as_u64().unwrap() < 1_000_000,
+            "{w}"
+        );
+    }
+    let lines = std::fs::read_to_string(&stats).unwrap();
+    assert!(lines.lines().count() >= 2, "statistics streamed: {lines}");
+}

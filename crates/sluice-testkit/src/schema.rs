@@ -40,20 +40,23 @@ pub fn schema_errors(doc: &Value) -> Vec<String> {
     };
     let all = schemas();
     let id = format!("https://sluice.invalid/schema/{kind}.json");
-    let Some((_, schema)) = all.iter().find(|(i, _)| *i == id) else {
+    if !all.iter().any(|(i, _)| *i == id) {
         return vec![format!("schema: no docs/schema/{kind}.json for {tag:?}")];
-    };
+    }
+    // Every schema in the registry (they refer to each other), the
+    // document checked against its own by reference.
+    let schema = serde_json::json!({ "$ref": id });
     let registry = all
         .iter()
-        .filter(|(i, _)| *i != id)
         .fold(jsonschema::Registry::new(), |r, (i, v)| {
-            r.add(i, v.clone()).expect("a valid schema $id")
+            r.add(i, v.clone())
+                .unwrap_or_else(|e| panic!("docs/schema: {i}: {e}"))
         })
         .prepare()
-        .expect("the schemas form a registry");
+        .unwrap_or_else(|e| panic!("docs/schema: the schemas do not form a registry: {e}"));
     let validator = jsonschema::options()
         .with_registry(&registry)
-        .build(schema)
+        .build(&schema)
         .unwrap_or_else(|e| panic!("docs/schema/{kind}.json: {e}"));
     validator
         .iter_errors(doc)

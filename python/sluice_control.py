@@ -1,0 +1,196 @@
+"""Drive `sluice worker`s from Python: the control plane's client, built
+from the same proto/sluice/control/v1/worker.proto as sluice's own
+controller (grpcio-tools compiles it on first import, into a cache
+directory keyed by the proto's hash).
+
+    from sluice_control import Worker, run_job
+    ws = [Worker("w1", "192.0.2.10:7700", "afpacket:eth1", tls_dir="keys")]
+    result = run_job(ws, "replay", "trace.pcap", ["--pps", "10k"], "5s",
+                     on_stats=lambda w, line: print(w.name, line["pps"]))
+    print(result["total"]["packets"])
+
+Needs: pip install grpcio grpcio-tools.
+"""
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+
+import grpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROTO_ROOT = os.path.join(HERE, "..", "proto")
+PROTO = "sluice/control/v1/worker.proto"
+WORKER_NAME = "sluice-worker"
+
+
+def _stubs():
+    """Compile the proto once (per proto content) and import the modules."""
+    with open(os.path.join(PROTO_ROOT, PROTO), "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    out = os.path.join(tempfile.gettempdir(), "sluice-control-py-" + digest)
+    if not os.path.isdir(out):
+        from grpc_tools import protoc
+        import grpc_tools
+        tmp = tempfile.mkdtemp(prefix="sluice-control-py-")
+        include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+        rc = protoc.main(["protoc", "-I", PROTO_ROOT, "-I", include,
+                          "--python_out", tmp, "--grpc_python_out", tmp, PROTO])
+        if rc != 0:
+            raise RuntimeError("grpc_tools.protoc failed on " + PROTO)
+        try:
+            os.rename(tmp, out)
+        except OSError:
+            pass  # another process got there first: same content
+    if out not in sys.path:
+        sys.path.insert(0, out)
+    from sluice.control.v1 import worker_pb2, worker_pb2_grpc
+    return worker_pb2, worker_pb2_grpc
+
+
+pb, pb_grpc = _stubs()
+
+COMMANDS = {"replay": pb.REPLAY, "flows": pb.FLOWS, "series": pb.SERIES, "profile": pb.PROFILE}
+SPLITS = {"flow": pb.BY_FLOW, "device": pb.BY_DEVICE, "packets": pb.PACKETS,
+          "components": pb.COMPONENTS}
+DEFAULT_SPLIT = {"replay": "flow", "flows": "flow", "series": "device", "profile": "packets"}
+UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def parse_duration(text):
+    """'2s', '500ms', '10us', '100ns' -> ns (a unit is required, as in sluice)."""
+    for unit in sorted(UNITS, key=len, reverse=True):
+        if text.endswith(unit):
+            return int(float(text[: -len(unit)]) * UNITS[unit])
+    raise ValueError(f"{text!r}: a duration needs a unit (ns, us, ms, s)")
+
+
+def now_ns():
+    return time.clock_gettime_ns(time.CLOCK_REALTIME)
+
+
+class Worker:
+    """One worker: its name in the run, address and the sink it sends on."""
+
+    def __init__(self, name, address, sink, tls_dir=None):
+        self.name, self.address, self.sink = name, address, sink
+        if tls_dir:
+            read = lambda n: open(os.path.join(tls_dir, n), "rb").read()
+            creds = grpc.ssl_channel_credentials(
+                root_certificates=read("ca.pem"),
+                private_key=read("controller.key"),
+                certificate_chain=read("controller.pem"))
+            self.channel = grpc.secure_channel(
+                address, creds, options=[("grpc.ssl_target_name_override", WORKER_NAME)])
+        else:
+            self.channel = grpc.insecure_channel(address)
+        self.stub = pb_grpc.WorkerStub(self.channel)
+        self.port = None
+        self.offset_ns = 0
+        self.uncertainty_ns = 0
+
+    def register(self):
+        return self.stub.Register(pb.RegisterRequest(name=self.name), timeout=5)
+
+    def clock_offset(self, rounds=64):
+        """The four-timestamp exchange on one stream; the minimum-delay
+        round gives (offset worker - controller, +- delay/2) in ns."""
+        stamps = []
+        ready = threading.Event()
+        stamp = [0]
+
+        def requests():
+            for _ in range(rounds):
+                stamp[0] = now_ns()
+                yield pb.ClockRequest(t1_ns=stamp[0])
+                ready.wait()
+                ready.clear()
+
+        best = None
+        for r in self.stub.Clock(requests(), timeout=30):
+            t4 = now_ns()
+            delay = (t4 - r.t1_ns) - (r.t3_ns - r.t2_ns)
+            offset = ((r.t2_ns - r.t1_ns) + (r.t3_ns - t4)) // 2
+            if best is None or delay < best[0]:
+                best = (delay, offset)
+            stamps.append(delay)
+            ready.set()
+        self.offset_ns, self.uncertainty_ns = best[1], max(best[0], 0) // 2
+        return self.offset_ns, self.uncertainty_ns
+
+    def upload(self, path):
+        name = os.path.basename(path)
+
+        def chunks():
+            with open(path, "rb") as f:
+                while True:
+                    data = f.read(1 << 20)
+                    if not data:
+                        return
+                    yield pb.FileChunk(name=name, data=data)
+
+        return self.stub.Upload(chunks(), timeout=600).id
+
+    def stop(self):
+        self.stub.Stop(pb.StopRequest(), timeout=2)
+
+
+def run_job(workers, command, path, args=(), duration="2s", split=None, start_in=1.5,
+            max_skew_ns=100_000, on_stats=None):
+    """Runs one job split over `workers` and returns the summary: per
+    worker its offset, its job's summary (dict) or error, and totals."""
+    split = split or DEFAULT_SPLIT[command]
+    duration_ns = parse_duration(duration)
+    for i, w in enumerate(workers):
+        reg = w.register()
+        if w.sink not in [p.sink for p in reg.ports]:
+            raise RuntimeError(f"worker {w.name!r}: no port {w.sink}")
+        w.port = i
+    ports = pb.PortMap(ports=[pb.GlobalPort(id=w.port, worker=w.name, sink=w.sink)
+                              for w in workers])
+    for w in workers:
+        w.stub.PublishPorts(ports, timeout=5)
+        off, unc = w.clock_offset()
+        if unc > max_skew_ns:
+            raise RuntimeError(f"worker {w.name!r}: clock offset known to +-{unc} ns only")
+    ids = [w.upload(path) for w in workers]
+    start = now_ns() + int(start_in * 1e9)
+    deadline = start + duration_ns + 3_000_000_000
+    results = [None] * len(workers)
+    lock = threading.Lock()
+
+    def one(i, w):
+        task = pb.Task(command=COMMANDS[command], file_id=ids[i],
+                       args=list(args) + ["--duration", f"{duration_ns}ns"], port=w.port,
+                       split=SPLITS[split], share_index=i, share_count=len(workers),
+                       start_ns=start, offset_ns=w.offset_ns, deadline_ns=deadline)
+        out = {"name": w.name, "port": w.port, "offset_ns": w.offset_ns,
+               "offset_uncertainty_ns": w.uncertainty_ns, "summary": None, "error": None}
+        try:
+            for u in w.stub.Run(task):
+                kind = u.WhichOneof("kind")
+                if kind == "stats" and on_stats:
+                    with lock:
+                        on_stats(w, json.loads(u.stats))
+                elif kind == "finished":
+                    out["summary"] = json.loads(u.finished)
+                elif kind == "failed":
+                    out["error"] = u.failed
+        except grpc.RpcError as e:
+            out["error"] = f"lost: {e.details()}"
+        results[i] = out
+
+    threads = [threading.Thread(target=one, args=(i, w)) for i, w in enumerate(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done = [r["summary"] for r in results if r["summary"]]
+    total = {"workers": len(workers), "finished": len(done),
+             "packets": sum(s["packets"] for s in done),
+             "frame_bytes": sum(s["frame_bytes"] for s in done)}
+    return {"command": command, "split": split, "start_ns": start, "workers": results,
+            "total": total}
