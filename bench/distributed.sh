@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Distributed generation on one host (the paper's §6.2.3, scaled to veth):
+# W worker processes, each in its own namespace with a veth into a bridge
+# in a sink namespace and a control link to the root namespace, driven by
+# `sluice control run` over mutual TLS.
+#   rmax     one worker's top speed R_max (64-byte frames, one TX thread);
+#   split    Poisson 64 B at 0.67 and 0.92 x R_max for 3 s over 1, 2, 3
+#            workers, `packets` and `components` splits: the merged capture
+#            (tcpdump on every worker's port) judged by ratejudge.py against
+#            `profile synth`: hist NMSE, hist Pearson, series Pearson;
+#   skew     20 replays over 3 workers whose clocks are shifted -5 ms, 0,
+#            +3 ms (--clock-offset): start skew between workers, corrected,
+#            p50/p99/max (each worker's start = min(capture - due));
+#   control  controller -> worker RPC latency (Python client: Register and
+#            clock rounds, p50/p99) and statistics bytes per second per
+#            worker (the --stats-json lines the workers stream).
+#
+#   sudo bench/distributed.sh [all|rmax|split|skew|control]
+#
+# Needs root, tcpdump, mergecap (wireshark-common), python3 (+ grpcio for
+# `control`). Results go to stdout and $WORK/distributed-results.txt.
+# R_MAX=PPS skips the measurement; SECS sets the split runs' length.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+work=${WORK:-/tmp/sluice-bench}; mkdir -p "$work"
+results=$work/distributed-results.txt
+sluice=${SLUICE:-$root/target/release/sluice}
+secs=${SECS:-3}
+what=${1:-all}
+W=3
+tag=db
+
+(cd "$root" && cargo build --release -q)
+say() { echo "$*" | tee -a "$results"; }
+field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }
+ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
+
+down() {
+  pkill -f "sluice worker --listen 10.79." 2>/dev/null || true
+  for i in $(seq 0 $((W - 1))); do ip netns del "w$i$tag" 2>/dev/null || true; done
+  ip netns del "s$tag" 2>/dev/null || true
+}
+up() {
+  down
+  ip netns add "s$tag"
+  ns "s$tag" ip link add br0 type bridge
+  ns "s$tag" ip link set br0 up
+  for i in $(seq 0 $((W - 1))); do
+    local w=w$i$tag tx=t$i${tag}a rx=t$i${tag}b cr=c$i${tag}r cw=c$i${tag}w
+    ip netns add "$w"
+    ip link add "$tx" type veth peer name "$rx"
+    ip link set "$tx" netns "$w"; ip link set "$rx" netns "s$tag"
+    ip link add "$cr" type veth peer name "$cw"
+    ip link set "$cw" netns "$w"
+    ip addr add "10.79.$i.1/24" dev "$cr"; ip link set "$cr" up
+    ns "$w" ip addr add "10.79.$i.2/24" dev "$cw"
+    for d in "$cw" "$tx" lo; do ns "$w" ip link set "$d" up; done
+    ns "$w" sysctl -qw "net.ipv6.conf.$tx.disable_ipv6=1"
+    ns "s$tag" sysctl -qw "net.ipv6.conf.$rx.disable_ipv6=1"
+    ns "s$tag" ip link set "$rx" master br0 up
+  done
+  rm -rf "$work/dkeys"; "$sluice" keygen "$work/dkeys" >/dev/null 2>&1
+}
+trap down EXIT
+
+# workers OFFSET...: one worker per namespace, each with its clock offset.
+workers() {
+  pkill -f "sluice worker --listen 10.79." 2>/dev/null || true
+  sleep 0.2
+  local i=0
+  for off in "$@"; do
+    ns "w$i$tag" "$sluice" worker --listen "10.79.$i.2:7700" --tls "$work/dkeys" \
+      --clock-offset "$off" 2>"$work/dworker$i.log" &
+    i=$((i + 1))
+  done
+  sleep 0.5
+}
+
+# plan N COMMAND FILE DURATION SPLIT ARGS...: a plan over the first N workers.
+plan() {
+  local n=$1 cmd=$2 file=$3 dur=$4 split=$5; shift 5
+  {
+    echo "workers:"
+    for i in $(seq 0 $((n - 1))); do
+      echo "  - {name: w$i, address: \"10.79.$i.2:7700\", to: \"afpacket:t$i${tag}a\"}"
+    done
+    printf 'job:\n  command: %s\n  file: %s\n  args: [' "$cmd" "$file"
+    local sep=""; for a in "$@"; do printf '%s"%s"' "$sep" "$a"; sep=", "; done
+    printf ']\n  duration: %s\nsplit: %s\n' "$dur" "$split"
+  } > "$work/plan.yaml"
+}
+
+# captured N OUT CMD...: runs CMD with tcpdump on the first N workers'
+# ports, merges the captures into OUT.
+captured() {
+  local n=$1 out=$2; shift 2
+  local pids=() files=()
+  for i in $(seq 0 $((n - 1))); do
+    rm -f "$work/dcap$i.pcap"
+    ns "s$tag" tcpdump -i "t$i${tag}b" -Q in -B 262144 --time-stamp-precision nano -q \
+      -w "$work/dcap$i.pcap" 2>/dev/null &
+    pids+=($!); files+=("$work/dcap$i.pcap")
+  done
+  sleep 1
+  "$@" >/dev/null 2>&1 || true
+  sleep 0.5
+  for p in "${pids[@]}"; do kill -INT "$p"; wait "$p" 2>/dev/null || true; done
+  mergecap -F pcap -w "$out" "${files[@]}"
+}
+
+rmax() {
+  if [ -n "${R_MAX:-}" ]; then echo "$R_MAX"; return; fi
+  python3 "$here/mktrace.py" "$work/d64.pcap" 2000000 64 1 cbr 1000 >/dev/null
+  ns "w0$tag" "$sluice" replay "$work/d64.pcap" --to "afpacket:t0${tag}a" --topspeed -q \
+    --summary-json "$work/drmax.json" 2>/dev/null
+  python3 -c "import json,sys; print(round(json.load(open(sys.argv[1]))['pps']))" "$work/drmax.json"
+}
+
+up
+say "== distributed $(date -u +%FT%TZ) $(nproc) CPUs, W=$W, $secs s runs"
+r_max=$(rmax)
+say "R_max (one worker, 64 B, top speed to veth): $r_max pps"
+
+if [ "$what" = all ] || [ "$what" = split ]; then
+  workers 0 0 0
+  say "-- split: Poisson 64 B, ratejudge.py of the merged capture against profile synth"
+  say "load workers split packets sent/target hist_nmse hist_pearson series_pearson"
+  for load in 0.67 0.92; do
+    rate=$(python3 -c "print(round($r_max * $load))")
+    printf 'seed: 7\nduration: %ss\nrate: %s\nipd: {dist: poisson}\nsize: {dist: constant, bytes: 60}\npacket: {src: 10.99.0.1, dst: 10.99.0.2, dport: 9}\n' \
+      "$secs" "$rate" > "$work/dp.yaml"
+    "$sluice" profile synth "$work/dp.yaml" -o "$work/dtarget.pcap" >/dev/null 2>&1
+    for n in 1 2 3; do
+      for split in packets components; do
+        extra=(--spin 1ms)
+        [ "$split" = components ] && extra+=(--mode fourier --queues "$n" --keep 200)
+        plan "$n" profile "$work/dp.yaml" "$((secs + 1))s" "$split" "${extra[@]}"
+        captured "$n" "$work/dall.pcap" "$sluice" control run "$work/plan.yaml" --tls "$work/dkeys" -q
+        j=$(python3 "$here/ratejudge.py" "$work/dtarget.pcap" "$work/dall.pcap" --oneline)
+        say "$load $n $split $(field generated_packets <<< "$j")/$(field target_packets <<< "$j") $(field hist_nmse <<< "$j") $(field hist_pearson <<< "$j") $(field pearson <<< "$j")"
+      done
+    done
+  done
+fi
+
+if [ "$what" = all ] || [ "$what" = skew ]; then
+  workers -5ms 0ns 3ms
+  say "-- skew: 20 replays over 3 workers, clocks shifted -5 ms / 0 / +3 ms, corrected"
+  python3 "$here/mktrace.py" "$work/dskew.pcap" 6000 64 500000 cbr 600 >/dev/null
+  plan 3 replay "$work/dskew.pcap" 4s flow --pps 2k --spin 200us
+  skews=()
+  for r in $(seq 20); do
+    captured 3 "$work/dall.pcap" "$sluice" control run "$work/plan.yaml" --tls "$work/dkeys" -q
+    s=$(python3 - "$work"/dcap0.pcap "$work"/dcap1.pcap "$work"/dcap2.pcap <<'EOF'
+import struct, sys
+def starts(path):
+    b = open(path, 'rb').read(); o = 24; best = None
+    while o + 16 <= len(b):
+        s, ns, cl, _ = struct.unpack('<IIII', b[o:o + 16]); f = b[o + 16:o + 16 + cl]; o += 16 + cl
+        seq = struct.unpack('!Q', f[42:50])[0]
+        v = s * 10**9 + ns - seq * 10**9 // 2000
+        best = v if best is None else min(best, v)
+    return best
+v = [starts(p) for p in sys.argv[1:]]
+print(max(v) - min(v))
+EOF
+)
+    skews+=("$s")
+  done
+  say "start skew ns over 20 runs: $(printf '%s\n' "${skews[@]}" | sort -n | python3 -c "
+import sys; v=[int(x) for x in sys.stdin]; v.sort(); n=len(v)
+print(f'p50 {v[n//2]} p99 {v[min(n-1,int(0.99*n))]} max {v[-1]}')")"
+fi
+
+if [ "$what" = all ] || [ "$what" = control ]; then
+  workers 0 0 0
+  say "-- control: RPC latency (Python client, 1000 each) and statistics bandwidth"
+  python3 - "$root/python" "$work/dkeys" <<'EOF' | tee -a "$results"
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from sluice_control import Worker, pb
+w = Worker("w0", "10.79.0.2:7700", "null", tls_dir=sys.argv[2])
+w.register()
+lat = []
+for _ in range(1000):
+    t = time.perf_counter_ns(); w.register(); lat.append(time.perf_counter_ns() - t)
+lat.sort()
+print(f"Register RPC: p50 {lat[500] / 1e3:.0f} us p99 {lat[990] / 1e3:.0f} us")
+w.clock_offset(1000)
+print(f"clock exchange (stream): min delay {2 * w.uncertainty_ns / 1e3:.0f} us")
+EOF
+  python3 "$here/mktrace.py" "$work/dst.pcap" 20000 64 1000000 cbr 600 >/dev/null
+  plan 3 replay "$work/dst.pcap" 10s flow --pps 2k
+  "$sluice" control run "$work/plan.yaml" --tls "$work/dkeys" -q --stats-json "$work/dstats.jsonl" 2>/dev/null || true
+  bytes=$(wc -c < "$work/dstats.jsonl")
+  say "statistics: $bytes bytes of stats lines from 3 workers over 10 s: $(python3 -c "print(round($bytes * 8 / 3 / 10 / 1000, 2))") kbit/s per worker"
+fi
