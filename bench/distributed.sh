@@ -4,15 +4,15 @@
 # in a sink namespace and a control link to the root namespace, driven by
 # `sluice control run` over mutual TLS.
 #   rmax     one worker's top speed R_max (64-byte frames, one TX thread);
-#   split    Poisson 64 B at 0.67 and 0.92 x R_max for 3 s over 1, 2, 3
+#   split    Poisson 64 B at 0.67 and 0.92 x R_max (LOADS) for 3 s over 1, 2, 3
 #            workers, `packets` and `components` splits: the merged capture
 #            (tcpdump on every worker's port) judged by ratejudge.py against
 #            `profile synth`: hist NMSE, hist Pearson, series Pearson;
 #   skew     20 replays over 3 workers whose clocks are shifted -5 ms, 0,
 #            +3 ms (--clock-offset): start skew between workers, corrected,
 #            p50/p99/max (each worker's start = min(capture - due));
-#   control  controller -> worker RPC latency (Python client: Register and
-#            clock rounds, p50/p99) and statistics bytes per second per
+#   control  controller -> worker RPC latency (Python client: a unary call
+#            and clock rounds, p50/p99) and statistics bytes per second per
 #            worker (the --stats-json lines the workers stream).
 #
 #   sudo bench/distributed.sh [all|rmax|split|skew|control]
@@ -59,6 +59,9 @@ up() {
     ns "$w" sysctl -qw "net.ipv6.conf.$tx.disable_ipv6=1"
     ns "s$tag" sysctl -qw "net.ipv6.conf.$rx.disable_ipv6=1"
     ns "s$tag" ip link set "$rx" master br0 up
+    # The sink counts what arrives; flooding it on to the other workers'
+    # namespaces would only cost CPU.
+    ns "s$tag" bridge link set dev "$rx" flood off
   done
   rm -rf "$work/dkeys"; "$sluice" keygen "$work/dkeys" >/dev/null 2>&1
 }
@@ -70,7 +73,7 @@ workers() {
   sleep 0.2
   local i=0
   for off in "$@"; do
-    ns "w$i$tag" "$sluice" worker --listen "10.79.$i.2:7700" --tls "$work/dkeys" \
+    ip netns exec "w$i$tag" "$sluice" worker --listen "10.79.$i.2:7700" --tls "$work/dkeys" \
       --clock-offset "$off" 2>"$work/dworker$i.log" &
     i=$((i + 1))
   done
@@ -98,7 +101,7 @@ captured() {
   local pids=() files=()
   for i in $(seq 0 $((n - 1))); do
     rm -f "$work/dcap$i.pcap"
-    ns "s$tag" tcpdump -i "t$i${tag}b" -Q in -B 262144 --time-stamp-precision nano -q \
+    ip netns exec "s$tag" tcpdump -i "t$i${tag}b" -Q in -B 262144 --time-stamp-precision nano -q \
       -w "$work/dcap$i.pcap" 2>/dev/null &
     pids+=($!); files+=("$work/dcap$i.pcap")
   done
@@ -126,14 +129,14 @@ if [ "$what" = all ] || [ "$what" = split ]; then
   workers 0 0 0
   say "-- split: Poisson 64 B, ratejudge.py of the merged capture against profile synth"
   say "load workers split packets sent/target hist_nmse hist_pearson series_pearson"
-  for load in 0.67 0.92; do
+  for load in ${LOADS:-0.67 0.92}; do
     rate=$(python3 -c "print(round($r_max * $load))")
     printf 'seed: 7\nduration: %ss\nrate: %s\nipd: {dist: poisson}\nsize: {dist: constant, bytes: 60}\npacket: {src: 10.99.0.1, dst: 10.99.0.2, dport: 9}\n' \
       "$secs" "$rate" > "$work/dp.yaml"
     "$sluice" profile synth "$work/dp.yaml" -o "$work/dtarget.pcap" >/dev/null 2>&1
     for n in 1 2 3; do
       for split in packets components; do
-        extra=(--spin 1ms)
+        extra=(--spin "${SPIN:-1ms}")
         [ "$split" = components ] && extra+=(--mode fourier --queues "$n" --keep 200)
         plan "$n" profile "$work/dp.yaml" "$((secs + 1))s" "$split" "${extra[@]}"
         captured "$n" "$work/dall.pcap" "$sluice" control run "$work/plan.yaml" --tls "$work/dkeys" -q
@@ -182,11 +185,12 @@ sys.path.insert(0, sys.argv[1])
 from sluice_control import Worker, pb
 w = Worker("w0", "10.79.0.2:7700", "null", tls_dir=sys.argv[2])
 w.register()
+ports = pb.PortMap(ports=[pb.GlobalPort(id=0, worker="w0", sink="null")])
 lat = []
 for _ in range(1000):
-    t = time.perf_counter_ns(); w.register(); lat.append(time.perf_counter_ns() - t)
+    t = time.perf_counter_ns(); w.stub.PublishPorts(ports); lat.append(time.perf_counter_ns() - t)
 lat.sort()
-print(f"Register RPC: p50 {lat[500] / 1e3:.0f} us p99 {lat[990] / 1e3:.0f} us")
+print(f"unary RPC (PublishPorts): p50 {lat[500] / 1e3:.0f} us p99 {lat[990] / 1e3:.0f} us")
 w.clock_offset(1000)
 print(f"clock exchange (stream): min delay {2 * w.uncertainty_ns / 1e3:.0f} us")
 EOF

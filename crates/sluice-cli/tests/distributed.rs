@@ -507,9 +507,31 @@ fn a_lost_worker_stops_the_others_or_not_and_a_lost_controller_stops_all() {
         assert!(sent > 3.5, "w{i} finished its 4 s: {sent} s");
     }
 
+    // SIGINT on the controller stops every worker and still summarises.
+    lab.worker(1, &d, &["--tls", &k]);
+    let summary = d.join("int.json");
+    let mut ctl = sluice()
+        .args(["control", "run"])
+        .arg(&p)
+        .args(["--tls", &k, "-q", "--start-in", "1s", "--summary-json"])
+        .arg(&summary)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    let t0 = Instant::now();
+    sh(&["kill", "-INT", &ctl.id().to_string()]);
+    let status = ctl.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    let s = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
+    assert_eq!(s["interrupted"], true);
+    for w in s["workers"].as_array().unwrap() {
+        assert_eq!(w["summary"]["interrupted"], true, "{w}");
+    }
+
     // A controller killed mid-run: every worker still ends its job by the
     // deadline (t_tos + 4 s + 3 s grace).
-    lab.worker(1, &d, &["--tls", &k]);
     let mut ctl = sluice()
         .args(["control", "run"])
         .arg(&p)
