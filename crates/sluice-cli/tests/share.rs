@@ -9,13 +9,11 @@ use common::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// (due time, frame) of each of the 3 shares, and of the whole job.
-fn shares(
-    cmd: &[&str],
-    d: &Path,
-    tag: &str,
-    extra: &[&str],
-) -> (Vec<Vec<(u64, Vec<u8>)>>, Vec<(u64, Vec<u8>)>) {
+/// (due time, frame) of every frame of a run.
+type Frames = Vec<(u64, Vec<u8>)>;
+
+/// The frames of each of the 3 shares, and of the whole job.
+fn shares(cmd: &[&str], d: &Path, tag: &str, extra: &[&str]) -> (Vec<Frames>, Frames) {
     let whole = d.join(format!("{tag}-all.pcap"));
     let o = run_to_pcap(cmd, &whole, extra);
     assert!(o.status.success(), "{}", stderr(&o));
