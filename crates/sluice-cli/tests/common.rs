@@ -155,3 +155,21 @@ pub fn replay_summary(trace: &Path, extra: &[&str]) -> (Output, serde_json::Valu
         .unwrap_or(serde_json::Value::Null);
     (o, v)
 }
+
+/// bench/ratejudge.py's figures (`--oneline`) of CAPTURE against TARGET,
+/// by name.
+pub fn ratejudge(target: &Path, capture: &Path) -> std::collections::BTreeMap<String, f64> {
+    let o = Command::new("python3")
+        .arg(sluice_testkit::bench_script("ratejudge.py"))
+        .arg(target)
+        .arg(capture)
+        .arg("--oneline")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .filter_map(|(k, v)| Some((k.to_string(), v.parse::<f64>().ok()?)))
+        .collect()
+}

@@ -11,7 +11,6 @@ mod netns;
 use common::*;
 use netns::sh;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -24,6 +23,22 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Waits until a worker's log says it listens.
+fn listening(log: &Path) {
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .contains("listening")
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{}: no worker started",
+            log.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Sink namespace with a bridge, and one namespace per worker.
@@ -138,36 +153,11 @@ impl Lab {
             self.workers.push(child);
             self.logs.push(log.clone());
         }
-        // Listening once it says so.
-        let t0 = Instant::now();
-        while !std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("listening")
-        {
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "worker {i} did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        listening(&log);
     }
 
     fn capture(&self, i: usize, out: &Path) -> Child {
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", &self.sink(), "tcpdump", "-i", &self.rx(i)])
-            .args(["-n", "-U", "--immediate-mode", "-B", "65536"])
-            .args(["--time-stamp-precision=nano", "-Q", "in", "-w"])
-            .arg(out)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut r = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        while r.read_line(&mut line).unwrap() > 0 && !line.contains("listening") {
-            line.clear();
-        }
-        assert!(line.contains("listening"), "tcpdump: {line}");
-        child
+        netns::tcpdump(&self.sink(), &self.rx(i), out, &["-Q", "in", "-s", "2048"])
     }
 
     fn log(&self, i: usize) -> String {
@@ -567,23 +557,6 @@ fn merged(caps: &[PathBuf], out: &Path) -> Vec<(u64, Vec<u8>)> {
     all
 }
 
-/// ratejudge.py's figures (`--oneline`), by name.
-fn ratejudge(target: &Path, capture: &Path) -> std::collections::BTreeMap<String, f64> {
-    let o = Command::new("python3")
-        .arg(sluice_testkit::bench_script("ratejudge.py"))
-        .arg(target)
-        .arg(capture)
-        .arg("--oneline")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout)
-        .split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .filter_map(|(k, v)| Some((k.to_string(), v.parse::<f64>().ok()?)))
-        .collect()
-}
-
 #[test]
 fn profiles_and_sessions_split_over_three_workers_come_out_whole() {
     if !netns::can_run() || !sluice_testkit::require("python3", "ratejudge.py") {
@@ -756,17 +729,7 @@ fn the_python_client_drives_workers_over_mutual_tls() {
                 .spawn()
                 .unwrap(),
         );
-        let t0 = Instant::now();
-        while !std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("listening")
-        {
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "worker {i} did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        listening(&log);
         specs.push(format!("--worker=w{i}={addr}=null"));
     }
     let stats = d.join("py.jsonl");

@@ -61,7 +61,7 @@ fn described_frames_leave_once_in_order_at_acknowledged_times() {
     let net = Net::up("sli");
     let d = tmpdir("inject-veth");
     let (sock, cap, acks) = (d.join("i.sock"), d.join("cap.pcap"), d.join("acks.txt"));
-    let dump = net.capture(&cap);
+    let dump = net.capture_small(&cap);
     let to = format!("afpacket:{}", net.tx());
     let inject = start_inject(&sock, &["--to", &to, "--sessions", "1", "-q"]);
     let client = Command::new("python3")

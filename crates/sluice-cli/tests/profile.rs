@@ -15,19 +15,8 @@ fn have_judge() -> bool {
     sluice_testkit::require("python3", "profiles judged by ratejudge.py")
 }
 
-/// ratejudge.py's figures (`--oneline`), by name.
 fn judge(target: &Path, capture: &Path) -> BTreeMap<String, f64> {
-    let o = Command::new("python3")
-        .arg(sluice_testkit::bench_script("ratejudge.py"))
-        .args([s(target), s(capture), "--oneline"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout)
-        .split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .filter_map(|(k, v)| Some((k.to_string(), v.parse::<f64>().ok()?)))
-        .collect()
+    ratejudge(target, capture)
 }
 
 fn profile(dir: &Path, name: &str, text: &str) -> PathBuf {

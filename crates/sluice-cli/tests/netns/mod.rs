@@ -122,35 +122,15 @@ with open(sys.argv[1], "w") as out:
     }
 
     pub fn capture(&self, out: &Path) -> Child {
-        let mut child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.tag,
-                "tcpdump",
-                "-i",
-                &format!("{}b", self.tag),
-            ])
-            .args([
-                "-n",
-                "-U",
-                "--immediate-mode",
-                "-B",
-                "65536",
-                "--time-stamp-precision=nano",
-                "-w",
-            ])
-            .arg(out)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut r = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        while r.read_line(&mut line).unwrap() > 0 && !line.contains("listening") {
-            line.clear();
-        }
-        assert!(line.contains("listening"), "tcpdump: {line}");
-        child
+        tcpdump(&self.tag, &format!("{}b", self.tag), out, &[])
+    }
+
+    /// A capture of frames up to 2 KiB: in immediate mode each ring slot
+    /// holds a whole snap length, so the default (256 KiB) leaves a 64 MiB
+    /// buffer 256 slots, which a burst at 50 kpps overflows while tcpdump
+    /// waits for a CPU.
+    pub fn capture_small(&self, out: &Path) -> Child {
+        tcpdump(&self.tag, &format!("{}b", self.tag), out, &["-s", "2048"])
     }
 }
 
@@ -163,6 +143,28 @@ impl Drop for Net {
             .args(["netns", "del", &self.tag])
             .output();
     }
+}
+
+/// tcpdump on IFACE in namespace NS writing OUT (nanosecond stamps,
+/// unbuffered), returned once it listens.
+pub fn tcpdump(ns: &str, iface: &str, out: &Path, extra: &[&str]) -> Child {
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "tcpdump", "-i", iface])
+        .args(["-n", "-U", "--immediate-mode", "-B", "65536"])
+        .args(["--time-stamp-precision=nano"])
+        .args(extra)
+        .arg("-w")
+        .arg(out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut r = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while r.read_line(&mut line).unwrap() > 0 && !line.contains("listening") {
+        line.clear();
+    }
+    assert!(line.contains("listening"), "tcpdump: {line}");
+    child
 }
 
 pub fn stop(mut dump: Child) {
