@@ -101,8 +101,8 @@ captured() {
   local pids=() files=()
   for i in $(seq 0 $((n - 1))); do
     rm -f "$work/dcap$i.pcap"
-    ip netns exec "s$tag" tcpdump -i "t$i${tag}b" -Q in -B 262144 --time-stamp-precision nano -q \
-      -w "$work/dcap$i.pcap" 2>/dev/null &
+    ip netns exec "s$tag" tcpdump -i "t$i${tag}b" -Q in -s 2048 -B 262144 --time-stamp-precision nano -q \
+      -w "$work/dcap$i.pcap" 2>"$work/dcap$i.err" &
     pids+=($!); files+=("$work/dcap$i.pcap")
   done
   sleep 1
@@ -110,6 +110,20 @@ captured() {
   sleep 0.5
   for p in "${pids[@]}"; do kill -INT "$p"; wait "$p" 2>/dev/null || true; done
   mergecap -F pcap -w "$out" "${files[@]}"
+  # Where frames went missing: tcpdump's own drops, the ports' rx drops.
+  local drops=0 d
+  for i in $(seq 0 $((n - 1))); do
+    d=$(sed -n 's/^\([0-9]*\) packets dropped by kernel.*/\1/p' "$work/dcap$i.err")
+    drops=$((drops + ${d:-0}))
+  done
+  local frames
+  frames=$(python3 -c "
+import struct, sys
+b = open(sys.argv[1], 'rb').read(); o = 24; n = 0
+while o + 16 <= len(b):
+    n += 1; o += 16 + struct.unpack('<IIII', b[o:o + 16])[2]
+print(n)" "$out")
+  echo "merged_frames=$frames tcpdump_dropped=$drops port_rx_dropped=$(ip netns exec "s$tag" cat /sys/class/net/t0${tag}b/statistics/rx_dropped)" > "$work/ddrops.txt"
 }
 
 rmax() {
@@ -128,7 +142,7 @@ say "R_max (one worker, 64 B, top speed to veth): $r_max pps"
 if [ "$what" = all ] || [ "$what" = split ]; then
   workers 0 0 0
   say "-- split: Poisson 64 B, ratejudge.py of the merged capture against profile synth"
-  say "load workers split packets sent/target hist_nmse hist_pearson series_pearson"
+  say "load workers split sent(summary) captured/target hist_nmse hist_pearson series_pearson"
   for load in ${LOADS:-0.67 0.92}; do
     rate=$(python3 -c "print(round($r_max * $load))")
     printf 'seed: 7\nduration: %ss\nrate: %s\nipd: {dist: poisson}\nsize: {dist: constant, bytes: 60}\npacket: {src: 10.99.0.1, dst: 10.99.0.2, dport: 9}\n' \
@@ -139,9 +153,11 @@ if [ "$what" = all ] || [ "$what" = split ]; then
         extra=(--spin "${SPIN:-1ms}")
         [ "$split" = components ] && extra+=(--mode fourier --queues "$n" --keep 200)
         plan "$n" profile "$work/dp.yaml" "$((secs + 1))s" "$split" "${extra[@]}"
-        captured "$n" "$work/dall.pcap" "$sluice" control run "$work/plan.yaml" --tls "$work/dkeys" -q
+        captured "$n" "$work/dall.pcap" "$sluice" control run "$work/plan.yaml" --tls "$work/dkeys" -q \
+          --summary-json "$work/dsum.json"
         j=$(python3 "$here/ratejudge.py" "$work/dtarget.pcap" "$work/dall.pcap" --oneline)
-        say "$load $n $split $(field generated_packets <<< "$j")/$(field target_packets <<< "$j") $(field hist_nmse <<< "$j") $(field hist_pearson <<< "$j") $(field pearson <<< "$j")"
+        sent=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['total']['packets'])" "$work/dsum.json")
+        say "$load $n $split $sent $(field generated_packets <<< "$j")/$(field target_packets <<< "$j") $(field hist_nmse <<< "$j") $(field hist_pearson <<< "$j") $(field pearson <<< "$j") $(cat "$work/ddrops.txt")"
       done
     done
   done
