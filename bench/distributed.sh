@@ -123,7 +123,7 @@ b = open(sys.argv[1], 'rb').read(); o = 24; n = 0
 while o + 16 <= len(b):
     n += 1; o += 16 + struct.unpack('<IIII', b[o:o + 16])[2]
 print(n)" "$out")
-  echo "merged_frames=$frames tcpdump_dropped=$drops port_rx_dropped=$(ip netns exec "s$tag" cat /sys/class/net/t0${tag}b/statistics/rx_dropped)" > "$work/ddrops.txt"
+  echo "merged_frames=$frames tcpdump_dropped=$drops port_rx_dropped=$(ip netns exec "s$tag" cat /sys/class/net/t0${tag}b/statistics/rx_dropped) w0_tx_dropped=$(ip netns exec "w0$tag" cat /sys/class/net/t0${tag}a/statistics/tx_dropped) w0_tx=$(ip netns exec "w0$tag" cat /sys/class/net/t0${tag}a/statistics/tx_packets) p0_rx=$(ip netns exec "s$tag" cat /sys/class/net/t0${tag}b/statistics/rx_packets)" > "$work/ddrops.txt"
 }
 
 rmax() {
