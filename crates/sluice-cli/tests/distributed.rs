@@ -772,3 +772,210 @@ fn the_python_client_drives_workers_over_mutual_tls() {
     let lines = std::fs::read_to_string(&stats).unwrap();
     assert!(lines.lines().count() >= 2, "statistics streamed: {lines}");
 }
+
+/// Polls `cmd` (in namespace `ns`) until its output satisfies `ready`.
+fn wait_for(ns: &str, cmd: &[&str], ready: impl Fn(&str) -> bool, what: &str) {
+    let t0 = Instant::now();
+    loop {
+        let o = Command::new("ip")
+            .args(["netns", "exec", ns])
+            .args(cmd)
+            .output()
+            .unwrap();
+        if ready(&String::from_utf8_lossy(&o.stdout)) {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(40),
+            "{what} never synchronised: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Daemons started for a test and their namespace: killed and removed
+/// also when the test fails.
+struct Daemons(Vec<Child>, String);
+
+impl Drop for Daemons {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new("ip").args(["netns", "del", &self.1]).output();
+    }
+}
+
+#[test]
+fn workers_report_what_chrony_and_linuxptp_say_of_their_clocks() {
+    use sluice_testkit::require;
+    if !netns::can_run()
+        || !require("chronyd", "clock service test")
+        || !require("ptp4l", "clock service test")
+        || !require("pmc", "clock service test")
+    {
+        return;
+    }
+    let _one = serial();
+    let d = tmpdir("distributed-clocksvc");
+    // ptp4l's and chronyd's sockets live here: private to root.
+    sh(&["chmod", "700", d.to_str().unwrap()]);
+    let keys = d.join("keys");
+    assert!(run(&["keygen", keys.to_str().unwrap()]).status.success());
+    let mut lab = Lab::up(2);
+    // A time-server namespace with a veth to each worker: an NTP server
+    // (chronyd, local stratum 8) for worker 0, a PTP grandmaster (ptp4l,
+    // software timestamps, layer 2) for worker 1. Neither daemon steers
+    // the host's clock (chronyd -x, ptp4l free_running).
+    let ts = format!("k{}", lab.tag);
+    let _ = Command::new("ip").args(["netns", "del", &ts]).output();
+    sh(&["ip", "netns", "add", &ts]);
+    let mut daemons = Daemons(Vec::new(), ts.clone());
+    let ns = |n: &str, args: &[&str]| {
+        let mut v = vec!["ip", "netns", "exec", n];
+        v.extend_from_slice(args);
+        sh(&v);
+    };
+    for i in 0..2 {
+        let (s, c) = (format!("k{i}{}s", lab.tag), format!("k{i}{}c", lab.tag));
+        sh(&["ip", "link", "add", &s, "type", "veth", "peer", "name", &c]);
+        sh(&["ip", "link", "set", &s, "netns", &ts]);
+        sh(&["ip", "link", "set", &c, "netns", &lab.wns(i)]);
+        ns(&ts, &["ip", "link", "set", &s, "up"]);
+        ns(&lab.wns(i), &["ip", "link", "set", &c, "up"]);
+    }
+    let (ks, kc) = (format!("k0{}s", lab.tag), format!("k0{}c", lab.tag));
+    ns(&ts, &["ip", "addr", "add", "10.78.250.1/24", "dev", &ks]);
+    ns(
+        &lab.wns(0),
+        &["ip", "addr", "add", "10.78.250.2/24", "dev", &kc],
+    );
+    let conf = |name: &str, text: String| {
+        let p = d.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let dd = d.display();
+    let server = conf(
+        "server.conf",
+        format!("local stratum 8\nallow all\nbindaddress 10.78.250.1\ncmdport 0\nbindcmdaddress /\npidfile {dd}/server.pid\n"),
+    );
+    let client = conf(
+        "client.conf",
+        format!("server 10.78.250.1 iburst minpoll -4 maxpoll -4\nbindcmdaddress 127.0.0.1\nbindcmdaddress /\npidfile {dd}/client.pid\n"),
+    );
+    let fast = "logSyncInterval -4\nlogMinDelayReqInterval -4\nlogAnnounceInterval -2\nannounceReceiptTimeout 2\n";
+    let gm = conf(
+        "gm.conf",
+        format!("[global]\npriority1 1\nuds_address {dd}/ptp-gm\n{fast}"),
+    );
+    let slave = conf(
+        "slave.conf",
+        format!("[global]\nslaveOnly 1\nfree_running 1\nuds_address {dd}/ptp-w1\n{fast}"),
+    );
+    let daemon = |n: &str, args: &[&str], log: &str| {
+        Command::new("ip")
+            .args(["netns", "exec", n])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(d.join(log)).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let p = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let (server, client, gm, slave) = (p(&server), p(&client), p(&gm), p(&slave));
+    let (p1s, p1c) = (format!("k1{}s", lab.tag), format!("k1{}c", lab.tag));
+    daemons.0.extend([
+        daemon(
+            &ts,
+            &["chronyd", "-x", "-n", "-u", "root", "-f", &server],
+            "server.log",
+        ),
+        daemon(
+            &lab.wns(0),
+            &["chronyd", "-x", "-n", "-u", "root", "-f", &client],
+            "client.log",
+        ),
+        daemon(&ts, &["ptp4l", "-2", "-S", "-i", &p1s, "-f", &gm], "gm.log"),
+        daemon(
+            &lab.wns(1),
+            &["ptp4l", "-2", "-S", "-i", &p1c, "-f", &slave],
+            "slave.log",
+        ),
+    ]);
+    wait_for(
+        &lab.wns(0),
+        &["chronyc", "-h", "127.0.0.1", "-c", "tracking"],
+        |t| t.contains("10.78.250.1,9,"),
+        "chronyd",
+    );
+    let uds = format!("{dd}/ptp-w1");
+    wait_for(
+        &lab.wns(1),
+        &["pmc", "-u", "-b", "0", "-s", &uds, "GET TIME_STATUS_NP"],
+        // A grandmaster, and a measurement from it.
+        |t| {
+            let field = |f: &str| {
+                t.lines()
+                    .find_map(|l| l.trim().strip_prefix(f).map(|v| v.trim().to_string()))
+            };
+            // ptp4l leaves master_offset at 0 until its first delay
+            // measurement; software timestamps are never exactly 0 apart.
+            field("gmPresent").as_deref() == Some("true")
+                && field("ingress_time").is_some_and(|v| v != "0")
+                && field("master_offset").is_some_and(|v| v != "0")
+        },
+        "ptp4l",
+    );
+    let k = keys.to_str().unwrap();
+    lab.worker(0, &d, &["--tls", k, "--clock-service", "chrony:127.0.0.1"]);
+    lab.worker(
+        1,
+        &d,
+        &["--tls", k, "--clock-service", &format!("ptp:{uds}")],
+    );
+    let trace = d.join("t.pcap");
+    flows_trace(&trace, 20);
+    let p = plan(&d, &lab, 2, "t.pcap", &["--pps", "1k"], "1s");
+    let (o, s) = control(&p, &keys, &d.join("s.json"), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let w = &s["workers"];
+    let chrony = w[0]["clock_service"].as_str().unwrap_or_default();
+    assert!(
+        chrony.starts_with("chrony: reference 10.78.250.1 stratum 9"),
+        "{s}"
+    );
+    let ptp = w[1]["clock_service"].as_str().unwrap_or_default();
+    assert!(ptp.starts_with("linuxptp: grandmaster "), "{s}");
+    for (i, what) in [(0, "chrony"), (1, "linuxptp")] {
+        let off = w[i]["clock_service_offset_ns"].as_i64().unwrap();
+        let bound = w[i]["clock_service_bound_ns"].as_u64().unwrap();
+        eprintln!(
+            "{what}: offset {off} ns, bound {bound} ns; sluice measured {} ns ± {} ns",
+            w[i]["offset_ns"], w[i]["offset_uncertainty_ns"]
+        );
+        // Both references are this host's own clock: a correct reading is
+        // within its bound and small, and not 0: chrony's root delay and
+        // dispersion are positive, software PTP timestamps are never
+        // exactly equal.
+        assert!(
+            off.unsigned_abs() <= bound,
+            "{what}: {off} ns beyond {bound} ns"
+        );
+        assert!(bound > 0 && bound < 5_000_000, "{what}: bound {bound} ns");
+    }
+    // The printed summary shows them under each worker's own offset.
+    let out = stderr(&o);
+    assert!(
+        out.contains("chrony: reference") && out.contains("bound"),
+        "{out}"
+    );
+    assert!(out.contains("linuxptp: grandmaster"), "{out}");
+    // No service asked: nothing reported.
+    lab.worker(0, &d, &["--tls", k, "--clock-service", "none"]);
+    let (o, s) = control(&p, &keys, &d.join("s.json"), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(s["workers"][0]["clock_service"].is_null(), "{s}");
+}

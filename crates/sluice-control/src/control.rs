@@ -72,8 +72,10 @@ pub struct WorkerResult {
     pub offset_ns: i64,
     /// Half the minimum round-trip delay: the offset is known to ± this.
     pub offset_uncertainty_ns: u64,
-    /// The worker's own clock service (chrony, linuxptp), if any.
+    /// The worker's own clock service (chrony, linuxptp), if one answers:
+    /// its reference, its offset of the worker's clock and its error bound.
     pub clock_service: Option<String>,
+    pub clock_service_offset_ns: Option<i64>,
     pub clock_service_bound_ns: Option<u64>,
     /// When the worker said its job starts, on the controller's clock.
     pub start_ns: Option<i64>,
@@ -222,9 +224,11 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
                 sink: w.to.clone(),
                 offset_ns: 0,
                 offset_uncertainty_ns: 0,
-                clock_service: (!reg.clock_service.is_empty()).then_some(reg.clock_service),
-                clock_service_bound_ns: (reg.clock_service_bound_ns > 0)
+                clock_service_offset_ns: (!reg.clock_service.is_empty())
+                    .then_some(reg.clock_service_offset_ns),
+                clock_service_bound_ns: (!reg.clock_service.is_empty())
                     .then_some(reg.clock_service_bound_ns),
+                clock_service: (!reg.clock_service.is_empty()).then_some(reg.clock_service),
                 start_ns: None,
                 summary: None,
                 error: None,

@@ -4,6 +4,7 @@
 //! port map, hands every worker the job with its share and one start
 //! instant t_tos, and gathers the statistics into one status and summary.
 
+pub mod clocksvc;
 pub mod control;
 pub mod plan;
 pub mod tls;

@@ -32,6 +32,8 @@ pub struct WorkerConfig {
     pub exe: PathBuf,
     /// Largest job file accepted.
     pub max_upload: u64,
+    /// The host's clock service to report at registration.
+    pub clock_service: crate::clocksvc::ClockServiceSpec,
 }
 
 /// Time after the deadline's SIGTERM before the child is killed.
@@ -98,34 +100,6 @@ fn ports() -> Vec<pb::Port> {
     out
 }
 
-/// chrony's or linuxptp's view of this host's clock, when they run.
-fn clock_service() -> (String, u64) {
-    let run = |cmd: &str, args: &[&str]| {
-        std::process::Command::new(cmd)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    if let Some(t) = run("chronyc", &["-c", "tracking"]) {
-        // CSV: ..., field 5 last offset (s), 11 root delay, 12 root dispersion.
-        let f: Vec<&str> = t.split(',').collect();
-        let num = |i: usize| f.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
-        let bound = num(5).abs() + num(12) + num(11) / 2.0;
-        return (format!("chrony: {t}"), (bound * 1e9) as u64);
-    }
-    if let Some(t) = run("pmc", &["-u", "-b", "0", "GET TIME_STATUS_NP"]) {
-        let off = t
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("master_offset"))
-            .and_then(|v| v.trim().parse::<i64>().ok())
-            .unwrap_or(0);
-        return (format!("linuxptp: {t}"), off.unsigned_abs());
-    }
-    (String::new(), 0)
-}
-
 type UpdateStream = Pin<Box<dyn Stream<Item = Result<pb::Update, Status>> + Send>>;
 
 #[tonic::async_trait]
@@ -137,7 +111,17 @@ impl Worker for Service {
         let name = req.into_inner().name;
         log(&format!("registered by a controller as '{name}'"));
         self.lock().name = name;
-        let (clock_service, bound) = clock_service();
+        let spec = self.cfg.clock_service.clone();
+        let service = tokio::task::spawn_blocking(move || crate::clocksvc::read(&spec))
+            .await
+            .ok()
+            .flatten();
+        if let Some(s) = &service {
+            log(&format!(
+                "{}: offset {} ns, bound {} ns",
+                s.text, s.offset_ns, s.bound_ns
+            ));
+        }
         Ok(Response::new(pb::RegisterReply {
             version: env!("CARGO_PKG_VERSION").into(),
             hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -146,8 +130,9 @@ impl Worker for Service {
                 .to_string(),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
             ports: ports(),
-            clock_service,
-            clock_service_bound_ns: bound,
+            clock_service: service.as_ref().map(|s| s.text.clone()).unwrap_or_default(),
+            clock_service_bound_ns: service.as_ref().map_or(0, |s| s.bound_ns),
+            clock_service_offset_ns: service.as_ref().map_or(0, |s| s.offset_ns),
         }))
     }
 

@@ -26,6 +26,9 @@ pub struct WorkerArgs {
     /// Largest job file a controller may upload.
     #[arg(long, value_parser = super::values::count, default_value = "4G")]
     pub max_upload: u64,
+    /// The host's clock service to report to controllers: auto (chrony, then linuxptp, at their default sockets), none, chrony[:ADDRESS] (chronyc -h) or ptp[:UDS_PATH] (ptp4l's uds_address).
+    #[arg(long, value_name = "SERVICE", default_value = "auto")]
+    pub clock_service: sluice_control::clocksvc::ClockServiceSpec,
     /// Test only: this worker's clock reads this much ahead (negative: behind) of the host's, so clock correction can be tested on one host.
     #[arg(long, value_parser = signed_duration, allow_hyphen_values = true, hide = true)]
     pub clock_offset: Option<i64>,

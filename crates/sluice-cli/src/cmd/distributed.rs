@@ -37,6 +37,7 @@ pub fn worker(a: WorkerArgs) -> Result<u8, Failure> {
         clock_offset_ns: a.clock_offset.unwrap_or(0),
         exe: std::env::current_exe().context("finding the sluice binary")?,
         max_upload: a.max_upload,
+        clock_service: a.clock_service,
     };
     let rt = runtime()?;
     rt.block_on(async {
@@ -177,6 +178,13 @@ fn render(s: &control::ControlSummary) -> String {
             "  port {} {:<12} {:<22} offset {:>+12} ns ±{:<8} {}\n",
             w.port, w.name, w.sink, w.offset_ns, w.offset_uncertainty_ns, what
         );
+        if let (Some(c), Some(o), Some(b)) = (
+            &w.clock_service,
+            w.clock_service_offset_ns,
+            w.clock_service_bound_ns,
+        ) {
+            out += &format!("         {c}: offset {o:+} ns, bound {b} ns\n");
+        }
     }
     let t = &s.total;
     out += &format!(
