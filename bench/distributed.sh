@@ -19,7 +19,8 @@
 #
 # Needs root, tcpdump, mergecap (wireshark-common), python3 (+ grpcio for
 # `control`). Results go to stdout and $WORK/distributed-results.txt.
-# R_MAX=PPS skips the measurement; SECS sets the split runs' length.
+# R_MAX=PPS skips the measurement; SECS sets the split runs' length;
+# LOADS, COUNTS (worker counts) and SPLITS narrow the split runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -107,14 +108,20 @@ captured() {
   done
   sleep 1
   "$@" >/dev/null 2>&1 || true
-  sleep 0.5
+  # tcpdump (TPACKET_V3, not immediate) gets a partly filled ring block
+  # only when the kernel retires it, 1 s after its first frame: stopped
+  # sooner, it never reads the last block's frames (it counts them as
+  # "received by filter", not as dropped).
+  sleep 1.5
   for p in "${pids[@]}"; do kill -INT "$p"; wait "$p" 2>/dev/null || true; done
   mergecap -F pcap -w "$out" "${files[@]}"
   # Where frames went missing: tcpdump's own drops, the ports' rx drops.
-  local drops=0 d
+  local drops=0 unread=0 d c r
   for i in $(seq 0 $((n - 1))); do
     d=$(sed -n 's/^\([0-9]*\) packets dropped by kernel.*/\1/p' "$work/dcap$i.err")
-    drops=$((drops + ${d:-0}))
+    c=$(sed -n 's/^\([0-9]*\) packets captured.*/\1/p' "$work/dcap$i.err")
+    r=$(sed -n 's/^\([0-9]*\) packets received by filter.*/\1/p' "$work/dcap$i.err")
+    drops=$((drops + ${d:-0})); unread=$((unread + ${r:-0} - ${c:-0}))
   done
   local frames
   frames=$(python3 -c "
@@ -123,7 +130,7 @@ b = open(sys.argv[1], 'rb').read(); o = 24; n = 0
 while o + 16 <= len(b):
     n += 1; o += 16 + struct.unpack('<IIII', b[o:o + 16])[2]
 print(n)" "$out")
-  echo "merged_frames=$frames tcpdump_dropped=$drops port_rx_dropped=$(ip netns exec "s$tag" cat /sys/class/net/t0${tag}b/statistics/rx_dropped) w0_tx_dropped=$(ip netns exec "w0$tag" cat /sys/class/net/t0${tag}a/statistics/tx_dropped) w0_tx=$(ip netns exec "w0$tag" cat /sys/class/net/t0${tag}a/statistics/tx_packets) p0_rx=$(ip netns exec "s$tag" cat /sys/class/net/t0${tag}b/statistics/rx_packets)" > "$work/ddrops.txt"
+  echo "merged_frames=$frames tcpdump_dropped=$drops tcpdump_unread=$unread port_rx_dropped=$(ip netns exec "s$tag" cat /sys/class/net/t0${tag}b/statistics/rx_dropped) w0_tx_dropped=$(ip netns exec "w0$tag" cat /sys/class/net/t0${tag}a/statistics/tx_dropped) w0_tx=$(ip netns exec "w0$tag" cat /sys/class/net/t0${tag}a/statistics/tx_packets) p0_rx=$(ip netns exec "s$tag" cat /sys/class/net/t0${tag}b/statistics/rx_packets)" > "$work/ddrops.txt"
 }
 
 rmax() {
@@ -148,8 +155,8 @@ if [ "$what" = all ] || [ "$what" = split ]; then
     printf 'seed: 7\nduration: %ss\nrate: %s\nipd: {dist: poisson}\nsize: {dist: constant, bytes: 60}\npacket: {src: 10.99.0.1, dst: 10.99.0.2, dport: 9}\n' \
       "$secs" "$rate" > "$work/dp.yaml"
     "$sluice" profile synth "$work/dp.yaml" -o "$work/dtarget.pcap" >/dev/null 2>&1
-    for n in 1 2 3; do
-      for split in packets components; do
+    for n in ${COUNTS:-1 2 3}; do
+      for split in ${SPLITS:-packets components}; do
         extra=(--spin "${SPIN:-1ms}")
         [ "$split" = components ] && extra+=(--mode fourier --queues "$n" --keep 200)
         plan "$n" profile "$work/dp.yaml" "$((secs + 1))s" "$split" "${extra[@]}"
