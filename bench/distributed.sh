@@ -13,9 +13,14 @@
 #            p50/p99/max (each worker's start = min(capture - due));
 #   control  controller -> worker RPC latency (Python client: a unary call
 #            and clock rounds, p50/p99) and statistics bytes per second per
-#            worker (the --stats-json lines the workers stream).
+#            worker (the --stats-json lines the workers stream);
+#   scale    (not in `all`; for a host with 16+ cores) 1, 2, 4, 8 workers,
+#            each pinned to its own cores (taskset), replaying 64-byte
+#            frames of 512 flows at top speed for SECS s, split by flow, to
+#            `null` and to their veths: aggregate Mpps and the ratio to one
+#            worker. Counts above the CPU count are skipped.
 #
-#   sudo bench/distributed.sh [all|rmax|split|skew|control]
+#   sudo bench/distributed.sh [all|rmax|split|skew|control|scale]
 #
 # Needs root, tcpdump, mergecap (wireshark-common), python3 (+ grpcio for
 # `control`). Results go to stdout and $WORK/distributed-results.txt.
@@ -29,8 +34,14 @@ results=$work/distributed-results.txt
 sluice=${SLUICE:-$root/target/release/sluice}
 secs=${SECS:-3}
 what=${1:-all}
-W=3
 tag=db
+# Worker namespaces: 3, or for `scale` the largest count that fits.
+W=3
+scale_counts=""
+if [ "$what" = scale ]; then
+  for n in 1 2 4 8; do [ "$n" -le "$(nproc)" ] && scale_counts="$scale_counts $n"; done
+  W=${scale_counts##* }
+fi
 
 (cd "$root" && cargo build --release -q)
 say() { echo "$*" | tee -a "$results"; }
@@ -68,26 +79,31 @@ up() {
 }
 trap down EXIT
 
-# workers OFFSET...: one worker per namespace, each with its clock offset.
+# workers OFFSET...: one worker per namespace, each with its clock offset;
+# with PER=K set, worker i is pinned to CPUs i*K .. i*K+K-1.
 workers() {
   pkill -f "sluice worker --listen 10.79." 2>/dev/null || true
   sleep 0.2
-  local i=0
+  local i=0 pin
   for off in "$@"; do
-    ip netns exec "w$i$tag" "$sluice" worker --listen "10.79.$i.2:7700" --tls "$work/dkeys" \
+    pin=()
+    [ -n "${PER:-}" ] && pin=(taskset -c "$((i * PER))-$((i * PER + PER - 1))")
+    "${pin[@]}" ip netns exec "w$i$tag" "$sluice" worker --listen "10.79.$i.2:7700" --tls "$work/dkeys" \
       --clock-offset "$off" 2>"$work/dworker$i.log" &
     i=$((i + 1))
   done
   sleep 0.5
 }
 
-# plan N COMMAND FILE DURATION SPLIT ARGS...: a plan over the first N workers.
+# plan N COMMAND FILE DURATION SPLIT ARGS...: a plan over the first N
+# workers, sending to their veths (TO=null: to null).
 plan() {
   local n=$1 cmd=$2 file=$3 dur=$4 split=$5; shift 5
   {
     echo "workers:"
     for i in $(seq 0 $((n - 1))); do
-      echo "  - {name: w$i, address: \"10.79.$i.2:7700\", to: \"afpacket:t$i${tag}a\"}"
+      local to=${TO:-afpacket:t$i${tag}a}
+      echo "  - {name: w$i, address: \"10.79.$i.2:7700\", to: \"$to\"}"
     done
     printf 'job:\n  command: %s\n  file: %s\n  args: [' "$cmd" "$file"
     local sep=""; for a in "$@"; do printf '%s"%s"' "$sep" "$a"; sep=", "; done
@@ -143,6 +159,29 @@ rmax() {
 
 up
 say "== distributed $(date -u +%FT%TZ) $(nproc) CPUs, W=$W, $secs s runs"
+
+if [ "$what" = scale ]; then
+  per=$(( $(nproc) / W )); [ "$per" -ge 1 ] || per=1
+  python3 "$here/mktrace.py" "$work/dscale.pcap" 1000000 64 1000 cbr 512 >/dev/null
+  say "-- scale: 64 B replay of 512 flows at top speed for $secs s, split by flow; each worker on $per CPUs of its own"
+  say "workers sink aggregate_Mpps ratio_to_1"
+  for to in null veth; do
+    one=""
+    for n in $scale_counts; do
+      PER=$per workers $(for i in $(seq "$n"); do echo 0ns; done)
+      if [ "$to" = null ]; then export TO=null; else unset TO; fi
+      plan "$n" replay "$work/dscale.pcap" "${secs}s" flow --topspeed --loop 0 --preload
+      "$sluice" control run "$work/plan.yaml" --tls "$work/dkeys" -q --summary-json "$work/dsum.json" \
+        2>"$work/dscale.err" || { say "$n $to FAILED: $(tail -n 3 "$work/dscale.err")"; continue; }
+      mpps=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['total']; print(round(t['packets'] / $secs / 1e6, 3))" "$work/dsum.json")
+      [ -z "$one" ] && one=$mpps
+      say "$n $to $mpps $(python3 -c "print(round($mpps / $one, 2))")"
+    done
+  done
+  unset TO
+  exit 0
+fi
+
 r_max=$(rmax)
 say "R_max (one worker, 64 B, top speed to veth): $r_max pps"
 

@@ -693,21 +693,96 @@ fn profiles_and_sessions_split_over_three_workers_come_out_whole() {
     assert_eq!(c["matched"], c["expected"], "{c}");
 }
 
-#[test]
-fn the_python_client_drives_workers_over_mutual_tls() {
-    if !sluice_testkit::require("python3", "the Python control client") {
-        return;
+/// python3 with grpcio and grpcio-tools (and `extra` modules), or SKIPPED
+/// (a failure under CI).
+fn python_with(extra: &str, what: &str) -> bool {
+    if !sluice_testkit::require("python3", what) {
+        return false;
     }
-    let grpc = Command::new("python3")
-        .args(["-c", "import grpc, grpc_tools"])
+    let ok = Command::new("python3")
+        .args(["-c", &format!("import grpc, grpc_tools{extra}")])
         .status()
         .is_ok_and(|s| s.success());
-    if !grpc {
+    if !ok {
         assert!(
             !sluice_testkit::under_ci(),
-            "the Python control client needs grpcio and grpcio-tools (pip install grpcio grpcio-tools)"
+            "{what} needs grpcio and grpcio-tools (pip install grpcio grpcio-tools){extra}"
         );
-        eprintln!("SKIPPED: the Python control client (no grpcio/grpcio-tools)");
+        eprintln!("SKIPPED: {what} (no grpcio/grpcio-tools{extra})");
+    }
+    ok
+}
+
+#[test]
+fn the_python_client_installs_as_a_package_with_its_proto() {
+    if !python_with(", pip, setuptools", "installing the Python client") {
+        return;
+    }
+    // Built from a copy of python/ and proto/, so the checkout stays clean.
+    let d = tmpdir("python-package");
+    let root = sluice_testkit::repo_root();
+    let src = d.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for dir in ["python", "proto"] {
+        sh(&[
+            "cp",
+            "-r",
+            root.join(dir).to_str().unwrap(),
+            src.to_str().unwrap(),
+        ]);
+    }
+    let site = d.join("site");
+    let o = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-build-isolation",
+            "--no-deps",
+            "--target",
+        ])
+        .arg(&site)
+        .arg(d.join("src/python"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "pip install: {}", stderr(&o));
+    let packed = site.join("sluice_control/proto/sluice/control/v1/worker.proto");
+    assert_eq!(
+        std::fs::read(&packed).unwrap(),
+        std::fs::read(root.join("proto/sluice/control/v1/worker.proto")).unwrap(),
+        "the package carries the repository's proto"
+    );
+    // Imported from the install, away from the checkout: the stubs come
+    // from the packed proto and name every RPC the Rust worker serves.
+    let o = Command::new("python3")
+        .current_dir(&site)
+        .env("PYTHONPATH", &site)
+        .args([
+            "-c",
+            "import sluice_control as s; print(s.__file__); print(s.PROTO_ROOT); \
+             print(' '.join(sorted(m for m in dir(s.pb_grpc.WorkerServicer) if not m.startswith('_'))))",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "import: {}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with(site.to_str().unwrap()), "{out}");
+    assert!(lines[1].starts_with(site.to_str().unwrap()), "{out}");
+    let proto = std::fs::read_to_string(&packed).unwrap();
+    for rpc in lines[2].split(' ') {
+        assert!(
+            proto.contains(&format!("rpc {rpc}(")),
+            "{rpc} not in the proto: {out}"
+        );
+    }
+    assert!(lines[2].split(' ').count() >= 6, "{out}");
+}
+
+#[test]
+fn the_python_client_drives_workers_over_mutual_tls() {
+    if !python_with("", "the Python control client") {
         return;
     }
     let _one = serial();

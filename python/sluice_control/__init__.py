@@ -1,7 +1,9 @@
 """Drive `sluice worker`s from Python: the control plane's client, built
 from the same proto/sluice/control/v1/worker.proto as sluice's own
 controller (grpcio-tools compiles it on first import, into a cache
-directory keyed by the proto's hash).
+directory keyed by the proto's hash). Install with
+`pip install ./python` (the package carries its copy of the proto), or
+put python/ on sys.path in a checkout.
 
     from sluice_control import Worker, run_job
     ws = [Worker("w1", "192.0.2.10:7700", "afpacket:eth1", tls_dir="keys")]
@@ -9,7 +11,7 @@ directory keyed by the proto's hash).
                      on_stats=lambda w, line: print(w.name, line["pps"]))
     print(result["total"]["packets"])
 
-Needs: pip install grpcio grpcio-tools.
+Needs grpcio and grpcio-tools (pip install installs them).
 """
 import hashlib
 import json
@@ -22,8 +24,13 @@ import time
 import grpc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROTO_ROOT = os.path.join(HERE, "..", "proto")
 PROTO = "sluice/control/v1/worker.proto"
+# Installed, the package carries its copy of the proto (setup.py puts it
+# there); in the source tree it reads the repository's proto/.
+PROTO_ROOT = next(
+    (d for d in (os.path.join(HERE, "proto"), os.path.join(HERE, "..", "..", "proto"))
+     if os.path.isfile(os.path.join(d, PROTO))),
+    os.path.join(HERE, "proto"))
 WORKER_NAME = "sluice-worker"
 
 
