@@ -715,7 +715,7 @@ fn python_with(extra: &str, what: &str) -> bool {
 
 #[test]
 fn the_python_client_installs_as_a_package_with_its_proto() {
-    if !python_with(", pip, setuptools", "installing the Python client") {
+    if !python_with(", setuptools", "installing the Python client") {
         return;
     }
     // Built from a copy of python/ and proto/, so the checkout stays clean.
@@ -1053,4 +1053,72 @@ fn workers_report_what_chrony_and_linuxptp_say_of_their_clocks() {
     let (o, s) = control(&p, &keys, &d.join("s.json"), &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(s["workers"][0]["clock_service"].is_null(), "{s}");
+}
+
+#[test]
+fn unreachable_refusing_and_badly_clocked_workers_are_named() {
+    let d = tmpdir("distributed-refusals");
+    let keys = d.join("keys");
+    assert!(run(&["keygen", keys.to_str().unwrap()]).status.success());
+    let trace = d.join("t.pcap");
+    flows_trace(&trace, 100);
+    let port = 19_000 + (std::process::id() % 1000) as u16 * 2;
+    let log = d.join("worker.log");
+    let mut worker = sluice()
+        .args(["worker", "--listen", &format!("127.0.0.1:{port}"), "--tls"])
+        .arg(&keys)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    listening(&log);
+    let plan = |name: &str, workers: &[(&str, u16)], args: &str| {
+        let mut y = String::from("workers:\n");
+        for (w, p) in workers {
+            y += &format!("  - {{name: {w}, address: \"127.0.0.1:{p}\", to: \"null\"}}\n");
+        }
+        y += &format!(
+            "job: {{command: replay, file: {}, args: [{args}], duration: 1s}}\n",
+            trace.display()
+        );
+        let p = d.join(name);
+        std::fs::write(&p, y).unwrap();
+        p
+    };
+    let summary = d.join("s.json");
+    // Nothing listens on port + 1: the environment's fault, exit 1.
+    let p = plan("gone.yaml", &[("w0", port), ("w1", port + 1)], "");
+    let (o, _) = control(&p, &keys, &summary, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("worker 'w1'") && stderr(&o).contains("unreachable"),
+        "{}",
+        stderr(&o)
+    );
+    // Options the job refuses: the worker's error, its name, exit 2.
+    let _ = std::fs::remove_file(&summary);
+    let p = plan("bad.yaml", &[("w0", port)], "\"--pps\", \"banana\"");
+    let (o, s) = control(&p, &keys, &summary, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("worker 'w0'"), "{}", stderr(&o));
+    let w = &s["workers"][0];
+    assert_eq!(w["refused"], true, "{s}");
+    assert!(w["error"].as_str().unwrap().contains("banana"), "{s}");
+    assert_eq!(s["total"]["packets"], 0, "{s}");
+    // A clock offset known worse than --max-skew: refused before the
+    // start, the worker named, exit 1.
+    let p = plan("ok.yaml", &[("w0", port)], "\"--pps\", \"1k\"");
+    let (o, _) = control(&p, &keys, &summary, &["--max-skew", "1ns"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("worker 'w0'") && stderr(&o).contains("--max-skew"),
+        "{}",
+        stderr(&o)
+    );
+    // And the same worker, a sane plan: it runs.
+    let (o, s) = control(&p, &keys, &summary, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(s["total"]["packets"], 100, "{s}");
+    assert_eq!(s["workers"][0]["refused"], false, "{s}");
+    let _ = worker.kill();
+    let _ = worker.wait();
 }

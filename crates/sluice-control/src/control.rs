@@ -83,6 +83,35 @@ pub struct WorkerResult {
     pub summary: Option<Value>,
     /// Why it did not finish: its job's error, or the connection lost.
     pub error: Option<String>,
+    /// The worker refused the job as bad input (`error` says why).
+    pub refused: bool,
+}
+
+/// A failure of the environment (exit 1), not of the plan: a worker that
+/// cannot be reached, a clock offset known too poorly to start.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Environment(pub String);
+
+/// Whether a connection failed in the network (refused, unreachable,
+/// timed out) rather than in TLS or the address.
+fn network_failure(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::*;
+    let io_kind = |c: &(dyn std::error::Error + 'static)| {
+        c.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            matches!(
+                io.kind(),
+                ConnectionRefused
+                    | ConnectionReset
+                    | TimedOut
+                    | HostUnreachable
+                    | NetworkUnreachable
+                    | NetworkDown
+                    | AddrNotAvailable
+            )
+        })
+    };
+    e.chain().any(io_kind) || chain(e).contains("timed out")
 }
 
 /// Sums over the workers that finished.
@@ -185,9 +214,16 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
     for w in &plan.workers {
         let (name, address, tls) = (w.name.clone(), w.address.clone(), tls.clone());
         tasks.push(tokio::spawn(async move {
-            let ch = connect(&address, tls.as_ref())
-                .await
-                .map_err(|e| anyhow!("worker '{name}' ({address}): unreachable: {}", chain(&e)))?;
+            let ch = connect(&address, tls.as_ref()).await.map_err(|e| {
+                if network_failure(&e) {
+                    anyhow::Error::new(Environment(format!(
+                        "worker '{name}' ({address}): unreachable: {}",
+                        chain(&e)
+                    )))
+                } else {
+                    anyhow!("worker '{name}' ({address}): {}", chain(&e))
+                }
+            })?;
             let mut client = WorkerClient::new(ch).max_decoding_message_size(64 << 20);
             let reg = client
                 .register(pb::RegisterRequest { name: name.clone() })
@@ -232,6 +268,7 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
                 start_ns: None,
                 summary: None,
                 error: None,
+                refused: false,
             },
         });
     }
@@ -257,12 +294,12 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
         c.result.offset_uncertainty_ns = unc;
         max_rtt = max_rtt.max(2 * unc);
         if unc > cfg.max_skew_ns {
-            return Err(anyhow!(
+            return Err(anyhow::Error::new(Environment(format!(
                 "worker '{}': clock offset known to ±{} ns only, above --max-skew {} ns: not starting",
                 c.result.name,
                 unc,
                 cfg.max_skew_ns
-            ));
+            ))));
         }
     }
     // The job's file to every worker.
@@ -337,9 +374,13 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
                             Some(update::Kind::Stats(l)) => Event::Stats(l),
                             Some(update::Kind::Finished(s)) => Event::Finished(s),
                             Some(update::Kind::Failed(e)) => Event::Failed(e),
+                            Some(update::Kind::Refused(e)) => Event::Refused(e),
                             None => continue,
                         };
-                        let end = matches!(ev, Event::Finished(_) | Event::Failed(_));
+                        let end = matches!(
+                            ev,
+                            Event::Finished(_) | Event::Failed(_) | Event::Refused(_)
+                        );
                         let _ = tx.send((i, ev)).await;
                         if end {
                             return;
@@ -392,7 +433,13 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
                         r.summary = serde_json::from_str(&s).ok();
                         open -= 1;
                     }
-                    Event::Failed(e) | Event::Lost(e) => {
+                    ev @ (Event::Failed(_) | Event::Lost(_) | Event::Refused(_)) => {
+                        let (e, refused) = match ev {
+                            Event::Refused(e) => (e, true),
+                            Event::Failed(e) | Event::Lost(e) => (e, false),
+                            _ => unreachable!("matched above"),
+                        };
+                        r.refused = refused;
                         let e = format!("worker '{}': {e}", r.name);
                         eprintln!("sluice control: {e}");
                         r.error = Some(e.clone());
@@ -467,6 +514,8 @@ enum Event {
     Stats(String),
     Finished(String),
     Failed(String),
+    /// The job's input or options were refused: nothing was sent.
+    Refused(String),
     Lost(String),
 }
 

@@ -338,6 +338,10 @@ impl Worker for Service {
             let text = std::fs::read_to_string(&summary).ok();
             let kind = match (text, status) {
                 (Some(t), _) => update::Kind::Finished(t),
+                // sluice exits 2 on bad input, before it sends anything.
+                (None, Some(s)) if s.code() == Some(2) => {
+                    update::Kind::Refused(err.trim().to_string())
+                }
                 (None, s) => update::Kind::Failed(format!(
                     "{} ({})",
                     err.trim(),

@@ -125,9 +125,16 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
         }),
     };
     let rt = runtime()?;
-    let summary = rt
-        .block_on(control::run(cfg))
-        .map_err(|e| bad_input(anyhow!(control::describe(&e))))?;
+    let summary = rt.block_on(control::run(cfg)).map_err(|e| {
+        let text = anyhow!(control::describe(&e));
+        // An unreachable worker or a poor clock is the environment's
+        // fault (exit 1); anything else the plan's (exit 2).
+        if e.downcast_ref::<control::Environment>().is_some() {
+            Failure::from(text)
+        } else {
+            bad_input(text)
+        }
+    })?;
     if live {
         eprintln!();
     }
@@ -141,9 +148,17 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
             .and_then(|_| out.commit())
             .context("writing --summary-json")?;
     }
+    let failed: Vec<_> = summary
+        .workers
+        .iter()
+        .filter(|w| w.error.is_some())
+        .collect();
     Ok(if summary.interrupted {
         exit::INTERRUPTED
-    } else if summary.workers.iter().any(|w| w.error.is_some()) {
+    } else if !failed.is_empty() && failed.iter().all(|w| w.refused) {
+        // Every failure was the job's input refused: the plan's fault.
+        exit::BAD_INPUT
+    } else if !failed.is_empty() {
         exit::FATAL
     } else {
         exit::OK
