@@ -339,9 +339,14 @@ impl Worker for Service {
             let kind = match (text, status) {
                 (Some(t), _) => update::Kind::Finished(t),
                 // sluice exits 2 on bad input, before it sends anything.
-                (None, Some(s)) if s.code() == Some(2) => {
-                    update::Kind::Refused(err.trim().to_string())
-                }
+                (None, Some(s)) if s.code() == Some(2) => update::Kind::Refused(
+                    // The cause, without clap's pointer to --help (the
+                    // controller's user did not type this command line).
+                    err.lines()
+                        .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
                 (None, s) => update::Kind::Failed(format!(
                     "{} ({})",
                     err.trim(),
