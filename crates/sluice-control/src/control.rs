@@ -362,7 +362,7 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
             let mut stream = match client.run(task).await {
                 Ok(s) => s.into_inner(),
                 Err(e) => {
-                    let _ = tx.send((i, Event::Failed(e.message().to_string()))).await;
+                    let _ = tx.send((i, Event::failed(e.message()))).await;
                     return;
                 }
             };
@@ -373,26 +373,26 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
                             Some(update::Kind::Accepted(a)) => Event::Accepted(a.start_ns),
                             Some(update::Kind::Stats(l)) => Event::Stats(l),
                             Some(update::Kind::Finished(s)) => Event::Finished(s),
-                            Some(update::Kind::Failed(e)) => Event::Failed(e),
-                            Some(update::Kind::Refused(e)) => Event::Refused(e),
+                            Some(update::Kind::Failed(e)) => Event::failed(&e),
+                            Some(update::Kind::Refused(error)) => Event::Failed {
+                                error,
+                                refused: true,
+                            },
                             None => continue,
                         };
-                        let end = matches!(
-                            ev,
-                            Event::Finished(_) | Event::Failed(_) | Event::Refused(_)
-                        );
+                        let end = matches!(ev, Event::Finished(_) | Event::Failed { .. });
                         let _ = tx.send((i, ev)).await;
                         if end {
                             return;
                         }
                     }
                     Some(Err(e)) => {
-                        let _ = tx.send((i, Event::Lost(e.message().to_string()))).await;
+                        let _ = tx.send((i, Event::failed(e.message()))).await;
                         return;
                     }
                     None => {
                         let _ = tx
-                            .send((i, Event::Lost("the stream ended without a summary".into())))
+                            .send((i, Event::failed("the stream ended without a summary")))
                             .await;
                         return;
                     }
@@ -433,14 +433,9 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
                         r.summary = serde_json::from_str(&s).ok();
                         open -= 1;
                     }
-                    ev @ (Event::Failed(_) | Event::Lost(_) | Event::Refused(_)) => {
-                        let (e, refused) = match ev {
-                            Event::Refused(e) => (e, true),
-                            Event::Failed(e) | Event::Lost(e) => (e, false),
-                            _ => unreachable!("matched above"),
-                        };
+                    Event::Failed { error, refused } => {
                         r.refused = refused;
-                        let e = format!("worker '{}': {e}", r.name);
+                        let e = format!("worker '{}': {error}", r.name);
                         eprintln!("sluice control: {e}");
                         r.error = Some(e.clone());
                         open -= 1;
@@ -513,10 +508,21 @@ enum Event {
     Accepted(i64),
     Stats(String),
     Finished(String),
-    Failed(String),
-    /// The job's input or options were refused: nothing was sent.
-    Refused(String),
-    Lost(String),
+    /// The job failed or the worker was lost; `refused`: the job's input
+    /// or options were refused, nothing was sent.
+    Failed {
+        error: String,
+        refused: bool,
+    },
+}
+
+impl Event {
+    fn failed(error: &str) -> Event {
+        Event::Failed {
+            error: error.to_string(),
+            refused: false,
+        }
+    }
 }
 
 /// An error and its causes, each once.
