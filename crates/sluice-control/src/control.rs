@@ -9,7 +9,7 @@ use crate::plan::Plan;
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -111,7 +111,7 @@ fn network_failure(e: &anyhow::Error) -> bool {
             )
         })
     };
-    e.chain().any(io_kind) || chain(e).contains("timed out")
+    e.chain().any(io_kind) || describe(e).contains("timed out")
 }
 
 /// Sums over the workers that finished.
@@ -168,6 +168,50 @@ async fn connect(
     Ok(ep.connect().await?)
 }
 
+/// Sends `path` to one worker, read from disk in CHUNK pieces as the
+/// stream drains: the controller holds a few chunks, never the whole file
+/// (a trace may be gigabytes), once per worker.
+async fn upload(client: &mut WorkerClient<Channel>, path: &Path, worker: &str) -> Result<String> {
+    use tokio::io::AsyncReadExt;
+    let mut f = tokio::fs::File::open(path)
+        .await
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let reader = tokio::spawn(async move {
+        loop {
+            let mut data = Vec::with_capacity(CHUNK);
+            (&mut f).take(CHUNK as u64).read_to_end(&mut data).await?;
+            if data.is_empty() {
+                return Ok::<_, std::io::Error>(());
+            }
+            let chunk = pb::FileChunk {
+                name: name.clone(),
+                data,
+            };
+            if tx.send(chunk).await.is_err() {
+                return Ok(()); // the upload failed: its error says why
+            }
+        }
+    });
+    let id = client
+        .upload(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await
+        .map_err(|e| anyhow!("worker '{worker}': upload: {}", e.message()))?
+        .into_inner()
+        .id;
+    // A read error ends the stream early: the worker got a truncated file,
+    // so no task may use it.
+    reader
+        .await
+        .context("the upload reader")?
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    Ok(id)
+}
+
 /// NTP's four-timestamp exchange, `rounds` times; the round with the
 /// smallest delay gives the offset (worker − controller) and ± delay / 2.
 pub async fn measure_offset(
@@ -218,10 +262,10 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
                 if network_failure(&e) {
                     anyhow::Error::new(Environment(format!(
                         "worker '{name}' ({address}): unreachable: {}",
-                        chain(&e)
+                        describe(&e)
                     )))
                 } else {
-                    anyhow!("worker '{name}' ({address}): {}", chain(&e))
+                    anyhow!("worker '{name}' ({address}): {}", describe(&e))
                 }
             })?;
             let mut client = WorkerClient::new(ch).max_decoding_message_size(64 << 20);
@@ -251,6 +295,8 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
         if !port.up {
             return Err(anyhow!("worker '{}': {} is down", w.name, w.to));
         }
+        // An empty text: no clock service answered on the worker.
+        let service = !reg.clock_service.is_empty();
         conns.push(Conn {
             client,
             result: WorkerResult {
@@ -260,11 +306,9 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
                 sink: w.to.clone(),
                 offset_ns: 0,
                 offset_uncertainty_ns: 0,
-                clock_service_offset_ns: (!reg.clock_service.is_empty())
-                    .then_some(reg.clock_service_offset_ns),
-                clock_service_bound_ns: (!reg.clock_service.is_empty())
-                    .then_some(reg.clock_service_bound_ns),
-                clock_service: (!reg.clock_service.is_empty()).then_some(reg.clock_service),
+                clock_service_offset_ns: service.then_some(reg.clock_service_offset_ns),
+                clock_service_bound_ns: service.then_some(reg.clock_service_bound_ns),
+                clock_service: service.then_some(reg.clock_service),
                 start_ns: None,
                 summary: None,
                 error: None,
@@ -303,30 +347,9 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
         }
     }
     // The job's file to every worker.
-    let data = std::fs::read(&plan.file)
-        .with_context(|| format!("{}: cannot read", plan.file.display()))?;
-    let fname = plan
-        .file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let mut ids = Vec::new();
     for c in &mut conns {
-        let chunks: Vec<pb::FileChunk> = data
-            .chunks(CHUNK)
-            .map(|d| pb::FileChunk {
-                name: fname.clone(),
-                data: d.to_vec(),
-            })
-            .collect();
-        let id = c
-            .client
-            .upload(tokio_stream::iter(chunks))
-            .await
-            .map_err(|e| anyhow!("worker '{}': upload: {}", c.result.name, e.message()))?
-            .into_inner()
-            .id;
-        ids.push(id);
+        ids.push(upload(&mut c.client, &plan.file, &c.result.name).await?);
     }
     // t_tos: far enough ahead for every worker to get its task and load
     // its input.
@@ -525,8 +548,9 @@ impl Event {
     }
 }
 
-/// An error and its causes, each once.
-fn chain(e: &anyhow::Error) -> String {
+/// An error and its causes, each once (transport errors keep their
+/// cause deep in the chain).
+pub fn describe(e: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for c in e.chain() {
         let s = c.to_string();
@@ -535,9 +559,4 @@ fn chain(e: &anyhow::Error) -> String {
         }
     }
     parts.join(": ")
-}
-
-/// Transport errors keep their cause deep in the chain: name the root.
-pub fn describe(e: &anyhow::Error) -> String {
-    chain(e)
 }
