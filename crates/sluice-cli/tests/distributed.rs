@@ -1120,6 +1120,18 @@ fn unreachable_refusing_and_badly_clocked_workers_are_named() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(s["total"]["packets"], 100, "{s}");
     assert_eq!(s["workers"][0]["refused"], false, "{s}");
+    // Each task's uploaded input is deleted when its job ends: a
+    // long-lived worker does not fill its disk.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let inputs: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split("starting replay ").nth(1))
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    assert_eq!(inputs.len(), 2, "{text}");
+    for f in inputs {
+        assert!(!Path::new(f).exists(), "{f} is still there");
+    }
     let _ = worker.kill();
     let _ = worker.wait();
 }

@@ -214,6 +214,7 @@ impl Worker for Service {
 
     async fn run(&self, req: Request<pb::Task>) -> Result<Response<UpdateStream>, Status> {
         let task = req.into_inner();
+        let file_id = task.file_id.clone();
         let (file, sink, summary, name) = {
             let st = self.lock();
             if st.job.is_some() {
@@ -354,7 +355,12 @@ impl Worker for Service {
                 )),
             };
             let _ = tx.send(Ok(pb::Update { kind: Some(kind) })).await;
+            // An upload serves one task: a long-lived worker keeps no old
+            // inputs, and no later task can read this task's summary.
+            let _ = std::fs::remove_file(&summary);
+            let _ = std::fs::remove_file(&file);
             let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+            st.files.remove(&file_id);
             st.job = None;
             log(&format!("'{name}': job ended"));
         });
