@@ -35,8 +35,16 @@ down() {
   ip link del slcap0 2>/dev/null || true
   ip netns del slcsink 2>/dev/null || true
 }
+# iperf3 -D daemonizes: its pid file says which process this script
+# started, and only that one is ended.
+stop_server() {
+  local pid
+  pid=$(cat "$work/iperf3.pid" 2>/dev/null) || return 0
+  kill "$pid" 2>/dev/null || true
+  rm -f "$work/iperf3.pid"
+}
 cleanup() {
-  pkill -f 'iperf3 -s -1' 2>/dev/null || true
+  stop_server
   down
   if [ -n "${KEEP:-}" ]; then echo "runs kept in $work" >&2; else rm -rf "$work"; fi
 }
@@ -54,16 +62,31 @@ ip link set slcap0 address 02:00:00:00:77:03
 ip addr add 10.77.0.1/24 dev slcap0
 ip link set slcap0 up
 
+# wait_until WHAT CMD...: polls CMD (its output non-empty, or its status
+# 0 for grep -q) for up to 30 s.
+wait_until() {
+  local what=$1 i; shift
+  for i in $(seq 300); do
+    if [ "$1" = grep ]; then "$@" && return 0; else [ -n "$("$@" 2>/dev/null)" ] && return 0; fi
+    sleep 0.1
+  done
+  echo "caliper.sh: $what: not within 30 s" >&2
+  return 1
+}
+
 # run NAME IPERF_ARGS...: iperf3 for $secs s while tcpdump captures every
 # frame the sender emits on slcb; leaves $work/NAME.pcap and NAME.json.
 run() {
   local name=$1; shift
-  ip netns exec slcsink taskset -c 0 iperf3 -s -1 -D
-  sleep 0.3
+  stop_server
+  ip netns exec slcsink taskset -c 0 iperf3 -s -1 -D -I "$work/iperf3.pid"
+  # Wait for the listener and for tcpdump's "listening on" rather than for
+  # fixed times: a loaded machine takes longer to start both.
+  wait_until "iperf3 listening" ip netns exec slcsink ss -Hltn 'sport = :5201'
   ip netns exec slcsink tcpdump -i slcb -w "$work/$name.pcap" -B 262144 --time-stamp-precision nano -q \
-    'ether src 02:00:00:00:77:03 or src host 10.77.0.1' 2>/dev/null &
+    'ether src 02:00:00:00:77:03 or src host 10.77.0.1' 2> "$work/$name.tcpdump.err" &
   local tp=$!
-  sleep 0.7
+  wait_until "tcpdump listening" grep -q "listening on" "$work/$name.tcpdump.err"
   taskset -c 0 iperf3 -c 10.77.0.2 -t "$secs" -J "$@" > "$work/$name.json" 2> "$work/$name.iperf.err" || true
   sleep 0.3
   kill -INT "$tp"; wait "$tp" 2>/dev/null || true
@@ -116,11 +139,14 @@ for g in "${gaps[@]}"; do
     judge_args=(--gaps "$work/requested.txt" --ks-mean "$gap_ns")
   fi
   "$sluice" pace --tap slcap0 --to afpacket:slca "${law_args[@]}" --return -q \
-    --duration "$((secs + 3))s" > "$work/pace.out" 2>&1 &
+    --duration "$((secs + 60))s" > "$work/pace.out" 2>&1 &
   pace_pid=$!
-  sleep 0.3
+  # A TAP has no carrier until a process opens it: wait for pace's.
+  for _ in $(seq 300); do ip link show slcap0 | grep -q NO-CARRIER || break; sleep 0.1; done
   # shellcheck disable=SC2046
   run sluice $(offer "$src" "$load")
+  # The transfer is over: stop pace (--duration is only a safety net).
+  kill -INT "$pace_pid" 2>/dev/null || true
   wait "$pace_pid" || true
   read -r s50 s95 s99 smb sks _ <<< "$(judge sluice "$src" "${judge_args[@]}")"
   t95=- tmb=- f95=- fmb=- a95=- amb=-

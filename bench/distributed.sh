@@ -48,8 +48,16 @@ say() { echo "$*" | tee -a "$results"; }
 field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }
 ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
 
+# PIDs of the workers this script started: only those are ended.
+worker_pids=()
+stop_workers() {
+  local p
+  for p in "${worker_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${worker_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  worker_pids=()
+}
 down() {
-  pkill -f "sluice worker --listen 10.79." 2>/dev/null || true
+  stop_workers
   for i in $(seq 0 $((W - 1))); do ip netns del "w$i$tag" 2>/dev/null || true; done
   ip netns del "s$tag" 2>/dev/null || true
 }
@@ -82,14 +90,14 @@ trap down EXIT
 # workers OFFSET...: one worker per namespace, each with its clock offset;
 # with PER=K set, worker i is pinned to CPUs i*K .. i*K+K-1.
 workers() {
-  pkill -f "sluice worker --listen 10.79." 2>/dev/null || true
-  sleep 0.2
+  stop_workers
   local i=0 pin
   for off in "$@"; do
     pin=()
     [ -n "${PER:-}" ] && pin=(taskset -c "$((i * PER))-$((i * PER + PER - 1))")
     "${pin[@]}" ip netns exec "w$i$tag" "$sluice" worker --listen "10.79.$i.2:7700" --tls "$work/dkeys" \
       --clock-offset "$off" 2>"$work/dworker$i.log" &
+    worker_pids+=("$!")
     i=$((i + 1))
   done
   sleep 0.5
@@ -241,11 +249,13 @@ fi
 if [ "$what" = all ] || [ "$what" = control ]; then
   workers 0 0 0
   say "-- control: RPC latency (Python client, 1000 each) and statistics bandwidth"
-  python3 - "$root/python" "$work/dkeys" <<'EOF' | tee -a "$results"
+  # The client as users get it: installed, its stubs compiled at build time.
+  rm -rf "$work/pysite"
+  python3 -m pip install -q --no-build-isolation --no-deps --target "$work/pysite" "$root/python"
+  PYTHONPATH="$work/pysite" python3 - "$work/dkeys" <<'EOF' | tee -a "$results"
 import sys, time
-sys.path.insert(0, sys.argv[1])
 from sluice_control import Worker, pb
-w = Worker("w0", "10.79.0.2:7700", "null", tls_dir=sys.argv[2])
+w = Worker("w0", "10.79.0.2:7700", "null", tls_dir=sys.argv[1])
 w.register()
 ports = pb.PortMap(ports=[pb.GlobalPort(id=0, worker="w0", sink="null")])
 lat = []

@@ -4,14 +4,16 @@
 usage: control_run.py --worker NAME=ADDR=SINK [--worker ...] --command replay
                       --file trace.pcap --duration 2s [--tls DIR]
                       [--split flow] [--arg=--pps --arg=10k] [--stats PATH]
+
+Needs the installed package (pip install ./python). Exit 0 when every
+worker finished, 1 when a worker could not be reached or failed, 2 when a
+worker refused the job as bad input; errors are one line on stderr.
 """
 import argparse
 import json
-import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from sluice_control import Worker, run_job  # noqa: E402
+from sluice_control import ControlError, JobRefused, Worker, run_job
 
 
 def main():
@@ -37,8 +39,12 @@ def main():
         if stats:
             stats.write(json.dumps({"worker": w.name, "stats": line}) + "\n")
 
-    result = run_job(workers, a.command, a.file, a.arg, a.duration, split=a.split,
-                     max_skew_ns=a.max_skew_ns, on_stats=on_stats)
+    try:
+        result = run_job(workers, a.command, a.file, a.arg, a.duration, split=a.split,
+                         max_skew_ns=a.max_skew_ns, on_stats=on_stats)
+    except ControlError as e:
+        print(f"control_run: {e}", file=sys.stderr)
+        return 2 if isinstance(e, JobRefused) else 1
     if stats:
         stats.close()
     print(json.dumps(result))

@@ -1,9 +1,7 @@
-"""Drive `sluice worker`s from Python: the control plane's client, built
-from the same proto/sluice/control/v1/worker.proto as sluice's own
-controller (grpcio-tools compiles it on first import, into a cache
-directory keyed by the proto's hash). Install with
-`pip install ./python` (the package carries its copy of the proto), or
-put python/ on sys.path in a checkout.
+"""Drive `sluice worker`s from Python: the control plane's client, with
+gRPC stubs compiled at build time from the same
+proto/sluice/control/v1/worker.proto as sluice's own controller. Install
+with `pip install ./python` (which also installs `sluice_inject`).
 
     from sluice_control import Worker, run_job
     ws = [Worker("w1", "192.0.2.10:7700", "afpacket:eth1", tls_dir="keys")]
@@ -11,13 +9,12 @@ put python/ on sys.path in a checkout.
                      on_stats=lambda w, line: print(w.name, line["pps"]))
     print(result["total"]["packets"])
 
-Needs grpcio and grpcio-tools (pip install installs them).
+Errors: `ControlError` (one line naming the worker) when a worker cannot
+be reached, refuses the TLS handshake or answers with an error;
+`JobRefused` (a ControlError) when a worker refuses the job as bad input.
 """
-import hashlib
 import json
 import os
-import sys
-import tempfile
 import threading
 import time
 
@@ -25,40 +22,38 @@ import grpc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO = "sluice/control/v1/worker.proto"
-# Installed, the package carries its copy of the proto (setup.py puts it
-# there); in the source tree it reads the repository's proto/.
-PROTO_ROOT = next(
-    (d for d in (os.path.join(HERE, "proto"), os.path.join(HERE, "..", "..", "proto"))
-     if os.path.isfile(os.path.join(d, PROTO))),
-    os.path.join(HERE, "proto"))
+PROTO_ROOT = os.path.join(HERE, "proto")
 WORKER_NAME = "sluice-worker"
 
-
-def _stubs():
-    """Compile the proto once (per proto content) and import the modules."""
-    with open(os.path.join(PROTO_ROOT, PROTO), "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()[:16]
-    out = os.path.join(tempfile.gettempdir(), "sluice-control-py-" + digest)
-    if not os.path.isdir(out):
-        from grpc_tools import protoc
-        import grpc_tools
-        tmp = tempfile.mkdtemp(prefix="sluice-control-py-")
-        include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
-        rc = protoc.main(["protoc", "-I", PROTO_ROOT, "-I", include,
-                          "--python_out", tmp, "--grpc_python_out", tmp, PROTO])
-        if rc != 0:
-            raise RuntimeError("grpc_tools.protoc failed on " + PROTO)
-        try:
-            os.rename(tmp, out)
-        except OSError:
-            pass  # another process got there first: same content
-    if out not in sys.path:
-        sys.path.insert(0, out)
-    from sluice.control.v1 import worker_pb2, worker_pb2_grpc
-    return worker_pb2, worker_pb2_grpc
+try:
+    from . import worker_pb2 as pb, worker_pb2_grpc as pb_grpc
+except ImportError as e:  # a checkout: the stubs are made when installed
+    raise ImportError(
+        "sluice_control has no compiled stubs here (a source checkout?): "
+        "install it with `pip install ./python`") from e
 
 
-pb, pb_grpc = _stubs()
+class ControlError(RuntimeError):
+    """A worker that cannot be reached, refuses TLS or answers an error."""
+
+
+class JobRefused(ControlError):
+    """A worker refused the job as bad input (sluice's exit code 2)."""
+
+
+def _rpc_error(w, what, e):
+    """One line for a failed RPC: which worker, what it was doing, why."""
+    code = e.code() if hasattr(e, "code") else None
+    details = (e.details() if hasattr(e, "details") else str(e)) or str(code)
+    details = " ".join(details.split())
+    if code == grpc.StatusCode.UNAVAILABLE:
+        why = f"unreachable or TLS refused ({details})"
+    elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        why = "no answer in time"
+    else:
+        why = f"{code.name.lower() if code else 'error'}: {details}"
+    return ControlError(f"worker {w.name!r} at {w.address}: {what}: {why}")
+
 
 COMMANDS = {"replay": pb.REPLAY, "flows": pb.FLOWS, "series": pb.SERIES, "profile": pb.PROFILE}
 SPLITS = {"flow": pb.BY_FLOW, "device": pb.BY_DEVICE, "packets": pb.PACKETS,
@@ -151,19 +146,27 @@ def run_job(workers, command, path, args=(), duration="2s", split=None, start_in
     worker its offset, its job's summary (dict) or error, and totals."""
     split = split or DEFAULT_SPLIT[command]
     duration_ns = parse_duration(duration)
+
+    def call(w, what, f):
+        try:
+            return f()
+        except grpc.RpcError as e:
+            raise _rpc_error(w, what, e) from None
+
     for i, w in enumerate(workers):
-        reg = w.register()
+        reg = call(w, "register", w.register)
         if w.sink not in [p.sink for p in reg.ports]:
-            raise RuntimeError(f"worker {w.name!r}: no port {w.sink}")
+            raise ControlError(f"worker {w.name!r} at {w.address}: no port {w.sink}")
         w.port = i
     ports = pb.PortMap(ports=[pb.GlobalPort(id=w.port, worker=w.name, sink=w.sink)
                               for w in workers])
     for w in workers:
-        w.stub.PublishPorts(ports, timeout=5)
-        off, unc = w.clock_offset()
+        call(w, "port map", lambda: w.stub.PublishPorts(ports, timeout=5))
+        off, unc = call(w, "clock exchange", w.clock_offset)
         if unc > max_skew_ns:
-            raise RuntimeError(f"worker {w.name!r}: clock offset known to +-{unc} ns only")
-    ids = [w.upload(path) for w in workers]
+            raise ControlError(
+                f"worker {w.name!r} at {w.address}: clock offset known to +-{unc} ns only")
+    ids = [call(w, "upload", lambda: w.upload(path)) for w in workers]
     start = now_ns() + int(start_in * 1e9)
     deadline = start + duration_ns + 3_000_000_000
     results = [None] * len(workers)
@@ -175,7 +178,8 @@ def run_job(workers, command, path, args=(), duration="2s", split=None, start_in
                        split=SPLITS[split], share_index=i, share_count=len(workers),
                        start_ns=start, offset_ns=w.offset_ns, deadline_ns=deadline)
         out = {"name": w.name, "port": w.port, "offset_ns": w.offset_ns,
-               "offset_uncertainty_ns": w.uncertainty_ns, "summary": None, "error": None}
+               "offset_uncertainty_ns": w.uncertainty_ns, "summary": None, "error": None,
+               "refused": False}
         try:
             for u in w.stub.Run(task):
                 kind = u.WhichOneof("kind")
@@ -186,8 +190,10 @@ def run_job(workers, command, path, args=(), duration="2s", split=None, start_in
                     out["summary"] = json.loads(u.finished)
                 elif kind == "failed":
                     out["error"] = u.failed
+                elif kind == "refused":
+                    out["error"], out["refused"] = u.refused, True
         except grpc.RpcError as e:
-            out["error"] = f"lost: {e.details()}"
+            out["error"] = str(_rpc_error(w, "run", e))
         results[i] = out
 
     threads = [threading.Thread(target=one, args=(i, w)) for i, w in enumerate(workers)]
@@ -195,6 +201,10 @@ def run_job(workers, command, path, args=(), duration="2s", split=None, start_in
         t.start()
     for t in threads:
         t.join()
+    refused = [r for r in results if r["refused"]]
+    if refused:
+        raise JobRefused("; ".join(f"worker {r['name']!r} refused the job: "
+                                   + " ".join(r["error"].split()) for r in refused))
     done = [r["summary"] for r in results if r["summary"]]
     total = {"workers": len(workers), "finished": len(done),
              "packets": sum(s["packets"] for s in done),

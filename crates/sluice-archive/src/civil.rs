@@ -8,7 +8,7 @@
 
 /// Whether `year` has a 29 February.
 pub(crate) fn is_leap(year: u16) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
 }
 
 /// Days in `month` (1-12) of `year`; 0 for a month outside 1-12.

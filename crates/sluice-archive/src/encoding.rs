@@ -103,7 +103,7 @@ impl DataEncoding {
             out.extend_from_slice(data);
             return Ok(1 + data.iter().filter(|&&b| b == b',').count());
         };
-        if data.len() % width != 0 {
+        if !data.len().is_multiple_of(width) {
             return Err(width);
         }
         for (i, v) in data.chunks_exact(width).enumerate() {

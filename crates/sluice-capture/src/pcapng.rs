@@ -60,7 +60,7 @@ fn check_length(block_type: u32, length: u32) -> Result<(), ErrorKind> {
     if length < 12 {
         return Err(bad("less than the 12-byte minimum of a block"));
     }
-    if length % 4 != 0 {
+    if !length.is_multiple_of(4) {
         return Err(bad("not a multiple of 4"));
     }
     if length > MAX_RECORD {
@@ -385,7 +385,7 @@ mod tests {
         }
         fn block(&self, t: u32, body: &[u8]) -> Vec<u8> {
             let mut body = body.to_vec();
-            while body.len() % 4 != 0 {
+            while !body.len().is_multiple_of(4) {
                 body.push(0);
             }
             let total = 12 + body.len() as u32;
@@ -399,7 +399,7 @@ mod tests {
             let mut v = self.u16(code).to_vec();
             v.extend(self.u16(value.len() as u16));
             v.extend(value);
-            while v.len() % 4 != 0 {
+            while !v.len().is_multiple_of(4) {
                 v.push(0);
             }
             v

@@ -10,6 +10,36 @@
 //! - 3: finished, but some packets could not be sent (e.g. larger than the MTU)
 //! - 130: stopped by SIGINT/SIGTERM after a clean shutdown (summary printed)
 
+/// `println!`/`print!` that hand the write's error back instead of
+/// panicking: a reader that goes away (`| head -1`) ends the command
+/// quietly through `?` (see `is_broken_pipe`).
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($t)*)
+    }};
+}
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($t)*)
+    }};
+}
+/// `eprintln!`/`eprint!` that never panic: a closed or broken stderr
+/// loses the message, never the run, its outputs or its exit code.
+macro_rules! eoutln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+macro_rules! eout {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+
 mod args;
 mod cmd;
 mod dest;
@@ -108,7 +138,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&f.error) {
                 return ExitCode::from(exit::OK);
             }
-            eprintln!("sluice: error: {:#}", f.error);
+            eoutln!("sluice: error: {:#}", f.error);
             ExitCode::from(f.code)
         }
     }

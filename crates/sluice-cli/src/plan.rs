@@ -152,7 +152,7 @@ pub fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
 
 /// Prints the summary on stderr and writes `--summary-json`.
 fn report(s: &Summary, out: Option<Dest>) -> Result<(), Failure> {
-    eprintln!("{}", s.render());
+    eoutln!("{}", s.render());
     if let Some(mut out) = out {
         let text = crate::json::pretty(crate::json::Kind::Summary, s)?;
         writeln!(out, "{text}")

@@ -22,7 +22,7 @@ impl Progress {
     /// Ends the status line so the summary starts on a fresh line.
     pub fn finish(&mut self) {
         if self.status {
-            eprintln!();
+            eoutln!();
         }
         if let Some(w) = self.json.take() {
             if let Err(e) = w.commit() {
@@ -51,7 +51,7 @@ pub fn status_line(s: &IntervalStats) -> String {
 impl Observer for Progress {
     fn interval(&mut self, s: &IntervalStats) {
         if self.status {
-            eprint!("\r{}\x1b[K", status_line(s));
+            eout!("\r{}\x1b[K", status_line(s));
         }
         if let Some(w) = &mut self.json {
             let line = crate::json::line(crate::json::Kind::Interval, s).unwrap_or_default();

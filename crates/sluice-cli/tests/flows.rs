@@ -520,7 +520,9 @@ fn sessions_too_large_for_memory_are_refused_before_allocating() {
         "{}",
         stderr(&o)
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // Refused before planning: seconds at most even on a loaded machine
+    // (it used to take half a minute or more).
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
 
     let cap = d.join("cap.pcap");
     write_trace(&cap, 3, 1000, 64);
@@ -562,7 +564,9 @@ fn endless_and_deeply_nested_sessions_are_refused_at_once() {
         "{}",
         stderr(&o)
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // Refused before planning: seconds at most even on a loaded machine
+    // (it used to take half a minute or more).
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }
 
 /// `flows import` of 150 000 records and `flows run` of the session it

@@ -9,6 +9,7 @@ use crate::plan::Plan;
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 use serde_json::Value;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -459,7 +460,8 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
                     Event::Failed { error, refused } => {
                         r.refused = refused;
                         let e = format!("worker '{}': {error}", r.name);
-                        eprintln!("sluice control: {e}");
+                        // A broken stderr must not end the controller.
+                        let _ = writeln!(std::io::stderr(), "sluice control: {e}");
                         r.error = Some(e.clone());
                         open -= 1;
                         if cfg.on_loss == OnLoss::Abort && aborted.is_none() && open > 0 {

@@ -57,8 +57,10 @@ struct Service {
     state: Arc<Mutex<State>>,
 }
 
+/// A broken stderr (its reader gone) loses the line, never the worker.
 fn log(msg: &str) {
-    eprintln!("sluice worker: {msg}");
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "sluice worker: {msg}");
 }
 
 impl Service {

@@ -325,26 +325,33 @@ mod tests {
     #[test]
     fn datagrams_arrive_intact_and_in_order() {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut sink = UdpSink::open(&rx.local_addr().unwrap().to_string()).unwrap();
         assert_eq!(sink.takes(), Takes::Datagrams);
+        rx.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
         // Receive while sending: the default receive buffer holds fewer
-        // datagrams than we send.
+        // datagrams than we send. Each batch waits until the receiver has
+        // read the one before (a handshake, not a sleep: a loaded machine
+        // may keep the receiver off its CPU for any time).
+        let (read_tx, read_rx) = std::sync::mpsc::channel::<usize>();
         let receiver = std::thread::spawn(move || {
             let mut buf = [0u8; 2048];
-            (0..150u32)
-                .map(|_| {
+            (0..150usize)
+                .map(|i| {
                     let n = rx.recv(&mut buf).unwrap();
+                    let _ = read_tx.send(i + 1);
                     buf[..n].to_vec()
                 })
                 .collect::<Vec<_>>()
         });
+        let mut read = 0;
         for i in 0..150u32 {
             let body = vec![i as u8; (i as usize * 13) % 1400 + 1];
             sink.send_parts(&i.to_be_bytes(), &body, 0).unwrap();
             if i % 16 == 15 {
                 sink.flush().unwrap();
-                std::thread::sleep(Duration::from_millis(1));
+                while read < i as usize + 1 {
+                    read = read_rx.recv_timeout(Duration::from_secs(60)).unwrap();
+                }
             }
         }
         sink.finish().unwrap();
@@ -367,7 +374,7 @@ mod tests {
     #[test]
     fn a_datagram_leaves_from_its_own_source_port() {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        rx.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
         let to = match rx.local_addr().unwrap() {
             SocketAddr::V4(a) => a,
             SocketAddr::V6(_) => unreachable!("bound to IPv4"),

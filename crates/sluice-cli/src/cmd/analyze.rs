@@ -67,9 +67,9 @@ pub fn run(mut a: AnalyzeArgs) -> Result<u8, Failure> {
     let report = sluice_analyze::analyze_with(a.capture_path(), a.reference.as_deref(), &opts)
         .map_err(bad_input)?;
     if a.json {
-        println!("{}", json::pretty(Kind::Analysis, &report)?);
+        outln!("{}", json::pretty(Kind::Analysis, &report)?)?;
     } else {
-        print!("{}", report.render_text());
+        out!("{}", report.render_text())?;
     }
     judge(gate.as_deref(), Kind::Analysis, &report)
 }
@@ -88,7 +88,7 @@ fn judge(
     let crossed = sluice_analyze::gate::check(conditions, &value)
         .map_err(|e| bad_input(anyhow!("--fail-if: {e}")))?;
     for c in &crossed {
-        eprintln!("sluice: --fail-if: {c}");
+        eoutln!("sluice: --fail-if: {c}");
     }
     Ok(if crossed.is_empty() {
         exit::OK
@@ -120,9 +120,9 @@ fn gap_errors(a: &AnalyzeArgs, gate: Option<&[Condition]>) -> Result<u8, Failure
         )));
     };
     if a.json {
-        println!("{}", json::pretty(Kind::GapErrors, &e)?);
+        outln!("{}", json::pretty(Kind::GapErrors, &e)?)?;
     } else {
-        print!("{}", e.render_text());
+        out!("{}", e.render_text())?;
     }
     judge(gate, Kind::GapErrors, &e)
 }

@@ -179,13 +179,13 @@ pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
             flows: &records,
             session,
         };
-        println!("{}", crate::json::pretty(crate::json::Kind::Flows, &out)?);
+        outln!("{}", crate::json::pretty(crate::json::Kind::Flows, &out)?)?;
         return Ok(exit::OK);
     }
-    println!("{} flows in {}", records.len(), a.capture_path().display());
+    outln!("{} flows in {}", records.len(), a.capture_path().display())?;
     for r in records.iter().take(20) {
         let k = &r.key;
-        println!(
+        outln!(
             "  proto {:>3} {}:{} -> {}:{} tos {} packets {} bytes {} duration {:.6} s",
             k.proto,
             k.src,
@@ -196,33 +196,36 @@ pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
             r.packets,
             r.bytes,
             (r.last_ns - r.first_ns) as f64 / 1e9
-        );
+        )?;
     }
     if records.len() > 20 {
-        println!(
+        outln!(
             "  ... {} more (all of them with --json)",
             records.len() - 20
-        );
+        )?;
     }
     if let Some(c) = session {
-        println!(
+        outln!(
             "session: {} flows planned, {} matched, {} missing, {} unexpected; packet count mismatches {}, byte count mismatches {} ({} not fixed by the session)",
             c.expected, c.matched, c.missing, c.unexpected, c.packet_mismatches, c.byte_mismatches, c.bytes_not_checked
-        );
+        )?;
         for (what, d) in [
             ("start error (offset removed)", &c.start_error),
             ("duration error", &c.duration_error),
         ] {
             if let Some(d) = d {
                 let p = &d.percentiles;
-                println!(
+                outln!(
                     "{what}: p50 {} p90 {} p99 {} max {} ns",
-                    p.p50_ns, p.p90_ns, p.p99_ns, p.max_ns
-                );
+                    p.p50_ns,
+                    p.p90_ns,
+                    p.p99_ns,
+                    p.max_ns
+                )?;
             }
         }
         for e in &c.examples {
-            println!("  mismatch: {e}");
+            outln!("  mismatch: {e}")?;
         }
     }
     Ok(exit::OK)

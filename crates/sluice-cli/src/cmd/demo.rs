@@ -42,7 +42,7 @@ pub fn run(a: DemoArgs) -> Result<u8, Failure> {
     let trace = dir.join("demo-trace.pcap");
     let gap_ns = (1e9 / a.pps).round() as u64;
     write_trace(&trace, a.packets, gap_ns)?;
-    eprintln!(
+    eoutln!(
         "demo: wrote {} ({} UDP frames of 64 bytes, one every {} ns = {:.0} pps)",
         trace.display(),
         a.packets,
@@ -55,33 +55,35 @@ pub fn run(a: DemoArgs) -> Result<u8, Failure> {
         let net = DemoNet::up()?;
         let dump = net.capture(&capture)?;
         let sink = AfPacketSink::open(&net.tx, TxMode::Auto)?;
-        eprintln!(
+        eoutln!(
             "demo: replaying through veth {} -> {} (namespace {}), captured by tcpdump",
-            net.tx, net.rx, net.ns
+            net.tx,
+            net.rx,
+            net.ns
         );
         let s = replay(&trace, Box::new(sink), stop)?;
         dump.stop()?;
         s
     } else {
         if !a.no_veth {
-            eprintln!("demo: not root (or ip/tcpdump missing): replaying into a pcap file instead of a veth pair");
+            eoutln!("demo: not root (or ip/tcpdump missing): replaying into a pcap file instead of a veth pair");
         }
         let sink = PcapSink::create(&capture)?;
         replay(&trace, Box::new(sink), stop)?
     };
-    eprintln!("\n== sender summary ==\n{}", summary.render());
+    eoutln!("\n== sender summary ==\n{}", summary.render());
     let report = sluice_analyze::analyze(&capture, Some(&trace))?;
-    println!(
+    outln!(
         "\n== analysis of {} against the trace ==",
         capture.display()
-    );
-    print!("{}", report.render_text());
-    println!("\n== what the figures mean ==\n{EXPLAIN}");
-    println!(
+    )?;
+    out!("{}", report.render_text())?;
+    outln!("\n== what the figures mean ==\n{EXPLAIN}")?;
+    outln!(
         "\nfiles kept in {}: demo-trace.pcap (what was asked), demo-capture.pcap (what arrived); \
          e.g. sluice report {0}/demo-capture.pcap -r {0}/demo-trace.pcap -o report.html",
         dir.display()
-    );
+    )?;
     Ok(if summary.interrupted {
         exit::INTERRUPTED
     } else {

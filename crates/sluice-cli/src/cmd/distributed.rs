@@ -22,9 +22,9 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 pub fn keygen(a: KeygenArgs) -> Result<u8, Failure> {
     let files = sluice_control::tls::keygen(&a.dir, &a.san).map_err(bad_input)?;
     for f in files {
-        println!("{}", f.display());
+        outln!("{}", f.display())?;
     }
-    eprintln!(
+    eoutln!(
         "sluice: give workers ca.pem, worker.pem and worker.key, the controller ca.pem, controller.pem and controller.key; keep ca.key offline"
     );
     Ok(exit::OK)
@@ -44,7 +44,7 @@ pub fn worker(a: WorkerArgs) -> Result<u8, Failure> {
         tokio::select! {
             r = sluice_control::worker::serve(cfg) => r.map_err(bad_input),
             _ = stop_signal() => {
-                eprintln!("sluice worker: stopped");
+                eoutln!("sluice worker: stopped");
                 Ok(())
             }
         }
@@ -72,6 +72,52 @@ pub fn control(a: crate::args::ControlArgs) -> Result<u8, Failure> {
     }
 }
 
+/// Parses the job's command line as every worker will (the options the
+/// worker adds, then the plan's `args`), before any worker is contacted:
+/// options the CLI refuses are the plan's fault (exit 2) every time,
+/// whichever worker would have answered first.
+fn check_job_options(plan: &sluice_control::plan::Plan) -> anyhow::Result<()> {
+    use clap::Parser;
+    let words = sluice_control::command_words(plan.command)
+        .ok_or_else(|| anyhow!("{}: job.command: none given", plan.file.display()))?;
+    let mut argv: Vec<String> = std::iter::once("sluice")
+        .chain(words.iter().copied())
+        .map(String::from)
+        .collect();
+    argv.push(plan.file.display().to_string());
+    for (k, v) in [
+        ("--to", plan.workers[0].to.as_str()),
+        ("--start-at", "0"),
+        ("--stats-json", "-"),
+        ("--summary-json", "summary.json"),
+    ] {
+        argv.extend([k.to_string(), v.to_string()]);
+    }
+    argv.push("-q".into());
+    if plan.workers.len() > 1 {
+        argv.extend(["--share".into(), format!("1/{}", plan.workers.len())]);
+        if let Some(by) = sluice_control::split_flag(plan.split) {
+            argv.extend(["--share-by".into(), by.into()]);
+        }
+    }
+    argv.extend(plan.args.iter().cloned());
+    match crate::args::Cli::try_parse_from(&argv) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let text = e.render().to_string();
+            let cause: Vec<&str> = text
+                .lines()
+                .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
+                .collect();
+            Err(anyhow!(
+                "job.args {:?}: refused before any worker was contacted: {}",
+                plan.args,
+                cause.join("\n")
+            ))
+        }
+    }
+}
+
 fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
     let outputs: Vec<&str> = a
         .stats_json
@@ -81,6 +127,7 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
         .collect();
     crate::dest::check(&[&a.plan], &outputs)?;
     let plan = sluice_control::plan::load(&a.plan).map_err(bad_input)?;
+    check_job_options(&plan).map_err(bad_input)?;
     let stats_out = a.stats_json.as_deref().map(Dest::open).transpose()?;
     let summary_out = a.summary_json.as_deref().map(Dest::open).transpose()?;
     let stop = crate::signals::install().context("installing signal handlers")?;
@@ -112,7 +159,7 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
         }),
         on_status: Box::new(move |s| {
             if live {
-                eprint!(
+                eout!(
                     "\r{:>8.1}s {:>12} pkts {:>12.0} pps {:>10.1} Mbit/s  slowest ε p99 {}  workers running {}\x1b[K",
                     s.t,
                     s.packets,
@@ -136,12 +183,12 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
         }
     })?;
     if live {
-        eprintln!();
+        eoutln!();
     }
     if let Some(w) = stats.lock().unwrap_or_else(|e| e.into_inner()).take() {
         w.commit().context("writing --stats-json")?;
     }
-    eprint!("{}", render(&summary));
+    eout!("{}", render(&summary));
     if let Some(mut out) = summary_out {
         let text = json::pretty(Kind::ControlSummary, &summary)?;
         writeln!(out, "{text}")

@@ -41,7 +41,7 @@ pub fn man(a: ManArgs) -> Result<u8, Failure> {
         let page = render(&c.clone().name(name.clone()))?;
         write_atomically(&dir.join(format!("{name}.1")), &page)?;
     }
-    eprintln!(
+    eoutln!(
         "sluice: {} man pages written to {}",
         pages.len(),
         dir.display()

@@ -250,7 +250,7 @@ pub fn run(a: DoctorArgs) -> Result<u8, Failure> {
         interface(i, &mut out);
     }
     if !a.json {
-        eprintln!(
+        eoutln!(
             "sluice: measuring the platform floor for {} s ...",
             a.floor.0 as f64 / 1e9
         );
@@ -259,7 +259,7 @@ pub fn run(a: DoctorArgs) -> Result<u8, Failure> {
     let worst = out.iter().map(|f| f.level).max().unwrap_or(Level::Ok);
     if a.json {
         let v = serde_json::json!({ "findings": out, "ok": worst != Level::Fail });
-        println!("{}", crate::json::pretty(crate::json::Kind::Doctor, &v)?);
+        outln!("{}", crate::json::pretty(crate::json::Kind::Doctor, &v)?)?;
     } else {
         for f in &out {
             let tag = match f.level {
@@ -267,9 +267,9 @@ pub fn run(a: DoctorArgs) -> Result<u8, Failure> {
                 Level::Warn => "warn",
                 Level::Fail => "FAIL",
             };
-            println!("{tag}  {:<34} {}", f.check, f.detail);
+            outln!("{tag}  {:<34} {}", f.check, f.detail)?;
             if !f.fix.is_empty() {
-                println!("      {:<34} fix: {}", "", f.fix);
+                outln!("      {:<34} fix: {}", "", f.fix)?;
             }
         }
     }

@@ -89,7 +89,7 @@ fn import(a: ImportArgs) -> Result<u8, Failure> {
         .map_err(|e| e.into_error())
         .and_then(Dest::commit)
         .with_context(|| format!("cannot write {}", a.output.display()))?;
-    eprintln!(
+    eoutln!(
         "sluice: {name} -> {}: {} records, {} flows; skipped (protocol) {}, skipped (no packets) {}, without duration (1 s apart) {}, bytes raised to the headers' minimum {}, bytes lowered to 65535 per packet {}",
         a.output.display(),
         s.records,

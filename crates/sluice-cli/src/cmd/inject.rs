@@ -54,9 +54,10 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
             Listen::Unix(_) => "a unix socket only its owner may use",
             Listen::Tcp(_) => "loopback only, unauthenticated",
         };
-        eprintln!(
+        eoutln!(
             "sluice: injecting to {} for clients on {} ({access}; Ctrl-C stops)",
-            a.to, a.listen
+            a.to,
+            a.listen
         );
     }
     let cfg = EngineConfig {

@@ -21,7 +21,7 @@ pub fn capture(iface: &str, period: Nanos, out: &Path) -> Result<(), Failure> {
     let mut w = PcapWriter::new(BufWriter::new(file), LinkType::ETHERNET, 65_535)
         .with_context(|| format!("writing {}", out.display()))?;
     let _ = rx.drops(); // counts from here
-    eprintln!(
+    eoutln!(
         "analyze: capturing on {iface} for {:.3} s (SIGINT ends it sooner)",
         period.0 as f64 / 1e9
     );
@@ -56,9 +56,9 @@ pub fn capture(iface: &str, period: Nanos, out: &Path) -> Result<(), Failure> {
         .with_context(|| format!("writing {}", out.display()))?;
     file.commit()
         .map_err(|e| anyhow!("writing {}: {e}", out.display()))?;
-    eprintln!("analyze: captured {frames} frames on {iface}, {drops} dropped by the kernel");
+    eoutln!("analyze: captured {frames} frames on {iface}, {drops} dropped by the kernel");
     if drops > 0 {
-        eprintln!("sluice: warning: the kernel dropped {drops} frames before the capture read them: the analysis misses them");
+        eoutln!("sluice: warning: the kernel dropped {drops} frames before the capture read them: the analysis misses them");
     }
     Ok(())
 }

@@ -93,7 +93,7 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
         source = source.with_relay(relay);
     }
     if !a.run.quiet {
-        eprintln!(
+        eoutln!(
             "sluice: pacing frames from TAP {} to {} (Ctrl-C stops)",
             tap.name(),
             a.to

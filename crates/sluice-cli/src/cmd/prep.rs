@@ -19,7 +19,7 @@ pub fn run(a: PrepArgs) -> Result<u8, Failure> {
             code: exit::FATAL,
             error: e,
         })?;
-    eprintln!(
+    eoutln!(
         "{}: {} packets, {} client to server (--to), {} server to client (--to2) -> {out}",
         a.trace.display(),
         cache.packets,

@@ -116,7 +116,7 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
             let f = FourierPlan::new(profile, a.select.sample.0, sel, a.queues)
                 .map_err(|e| bad_input(anyhow!("{}: {e}", a.profile.display())))?;
             let d = &f.decomposition;
-            eprintln!(
+            eoutln!(
                 "sluice: fourier: {} bins of {}, {} of {} components kept, {} queues ({} components each at most), {} packets planned for {} in the target{}",
                 d.bins,
                 sluice_core::Nanos(d.sample_ns),
@@ -262,14 +262,14 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
                 })
                 .collect(),
         };
-        println!(
+        outln!(
             "{}",
             crate::json::pretty(crate::json::Kind::Spectrum, &out)?
-        );
+        )?;
         return Ok(crate::exit::OK);
     }
     let per_s = 1e9 / sample as f64;
-    println!(
+    outln!(
         "{}: {} packets in {} bins of {} (mean {:.3} packets/bin, {:.1} pps)",
         a.input.display(),
         packets,
@@ -277,26 +277,32 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
         sluice_core::Nanos(sample),
         s.dc,
         s.dc * per_s
-    );
-    println!(
+    )?;
+    outln!(
         "components: {} up to {:.1} Hz; kept {} ({sel_text}) and DC",
         s.components.len(),
         s.components.last().map_or(0.0, |c| c.freq_hz),
         keep.len()
-    );
-    println!(
+    )?;
+    outln!(
         "reconstruction vs the full series: MSE {mse:.6}  NMSE {nmse:.3e}  Pearson {pearson:.6}"
-    );
-    println!(
+    )?;
+    outln!(
         "{:>9} {:>12} {:>14} {:>9}",
-        "k", "freq Hz", "amplitude", "phase"
-    );
+        "k",
+        "freq Hz",
+        "amplitude",
+        "phase"
+    )?;
     for k in listed.iter().take(a.top) {
         let c = s.components[k - 1];
-        println!(
+        outln!(
             "{:>9} {:>12.3} {:>14.6} {:>9.4}",
-            c.k, c.freq_hz, c.amplitude, c.phase
-        );
+            c.k,
+            c.freq_hz,
+            c.amplitude,
+            c.phase
+        )?;
     }
     Ok(crate::exit::OK)
 }
@@ -385,9 +391,9 @@ pub fn judge_against(
             .with_context(|| format!("cannot write {}", p.display()))?;
     }
     if json {
-        println!("{}", crate::json::pretty(crate::json::Kind::Judgement, &j)?);
+        outln!("{}", crate::json::pretty(crate::json::Kind::Judgement, &j)?)?;
     } else {
-        println!("{}", j.oneline());
+        outln!("{}", j.oneline())?;
     }
     Ok(crate::exit::OK)
 }
@@ -405,17 +411,17 @@ fn fit(a: FitArgs) -> Result<u8, Failure> {
     let least = sizes.iter().copied().min().unwrap_or(42).min(42);
     let z = fit_sizes(&sizes, least).map_err(|e| bad_input(anyhow!("{name}: {e}")))?;
     let span_ns: f64 = gaps.iter().sum();
-    eprintln!(
+    eoutln!(
         "gaps of {name} ({} gaps, mean {:.1} ns), KS distance of each fitted family:",
         gaps.len(),
         span_ns / gaps.len() as f64
     );
     for f in &g {
-        eprintln!("  {:<10} KS {:.4}  {}", f.family, f.ks, f.yaml());
+        eoutln!("  {:<10} KS {:.4}  {}", f.family, f.ks, f.yaml());
     }
-    eprintln!("sizes ({} frames):", sizes.len());
+    eoutln!("sizes ({} frames):", sizes.len());
     for f in &z {
-        eprintln!("  {:<10} KS {:.4}  {}", f.family, f.ks, f.yaml);
+        eoutln!("  {:<10} KS {:.4}  {}", f.family, f.ks, f.yaml);
     }
     let (best_gap, best_size) = (&g[0], &z[0]);
     let duration_ns = (span_ns + best_gap.mean).round() as u64;
@@ -443,7 +449,7 @@ fn fit(a: FitArgs) -> Result<u8, Failure> {
     out.write_all(yaml.as_bytes())
         .and_then(|()| out.commit())
         .with_context(|| format!("cannot write {}", a.output.display()))?;
-    eprintln!(
+    eoutln!(
         "sluice: {name} -> {}: ipd {}, size {}",
         a.output.display(),
         best_gap.family,

@@ -23,9 +23,9 @@ fn run_convert(a: ConvertArgs) -> Result<u8, Failure> {
             bad_input(e)
         }
     })?;
-    eprintln!("{}", summary(&a, &stats));
+    eoutln!("{}", summary(&a, &stats));
     if stats.out_of_order > 0 {
-        eprintln!(
+        eoutln!(
             "sluice: warning: {} records are earlier than the record before them \
              (a player expects non-decreasing times)",
             stats.out_of_order

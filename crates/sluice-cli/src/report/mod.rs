@@ -41,7 +41,7 @@ pub fn run(a: ReportArgs) -> Result<u8, Failure> {
     dest.commit()
         .with_context(|| format!("{}: writing the report", a.output))?;
     if a.output != "-" {
-        eprintln!("sluice: report written to {}", a.output);
+        eoutln!("sluice: report written to {}", a.output);
     }
     Ok(exit::OK)
 }

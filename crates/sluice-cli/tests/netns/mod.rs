@@ -91,14 +91,17 @@ impl Net {
 
     /// A UDP server on 10.77.0.2:9000 in the namespace (Python, the kernel's
     /// own UDP stack and reassembly) writing `src_ip src_port hex` per
-    /// datagram to `out`; it exits after 2 s without traffic.
+    /// datagram to `out`; it exits after 2 s without traffic (60 s before
+    /// the first datagram).
     pub fn udp_receiver(&self, out: &Path) -> Child {
         let script = r#"
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
 s.bind(("10.77.0.2", 9000))
-s.settimeout(2.0)
+# The first datagram may take long on a loaded machine; then 2 s of
+# silence ends the stream.
+s.settimeout(60.0)
 print("listening", flush=True)
 with open(sys.argv[1], "w") as out:
     while True:
@@ -106,6 +109,7 @@ with open(sys.argv[1], "w") as out:
             d, a = s.recvfrom(70000)
         except socket.timeout:
             break
+        s.settimeout(2.0)
         out.write("%s %d %s\n" % (a[0], a[1], d.hex()))
 "#;
         let mut child = Command::new("ip")
