@@ -69,6 +69,16 @@ pub fn dump_reader(
         line.extend_from_slice(rec.device_id());
         line.push(b',');
         let (offset, len) = (rec.offset, rec.data.len());
+        if enc == DataEncoding::Text {
+            if let Some((at, byte)) = not_text(rec.data) {
+                return Err(DumpError::Archive(ArchiveError {
+                    file: r.name().to_owned(),
+                    offset,
+                    record: r.records_read(),
+                    kind: ArchiveErrorKind::NotText { byte, at },
+                }));
+            }
+        }
         let columns = match enc.write_values(rec.data, &mut line) {
             Ok(c) => c,
             Err(width) => {
@@ -98,6 +108,20 @@ pub fn dump_reader(
     }
     out.flush().map_err(DumpError::Write)?;
     Ok(n)
+}
+
+/// The first byte of `data` that CSV text (what `series convert` stores
+/// with `--data text`) cannot hold: a control character or invalid UTF-8.
+fn not_text(data: &[u8]) -> Option<(usize, u8)> {
+    let valid = match std::str::from_utf8(data) {
+        Ok(_) => data.len(),
+        Err(e) => e.valid_up_to(),
+    };
+    data[..valid]
+        .iter()
+        .position(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
+        .or((valid < data.len()).then_some(valid))
+        .map(|at| (at, data[at]))
 }
 
 #[cfg(test)]
@@ -168,5 +192,29 @@ mod tests {
             text,
             "timestamp,device_id,value\n2015-07-01T19:20:30.000000Z,d,1\n"
         );
+    }
+
+    #[test]
+    fn binary_values_dumped_as_text_are_refused_naming_the_record() {
+        let a = archive(&[
+            ("2015-07-01T19:20:30Z", "d", b"1.5,x\ty"),
+            ("2015-07-01T19:20:31Z", "d", &1.5f64.to_be_bytes()),
+        ]);
+        let (res, text) = run(a, DataEncoding::Text);
+        let e = res.unwrap_err();
+        // 1.5 is 3f f8 00 ..: '?' then a byte UTF-8 cannot start with.
+        assert!(
+            e.starts_with("a.arc: record 2 at byte ")
+                && e.contains(": data field is not text (byte 0xf8 at data byte 1)")
+                && e.contains("--data"),
+            "{e}"
+        );
+        assert_eq!(
+            text,
+            "timestamp,device_id,value,value2\n2015-07-01T19:20:30.000000Z,d,1.5,x\ty\n"
+        );
+        assert_eq!(not_text(&[0xff, b'a']), Some((0, 0xff)));
+        assert_eq!(not_text("é,ü".as_bytes()), None);
+        assert_eq!(not_text(b"a\x01"), Some((1, 1)));
     }
 }

@@ -103,6 +103,18 @@ pub enum ArchiveErrorKind {
         /// The encoding asked for.
         encoding: DataEncoding,
     },
+    /// A data field dumped as text that is not text (dump): binary values,
+    /// most likely, from an archive converted with `--data i32|f32|f64`.
+    #[error(
+        "data field is not text (byte 0x{byte:02x} at data byte {at}): binary values? \
+         dump with the --data (i32, f32, f64) the archive was converted with"
+    )]
+    NotText {
+        /// The first byte that is not text.
+        byte: u8,
+        /// Its offset in the data field.
+        at: usize,
+    },
 }
 
 impl ArchiveErrorKind {
@@ -135,6 +147,10 @@ impl ArchiveErrorKind {
                 len: *len,
                 width: *width,
                 encoding: *encoding,
+            },
+            NotText { byte, at } => NotText {
+                byte: *byte,
+                at: *at,
             },
         }
     }

@@ -101,7 +101,7 @@ fn corrupted_archive_is_bad_input_with_record_and_byte() {
     // Bad length.
     bytes[34..36].copy_from_slice(&[0, 7]);
     std::fs::write(&arc, &bytes).unwrap();
-    let o = run(&["series", "dump", s(&arc)]);
+    let o = run(&["series", "dump", s(&arc), "--data", "i32"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("record 2 at byte 34: bad length 7"),
@@ -142,4 +142,99 @@ fn bad_csv_is_bad_input_with_line_and_column() {
         "{}",
         stderr(&o)
     );
+}
+
+/// An archive of binary values dumped as text printed raw bytes with exit
+/// 0: now the dump stops at the first such record, naming it and --data.
+#[test]
+fn dumping_binary_values_as_text_is_refused() {
+    let d = tmpdir("series-dump-type");
+    let arc = d.join("f64.arc");
+    let o = run(&[
+        "series",
+        "convert",
+        s(&series_data(RJOB)),
+        s(&arc),
+        "--data",
+        "f64",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["series", "dump", s(&arc)]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("record 1 at byte 0") && err.contains("not text") && err.contains("--data"),
+        "{err}"
+    );
+    let o = run(&["series", "dump", s(&arc), "--data", "f64"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// A mapping whose source this host cannot send from was found only as
+/// datagrams refused (or a failure) mid-run: now before anything is sent,
+/// naming the file, the device and the addresses.
+#[test]
+fn an_unroutable_mapped_source_is_refused_before_sending() {
+    let d = tmpdir("series-route");
+    let arc = d.join("s.arc");
+    let o = run(&["series", "convert", s(&series_data(RJOB)), s(&arc)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let map = d.join("m.csv");
+    std::fs::write(
+        &map,
+        "device_id,src_ip,dst_ip,src_port,dst_port\nBW.RJOB..EHN,192.0.2.77,127.0.0.1,5000,9\n",
+    )
+    .unwrap();
+    let summary = d.join("sum.json");
+    let o = run(&[
+        "series",
+        "play",
+        s(&arc),
+        "--to",
+        "udp:127.0.0.1:9",
+        "--map",
+        s(&map),
+        "--tight-loop",
+        "0ns",
+        "--summary-json",
+        s(&summary),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("m.csv: device 'BW.RJOB..EHN'")
+            && err.contains("from 192.0.2.77 to 127.0.0.1:9"),
+        "{err}"
+    );
+    assert!(!summary.exists(), "nothing was sent, no summary");
+    // A local source: every datagram sent, each counted once, per flow too.
+    std::fs::write(
+        &map,
+        "device_id,src_ip,dst_ip,src_port,dst_port\nBW.RJOB..EHN,127.0.0.5,127.0.0.1,5000,9\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "series",
+        "play",
+        s(&arc),
+        "--to",
+        "udp:127.0.0.1:9",
+        "--map",
+        s(&map),
+        "--tight-loop",
+        "0ns",
+        "--summary-json",
+        s(&summary),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
+    assert_eq!(j["packets"], 9000, "{j}");
+    let per_flow: u64 = j["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["sent"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per_flow, 9000, "{j}");
 }

@@ -402,7 +402,7 @@ impl Mmsg {
             .collect();
         // SAFETY: the iovecs point into self.buf, which outlives the call.
         let refused = unsafe {
-            crate::mmsg::sendmmsg_all(fd.as_raw_fd(), &mut msgs, &|| format!("on {iface}"))?
+            crate::mmsg::sendmmsg_all(fd.as_raw_fd(), &mut msgs, &|| format!("on {iface}"), &mut 0)?
         };
         self.slot = 0;
         Ok(refused)

@@ -53,6 +53,11 @@ impl Sink for DualSink {
     fn rejected(&self) -> u64 {
         self.first.rejected() + self.second.rejected()
     }
+
+    fn unsent(&self) -> (u64, u64) {
+        let (a, b) = (self.first.unsent(), self.second.unsent());
+        (a.0 + b.0, a.1 + b.1)
+    }
 }
 
 #[cfg(test)]

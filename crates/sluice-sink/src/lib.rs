@@ -121,4 +121,10 @@ pub trait Sink: Send {
     fn rejected(&self) -> u64 {
         0
     }
+    /// Packets queued by `send` and not yet handed to the OS (and their
+    /// bytes): a packet is counted as sent only once the OS took it, so a
+    /// run that fails with packets still queued does not count them.
+    fn unsent(&self) -> (u64, u64) {
+        (0, 0)
+    }
 }

@@ -16,13 +16,15 @@
 
 use crate::{Sink, SinkError, Takes};
 use std::collections::HashMap;
-use std::net::{SocketAddr, SocketAddrV4, ToSocketAddrs, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, ToSocketAddrs, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd};
 
 /// Datagrams per sendmmsg call.
 const BATCH: usize = 64;
 /// Largest UDP payload (IPv4: 65535 − 20 − 8).
 pub const MAX_DATAGRAM: usize = 65_507;
+/// UDP, IPv4 and Ethernet headers of a datagram on the wire.
+const WIRE_HEADERS: u64 = 8 + 20 + 14;
 /// Most source addresses one sink sends from (a socket each).
 pub const MAX_SOURCES: usize = 1024;
 
@@ -176,6 +178,33 @@ fn bind_source(from: SocketAddrV4) -> Result<UdpSocket, SinkError> {
     Ok(socket)
 }
 
+/// Whether this host can send from `from` (0.0.0.0: the kernel's choice)
+/// to `to`: the route lookup `connect(2)` makes, before any datagram is
+/// queued. An address not configured here (IP_FREEBIND binds it, but the
+/// kernel refuses each datagram from it) or a destination without a route
+/// fails here, named, instead of as datagrams refused one by one.
+pub fn check_route(from: Ipv4Addr, to: SocketAddrV4) -> Result<(), SinkError> {
+    let socket = if from.is_unspecified() {
+        UdpSocket::bind("0.0.0.0:0").map_err(|e| SinkError::os("udp: cannot open a socket", e))?
+    } else {
+        bind_source(SocketAddrV4::new(from, 0))?
+    };
+    socket.connect(to).map_err(|e| {
+        let from = if from.is_unspecified() {
+            "this host".to_string()
+        } else {
+            from.to_string()
+        };
+        let why = match e.raw_os_error() {
+            Some(libc::EINVAL | libc::ENETUNREACH) if from != "this host" => {
+                " (is the source address configured on this host?)"
+            }
+            _ => "",
+        };
+        SinkError::os(format!("udp: no route from {from} to {to}{why}"), e)
+    })
+}
+
 /// A deep send buffer absorbs bursts; failure to enlarge it is harmless.
 fn deepen_send_buffer(socket: &UdpSocket) {
     let size: libc::c_int = 4 << 20;
@@ -242,10 +271,23 @@ impl Queue {
             m.msg_hdr.msg_iov = v;
             m.msg_hdr.msg_iovlen = 1;
         }
+        let mut done = 0;
         // SAFETY: the iovecs point into self.buf and the names into
         // self.names, both alive and unmoved during the call.
-        let refused =
-            unsafe { crate::mmsg::sendmmsg_all(self.socket.as_raw_fd(), &mut msgs[..n], what)? };
+        let result = unsafe {
+            crate::mmsg::sendmmsg_all(self.socket.as_raw_fd(), &mut msgs[..n], what, &mut done)
+        };
+        if result.is_err() && done > 0 {
+            // The kernel took the first `done`: only the rest stay queued
+            // (and unsent, in the counts).
+            let cut = self.ends[done - 1];
+            self.buf.drain(..cut);
+            self.ends.drain(..done);
+            self.ends.iter_mut().for_each(|e| *e -= cut);
+            self.names.drain(..done);
+            return result;
+        }
+        let refused = result?;
         self.buf.clear();
         self.ends.clear();
         self.names.clear();
@@ -286,6 +328,18 @@ impl Sink for UdpSink {
 
     fn rejected(&self) -> u64 {
         self.rejected
+    }
+
+    /// Datagrams queued for sendmmsg: sent only once the kernel took them.
+    /// Bytes as the engine counts a datagram: its payload and the UDP,
+    /// IPv4 and Ethernet headers it gets on the wire.
+    fn unsent(&self) -> (u64, u64) {
+        std::iter::once(&self.main)
+            .chain(self.by_source.values())
+            .fold((0, 0), |(n, b), q| {
+                let k = q.ends.len() as u64;
+                (n + k, b + q.buf.len() as u64 + k * WIRE_HEADERS)
+            })
     }
 
     fn flush(&mut self) -> Result<(), SinkError> {

@@ -54,6 +54,9 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     if let Some(m) = &a.map {
         flows = flows.load(m).map_err(bad_input)?;
     }
+    if matches!(a.to, SinkSpec::Udp(_)) {
+        check_routes(&flows, a.map.as_deref())?;
+    }
     let mtu = match (a.mtu, &a.to) {
         (Some(m), _) => m,
         (None, SinkSpec::AfPacket(iface)) => sluice_sys::net::interface_mtu(iface).unwrap_or(1500),
@@ -104,6 +107,26 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         ecfg,
         |sinks, ecfg, progress| run_series(cfg, sinks, ecfg, progress),
     )
+}
+
+/// Every source and destination the flows use, checked against this
+/// host's routes before anything is sent: the error names the rule (and
+/// the mapping file), the addresses and the kernel's reason.
+fn check_routes(flows: &FlowMap, map: Option<&Path>) -> Result<(), Failure> {
+    let mut seen = std::collections::HashSet::new();
+    for (rule, from, to) in flows.endpoints() {
+        if !seen.insert((from, to)) {
+            continue;
+        }
+        if let Err(e) = sluice_sink::udp::check_route(from, to) {
+            let whose = match map {
+                Some(m) => format!("{}: {rule}", m.display()),
+                None => "--to".to_string(),
+            };
+            return Err(crate::open_failure(anyhow::Error::new(e).context(whose)));
+        }
+    }
+    Ok(())
 }
 
 /// The address `udp:HOST:PORT` names.

@@ -232,12 +232,23 @@ impl TxCore {
     #[inline]
     pub fn publish(&mut self) {
         self.c.rejected = self.sink.rejected();
-        self.counters.publish(&self.c);
+        self.counters.publish(&self.handed_over());
         if self.now.since(self.last_handoff) >= HISTOGRAM_HANDOFF
             && self.counters.eps.offer(&mut self.hist)
         {
             self.last_handoff = self.now;
         }
+    }
+
+    /// The counters as the OS saw them: packets still queued in the sink
+    /// (a batch not yet flushed, or never flushed because the run failed)
+    /// and packets the kernel refused once queued are not sent.
+    fn handed_over(&self) -> CounterSnapshot {
+        let (unsent, unsent_bytes) = self.sink.unsent();
+        let mut c = self.c;
+        c.packets = c.packets.saturating_sub(unsent + c.rejected);
+        c.bytes = c.bytes.saturating_sub(unsent_bytes);
+        c
     }
 
     /// Finishes the sink and hands the last counters and ε over.
@@ -249,9 +260,8 @@ impl TxCore {
             // At top speed the last frame has left once the sink is finished.
             self.last_send = self.waiter.now();
         }
-        // Frames the kernel refused once queued were counted as sent.
         self.c.rejected = self.sink.rejected();
-        self.c.packets = self.c.packets.saturating_sub(self.c.rejected);
+        self.c = self.handed_over();
         self.counters.publish(&self.c);
         self.counters.eps.finish(self.hist);
         TxReport {

@@ -16,7 +16,7 @@ use super::SeriesError;
 use serde::Deserialize;
 use sluice_wire::Udp4Flow;
 use std::collections::{BTreeMap, HashMap};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 use std::str::FromStr;
 
@@ -188,6 +188,34 @@ impl FlowMap {
     pub fn with_kernel_sources(mut self) -> FlowMap {
         self.kernel_source = true;
         self
+    }
+
+    /// The (source, destination) of every rule the mapping names, each
+    /// with its name (`device NAME` or `defaults`), in a stable order: what
+    /// a sender checks before it sends (a source this host cannot send
+    /// from is found then, not as refused datagrams).
+    pub fn endpoints(&self) -> Vec<(String, Ipv4Addr, SocketAddrV4)> {
+        let mut out = Vec::new();
+        let default_src = self.defaults.src_ip.unwrap_or(Ipv4Addr::UNSPECIFIED);
+        let default_dst = SocketAddrV4::new(
+            self.defaults.dst_ip.unwrap_or(self.dst_ip),
+            self.defaults.dst_port.unwrap_or(self.dst_port),
+        );
+        out.push(("defaults".to_string(), default_src, default_dst));
+        let mut ids: Vec<&DeviceId> = self.explicit.keys().collect();
+        ids.sort();
+        for id in ids {
+            let f = self.flow(id, 0);
+            let src = Ipv4Addr::from(f.src_ip);
+            let src = if self.explicit[id].src_ip.or(self.defaults.src_ip).is_some() {
+                src
+            } else {
+                Ipv4Addr::UNSPECIFIED
+            };
+            let dst = SocketAddrV4::new(Ipv4Addr::from(f.dst_ip), f.dst_port);
+            out.push((format!("device '{}'", device_name(id)), src, dst));
+        }
+        out
     }
 
     /// The flow of copy `copy` of a device.
