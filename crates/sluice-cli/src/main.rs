@@ -113,6 +113,7 @@ pub fn open_failure(error: impl Into<anyhow::Error>) -> Failure {
 }
 
 fn main() -> ExitCode {
+    json::begin_run();
     let cli = args::Cli::parse();
     let result = match cli.command {
         args::Command::Replay(a) => cmd::replay::run(*a),

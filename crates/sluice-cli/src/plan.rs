@@ -48,6 +48,7 @@ pub fn send_two(
     }
     let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
     dest::check(inputs, &outputs)?;
+    crate::json::set_inputs(inputs);
     let summary_out = o.summary_json.as_deref().map(Dest::open).transpose()?;
     let stats_out = o.stats_json.as_deref().map(Dest::open).transpose()?;
     let mut sinks = open_sinks(o, to, allow_udp)?;
@@ -61,6 +62,10 @@ pub fn send_two(
     }
     let stop = crate::signals::install().context("installing signal handlers")?;
     let mut progress = Progress::new(o.quiet, stats_out);
+    progress.length = crate::progress::Length {
+        duration_s: cfg.duration.map(|d| d.0 as f64 / 1e9),
+        packets: cfg.limit,
+    };
     let cfg = EngineConfig { stop, ..cfg };
     let result = go(sinks, &cfg, &mut progress);
     conclude(progress, summary_out, result)
@@ -153,6 +158,14 @@ pub fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
 /// Prints the summary on stderr and writes `--summary-json`.
 fn report(s: &Summary, out: Option<Dest>) -> Result<(), Failure> {
     eoutln!("{}", s.render());
+    if s.packets >= 1000 && s.late * 20 > s.packets {
+        eoutln!(
+            "hint: {} of {} packets left late: `sluice doctor` checks the clock, \
+             CPUs, priority and the platform's timing floor, and says what to fix",
+            s.late,
+            s.packets
+        );
+    }
     if let Some(mut out) = out {
         let text = crate::json::pretty(crate::json::Kind::Summary, s)?;
         writeln!(out, "{text}")

@@ -8,6 +8,33 @@ pub struct Progress {
     status: bool,
     json: Option<Dest>,
     pub json_error: Option<std::io::Error>,
+    /// The run's length where it is known: `--duration`, `--limit`.
+    pub length: Length,
+}
+
+/// What ends a run, when the user said: the status line shows how far it
+/// is and when it will end.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Length {
+    pub duration_s: Option<f64>,
+    pub packets: Option<u64>,
+}
+
+impl Length {
+    /// The share of the run done (0..=1) at `t` seconds with `packets`
+    /// sent: the larger of the two, as either limit ends the run.
+    pub fn done(&self, t: f64, packets: u64) -> Option<f64> {
+        let by_time = self.duration_s.filter(|d| *d > 0.0).map(|d| t / d);
+        let by_count = self
+            .packets
+            .filter(|n| *n > 0)
+            .map(|n| packets as f64 / n as f64);
+        match (by_time, by_count) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+        .map(|f| f.clamp(0.0, 1.0))
+    }
 }
 
 impl Progress {
@@ -16,6 +43,7 @@ impl Progress {
             status: !quiet && std::io::stderr().is_terminal(),
             json,
             json_error: None,
+            length: Length::default(),
         }
     }
 
@@ -32,13 +60,30 @@ impl Progress {
     }
 }
 
-pub fn status_line(s: &IntervalStats) -> String {
+/// Late packets (of those sent) past which the status line suggests
+/// `sluice doctor`: the machine, not the schedule, is the likely cause.
+const MANY_LATE: f64 = 0.05;
+
+pub fn status_line(s: &IntervalStats, length: &Length) -> String {
     let eps = s
         .eps
-        .map(|p| format!("  ε p99 {} ns", p.percentiles.p99_ns))
+        .map(|p| format!("  ε p99 {}", sluice_engine::duration(p.percentiles.p99_ns)))
         .unwrap_or_default();
+    let progress = match length.done(s.t, s.packets) {
+        Some(f) if f > 0.0 => {
+            let left = s.t * (1.0 - f) / f;
+            format!("  {:>3.0}% ETA {}", f * 100.0, clock(left))
+        }
+        Some(_) => "    0%".to_string(),
+        None => String::new(),
+    };
+    let hint = if s.packets >= 1000 && s.late as f64 > MANY_LATE * s.packets as f64 {
+        "  (many late: `sluice doctor` says why)"
+    } else {
+        ""
+    };
     format!(
-        "{:>8.1}s {:>12} pkts {:>12.0} pps {:>10.1} Mbit/s{eps}  late {}  dropped {}",
+        "{:>8.1}s {:>12} pkts {:>12.0} pps {:>10.1} Mbit/s{eps}  late {}  dropped {}{progress}{hint}",
         s.t,
         s.packets,
         s.pps,
@@ -48,10 +93,20 @@ pub fn status_line(s: &IntervalStats) -> String {
     )
 }
 
+/// Seconds as `m:ss` (or `h:mm:ss`).
+fn clock(secs: f64) -> String {
+    let t = secs.max(0.0).round() as u64;
+    if t >= 3600 {
+        format!("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
+    } else {
+        format!("{}:{:02}", t / 60, t % 60)
+    }
+}
+
 impl Observer for Progress {
     fn interval(&mut self, s: &IntervalStats) {
         if self.status {
-            eout!("\r{}\x1b[K", status_line(s));
+            eout!("\r{}\x1b[K", status_line(s, &self.length));
         }
         if let Some(w) = &mut self.json {
             let line = crate::json::line(crate::json::Kind::Interval, s).unwrap_or_default();
@@ -63,5 +118,44 @@ impl Observer for Progress {
 
     fn wants_flows(&self) -> bool {
         self.json.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interval(t: f64, packets: u64, late: u64) -> IntervalStats {
+        IntervalStats {
+            t,
+            packets,
+            bytes: packets * 64,
+            late,
+            dropped: 0,
+            pps: 1000.0,
+            bps: 512_000.0,
+            eps: None,
+            flows: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_status_line_shows_progress_eta_and_a_hint_when_many_are_late() {
+        let len = Length {
+            duration_s: Some(10.0),
+            packets: None,
+        };
+        let l = status_line(&interval(2.5, 2500, 0), &len);
+        assert!(l.contains(" 25% ETA 0:08"), "{l}");
+        assert!(!l.contains("doctor"), "{l}");
+        let l = status_line(&interval(2.5, 2500, 500), &Length::default());
+        assert!(!l.contains('%') && l.contains("`sluice doctor`"), "{l}");
+        // A packet limit reached first ends the run first.
+        let len = Length {
+            duration_s: Some(100.0),
+            packets: Some(1000),
+        };
+        assert!(status_line(&interval(1.0, 500, 0), &len).contains(" 50% ETA 0:01"));
+        assert_eq!(clock(3725.0), "1:02:05");
     }
 }

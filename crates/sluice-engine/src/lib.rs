@@ -25,7 +25,7 @@ mod tx;
 pub use config::{ClockChoice, EngineConfig};
 pub use run::{run_source, EngineError};
 pub use series::{run_series, SeriesConfig, SeriesPayload};
-pub use stats::{FlowStats, IntervalStats, Observer, RunTiming, Summary};
+pub use stats::{duration, FlowStats, IntervalStats, Observer, RunTiming, Summary};
 
 /// Runs side by side, four spinning TX threads would share two CPUs and
 /// nobody would be on time: one spinning test at a time.

@@ -343,12 +343,12 @@ impl Summary {
         );
         match &self.eps {
             Some(p) => s.push_str(&format!(
-                "send-time error ε: p50 {} p90 {} p99 {} p99.9 {} max {} (ns)\n",
-                p.percentiles.p50_ns,
-                p.percentiles.p90_ns,
-                p.percentiles.p99_ns,
-                p.percentiles.p999_ns,
-                p.percentiles.max_ns
+                "send-time error ε: p50 {} p90 {} p99 {} p99.9 {} max {}\n",
+                duration(p.percentiles.p50_ns),
+                duration(p.percentiles.p90_ns),
+                duration(p.percentiles.p99_ns),
+                duration(p.percentiles.p999_ns),
+                duration(p.percentiles.max_ns)
             )),
             None => s.push_str("send-time error ε: not measured at top speed\n"),
         }
@@ -416,6 +416,17 @@ impl Summary {
     }
 }
 
+/// Nanoseconds with the unit that keeps them readable: `850 ns`,
+/// `12.3 µs`, `4.56 ms`, `1.20 s`.
+pub fn duration(ns: u64) -> String {
+    match ns {
+        0..=999 => format!("{ns} ns"),
+        1_000..=999_999 => format!("{:.1} µs", ns as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.2} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
+    }
+}
+
 /// `1234567.0` → `1.23 M` (+ unit).
 pub fn human(v: f64, unit: &str) -> String {
     let (div, p) = if v >= 1e9 {
@@ -433,6 +444,14 @@ pub fn human(v: f64, unit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_carry_their_unit() {
+        assert_eq!(duration(850), "850 ns");
+        assert_eq!(duration(12_345), "12.3 µs");
+        assert_eq!(duration(4_560_000), "4.56 ms");
+        assert_eq!(duration(1_200_000_000), "1.20 s");
+    }
 
     #[test]
     fn human_units() {
