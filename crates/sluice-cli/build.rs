@@ -11,8 +11,16 @@ fn git(args: &[&str]) -> Option<String> {
 
 fn main() {
     let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
-    let dirty =
-        git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    // --no-optional-locks: `git status` would otherwise refresh and write
+    // the index, which this script watches, so the next build would run it
+    // again and rebuild the binary (a second build of an unchanged tree).
+    let dirty = git(&[
+        "--no-optional-locks",
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+    ])
+    .is_some_and(|s| !s.is_empty());
     let suffix = if dirty { "-modified" } else { "" };
     println!("cargo:rustc-env=SLUICE_COMMIT={commit}{suffix}");
     if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {

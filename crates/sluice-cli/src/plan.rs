@@ -155,8 +155,20 @@ pub fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
     }
 }
 
-/// Prints the summary on stderr and writes `--summary-json`.
+/// Writes `--summary-json`, then prints the summary on stderr: the file
+/// comes first, so a reader that dies (or a stderr that blocks) never
+/// costs the run its summary.
 fn report(s: &Summary, out: Option<Dest>) -> Result<(), Failure> {
+    let written = match out {
+        Some(mut out) => crate::json::pretty(crate::json::Kind::Summary, s)
+            .and_then(|text| {
+                writeln!(out, "{text}")
+                    .and_then(|_| out.commit())
+                    .context("writing --summary-json")
+            })
+            .map_err(Failure::from),
+        None => Ok(()),
+    };
     eoutln!("{}", s.render());
     if s.packets >= 1000 && s.late * 20 > s.packets {
         eoutln!(
@@ -166,13 +178,7 @@ fn report(s: &Summary, out: Option<Dest>) -> Result<(), Failure> {
             s.packets
         );
     }
-    if let Some(mut out) = out {
-        let text = crate::json::pretty(crate::json::Kind::Summary, s)?;
-        writeln!(out, "{text}")
-            .and_then(|_| out.commit())
-            .context("writing --summary-json")?;
-    }
-    Ok(())
+    written
 }
 
 /// After a run: the summary (or the error, as bad input when the input was

@@ -322,3 +322,79 @@ fn the_demo_keeps_its_files_and_explains_its_figures() {
         assert!(explained.contains(figure), "{figure} not explained");
     }
 }
+
+/// An output that is a device node, FIFO or socket was replaced by a
+/// regular file (temp file + rename): `--summary-json /dev/null` as root
+/// would have replaced the host's /dev/null. A character device or FIFO is
+/// now written in place and stays what it was; a socket is refused.
+#[test]
+fn outputs_that_are_not_regular_files_are_never_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    let d = tmpdir("out-nodes");
+    let t = d.join("t.pcap");
+    write_trace(&t, 20, 1000, 64);
+    let replay = |summary: &Path| {
+        run(&[
+            "replay",
+            s(&t),
+            "--clock",
+            "virtual",
+            "-q",
+            "--summary-json",
+            s(summary),
+        ])
+    };
+    // A FIFO: the reader gets the summary, the FIFO stays a FIFO.
+    let fifo = d.join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let f = fifo.clone();
+    let reader = std::thread::spawn(move || std::fs::read(&f).unwrap());
+    let o = replay(&fifo);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j = sluice_testkit::checked_json(&reader.join().unwrap());
+    assert_eq!(j["packets"], 20);
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    // A socket: refused, and left alone.
+    let sock = d.join("sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let o = replay(&sock);
+    assert_refused(&o, "a socket");
+    assert!(stderr(&o).contains("is a socket"), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&sock)
+        .unwrap()
+        .file_type()
+        .is_socket());
+    // A character device (a /dev/null of our own; needs root): written in
+    // place, still a device, even as the pcap output.
+    if sluice_testkit::require_root("device node outputs") {
+        let null = d.join("null");
+        assert!(std::process::Command::new("mknod")
+            .arg(&null)
+            .args(["c", "1", "3"])
+            .status()
+            .unwrap()
+            .success());
+        let o = replay(&null);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let to = format!("pcap:{}", s(&null));
+        let o = run(&["replay", s(&t), "--clock", "virtual", "-q", "--to", &to]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let m = std::fs::symlink_metadata(&null).unwrap();
+        assert!(m.file_type().is_char_device(), "{m:?}");
+        assert!(
+            !std::fs::read_dir(&d).unwrap().any(|e| e
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("sluice-tmp")),
+            "no temporary file left"
+        );
+    }
+}

@@ -11,6 +11,11 @@
 //! would replace the link, writing through it would write somewhere the
 //! user did not name.
 //!
+//! A target that exists and is not a regular file is never replaced: a
+//! character device (`/dev/null`) or a FIFO is written in place, unlocked
+//! (two runs may both write to `/dev/null`), and committing only flushes;
+//! a block device, a socket or a directory is refused.
+//!
 //! [`check_paths`] compares, before any work starts, every output with
 //! every input and with every other output (same device and inode once
 //! resolved, or the same path for outputs that do not exist yet).
@@ -34,6 +39,8 @@ pub enum OutputError {
     AliasesInput { output: String, input: String },
     #[error("{first} and {second} name the same output")]
     SameOutput { first: String, second: String },
+    #[error("{path} is a {kind}, not a regular file: name a file, a character device or a FIFO")]
+    NotAFile { path: String, kind: &'static str },
 }
 
 impl OutputError {
@@ -45,13 +52,16 @@ impl OutputError {
     }
 }
 
-/// A file being written, renamed over its target on commit.
+/// A file being written, renamed over its target on commit (or, for a
+/// character device or FIFO, written in place).
 pub struct Output {
     target: PathBuf,
     /// Taken by the commit.
     tmp: Option<tempfile::NamedTempFile>,
+    /// A character device or FIFO, written where it is.
+    in_place: Option<File>,
     /// The locked target; kept open until the output ends.
-    _lock: File,
+    _lock: Option<File>,
     /// We created the (empty) target to lock it: remove it if nothing
     /// replaces it.
     created: bool,
@@ -59,13 +69,44 @@ pub struct Output {
 
 impl Output {
     /// Prepares `target`: refuses a symlink, locks the target, creates the
-    /// temporary file beside it.
+    /// temporary file beside it; opens a character device or FIFO in place.
     pub fn create(target: &Path) -> Result<Output, OutputError> {
+        use std::os::unix::fs::FileTypeExt;
         let fail = |e| OutputError::io(target, e);
         if let Ok(m) = fs::symlink_metadata(target) {
-            if m.file_type().is_symlink() {
+            let t = m.file_type();
+            if t.is_symlink() {
                 return Err(OutputError::Symlink {
                     path: target.display().to_string(),
+                });
+            }
+            if t.is_char_device() || t.is_fifo() {
+                let file = OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(target)
+                    .map_err(fail)?;
+                return Ok(Output {
+                    target: target.to_path_buf(),
+                    tmp: None,
+                    in_place: Some(file),
+                    _lock: None,
+                    created: false,
+                });
+            }
+            let kind = if t.is_block_device() {
+                Some("block device")
+            } else if t.is_socket() {
+                Some("socket")
+            } else if t.is_dir() {
+                Some("directory")
+            } else {
+                None
+            };
+            if let Some(kind) = kind {
+                return Err(OutputError::NotAFile {
+                    path: target.display().to_string(),
+                    kind,
                 });
             }
         }
@@ -113,21 +154,29 @@ impl Output {
         Ok(Output {
             target: target.to_path_buf(),
             tmp: Some(tmp),
-            _lock: lock,
+            in_place: None,
+            _lock: Some(lock),
             created: !existed,
         })
     }
 
     /// The file to write into.
     pub fn file(&mut self) -> &mut File {
+        if let Some(f) = self.in_place.as_mut() {
+            return f;
+        }
         self.tmp
             .as_mut()
             .expect("only a commit takes the file")
             .as_file_mut()
     }
 
-    /// Syncs what was written and renames it over the target.
+    /// Syncs what was written and renames it over the target (a device or
+    /// FIFO written in place has nothing to rename).
     pub fn commit(mut self) -> Result<(), OutputError> {
+        if let Some(mut f) = self.in_place.take() {
+            return io::Write::flush(&mut f).map_err(|e| OutputError::io(&self.target, e));
+        }
         let Some(tmp) = self.tmp.take() else {
             return Ok(());
         };
