@@ -144,21 +144,22 @@ fn bad_csv_is_bad_input_with_line_and_column() {
     );
 }
 
+/// The RJOB test data as an archive at `arc`.
+fn convert_rjob(arc: &std::path::Path, extra: &[&str]) {
+    let csv = series_data(RJOB);
+    let mut args = vec!["series", "convert", s(&csv), s(arc)];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// An archive of binary values dumped as text printed raw bytes with exit
 /// 0: now the dump stops at the first such record, naming it and --data.
 #[test]
 fn dumping_binary_values_as_text_is_refused() {
     let d = tmpdir("series-dump-type");
     let arc = d.join("f64.arc");
-    let o = run(&[
-        "series",
-        "convert",
-        s(&series_data(RJOB)),
-        s(&arc),
-        "--data",
-        "f64",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    convert_rjob(&arc, &["--data", "f64"]);
     let o = run(&["series", "dump", s(&arc)]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
@@ -177,8 +178,7 @@ fn dumping_binary_values_as_text_is_refused() {
 fn an_unroutable_mapped_source_is_refused_before_sending() {
     let d = tmpdir("series-route");
     let arc = d.join("s.arc");
-    let o = run(&["series", "convert", s(&series_data(RJOB)), s(&arc)]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    convert_rjob(&arc, &[]);
     let map = d.join("m.csv");
     std::fs::write(
         &map,

@@ -15,20 +15,18 @@ use std::path::Path;
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn replay_through(net: &Net, trace: &Path, out: &Path, extra: &[&str]) {
-    let dump = net.capture(out);
-    let to = format!("afpacket:{}", net.tx());
-    let mut args = vec!["replay", trace.to_str().unwrap(), "--to", &to, "-q"];
-    args.extend_from_slice(extra);
-    let o = run(&args);
-    stop(dump);
-    assert!(o.status.success(), "{}", stderr(&o));
+    replay_into(net, net.capture(out), trace, extra);
 }
 
 /// As [`replay_through`], captured with small ring slots: every frame of a
 /// 20 000-frame run fits in the ring even if tcpdump gets no CPU until the
 /// end (a loaded machine), so counts do not depend on the load.
 fn replay_small_through(net: &Net, trace: &Path, out: &Path, extra: &[&str]) {
-    let dump = net.capture_small(out);
+    replay_into(net, net.capture_small(out), trace, extra);
+}
+
+/// Replays `trace` onto the veth while `dump` captures, then stops it.
+fn replay_into(net: &Net, dump: std::process::Child, trace: &Path, extra: &[&str]) {
     let to = format!("afpacket:{}", net.tx());
     let mut args = vec!["replay", trace.to_str().unwrap(), "--to", &to, "-q"];
     args.extend_from_slice(extra);
