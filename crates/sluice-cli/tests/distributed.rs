@@ -925,6 +925,39 @@ fn the_python_client_drives_workers_over_mutual_tls() {
     // A worker nobody serves: one line naming it, exit 1.
     let gone = format!("--worker=w9=127.0.0.1:{}=null", base + 2);
     let unreachable = py(&[gone], &trace, &[]);
+    // A hostile controller (holding a certificate of the CA): a sink the
+    // worker did not announce and an option naming a file are refused.
+    let evil = d.join("evil");
+    let hostile = Command::new("python3")
+        .current_dir(&site)
+        .env("PYTHONPATH", &site)
+        .arg("-c")
+        .arg(
+            "import sys, grpc, sluice_control as s\n\
+             addr, keys, trace, evil = sys.argv[1:]\n\
+             w = s.Worker('w0', addr, 'null', tls_dir=keys)\n\
+             w.register()\n\
+             pm = lambda sink: s.pb.PortMap(ports=[s.pb.GlobalPort(id=0, worker='w0', sink=sink)])\n\
+             try:\n\
+             \x20   w.stub.PublishPorts(pm('pcap:' + evil), timeout=5); print('published')\n\
+             except grpc.RpcError as e:\n\
+             \x20   print('ports', e.code().name)\n\
+             w.stub.PublishPorts(pm('null'), timeout=5)\n\
+             fid = w.upload(trace)\n\
+             t = s.now_ns()\n\
+             task = s.pb.Task(command=s.pb.REPLAY, file_id=fid, port=0, share_count=1,\n\
+             \x20   args=['--summary-json', evil], start_ns=t + 10**9, deadline_ns=t + 5 * 10**9)\n\
+             try:\n\
+             \x20   [u for u in w.stub.Run(task)]; print('ran')\n\
+             except grpc.RpcError as e:\n\
+             \x20   print('args', e.code().name)\n",
+        )
+        .arg(format!("127.0.0.1:{base}"))
+        .arg(&keys)
+        .arg(&trace)
+        .arg(&evil)
+        .output()
+        .unwrap();
     for mut w in workers {
         let _ = w.kill();
         let _ = w.wait();
@@ -941,6 +974,17 @@ fn the_python_client_drives_workers_over_mutual_tls() {
     assert_eq!(unreachable.status.code(), Some(1), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("'w9'") && err.contains("unreachable"), "{err}");
+    let said = String::from_utf8_lossy(&hostile.stdout);
+    assert_eq!(
+        said.lines().collect::<Vec<_>>(),
+        ["ports INVALID_ARGUMENT", "args INVALID_ARGUMENT"],
+        "{said}{}",
+        stderr(&hostile)
+    );
+    assert!(
+        !evil.exists(),
+        "the worker wrote a file the controller named"
+    );
     let lines = std::fs::read_to_string(&stats).unwrap();
     assert!(lines.lines().count() >= 2, "statistics streamed: {lines}");
 }
@@ -1214,6 +1258,13 @@ fn unreachable_refusing_and_badly_clocked_workers_are_named() {
             "{err}"
         );
     }
+    // Options that name a file on the worker: refused by the controller
+    // (and by the worker), the file's content never echoed.
+    let p = plan("shadow.yaml", &[("w0", port)], "\"--map\", \"/etc/shadow\"");
+    let (o, _) = control(&p, &keys, &summary, &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("'--map' is not allowed"), "{err}");
     // An input the job refuses (no trace at all): the worker's error, its
     // name, exit 2.
     let garbage = d.join("garbage.pcap");

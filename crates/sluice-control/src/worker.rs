@@ -159,7 +159,22 @@ impl Worker for Service {
     }
 
     async fn publish_ports(&self, req: Request<pb::PortMap>) -> Result<Response<pb::Ack>, Status> {
-        self.lock().ports = req.into_inner().ports;
+        let map = req.into_inner().ports;
+        let mut st = self.lock();
+        // This worker's entries name sinks it announced, nothing else: a
+        // controller never makes a worker write a file (`pcap:PATH`).
+        let own = ports();
+        for p in map.iter().filter(|p| p.worker == st.name) {
+            if !own.iter().any(|o| o.sink == p.sink) {
+                return Err(Status::invalid_argument(format!(
+                    "port {}: '{}' is not a sink this worker announced (null or afpacket: \
+                     one of its interfaces)",
+                    p.id,
+                    p.sink.chars().take(80).collect::<String>().escape_default()
+                )));
+            }
+        }
+        st.ports = map;
         Ok(Response::new(pb::Ack {}))
     }
 
@@ -239,6 +254,13 @@ impl Worker for Service {
         };
         let words =
             command_words(task.command()).ok_or_else(|| Status::invalid_argument("no command"))?;
+        // Only sinks this worker announced, only options that name no file.
+        if !ports().iter().any(|p| p.sink == sink) {
+            return Err(Status::invalid_argument(
+                "the task's port is not a sink this worker announced",
+            ));
+        }
+        crate::jobargs::check(task.command(), &task.args).map_err(Status::invalid_argument)?;
         // Start and deadline on the host's clock: the controller's instant,
         // moved by this worker's measured offset, less the test shift.
         let to_host = |t: i64| t + task.offset_ns - self.cfg.clock_offset_ns;

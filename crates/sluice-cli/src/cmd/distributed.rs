@@ -80,6 +80,8 @@ fn check_job_options(plan: &sluice_control::plan::Plan) -> anyhow::Result<()> {
     use clap::Parser;
     let words = sluice_control::command_words(plan.command)
         .ok_or_else(|| anyhow!("{}: job.command: none given", plan.file.display()))?;
+    sluice_control::jobargs::check(plan.command, &plan.args)
+        .map_err(|e| anyhow!("job.args: {e}"))?;
     let mut argv: Vec<String> = std::iter::once("sluice")
         .chain(words.iter().copied())
         .map(String::from)
@@ -262,4 +264,63 @@ fn render(s: &control::ControlSummary) -> String {
         out += &format!("aborted: {a}\n");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+    use sluice_control::pb::Command as Job;
+
+    /// Options a job never carries: they name files on the worker or are
+    /// what the worker sets itself.
+    const DENIED: &[&str] = &[
+        "to",
+        "to2",
+        "split",
+        "map",
+        "stats-json",
+        "summary-json",
+        "start-at",
+        "share",
+        "share-by",
+        "help",
+    ];
+
+    /// Every option of every command a worker runs is either allowed (with
+    /// the same arity) or denied: a new option makes this fail until it is
+    /// sorted into one or the other.
+    #[test]
+    fn the_job_allow_list_covers_every_option_of_the_commands() {
+        let cli = crate::args::Cli::command();
+        for job in [Job::Replay, Job::Flows, Job::Series, Job::Profile] {
+            let words = sluice_control::command_words(job).unwrap();
+            let mut cmd = &cli;
+            for w in words {
+                cmd = cmd.find_subcommand(w).unwrap();
+            }
+            let allowed = sluice_control::jobargs::allowed(job);
+            for arg in cmd.get_arguments().filter(|a| !a.is_positional()) {
+                let long = arg
+                    .get_long()
+                    .unwrap_or_else(|| panic!("{arg:?} has no long name"));
+                match allowed.iter().find(|(n, _)| *n == long) {
+                    Some((_, takes)) => assert_eq!(
+                        *takes,
+                        arg.get_action().takes_values(),
+                        "{words:?} --{long}: arity"
+                    ),
+                    None => assert!(
+                        DENIED.contains(&long),
+                        "{words:?} --{long}: allow it in jobargs.rs or deny it here"
+                    ),
+                }
+            }
+            for (name, _) in &allowed {
+                assert!(
+                    cmd.get_arguments().any(|a| a.get_long() == Some(name)),
+                    "{words:?}: jobargs allows --{name}, which the command lacks"
+                );
+            }
+        }
+    }
 }

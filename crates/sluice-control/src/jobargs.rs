@@ -1,0 +1,209 @@
+//! The options a distributed job may carry: an allow-list per command.
+//!
+//! A worker runs what a controller asks as root, so a job's options must
+//! not name anything on the worker's filesystem (`--map`, `--split
+//! cache:`, a second output, `--summary-json`), nor set what the worker
+//! sets itself (its sink, start, share and outputs). Every file a job reads
+//! is uploaded. Options missing from the list are refused: a new option
+//! reaches workers only once it is added here (a test in the CLI keeps the
+//! list and the command line in step).
+
+use crate::pb;
+
+/// `(long name, takes a value)` of the options every sending command has.
+const RUN: &[(&str, bool)] = &[
+    ("limit", true),
+    ("duration", true),
+    ("src-mac", true),
+    ("dst-mac", true),
+    ("threads", true),
+    ("cpu", true),
+    ("no-pin", false),
+    ("rt", false),
+    ("tx-mode", true),
+    ("quiet", false),
+    ("drift", true),
+    ("late-threshold", true),
+    ("spin", true),
+    ("clock", true),
+];
+
+const REPLAY: &[(&str, bool)] = &[
+    ("multiplier", true),
+    ("pps", true),
+    ("mbps", true),
+    ("topspeed", false),
+    ("loop", true),
+    ("preload", false),
+    ("preload-max", true),
+    ("max-gap", true),
+    ("payload", true),
+    ("skip-unsupported", false),
+    ("enet-dmac", true),
+    ("enet-smac", true),
+    ("endpoints", true),
+    ("srcipmap", true),
+    ("dstipmap", true),
+    ("portmap", true),
+    ("ttl", true),
+    ("tos", true),
+    ("pnat", true),
+    ("seed", true),
+    ("unique-ip", false),
+    ("enet-vlan", true),
+    ("enet-vlan-tag", true),
+    ("enet-vlan-pri", true),
+    ("enet-vlan-cfi", true),
+    ("enet-vlan-proto", true),
+    ("mtu-trunc", false),
+    ("mtu", true),
+    ("fixlen", true),
+    ("fixcsum", false),
+];
+
+const FLOWS: &[(&str, bool)] = &[
+    ("planner", true),
+    ("seed", true),
+    ("stamp", false),
+    ("topspeed", false),
+];
+
+const SERIES: &[(&str, bool)] = &[
+    ("tight-loop", true),
+    ("fast-forward", true),
+    ("max-gap", true),
+    ("ooo-prob", true),
+    ("ooo-window", true),
+    ("ooo-threads", true),
+    ("devices", true),
+    ("dst-ip", true),
+    ("dst-port", true),
+    ("payload", true),
+    ("mtu", true),
+    ("seed", true),
+    ("buffer-size", true),
+    ("workers", true),
+    ("queues", true),
+    ("preload", false),
+    ("preload-max", true),
+    ("rescue-after", true),
+    ("no-rescue", false),
+];
+
+const PROFILE: &[(&str, bool)] = &[
+    ("mode", true),
+    ("sample", true),
+    ("keep", true),
+    ("cutoff", true),
+    ("queues", true),
+    ("scale", true),
+    ("seed", true),
+];
+
+/// Short options and the long ones they stand for.
+const SHORT: &[(char, &str)] = &[('x', "multiplier"), ('q', "quiet")];
+
+/// The allowed options of `command`: `(long name, takes a value)`.
+pub fn allowed(command: pb::Command) -> Vec<(&'static str, bool)> {
+    let own: &[(&str, bool)] = match command {
+        pb::Command::Replay => REPLAY,
+        pb::Command::Flows => FLOWS,
+        pb::Command::Series => SERIES,
+        pb::Command::Profile => PROFILE,
+        pb::Command::Unspecified => return Vec::new(),
+    };
+    RUN.iter().chain(own).copied().collect()
+}
+
+/// Refuses, naming it, the first word of `args` that is not an allowed
+/// option of `command` or its value.
+pub fn check(command: pb::Command, args: &[String]) -> Result<(), String> {
+    let allowed = allowed(command);
+    let mut words = args.iter();
+    while let Some(w) = words.next() {
+        let (name, inline) = if let Some(long) = w.strip_prefix("--") {
+            match long.split_once('=') {
+                Some((n, _)) => (n.to_string(), true),
+                None => (long.to_string(), false),
+            }
+        } else if let Some(short) = w.strip_prefix('-').filter(|s| !s.is_empty()) {
+            let mut chars = short.chars();
+            let c = chars.next().unwrap_or_default();
+            match SHORT.iter().find(|(s, _)| *s == c) {
+                Some((_, long)) => (long.to_string(), chars.next().is_some()),
+                None => return Err(refused(w)),
+            }
+        } else {
+            return Err(format!(
+                "'{}': a distributed job takes options only (its input is uploaded)",
+                shown(w)
+            ));
+        };
+        let Some(&(_, takes_value)) = allowed.iter().find(|(n, _)| *n == name) else {
+            return Err(refused(w));
+        };
+        if takes_value && !inline && words.next().is_none() {
+            return Err(format!("option '--{name}' needs a value"));
+        }
+    }
+    Ok(())
+}
+
+fn refused(word: &str) -> String {
+    format!(
+        "option '{}' is not allowed in a distributed job: it names a file on the worker, \
+         sets what the worker sets itself, or is unknown",
+        shown(word)
+    )
+}
+
+/// A word as an error shows it: escaped, at most 64 characters.
+fn shown(word: &str) -> String {
+    let mut s: String = word
+        .chars()
+        .take(64)
+        .flat_map(char::escape_default)
+        .collect();
+    if word.chars().count() > 64 {
+        s.push('…');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(w: &[&str]) -> Vec<String> {
+        w.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn options_that_name_files_or_are_the_workers_own_are_refused() {
+        let ok = words(&["--pps", "10k", "--topspeed", "-x", "2", "--ttl=5", "-q"]);
+        assert_eq!(check(pb::Command::Replay, &ok), Ok(()));
+        for bad in [
+            &["--map", "/etc/shadow"][..],
+            &["--to2", "pcap:/etc/passwd"],
+            &["--split", "cache:/etc/shadow"],
+            &["--summary-json", "/root/.bashrc"],
+            &["--stats-json=/tmp/x"],
+            &["--to", "pcap:/tmp/x"],
+            &["--start-at", "0"],
+            &["--share", "1/2"],
+            &["/etc/shadow"],
+            &["--no-such-option"],
+            &["-t", "pcap:/x"],
+        ] {
+            let e = check(pb::Command::Replay, &words(bad)).unwrap_err();
+            assert!(e.contains(bad[0].split('=').next().unwrap()), "{e}");
+            assert!(!e.contains("root:"), "{e}");
+        }
+        assert!(check(pb::Command::Series, &words(&["--map", "m.csv"])).is_err());
+        assert!(check(pb::Command::Flows, &words(&["--pps", "1"])).is_err());
+        assert!(check(pb::Command::Replay, &words(&["--pps"])).is_err());
+        let long = "--".to_string() + &"a\n".repeat(100);
+        let e = check(pb::Command::Replay, &[long]).unwrap_err();
+        assert!(!e.contains('\n') && e.len() < 400, "{e}");
+    }
+}
