@@ -36,6 +36,15 @@ TCP, UDP = 6, 17
 FIN, SYN, RST, PSH, ACKF = 0x01, 0x02, 0x04, 0x08, 0x10
 
 
+TOKEN_LEN = 32
+
+
+def read_token(path):
+    """The secret of a `sluice inject --token-file` (64 hex digits)."""
+    with open(path) as f:
+        return bytes.fromhex(f.read().strip())
+
+
 class ProtocolError(Exception):
     """sluice ended the session: its message names the offset and field."""
 
@@ -108,12 +117,19 @@ class Client:
         s.settimeout(timeout)
         return cls(s)
 
-    def hello(self, time_base=SESSION, want_frames=False, src_mac=None, dst_mac=None):
+    def hello(self, time_base=SESSION, want_frames=False, src_mac=None, dst_mac=None,
+              token=None):
         """Starts the session; returns WELCOME as a dict (the session's start
-        on CLOCK_MONOTONIC and CLOCK_REALTIME, and the MACs in use)."""
+        on CLOCK_MONOTONIC and CLOCK_REALTIME, and the MACs in use).
+        `token`: the 32-byte secret of a TCP server's --token-file (see
+        read_token)."""
         body = MAGIC + struct.pack("<HBB", VERSION, time_base, 1 if want_frames else 0)
         body += (parse_mac(src_mac) if src_mac else bytes(6))
         body += (parse_mac(dst_mac) if dst_mac else bytes(6))
+        if token is not None:
+            if len(token) != TOKEN_LEN:
+                raise ValueError(f"a token has {TOKEN_LEN} bytes, not {len(token)}")
+            body += bytes(token)
         self.sock.sendall(message(HELLO, body))
         kind, value = self.read_message()
         if kind != "welcome":

@@ -411,3 +411,155 @@ fn reno_example_transfers_1mb_with_slow_start_and_halving() {
         .iter()
         .any(|r| r.2 == "recovery_end" && (r.0 - r.1).abs() < 1e-9));
 }
+
+/// A client on the TCP port: HELLO (with `token`), ten descriptions, BYE;
+/// prints the acknowledgements counted, or the error sluice answered.
+const TCP_CLIENT: &str = "\
+import sys, sluice_inject as si
+port, token = sys.argv[1], sys.argv[2]
+c = si.Client.connect('tcp:127.0.0.1:' + port, timeout=30)
+try:
+    c.hello(token=si.read_token(token) if token != '-' else None)
+except si.ProtocolError as e:
+    print('refused', e)
+    sys.exit(0)
+ds = [si.fields(i, 1000 * i, '10.0.0.1', '10.0.0.2', 4000, 9, 64) for i in range(10)]
+for m in si.batches(ds):
+    c.send_bytes(m)
+c.bye()
+n = 0
+while True:
+    kind, v = c.read_message()
+    if kind == 'acks':
+        n += len(v)
+    elif kind in ('done', 'eof'):
+        break
+print('acked', n)
+";
+
+/// Every local user could connect to inject's TCP port and send frames
+/// (and read returned ones) as root: TCP now needs a token file's secret
+/// in HELLO, or a knowing --insecure-tcp; a unix socket admits its owner's
+/// uid (and root) only, whatever its file mode.
+#[test]
+fn tcp_clients_need_the_token_and_unix_peers_are_checked() {
+    let t = "tcp_clients_need_the_token_and_unix_peers_are_checked";
+    if !require("python3", t) {
+        return;
+    }
+    let d = tmpdir("inject-auth");
+    let port = (21_000 + std::process::id() % 1000).to_string();
+    let listen = format!("tcp:127.0.0.1:{port}");
+    let o = run(&["inject", "--listen", &listen, "--to", "null"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--token-file"), "{}", stderr(&o));
+
+    // A token file made on first use, 0600; a client without the secret
+    // is refused, one with it served.
+    let token = d.join("token");
+    let server = sluice()
+        .args([
+            "inject",
+            "--listen",
+            &listen,
+            "--to",
+            "null",
+            "--sessions",
+            "1",
+            "-q",
+        ])
+        .arg("--token-file")
+        .arg(&token)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "inject never listened"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&token).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let client = |tok: &str| {
+        let o = Command::new("python3")
+            .env("PYTHONPATH", repo_root().join("python"))
+            .args(["-c", TCP_CLIENT, &port, tok])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let refused = client("-");
+    let served = client(token.to_str().unwrap());
+    // Only a session that was welcomed counts (not the test's probes of
+    // the port, nor the refused client): the server ends after the second.
+    let o = server.wait_with_output().unwrap();
+    assert!(
+        refused.starts_with("refused") && refused.contains("token"),
+        "{refused}"
+    );
+    assert_eq!(served, "acked 10");
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // A token file others may read is refused.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let o = sluice()
+        .args([
+            "inject",
+            "--listen",
+            &listen,
+            "--to",
+            "null",
+            "--token-file",
+        ])
+        .arg(&token)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("others may read it"), "{}", stderr(&o));
+
+    // A unix socket opened to all (chmod 666): another uid is still
+    // turned away at accept (SO_PEERCRED), the owner served.
+    if !sluice_testkit::require_root(t) || !require("setpriv", t) {
+        return;
+    }
+    let sock = d.join("i.sock");
+    let server = start_inject(&sock, &["--to", "null", "--sessions", "1", "-q"]);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+    }
+    // Debian's python3 (pyenv's lives under /root, out of nobody's reach);
+    // a raw HELLO: WELCOME back, or the connection closed.
+    let nobody = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["/usr/bin/python3", "-c"])
+        .arg(
+            "import socket, struct, sys\n\
+             s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])\n\
+             body = b'SLIJ' + struct.pack('<HBB', 1, 0, 0) + bytes(12)\n\
+             s.sendall(struct.pack('<I', len(body) + 1) + b'\\x01' + body)\n\
+             try:\n    r = s.recv(64)\n\
+             except OSError as e:\n    r = b''\n\
+             print('welcomed' if r[4:5] == b'\\x81' else 'refused')\n",
+        )
+        .arg(&sock)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&nobody.stdout);
+    assert!(said.starts_with("refused"), "{said}{}", stderr(&nobody));
+    let served = session(&sock, &[1, 0, 0, 0, 3]);
+    assert!(messages(&served).iter().any(|(k, _)| *k == 0x81), "WELCOME");
+    let err = finish(server);
+    assert!(err.contains("refused a client of uid 65534"), "{err}");
+}

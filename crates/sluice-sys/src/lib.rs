@@ -23,6 +23,7 @@ pub mod mem;
 pub mod net;
 pub mod output;
 pub mod packet_rx;
+pub mod peer;
 pub mod poll;
 pub mod sched;
 pub mod tap;

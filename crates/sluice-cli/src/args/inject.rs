@@ -10,9 +10,15 @@ use sluice_wire::MacAddr;
 
 #[derive(Args, Debug)]
 pub struct InjectArgs {
-    /// Where clients connect: unix:PATH (a socket only its owner may use) or tcp:ADDR:PORT on a loopback address (the protocol has no authentication).
+    /// Where clients connect: unix:PATH (a socket only its owner, or root, may use) or tcp:ADDR:PORT on a loopback address (with --token-file, or --insecure-tcp).
     #[arg(long)]
     pub listen: Listen,
+    /// With tcp: the secret clients send after HELLO's body: 64 hex digits in a file only its owner may read; made (mode 0600) when it does not exist.
+    #[arg(long)]
+    pub token_file: Option<std::path::PathBuf>,
+    /// With tcp: serve without a secret, to every local user (they may send frames on --to and read what arrives on --return).
+    #[arg(long, conflicts_with = "token_file")]
+    pub insecure_tcp: bool,
     /// Where described frames go: afpacket:IFACE, null, pcap:PATH.
     #[arg(long, short = 't')]
     pub to: SinkSpec,

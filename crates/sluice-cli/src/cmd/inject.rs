@@ -8,6 +8,7 @@ use anyhow::anyhow;
 use sluice_core::Departures;
 use sluice_engine::{run_source, EngineConfig};
 use sluice_sink::SinkSpec;
+use sluice_source::inject::proto::TOKEN_LEN;
 use sluice_source::inject::{InjectConfig, InjectSource, Listen, Listener};
 use sluice_sys::packet_rx::PacketRx;
 use std::sync::Arc;
@@ -36,6 +37,23 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
                 .map_err(|e| crate::open_failure(anyhow!(e).context(format!("--return {i}"))))
         })
         .transpose()?;
+    let token = match (&a.listen, &a.token_file, a.insecure_tcp) {
+        (Listen::Tcp(_), Some(f), _) => Some(token(f)?),
+        (Listen::Tcp(_), None, false) => {
+            return Err(bad_input(anyhow!(
+                "--listen {}: every local user can connect to a TCP port: give \
+                 --token-file FILE (a secret clients send in HELLO; made if missing) \
+                 or, knowingly, --insecure-tcp",
+                a.listen
+            )))
+        }
+        (Listen::Unix(_), Some(_), _) | (Listen::Unix(_), None, true) => {
+            return Err(bad_input(anyhow!(
+                "--token-file and --insecure-tcp are for tcp: (a unix socket checks its peer's uid)"
+            )))
+        }
+        _ => None,
+    };
     let listener = Listener::bind(&a.listen).map_err(crate::open_failure)?;
     let departures = Arc::new(Departures::new());
     let cfg = InjectConfig {
@@ -44,6 +62,7 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
         sessions: a.sessions,
         macs: (src_mac, dst_mac),
         duration: a.duration,
+        token,
     };
     let mut source = InjectSource::new(listener, cfg, departures.clone());
     if let Some(rx) = rx {
@@ -52,7 +71,8 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
     if !a.run.quiet {
         let access = match &a.listen {
             Listen::Unix(_) => "a unix socket only its owner may use",
-            Listen::Tcp(_) => "loopback only, unauthenticated",
+            Listen::Tcp(_) if token.is_some() => "loopback, clients need the token",
+            Listen::Tcp(_) => "loopback only, unauthenticated: --insecure-tcp",
         };
         eoutln!(
             "sluice: injecting to {} for clients on {} ({access}; Ctrl-C stops)",
@@ -68,4 +88,63 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
     send(&a.run, &a.to, false, &[], cfg, |sinks, cfg, progress| {
         run_source(source, sinks, cfg, progress)
     })
+}
+
+/// The secret of a token file: 64 hex digits, the file a regular one that
+/// only its owner (this user) may read. A missing file is made (0600,
+/// from the kernel's random source) and its name printed.
+fn token(path: &std::path::Path) -> Result<[u8; TOKEN_LEN], Failure> {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let name = path.display();
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut secret = [0u8; TOKEN_LEN];
+            std::fs::File::open("/dev/urandom")
+                .and_then(|mut r| r.read_exact(&mut secret))
+                .map_err(|e| anyhow!("/dev/urandom: {e}"))?;
+            let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                // create_new: O_EXCL, which also refuses a planted symlink.
+                .mode(0o600)
+                .open(path)
+                .and_then(|mut f| writeln!(f, "{hex}"))
+                .map_err(|e| anyhow!("--token-file {name}: {e}"))?;
+            eoutln!("sluice: made token file {name} (give it to clients, mode 0600)");
+            Ok(secret)
+        }
+        Err(e) => Err(anyhow!("--token-file {name}: {e}").into()),
+        Ok(m) => {
+            if !m.file_type().is_file() {
+                return Err(bad_input(anyhow!(
+                    "--token-file {name}: not a regular file"
+                )));
+            }
+            if m.mode() & 0o077 != 0 || m.uid() != sluice_sys::peer::euid() {
+                return Err(bad_input(anyhow!(
+                    "--token-file {name}: others may read it (mode {:o}, uid {}): \
+                     chmod 600 it, as its owner",
+                    m.mode() & 0o7777,
+                    m.uid()
+                )));
+            }
+            let text =
+                std::fs::read_to_string(path).map_err(|e| anyhow!("--token-file {name}: {e}"))?;
+            parse_token(text.trim())
+                .ok_or_else(|| bad_input(anyhow!("--token-file {name}: not 64 hex digits")))
+        }
+    }
+}
+
+fn parse_token(hex: &str) -> Option<[u8; TOKEN_LEN]> {
+    if hex.len() != 2 * TOKEN_LEN || !hex.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; TOKEN_LEN];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
 }

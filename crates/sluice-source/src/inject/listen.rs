@@ -1,6 +1,8 @@
-//! Where `sluice inject` listens: a unix socket (mode 0600: only its
-//! owner connects) or TCP on a loopback address. The protocol carries no
-//! authentication, so it is never served beyond this host.
+//! Where `sluice inject` listens: a unix socket (mode 0600 from the
+//! start, and each peer's uid checked: only its owner or root connects) or
+//! TCP on a loopback address, where every local user can connect, so
+//! clients prove themselves with the secret of a token file in HELLO (or
+//! the user said `--insecure-tcp`). Never served beyond this host.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -78,9 +80,23 @@ impl Listener {
                     }
                     std::fs::remove_file(p).map_err(named)?;
                 }
-                let s = UnixListener::bind(p).map_err(named)?;
-                std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600))
+                // Bound inside a private (0700) directory beside the
+                // target, made 0600, then renamed into place: the socket is
+                // never reachable by others, not even between bind and
+                // chmod.
+                let dir = match p.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d,
+                    _ => std::path::Path::new("."),
+                };
+                let private = tempfile::Builder::new()
+                    .prefix(".sluice-inject.")
+                    .tempdir_in(dir)
                     .map_err(named)?;
+                let tmp = private.path().join("s");
+                let s = UnixListener::bind(&tmp).map_err(named)?;
+                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
+                    .map_err(named)?;
+                std::fs::rename(&tmp, p).map_err(named)?;
                 s.set_nonblocking(true).map_err(named)?;
                 Ok(Listener::Unix(s, p.clone()))
             }
@@ -92,12 +108,22 @@ impl Listener {
         }
     }
 
-    /// A waiting connection, non-blocking, with a name for messages.
+    /// A waiting connection, non-blocking, with a name for messages. On
+    /// the unix socket, a peer whose uid is neither this process's nor
+    /// root's is refused (closed; the error names its uid), whatever the
+    /// socket file's mode says.
     pub fn accept(&self) -> io::Result<Option<(Stream, String)>> {
         let r = match self {
-            Listener::Unix(s, p) => s
-                .accept()
-                .map(|(c, _)| (Stream::Unix(c), format!("unix:{}", p.display()))),
+            Listener::Unix(s, p) => s.accept().and_then(|(c, _)| {
+                let uid = sluice_sys::peer::peer_uid(c.as_fd())?;
+                if uid != 0 && uid != sluice_sys::peer::euid() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        format!("unix:{}: refused a client of uid {uid}", p.display()),
+                    ));
+                }
+                Ok((Stream::Unix(c), format!("unix:{}", p.display())))
+            }),
             Listener::Tcp(s) => s.accept().map(|(c, a)| {
                 let _ = c.set_nodelay(true);
                 (Stream::Tcp(c), format!("tcp:{a}"))

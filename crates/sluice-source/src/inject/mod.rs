@@ -49,6 +49,9 @@ pub struct InjectConfig {
     pub macs: ([u8; 6], [u8; 6]),
     /// Stop accepting this long after the start.
     pub duration: Option<Nanos>,
+    /// The secret every HELLO must carry (a TCP listener's token file);
+    /// None: no secret (a unix socket, or `--insecure-tcp`).
+    pub token: Option<[u8; proto::TOKEN_LEN]>,
 }
 
 /// A description waiting for its time.
@@ -222,7 +225,7 @@ impl InjectSource {
             let msg = match s.next_message() {
                 Ok(None) => return true,
                 Ok(Some(f)) => proto::decode(f.kind, f.body, f.at, hello_seen).map(|m| match m {
-                    Message::Hello(h) => Msg::Hello(h),
+                    Message::Hello(h) => Msg::Hello(h, f.at),
                     Message::Descs { .. } => Msg::Descs(f.body.to_vec()),
                     Message::Bye => Msg::Bye,
                 }),
@@ -233,7 +236,20 @@ impl InjectSource {
                     self.fail(i, &e);
                     return true;
                 }
-                Ok(Msg::Hello(h)) => {
+                Ok(Msg::Hello(h, at)) => {
+                    if let Some(want) = &self.cfg.token {
+                        if !proto::token_matches(want, h.token.as_ref()) {
+                            let e = ProtoError {
+                                offset: at + proto::HELLO_LEN as u64,
+                                field: "token",
+                                reason: "missing or wrong: this server needs the secret \
+                                         of its --token-file after HELLO's body"
+                                    .into(),
+                            };
+                            self.fail(i, &e);
+                            return true;
+                        }
+                    }
                     self.counts.sessions += 1;
                     let s = &mut self.sessions[i];
                     s.hello = Some(h);
@@ -543,7 +559,7 @@ impl InjectSource {
 
 /// A decoded message, owned, so the session may be borrowed again.
 enum Msg {
-    Hello(proto::Hello),
+    Hello(proto::Hello, u64),
     Descs(Vec<u8>),
     Bye,
 }

@@ -25,6 +25,9 @@ pub const DONE: u8 = 0x85;
 
 /// Bytes of HELLO's body.
 pub const HELLO_LEN: usize = 20;
+/// Bytes of the secret a HELLO may carry after its body (a TCP server
+/// started with a token file requires it).
+pub const TOKEN_LEN: usize = 32;
 /// Bytes of a description before its headers and prefix.
 pub const DESC_HEAD: usize = 24;
 /// Bytes of a `fields` description's header block.
@@ -51,6 +54,8 @@ pub struct Hello {
     /// MACs of frames built from fields (None: sluice's defaults).
     pub src_mac: Option<[u8; 6]>,
     pub dst_mac: Option<[u8; 6]>,
+    /// The secret the client sent, if any.
+    pub token: Option<[u8; TOKEN_LEN]>,
 }
 
 /// The headers of a frame built from fields.
@@ -220,11 +225,15 @@ pub fn decode(kind: u8, body: &[u8], at: u64, hello_seen: bool) -> Result<Messag
 }
 
 fn decode_hello(b: &[u8], at: u64) -> Result<Hello, ProtoError> {
-    if b.len() != HELLO_LEN {
+    if b.len() != HELLO_LEN && b.len() != HELLO_LEN + TOKEN_LEN {
         return Err(err(
             at,
             "length",
-            format!("HELLO has {HELLO_LEN} bytes of body, not {}", b.len()),
+            format!(
+                "HELLO has {HELLO_LEN} bytes of body ({} with a token), not {}",
+                HELLO_LEN + TOKEN_LEN,
+                b.len()
+            ),
         ));
     }
     if &b[0..4] != MAGIC {
@@ -263,7 +272,19 @@ fn decode_hello(b: &[u8], at: u64) -> Result<Hello, ProtoError> {
         want_frames: flags & 1 != 0,
         src_mac: mac_at(b, 8),
         dst_mac: mac_at(b, 14),
+        token: b
+            .get(HELLO_LEN..HELLO_LEN + TOKEN_LEN)
+            .map(|t| t.try_into().expect("TOKEN_LEN bytes")),
     })
+}
+
+/// Whether `got` is `want`, in time that does not depend on where they
+/// differ (no byte-by-byte early exit an attacker could time).
+pub fn token_matches(want: &[u8; TOKEN_LEN], got: Option<&[u8; TOKEN_LEN]>) -> bool {
+    let Some(got) = got else {
+        return false;
+    };
+    want.iter().zip(got).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
 }
 
 /// Checks the description at `pos` of a DESCS body (at stream offset
