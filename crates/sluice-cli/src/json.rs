@@ -89,21 +89,7 @@ static RUN: std::sync::Mutex<Option<RunInfo>> = std::sync::Mutex::new(None);
 
 /// Notes the start of the process (wall clock) and its arguments.
 pub fn begin_run() {
-    let started_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let info = RunInfo {
-        started: rfc3339(started_ns),
-        started_ns,
-        version: env!("CARGO_PKG_VERSION"),
-        commit: env!("SLUICE_COMMIT"),
-        command: std::env::args_os()
-            .skip(1)
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        inputs: Vec::new(),
-    };
-    *RUN.lock().unwrap_or_else(|e| e.into_inner()) = Some(info);
+    *RUN.lock().unwrap_or_else(|e| e.into_inner()) = Some(started_now());
 }
 
 /// The input files of the run, as its summary names them.
@@ -113,16 +99,29 @@ pub fn set_inputs(inputs: &[&std::path::Path]) {
     }
 }
 
+/// The run begun by [`begin_run`] (begun now when nobody did: unit tests).
 fn run_info() -> RunInfo {
-    let g = RUN.lock().unwrap_or_else(|e| e.into_inner());
-    g.clone().unwrap_or_else(|| {
-        drop(g);
-        begin_run();
-        RUN.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .expect("set just now")
-    })
+    RUN.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(started_now)
+        .clone()
+}
+
+fn started_now() -> RunInfo {
+    let started_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    RunInfo {
+        started: rfc3339(started_ns),
+        started_ns,
+        version: env!("CARGO_PKG_VERSION"),
+        commit: env!("SLUICE_COMMIT"),
+        command: std::env::args_os()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        inputs: Vec::new(),
+    }
 }
 
 /// `ns` since the epoch as `YYYY-MM-DDThh:mm:ss.nnnnnnnnnZ` (civil from

@@ -457,19 +457,21 @@ fn tcp_clients_need_the_token_and_unix_peers_are_checked() {
     // A token file made on first use, 0600; a client without the secret
     // is refused, one with it served.
     let token = d.join("token");
-    let server = sluice()
-        .args([
+    let inject_tcp = |extra: &[&str]| {
+        let mut c = sluice();
+        c.args([
             "inject",
             "--listen",
             &listen,
             "--to",
             "null",
-            "--sessions",
-            "1",
-            "-q",
+            "--token-file",
         ])
-        .arg("--token-file")
         .arg(&token)
+        .args(extra);
+        c
+    };
+    let server = inject_tcp(&["--sessions", "1", "-q"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -512,18 +514,7 @@ fn tcp_clients_need_the_token_and_unix_peers_are_checked() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
     }
-    let o = sluice()
-        .args([
-            "inject",
-            "--listen",
-            &listen,
-            "--to",
-            "null",
-            "--token-file",
-        ])
-        .arg(&token)
-        .output()
-        .unwrap();
+    let o = inject_tcp(&[]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("others may read it"), "{}", stderr(&o));
 

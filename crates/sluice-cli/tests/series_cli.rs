@@ -179,26 +179,32 @@ fn an_unroutable_mapped_source_is_refused_before_sending() {
     let d = tmpdir("series-route");
     let arc = d.join("s.arc");
     convert_rjob(&arc, &[]);
-    let map = d.join("m.csv");
-    std::fs::write(
-        &map,
-        "device_id,src_ip,dst_ip,src_port,dst_port\nBW.RJOB..EHN,192.0.2.77,127.0.0.1,5000,9\n",
-    )
-    .unwrap();
-    let summary = d.join("sum.json");
-    let o = run(&[
-        "series",
-        "play",
-        s(&arc),
-        "--to",
-        "udp:127.0.0.1:9",
-        "--map",
-        s(&map),
-        "--tight-loop",
-        "0ns",
-        "--summary-json",
-        s(&summary),
-    ]);
+    let (map, summary) = (d.join("m.csv"), d.join("sum.json"));
+    // Plays the archive to udp: with EHN mapped from `src`.
+    let play = |src: &str| {
+        std::fs::write(
+            &map,
+            format!(
+                "device_id,src_ip,dst_ip,src_port,dst_port\nBW.RJOB..EHN,{src},127.0.0.1,5000,9\n"
+            ),
+        )
+        .unwrap();
+        run(&[
+            "series",
+            "play",
+            s(&arc),
+            "--to",
+            "udp:127.0.0.1:9",
+            "--map",
+            s(&map),
+            "--tight-loop",
+            "0ns",
+            "--summary-json",
+            s(&summary),
+            "-q",
+        ])
+    };
+    let o = play("192.0.2.77");
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
@@ -208,25 +214,7 @@ fn an_unroutable_mapped_source_is_refused_before_sending() {
     );
     assert!(!summary.exists(), "nothing was sent, no summary");
     // A local source: every datagram sent, each counted once, per flow too.
-    std::fs::write(
-        &map,
-        "device_id,src_ip,dst_ip,src_port,dst_port\nBW.RJOB..EHN,127.0.0.5,127.0.0.1,5000,9\n",
-    )
-    .unwrap();
-    let o = run(&[
-        "series",
-        "play",
-        s(&arc),
-        "--to",
-        "udp:127.0.0.1:9",
-        "--map",
-        s(&map),
-        "--tight-loop",
-        "0ns",
-        "--summary-json",
-        s(&summary),
-        "-q",
-    ]);
+    let o = play("127.0.0.5");
     assert!(o.status.success(), "{}", stderr(&o));
     let j = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
     assert_eq!(j["packets"], 9000, "{j}");
