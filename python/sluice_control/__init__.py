@@ -87,15 +87,31 @@ class Worker:
                 certificate_chain=read("controller.pem"))
             self.channel = grpc.secure_channel(
                 address, creds, options=[("grpc.ssl_target_name_override", WORKER_NAME)])
-        else:
+        elif address.startswith("unix:"):
+            # A worker without keys serves a 0600 unix socket only.
             self.channel = grpc.insecure_channel(address)
+        else:
+            raise ControlError(
+                f"worker {name!r} at {address}: TCP needs tls_dir "
+                "(workers without keys serve unix:PATH)")
         self.stub = pb_grpc.WorkerStub(self.channel)
+        # The lease Register gives: every later call carries it.
+        self.meta = ()
         self.port = None
         self.offset_ns = 0
         self.uncertainty_ns = 0
 
     def register(self):
-        return self.stub.Register(pb.RegisterRequest(name=self.name), timeout=5)
+        reg = self.stub.Register(pb.RegisterRequest(name=self.name), timeout=5)
+        self.meta = (("sluice-session", reg.session),)
+        return reg
+
+    def release(self):
+        """Ends the lease (its uploads deleted); best effort."""
+        try:
+            self.stub.Release(pb.ReleaseRequest(), timeout=2, metadata=self.meta)
+        except grpc.RpcError:
+            pass
 
     def clock_offset(self, rounds=64):
         """The four-timestamp exchange on one stream; the minimum-delay
@@ -112,7 +128,7 @@ class Worker:
                 ready.clear()
 
         best = None
-        for r in self.stub.Clock(requests(), timeout=30):
+        for r in self.stub.Clock(requests(), timeout=30, metadata=self.meta):
             t4 = now_ns()
             delay = (t4 - r.t1_ns) - (r.t3_ns - r.t2_ns)
             offset = ((r.t2_ns - r.t1_ns) + (r.t3_ns - t4)) // 2
@@ -134,10 +150,10 @@ class Worker:
                         return
                     yield pb.FileChunk(name=name, data=data)
 
-        return self.stub.Upload(chunks(), timeout=600).id
+        return self.stub.Upload(chunks(), timeout=600, metadata=self.meta).id
 
     def stop(self):
-        self.stub.Stop(pb.StopRequest(), timeout=2)
+        self.stub.Stop(pb.StopRequest(), timeout=2, metadata=self.meta)
 
 
 def run_job(workers, command, path, args=(), duration="2s", split=None, start_in=1.5,
@@ -153,20 +169,29 @@ def run_job(workers, command, path, args=(), duration="2s", split=None, start_in
         except grpc.RpcError as e:
             raise _rpc_error(w, what, e) from None
 
-    for i, w in enumerate(workers):
-        reg = call(w, "register", w.register)
-        if w.sink not in [p.sink for p in reg.ports]:
-            raise ControlError(f"worker {w.name!r} at {w.address}: no port {w.sink}")
-        w.port = i
-    ports = pb.PortMap(ports=[pb.GlobalPort(id=w.port, worker=w.name, sink=w.sink)
-                              for w in workers])
-    for w in workers:
-        call(w, "port map", lambda: w.stub.PublishPorts(ports, timeout=5))
-        off, unc = call(w, "clock exchange", w.clock_offset)
-        if unc > max_skew_ns:
-            raise ControlError(
-                f"worker {w.name!r} at {w.address}: clock offset known to +-{unc} ns only")
-    ids = [call(w, "upload", lambda: w.upload(path)) for w in workers]
+    registered = []
+    try:
+        for i, w in enumerate(workers):
+            reg = call(w, "register", w.register)
+            registered.append(w)
+            if w.sink not in [p.sink for p in reg.ports]:
+                raise ControlError(f"worker {w.name!r} at {w.address}: no port {w.sink}")
+            w.port = i
+        ports = pb.PortMap(ports=[pb.GlobalPort(id=w.port, worker=w.name, sink=w.sink)
+                                  for w in workers])
+        for w in workers:
+            call(w, "port map",
+                 lambda: w.stub.PublishPorts(ports, timeout=5, metadata=w.meta))
+            off, unc = call(w, "clock exchange", w.clock_offset)
+            if unc > max_skew_ns:
+                raise ControlError(
+                    f"worker {w.name!r} at {w.address}: clock offset known to +-{unc} ns only")
+        ids = [call(w, "upload", lambda: w.upload(path)) for w in workers]
+    except BaseException:
+        # Nothing ran: no worker stays held, no upload stays behind.
+        for w in registered:
+            w.release()
+        raise
     start = now_ns() + int(start_in * 1e9)
     deadline = start + duration_ns + 3_000_000_000
     results = [None] * len(workers)
@@ -181,7 +206,10 @@ def run_job(workers, command, path, args=(), duration="2s", split=None, start_in
                "offset_uncertainty_ns": w.uncertainty_ns, "summary": None, "error": None,
                "refused": False}
         try:
-            for u in w.stub.Run(task):
+            # Given up at the deadline plus a margin: a frozen worker
+            # never holds the caller for ever.
+            wait = max((deadline - now_ns()) / 1e9, 0) + 5
+            for u in w.stub.Run(task, timeout=wait, metadata=w.meta):
                 kind = u.WhichOneof("kind")
                 if kind == "stats" and on_stats:
                     with lock:

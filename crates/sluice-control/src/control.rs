@@ -15,7 +15,34 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_stream::StreamExt;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
+
+/// A worker's client: every call carries the lease Register gave.
+type Client = WorkerClient<InterceptedService<Channel, Lease>>;
+
+/// Adds the lease (`sluice-session`) to every call once Register set it.
+#[derive(Clone, Default)]
+pub struct Lease(Arc<std::sync::Mutex<Option<tonic::metadata::AsciiMetadataValue>>>);
+
+impl Lease {
+    pub fn set(&self, session: &str) -> Result<()> {
+        let v = session
+            .parse()
+            .map_err(|_| anyhow!("the worker's session is not printable ASCII"))?;
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+        Ok(())
+    }
+}
+
+impl tonic::service::Interceptor for Lease {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(v) = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            req.metadata_mut().insert(crate::worker::SESSION_KEY, v);
+        }
+        Ok(req)
+    }
+}
 
 /// What to do when a worker is lost mid-run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +113,12 @@ pub struct WorkerResult {
     pub error: Option<String>,
     /// The worker refused the job as bad input (`error` says why).
     pub refused: bool,
+    /// Given up: no summary by its deadline plus a margin, or none soon
+    /// after an interruption (`error` says which).
+    pub lost: bool,
+    /// The packets its last statistics line reported (a lost worker's
+    /// last word).
+    pub last_packets: Option<u64>,
 }
 
 /// A failure of the environment (exit 1), not of the plan: a worker that
@@ -146,41 +179,111 @@ pub struct ControlSummary {
 }
 
 struct Conn {
-    client: WorkerClient<Channel>,
+    client: Client,
     result: WorkerResult,
 }
 
 /// Grace after t_tos + duration before a worker stops a job by itself.
 const GRACE: Duration = Duration::from_secs(3);
+/// Past a worker's deadline, how long its summary may take (the worker
+/// kills its job 2 s after the deadline's SIGTERM) before it is lost.
+const LOST_AFTER: Duration = Duration::from_secs(5);
+/// After an interruption, how long the workers have to send summaries.
+const STOP_WAIT: Duration = Duration::from_secs(3);
+/// TCP connect, TLS handshake and Register, together.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Any one call before the run (port map, clock, release).
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 const CHUNK: usize = 1 << 20;
 
-async fn connect(
+/// A channel to `address`: HOST:PORT (TLS when `tls`) or unix:PATH. The
+/// HTTP/2 keep-alive finds a peer that froze or vanished mid-run.
+pub async fn connect(
     address: &str,
     tls: Option<&tonic::transport::ClientTlsConfig>,
 ) -> Result<Channel> {
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    let mut ep = Endpoint::from_shared(format!("{scheme}://{address}"))
+    if let Some(path) = address.strip_prefix("unix:") {
+        if tls.is_some() {
+            return Err(anyhow!(
+                "address '{address}': a unix socket checks its peer's uid; --tls is for TCP"
+            ));
+        }
+        let path = PathBuf::from(path);
+        // The URI is a placeholder: the connector dials the socket.
+        let ep = Endpoint::from_static("http://[::1]:1")
+            .http2_keep_alive_interval(Duration::from_secs(5))
+            .keep_alive_timeout(Duration::from_secs(5))
+            .keep_alive_while_idle(true);
+        let ch = ep
+            .connect_with_connector(tower::service_fn(move |_| {
+                let path = path.clone();
+                async move {
+                    let s = tokio::net::UnixStream::connect(&path).await?;
+                    Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(s))
+                }
+            }))
+            .await?;
+        return Ok(ch);
+    }
+    let Some(t) = tls else {
+        return Err(anyhow!(
+            "address '{address}': TCP needs --tls (workers without keys serve unix:PATH)"
+        ));
+    };
+    let ep = Endpoint::from_shared(format!("https://{address}"))
         .map_err(|e| anyhow!("address '{address}': {e}"))?
         .connect_timeout(Duration::from_secs(3))
-        .tcp_nodelay(true);
-    if let Some(t) = tls {
-        ep = ep.tls_config(t.clone())?;
-    }
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(5))
+        .keep_alive_timeout(Duration::from_secs(5))
+        .keep_alive_while_idle(true)
+        .tls_config(t.clone())?;
     Ok(ep.connect().await?)
+}
+
+/// `f`, refused with a timeout error naming `what` after `limit`.
+async fn within<T>(
+    limit: Duration,
+    what: &str,
+    f: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(limit, f).await {
+        Ok(r) => r,
+        Err(_) => Err(anyhow::Error::new(Environment(format!(
+            "{what}: no answer within {} s",
+            limit.as_secs()
+        )))),
+    }
+}
+
+/// Ends every lease (best effort, briefly): a controller that stops before
+/// its run leaves no uploads and no held worker behind.
+async fn release_all(conns: &mut [Conn]) {
+    for c in conns {
+        let _ = tokio::time::timeout(
+            Duration::from_secs(1),
+            c.client.release(pb::ReleaseRequest {}),
+        )
+        .await;
+    }
+}
+
+/// Waits for the stop flag (polled: the signal handler only sets it).
+async fn stopped(stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Sends `path` to one worker, read from disk in CHUNK pieces as the
 /// stream drains: the controller holds a few chunks, never the whole file
 /// (a trace may be gigabytes), once per worker.
-async fn upload(client: &mut WorkerClient<Channel>, path: &Path, worker: &str) -> Result<String> {
+async fn upload(client: &mut Client, path: &Path, worker: &str) -> Result<String> {
     use tokio::io::AsyncReadExt;
     let mut f = tokio::fs::File::open(path)
         .await
         .with_context(|| format!("{}: cannot read", path.display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = crate::plan::upload_name(path);
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     let reader = tokio::spawn(async move {
         loop {
@@ -215,10 +318,13 @@ async fn upload(client: &mut WorkerClient<Channel>, path: &Path, worker: &str) -
 
 /// NTP's four-timestamp exchange, `rounds` times; the round with the
 /// smallest delay gives the offset (worker − controller) and ± delay / 2.
-pub async fn measure_offset(
-    client: &mut WorkerClient<Channel>,
-    rounds: usize,
-) -> Result<(i64, u64)> {
+pub async fn measure_offset<T>(client: &mut WorkerClient<T>, rounds: usize) -> Result<(i64, u64)>
+where
+    T: tonic::client::GrpcService<tonic::body::Body>,
+    T::Error: Into<tonic::codegen::StdError>,
+    T::ResponseBody: tonic::codegen::Body<Data = tonic::codegen::Bytes> + Send + 'static,
+    <T::ResponseBody as tonic::codegen::Body>::Error: Into<tonic::codegen::StdError> + Send,
+{
     let mut best: Option<(i64, i64)> = None;
     let (tx, rx) = tokio::sync::mpsc::channel(1);
     let mut replies = client
@@ -245,59 +351,67 @@ pub async fn measure_offset(
     Ok((offset, (delay.max(0) / 2) as u64))
 }
 
-/// Runs the plan; the summary even when workers failed (the error says
-/// which), an error only when nothing could start.
-pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
+/// Connects to and registers every worker (at once), publishes the port
+/// map, measures the clock offsets and uploads the job's files: the
+/// uploads' ids and the largest round trip. `conns` holds every worker
+/// registered so far, for the caller to release on an error.
+async fn prepare(cfg: &ControlConfig, conns: &mut Vec<Conn>) -> Result<(Vec<String>, u64)> {
     let tls = match &cfg.tls {
         Some(d) => Some(crate::tls::client_config(d)?),
         None => None,
     };
     let plan = &cfg.plan;
-    // Connect and register, every worker at once.
-    let mut conns = Vec::new();
     let mut tasks = Vec::new();
     for w in &plan.workers {
         let (name, address, tls) = (w.name.clone(), w.address.clone(), tls.clone());
         tasks.push(tokio::spawn(async move {
-            let ch = connect(&address, tls.as_ref()).await.map_err(|e| {
-                if network_failure(&e) {
-                    anyhow::Error::new(Environment(format!(
-                        "worker '{name}' ({address}): unreachable: {}",
-                        describe(&e)
-                    )))
-                } else {
-                    anyhow!("worker '{name}' ({address}): {}", describe(&e))
-                }
-            })?;
-            let mut client = WorkerClient::new(ch).max_decoding_message_size(64 << 20);
-            let reg = client
-                .register(pb::RegisterRequest { name: name.clone() })
-                .await
-                .map_err(|e| anyhow!("worker '{name}' ({address}): {}", e.message()))?
-                .into_inner();
-            Ok::<_, anyhow::Error>((client, reg))
+            let what = format!("worker '{name}' ({address})");
+            within(CONNECT_TIMEOUT, &what, async {
+                let ch = connect(&address, tls.as_ref()).await.map_err(|e| {
+                    if network_failure(&e) {
+                        anyhow::Error::new(Environment(format!(
+                            "{what}: unreachable: {}",
+                            describe(&e)
+                        )))
+                    } else {
+                        anyhow!("{what}: {}", describe(&e))
+                    }
+                })?;
+                let lease = Lease::default();
+                let mut client = WorkerClient::with_interceptor(ch, lease.clone())
+                    .max_decoding_message_size(64 << 20);
+                let reg = client
+                    .register(pb::RegisterRequest { name: name.clone() })
+                    .await
+                    .map_err(|e| {
+                        let text = format!("{what}: {}", e.message());
+                        if e.code() == tonic::Code::Unavailable {
+                            anyhow::Error::new(Environment(text))
+                        } else {
+                            anyhow!(text)
+                        }
+                    })?
+                    .into_inner();
+                lease.set(&reg.session)?;
+                Ok::<_, anyhow::Error>((client, reg))
+            })
+            .await
         }));
     }
+    let mut first_error = None;
     for (i, t) in tasks.into_iter().enumerate() {
-        let (client, reg) = t.await.context("a connection task")??;
+        let (client, reg) = match t.await.context("a connection task")? {
+            Ok(r) => r,
+            Err(e) => {
+                // The others registered are still released by the caller.
+                first_error.get_or_insert(e);
+                continue;
+            }
+        };
         let w = &plan.workers[i];
-        let port = reg.ports.iter().find(|p| p.sink == w.to).ok_or_else(|| {
-            anyhow!(
-                "worker '{}': no port {} (it has {})",
-                w.name,
-                w.to,
-                reg.ports
-                    .iter()
-                    .map(|p| p.sink.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?;
-        if !port.up {
-            return Err(anyhow!("worker '{}': {} is down", w.name, w.to));
-        }
         // An empty text: no clock service answered on the worker.
         let service = !reg.clock_service.is_empty();
+        let port = reg.ports.iter().find(|p| p.sink == w.to).cloned();
         conns.push(Conn {
             client,
             result: WorkerResult {
@@ -314,8 +428,29 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
                 summary: None,
                 error: None,
                 refused: false,
+                lost: false,
+                last_packets: None,
             },
         });
+        let Some(port) = port else {
+            first_error.get_or_insert(anyhow!(
+                "worker '{}': no port {} (it has {})",
+                w.name,
+                w.to,
+                reg.ports
+                    .iter()
+                    .map(|p| p.sink.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            continue;
+        };
+        if !port.up {
+            first_error.get_or_insert(anyhow!("worker '{}': {} is down", w.name, w.to));
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
     }
     // The global port map (Fig. 6): port i is worker i's sink.
     let map = pb::PortMap {
@@ -328,13 +463,26 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
             })
             .collect(),
     };
-    for c in &mut conns {
-        c.client.publish_ports(map.clone()).await?;
+    for c in conns.iter_mut() {
+        let what = format!("worker '{}': the port map", c.result.name);
+        within(CALL_TIMEOUT, &what, async {
+            c.client
+                .publish_ports(map.clone())
+                .await
+                .map_err(|e| anyhow!("{what}: {}", e.message()))
+        })
+        .await?;
     }
     // Clock offsets, then the refusal when one is not known well enough.
     let mut max_rtt = 0u64;
-    for c in &mut conns {
-        let (off, unc) = measure_offset(&mut c.client, cfg.rounds).await?;
+    for c in conns.iter_mut() {
+        let what = format!("worker '{}': the clock exchange", c.result.name);
+        let (off, unc) = within(
+            CALL_TIMEOUT,
+            &what,
+            measure_offset(&mut c.client, cfg.rounds),
+        )
+        .await?;
         c.result.offset_ns = off;
         c.result.offset_uncertainty_ns = unc;
         max_rtt = max_rtt.max(2 * unc);
@@ -347,11 +495,36 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
             ))));
         }
     }
-    // The job's file to every worker.
+    // The job's files to every worker: no timeout (a trace may be large),
+    // but the keep-alive ends it when a worker stops answering.
     let mut ids = Vec::new();
-    for c in &mut conns {
+    for c in conns.iter_mut() {
         ids.push(upload(&mut c.client, &plan.file, &c.result.name).await?);
+        for f in &plan.files {
+            upload(&mut c.client, f, &c.result.name).await?;
+        }
     }
+    Ok((ids, max_rtt))
+}
+
+/// Runs the plan; the summary even when workers failed (the error says
+/// which), an error only when nothing could start.
+pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
+    let mut conns = Vec::new();
+    let prepared = tokio::select! {
+        r = prepare(&cfg, &mut conns) => r,
+        _ = stopped(&cfg.stop) => Err(anyhow::Error::new(Environment(
+            "interrupted before the start: nothing was sent".into(),
+        ))),
+    };
+    let (ids, max_rtt) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            release_all(&mut conns).await;
+            return Err(e);
+        }
+    };
+    let plan = &cfg.plan;
     // t_tos: far enough ahead for every worker to get its task and load
     // its input.
     let lead = cfg
@@ -425,13 +598,19 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
         });
     }
     drop(tx);
-    // Gather until every worker finished, failed or was lost.
+    // Gather until every worker finished, failed or was lost: a worker
+    // that says nothing by its deadline plus LOST_AFTER (frozen, or its
+    // network gone) is given up, and so is every one still silent
+    // STOP_WAIT after an interruption.
     let mut open = conns.len();
+    let mut done = vec![false; conns.len()];
     let mut last: Vec<Option<Value>> = vec![None; conns.len()];
     let mut aborted: Option<String> = None;
     let mut interrupted = false;
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let stop_all = |stoppers: &Vec<WorkerClient<Channel>>| {
+    let mut give_up_ns = deadline_ns + LOST_AFTER.as_nanos() as i64;
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut ticks = 0u64;
+    let stop_all = |stoppers: &Vec<Client>| {
         for s in stoppers {
             let mut s = s.clone();
             tokio::spawn(async move {
@@ -444,28 +623,31 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
         tokio::select! {
             ev = rx.recv() => {
                 let Some((i, ev)) = ev else { break };
+                if done[i] {
+                    continue; // given up already
+                }
                 let r = &mut conns[i].result;
                 match ev {
                     Event::Accepted(t) => r.start_ns = Some(t - r.offset_ns),
                     Event::Stats(line) => {
                         if let Ok(v) = serde_json::from_str::<Value>(&line) {
                             (cfg.on_stats)(&r.name, r.port, &v);
+                            r.last_packets = v["packets"].as_u64();
                             last[i] = Some(v);
                         }
                     }
                     Event::Finished(s) => {
                         r.summary = serde_json::from_str(&s).ok();
+                        done[i] = true;
                         open -= 1;
                     }
                     Event::Failed { error, refused } => {
                         r.refused = refused;
-                        let e = format!("worker '{}': {error}", r.name);
-                        // A broken stderr must not end the controller.
-                        let _ = writeln!(std::io::stderr(), "sluice control: {e}");
-                        r.error = Some(e.clone());
+                        done[i] = true;
                         open -= 1;
-                        if cfg.on_loss == OnLoss::Abort && aborted.is_none() && open > 0 {
-                            aborted = Some(e);
+                        let e = format!("worker '{}': {error}", r.name);
+                        if let Some(a) = fail(r, e, cfg.on_loss, open, &aborted) {
+                            aborted = Some(a);
                             stop_all(&stoppers);
                         }
                     }
@@ -475,6 +657,39 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
                 if cfg.stop.load(Ordering::Relaxed) && !interrupted {
                     interrupted = true;
                     stop_all(&stoppers);
+                    give_up_ns = give_up_ns.min(now_ns() + STOP_WAIT.as_nanos() as i64);
+                }
+                if now_ns() >= give_up_ns {
+                    for (i, c) in conns.iter_mut().enumerate() {
+                        if done[i] {
+                            continue;
+                        }
+                        done[i] = true;
+                        open -= 1;
+                        let r = &mut c.result;
+                        r.lost = true;
+                        let why = if interrupted {
+                            format!("no summary within {} s of the stop", STOP_WAIT.as_secs())
+                        } else {
+                            format!(
+                                "no summary by its deadline plus {} s",
+                                LOST_AFTER.as_secs()
+                            )
+                        };
+                        let e = format!(
+                            "worker '{}': lost: {why} (it last reported {} packets)",
+                            r.name,
+                            r.last_packets.map_or("no".into(), |p| p.to_string())
+                        );
+                        if let Some(a) = fail(r, e, cfg.on_loss, open, &aborted) {
+                            aborted = Some(a);
+                            stop_all(&stoppers);
+                        }
+                    }
+                }
+                ticks += 1;
+                if ticks % 4 != 0 {
+                    continue;
                 }
                 let mut s = Status {
                     t: (now_ns() - start_ns) as f64 / 1e9,
@@ -527,6 +742,21 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
         interrupted,
         aborted,
     })
+}
+
+/// Records a worker's failure; the reason to abort the others, when
+/// `on_loss` says so and this is the first failure with others running.
+fn fail(
+    r: &mut WorkerResult,
+    e: String,
+    on_loss: OnLoss,
+    open: usize,
+    aborted: &Option<String>,
+) -> Option<String> {
+    // A broken stderr must not end the controller.
+    let _ = writeln!(std::io::stderr(), "sluice control: {e}");
+    r.error = Some(e.clone());
+    (on_loss == OnLoss::Abort && aborted.is_none() && open > 0).then_some(e)
 }
 
 enum Event {

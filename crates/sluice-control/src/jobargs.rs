@@ -1,12 +1,14 @@
 //! The options a distributed job may carry: an allow-list per command.
 //!
 //! A worker runs what a controller asks as root, so a job's options must
-//! not name anything on the worker's filesystem (`--map`, `--split
-//! cache:`, a second output, `--summary-json`), nor set what the worker
-//! sets itself (its sink, start, share and outputs). Every file a job reads
-//! is uploaded. Options missing from the list are refused: a new option
-//! reaches workers only once it is added here (a test in the CLI keeps the
-//! list and the command line in step).
+//! not name anything on the worker's filesystem (a second output,
+//! `--summary-json`, a path), nor set what the worker sets itself (its
+//! sink, start, share and outputs). Every file a job reads is uploaded:
+//! an option that reads a file (series `--map`) takes the plain name of an
+//! upload, which the worker turns into its own path. Options missing from
+//! the list are refused: a new option reaches workers only once it is
+//! added here (a test in the CLI keeps the list and the command line in
+//! step).
 
 use crate::pb;
 
@@ -90,6 +92,9 @@ const SERIES: &[(&str, bool)] = &[
     ("no-rescue", false),
 ];
 
+/// Options whose value names an uploaded file (by its plain name).
+const SERIES_FILES: &[&str] = &["map"];
+
 const PROFILE: &[(&str, bool)] = &[
     ("mode", true),
     ("sample", true),
@@ -112,15 +117,61 @@ pub fn allowed(command: pb::Command) -> Vec<(&'static str, bool)> {
         pb::Command::Profile => PROFILE,
         pb::Command::Unspecified => return Vec::new(),
     };
-    RUN.iter().chain(own).copied().collect()
+    let files = file_options(command).iter().map(|n| (*n, true));
+    RUN.iter().chain(own).copied().chain(files).collect()
+}
+
+/// The options of `command` whose value is the plain name of an upload.
+pub fn file_options(command: pb::Command) -> &'static [&'static str] {
+    match command {
+        pb::Command::Series => SERIES_FILES,
+        _ => &[],
+    }
+}
+
+/// Whether `name` may name an upload: one plain component, no leading dot
+/// (no `..`, no hidden file), printable, at most 128 characters.
+pub fn plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().count() <= 128
+        && !name.starts_with('.')
+        && !name.contains('/')
+        && name.chars().all(|c| !c.is_control())
 }
 
 /// Refuses, naming it, the first word of `args` that is not an allowed
 /// option of `command` or its value.
 pub fn check(command: pb::Command, args: &[String]) -> Result<(), String> {
+    resolve(command, args, |n| Some(n.to_string())).map(drop)
+}
+
+/// [`check`], and every upload-valued option's name replaced by
+/// `upload(name)`: None refuses the name (no such upload).
+pub fn resolve(
+    command: pb::Command,
+    args: &[String],
+    upload: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<String>, String> {
     let allowed = allowed(command);
+    let files = file_options(command);
+    let mut out = Vec::with_capacity(args.len());
     let mut words = args.iter();
     while let Some(w) = words.next() {
+        if let Some((n, v)) = w.strip_prefix("--").and_then(|l| l.split_once('=')) {
+            if files.contains(&n) {
+                out.push(format!("--{n}"));
+                out.push(upload_path(n, v, &upload)?);
+                continue;
+            }
+        } else if let Some(n) = w.strip_prefix("--").filter(|n| files.contains(n)) {
+            let v = words
+                .next()
+                .ok_or_else(|| format!("option '--{n}' needs a value"))?;
+            out.push(w.clone());
+            out.push(upload_path(n, v, &upload)?);
+            continue;
+        }
+        out.push(w.clone());
         let (name, inline) = if let Some(long) = w.strip_prefix("--") {
             match long.split_once('=') {
                 Some((n, _)) => (n.to_string(), true),
@@ -142,11 +193,35 @@ pub fn check(command: pb::Command, args: &[String]) -> Result<(), String> {
         let Some(&(_, takes_value)) = allowed.iter().find(|(n, _)| *n == name) else {
             return Err(refused(w));
         };
-        if takes_value && !inline && words.next().is_none() {
-            return Err(format!("option '--{name}' needs a value"));
+        if takes_value && !inline {
+            match words.next() {
+                Some(v) => out.push(v.clone()),
+                None => return Err(format!("option '--{name}' needs a value")),
+            }
         }
     }
-    Ok(())
+    Ok(out)
+}
+
+/// The worker's path of the upload option `--{option}` names.
+fn upload_path(
+    option: &str,
+    name: &str,
+    upload: &impl Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    if !plain_name(name) {
+        return Err(format!(
+            "option '--{option}': '{}' is not the plain name of an uploaded file \
+             (list the file in the plan's job.files; no directories)",
+            shown(name)
+        ));
+    }
+    upload(name).ok_or_else(|| {
+        format!(
+            "option '--{option}': no uploaded file '{}' (list it in the plan's job.files)",
+            shown(name)
+        )
+    })
 }
 
 fn refused(word: &str) -> String {
@@ -199,7 +274,20 @@ mod tests {
             assert!(e.contains(bad[0].split('=').next().unwrap()), "{e}");
             assert!(!e.contains("root:"), "{e}");
         }
-        assert!(check(pb::Command::Series, &words(&["--map", "m.csv"])).is_err());
+        // A map names an upload, never a path.
+        assert!(check(pb::Command::Series, &words(&["--map", "m.csv"])).is_ok());
+        for bad in ["/etc/shadow", "../m.csv", ".m", "a/b"] {
+            let e = check(pb::Command::Series, &words(&["--map", bad])).unwrap_err();
+            assert!(e.contains("plain name"), "{e}");
+        }
+        let up = |n: &str| (n == "m.csv").then(|| format!("/w/{n}"));
+        assert_eq!(
+            resolve(pb::Command::Series, &words(&["--map=m.csv", "-q"]), up).unwrap(),
+            words(&["--map", "/w/m.csv", "-q"])
+        );
+        let e = resolve(pb::Command::Series, &words(&["--map", "n.csv"]), up).unwrap_err();
+        assert!(e.contains("no uploaded file 'n.csv'"), "{e}");
+        assert!(check(pb::Command::Replay, &words(&["--map", "m.csv"])).is_err());
         assert!(check(pb::Command::Flows, &words(&["--pps", "1"])).is_err());
         assert!(check(pb::Command::Replay, &words(&["--pps"])).is_err());
         let long = "--".to_string() + &"a\n".repeat(100);

@@ -39,6 +39,11 @@ pub struct JobEntry {
     pub args: Vec<String>,
     /// How long the job runs (every task's deadline follows from it).
     pub duration: String,
+    /// Files the job reads (a profile's `from:` captures, a series
+    /// `--map`), relative to the plan file: uploaded beside the job file
+    /// under their plain names, which the job names them by.
+    #[serde(default)]
+    pub files: Vec<PathBuf>,
 }
 
 /// A checked plan.
@@ -47,6 +52,8 @@ pub struct Plan {
     pub workers: Vec<WorkerEntry>,
     pub command: pb::Command,
     pub file: PathBuf,
+    /// The job's other inputs, uploaded beside `file` (names unique).
+    pub files: Vec<PathBuf>,
     pub args: Vec<String>,
     pub duration_ns: u64,
     pub split: pb::Split,
@@ -111,12 +118,43 @@ pub fn load(path: &Path) -> Result<Plan> {
             file.display()
         ));
     }
+    let mut names = vec![upload_name(&file)];
+    let mut files = Vec::new();
+    for (i, extra) in f.job.files.iter().enumerate() {
+        let p = base.join(extra);
+        let key = format!("{name}: job.files[{i}]");
+        if !p.is_file() {
+            return Err(anyhow!("{key}: {}: no such file", p.display()));
+        }
+        let n = upload_name(&p);
+        if !crate::jobargs::plain_name(&n) {
+            return Err(anyhow!(
+                "{key}: '{}': a file name may not start with a dot or hold control characters",
+                n.escape_default()
+            ));
+        }
+        if names.contains(&n) {
+            return Err(anyhow!(
+                "{key}: a second file named '{n}': the job names its files by their plain names"
+            ));
+        }
+        names.push(n);
+        files.push(p);
+    }
     Ok(Plan {
         workers: f.workers,
         command,
         file,
+        files,
         args: f.job.args,
         duration_ns,
         split,
     })
+}
+
+/// The name a file is uploaded under: its last component.
+pub fn upload_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }

@@ -5,6 +5,13 @@
 //! `--stats-json` lines are streamed back as they come; its
 //! `--summary-json` ends the stream. A task carries a deadline: the worker
 //! stops the child at it whether or not a controller is still there.
+//!
+//! A worker acts only on what it was given: sinks it announced itself,
+//! options from an allow-list ([`crate::jobargs`]), files uploaded to it
+//! (never a path of its own). Registering takes a lease: the port map,
+//! uploads, job and `Stop` belong to the controller that registered, and
+//! others are refused while it holds them. Without TLS it serves a 0600
+//! unix socket whose peers' uids are checked, never TCP.
 
 use crate::pb::worker_server::{Worker, WorkerServer};
 use crate::pb::{self, update};
@@ -12,44 +19,135 @@ use crate::{command_words, now_ns, split_flag};
 use anyhow::{anyhow, Context, Result};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
+/// Where a worker serves: TCP (with TLS only) or a unix socket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkerListen {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl std::str::FromStr for WorkerListen {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if let Some(p) = s.strip_prefix("unix:") {
+            if p.is_empty() {
+                return Err("unix: needs a path".into());
+            }
+            return Ok(WorkerListen::Unix(p.into()));
+        }
+        s.parse()
+            .map(WorkerListen::Tcp)
+            .map_err(|_| format!("{s:?}: ADDR:PORT (with --tls) or unix:PATH expected"))
+    }
+}
+
+impl std::fmt::Display for WorkerListen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerListen::Tcp(a) => write!(f, "{a}"),
+            WorkerListen::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
 /// How `sluice worker` runs.
 pub struct WorkerConfig {
-    pub listen: SocketAddr,
-    /// Key directory (`sluice keygen`); None: plain TCP on loopback only.
+    pub listen: WorkerListen,
+    /// Key directory (`sluice keygen`); None: a unix socket only.
     pub tls: Option<PathBuf>,
     /// Test only: this worker's clock reads this much ahead of the host's.
     pub clock_offset_ns: i64,
     /// The sluice binary jobs run with.
     pub exe: PathBuf,
-    /// Largest job file accepted.
+    /// Bytes one lease's uploads may hold in all.
     pub max_upload: u64,
     /// The host's clock service to report at registration.
     pub clock_service: crate::clocksvc::ClockServiceSpec,
+    /// Where the worker's private upload directory is made (default: the
+    /// system's temporary directory).
+    pub work_dir: Option<PathBuf>,
+    /// A lease with no job and no call for this long ends.
+    pub lease_idle: Duration,
 }
 
 /// Time after the deadline's SIGTERM before the child is killed.
 const KILL_AFTER: Duration = Duration::from_secs(2);
+/// By default, a lease with no job and no call for this long ends (its
+/// uploads go).
+pub const LEASE_IDLE: Duration = Duration::from_secs(30);
+/// The metadata key every call after Register carries its lease in.
+pub const SESSION_KEY: &str = "sluice-session";
+/// TLS handshakes in progress at once, in all and from one address.
+const HANDSHAKES: usize = 64;
+const HANDSHAKES_PER_PEER: usize = 8;
+/// How long a connection has to finish its TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest controller name kept (logged escaped).
+const NAME_MAX: usize = 64;
 
 struct Job {
     pid: u32,
 }
 
-struct State {
-    dir: tempfile::TempDir,
-    files: HashMap<String, PathBuf>,
-    ports: Vec<pb::GlobalPort>,
+/// The controller that registered last, while it holds the worker.
+struct Lease {
+    session: String,
     name: String,
+    last: Instant,
+}
+
+struct State {
+    /// The worker's private (0700) directory: one sub-directory per lease.
+    root: tempfile::TempDir,
+    /// The lease's upload directory.
+    dir: Option<PathBuf>,
+    /// Uploads of the lease: plain name → path.
+    files: HashMap<String, PathBuf>,
+    upload_bytes: u64,
+    ports: Vec<pb::GlobalPort>,
+    lease: Option<Lease>,
     job: Option<Job>,
     next: u64,
+    lease_idle: Duration,
+}
+
+impl State {
+    /// Whether a lease is held now: its job runs, or it called lately.
+    fn held(&self) -> bool {
+        self.lease
+            .as_ref()
+            .is_some_and(|l| self.job.is_some() || l.last.elapsed() < self.lease_idle)
+    }
+
+    /// Ends the lease: its port map and every upload go.
+    fn end_lease(&mut self) -> usize {
+        let n = self.files.len();
+        if let Some(d) = self.dir.take() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        self.files.clear();
+        self.upload_bytes = 0;
+        self.ports.clear();
+        self.lease = None;
+        n
+    }
+
+    fn name(&self) -> String {
+        self.lease
+            .as_ref()
+            .map(|l| l.name.clone())
+            .unwrap_or_default()
+    }
 }
 
 struct Service {
@@ -65,9 +163,60 @@ fn log(msg: &str) {
 
 impl Service {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // A panic while holding the lock leaves plain data: keep using it.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
+
+    /// The state, for a call of the lease holder; others are refused.
+    fn leased<T>(&self, req: &Request<T>) -> Result<std::sync::MutexGuard<'_, State>, Status> {
+        let given = req
+            .metadata()
+            .get(SESSION_KEY)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let mut st = self.lock();
+        match &mut st.lease {
+            Some(l) if same(l.session.as_bytes(), given.as_bytes()) => {
+                l.last = Instant::now();
+                Ok(st)
+            }
+            _ => Err(Status::permission_denied(
+                "no lease of this worker: register first (another controller may hold it)",
+            )),
+        }
+    }
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    // A panic while holding the lock leaves plain data: keep using it.
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Equal, in time independent of where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+/// A lease's secret: 128 random bits, hex.
+fn session_secret() -> Result<String, Status> {
+    use std::io::Read as _;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| Status::internal(format!("/dev/urandom: {e}")))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// A name from a peer as a log line shows it: escaped, capped.
+fn shown(name: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .take(NAME_MAX)
+        .flat_map(char::escape_default)
+        .collect();
+    if name.chars().count() > NAME_MAX {
+        s.push('…');
+    }
+    s
 }
 
 /// Interfaces this host can send on: every one in /sys/class/net.
@@ -110,9 +259,36 @@ impl Worker for Service {
         &self,
         req: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterReply>, Status> {
-        let name = req.into_inner().name;
+        let name = shown(&req.into_inner().name);
+        let session = session_secret()?;
+        {
+            let mut st = self.lock();
+            if st.held() {
+                return Err(Status::unavailable(format!(
+                    "this worker is held by controller '{}' (its job runs, or it called \
+                     within the last {} s)",
+                    st.name(),
+                    st.lease_idle.as_secs()
+                )));
+            }
+            let removed = st.end_lease();
+            if removed > 0 {
+                log(&format!("an expired lease's {removed} uploads removed"));
+            }
+            st.next += 1;
+            let dir = st.root.path().join(format!("lease-{}", st.next));
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&dir)
+                .map_err(|e| Status::internal(format!("{}: {e}", dir.display())))?;
+            st.dir = Some(dir);
+            st.lease = Some(Lease {
+                session: session.clone(),
+                name: name.clone(),
+                last: Instant::now(),
+            });
+        }
         log(&format!("registered by a controller as '{name}'"));
-        self.lock().name = name;
         let spec = self.cfg.clock_service.clone();
         let service = tokio::task::spawn_blocking(move || crate::clocksvc::read(&spec))
             .await
@@ -135,6 +311,7 @@ impl Worker for Service {
             clock_service: service.as_ref().map(|s| s.text.clone()).unwrap_or_default(),
             clock_service_bound_ns: service.as_ref().map_or(0, |s| s.bound_ns),
             clock_service_offset_ns: service.as_ref().map_or(0, |s| s.offset_ns),
+            session,
         }))
     }
 
@@ -144,6 +321,7 @@ impl Worker for Service {
         &self,
         req: Request<Streaming<pb::ClockRequest>>,
     ) -> Result<Response<Self::ClockStream>, Status> {
+        drop(self.leased(&req)?);
         let shift = self.cfg.clock_offset_ns;
         let replies = req.into_inner().map(move |r| {
             r.map(|r| {
@@ -159,12 +337,13 @@ impl Worker for Service {
     }
 
     async fn publish_ports(&self, req: Request<pb::PortMap>) -> Result<Response<pb::Ack>, Status> {
+        let mut st = self.leased(&req)?;
         let map = req.into_inner().ports;
-        let mut st = self.lock();
         // This worker's entries name sinks it announced, nothing else: a
         // controller never makes a worker write a file (`pcap:PATH`).
         let own = ports();
-        for p in map.iter().filter(|p| p.worker == st.name) {
+        let me = st.name();
+        for p in map.iter().filter(|p| p.worker == me) {
             if !own.iter().any(|o| o.sink == p.sink) {
                 return Err(Status::invalid_argument(format!(
                     "port {}: '{}' is not a sink this worker announced (null or afpacket: \
@@ -182,65 +361,100 @@ impl Worker for Service {
         &self,
         req: Request<Streaming<pb::FileChunk>>,
     ) -> Result<Response<pb::UploadReply>, Status> {
-        let mut chunks = req.into_inner();
-        let (path, id) = {
-            let mut st = self.lock();
-            st.next += 1;
-            let id = format!("job-{}", st.next);
-            (st.dir.path().join(&id), id)
+        let (dir, room, session) = {
+            let st = self.leased(&req)?;
+            let dir = st.dir.clone().expect("a lease has a directory");
+            let session = st.lease.as_ref().map(|l| l.session.clone());
+            (
+                dir,
+                self.cfg.max_upload.saturating_sub(st.upload_bytes),
+                session,
+            )
         };
-        let mut file: Option<(tokio::fs::File, PathBuf)> = None;
+        let mut chunks = req.into_inner();
+        // Removed unless the upload completes: a failed or abandoned
+        // upload (its stream dropped) leaves nothing behind.
+        let mut file: Option<(tokio::fs::File, Partial)> = None;
+        let mut name = String::new();
         let mut total = 0u64;
         while let Some(c) = chunks.next().await {
             let c = c?;
             if file.is_none() {
-                // The extension tells the job what the file is.
-                let ext = Path::new(&c.name)
-                    .extension()
-                    .map(|e| e.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let p = path.with_extension(ext);
-                let f = tokio::fs::File::create(&p)
+                if !crate::jobargs::plain_name(&c.name) {
+                    return Err(Status::invalid_argument(format!(
+                        "upload '{}': not a plain file name (no directory, no leading dot, \
+                         at most 128 characters)",
+                        shown(&c.name)
+                    )));
+                }
+                if self.lock().files.contains_key(&c.name) {
+                    return Err(Status::already_exists(format!(
+                        "upload '{}': this lease has a file of that name",
+                        shown(&c.name)
+                    )));
+                }
+                let p = dir.join(&c.name);
+                let f = tokio::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&p)
                     .await
-                    .map_err(|e| Status::internal(format!("{}: {e}", p.display())))?;
-                file = Some((f, p));
+                    .map_err(|e| Status::internal(format!("upload '{}': {e}", shown(&c.name))))?;
+                name = c.name.clone();
+                file = Some((f, Partial(Some(p))));
             }
             total += c.data.len() as u64;
-            if total > self.cfg.max_upload {
+            if total > room {
                 return Err(Status::resource_exhausted(format!(
-                    "the job file is over {} bytes",
+                    "upload '{}': this lease's uploads are over --max-upload {} bytes",
+                    shown(&name),
                     self.cfg.max_upload
                 )));
             }
             let (f, _) = file.as_mut().expect("opened above");
             tokio::io::AsyncWriteExt::write_all(f, &c.data)
                 .await
-                .map_err(|e| Status::internal(e.to_string()))?;
+                .map_err(|e| Status::internal(format!("upload '{}': {e}", shown(&name))))?;
         }
-        let Some((f, p)) = file else {
+        let Some((f, mut partial)) = file else {
             return Err(Status::invalid_argument("an empty upload"));
         };
         f.sync_all()
             .await
             .map_err(|e| Status::internal(e.to_string()))?;
-        self.lock().files.insert(id.clone(), p);
-        Ok(Response::new(pb::UploadReply { id, bytes: total }))
+        let mut st = self.lock();
+        // The lease may have ended (expired) meanwhile: its directory went.
+        if st.lease.as_ref().map(|l| &l.session) != session.as_ref() {
+            return Err(Status::aborted("the lease ended during the upload"));
+        }
+        if st.upload_bytes + total > self.cfg.max_upload {
+            return Err(Status::resource_exhausted(format!(
+                "upload '{}': this lease's uploads are over --max-upload {} bytes",
+                shown(&name),
+                self.cfg.max_upload
+            )));
+        }
+        st.upload_bytes += total;
+        st.files.insert(name.clone(), partial.keep());
+        Ok(Response::new(pb::UploadReply {
+            id: name,
+            bytes: total,
+        }))
     }
 
     type RunStream = UpdateStream;
 
     async fn run(&self, req: Request<pb::Task>) -> Result<Response<UpdateStream>, Status> {
-        let task = req.into_inner();
-        let file_id = task.file_id.clone();
-        let (file, sink, summary, name) = {
-            let st = self.lock();
+        let (file, sink, summary, name, args, dir) = {
+            let st = self.leased(&req)?;
+            let task = req.get_ref();
             if st.job.is_some() {
                 return Err(Status::failed_precondition("a task is already running"));
             }
-            let file =
-                st.files.get(&task.file_id).cloned().ok_or_else(|| {
-                    Status::invalid_argument(format!("no file '{}'", task.file_id))
-                })?;
+            let file = st.files.get(&task.file_id).cloned().ok_or_else(|| {
+                Status::invalid_argument(format!("no uploaded file '{}'", shown(&task.file_id)))
+            })?;
             let sink = st
                 .ports
                 .iter()
@@ -249,18 +463,24 @@ impl Worker for Service {
                 .ok_or_else(|| {
                     Status::invalid_argument(format!("port {} is not in the port map", task.port))
                 })?;
-            let summary = st.dir.path().join(format!("summary-{}.json", st.next));
-            (file, sink, summary, st.name.clone())
+            let dir = st.dir.clone().expect("a lease has a directory");
+            // Only options of the allow-list; a file they read is an
+            // upload of this lease, named by its plain name.
+            let args = crate::jobargs::resolve(task.command(), &task.args, |n| {
+                st.files.get(n).map(|p| p.display().to_string())
+            })
+            .map_err(Status::invalid_argument)?;
+            (file, sink, dir.join(".summary.json"), st.name(), args, dir)
         };
+        let task = req.into_inner();
         let words =
             command_words(task.command()).ok_or_else(|| Status::invalid_argument("no command"))?;
-        // Only sinks this worker announced, only options that name no file.
+        // Only sinks this worker announced.
         if !ports().iter().any(|p| p.sink == sink) {
             return Err(Status::invalid_argument(
                 "the task's port is not a sink this worker announced",
             ));
         }
-        crate::jobargs::check(task.command(), &task.args).map_err(Status::invalid_argument)?;
         // Start and deadline on the host's clock: the controller's instant,
         // moved by this worker's measured offset, less the test shift.
         let to_host = |t: i64| t + task.offset_ns - self.cfg.clock_offset_ns;
@@ -269,6 +489,7 @@ impl Worker for Service {
         if start < now_ns() {
             return Err(Status::invalid_argument("the start time has passed"));
         }
+        let job_args = args;
         let mut args: Vec<String> = words.iter().map(|s| s.to_string()).collect();
         args.push(file.display().to_string());
         args.extend([
@@ -290,10 +511,18 @@ impl Worker for Service {
                 args.push(by.into());
             }
         }
-        args.extend(task.args.iter().cloned());
-        log(&format!("'{name}': starting {} at {start}", args.join(" ")));
+        args.extend(job_args);
+        if task.command() == pb::Command::Profile {
+            // A profile's `from:` captures are uploads beside it, nothing else.
+            args.push("--confine-inputs".into());
+        }
+        log(&format!(
+            "'{name}': starting {} at {start}",
+            shown(&args.join(" "))
+        ));
         let mut cmd = tokio::process::Command::new(&self.cfg.exe);
         cmd.args(&args)
+            .current_dir(&dir)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -309,11 +538,20 @@ impl Worker for Service {
                 Ok(())
             });
         }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| Status::internal(format!("{}: {e}", self.cfg.exe.display())))?;
+        let mut child = {
+            let mut st = self.lock();
+            if st.job.is_some() {
+                return Err(Status::failed_precondition("a task is already running"));
+            }
+            let child = cmd
+                .spawn()
+                .map_err(|e| Status::internal(format!("{}: {e}", self.cfg.exe.display())))?;
+            st.job = Some(Job {
+                pid: child.id().unwrap_or(0),
+            });
+            child
+        };
         let pid = child.id().unwrap_or(0);
-        self.lock().job = Some(Job { pid });
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let _ = tx
             .send(Ok(pb::Update {
@@ -379,24 +617,61 @@ impl Worker for Service {
                 )),
             };
             let _ = tx.send(Ok(pb::Update { kind: Some(kind) })).await;
-            // An upload serves one task: a long-lived worker keeps no old
+            // A lease serves one task: a long-lived worker keeps no old
             // inputs, and no later task can read this task's summary.
-            let _ = std::fs::remove_file(&summary);
-            let _ = std::fs::remove_file(&file);
-            let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
-            st.files.remove(&file_id);
+            let mut st = lock(&state);
             st.job = None;
-            log(&format!("'{name}': job ended"));
+            st.end_lease();
+            log(&format!(
+                "'{name}': job ended; its lease and uploads are gone"
+            ));
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
-    async fn stop(&self, _req: Request<pb::StopRequest>) -> Result<Response<pb::Ack>, Status> {
-        if let Some(j) = &self.lock().job {
+    async fn stop(&self, req: Request<pb::StopRequest>) -> Result<Response<pb::Ack>, Status> {
+        if let Some(j) = &self.leased(&req)?.job {
             log("stop asked: stopping the job");
             signal(j.pid, libc::SIGTERM);
         }
         Ok(Response::new(pb::Ack {}))
+    }
+
+    async fn release(&self, req: Request<pb::ReleaseRequest>) -> Result<Response<pb::Ack>, Status> {
+        self.release_lease(&req).await?;
+        Ok(Response::new(pb::Ack {}))
+    }
+}
+
+/// An upload being written: removed when dropped unless kept.
+struct Partial(Option<PathBuf>);
+
+impl Partial {
+    fn keep(&mut self) -> PathBuf {
+        self.0.take().expect("kept once")
+    }
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Service {
+    async fn release_lease<T>(&self, req: &Request<T>) -> Result<(), Status> {
+        let mut st = self.leased(req)?;
+        if st.job.is_some() {
+            return Err(Status::failed_precondition(
+                "the lease's job runs: Stop it; the lease ends with it",
+            ));
+        }
+        let n = st.end_lease();
+        drop(st);
+        log(&format!("lease released; {n} uploads removed"));
+        Ok(())
     }
 }
 
@@ -412,81 +687,261 @@ fn signal(pid: u32, sig: libc::c_int) {
     }
 }
 
-/// Serves until the process is stopped.
-pub async fn serve(cfg: WorkerConfig) -> Result<()> {
-    let listener = tokio::net::TcpListener::bind(cfg.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", cfg.listen))?;
-    let tls = match &cfg.tls {
-        Some(dir) => Some(crate::tls::server_config(dir)?),
-        None => {
-            if !cfg.listen.ip().is_loopback() {
-                return Err(anyhow!(
-                    "--listen {}: without --tls a worker serves loopback only (anyone on the network could make it send)",
-                    cfg.listen
+/// Log lines about refused connections: at most a few per period, then
+/// a count, so a flood cannot fill the log.
+struct Refusals {
+    window: Instant,
+    lines: u32,
+    hidden: u64,
+}
+
+impl Refusals {
+    const LINES: u32 = 10;
+    const PERIOD: Duration = Duration::from_secs(10);
+
+    fn log(state: &Mutex<Refusals>, line: impl FnOnce() -> String) {
+        let mut r = state.lock().unwrap_or_else(|e| e.into_inner());
+        if r.window.elapsed() >= Self::PERIOD {
+            if r.hidden > 0 {
+                log(&format!(
+                    "{} more connections refused in the last {} s",
+                    r.hidden,
+                    Self::PERIOD.as_secs()
                 ));
             }
-            None
+            *r = Refusals {
+                window: Instant::now(),
+                lines: 0,
+                hidden: 0,
+            };
+        }
+        if r.lines < Self::LINES {
+            r.lines += 1;
+            log(&line());
+        } else {
+            r.hidden += 1;
+        }
+    }
+}
+
+/// Waits before accepting again after an accept error: at the fd limit
+/// (EMFILE, ENFILE) the listener stays readable, and retrying at once
+/// would spin.
+async fn accept_failed(e: &std::io::Error, refusals: &Mutex<Refusals>) {
+    Refusals::log(refusals, || {
+        format!("accepting a connection: {e} (retrying in 100 ms)")
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// Removes the worker's unix socket when serving ends.
+struct SocketFile(PathBuf);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// One connection's share of the handshake caps, given back on drop.
+struct Slot {
+    _all: tokio::sync::OwnedSemaphorePermit,
+    peers: Arc<Mutex<HashMap<std::net::IpAddr, usize>>>,
+    ip: std::net::IpAddr,
+}
+
+impl Slot {
+    /// A slot for a handshake from `ip`, if both caps allow one.
+    fn take(
+        all: &Arc<tokio::sync::Semaphore>,
+        peers: &Arc<Mutex<HashMap<std::net::IpAddr, usize>>>,
+        ip: std::net::IpAddr,
+    ) -> Option<Slot> {
+        let permit = all.clone().try_acquire_owned().ok()?;
+        let mut p = peers.lock().unwrap_or_else(|e| e.into_inner());
+        let n = p.entry(ip).or_insert(0);
+        if *n >= HANDSHAKES_PER_PEER {
+            return None;
+        }
+        *n += 1;
+        Some(Slot {
+            _all: permit,
+            peers: peers.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut p = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = p.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                p.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Serves until the process is stopped.
+pub async fn serve(cfg: WorkerConfig) -> Result<()> {
+    let tls = match (&cfg.tls, &cfg.listen) {
+        (Some(dir), WorkerListen::Tcp(_)) => Some(crate::tls::server_config(dir)?),
+        (None, WorkerListen::Unix(_)) => None,
+        (Some(_), WorkerListen::Unix(p)) => {
+            return Err(anyhow!(
+                "--listen unix:{}: a unix socket checks its peers' uid; --tls is for TCP",
+                p.display()
+            ))
+        }
+        (None, WorkerListen::Tcp(a)) => {
+            return Err(anyhow!(
+                "--listen {a}: TCP needs --tls (any local user, and on other addresses \
+                 anyone, could make the worker send); without keys serve unix:PATH"
+            ))
         }
     };
+    let root = tempfile::Builder::new()
+        .prefix("sluice-worker-")
+        .tempdir_in(cfg.work_dir.clone().unwrap_or_else(std::env::temp_dir))
+        .context("a working directory")?;
+    // Uploads are the controller's data: this user's only.
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("{}: making it private", root.path().display()))?;
+    let state = Arc::new(Mutex::new(State {
+        root,
+        dir: None,
+        files: HashMap::new(),
+        upload_bytes: 0,
+        ports: Vec::new(),
+        lease: None,
+        job: None,
+        next: 0,
+        lease_idle: cfg.lease_idle,
+    }));
+    // Leases nobody uses any more end, and their uploads go.
+    let sweep = state.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(cfg.lease_idle.min(Duration::from_secs(5)) / 2);
+        loop {
+            tick.tick().await;
+            let mut st = lock(&sweep);
+            if st.lease.is_some() && !st.held() {
+                let name = st.name();
+                let n = st.end_lease();
+                log(&format!(
+                    "the lease of '{name}' expired unused: {n} uploads removed"
+                ));
+            }
+        }
+    });
     let cfg = Arc::new(cfg);
     let svc = Service {
         cfg: cfg.clone(),
-        state: Arc::new(Mutex::new(State {
-            dir: tempfile::Builder::new()
-                .prefix("sluice-worker-")
-                .tempdir()
-                .context("a working directory")?,
-            files: HashMap::new(),
-            ports: Vec::new(),
-            name: String::new(),
-            job: None,
-            next: 0,
-        })),
+        state,
     };
+    let refusals = Arc::new(Mutex::new(Refusals {
+        window: Instant::now(),
+        lines: 0,
+        hidden: 0,
+    }));
     let server = tonic::transport::Server::builder()
         .tcp_nodelay(true)
+        .http2_keepalive_interval(Some(Duration::from_secs(10)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(10)))
         .add_service(WorkerServer::new(svc).max_decoding_message_size(16 << 20));
-    match tls {
-        None => {
+    match (&cfg.listen, tls) {
+        (WorkerListen::Unix(path), _) => {
+            let std_listener = sluice_sys::peer::bind_private(path)?;
+            let _file = SocketFile(path.clone());
+            std_listener.set_nonblocking(true)?;
+            let listener = tokio::net::UnixListener::from_std(std_listener)?;
             log(&format!(
-                "listening on {} WITHOUT authentication (no --tls): loopback only",
-                cfg.listen
+                "listening on unix:{} (mode 0600: this user and root only, no TLS)",
+                path.display()
             ));
-            server
-                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
-                .await?;
-        }
-        Some(tls) => {
-            log(&format!(
-                "listening on {} (TLS, controllers must present a certificate of this CA)",
-                cfg.listen
-            ));
-            let acceptor = tokio_rustls::TlsAcceptor::from(tls);
             let (tx, rx) = tokio::sync::mpsc::channel(16);
             tokio::spawn(async move {
                 loop {
-                    let Ok((sock, peer)) = listener.accept().await else {
+                    let sock = match listener.accept().await {
+                        Ok((s, _)) => s,
+                        Err(e) => {
+                            accept_failed(&e, &refusals).await;
+                            continue;
+                        }
+                    };
+                    match sock.peer_cred() {
+                        Ok(c) if sluice_sys::peer::admitted(c.uid()) => {
+                            if tx.send(Ok::<_, std::io::Error>(sock)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Ok(c) => Refusals::log(&refusals, || {
+                            format!("refused a client of uid {}", c.uid())
+                        }),
+                        Err(e) => Refusals::log(&refusals, || format!("refused a client: {e}")),
+                    }
+                }
+            });
+            server.serve_with_incoming(ReceiverStream::new(rx)).await?;
+        }
+        (WorkerListen::Tcp(addr), Some(tls)) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr}"))?;
+            log(&format!(
+                "listening on {addr} (TLS, controllers must present a certificate of this CA)"
+            ));
+            let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+            let (tx, rx) = tokio::sync::mpsc::channel(16);
+            let all = Arc::new(tokio::sync::Semaphore::new(HANDSHAKES));
+            let peers = Arc::new(Mutex::new(HashMap::new()));
+            tokio::spawn(async move {
+                loop {
+                    let (sock, peer) = match listener.accept().await {
+                        Ok(c) => c,
+                        Err(e) => {
+                            accept_failed(&e, &refusals).await;
+                            continue;
+                        }
+                    };
+                    // Unauthenticated handshakes are capped in all and per
+                    // address: a flood of idle connections cannot lock
+                    // controllers out, nor hold the worker's descriptors.
+                    let Some(slot) = Slot::take(&all, &peers, peer.ip()) else {
+                        Refusals::log(&refusals, || {
+                            format!("refused {peer}: too many TLS handshakes in progress")
+                        });
                         continue;
                     };
                     // Clock exchanges are single small messages: no Nagle.
                     let _ = sock.set_nodelay(true);
-                    let (acceptor, tx) = (acceptor.clone(), tx.clone());
+                    let (acceptor, tx, refusals) = (acceptor.clone(), tx.clone(), refusals.clone());
                     tokio::spawn(async move {
-                        match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(sock))
-                            .await
-                        {
+                        let r =
+                            tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock)).await;
+                        drop(slot);
+                        match r {
                             Ok(Ok(s)) => {
                                 let _ = tx.send(Ok::<_, std::io::Error>(s)).await;
                             }
-                            Ok(Err(e)) => log(&format!("refused {peer}: {e}")),
-                            Err(_) => log(&format!("refused {peer}: no TLS handshake within 10 s")),
+                            Ok(Err(e)) => {
+                                Refusals::log(&refusals, || format!("refused {peer}: {e}"))
+                            }
+                            Err(_) => Refusals::log(&refusals, || {
+                                format!(
+                                    "refused {peer}: no TLS handshake within {} s",
+                                    HANDSHAKE_TIMEOUT.as_secs()
+                                )
+                            }),
                         }
                     });
                 }
             });
             server.serve_with_incoming(ReceiverStream::new(rx)).await?;
         }
+        (WorkerListen::Tcp(_), None) => unreachable!("refused above"),
     }
     Ok(())
 }

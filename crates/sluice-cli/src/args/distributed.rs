@@ -3,7 +3,6 @@
 use super::values::{duration, named};
 use clap::{Args, Subcommand};
 use sluice_core::Nanos;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -17,13 +16,13 @@ pub struct KeygenArgs {
 
 #[derive(Args, Debug)]
 pub struct WorkerArgs {
-    /// ADDR:PORT to serve the control plane on.
+    /// Where to serve the control plane: ADDR:PORT (needs --tls) or unix:PATH (a 0600 socket; only this user and root may connect).
     #[arg(long)]
-    pub listen: SocketAddr,
-    /// Key directory from sluice keygen (ca.pem, worker.pem, worker.key); without it the worker serves loopback only, unauthenticated.
+    pub listen: sluice_control::worker::WorkerListen,
+    /// Key directory from sluice keygen (ca.pem, worker.pem, worker.key): TCP with mutual TLS.
     #[arg(long)]
     pub tls: Option<PathBuf>,
-    /// Largest job file a controller may upload.
+    /// Bytes one controller's uploads (the job file and the files it reads) may hold in all.
     #[arg(long, value_parser = super::values::count, default_value = "4G")]
     pub max_upload: u64,
     /// The host's clock service to report to controllers: auto (chrony, then linuxptp, at their default sockets), none, chrony[:ADDRESS] (chronyc -h) or ptp[:UDS_PATH] (ptp4l's uds_address).
@@ -32,6 +31,9 @@ pub struct WorkerArgs {
     /// Test only: this worker's clock reads this much ahead (negative: behind) of the host's, so clock correction can be tested on one host.
     #[arg(long, value_parser = signed_duration, allow_hyphen_values = true, hide = true)]
     pub clock_offset: Option<i64>,
+    /// Directory the worker keeps its uploads in (a private sub-directory is made there; default: the system's temporary directory).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
 }
 
 fn signed_duration(s: &str) -> Result<i64, String> {
@@ -70,7 +72,7 @@ sluice_core::named_values!(OnLoss {
 pub struct ControlRunArgs {
     /// The plan (YAML; format in docs/FORMATS.md).
     pub plan: PathBuf,
-    /// Key directory from sluice keygen (ca.pem, controller.pem, controller.key); without it workers are reached by plain TCP (loopback workers only).
+    /// Key directory from sluice keygen (ca.pem, controller.pem, controller.key); without it every worker address must be unix:PATH.
     #[arg(long)]
     pub tls: Option<PathBuf>,
     /// Start this long after the plan is ready (default: 1.5 s plus 20 round trips to the farthest worker).

@@ -154,4 +154,7 @@ pub struct ProfileRunArgs {
     /// What --share deals out: packets (every Nth of the global schedule) or components (Fourier queues, with --mode fourier).
     #[arg(long, value_parser = named::<ShareBy>(ShareBy::NAMES), default_value_t = ShareBy::default(), requires = "share")]
     pub share_by: ShareBy,
+    /// What a worker adds: the profile's from: captures are plain names of files beside it (uploads), never paths.
+    #[arg(long, hide = true)]
+    pub confine_inputs: bool,
 }

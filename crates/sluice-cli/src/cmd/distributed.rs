@@ -38,6 +38,8 @@ pub fn worker(a: WorkerArgs) -> Result<u8, Failure> {
         exe: std::env::current_exe().context("finding the sluice binary")?,
         max_upload: a.max_upload,
         clock_service: a.clock_service,
+        work_dir: a.work_dir,
+        lease_idle: sluice_control::worker::LEASE_IDLE,
     };
     let rt = runtime()?;
     rt.block_on(async {
@@ -190,13 +192,14 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
     if let Some(w) = stats.lock().unwrap_or_else(|e| e.into_inner()).take() {
         w.commit().context("writing --stats-json")?;
     }
-    eout!("{}", render(&summary));
+    // The summary file first: a closed stderr cannot lose it.
     if let Some(mut out) = summary_out {
         let text = json::pretty(Kind::ControlSummary, &summary)?;
         writeln!(out, "{text}")
             .and_then(|_| out.commit())
             .context("writing --summary-json")?;
     }
+    eout!("{}", render(&summary));
     let failed: Vec<_> = summary
         .workers
         .iter()
@@ -277,12 +280,12 @@ mod tests {
         "to",
         "to2",
         "split",
-        "map",
         "stats-json",
         "summary-json",
         "start-at",
         "share",
         "share-by",
+        "confine-inputs",
         "help",
     ];
 

@@ -87,6 +87,9 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
 }
 
 fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
+    if a.confine_inputs {
+        sluice_source::profile::file::confine_inputs();
+    }
     check_threads(&a.run, &a.to)?;
     if let (Some(s), ShareBy::Components) = (a.part.share, a.share_by) {
         if a.mode != Mode::Fourier || !a.queues.is_multiple_of(s.count as usize) {

@@ -7,7 +7,6 @@
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 
@@ -65,38 +64,7 @@ impl Listener {
         let named = |e: io::Error| io::Error::new(e.kind(), format!("{l}: {e}"));
         match l {
             Listen::Unix(p) => {
-                if let Ok(m) = std::fs::symlink_metadata(p) {
-                    if !m.file_type().is_socket() {
-                        return Err(io::Error::new(
-                            io::ErrorKind::AlreadyExists,
-                            format!("{l}: exists and is not a socket; not replacing it"),
-                        ));
-                    }
-                    if UnixStream::connect(p).is_ok() {
-                        return Err(io::Error::new(
-                            io::ErrorKind::AddrInUse,
-                            format!("{l}: another server answers there"),
-                        ));
-                    }
-                    std::fs::remove_file(p).map_err(named)?;
-                }
-                // Bound inside a private (0700) directory beside the
-                // target, made 0600, then renamed into place: the socket is
-                // never reachable by others, not even between bind and
-                // chmod.
-                let dir = match p.parent() {
-                    Some(d) if !d.as_os_str().is_empty() => d,
-                    _ => std::path::Path::new("."),
-                };
-                let private = tempfile::Builder::new()
-                    .prefix(".sluice-inject.")
-                    .tempdir_in(dir)
-                    .map_err(named)?;
-                let tmp = private.path().join("s");
-                let s = UnixListener::bind(&tmp).map_err(named)?;
-                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
-                    .map_err(named)?;
-                std::fs::rename(&tmp, p).map_err(named)?;
+                let s = sluice_sys::peer::bind_private(p)?;
                 s.set_nonblocking(true).map_err(named)?;
                 Ok(Listener::Unix(s, p.clone()))
             }
@@ -116,7 +84,7 @@ impl Listener {
         let r = match self {
             Listener::Unix(s, p) => s.accept().and_then(|(c, _)| {
                 let uid = sluice_sys::peer::peer_uid(c.as_fd())?;
-                if uid != 0 && uid != sluice_sys::peer::euid() {
+                if !sluice_sys::peer::admitted(uid) {
                     return Err(io::Error::new(
                         io::ErrorKind::PermissionDenied,
                         format!("unix:{}: refused a client of uid {uid}", p.display()),
@@ -200,6 +168,7 @@ impl Write for Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn listen_addresses_parse_and_only_loopback_tcp_is_served() {

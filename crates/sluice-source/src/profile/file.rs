@@ -443,7 +443,8 @@ fn gap_law(g: &GapSpec, mean_ns: Option<f64>, dir: &Path) -> Result<GapLaw, KeyE
                 "missing: the capture to draw gaps from".to_owned(),
             )
         })?;
-        let (gaps, _) = read_capture(&dir.join(from)).map_err(key("ipd.from"))?;
+        let (gaps, _) =
+            read_capture(&input(dir, from).map_err(key("ipd.from"))?).map_err(key("ipd.from"))?;
         return GapLaw::empirical(gaps, mean_ns).map_err(key("ipd.from"));
     }
     if g.from.is_some() {
@@ -550,10 +551,42 @@ fn size_law(s: &SizeSpec, dir: &Path, least: u16) -> Result<SizeLaw, KeyError> {
         "imix" => Ok(SizeLaw::imix()),
         _ => {
             let from = s.from.as_ref().ok_or_else(|| need("from"))?;
-            let (_, sizes) = read_capture(&dir.join(from)).map_err(key("size.from"))?;
+            let (_, sizes) = read_capture(&input(dir, from).map_err(key("size.from"))?)
+                .map_err(key("size.from"))?;
             SizeLaw::empirical(sizes).map_err(key("size.from"))
         }
     }
+}
+
+/// Set once by a worker's job: `from:` names only a file beside the
+/// profile (an upload), never a path elsewhere on the host.
+static CONFINED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on, this process's profiles read `from:` captures only by a
+/// plain name, beside the profile (what a distributed job was uploaded).
+pub fn confine_inputs() {
+    CONFINED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Where a `from:` capture is: relative to the profile's directory; when
+/// confined, a plain name in that directory.
+fn input(dir: &Path, from: &Path) -> Result<PathBuf, String> {
+    if CONFINED.load(std::sync::atomic::Ordering::Relaxed) {
+        let plain = from.components().count() == 1
+            && matches!(
+                from.components().next(),
+                Some(std::path::Component::Normal(_))
+            )
+            && !from.to_string_lossy().starts_with('.');
+        if !plain {
+            return Err(format!(
+                "'{}': a distributed job reads only its uploaded files: name one by its \
+                 plain name (and list it in the plan's job.files)",
+                from.display().to_string().escape_default()
+            ));
+        }
+    }
+    Ok(dir.join(from))
 }
 
 /// The gaps (ns, in order, steps back left out) and frame lengths of a
