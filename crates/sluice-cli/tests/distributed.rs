@@ -412,7 +412,8 @@ fn only_a_controller_of_the_ca_can_make_a_worker_send() {
             stderr(&o)
         );
     }
-    // Plain TCP to a TLS worker.
+    // No keys: the controller itself refuses TCP (a worker without keys
+    // serves a unix socket), and a plain client is refused by the worker.
     let o = sluice()
         .args(["control", "run"])
         .arg(&p)
@@ -420,6 +421,13 @@ fn only_a_controller_of_the_ca_can_make_a_worker_send() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "plain TCP: {}", stderr(&o));
+    assert!(stderr(&o).contains("TCP needs --tls"), "{}", stderr(&o));
+    let mut plain = std::net::TcpStream::connect(lab.addr(0)).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    std::io::Write::write_all(&mut plain, b"GET / HTTP/1.1\r\nHost: w0\r\n\r\n").unwrap();
+    let _ = std::io::Read::read_to_end(&mut plain, &mut Vec::new());
     netns::stop(dump);
     let log = lab.log(0);
     // Each refusal is logged with its reason (a client may try twice).
@@ -937,18 +945,27 @@ fn the_python_client_drives_workers_over_mutual_tls() {
              addr, keys, trace, evil = sys.argv[1:]\n\
              w = s.Worker('w0', addr, 'null', tls_dir=keys)\n\
              w.register()\n\
+             other = s.Worker('w0', addr, 'null', tls_dir=keys)\n\
+             try:\n\
+             \x20   other.register(); print('registered twice')\n\
+             except grpc.RpcError as e:\n\
+             \x20   print('register', e.code().name)\n\
+             try:\n\
+             \x20   other.stop(); print('stopped')\n\
+             except grpc.RpcError as e:\n\
+             \x20   print('stop', e.code().name)\n\
              pm = lambda sink: s.pb.PortMap(ports=[s.pb.GlobalPort(id=0, worker='w0', sink=sink)])\n\
              try:\n\
-             \x20   w.stub.PublishPorts(pm('pcap:' + evil), timeout=5); print('published')\n\
+             \x20   w.stub.PublishPorts(pm('pcap:' + evil), timeout=5, metadata=w.meta); print('published')\n\
              except grpc.RpcError as e:\n\
              \x20   print('ports', e.code().name)\n\
-             w.stub.PublishPorts(pm('null'), timeout=5)\n\
+             w.stub.PublishPorts(pm('null'), timeout=5, metadata=w.meta)\n\
              fid = w.upload(trace)\n\
              t = s.now_ns()\n\
              task = s.pb.Task(command=s.pb.REPLAY, file_id=fid, port=0, share_count=1,\n\
              \x20   args=['--summary-json', evil], start_ns=t + 10**9, deadline_ns=t + 5 * 10**9)\n\
              try:\n\
-             \x20   [u for u in w.stub.Run(task)]; print('ran')\n\
+             \x20   [u for u in w.stub.Run(task, metadata=w.meta)]; print('ran')\n\
              except grpc.RpcError as e:\n\
              \x20   print('args', e.code().name)\n",
         )
@@ -977,7 +994,12 @@ fn the_python_client_drives_workers_over_mutual_tls() {
     let said = String::from_utf8_lossy(&hostile.stdout);
     assert_eq!(
         said.lines().collect::<Vec<_>>(),
-        ["ports INVALID_ARGUMENT", "args INVALID_ARGUMENT"],
+        [
+            "register UNAVAILABLE",
+            "stop PERMISSION_DENIED",
+            "ports INVALID_ARGUMENT",
+            "args INVALID_ARGUMENT"
+        ],
         "{said}{}",
         stderr(&hostile)
     );
@@ -1312,4 +1334,219 @@ fn unreachable_refusing_and_badly_clocked_workers_are_named() {
     }
     let _ = worker.kill();
     let _ = worker.wait();
+}
+
+/// Waits for `child` up to `limit`; kills it and fails if it is still
+/// running (a hang, not a slow machine: limits are far above the bound
+/// the code sets).
+fn ends_within(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_frozen_or_silent_worker_is_given_up_and_the_first_sigint_ends_the_wait() {
+    let _one = serial();
+    let d = tmpdir("distributed-frozen");
+    let keys = d.join("keys");
+    assert!(run(&["keygen", keys.to_str().unwrap()]).status.success());
+    let trace = d.join("t.pcap");
+    flows_trace(&trace, 100_000);
+    let port = 21_000 + (std::process::id() % 1000) as u16 * 2;
+    let plan = |name: &str, p: u16, duration: &str| {
+        let y = format!(
+            "workers:\n  - {{name: w0, address: \"127.0.0.1:{p}\", to: \"null\"}}\n\
+             job: {{command: replay, file: {}, args: [\"--pps\", \"1k\"], duration: {duration}}}\n",
+            trace.display()
+        );
+        let f = d.join(name);
+        std::fs::write(&f, y).unwrap();
+        f
+    };
+    let start = |plan: &Path, summary: &Path| {
+        sluice()
+            .args(["control", "run"])
+            .arg(plan)
+            .arg("--tls")
+            .arg(&keys)
+            .args(["-q", "--max-skew", "5ms", "--start-in", "1s"])
+            .arg("--summary-json")
+            .arg(summary)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let err_of = |c: &mut Child| {
+        let mut e = String::new();
+        std::io::Read::read_to_string(&mut c.stderr.take().unwrap(), &mut e).unwrap();
+        e
+    };
+
+    // An address that accepts TCP and never speaks TLS: given up (the
+    // connect, handshake and Register have 10 s together), exit 1.
+    let silent = std::net::TcpListener::bind(("127.0.0.1", port + 1)).unwrap();
+    let mut ctl = start(&plan("silent.yaml", port + 1, "2s"), &d.join("silent.json"));
+    let status = ends_within(&mut ctl, Duration::from_secs(60), "a silent worker");
+    let err = err_of(&mut ctl);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("worker 'w0'") && err.contains("no answer"),
+        "{err}"
+    );
+    drop(silent);
+
+    // A worker frozen mid-run (SIGSTOP): lost at its deadline plus a
+    // margin (or when the keep-alive finds it), with what it last said.
+    let log = d.join("worker.log");
+    let mut worker = sluice()
+        .args(["worker", "--listen", &format!("127.0.0.1:{port}"), "--tls"])
+        .arg(&keys)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    listening(&log);
+    let pid = worker.id().to_string();
+    let summary = d.join("frozen.json");
+    let mut ctl = start(&plan("frozen.yaml", port, "3s"), &summary);
+    std::thread::sleep(Duration::from_millis(2500));
+    sh(&["kill", "-STOP", &pid]);
+    let status = ends_within(&mut ctl, Duration::from_secs(90), "a frozen worker");
+    let err = err_of(&mut ctl);
+    sh(&["kill", "-CONT", &pid]);
+    assert_eq!(status.code(), Some(1), "{err}");
+    let s = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
+    let w = &s["workers"][0];
+    assert!(w["error"].as_str().unwrap().contains("w0"), "{s}");
+    assert!(w["summary"].is_null(), "{s}");
+    // Its job still ends on the worker, by the deadline, and the lease
+    // with it: the next controller is served.
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&log).unwrap().contains("job ended") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the job never ended"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // The first SIGINT ends the wait even when a worker cannot answer:
+    // the summary is written, the worker reported lost.
+    let summary = d.join("int.json");
+    let mut ctl = start(&plan("long.yaml", port, "60s"), &summary);
+    std::thread::sleep(Duration::from_millis(2500));
+    sh(&["kill", "-STOP", &pid]);
+    sh(&["kill", "-INT", &ctl.id().to_string()]);
+    let status = ends_within(
+        &mut ctl,
+        Duration::from_secs(30),
+        "an interrupted controller",
+    );
+    let err = err_of(&mut ctl);
+    sh(&["kill", "-CONT", &pid]);
+    assert_eq!(status.code(), Some(130), "{err}");
+    let s = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
+    assert_eq!(s["interrupted"], true, "{s}");
+    assert_eq!(s["workers"][0]["lost"], true, "{s}");
+    assert!(err.contains("lost"), "{err}");
+    let _ = worker.kill();
+    let _ = worker.wait();
+}
+
+#[test]
+fn a_keyless_worker_serves_its_owner_on_a_unix_socket_and_reads_only_uploads() {
+    let _one = serial();
+    let d = tmpdir("distributed-unix");
+    let trace = d.join("t.pcap");
+    flows_trace(&trace, 100);
+    // TCP without keys is refused outright.
+    let o = sluice()
+        .args(["worker", "--listen", "127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("TCP needs --tls"), "{}", stderr(&o));
+    let sock = d.join("w.sock");
+    let log = d.join("worker.log");
+    let mut worker = sluice()
+        .args(["worker", "--listen", &format!("unix:{}", sock.display())])
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    listening(&log);
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&sock).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    let plan = |name: &str, command: &str, file: &str, files: &str| {
+        let y = format!(
+            "workers:\n  - {{name: w0, address: \"unix:{}\", to: \"null\"}}\n\
+             job: {{command: {command}, file: {file}, files: [{files}], args: [], duration: 1s}}\n",
+            sock.display()
+        );
+        let f = d.join(name);
+        std::fs::write(&f, y).unwrap();
+        f
+    };
+    let ctl = |plan: &Path| {
+        sluice()
+            .args(["control", "run"])
+            .arg(plan)
+            .args(["-q", "--max-skew", "5ms", "--summary-json"])
+            .arg(d.join("s.json"))
+            .output()
+            .unwrap()
+    };
+    // A profile reads its capture from an upload, named by its plain name.
+    std::fs::write(
+        d.join("p.yaml"),
+        "duration: 1s\nipd: {dist: empirical, from: t.pcap}\nsize: {dist: empirical, from: t.pcap}\n",
+    )
+    .unwrap();
+    let o = ctl(&plan("ok.yaml", "profile", "p.yaml", "t.pcap"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = sluice_testkit::checked_json(&std::fs::read(d.join("s.json")).unwrap());
+    assert!(s["total"]["packets"].as_u64().unwrap() > 0, "{s}");
+    // A path of the worker's host is refused, whatever the profile says.
+    std::fs::write(
+        d.join("evil.yaml"),
+        format!(
+            "duration: 1s\nipd: {{dist: empirical, from: {}}}\n",
+            trace.display()
+        ),
+    )
+    .unwrap();
+    let o = ctl(&plan("evil-plan.yaml", "profile", "evil.yaml", ""));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("uploaded files"), "{}", stderr(&o));
+    // Another uid is refused even when the socket is opened to all.
+    std::fs::set_permissions(&sock, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+    let nobody = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["/usr/bin/python3", "-c"])
+        .arg(
+            "import socket, sys\n\
+             s = socket.socket(socket.AF_UNIX)\n\
+             s.connect(sys.argv[1])\n\
+             s.settimeout(10)\n\
+             try:\n    s.sendall(b'PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n')\n    print('refused' if s.recv(100) == b'' else 'served')\n\
+             except OSError:\n    print('refused')\n",
+        )
+        .arg(&sock)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&nobody.stdout);
+    assert!(said.starts_with("refused"), "{said}{}", stderr(&nobody));
+    let _ = worker.kill();
+    let _ = worker.wait();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("refused a client of uid 65534"), "{text}");
 }

@@ -616,15 +616,19 @@ impl Worker for Service {
                     s.map_or("killed".into(), |s| s.to_string())
                 )),
             };
-            let _ = tx.send(Ok(pb::Update { kind: Some(kind) })).await;
             // A lease serves one task: a long-lived worker keeps no old
-            // inputs, and no later task can read this task's summary.
-            let mut st = lock(&state);
-            st.job = None;
-            st.end_lease();
+            // inputs, and no later task can read this task's summary. It
+            // ends before the last update, so the controller that gets it
+            // may register again at once.
+            {
+                let mut st = lock(&state);
+                st.job = None;
+                st.end_lease();
+            }
             log(&format!(
                 "'{name}': job ended; its lease and uploads are gone"
             ));
+            let _ = tx.send(Ok(pb::Update { kind: Some(kind) })).await;
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
