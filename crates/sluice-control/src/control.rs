@@ -688,7 +688,7 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
                     }
                 }
                 ticks += 1;
-                if ticks % 4 != 0 {
+                if !ticks.is_multiple_of(4) {
                     continue;
                 }
                 let mut s = Status {
