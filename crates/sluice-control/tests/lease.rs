@@ -172,7 +172,7 @@ fn a_lease_belongs_to_the_controller_that_registered() {
                 "not allowed",
             ),
         ] {
-            let e = a.run(t).await.err().expect("refused");
+            let e = a.run(t).await.expect_err("refused");
             assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
             assert!(e.message().contains(want), "{e:?}");
             assert!(!e.message().contains("root:"), "{e:?}");
