@@ -182,11 +182,14 @@ fn session(sock: &Path, tail: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The messages in sluice's answer: (type, body).
+/// The complete messages in sluice's answer: (type, body).
 fn messages(mut b: &[u8]) -> Vec<(u8, Vec<u8>)> {
     let mut out = Vec::new();
     while b.len() >= 5 {
         let n = u32::from_le_bytes(b[..4].try_into().unwrap()) as usize;
+        if b.len() < 4 + n {
+            break;
+        }
         out.push((b[4], b[5..4 + n].to_vec()));
         b = &b[4 + n..];
     }
@@ -553,4 +556,151 @@ fn tcp_clients_need_the_token_and_unix_peers_are_checked() {
     assert!(messages(&served).iter().any(|(k, _)| *k == 0x81), "WELCOME");
     let err = finish(server);
     assert!(err.contains("refused a client of uid 65534"), "{err}");
+}
+
+/// A HELLO (session time base), then `tail`, on a new connection.
+fn hello_then(sock: &Path, tail: &[u8]) -> UnixStream {
+    let mut s = UnixStream::connect(sock).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut m = 21u32.to_le_bytes().to_vec();
+    m.push(1);
+    m.extend_from_slice(b"SLIJ");
+    m.extend_from_slice(&[1, 0, 0, 0]);
+    m.extend_from_slice(&[0; 12]);
+    m.extend_from_slice(tail);
+    s.write_all(&m).unwrap();
+    s
+}
+
+/// `n` descriptions of 65 000-byte frames due `at` ns into the session,
+/// in DESCS messages.
+fn big_descs(n: u64, at: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+        let mut body = (chunk.len() as u32).to_le_bytes().to_vec();
+        for &i in chunk {
+            let mut d = raw_desc(i);
+            d[8..16].copy_from_slice(&at.to_le_bytes());
+            d[16..18].copy_from_slice(&65_000u16.to_le_bytes());
+            body.extend(d);
+        }
+        out.extend(((body.len() + 1) as u32).to_le_bytes());
+        out.push(2);
+        out.extend(body);
+    }
+    out
+}
+
+/// A process's resident memory, bytes.
+fn rss(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = s
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// CPU time a process used, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &s[s.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+#[test]
+fn hostile_clients_get_bounded_memory_and_cannot_lock_others_out() {
+    let d = tmpdir("inject-hostile");
+    let sock = d.join("i.sock");
+    let summary = d.join("s.json");
+    let mut inject = sluice()
+        .args(["inject", "--listen"])
+        .arg(format!("unix:{}", sock.display()))
+        .args([
+            "--to",
+            "null",
+            "--queue-bytes",
+            "32M",
+            "-q",
+            "--summary-json",
+        ])
+        .arg(&summary)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while UnixStream::connect(&sock).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "inject never listened"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = inject.id();
+    // 5 000 frames of 65 000 bytes an hour ahead (325 MB wanted): held up
+    // to --queue-bytes, the rest dropped and acknowledged as such.
+    let mut greedy = hello_then(&sock, &big_descs(5_000, 3_600_000_000_000));
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let dropped = |got: &[u8]| {
+        messages(got)
+            .iter()
+            .filter(|m| m.0 == 0x82)
+            .flat_map(|m| m.1[4..].chunks(24).map(|a| a[16]).collect::<Vec<_>>())
+            .filter(|&st| st == 2)
+            .count()
+    };
+    while dropped(&got) < 4_000 {
+        let n = greedy.read(&mut buf).unwrap();
+        assert!(n > 0, "the connection ended early");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let held = rss(pid);
+    assert!(
+        held < 160 << 20,
+        "resident {held} bytes with 32M of frames held"
+    );
+    // It leaves without BYE: what it had waiting is dropped.
+    drop(greedy);
+    // An idle flood (connections that never say HELLO) does not lock a
+    // real client out, nor make the server spin.
+    let flood: Vec<UnixStream> = (0..100)
+        .map(|_| UnixStream::connect(&sock).unwrap())
+        .collect();
+    let c0 = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    let spent = cpu_ticks(pid) - c0;
+    assert!(spent < 50, "{spent} ticks of CPU in 1 s with idle clients");
+    let mut body = 1u32.to_le_bytes().to_vec();
+    body.extend(raw_desc(7));
+    let mut tail = ((body.len() + 1) as u32).to_le_bytes().to_vec();
+    tail.push(2);
+    tail.extend(body);
+    tail.extend_from_slice(&[1, 0, 0, 0, 3]); // BYE
+    let mut real = hello_then(&sock, &tail);
+    let mut answer = Vec::new();
+    real.read_to_end(&mut answer).unwrap();
+    let answer = messages(&answer);
+    assert_eq!(answer.last().map(|m| m.0), Some(0x85), "DONE: {answer:?}");
+    drop(flood);
+    sh(&["kill", "-INT", &pid.to_string()]);
+    let status = inject.wait().unwrap();
+    let mut err = String::new();
+    inject
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.code() == Some(130) || status.success(), "{err}");
+    let s = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
+    let src = &s["source"];
+    assert!(src["dropped_queue_bytes"].as_u64().unwrap() >= 4_000, "{s}");
+    let departed = src["dropped_departed"].as_u64().unwrap();
+    assert!(departed > 0 && departed < 1_000, "{s}");
+    assert!(src["clients_refused"].as_u64().unwrap() > 0, "{s}");
+    assert_eq!(s["packets"], 1, "{s}");
 }

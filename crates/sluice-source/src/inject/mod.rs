@@ -33,6 +33,17 @@ const IDLE_WAIT: Duration = Duration::from_millis(20);
 /// Longest wait while frames are in flight: their acknowledgements wait
 /// for the next look at the departures.
 const ACK_WAIT: Duration = Duration::from_micros(200);
+/// A connection must say HELLO within this long, or it is closed.
+const HELLO_WITHIN_NS: u64 = 5_000_000_000;
+/// Connections that have not said HELLO yet, at most at once: more are
+/// closed as they come (an idle flood cannot hold the descriptors).
+const MAX_UNGREETED: usize = 16;
+/// After an accept error (the fd limit: EMFILE, ENFILE) the listener is
+/// left alone this long instead of spinning on it.
+const ACCEPT_BACKOFF_NS: u64 = 100_000_000;
+/// Frame buffers kept for reuse, at most, and the largest kept.
+const POOL_MAX: usize = 1024;
+const POOL_FRAME_MAX: usize = 16 * 1024;
 
 /// What `sluice inject` is told.
 #[derive(Clone, Debug)]
@@ -52,6 +63,11 @@ pub struct InjectConfig {
     /// The secret every HELLO must carry (a TCP listener's token file);
     /// None: no secret (a unix socket, or `--insecure-tcp`).
     pub token: Option<[u8; proto::TOKEN_LEN]>,
+    /// Bytes of built frames held waiting (all clients) past which a new
+    /// description is dropped and acknowledged as such.
+    pub queue_bytes: usize,
+    /// Clients connected at once, at most; more are closed as they come.
+    pub max_clients: usize,
 }
 
 /// A description waiting for its time.
@@ -101,6 +117,18 @@ struct Counts {
     errors: u64,
     /// Frames handed to the engine after their time (this thread was late).
     released_late: u64,
+    /// Descriptions dropped because the held frames' bytes were at
+    /// --queue-bytes.
+    dropped_queue_bytes: u64,
+    /// Held descriptions of clients that went away without BYE.
+    dropped_departed: u64,
+    /// Returned frames not queued for a client that does not read them.
+    returned_dropped: u64,
+    /// Connections closed at once: over --max-clients or too many
+    /// without HELLO.
+    clients_refused: u64,
+    /// Connections closed for saying no HELLO in time.
+    hello_timeouts: u64,
 }
 
 pub struct InjectSource {
@@ -123,6 +151,10 @@ pub struct InjectSource {
     notes: Vec<String>,
     poll: PollSet,
     rx_buf: Vec<u8>,
+    /// Bytes of the frames in `waiting`.
+    held_bytes: usize,
+    /// Run offset before which the listener is not accepted on.
+    accept_after: u64,
 }
 
 impl InjectSource {
@@ -148,6 +180,8 @@ impl InjectSource {
             notes: Vec::new(),
             poll: PollSet::new(),
             rx_buf: vec![0; 65_536],
+            held_bytes: 0,
+            accept_after: 0,
         }
     }
 
@@ -184,22 +218,85 @@ impl InjectSource {
     }
 
     fn accept(&mut self) {
+        let now = self.now();
+        if now < self.accept_after {
+            return;
+        }
         loop {
             match self.listener.accept() {
                 Ok(Some((stream, name))) => {
+                    // Connections that never said HELLO make room for new
+                    // ones, oldest first: an idle flood cannot lock a real
+                    // client out, nor hold more than a few descriptors.
+                    let ungreeted = || {
+                        self.sessions
+                            .iter()
+                            .filter(|s| s.hello.is_none() && !s.closing)
+                    };
+                    if ungreeted().count() >= MAX_UNGREETED {
+                        let oldest = ungreeted().map(|s| s.id).min();
+                        if let Some(s) = oldest.and_then(|id| self.session(id)) {
+                            s.closing = true;
+                            s.eof = true;
+                            s.discard_output();
+                            self.counts.clients_refused += 1;
+                        }
+                    }
+                    if self.sessions.len() >= self.cfg.max_clients {
+                        // Closed at once (dropped): the cap bounds memory
+                        // and descriptors, whoever connects.
+                        self.counts.clients_refused += 1;
+                        drop(stream);
+                        continue;
+                    }
                     self.next_id += 1;
                     self.sessions.push(Session::new(
                         self.next_id,
                         format!("{name} #{}", self.next_id),
                         stream,
+                        now,
                     ));
                 }
                 Ok(None) => return,
                 Err(e) => {
+                    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                        self.accept_after = now + ACCEPT_BACKOFF_NS;
+                    }
                     self.note(format!("accepting a client: {e}"));
                     return;
                 }
             }
+        }
+    }
+
+    /// Drops what client `id` still had waiting (it went away without
+    /// BYE): nobody is left to acknowledge it to.
+    fn depart(&mut self, id: u64) {
+        let mut dropped = 0u64;
+        let mut freed = 0usize;
+        let mut kept = std::mem::take(&mut self.waiting).into_vec();
+        kept.retain(|w| {
+            if w.0.session == id {
+                dropped += 1;
+                freed += w.0.frame.capacity();
+                false
+            } else {
+                true
+            }
+        });
+        self.waiting = BinaryHeap::from(kept);
+        self.held_bytes -= freed;
+        self.counts.dropped_departed += dropped;
+        if let Some(s) = self.session(id) {
+            s.outstanding = s.outstanding.saturating_sub(dropped);
+            s.departed = true;
+        }
+    }
+
+    /// A frame buffer back to the pool, if the pool wants it.
+    fn recycle(&mut self, frame: Vec<u8>) {
+        if self.pool.len() < POOL_MAX && frame.capacity() <= POOL_FRAME_MAX {
+            self.pool.push(frame);
         }
     }
 
@@ -296,6 +393,12 @@ impl InjectSource {
                 s.ack(d.seq, t, Status::DroppedQueueFull);
                 continue;
             }
+            if self.held_bytes >= self.cfg.queue_bytes {
+                self.counts.dropped_queue_bytes += 1;
+                let t = Self::from_run(s, mono0, real0, now);
+                s.ack(d.seq, t, Status::DroppedQueueFull);
+                continue;
+            }
             let mut due = Self::to_run(s, mono0, real0, d.time);
             let late = due < now;
             if late {
@@ -318,6 +421,7 @@ impl InjectSource {
             let mut frame = self.pool.pop().unwrap_or_default();
             frame.clear();
             build::build(&mut frame, &d, macs);
+            self.held_bytes += frame.capacity();
             self.order += 1;
             self.waiting.push(Reverse(Waiting {
                 due,
@@ -352,8 +456,9 @@ impl InjectSource {
             .is_some_and(|w| w.0.due <= now + LEAD_NS)
         {
             let Reverse(w) = self.waiting.pop().expect("peeked");
+            self.held_bytes -= w.frame.capacity();
             if self.sessions.iter().all(|s| s.id != w.session) {
-                self.pool.push(w.frame);
+                self.recycle(w.frame);
                 continue;
             }
             if w.due < now {
@@ -368,7 +473,7 @@ impl InjectSource {
                 seq: w.seq,
                 late: w.late,
             });
-            self.pool.push(w.frame);
+            self.recycle(w.frame);
         }
         (!any || out.flush()) && !out.stopped()
     }
@@ -420,6 +525,10 @@ impl InjectSource {
             self.counts.returned += 1;
             for s in &mut self.sessions {
                 if s.hello.is_some_and(|h| h.want_frames) && !s.closing {
+                    if s.backlog() >= session::RETURN_BACKLOG {
+                        self.counts.returned_dropped += 1;
+                        continue;
+                    }
                     let t = Self::from_run(s, self.mono0, self.real0, arrival);
                     proto::frame(s.out(), t, frame);
                 }
@@ -430,7 +539,24 @@ impl InjectSource {
 
     /// Writes answers, ends sessions that are complete, drops closed ones.
     fn tend(&mut self) {
+        let now = self.now();
+        let gone: Vec<u64> = self
+            .sessions
+            .iter()
+            .filter(|s| s.eof && !s.bye && !s.departed)
+            .map(|s| s.id)
+            .collect();
+        for id in gone {
+            self.depart(id);
+        }
         for s in &mut self.sessions {
+            if s.hello.is_none() && !s.closing && now.saturating_sub(s.opened) > HELLO_WITHIN_NS {
+                self.counts.hello_timeouts += 1;
+                s.closing = true;
+                s.eof = true;
+                s.discard_output();
+                continue;
+            }
             if !s.closing && (s.bye || s.eof) && s.outstanding == 0 {
                 s.seal_acks();
                 if s.bye {
@@ -481,7 +607,11 @@ impl InjectSource {
             return Ok(());
         }
         self.poll.clear();
-        self.poll.add(self.listener.fd(), READ);
+        if now >= self.accept_after {
+            self.poll.add(self.listener.fd(), READ);
+        } else {
+            timeout = timeout.min(Duration::from_nanos(self.accept_after - now));
+        }
         for s in &self.sessions {
             let mut ev = 0;
             if s.wants_read(self.cfg.window) {
@@ -538,6 +668,7 @@ impl InjectSource {
     fn wind_up(&mut self) {
         let (mono0, real0, now) = (self.mono0, self.real0, self.now());
         while let Some(Reverse(w)) = self.waiting.pop() {
+            self.held_bytes -= w.frame.capacity();
             if let Some(s) = self.session(w.session) {
                 let t = Self::from_run(s, mono0, real0, now);
                 s.ack(w.seq, t, Status::NotSent);
@@ -595,6 +726,33 @@ impl Source for InjectSource {
                 c.dropped_queue_full
             ));
         }
+        if c.dropped_queue_bytes > 0 {
+            notes.push(format!(
+                "{} descriptions arrived while the held frames filled --queue-bytes and were dropped",
+                c.dropped_queue_bytes
+            ));
+        }
+        if c.dropped_departed > 0 {
+            notes.push(format!(
+                "{} held descriptions of clients that left without BYE were dropped",
+                c.dropped_departed
+            ));
+        }
+        if c.returned_dropped > 0 {
+            notes.push(format!(
+                "{} returned frames were not queued for clients that did not read them",
+                c.returned_dropped
+            ));
+        }
+        if c.clients_refused + c.hello_timeouts > 0 {
+            notes.push(format!(
+                "{} connections closed over --max-clients or the cap on connections without HELLO, \
+                 {} for saying no HELLO within {} s",
+                c.clients_refused,
+                c.hello_timeouts,
+                HELLO_WITHIN_NS / 1_000_000_000
+            ));
+        }
         SourceReport {
             notes,
             counters: vec![
@@ -607,6 +765,11 @@ impl Source for InjectSource {
                 ("returned", c.returned),
                 ("released_late", c.released_late),
                 ("protocol_errors", c.errors),
+                ("dropped_queue_bytes", c.dropped_queue_bytes),
+                ("dropped_departed", c.dropped_departed),
+                ("returned_dropped", c.returned_dropped),
+                ("clients_refused", c.clients_refused),
+                ("hello_timeouts", c.hello_timeouts),
             ],
             ..SourceReport::default()
         }

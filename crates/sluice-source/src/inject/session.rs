@@ -10,6 +10,9 @@ const READ_CHUNK: usize = 256 * 1024;
 /// Answers waiting to be written past which the client is not read: it
 /// must read its acknowledgements to send more.
 pub const WRITE_BACKLOG: usize = 4 << 20;
+/// Answers waiting past which a returned frame is dropped for this client
+/// (and counted): a client that never reads cannot grow its backlog.
+pub const RETURN_BACKLOG: usize = 16 << 20;
 
 pub struct Session {
     pub id: u64,
@@ -37,10 +40,14 @@ pub struct Session {
     pub closing: bool,
     /// Acknowledgement entries of the ACKS message being gathered.
     acks: Vec<u8>,
+    /// Run offset (ns) of the connection (a HELLO is due within seconds).
+    pub opened: u64,
+    /// It went away without BYE: what it still had waiting was dropped.
+    pub departed: bool,
 }
 
 impl Session {
-    pub fn new(id: u64, name: String, stream: Stream) -> Self {
+    pub fn new(id: u64, name: String, stream: Stream, opened: u64) -> Self {
         Session {
             id,
             name,
@@ -59,7 +66,14 @@ impl Session {
             eof: false,
             closing: false,
             acks: Vec::new(),
+            opened,
+            departed: false,
         }
+    }
+
+    /// Bytes of answers queued and not yet written.
+    pub fn backlog(&self) -> usize {
+        self.wbuf.len() - self.wpos
     }
 
     /// Whether to read more from the client now.
