@@ -115,6 +115,9 @@ pub fn open_failure(error: impl Into<anyhow::Error>) -> Failure {
 fn main() -> ExitCode {
     json::begin_run();
     let cli = args::Cli::parse();
+    if let Some(b) = cli.max_memory {
+        sluice_sys::mem::set_budget(b);
+    }
     let result = match cli.command {
         args::Command::Replay(a) => cmd::replay::run(*a),
         args::Command::Analyze(a) => cmd::analyze::run(*a),

@@ -48,12 +48,16 @@ pub fn keygen(dir: &Path, sans: &[String]) -> Result<Vec<PathBuf>> {
             ));
         }
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-
     let ca_key = KeyPair::generate()?;
     let mut ca = CertificateParams::new(Vec::<String>::new())?;
     ca.distinguished_name.push(DnType::CommonName, "sluice CA");
     ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    // Not for ever (rcgen's default is the year 4096): the CA for 10
+    // years, the two leaves for 2; a compromised key ages out, and a new
+    // `keygen` replaces all three.
+    let year = this_year();
+    ca.not_before = rcgen::date_time_ymd(year - 1, 1, 1);
+    ca.not_after = rcgen::date_time_ymd(year + 10, 1, 1);
     ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     let ca_cert = ca.self_signed(&ca_key)?;
     let issuer = Issuer::new(ca, &ca_key);
@@ -64,6 +68,8 @@ pub fn keygen(dir: &Path, sans: &[String]) -> Result<Vec<PathBuf>> {
             let mut p = CertificateParams::new(names)?;
             p.distinguished_name.push(DnType::CommonName, cn);
             p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+            p.not_before = rcgen::date_time_ymd(year - 1, 1, 1);
+            p.not_after = rcgen::date_time_ymd(year + 2, 1, 1);
             p.extended_key_usages = vec![eku];
             let cert = p.signed_by(&key, &issuer)?;
             Ok((cert.pem(), key.serialize_pem()))
@@ -88,31 +94,70 @@ pub fn keygen(dir: &Path, sans: &[String]) -> Result<Vec<PathBuf>> {
         (CONTROLLER_CERT, cc, false),
         (CONTROLLER_KEY, ck, true),
     ];
-    let mut out = Vec::new();
-    for (name, text, secret) in files {
-        let path = dir.join(name);
-        write_atomic(&path, text.as_bytes(), secret)?;
-        out.push(path);
+    // All or nothing: every file is written in a private staging
+    // directory beside the target, then moved in; a failure (a full disk)
+    // leaves nothing that would block a re-run.
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".sluice-keygen.")
+        .tempdir_in(parent)
+        .with_context(|| format!("a staging directory in {}", parent.display()))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("{}: making it private", staging.path().display()))?;
+    }
+    for (name, text, secret) in &files {
+        write_new(&staging.path().join(name), text.as_bytes(), *secret)?;
+    }
+    let out: Vec<PathBuf> = files.iter().map(|(n, _, _)| dir.join(n)).collect();
+    if !dir.exists() {
+        std::fs::rename(staging.path(), dir)
+            .with_context(|| format!("moving the keys to {}", dir.display()))?;
+        let _ = staging.keep();
+        return Ok(out);
+    }
+    let mut moved = Vec::new();
+    for (name, _, _) in &files {
+        let to = dir.join(name);
+        if let Err(e) = std::fs::rename(staging.path().join(name), &to) {
+            for m in &moved {
+                let _ = std::fs::remove_file(m);
+            }
+            return Err(anyhow!("moving the keys to {}: {e}", dir.display()));
+        }
+        moved.push(to);
     }
     Ok(out)
 }
 
-fn write_atomic(path: &Path, data: &[u8], secret: bool) -> Result<()> {
+/// Writes a new file (mode 0600 for a secret, else 0644) and syncs it.
+fn write_new(path: &Path, data: &[u8], secret: bool) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
     let mode = if secret { 0o600 } else { 0o644 };
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(mode)
-        .open(&tmp)
-        .with_context(|| format!("creating {}", tmp.display()))?;
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
     f.write_all(data)
         .and_then(|_| f.sync_all())
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
+}
+
+/// The current year (UTC), near enough for validity periods.
+fn this_year() -> i32 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    1970 + (secs / 31_556_952) as i32
 }
 
 fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {

@@ -307,7 +307,9 @@ impl Feeder {
         if p.cached > p.budget {
             let p = self.preload.take().expect("preloading");
             self.notes.push(format!(
-                "--preload: the trace needs more than {} MiB of memory; it is streamed from the file instead",
+                "--preload: the trace needs more than its budget of {} bytes ({} MiB; --preload-max, \
+                 --max-memory); it is streamed from the file instead",
+                p.budget,
                 p.budget >> 20
             ));
             self.send_cached(&p.batches);

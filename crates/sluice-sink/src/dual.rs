@@ -46,6 +46,12 @@ impl Sink for DualSink {
         a.and(b)
     }
 
+    fn finish_incomplete(&mut self) -> Result<(), SinkError> {
+        let a = self.first.finish_incomplete();
+        let b = self.second.finish_incomplete();
+        a.and(b)
+    }
+
     fn describe(&self) -> String {
         format!("{} + {}", self.first.describe(), self.second.describe())
     }

@@ -113,6 +113,12 @@ pub trait Sink: Send {
     fn finish(&mut self) -> Result<(), SinkError> {
         self.flush()
     }
+    /// Finishes the output of a run that failed or was stopped: a file
+    /// output replaces nothing that existed (it is kept beside it, and a
+    /// warning names it). Called once at the end, instead of `finish`.
+    fn finish_incomplete(&mut self) -> Result<(), SinkError> {
+        self.finish()
+    }
     /// Human-readable name for messages and the summary.
     fn describe(&self) -> String;
     /// Frames the kernel refused after they were queued (a batch sent at

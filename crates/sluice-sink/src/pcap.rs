@@ -105,6 +105,33 @@ impl Sink for PcapSink {
         flushed.map_err(|e| self.io(e))
     }
 
+    /// A run cut short: the frames it wrote replace no existing file.
+    fn finish_incomplete(&mut self) -> Result<(), SinkError> {
+        let Some(mut w) = self.writer.take() else {
+            return Ok(());
+        };
+        let flushed = w.flush();
+        if flushed.is_err() {
+            Self::cut(&mut w);
+        }
+        let packets = w.packets();
+        let out = w.into_written();
+        if packets > 0 {
+            let went = out.commit_partial()?;
+            if went != self.path {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "sluice: the run did not complete: {} keeps what it held; this run's {packets} \
+                     packets are in {}",
+                    self.path.display(),
+                    went.display()
+                );
+            }
+        }
+        flushed.map_err(|e| self.io(e))
+    }
+
     fn describe(&self) -> String {
         format!("pcap:{}", self.path.display())
     }

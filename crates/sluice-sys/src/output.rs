@@ -3,13 +3,16 @@
 //! An [`Output`] writes to a temporary file created exclusively in the
 //! target's directory (never following a symlink) and renames it over the
 //! target on [`Output::commit`]; dropped without a commit, the temporary
-//! file is removed and the old target is untouched. While it is open the
-//! target is locked (`flock` on the target itself, created empty if it did
-//! not exist, and removed again if nothing replaces it), so a second writer
-//! of the same path is refused rather than silently losing one run's
-//! output. A target that is a symbolic link is refused: renaming over it
-//! would replace the link, writing through it would write somewhere the
-//! user did not name.
+//! file is removed and the old target is untouched. A run that failed or
+//! was stopped ends with [`Output::commit_partial`]: its output replaces
+//! nothing that existed (it is kept beside, `NAME.partial`). The target is
+//! never created before the commit, so a process killed mid-run leaves no
+//! empty target. While it is open the target is locked (`flock` on a lock
+//! file beside it, `.NAME.sluice-lock`, removed at the end), so a second
+//! writer of the same path is refused rather than silently losing one
+//! run's output. A target that is a symbolic link is refused: renaming
+//! over it would replace the link, writing through it would write
+//! somewhere the user did not name.
 //!
 //! A target that exists and is not a regular file is never replaced: a
 //! character device (`/dev/null`) or a FIFO is written in place, unlocked
@@ -60,11 +63,10 @@ pub struct Output {
     tmp: Option<tempfile::NamedTempFile>,
     /// A character device or FIFO, written where it is.
     in_place: Option<File>,
-    /// The locked target; kept open until the output ends.
-    _lock: Option<File>,
-    /// We created the (empty) target to lock it: remove it if nothing
-    /// replaces it.
-    created: bool,
+    /// The lock file, held until the output ends, and its path.
+    lock: Option<(File, PathBuf)>,
+    /// The target existed when the output was made.
+    existed: bool,
 }
 
 impl Output {
@@ -90,8 +92,8 @@ impl Output {
                     target: target.to_path_buf(),
                     tmp: None,
                     in_place: Some(file),
-                    _lock: None,
-                    created: false,
+                    lock: None,
+                    existed: true,
                 });
             }
             let kind = if t.is_block_device() {
@@ -111,18 +113,6 @@ impl Output {
             }
         }
         let existed = target.exists();
-        let lock = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(target)
-            .map_err(fail)?;
-        if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_err() {
-            return Err(OutputError::Locked {
-                path: target.display().to_string(),
-            });
-        }
         let dir = match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
@@ -131,6 +121,7 @@ impl Output {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let lock = lock_beside(dir, &name, target)?;
         // Like File::create: 0666 less the umask, or the mode of the file
         // it replaces.
         let mode = fs::metadata(target)
@@ -142,22 +133,19 @@ impl Output {
             .suffix(".sluice-tmp")
             .permissions(fs::Permissions::from_mode(mode))
             .tempfile_in(dir);
-        let tmp = match tmp {
-            Ok(t) => t,
-            Err(e) => {
-                if !existed {
-                    let _ = fs::remove_file(target);
-                }
-                return Err(fail(e));
-            }
-        };
+        let tmp = tmp.map_err(fail)?;
         Ok(Output {
             target: target.to_path_buf(),
             tmp: Some(tmp),
             in_place: None,
-            _lock: Some(lock),
-            created: !existed,
+            lock: Some(lock),
+            existed,
         })
+    }
+
+    /// The target this output is for.
+    pub fn target(&self) -> &Path {
+        &self.target
     }
 
     /// The file to write into.
@@ -183,8 +171,34 @@ impl Output {
         let fail = |e| OutputError::io(&self.target, e);
         tmp.as_file().sync_data().map_err(fail)?;
         tmp.persist(&self.target).map_err(|e| fail(e.error))?;
-        self.created = false;
         Ok(())
+    }
+
+    /// Ends the output of a run that failed or was stopped: written to the
+    /// target when nothing was there, else kept beside it as
+    /// `NAME.partial` (an earlier partial one replaced), the target left
+    /// as it was. Returns where the output went.
+    pub fn commit_partial(mut self) -> Result<PathBuf, OutputError> {
+        if self.in_place.is_some() || !self.existed {
+            let target = self.target.clone();
+            return self.commit().map(|()| target);
+        }
+        let Some(tmp) = self.tmp.take() else {
+            return Ok(self.target.clone());
+        };
+        let mut name = self.target.as_os_str().to_os_string();
+        name.push(".partial");
+        let beside = PathBuf::from(name);
+        if fs::symlink_metadata(&beside).is_ok_and(|m| !m.file_type().is_file()) {
+            return Err(OutputError::NotAFile {
+                path: beside.display().to_string(),
+                kind: "non-file",
+            });
+        }
+        let fail = |e| OutputError::io(&beside, e);
+        tmp.as_file().sync_data().map_err(fail)?;
+        tmp.persist(&beside).map_err(|e| fail(e.error))?;
+        Ok(beside)
     }
 }
 
@@ -200,13 +214,44 @@ impl io::Write for Output {
 }
 
 impl Drop for Output {
-    /// Not committed: the temporary file goes (tempfile removes it), and a
-    /// target created only to be locked goes too.
+    /// Not committed: the temporary file goes (tempfile removes it). The
+    /// lock file goes while still locked, so no later writer can lock the
+    /// removed one.
     fn drop(&mut self) {
-        if self.created && fs::metadata(&self.target).is_ok_and(|m| m.len() == 0) {
-            let _ = fs::remove_file(&self.target);
+        if let Some((_, path)) = &self.lock {
+            let _ = fs::remove_file(path);
         }
     }
+}
+
+/// Takes the lock of output `name` in `dir`: `flock` on `.NAME.sluice-lock`
+/// (made if missing). A lock file another writer removed between our open
+/// and our lock is no lock: open it again.
+fn lock_beside(dir: &Path, name: &str, target: &Path) -> Result<(File, PathBuf), OutputError> {
+    let path = dir.join(format!(".{name}.sluice-lock"));
+    for _ in 0..8 {
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| OutputError::io(&path, e))?;
+        if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
+            return Err(OutputError::Locked {
+                path: target.display().to_string(),
+            });
+        }
+        let held = f.metadata().map_err(|e| OutputError::io(&path, e))?;
+        let named = fs::symlink_metadata(&path);
+        if named.is_ok_and(|m| m.dev() == held.dev() && m.ino() == held.ino()) {
+            return Ok((f, path));
+        }
+    }
+    Err(OutputError::Locked {
+        path: target.display().to_string(),
+    })
 }
 
 /// Checks, before any work, that no output is an input and no two outputs
@@ -276,6 +321,32 @@ mod tests {
         drop(Output::create(&target).unwrap());
         assert!(!target.exists());
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn an_incomplete_run_keeps_what_existed_and_writes_beside_it() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.pcap");
+        // Nothing there: the partial output is the output.
+        let mut o = Output::create(&target).unwrap();
+        // Not created before the commit: a kill now leaves no empty target.
+        assert!(!target.exists());
+        o.write_all(b"first").unwrap();
+        assert_eq!(o.commit_partial().unwrap(), target);
+        assert_eq!(fs::read(&target).unwrap(), b"first");
+        // A good file there: kept; the partial one goes beside it.
+        let mut o = Output::create(&target).unwrap();
+        o.write_all(b"cut short").unwrap();
+        let beside = o.commit_partial().unwrap();
+        assert_eq!(beside, dir.path().join("out.pcap.partial"));
+        assert_eq!(fs::read(&target).unwrap(), b"first");
+        assert_eq!(fs::read(&beside).unwrap(), b"cut short");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names.len(), 2, "no lock or temporary file left: {names:?}");
     }
 
     #[test]

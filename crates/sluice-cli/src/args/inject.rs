@@ -28,9 +28,9 @@ pub struct InjectArgs {
     /// Most descriptions waiting to leave (all clients); one arriving to a full queue is dropped and acknowledged as such.
     #[arg(long, value_parser = count, default_value_t = 1_000_000)]
     pub queue_limit: u64,
-    /// Bytes of built frames held waiting for their time (all clients); a description arriving past it is dropped and acknowledged as such.
-    #[arg(long, value_parser = count, default_value = "256M")]
-    pub queue_bytes: u64,
+    /// Bytes of built frames held waiting for their time (all clients); a description arriving past it is dropped and acknowledged as such (default: 256M, or the memory budget when that is less).
+    #[arg(long, value_parser = count)]
+    pub queue_bytes: Option<u64>,
     /// Clients connected at once, at most; more are closed as they connect.
     #[arg(long, value_parser = count, default_value_t = 64)]
     pub max_clients: u64,

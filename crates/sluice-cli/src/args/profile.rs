@@ -61,6 +61,9 @@ pub struct SynthArgs {
     pub output: PathBuf,
     #[command(flatten)]
     pub frame: FrameOpts,
+    /// Stop after N packets (needed to write a trace larger than the free space the profile's expected size exceeds).
+    #[arg(long, value_parser = count)]
+    pub limit: Option<u64>,
 }
 
 /// Which components to keep.

@@ -131,6 +131,12 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
         .collect();
     crate::dest::check(&[&a.plan], &outputs)?;
     let plan = sluice_control::plan::load(&a.plan).map_err(bad_input)?;
+    // The job's files are inputs too: no output may be one of them.
+    let reads: Vec<&std::path::Path> = std::iter::once(a.plan.as_path())
+        .chain(std::iter::once(plan.file.as_path()))
+        .chain(plan.files.iter().map(|p| p.as_path()))
+        .collect();
+    crate::dest::check(&reads, &outputs)?;
     check_job_options(&plan).map_err(bad_input)?;
     let stats_out = a.stats_json.as_deref().map(Dest::open).transpose()?;
     let summary_out = a.summary_json.as_deref().map(Dest::open).transpose()?;

@@ -63,7 +63,11 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
         macs: (src_mac, dst_mac),
         duration: a.duration,
         token,
-        queue_bytes: usize::try_from(a.queue_bytes).unwrap_or(usize::MAX),
+        queue_bytes: usize::try_from(
+            a.queue_bytes
+                .unwrap_or_else(|| sluice_sys::mem::default_budget().min(256 << 20)),
+        )
+        .unwrap_or(usize::MAX),
         max_clients: usize::try_from(a.max_clients).unwrap_or(usize::MAX).max(1),
     };
     let mut source = InjectSource::new(listener, cfg, departures.clone());

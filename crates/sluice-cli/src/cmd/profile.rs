@@ -15,9 +15,13 @@ use sluice_sink::{SinkSpec, TxMode};
 use sluice_source::profile::{
     spectrum, FourierPlan, Plan, Profile, ProfileSource, RateSeries, Selection, Spectrum, Synth,
 };
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub fn run(a: ProfileArgs) -> Result<u8, Failure> {
+    // Every synthesized sequence (a spectrum, a Fourier plan, a synth)
+    // ends when SIGINT or SIGTERM asks.
+    let stop = crate::signals::install().context("installing signal handlers")?;
+    sluice_source::profile::synth::stop_on(stop);
     match a.command {
         ProfileCommand::Synth(s) => synth(s),
         ProfileCommand::Spectrum(s) => show_spectrum(s),
@@ -51,6 +55,30 @@ fn selection(s: &SelectOpts) -> Result<Selection, Failure> {
 /// pcap: the frames `profile run --mode exact` sends, stamped from 0.
 fn synth(a: SynthArgs) -> Result<u8, Failure> {
     let profile = load(&a.profile, a.frame.scale, a.frame.seed)?;
+    let reads = profile.inputs.clone();
+    // What the trace will take (16-byte record headers), against what
+    // the disk has: a profile's rate times its duration can be anything.
+    let packets = profile
+        .expected_packets()
+        .min(a.limit.map_or(f64::MAX, |n| n as f64));
+    let bytes = 24.0 + packets * (16.0 + profile.size.mean);
+    let dir = match a.output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if let Some(free) = sluice_sys::mem::free_space(dir) {
+        if bytes > free as f64 && a.limit.is_none() {
+            return Err(bad_input(anyhow!(
+                "{}: the trace would take about {:.3e} bytes ({:.3e} packets) and {} has {} free; \
+                 give --limit N packets (or a shorter duration) to write part of it",
+                a.profile.display(),
+                bytes,
+                packets,
+                dir.display(),
+                free
+            )));
+        }
+    }
     let packet = profile.packet.clone();
     let source = ProfileSource::new(
         Plan::Exact(Synth::new(profile)),
@@ -75,15 +103,14 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
         spin: EngineConfig::default().spin,
     };
     let to = SinkSpec::Pcap(a.output.clone());
-    let cfg = engine_config(&opts, false);
-    send(
-        &opts,
-        &to,
-        false,
-        &[&a.profile],
-        cfg,
-        |sinks, cfg, progress| run_source(source, sinks, cfg, progress),
-    )
+    let mut cfg = engine_config(&opts, false);
+    cfg.limit = a.limit;
+    let inputs: Vec<&Path> = std::iter::once(a.profile.as_path())
+        .chain(reads.iter().map(PathBuf::as_path))
+        .collect();
+    send(&opts, &to, false, &inputs, cfg, |sinks, cfg, progress| {
+        run_source(source, sinks, cfg, progress)
+    })
 }
 
 fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
@@ -100,6 +127,7 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
         }
     }
     let profile = load(&a.profile, a.frame.scale, a.frame.seed)?;
+    let reads = profile.inputs.clone();
     let packet = profile.packet.clone();
     let plan = match a.mode {
         Mode::Exact => {
@@ -118,6 +146,10 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
             profile.check_analyzable().map_err(bad_input)?;
             let f = FourierPlan::new(profile, a.select.sample.0, sel, a.queues)
                 .map_err(|e| bad_input(anyhow!("{}: {e}", a.profile.display())))?;
+            if sluice_source::profile::synth::stop_asked() {
+                eoutln!("sluice: interrupted while planning the Fourier run; nothing sent");
+                return Ok(crate::exit::INTERRUPTED);
+            }
             let d = &f.decomposition;
             eoutln!(
                 "sluice: fourier: {} bins of {}, {} of {} components kept, {} queues ({} components each at most), {} packets planned for {} in the target{}",
@@ -153,11 +185,14 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
         start_at: a.part.start_at,
         ..engine_config(&a.run, false)
     };
+    let inputs: Vec<&Path> = std::iter::once(a.profile.as_path())
+        .chain(reads.iter().map(PathBuf::as_path))
+        .collect();
     send(
         &a.run,
         &a.to,
         false,
-        &[&a.profile],
+        &inputs,
         cfg,
         |sinks, cfg, progress| run_source(source, sinks, cfg, progress),
     )
@@ -219,8 +254,13 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
     let series = if is_profile(&a.input) {
         let p = load(&a.input, a.scale, None)?;
         p.check_analyzable().map_err(bad_input)?;
-        RateSeries::from_times(Synth::new(p).map(|p| p.due), sample, None)
-            .map_err(|e| bad_input(anyhow!("{}: {e}", a.input.display())))?
+        let series = RateSeries::from_times(Synth::new(p).map(|p| p.due), sample, None)
+            .map_err(|e| bad_input(anyhow!("{}: {e}", a.input.display())))?;
+        if sluice_source::profile::synth::stop_asked() {
+            eoutln!("sluice: interrupted while synthesizing the profile; nothing written");
+            return Ok(crate::exit::INTERRUPTED);
+        }
+        series
     } else {
         capture_series(&a.input, sample)?
     };

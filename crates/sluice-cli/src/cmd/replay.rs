@@ -39,12 +39,17 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     if let Some(to2) = &a.to2 {
         check_threads(&a.run, to2)?;
     }
+    // A split cache is read too: no output may be it.
+    let mut inputs = vec![a.trace.as_path()];
+    if let Some(sluice_source::split::SplitMode::Cache(c)) = &a.split {
+        inputs.push(c.as_path());
+    }
     send_two(
         &a.run,
         &a.to,
         a.to2.as_ref(),
         false,
-        &[&a.trace],
+        &inputs,
         cfg,
         |sinks, cfg, progress| {
             run_source(source, sinks, cfg, progress).map(|mut s| {

@@ -253,7 +253,15 @@ impl TxCore {
 
     /// Finishes the sink and hands the last counters and ε over.
     pub fn finish(mut self) -> TxReport {
-        if let Err(e) = self.sink.finish() {
+        // Stopped (a signal, another thread's failure) or failed: a file
+        // output replaces nothing that existed.
+        let complete = self.error.is_none() && !self.stop.load(Ordering::Relaxed);
+        let finished = if complete {
+            self.sink.finish()
+        } else {
+            self.sink.finish_incomplete()
+        };
+        if let Err(e) = finished {
             self.error.get_or_insert(e);
         }
         if self.topspeed {

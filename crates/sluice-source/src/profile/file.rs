@@ -194,6 +194,8 @@ pub struct Profile {
     pub gap: GapLaw,
     pub size: SizeLaw,
     pub packet: PacketSpec,
+    /// The captures its `from:` keys read (resolved paths).
+    pub inputs: Vec<PathBuf>,
 }
 
 /// Packets a whole-sequence analysis (the Fourier plan, a spectrum) may
@@ -294,7 +296,7 @@ impl Profile {
                 ));
             }
         }
-        if packet.flows == 0 || u32::from(packet.sport) + packet.flows - 1 > 65_535 {
+        if packet.flows == 0 || u64::from(packet.sport) + u64::from(packet.flows) - 1 > 65_535 {
             return Err(err(
                 "packet.flows",
                 format!(
@@ -303,6 +305,15 @@ impl Profile {
                 ),
             ));
         }
+        // Every file the profile reads, for the callers' output checks.
+        let inputs: Vec<PathBuf> = [
+            f.ipd.from.as_ref(),
+            f.size.as_ref().and_then(|s| s.from.as_ref()),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|p| dir.join(p))
+        .collect();
         let size = match f.size {
             None => SizeLaw::constant(64.max(packet.header_len())),
             Some(s) => size_law(&s, dir, packet.header_len()).map_err(|(k, w)| err(&k, w))?,
@@ -379,6 +390,7 @@ impl Profile {
             gap,
             size,
             packet,
+            inputs,
         })
     }
 }

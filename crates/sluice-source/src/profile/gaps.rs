@@ -19,6 +19,10 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 use rand_distr::{Distribution, Exp, Gamma, LogNormal, Normal, Pareto, Uniform, Weibull};
 
+/// The least share of draws a truncated law may keep: below it, drawing
+/// again until one fits is a loop that practically never ends.
+pub const MIN_ACCEPTED: f64 = 1e-3;
+
 /// A gap law ready to sample, in nanoseconds, with its theoretical mean
 /// and variance.
 #[derive(Clone, Debug)]
@@ -189,11 +193,49 @@ impl GapLaw {
                 ))
             }
         };
-        Ok(GapLaw {
+        GapLaw {
             sampler,
             mean,
             variance,
-        })
+        }
+        .usable()
+    }
+
+    /// Refuses a law a sender cannot follow: a normal law whose draws are
+    /// mostly not positive (each is drawn again), or one whose median gap
+    /// is under 1 ns, whose draws barely move time (a run of any length is
+    /// then practically endless, and no link sends frames that close).
+    fn usable(self) -> Result<GapLaw, String> {
+        if let Sampler::Normal(d) = &self.sampler {
+            let positive = 1.0 - normal_cdf(-d.mean() / d.std_dev());
+            if positive < MIN_ACCEPTED {
+                return Err(format!(
+                    "normal: only {positive:.1e} of the draws are positive gaps (std {} ns for a \
+                     mean of {} ns): lower the std",
+                    d.std_dev(),
+                    d.mean()
+                ));
+            }
+        }
+        let mut rng = <SmallRng as rand::SeedableRng>::seed_from_u64(0x5eed);
+        let mut v: Vec<f64> = (0..2049).map(|_| self.sample(&mut rng)).collect();
+        if v.iter().any(|g| !(g.is_finite() && *g >= 0.0)) {
+            return Err(format!(
+                "{}: it draws gaps that are not finite (its parameters are too extreme)",
+                self.name()
+            ));
+        }
+        v.sort_by(f64::total_cmp);
+        let median = v[v.len() / 2];
+        if median < 1.0 {
+            return Err(format!(
+                "{}: half its gaps are under 1 ns (median {median:.3e} ns for a mean of {} ns): \
+                 no link sends frames that close; choose a larger shape or a smaller spread",
+                self.name(),
+                self.mean
+            ));
+        }
+        Ok(self)
     }
 
     /// An empirical law: the gaps (ns) of a capture, scaled to `mean`

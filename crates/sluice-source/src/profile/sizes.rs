@@ -79,6 +79,15 @@ impl SizeLaw {
         if !(std.is_finite() && std > 0.0) {
             return Err(format!("std must be positive, got {std}"));
         }
+        // Draws outside [least, MAX_FRAME] are drawn again: most must fit.
+        let phi = |v: f64| super::math::normal_cdf((v - mean) / std);
+        let fits = (phi(f64::from(MAX_FRAME) + 0.5) - phi(f64::from(least) - 0.5)).max(0.0);
+        if fits < super::gaps::MIN_ACCEPTED {
+            return Err(format!(
+                "std {std:.3e}: only {fits:.1e} of the draws are frame sizes in [{least}, {MAX_FRAME}]; \
+                 lower the std"
+            ));
+        }
         Ok(SizeLaw {
             sampler: Sampler::Normal(Normal::new(mean, std).map_err(|e| e.to_string())?, least),
             mean,

@@ -56,11 +56,30 @@ impl Synth {
     }
 }
 
+/// The stop flag (SIGINT, SIGTERM) every synthesized sequence watches:
+/// a spectrum or Fourier plan of a long profile ends when the user asks.
+static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::OnceLock::new();
+
+/// Sequences end early once `flag` is set (set once per process).
+pub fn stop_on(flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    let _ = STOP.set(flag);
+}
+
+/// Whether a stop was asked.
+pub fn stop_asked() -> bool {
+    STOP.get()
+        .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+}
+
 impl Iterator for Synth {
     type Item = Planned;
 
     #[inline]
     fn next(&mut self) -> Option<Planned> {
+        if self.index.is_multiple_of(4096) && stop_asked() {
+            return None;
+        }
         match self.profile.stop {
             Stop::Packets(n) if self.index >= n => return None,
             Stop::Duration(d) if self.t >= d.0 as f64 => return None,

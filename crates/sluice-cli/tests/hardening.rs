@@ -1,0 +1,338 @@
+//! What a careless user (or an attacker with a file) can do to sluice
+//! and its outputs: every file a command reads is protected from its
+//! outputs, an incomplete run replaces nothing, a killed one leaves no
+//! empty target, key generation is all or nothing, profiles whose laws
+//! cannot produce are refused naming the key, and the memory budget
+//! follows the process's limits.
+
+mod common;
+
+use common::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn wait_within(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    assert!(Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+}
+
+#[test]
+fn every_file_a_command_reads_is_protected_from_its_outputs() {
+    let d = tmpdir("hardening-alias");
+    let cap = d.join("cap.pcap");
+    write_trace(&cap, 50, 1_000_000, 100);
+    let before = std::fs::read(&cap).unwrap();
+    std::fs::write(
+        d.join("p.yaml"),
+        "duration: 1s\nrate: 100\nipd: {dist: empirical, from: cap.pcap}\n",
+    )
+    .unwrap();
+    let p = d.join("p.yaml");
+    let c = format!("pcap:{}", cap.display());
+    // A profile's from: capture, as synth's and run's output.
+    for args in [
+        vec![
+            "profile",
+            "synth",
+            p.to_str().unwrap(),
+            "-o",
+            cap.to_str().unwrap(),
+        ],
+        vec!["profile", "run", p.to_str().unwrap(), "--to", &c],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("is also the input"), "{}", stderr(&o));
+    }
+    // A split cache, as a replay's output.
+    let cache = d.join("split.cache");
+    let o = run(&[
+        "prep",
+        cap.to_str().unwrap(),
+        "--split",
+        "auto",
+        "-o",
+        cache.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cached = std::fs::read(&cache).unwrap();
+    let split = format!("cache:{}", cache.display());
+    let o = run(&[
+        "replay",
+        cap.to_str().unwrap(),
+        "--split",
+        &split,
+        "--to",
+        "null",
+        "--to2",
+        "null",
+        "--summary-json",
+        cache.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&cache).unwrap(), cached);
+    // A plan's job file, as the controller's summary.
+    let plan = d.join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "workers:\n  - {name: w0, address: \"unix:/nonexistent\", to: \"null\"}\n\
+         job: {command: replay, file: cap.pcap, duration: 1s}\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "control",
+        "run",
+        plan.to_str().unwrap(),
+        "--summary-json",
+        cap.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is also the input"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&cap).unwrap(), before);
+}
+
+#[test]
+fn an_incomplete_run_replaces_nothing_and_a_killed_one_leaves_no_empty_target() {
+    let d = tmpdir("hardening-partial");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 100_000, 1_000_000, 100);
+    let out = d.join("out.pcap");
+    std::fs::write(&out, b"a good earlier result").unwrap();
+    let to = format!("pcap:{}", out.display());
+    // Interrupted: the earlier file stays, this run's frames go beside.
+    let mut c = sluice()
+        .args([
+            "replay",
+            trace.to_str().unwrap(),
+            "--pps",
+            "2000",
+            "-q",
+            "--to",
+            &to,
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let partial = d.join("out.pcap.partial");
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(c.id(), "-INT");
+    let status = wait_within(&mut c, Duration::from_secs(60));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut c.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert_eq!(std::fs::read(&out).unwrap(), b"a good earlier result");
+    assert!(!read_all(&partial).is_empty(), "{err}");
+    assert!(
+        err.contains("out.pcap.partial"),
+        "the error names it: {err}"
+    );
+    // Killed outright, with no file there before: no empty target.
+    let fresh = d.join("fresh.pcap");
+    let to = format!("pcap:{}", fresh.display());
+    let mut c = sluice()
+        .args([
+            "replay",
+            trace.to_str().unwrap(),
+            "--pps",
+            "2000",
+            "-q",
+            "--to",
+            &to,
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    c.kill().unwrap();
+    c.wait().unwrap();
+    assert!(!fresh.exists(), "a killed run left {}", fresh.display());
+}
+
+#[test]
+fn keygen_is_all_or_nothing() {
+    let d = tmpdir("hardening-keygen");
+    let small = d.join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    // A filesystem too small for the keys (as root: a 4 KiB tmpfs).
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4k", "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        sluice_testkit::skip("keygen on a full disk", "cannot mount a tmpfs (not root?)");
+        return;
+    }
+    // Filled to the brim first.
+    let _ = std::fs::write(small.join("fill"), vec![0u8; 4096]);
+    let keys = small.join("keys");
+    let o = run(&["keygen", keys.to_str().unwrap()]);
+    let left: Vec<_> = std::fs::read_dir(&small)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let _ = Command::new("umount").arg(&small).status();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(left, ["fill"], "a half-made key directory: {left:?}");
+    // The re-run elsewhere works, and the directory is private.
+    let keys = d.join("keys");
+    let o = run(&["keygen", keys.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&keys).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o700);
+    assert_eq!(std::fs::read_dir(&keys).unwrap().count(), 6);
+}
+
+#[test]
+fn profiles_whose_laws_cannot_produce_are_refused_naming_the_key() {
+    let d = tmpdir("hardening-profiles");
+    for (name, body, key) in [
+        (
+            "flows",
+            "duration: 1s\nrate: 100\nipd: {dist: poisson}\npacket: {flows: 4294967295}\n",
+            "packet.flows",
+        ),
+        (
+            "size",
+            "duration: 1s\nrate: 100\nipd: {dist: poisson}\nsize: {dist: normal, mean: 500, std: 1e308}\n",
+            "size",
+        ),
+        (
+            "gamma",
+            "duration: 1s\nrate: 1000\nipd: {dist: gamma, shape: 1e-300}\n",
+            "ipd",
+        ),
+        (
+            "pareto",
+            "duration: 1s\nrate: 1000\nipd: {dist: pareto, shape: 1.0000001}\n",
+            "ipd",
+        ),
+    ] {
+        let p = d.join(format!("{name}.yaml"));
+        std::fs::write(&p, body).unwrap();
+        for args in [
+            vec!["profile", "spectrum", p.to_str().unwrap()],
+            vec!["profile", "run", p.to_str().unwrap(), "--mode", "fourier", "-q"],
+            vec!["profile", "run", p.to_str().unwrap(), "-q"],
+        ] {
+            let mut c = sluice().args(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+            let status = wait_within(&mut c, Duration::from_secs(60));
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut c.stderr.take().unwrap(), &mut err).unwrap();
+            assert_eq!(status.code(), Some(2), "{name} {args:?}: {err}");
+            assert!(err.contains(&format!("{name}.yaml: {key}")), "{name}: {err}");
+        }
+    }
+    // A huge synth is refused before it fills the disk; --limit writes
+    // part of it.
+    let p = d.join("huge.yaml");
+    std::fs::write(
+        &p,
+        "duration: 100000000s\nrate: 10000000\nipd: {dist: poisson}\n",
+    )
+    .unwrap();
+    let out = d.join("huge.pcap");
+    let o = run(&[
+        "profile",
+        "synth",
+        p.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("free") && stderr(&o).contains("--limit"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+    let o = run(&[
+        "profile",
+        "synth",
+        p.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--limit",
+        "1000",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_all(&out).len(), 1000);
+}
+
+#[test]
+fn the_memory_budget_follows_the_address_space_limit() {
+    if !sluice_testkit::require("prlimit", "memory budget under prlimit") {
+        return;
+    }
+    let d = tmpdir("hardening-prlimit");
+    let trace = d.join("big.pcap");
+    // 400 000 frames of 1 000 bytes: about 400 MB to preload.
+    write_trace(&trace, 400_000, 1_000, 1_000);
+    let o = Command::new("prlimit")
+        .arg("--as=800000000")
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "replay",
+            trace.to_str().unwrap(),
+            "--preload",
+            "--topspeed",
+            "--to",
+            "null",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    // The budget is half of what the limit leaves: the preload does not
+    // fit, so the trace is streamed instead (never an abort on a failed
+    // allocation).
+    let streamed = |o: &std::process::Output| {
+        assert!(o.status.success(), "{}", stderr(o));
+        let err = stderr(o);
+        assert!(err.contains("streamed from the file instead"), "{err}");
+        assert!(err.contains("400000 packets"), "{err}");
+        err
+    };
+    let err = streamed(&o);
+    let budget: u64 = err
+        .split("budget of ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the budget is named: {err}"));
+    assert!(budget < 400_000_000, "the budget follows the 800 MB limit: {err}");
+    // --max-memory gives the budget explicitly.
+    let o = run(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--preload",
+        "--topspeed",
+        "--to",
+        "null",
+        "-q",
+        "--max-memory",
+        "1M",
+    ]);
+    let err = streamed(&o);
+    assert!(err.contains("budget of 1000000 bytes"), "{err}");
+    std::fs::remove_file(&trace).unwrap();
+}
