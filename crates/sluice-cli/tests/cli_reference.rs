@@ -64,11 +64,14 @@ fn help_options(cmd: &[String]) -> BTreeSet<String> {
             }
         }
     }
-    for builtin in ["-h", "--help", "-V", "--version"] {
-        opts.remove(builtin);
+    for builtin in ["-h", "--help", "-V", "--version"].iter().chain(GLOBALS) {
+        opts.remove(*builtin);
     }
     opts
 }
+
+/// Options every command takes: documented once, in the global table.
+const GLOBALS: &[&str] = &["--max-memory"];
 
 #[test]
 fn every_readme_option_table_matches_its_commands_help() {
@@ -97,6 +100,19 @@ fn every_readme_option_table_matches_its_commands_help() {
         assert!(
             commands.iter().any(|c| c == expected),
             "docs/CLI.md has no `sluice {expected}` section (it has {commands:?})"
+        );
+    }
+    let reference =
+        std::fs::read_to_string(sluice_testkit::repo_root().join("docs/CLI.md")).unwrap();
+    for g in GLOBALS {
+        assert!(
+            reference.contains(&format!("| `{g}")),
+            "docs/CLI.md's global table lacks {g}"
+        );
+        let help = run(&["replay", "--help"]);
+        assert!(
+            String::from_utf8_lossy(&help.stdout).contains(g),
+            "{g} is global: every command's help lists it"
         );
     }
     for (cmd, documented) in &sections {

@@ -319,7 +319,10 @@ fn the_memory_budget_follows_the_address_space_limit() {
         .and_then(|t| t.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("the budget is named: {err}"));
-    assert!(budget < 400_000_000, "the budget follows the 800 MB limit: {err}");
+    assert!(
+        budget < 400_000_000,
+        "the budget follows the 800 MB limit: {err}"
+    );
     // --max-memory gives the budget explicitly.
     let o = run(&[
         "replay",

@@ -16,7 +16,7 @@ pub struct KeygenArgs {
 
 #[derive(Args, Debug)]
 pub struct WorkerArgs {
-    /// Where to serve the control plane: ADDR:PORT (needs --tls) or unix:PATH (a 0600 socket; only this user and root may connect).
+    /// Where to serve the control plane: unix:PATH (a 0600 socket; only this user and root may connect) or ADDR:PORT with --tls
     #[arg(long)]
     pub listen: sluice_control::worker::WorkerListen,
     /// Key directory from sluice keygen (ca.pem, worker.pem, worker.key): TCP with mutual TLS.
