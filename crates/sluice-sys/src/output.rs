@@ -237,13 +237,13 @@ fn lock_beside(dir: &Path, name: &str, target: &Path) -> Result<(File, PathBuf),
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
-            .map_err(|e| OutputError::io(&path, e))?;
+            .map_err(|e| OutputError::io(target, e))?;
         if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
             return Err(OutputError::Locked {
                 path: target.display().to_string(),
             });
         }
-        let held = f.metadata().map_err(|e| OutputError::io(&path, e))?;
+        let held = f.metadata().map_err(|e| OutputError::io(target, e))?;
         let named = fs::symlink_metadata(&path);
         if named.is_ok_and(|m| m.dev() == held.dev() && m.ino() == held.ino()) {
             return Ok((f, path));
