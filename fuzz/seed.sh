@@ -4,8 +4,10 @@
 #   *.pcapng -> fuzz/corpus/pcapng_reader/
 #   timeseries CSVs, converted by `sluice series convert` (text and i32/f64
 #   data), first 64 KiB of each -> fuzz/corpus/archive_reader/
-#   flow-record CSVs, time-series CSV heads, example sessions, a mapping
-#   -> fuzz/corpus/text_inputs/
+#   flow-record CSVs, time-series CSV heads, example sessions, a mapping,
+#   example profiles -> fuzz/corpus/text_inputs/
+#   call sequences, a plan and profiles -> fuzz/corpus/control_plane/
+#   client streams -> fuzz/corpus/inject_decoder/
 #   frames of the classic pcaps -> fuzz/corpus/header_rewrite/
 # Usage (from anywhere): fuzz/seed.sh [TESTDATA_DIR]
 # Then, with a nightly toolchain and cargo-fuzz installed:
@@ -46,6 +48,41 @@ printf 'defaults: {dst_ip: 192.0.2.9, dst_port: 7777}\ndevices:\n  DEV1: {src_ip
     > "$here/corpus/text_inputs/map.yaml"
 printf 'device_id,src_ip,dst_ip,src_port,dst_port\nDEV1,10.0.0.1,10.0.0.2,1000,9000\n' \
     > "$here/corpus/text_inputs/map.csv"
+# Profiles, and plans for the control plane (as text and as calls).
+cp "$here"/../examples/profiles/* "$here/corpus/text_inputs/"
+mkdir -p "$here/corpus/control_plane" "$here/corpus/inject_decoder"
+cp "$here"/../examples/profiles/* "$here/corpus/control_plane/"
+printf 'workers:\n  - {name: w0, address: "unix:/run/w.sock", to: "null"}\njob: {command: replay, file: t.pcap, files: [m.csv], args: ["--pps", "1k"], duration: 1s}\n' \
+    > "$here/corpus/control_plane/plan.yaml"
+python3 - "$here/corpus/control_plane" "$here/corpus/inject_decoder" <<'PY'
+import struct, sys
+calls, inject = sys.argv[1], sys.argv[2]
+def call(kind, body):
+    return bytes([kind, len(body)]) + body
+# register "w0"; port map {id 0, worker w0, sink null}; upload job.pcap;
+# task (replay, file_id job.pcap, port 0); stop; release; clock.
+port = b"\x08\x00\x12\x02w0\x1a\x04null"
+seqs = {
+    "lease": call(0, b"w0") + call(1, b"\x0a" + bytes([len(port)]) + port)
+             + call(2, b"\x0a\x08job.pcap\x12\x04abcd")
+             + call(3, b"\x08\x01\x12\x08job.pcap\x20\x00") + call(4, b"") + call(5, b""),
+    "hostile": call(1, b"\x0a\x14\x08\x00\x12\x02w0\x1a\x0cpcap:/etc/pw")
+               + call(0, b"w0") + call(2, b"\x0a\x09../x.pcap\x12\x01a")
+               + call(3, b"\x12\x0b/etc/shadow\x1a\x05--map") + call(6, b"\x08\x01"),
+}
+for name, data in seqs.items():
+    open(f"{calls}/{name}", "wb").write(data)
+# Inject streams: HELLO (session time), DESCS of raw and field-built
+# descriptions, BYE; one with a token after HELLO.
+def msg(kind, body):
+    return struct.pack("<I", len(body) + 1) + bytes([kind]) + body
+hello = b"SLIJ" + struct.pack("<HBB", 1, 0, 0) + bytes(12)
+raw = struct.pack("<QQHHHBB", 1, 1000, 60, 14, 0, 0, 0) + b"\xff" * 12 + b"\x88\xb5"
+descs = msg(2, struct.pack("<I", 1) + raw)
+open(f"{inject}/session", "wb").write(msg(1, hello) + descs + msg(3, b""))
+open(f"{inject}/token", "wb").write(msg(1, hello + bytes(32)) + descs + msg(3, b""))
+open(f"{inject}/many", "wb").write(msg(1, hello) + descs * 20 + msg(3, b""))
+PY
 # Frames for the rewriter: up to 200 records of each classic pcap.
 mkdir -p "$here/corpus/header_rewrite"
 python3 - "$here/corpus/header_rewrite" "$src"/pcap/*.pcap <<'PY'
@@ -60,4 +97,5 @@ for i, path in enumerate(sys.argv[2:]):
         open(f"{out}/{i}-{n}", "wb").write(data[at + 16:at + 16 + incl])
         at, n = at + 16 + incl, n + 1
 PY
+echo "seeded $(ls "$here/corpus/control_plane" | wc -l) control-plane, $(ls "$here/corpus/inject_decoder" | wc -l) inject,"
 echo "seeded $(ls "$here/corpus/pcap_reader" | wc -l) pcap, $(ls "$here/corpus/pcapng_reader" | wc -l) pcapng, $(ls "$here/corpus/archive_reader" | wc -l) archive, $(ls "$here/corpus/text_inputs" | wc -l) text inputs and $(ls "$here/corpus/header_rewrite" | wc -l) frames"

@@ -60,9 +60,16 @@ pub struct Plan {
 }
 
 pub fn load(path: &Path) -> Result<Plan> {
-    let name = path.display();
+    let name = path.display().to_string();
     let text = std::fs::read_to_string(path).with_context(|| format!("{name}: cannot read"))?;
-    let f: PlanFile = serde_yaml_ng::from_str(&text).map_err(|e| anyhow!("{name}: {e}"))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    parse(&name, &text, base)
+}
+
+/// Parses plan text named `name`; `base` resolves the job's files (which
+/// must exist).
+pub fn parse(name: &str, text: &str, base: &Path) -> Result<Plan> {
+    let f: PlanFile = serde_yaml_ng::from_str(text).map_err(|e| anyhow!("{name}: {e}"))?;
     if f.workers.is_empty() {
         return Err(anyhow!("{name}: workers: at least one is needed"));
     }
@@ -110,7 +117,6 @@ pub fn load(path: &Path) -> Result<Plan> {
     if duration_ns == 0 {
         return Err(anyhow!("{name}: job.duration: must be above 0"));
     }
-    let base = path.parent().unwrap_or(Path::new("."));
     let file = base.join(&f.job.file);
     if !file.is_file() {
         return Err(anyhow!(
