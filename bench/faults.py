@@ -19,6 +19,10 @@ With --veth (root, iproute2) damaged captures are also replayed to a
 veth pair made for the run (its peer in a namespace of its own, both
 removed at the end), so the kernel's refusals (EINVAL, EMSGSIZE) are met.
 Prints the counts per command and every failure; exits 1 if any.
+
+With --services SECONDS it instead runs hostile clients against `sluice
+inject` and `sluice worker` for that long (bench/faults_services.py): no
+crash, no hang, the real clients served, memory bounded.
 """
 import argparse
 import os
@@ -179,7 +183,18 @@ def main():
     ap.add_argument("--files", type=int, default=8)
     ap.add_argument("--mem", type=int, default=2048, help="memory limit in MiB")
     ap.add_argument("--veth", action="store_true", help="also replay to a veth pair (root)")
+    ap.add_argument("--services", type=int, metavar="SECONDS",
+                    help="hostile clients against inject and worker for SECONDS instead")
     a = ap.parse_args()
+    if a.services:
+        sys.path.insert(0, HERE)
+        import faults_services
+        work = tempfile.mkdtemp(prefix="sluice-services-")
+        try:
+            bad = faults_services.run(os.path.abspath(a.sluice), a.services, a.seed, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        sys.exit(1 if bad else 0)
     rng = random.Random(a.seed)
     work = tempfile.mkdtemp(prefix="sluice-faults-")
     h = Harness(os.path.abspath(a.sluice), a.mem, work)
