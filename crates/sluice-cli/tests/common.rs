@@ -17,6 +17,27 @@ pub fn testdata(name: &str) -> PathBuf {
     sluice_testkit::testdata("pcap").join(name)
 }
 
+/// Waits for `child` up to `limit`; kills it and fails if it is still
+/// running (a hang, not a slow machine: callers' limits are far above the
+/// bound the code sets).
+pub fn wait_within(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> std::process::ExitStatus {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 pub fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("sluice-test-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);

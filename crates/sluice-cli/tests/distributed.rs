@@ -196,6 +196,17 @@ fn flows_trace(path: &Path, n: u64) {
     write_frames(path, &frames);
 }
 
+/// A test directory with keys (`keygen`) and a trace of `frames` frames
+/// (`flows_trace`): (directory, keys, trace).
+fn keyed(tag: &str, frames: u64) -> (PathBuf, PathBuf, PathBuf) {
+    let d = tmpdir(tag);
+    let keys = d.join("keys");
+    assert!(run(&["keygen", keys.to_str().unwrap()]).status.success());
+    let trace = d.join("t.pcap");
+    flows_trace(&trace, frames);
+    (d, keys, trace)
+}
+
 fn seq(f: &[u8]) -> u64 {
     u64::from_be_bytes(f[42..50].try_into().unwrap())
 }
@@ -1221,11 +1232,7 @@ fn workers_report_what_chrony_and_linuxptp_say_of_their_clocks() {
 #[test]
 fn unreachable_refusing_and_badly_clocked_workers_are_named() {
     let _one = serial();
-    let d = tmpdir("distributed-refusals");
-    let keys = d.join("keys");
-    assert!(run(&["keygen", keys.to_str().unwrap()]).status.success());
-    let trace = d.join("t.pcap");
-    flows_trace(&trace, 100);
+    let (d, keys, trace) = keyed("distributed-refusals", 100);
     let port = 19_000 + (std::process::id() % 1000) as u16 * 2;
     let log = d.join("worker.log");
     let mut worker = sluice()
@@ -1336,32 +1343,10 @@ fn unreachable_refusing_and_badly_clocked_workers_are_named() {
     let _ = worker.wait();
 }
 
-/// Waits for `child` up to `limit`; kills it and fails if it is still
-/// running (a hang, not a slow machine: limits are far above the bound
-/// the code sets).
-fn ends_within(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
-    let t0 = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn a_frozen_or_silent_worker_is_given_up_and_the_first_sigint_ends_the_wait() {
     let _one = serial();
-    let d = tmpdir("distributed-frozen");
-    let keys = d.join("keys");
-    assert!(run(&["keygen", keys.to_str().unwrap()]).status.success());
-    let trace = d.join("t.pcap");
-    flows_trace(&trace, 100_000);
+    let (d, keys, trace) = keyed("distributed-frozen", 100_000);
     let port = 21_000 + (std::process::id() % 1000) as u16 * 2;
     let plan = |name: &str, p: u16, duration: &str| {
         let y = format!(
@@ -1396,7 +1381,7 @@ fn a_frozen_or_silent_worker_is_given_up_and_the_first_sigint_ends_the_wait() {
     // connect, handshake and Register have 10 s together), exit 1.
     let silent = std::net::TcpListener::bind(("127.0.0.1", port + 1)).unwrap();
     let mut ctl = start(&plan("silent.yaml", port + 1, "2s"), &d.join("silent.json"));
-    let status = ends_within(&mut ctl, Duration::from_secs(60), "a silent worker");
+    let status = wait_within(&mut ctl, Duration::from_secs(60));
     let err = err_of(&mut ctl);
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(
@@ -1420,7 +1405,7 @@ fn a_frozen_or_silent_worker_is_given_up_and_the_first_sigint_ends_the_wait() {
     let mut ctl = start(&plan("frozen.yaml", port, "3s"), &summary);
     std::thread::sleep(Duration::from_millis(2500));
     sh(&["kill", "-STOP", &pid]);
-    let status = ends_within(&mut ctl, Duration::from_secs(90), "a frozen worker");
+    let status = wait_within(&mut ctl, Duration::from_secs(90));
     let err = err_of(&mut ctl);
     sh(&["kill", "-CONT", &pid]);
     assert_eq!(status.code(), Some(1), "{err}");
@@ -1446,11 +1431,7 @@ fn a_frozen_or_silent_worker_is_given_up_and_the_first_sigint_ends_the_wait() {
     std::thread::sleep(Duration::from_millis(2500));
     sh(&["kill", "-STOP", &pid]);
     sh(&["kill", "-INT", &ctl.id().to_string()]);
-    let status = ends_within(
-        &mut ctl,
-        Duration::from_secs(30),
-        "an interrupted controller",
-    );
+    let status = wait_within(&mut ctl, Duration::from_secs(30));
     let err = err_of(&mut ctl);
     sh(&["kill", "-CONT", &pid]);
     assert_eq!(status.code(), Some(130), "{err}");

@@ -9,22 +9,7 @@ mod common;
 
 use common::*;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn wait_within(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
-    let t0 = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use std::time::Duration;
 
 fn signal(pid: u32, sig: &str) {
     assert!(Command::new("kill")
@@ -109,6 +94,23 @@ fn every_file_a_command_reads_is_protected_from_its_outputs() {
     assert_eq!(std::fs::read(&cap).unwrap(), before);
 }
 
+/// A replay of `trace` at 2 kpps to `to`, its stderr to `err`.
+fn replay(trace: &std::path::Path, to: &str, err: Stdio) -> std::process::Child {
+    sluice()
+        .args([
+            "replay",
+            trace.to_str().unwrap(),
+            "--pps",
+            "2000",
+            "-q",
+            "--to",
+            to,
+        ])
+        .stderr(err)
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn an_incomplete_run_replaces_nothing_and_a_killed_one_leaves_no_empty_target() {
     let d = tmpdir("hardening-partial");
@@ -118,19 +120,7 @@ fn an_incomplete_run_replaces_nothing_and_a_killed_one_leaves_no_empty_target() 
     std::fs::write(&out, b"a good earlier result").unwrap();
     let to = format!("pcap:{}", out.display());
     // Interrupted: the earlier file stays, this run's frames go beside.
-    let mut c = sluice()
-        .args([
-            "replay",
-            trace.to_str().unwrap(),
-            "--pps",
-            "2000",
-            "-q",
-            "--to",
-            &to,
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut c = replay(&trace, &to, Stdio::piped());
     let partial = d.join("out.pcap.partial");
     std::thread::sleep(Duration::from_millis(1500));
     signal(c.id(), "-INT");
@@ -147,19 +137,7 @@ fn an_incomplete_run_replaces_nothing_and_a_killed_one_leaves_no_empty_target() 
     // Killed outright, with no file there before: no empty target.
     let fresh = d.join("fresh.pcap");
     let to = format!("pcap:{}", fresh.display());
-    let mut c = sluice()
-        .args([
-            "replay",
-            trace.to_str().unwrap(),
-            "--pps",
-            "2000",
-            "-q",
-            "--to",
-            &to,
-        ])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut c = replay(&trace, &to, Stdio::null());
     std::thread::sleep(Duration::from_millis(1000));
     c.kill().unwrap();
     c.wait().unwrap();

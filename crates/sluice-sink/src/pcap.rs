@@ -49,6 +49,37 @@ impl PcapSink {
             .ok_or_else(|| SinkError::Config(format!("{} is already finished", path.display())))
     }
 
+    /// Writes the rest and, if the file holds a frame, puts it in place:
+    /// over the target, or (`incomplete`, with a file there) beside it,
+    /// named on stderr.
+    fn close(&mut self, incomplete: bool) -> Result<(), SinkError> {
+        let Some(mut w) = self.writer.take() else {
+            return Ok(());
+        };
+        let flushed = w.flush();
+        if flushed.is_err() {
+            Self::cut(&mut w);
+        }
+        let packets = w.packets();
+        let out = w.into_written();
+        if packets > 0 && !incomplete {
+            out.commit()?;
+        } else if packets > 0 {
+            let went = out.commit_partial()?;
+            if went != self.path {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "sluice: the run did not complete: {} keeps what it held; this run's {packets} \
+                     packets are in {}",
+                    self.path.display(),
+                    went.display()
+                );
+            }
+        }
+        flushed.map_err(|e| self.io(e))
+    }
+
     /// Cuts the file back to its last whole record after a failed write.
     fn cut(w: &mut PcapWriter<Output>) {
         let len = w.written();
@@ -90,46 +121,12 @@ impl Sink for PcapSink {
     /// Writes the rest and renames the file into place, if it holds a
     /// frame; else the temporary file goes and the target stays as it was.
     fn finish(&mut self) -> Result<(), SinkError> {
-        let Some(mut w) = self.writer.take() else {
-            return Ok(());
-        };
-        let flushed = w.flush();
-        if flushed.is_err() {
-            Self::cut(&mut w);
-        }
-        let packets = w.packets();
-        let out = w.into_written();
-        if packets > 0 {
-            out.commit()?;
-        }
-        flushed.map_err(|e| self.io(e))
+        self.close(false)
     }
 
     /// A run cut short: the frames it wrote replace no existing file.
     fn finish_incomplete(&mut self) -> Result<(), SinkError> {
-        let Some(mut w) = self.writer.take() else {
-            return Ok(());
-        };
-        let flushed = w.flush();
-        if flushed.is_err() {
-            Self::cut(&mut w);
-        }
-        let packets = w.packets();
-        let out = w.into_written();
-        if packets > 0 {
-            let went = out.commit_partial()?;
-            if went != self.path {
-                use std::io::Write as _;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "sluice: the run did not complete: {} keeps what it held; this run's {packets} \
-                     packets are in {}",
-                    self.path.display(),
-                    went.display()
-                );
-            }
-        }
-        flushed.map_err(|e| self.io(e))
+        self.close(true)
     }
 
     fn describe(&self) -> String {
