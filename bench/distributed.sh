@@ -260,11 +260,12 @@ w.register()
 ports = pb.PortMap(ports=[pb.GlobalPort(id=0, worker="w0", sink="null")])
 lat = []
 for _ in range(1000):
-    t = time.perf_counter_ns(); w.stub.PublishPorts(ports); lat.append(time.perf_counter_ns() - t)
+    t = time.perf_counter_ns(); w.stub.PublishPorts(ports, metadata=w.meta); lat.append(time.perf_counter_ns() - t)
 lat.sort()
 print(f"unary RPC (PublishPorts): p50 {lat[500] / 1e3:.0f} us p99 {lat[990] / 1e3:.0f} us")
 w.clock_offset(1000)
 print(f"clock exchange (stream): min delay {2 * w.uncertainty_ns / 1e3:.0f} us")
+w.release()
 EOF
   python3 "$here/mktrace.py" "$work/dst.pcap" 20000 64 1000000 cbr 600 >/dev/null
   plan 3 replay "$work/dst.pcap" 10s flow --pps 2k
