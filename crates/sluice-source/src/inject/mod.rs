@@ -234,11 +234,10 @@ impl InjectSource {
                             .filter(|s| s.hello.is_none() && !s.closing)
                     };
                     if ungreeted().count() >= MAX_UNGREETED {
-                        let oldest = ungreeted().map(|s| s.id).min();
-                        if let Some(s) = oldest.and_then(|id| self.session(id)) {
-                            s.closing = true;
-                            s.eof = true;
-                            s.discard_output();
+                        // Dropped (closed) at once: it has nothing to be
+                        // told, and must not count against --max-clients.
+                        if let Some(oldest) = ungreeted().map(|s| s.id).min() {
+                            self.sessions.retain(|s| s.id != oldest);
                             self.counts.clients_refused += 1;
                         }
                     }
