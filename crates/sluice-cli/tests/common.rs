@@ -38,6 +38,30 @@ pub fn wait_within(
     }
 }
 
+/// A child process ended (killed, reaped) when the guard goes, so a test
+/// that fails midway leaves no service running behind it.
+pub struct Reaped(pub std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Reaped {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
 pub fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("sluice-test-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);

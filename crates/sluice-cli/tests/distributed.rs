@@ -1235,12 +1235,14 @@ fn unreachable_refusing_and_badly_clocked_workers_are_named() {
     let (d, keys, trace) = keyed("distributed-refusals", 100);
     let port = 19_000 + (std::process::id() % 1000) as u16 * 2;
     let log = d.join("worker.log");
-    let mut worker = sluice()
-        .args(["worker", "--listen", &format!("127.0.0.1:{port}"), "--tls"])
-        .arg(&keys)
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let worker = Reaped(
+        sluice()
+            .args(["worker", "--listen", &format!("127.0.0.1:{port}"), "--tls"])
+            .arg(&keys)
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
     listening(&log);
     let plan = |name: &str, workers: &[(&str, u16)], args: &str| {
         let mut y = String::from("workers:\n");
@@ -1339,8 +1341,7 @@ fn unreachable_refusing_and_badly_clocked_workers_are_named() {
     for f in inputs {
         assert!(!Path::new(f).exists(), "{f} is still there");
     }
-    let _ = worker.kill();
-    let _ = worker.wait();
+    drop(worker);
 }
 
 #[test]
@@ -1393,12 +1394,15 @@ fn a_frozen_or_silent_worker_is_given_up_and_the_first_sigint_ends_the_wait() {
     // A worker frozen mid-run (SIGSTOP): lost at its deadline plus a
     // margin (or when the keep-alive finds it), with what it last said.
     let log = d.join("worker.log");
-    let mut worker = sluice()
-        .args(["worker", "--listen", &format!("127.0.0.1:{port}"), "--tls"])
-        .arg(&keys)
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    // SIGKILL ends it even while stopped, should the test fail midway.
+    let worker = Reaped(
+        sluice()
+            .args(["worker", "--listen", &format!("127.0.0.1:{port}"), "--tls"])
+            .arg(&keys)
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
     listening(&log);
     let pid = worker.id().to_string();
     let summary = d.join("frozen.json");
@@ -1439,8 +1443,7 @@ fn a_frozen_or_silent_worker_is_given_up_and_the_first_sigint_ends_the_wait() {
     assert_eq!(s["interrupted"], true, "{s}");
     assert_eq!(s["workers"][0]["lost"], true, "{s}");
     assert!(err.contains("lost"), "{err}");
-    let _ = worker.kill();
-    let _ = worker.wait();
+    drop(worker);
 }
 
 #[test]
@@ -1458,11 +1461,13 @@ fn a_keyless_worker_serves_its_owner_on_a_unix_socket_and_reads_only_uploads() {
     assert!(stderr(&o).contains("TCP needs --tls"), "{}", stderr(&o));
     let sock = d.join("w.sock");
     let log = d.join("worker.log");
-    let mut worker = sluice()
-        .args(["worker", "--listen", &format!("unix:{}", sock.display())])
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let worker = Reaped(
+        sluice()
+            .args(["worker", "--listen", &format!("unix:{}", sock.display())])
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
     listening(&log);
     let mode =
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&sock).unwrap().permissions());
@@ -1526,8 +1531,7 @@ fn a_keyless_worker_serves_its_owner_on_a_unix_socket_and_reads_only_uploads() {
         .unwrap();
     let said = String::from_utf8_lossy(&nobody.stdout);
     assert!(said.starts_with("refused"), "{said}{}", stderr(&nobody));
-    let _ = worker.kill();
-    let _ = worker.wait();
+    drop(worker);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("refused a client of uid 65534"), "{text}");
 }

@@ -616,21 +616,23 @@ fn hostile_clients_get_bounded_memory_and_cannot_lock_others_out() {
     let d = tmpdir("inject-hostile");
     let sock = d.join("i.sock");
     let summary = d.join("s.json");
-    let mut inject = sluice()
-        .args(["inject", "--listen"])
-        .arg(format!("unix:{}", sock.display()))
-        .args([
-            "--to",
-            "null",
-            "--queue-bytes",
-            "32M",
-            "-q",
-            "--summary-json",
-        ])
-        .arg(&summary)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut inject = Reaped(
+        sluice()
+            .args(["inject", "--listen"])
+            .arg(format!("unix:{}", sock.display()))
+            .args([
+                "--to",
+                "null",
+                "--queue-bytes",
+                "32M",
+                "-q",
+                "--summary-json",
+            ])
+            .arg(&summary)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let t = Instant::now();
     while UnixStream::connect(&sock).is_err() {
         assert!(
