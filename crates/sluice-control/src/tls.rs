@@ -97,10 +97,7 @@ pub fn keygen(dir: &Path, sans: &[String]) -> Result<Vec<PathBuf>> {
     // All or nothing: every file is written in a private staging
     // directory beside the target, then moved in; a failure (a full disk)
     // leaves nothing that would block a re-run.
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let parent = sluice_sys::output::parent_dir(dir);
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     let staging = tempfile::Builder::new()
         .prefix(".sluice-keygen.")

@@ -26,4 +26,5 @@ pub mod packet_rx;
 pub mod peer;
 pub mod poll;
 pub mod sched;
+pub mod secret;
 pub mod tap;

@@ -113,10 +113,7 @@ impl Output {
             }
         }
         let existed = target.exists();
-        let dir = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
+        let dir = parent_dir(target);
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -165,12 +162,18 @@ impl Output {
         if let Some(mut f) = self.in_place.take() {
             return io::Write::flush(&mut f).map_err(|e| OutputError::io(&self.target, e));
         }
+        let target = self.target.clone();
+        self.persist(&target)
+    }
+
+    /// Syncs the temporary file and renames it to `to`.
+    fn persist(&mut self, to: &Path) -> Result<(), OutputError> {
         let Some(tmp) = self.tmp.take() else {
             return Ok(());
         };
-        let fail = |e| OutputError::io(&self.target, e);
+        let fail = |e| OutputError::io(to, e);
         tmp.as_file().sync_data().map_err(fail)?;
-        tmp.persist(&self.target).map_err(|e| fail(e.error))?;
+        tmp.persist(to).map_err(|e| fail(e.error))?;
         Ok(())
     }
 
@@ -183,9 +186,6 @@ impl Output {
             let target = self.target.clone();
             return self.commit().map(|()| target);
         }
-        let Some(tmp) = self.tmp.take() else {
-            return Ok(self.target.clone());
-        };
         let mut name = self.target.as_os_str().to_os_string();
         name.push(".partial");
         let beside = PathBuf::from(name);
@@ -195,9 +195,7 @@ impl Output {
                 kind: "non-file",
             });
         }
-        let fail = |e| OutputError::io(&beside, e);
-        tmp.as_file().sync_data().map_err(fail)?;
-        tmp.persist(&beside).map_err(|e| fail(e.error))?;
+        self.persist(&beside)?;
         Ok(beside)
     }
 }
@@ -252,6 +250,14 @@ fn lock_beside(dir: &Path, name: &str, target: &Path) -> Result<(File, PathBuf),
     Err(OutputError::Locked {
         path: target.display().to_string(),
     })
+}
+
+/// The directory `path` is in: its parent, `.` for a bare name.
+pub fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
 }
 
 /// Checks, before any work, that no output is an input and no two outputs

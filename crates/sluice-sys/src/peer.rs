@@ -30,10 +30,7 @@ pub fn bind_private(path: &Path) -> io::Result<UnixListener> {
         }
         std::fs::remove_file(path).map_err(named)?;
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = crate::output::parent_dir(path);
     let private = tempfile::Builder::new()
         .prefix(".sluice-sock.")
         .tempdir_in(dir)

@@ -100,16 +100,14 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
 /// only its owner (this user) may read. A missing file is made (0600,
 /// from the kernel's random source) and its name printed.
 fn token(path: &std::path::Path) -> Result<[u8; TOKEN_LEN], Failure> {
-    use std::io::{Read, Write};
+    use std::io::Write;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let name = path.display();
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let mut secret = [0u8; TOKEN_LEN];
-            std::fs::File::open("/dev/urandom")
-                .and_then(|mut r| r.read_exact(&mut secret))
+            let secret = sluice_sys::secret::random::<TOKEN_LEN>()
                 .map_err(|e| anyhow!("/dev/urandom: {e}"))?;
-            let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+            let hex = sluice_sys::secret::hex(&secret);
             std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)

@@ -62,10 +62,7 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
         .expected_packets()
         .min(a.limit.map_or(f64::MAX, |n| n as f64));
     let bytes = 24.0 + packets * (16.0 + profile.size.mean);
-    let dir = match a.output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = sluice_sys::output::parent_dir(&a.output);
     if let Some(free) = sluice_sys::mem::free_space(dir) {
         if bytes > free as f64 && a.limit.is_none() {
             return Err(bad_input(anyhow!(
@@ -105,9 +102,7 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
     let to = SinkSpec::Pcap(a.output.clone());
     let mut cfg = engine_config(&opts, false);
     cfg.limit = a.limit;
-    let inputs: Vec<&Path> = std::iter::once(a.profile.as_path())
-        .chain(reads.iter().map(PathBuf::as_path))
-        .collect();
+    let inputs = read_paths(&a.profile, &reads);
     send(&opts, &to, false, &inputs, cfg, |sinks, cfg, progress| {
         run_source(source, sinks, cfg, progress)
     })
@@ -185,9 +180,7 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
         start_at: a.part.start_at,
         ..engine_config(&a.run, false)
     };
-    let inputs: Vec<&Path> = std::iter::once(a.profile.as_path())
-        .chain(reads.iter().map(PathBuf::as_path))
-        .collect();
+    let inputs = read_paths(&a.profile, &reads);
     send(
         &a.run,
         &a.to,
@@ -226,6 +219,14 @@ struct ErrorsOut {
     mse: f64,
     nmse: f64,
     pearson: f64,
+}
+
+/// Every file a profile command reads: the profile and its `from:`
+/// captures (for the output alias check).
+fn read_paths<'a>(profile: &'a Path, captures: &'a [PathBuf]) -> Vec<&'a Path> {
+    std::iter::once(profile)
+        .chain(captures.iter().map(PathBuf::as_path))
+        .collect()
 }
 
 fn is_profile(p: &Path) -> bool {
