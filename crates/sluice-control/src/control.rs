@@ -210,11 +210,7 @@ pub async fn connect(
         }
         let path = PathBuf::from(path);
         // The URI is a placeholder: the connector dials the socket.
-        let ep = Endpoint::from_static("http://[::1]:1")
-            .http2_keep_alive_interval(Duration::from_secs(5))
-            .keep_alive_timeout(Duration::from_secs(5))
-            .keep_alive_while_idle(true);
-        let ch = ep
+        let ch = keep_alive(Endpoint::from_static("http://[::1]:1"))
             .connect_with_connector(tower::service_fn(move |_| {
                 let path = path.clone();
                 async move {
@@ -234,11 +230,16 @@ pub async fn connect(
         .map_err(|e| anyhow!("address '{address}': {e}"))?
         .connect_timeout(Duration::from_secs(3))
         .tcp_nodelay(true)
-        .http2_keep_alive_interval(Duration::from_secs(5))
+        .tls_config(t.clone())?;
+    Ok(keep_alive(ep).connect().await?)
+}
+
+/// HTTP/2 pings every 5 s, idle or not, answered within 5 s: how a peer
+/// that froze or vanished mid-run is found.
+fn keep_alive(ep: Endpoint) -> Endpoint {
+    ep.http2_keep_alive_interval(Duration::from_secs(5))
         .keep_alive_timeout(Duration::from_secs(5))
         .keep_alive_while_idle(true)
-        .tls_config(t.clone())?;
-    Ok(ep.connect().await?)
 }
 
 /// `f`, refused with a timeout error naming `what` after `limit`.

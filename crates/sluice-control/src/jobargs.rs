@@ -232,8 +232,9 @@ fn refused(word: &str) -> String {
     )
 }
 
-/// A word as an error shows it: escaped, at most 64 characters.
-fn shown(word: &str) -> String {
+/// Text from a peer as an error or a log line shows it: escaped, at most
+/// 64 characters.
+pub fn shown(word: &str) -> String {
     let mut s: String = word
         .chars()
         .take(64)

@@ -13,6 +13,7 @@
 //! others are refused while it holds them. Without TLS it serves a 0600
 //! unix socket whose peers' uids are checked, never TCP.
 
+use crate::jobargs::shown;
 use crate::pb::worker_server::{Worker, WorkerServer};
 use crate::pb::{self, update};
 use crate::{command_words, now_ns, split_flag};
@@ -92,8 +93,6 @@ const HANDSHAKES: usize = 64;
 const HANDSHAKES_PER_PEER: usize = 8;
 /// How long a connection has to finish its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
-/// Longest controller name kept (logged escaped).
-const NAME_MAX: usize = 64;
 
 struct Job {
     pid: u32,
@@ -118,15 +117,15 @@ struct State {
     lease: Option<Lease>,
     job: Option<Job>,
     next: u64,
-    lease_idle: Duration,
 }
 
 impl State {
-    /// Whether a lease is held now: its job runs, or it called lately.
-    fn held(&self) -> bool {
+    /// Whether a lease is held now: its job runs, or it called within
+    /// `idle`.
+    fn held(&self, idle: Duration) -> bool {
         self.lease
             .as_ref()
-            .is_some_and(|l| self.job.is_some() || l.last.elapsed() < self.lease_idle)
+            .is_some_and(|l| self.job.is_some() || l.last.elapsed() < idle)
     }
 
     /// Ends the lease: its port map and every upload go.
@@ -175,7 +174,7 @@ impl Service {
             .unwrap_or("");
         let mut st = self.lock();
         match &mut st.lease {
-            Some(l) if same(l.session.as_bytes(), given.as_bytes()) => {
+            Some(l) if sluice_sys::secret::same(l.session.as_bytes(), given.as_bytes()) => {
                 l.last = Instant::now();
                 Ok(st)
             }
@@ -191,32 +190,11 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Equal, in time independent of where they differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
-}
-
 /// A lease's secret: 128 random bits, hex.
 fn session_secret() -> Result<String, Status> {
-    use std::io::Read as _;
-    let mut b = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .map_err(|e| Status::internal(format!("/dev/urandom: {e}")))?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
-}
-
-/// A name from a peer as a log line shows it: escaped, capped.
-fn shown(name: &str) -> String {
-    let mut s: String = name
-        .chars()
-        .take(NAME_MAX)
-        .flat_map(char::escape_default)
-        .collect();
-    if name.chars().count() > NAME_MAX {
-        s.push('…');
-    }
-    s
+    sluice_sys::secret::random::<16>()
+        .map(|b| sluice_sys::secret::hex(&b))
+        .map_err(|e| Status::internal(format!("/dev/urandom: {e}")))
 }
 
 /// Interfaces this host can send on: every one in /sys/class/net.
@@ -263,12 +241,12 @@ impl Worker for Service {
         let session = session_secret()?;
         {
             let mut st = self.lock();
-            if st.held() {
+            if st.held(self.cfg.lease_idle) {
                 return Err(Status::unavailable(format!(
                     "this worker is held by controller '{}' (its job runs, or it called \
                      within the last {} s)",
                     st.name(),
-                    st.lease_idle.as_secs()
+                    self.cfg.lease_idle.as_secs()
                 )));
             }
             let removed = st.end_lease();
@@ -371,6 +349,13 @@ impl Worker for Service {
                 session,
             )
         };
+        let over_cap = |name: &str| {
+            Status::resource_exhausted(format!(
+                "upload '{}': this lease's uploads are over --max-upload {} bytes",
+                shown(name),
+                self.cfg.max_upload
+            ))
+        };
         let mut chunks = req.into_inner();
         // Removed unless the upload completes: a failed or abandoned
         // upload (its stream dropped) leaves nothing behind.
@@ -406,11 +391,7 @@ impl Worker for Service {
             }
             total += c.data.len() as u64;
             if total > room {
-                return Err(Status::resource_exhausted(format!(
-                    "upload '{}': this lease's uploads are over --max-upload {} bytes",
-                    shown(&name),
-                    self.cfg.max_upload
-                )));
+                return Err(over_cap(&name));
             }
             let (f, _) = file.as_mut().expect("opened above");
             tokio::io::AsyncWriteExt::write_all(f, &c.data)
@@ -429,11 +410,7 @@ impl Worker for Service {
             return Err(Status::aborted("the lease ended during the upload"));
         }
         if st.upload_bytes + total > self.cfg.max_upload {
-            return Err(Status::resource_exhausted(format!(
-                "upload '{}': this lease's uploads are over --max-upload {} bytes",
-                shown(&name),
-                self.cfg.max_upload
-            )));
+            return Err(over_cap(&name));
         }
         st.upload_bytes += total;
         st.files.insert(name.clone(), partial.keep());
@@ -446,7 +423,7 @@ impl Worker for Service {
     type RunStream = UpdateStream;
 
     async fn run(&self, req: Request<pb::Task>) -> Result<Response<UpdateStream>, Status> {
-        let (file, sink, summary, name, args, dir) = {
+        let (file, sink, summary, name, job_args, dir) = {
             let st = self.leased(&req)?;
             let task = req.get_ref();
             if st.job.is_some() {
@@ -489,7 +466,6 @@ impl Worker for Service {
         if start < now_ns() {
             return Err(Status::invalid_argument("the start time has passed"));
         }
-        let job_args = args;
         let mut args: Vec<String> = words.iter().map(|s| s.to_string()).collect();
         args.push(file.display().to_string());
         args.extend([
@@ -703,6 +679,15 @@ impl Refusals {
     const LINES: u32 = 10;
     const PERIOD: Duration = Duration::from_secs(10);
 
+    /// A new period, nothing logged in it yet.
+    fn new() -> Refusals {
+        Refusals {
+            window: Instant::now(),
+            lines: 0,
+            hidden: 0,
+        }
+    }
+
     fn log(state: &Mutex<Refusals>, line: impl FnOnce() -> String) {
         let mut r = state.lock().unwrap_or_else(|e| e.into_inner());
         if r.window.elapsed() >= Self::PERIOD {
@@ -713,11 +698,7 @@ impl Refusals {
                     Self::PERIOD.as_secs()
                 ));
             }
-            *r = Refusals {
-                window: Instant::now(),
-                lines: 0,
-                hidden: 0,
-            };
+            *r = Refusals::new();
         }
         if r.lines < Self::LINES {
             r.lines += 1;
@@ -822,16 +803,16 @@ pub async fn serve(cfg: WorkerConfig) -> Result<()> {
         lease: None,
         job: None,
         next: 0,
-        lease_idle: cfg.lease_idle,
     }));
     // Leases nobody uses any more end, and their uploads go.
     let sweep = state.clone();
+    let idle = cfg.lease_idle;
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(cfg.lease_idle.min(Duration::from_secs(5)) / 2);
+        let mut tick = tokio::time::interval(idle.min(Duration::from_secs(5)) / 2);
         loop {
             tick.tick().await;
             let mut st = lock(&sweep);
-            if st.lease.is_some() && !st.held() {
+            if st.lease.is_some() && !st.held(idle) {
                 let name = st.name();
                 let n = st.end_lease();
                 log(&format!(
@@ -845,11 +826,7 @@ pub async fn serve(cfg: WorkerConfig) -> Result<()> {
         cfg: cfg.clone(),
         state,
     };
-    let refusals = Arc::new(Mutex::new(Refusals {
-        window: Instant::now(),
-        lines: 0,
-        hidden: 0,
-    }));
+    let refusals = Arc::new(Mutex::new(Refusals::new()));
     let server = tonic::transport::Server::builder()
         .tcp_nodelay(true)
         .http2_keepalive_interval(Some(Duration::from_secs(10)))

@@ -551,9 +551,7 @@ impl InjectSource {
         for s in &mut self.sessions {
             if s.hello.is_none() && !s.closing && now.saturating_sub(s.opened) > HELLO_WITHIN_NS {
                 self.counts.hello_timeouts += 1;
-                s.closing = true;
-                s.eof = true;
-                s.discard_output();
+                s.abandon();
                 continue;
             }
             if !s.closing && (s.bye || s.eof) && s.outstanding == 0 {
@@ -570,9 +568,7 @@ impl InjectSource {
                     if self.notes.len() < 20 {
                         self.notes.push(format!("{}: {e}", s.name));
                     }
-                    s.closing = true;
-                    s.eof = true;
-                    s.discard_output();
+                    s.abandon();
                 }
             }
         }

@@ -82,7 +82,7 @@ impl Session {
             && !self.closing
             && !self.bye
             && self.outstanding < window
-            && self.wbuf.len() - self.wpos < WRITE_BACKLOG
+            && self.backlog() < WRITE_BACKLOG
     }
 
     /// Reads what the client has sent (up to a chunk); false at its end.
@@ -151,8 +151,16 @@ impl Session {
         }
     }
 
+    /// Ends the connection without another word: nothing more is read,
+    /// queued or written.
+    pub fn abandon(&mut self) {
+        self.closing = true;
+        self.eof = true;
+        self.discard_output();
+    }
+
     /// The client cannot be written to any more: nothing is queued.
-    pub fn discard_output(&mut self) {
+    fn discard_output(&mut self) {
         self.wbuf.clear();
         self.wpos = 0;
         self.acks.clear();
