@@ -8,7 +8,9 @@ use crate::progress::Progress;
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
 use sluice_engine::{EngineConfig, EngineError, Summary};
-use sluice_sink::{AfPacketSink, DualSink, NullSink, PcapSink, Sink, SinkError, SinkSpec, UdpSink};
+use sluice_sink::{
+    AfPacketSink, DualSink, NullSink, PcapSink, Sink, SinkError, SinkSpec, UdpSink, XdpSink,
+};
 use std::io::Write;
 use std::path::Path;
 
@@ -98,10 +100,37 @@ pub fn check_threads(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `--tx-queues`: an xdp sink's, one distinct queue per TX thread.
+fn check_queues(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
+    if let Some(q) = &o.tx_queues {
+        if !matches!(to, SinkSpec::Xdp(_)) {
+            return Err(bad_input(anyhow!("--tx-queues needs an xdp:IFACE sink")));
+        }
+        if q.0.len() != o.threads {
+            return Err(bad_input(anyhow!(
+                "--tx-queues names {} queue(s) for {} TX thread(s): give one per thread",
+                q.0.len(),
+                o.threads
+            )));
+        }
+        let mut seen = q.0.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != q.0.len() {
+            return Err(bad_input(anyhow!(
+                "--tx-queues names a queue twice: an interface queue takes one XDP socket"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// One sink per TX thread. `udp` is allowed only where datagrams make sense.
 fn open_sinks(o: &RunOpts, to: &SinkSpec, allow_udp: bool) -> Result<Vec<Box<dyn Sink>>, Failure> {
+    check_queues(o, to)?;
+    sluice_sink::launch::check(o.launch_time, to, o.xdp_mode).map_err(|e| bad_input(anyhow!(e)))?;
     (0..o.threads)
-        .map(|_| -> Result<Box<dyn Sink>, Failure> {
+        .map(|k| -> Result<Box<dyn Sink>, Failure> {
             Ok(match to {
                 SinkSpec::Null => Box::new(NullSink::default()),
                 SinkSpec::Pcap(p) => Box::new(PcapSink::create(p).map_err(|e| match e {
@@ -111,6 +140,10 @@ fn open_sinks(o: &RunOpts, to: &SinkSpec, allow_udp: bool) -> Result<Vec<Box<dyn
                 })?),
                 SinkSpec::AfPacket(iface) => {
                     Box::new(AfPacketSink::open(iface, o.tx_mode).map_err(crate::open_failure)?)
+                }
+                SinkSpec::Xdp(iface) => {
+                    let queue = o.tx_queues.as_ref().and_then(|q| q.0.get(k)).copied().unwrap_or(k) as u32;
+                    Box::new(XdpSink::open(iface, queue, o.xdp_mode).map_err(crate::open_failure)?)
                 }
                 SinkSpec::Udp(target) if allow_udp => {
                     Box::new(UdpSink::open(target).map_err(crate::open_failure)?)

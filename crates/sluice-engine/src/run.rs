@@ -300,7 +300,9 @@ impl<'a> Run<'a> {
         let mut sinks = Vec::new();
         let mut threads = 0;
         let mut first_error = None;
+        let mut tx_path = None;
         for r in reports {
+            tx_path = tx_path.or(r.tx_path);
             threads += 1;
             totals += r.totals;
             last_send = last_send.max(r.last_send);
@@ -310,7 +312,8 @@ impl<'a> Run<'a> {
             }
         }
         let duration = last_send.since(self.start).as_secs_f64();
-        let summary = Summary::base(sinks, threads, &totals, duration, hist, self.cfg.topspeed);
+        let mut summary = Summary::base(sinks, threads, &totals, duration, hist, self.cfg.topspeed);
+        summary.tx_path = tx_path.map(str::to_string);
         (summary, first_error)
     }
 }

@@ -201,6 +201,9 @@ pub trait Observer {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Summary {
     pub sink: String,
+    /// How frames reached the device: `tx-ring`, `sendmmsg`, `xdp-copy`,
+    /// `xdp-zerocopy`; null for files and `null`.
+    pub tx_path: Option<String>,
     pub threads: usize,
     pub packets: u64,
     #[serde(rename = "frame_bytes")]

@@ -7,8 +7,8 @@
 //! one per packet when pacing (the engine flushes before every wait). The
 //! qdisc bypass skips the traffic-control layer, as trafgen does.
 
+use crate::iface::{check_up, ifindex, read_mtu, ETH_HEADER, ETH_P_8021Q, VLAN_TAG};
 use crate::{Sink, SinkError};
-use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -26,12 +26,6 @@ const TX_DATA_OFFSET: usize = 32;
 const KICK_BATCH: usize = 256;
 /// Frames gathered before a sendmmsg call in the fallback mode.
 const MMSG_BATCH: usize = 64;
-/// The Ethernet header the kernel allows beyond the MTU on a raw socket.
-const ETH_HEADER: usize = 14;
-/// One 802.1Q tag more, allowed only when the frame's ethertype is 802.1Q
-/// (the kernel's `packet_extra_vlan_len_allowed`: not for 802.1ad).
-const VLAN_TAG: usize = 4;
-const ETH_P_8021Q: [u8; 2] = [0x81, 0x00];
 
 /// `enum tpacket_versions` value of TPACKET_V2 (linux/if_packet.h).
 const TPACKET_V2: i32 = 1;
@@ -114,43 +108,13 @@ fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, val: &T) -> io::Result<()>
     }
 }
 
-fn read_mtu(iface: &str) -> Result<usize, SinkError> {
-    sluice_sys::net::interface_mtu(iface).map_err(|e| match e.kind() {
-        std::io::ErrorKind::InvalidData => SinkError::Config(e.to_string()),
-        _ => SinkError::os(format!("interface '{iface}' not found"), e),
-    })
-}
-
-/// An interface that is administratively down takes no frame: said at
-/// the start, not as a send error after the run began.
-fn check_up(iface: &str) -> Result<(), SinkError> {
-    let path = format!("/sys/class/net/{iface}/flags");
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(()); // read_mtu has said what is missing
-    };
-    let flags = u32::from_str_radix(text.trim().trim_start_matches("0x"), 16).unwrap_or(1);
-    if flags & libc::IFF_UP as u32 == 0 {
-        return Err(SinkError::os(
-            format!("interface '{iface}' is down (bring it up: ip link set {iface} up)"),
-            io::Error::from(io::ErrorKind::NetworkDown),
-        ));
-    }
-    Ok(())
-}
-
 impl AfPacketSink {
     pub fn open(iface: &str, mode: TxMode) -> Result<Self, SinkError> {
         let mtu = read_mtu(iface)?;
         check_up(iface)?;
         let max_plain = mtu + ETH_HEADER;
         let max_frame = max_plain + VLAN_TAG;
-        let name = CString::new(iface)
-            .map_err(|_| SinkError::Config(format!("bad interface name '{iface}'")))?;
-        // SAFETY: `name` is a valid NUL-terminated string.
-        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        if ifindex == 0 {
-            return Err(last_err(format!("interface '{iface}'")));
-        }
+        let ifindex = ifindex(iface)?;
         // Protocol 0: this socket transmits only and never receives a copy of
         // the traffic, which would cost a clone per frame.
         // SAFETY: plain socket(2) call; the result is checked before use.
@@ -493,6 +457,14 @@ impl Sink for AfPacketSink {
 
     fn rejected(&self) -> u64 {
         self.rejected
+    }
+
+    fn tx_path(&self) -> Option<&'static str> {
+        Some(if self.uses_ring() {
+            "tx-ring"
+        } else {
+            "sendmmsg"
+        })
     }
 
     fn describe(&self) -> String {

@@ -56,6 +56,10 @@ impl Sink for DualSink {
         format!("{} + {}", self.first.describe(), self.second.describe())
     }
 
+    fn tx_path(&self) -> Option<&'static str> {
+        self.first.tx_path().or(self.second.tx_path())
+    }
+
     fn rejected(&self) -> u64 {
         self.first.rejected() + self.second.rejected()
     }

@@ -4,7 +4,8 @@
 //! [`Sink::flush`]. Backends: [`NullSink`] (counts only: measures the
 //! engine), [`PcapSink`] (a nanosecond pcap file), [`AfPacketSink`]
 //! (PACKET_MMAP TX ring with PACKET_QDISC_BYPASS, falling back to sendmmsg),
-//! [`UdpSink`] (datagrams through kernel UDP sockets, sendmmsg batches).
+//! [`UdpSink`] (datagrams through kernel UDP sockets, sendmmsg batches),
+//! [`XdpSink`] (AF_XDP: one XDP socket per TX thread, zero-copy or copy mode).
 //!
 //! Design: the backends own the `unsafe` of sockets and mmap; scheduler and
 //! other OS calls live in `sluice-sys`; the rest of the workspace denies
@@ -12,18 +13,23 @@
 
 pub mod afpacket;
 pub mod dual;
+mod iface;
+pub mod launch;
 mod mmsg;
 pub mod null;
 pub mod pcap;
 mod spec;
 pub mod udp;
+pub mod xdp;
 
 pub use afpacket::{AfPacketSink, TxMode};
 pub use dual::DualSink;
+pub use launch::LaunchTime;
 pub use null::NullSink;
 pub use pcap::PcapSink;
 pub use spec::SinkSpec;
 pub use udp::UdpSink;
+pub use xdp::{XdpMode, XdpSink};
 
 /// Errors of a sink. `Oversize` and `TooShort` are per packet and not
 /// fatal: the frame is skipped and counted, the run goes on.
@@ -121,6 +127,12 @@ pub trait Sink: Send {
     }
     /// Human-readable name for messages and the summary.
     fn describe(&self) -> String;
+    /// How frames reach a network device (`tx-ring`, `sendmmsg`,
+    /// `xdp-copy`, `xdp-zerocopy`), for the summary; none for files and
+    /// `null`.
+    fn tx_path(&self) -> Option<&'static str> {
+        None
+    }
     /// Frames the kernel refused after they were queued (a batch sent at
     /// once cannot fail one frame at a time): skipped and counted, the run
     /// goes on. Cumulative.

@@ -1,5 +1,5 @@
 //! `--to SINK` specifications: `null`, `pcap:PATH`, `afpacket:IFACE`,
-//! `udp:HOST:PORT`.
+//! `xdp:IFACE`, `udp:HOST:PORT`.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -10,6 +10,8 @@ pub enum SinkSpec {
     Null,
     Pcap(PathBuf),
     AfPacket(String),
+    /// AF_XDP on an interface: one XDP socket per TX thread and queue.
+    Xdp(String),
     /// `HOST:PORT`, resolved when the sink opens.
     Udp(String),
 }
@@ -22,9 +24,11 @@ impl FromStr for SinkSpec {
         match (kind, arg) {
             ("null", "") => Ok(SinkSpec::Null),
             ("pcap", p) if !p.is_empty() => Ok(SinkSpec::Pcap(PathBuf::from(p))),
-            ("afpacket", i) if !i.is_empty() => {
+            ("afpacket" | "xdp", i) if !i.is_empty() => {
                 if i.len() >= 16 || i.contains('/') {
                     Err(format!("'{i}' is not a valid interface name"))
+                } else if kind == "xdp" {
+                    Ok(SinkSpec::Xdp(i.to_string()))
                 } else {
                     Ok(SinkSpec::AfPacket(i.to_string()))
                 }
@@ -38,9 +42,20 @@ impl FromStr for SinkSpec {
             ("udp", _) => Err("udp sink needs a destination: udp:HOST:PORT".into()),
             ("pcap", _) => Err("pcap sink needs a path: pcap:PATH".into()),
             ("afpacket", _) => Err("afpacket sink needs an interface: afpacket:IFACE".into()),
+            ("xdp", _) => Err("xdp sink needs an interface: xdp:IFACE".into()),
             _ => Err(format!(
-                "unknown sink '{s}': expected null, pcap:PATH, afpacket:IFACE or udp:HOST:PORT"
+                "unknown sink '{s}': expected null, pcap:PATH, afpacket:IFACE, xdp:IFACE or udp:HOST:PORT"
             )),
+        }
+    }
+}
+
+impl SinkSpec {
+    /// The network interface frames leave by (`afpacket:` and `xdp:`).
+    pub fn iface(&self) -> Option<&str> {
+        match self {
+            SinkSpec::AfPacket(i) | SinkSpec::Xdp(i) => Some(i),
+            _ => None,
         }
     }
 }
@@ -51,6 +66,7 @@ impl fmt::Display for SinkSpec {
             SinkSpec::Null => write!(f, "null"),
             SinkSpec::Pcap(p) => write!(f, "pcap:{}", p.display()),
             SinkSpec::AfPacket(i) => write!(f, "afpacket:{i}"),
+            SinkSpec::Xdp(i) => write!(f, "xdp:{i}"),
             SinkSpec::Udp(t) => write!(f, "udp:{t}"),
         }
     }
@@ -68,6 +84,14 @@ mod tests {
             Ok(SinkSpec::Pcap("/tmp/x.pcap".into()))
         );
         assert_eq!("afpacket:va".parse(), Ok(SinkSpec::AfPacket("va".into())));
+        assert_eq!("xdp:va".parse(), Ok(SinkSpec::Xdp("va".into())));
+        assert!("xdp:"
+            .parse::<SinkSpec>()
+            .unwrap_err()
+            .contains("xdp:IFACE"));
+        assert!("xdp:a/b".parse::<SinkSpec>().is_err());
+        assert_eq!(SinkSpec::Xdp("va".into()).to_string(), "xdp:va");
+        assert_eq!(SinkSpec::Xdp("va".into()).iface(), Some("va"));
         assert!("pcap:"
             .parse::<SinkSpec>()
             .unwrap_err()

@@ -17,6 +17,18 @@ pub fn interface_mtu(iface: &str) -> io::Result<usize> {
     })
 }
 
+/// The TX queues the kernel shows for `iface`
+/// (`/sys/class/net/IFACE/queues/tx-N`).
+pub fn tx_queues(iface: &str) -> io::Result<usize> {
+    let dir = format!("/sys/class/net/{iface}/queues");
+    let n = std::fs::read_dir(&dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot read {dir}: {e}")))?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("tx-"))
+        .count();
+    Ok(n.max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

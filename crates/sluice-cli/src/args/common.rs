@@ -6,7 +6,7 @@ use super::values::{cpus, duration, named, CpuList};
 use clap::Args;
 use sluice_core::Nanos;
 use sluice_engine::{ClockChoice, EngineConfig};
-use sluice_sink::TxMode;
+use sluice_sink::{LaunchTime, TxMode, XdpMode};
 
 /// TX threads, their CPUs and priority, timing precision, statistics.
 #[derive(Args, Debug)]
@@ -26,6 +26,15 @@ pub struct RunOpts {
     /// How frames reach an afpacket interface: a TX ring (falling back to sendmmsg), or sendmmsg batches.
     #[arg(long, value_parser = named::<TxMode>(TxMode::NAMES), default_value_t = TxMode::default())]
     pub tx_mode: TxMode,
+    /// How an xdp interface is bound: zero-copy where the driver has it, else copy mode (auto); copy only; zero-copy only.
+    #[arg(long, value_parser = named::<XdpMode>(XdpMode::NAMES), default_value_t = XdpMode::default())]
+    pub xdp_mode: XdpMode,
+    /// Interface queues of an xdp sink, one per TX thread, e.g. 0,1 or 2-3 (default: thread k on queue k).
+    #[arg(long, value_parser = cpus)]
+    pub tx_queues: Option<CpuList>,
+    /// Departures timed by the NIC: auto (where the platform offers it), on (refused where it does not, with the reason), off.
+    #[arg(long, value_parser = named::<LaunchTime>(LaunchTime::NAMES), default_value_t = LaunchTime::default())]
+    pub launch_time: LaunchTime,
 
     /// Write one JSON object per second to PATH (- for stdout).
     #[arg(long)]

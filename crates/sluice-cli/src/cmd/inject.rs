@@ -24,8 +24,9 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
     crate::dest::check(&[], &outputs)?;
     let src_mac = match (&a.src_mac, &a.to) {
         (Some(m), _) => m.0,
-        (None, SinkSpec::AfPacket(i)) => sluice_sys::tap::interface_mac(i)
-            .map_err(|e| bad_input(anyhow!("--to afpacket:{i}: {e}")))?,
+        (None, to @ (SinkSpec::AfPacket(i) | SinkSpec::Xdp(i))) => {
+            sluice_sys::tap::interface_mac(i).map_err(|e| bad_input(anyhow!("--to {to}: {e}")))?
+        }
         _ => [2, 0, 0, 0, 0, 1],
     };
     let dst_mac = a.dst_mac.map_or([0xff; 6], |m| m.0);

@@ -6,7 +6,6 @@ use crate::plan::{engine_config, run_outputs, send};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::{run_source, EngineConfig};
-use sluice_sink::SinkSpec;
 use sluice_source::pace::{GapLog, PaceLaw, PaceSource, Relay, Scheduler};
 use sluice_source::profile::Profile;
 use sluice_sys::tap::Tap;
@@ -60,13 +59,10 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
         )));
     }
     let law = law(&a)?;
-    let iface = match &a.to {
-        SinkSpec::AfPacket(i) => Some(i.clone()),
-        _ => None,
-    };
+    let iface = a.to.iface().map(str::to_string);
     if a.return_path && iface.is_none() {
         return Err(bad_input(anyhow!(
-            "--return relays frames from the --to interface: give --to afpacket:IFACE"
+            "--return relays frames from the --to interface: give --to afpacket:IFACE or xdp:IFACE"
         )));
     }
     let inputs: Vec<&Path> = a.ipd.iter().map(|p| p.as_path()).collect();

@@ -59,7 +59,9 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     }
     let mtu = match (a.mtu, &a.to) {
         (Some(m), _) => m,
-        (None, SinkSpec::AfPacket(iface)) => sluice_sys::net::interface_mtu(iface).unwrap_or(1500),
+        (None, to) if to.iface().is_some() => {
+            sluice_sys::net::interface_mtu(to.iface().unwrap_or_default()).unwrap_or(1500)
+        }
         _ => 1500,
     };
     if !(68..=65_535).contains(&mtu) {

@@ -53,6 +53,7 @@ pub(crate) struct TxReport {
     pub totals: CounterSnapshot,
     pub last_send: MonoTime,
     pub sink: String,
+    pub tx_path: Option<&'static str>,
     pub error: Option<SinkError>,
 }
 
@@ -276,6 +277,7 @@ impl TxCore {
             totals: self.c,
             last_send: self.last_send,
             sink: self.sink.describe(),
+            tx_path: self.sink.tx_path(),
             error: self.error,
         }
     }
