@@ -13,6 +13,7 @@
 #   GAPS="20"                         requested mean gaps in µs instead
 #   SOURCES="tcp udp" LAWS="constant poisson" PEERS="tbf fq app"
 #   SECS=3 (seconds per run), SLUICE=path (the binary)
+#   SINK=afpacket (default) or xdp: how pace sends onto the veth
 #
 # Topology (made and removed here): TAP slcap0 (10.77.0.1, the sender's
 # address) -> sluice pace -> veth slca <-> slcb in namespace slcsink
@@ -27,6 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 sluice=${SLUICE:-$root/target/release/sluice}
 secs=${SECS:-3}
+sink=${SINK:-afpacket}
 work=$(mktemp -d)
 [ -n "${SLUICE:-}" ] || (cd "$root" && cargo build --release -q)
 
@@ -138,7 +140,7 @@ for g in "${gaps[@]}"; do
     law_args=(--ipd "$work/ipd.yaml" --log-requested "$work/requested.txt")
     judge_args=(--gaps "$work/requested.txt" --ks-mean "$gap_ns")
   fi
-  "$sluice" pace --tap slcap0 --to afpacket:slca "${law_args[@]}" --return -q \
+  "$sluice" pace --tap slcap0 --to "$sink:slca" "${law_args[@]}" --return -q \
     --duration "$((secs + 60))s" > "$work/pace.out" 2>&1 &
   pace_pid=$!
   # A TAP has no carrier until a process opens it: wait for pace's.

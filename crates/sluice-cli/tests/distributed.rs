@@ -215,6 +215,10 @@ fn plan(dir: &Path, lab: &Lab, n: usize, trace: &str, args: &[&str], duration: &
     job_plan(dir, lab, n, "replay", trace, args, duration, None)
 }
 
+/// The sink kind the workers of [`job_plan`] send on (`afpacket` unless a
+/// test says otherwise).
+static SINK_KIND: std::sync::Mutex<&str> = std::sync::Mutex::new("afpacket");
+
 #[allow(clippy::too_many_arguments)]
 fn job_plan(
     dir: &Path,
@@ -227,9 +231,10 @@ fn job_plan(
     split: Option<&str>,
 ) -> PathBuf {
     let mut y = String::from("workers:\n");
+    let kind = *SINK_KIND.lock().unwrap_or_else(|e| e.into_inner());
     for i in 0..n {
         y += &format!(
-            "  - {{name: w{i}, address: \"{}\", to: \"afpacket:{}\"}}\n",
+            "  - {{name: w{i}, address: \"{}\", to: \"{kind}:{}\"}}\n",
             lab.addr(i),
             lab.tx(i)
         );
@@ -381,6 +386,50 @@ fn three_workers_split_a_replay_exactly_once_on_corrected_clocks() {
         spread(&first)
     );
     assert!(skew > 5_000_000, "uncorrected start skew {skew} ns");
+}
+
+/// Workers send on `xdp:` as well (AF_XDP copy mode on their veths):
+/// every frame exactly once across them, each saying which mode ran.
+#[test]
+fn two_workers_split_a_replay_over_xdp_exactly_once() {
+    if !netns::can_run() {
+        return;
+    }
+    let _one = serial();
+    const N: u64 = 2000;
+    let (d, keys, _) = keyed("distributed-xdp", N);
+    let mut lab = Lab::up(2);
+    for i in 0..2 {
+        let k = keys.to_str().unwrap().to_string();
+        lab.worker(i, &d, &["--tls", &k]);
+    }
+    let p = {
+        let mut kind = SINK_KIND.lock().unwrap_or_else(|e| e.into_inner());
+        *kind = "xdp";
+        drop(kind);
+        let p = plan(&d, &lab, 2, "t.pcap", &["--pps", "4k"], "3s");
+        *SINK_KIND.lock().unwrap_or_else(|e| e.into_inner()) = "afpacket";
+        p
+    };
+    let caps: Vec<PathBuf> = (0..2).map(|i| d.join(format!("x{i}.pcap"))).collect();
+    let dumps: Vec<Child> = (0..2).map(|i| lab.capture(i, &caps[i])).collect();
+    let (o, s) = control(&p, &keys, &d.join("x.json"), &[]);
+    for c in dumps {
+        netns::stop(c);
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut all: Vec<u64> = caps
+        .iter()
+        .flat_map(|c| read_all(c))
+        .map(|(_, f)| seq(&f))
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..N).collect::<Vec<_>>(), "every frame exactly once");
+    for w in s["workers"].as_array().unwrap() {
+        let sink = w["summary"]["sink"].as_str().unwrap_or_default();
+        assert!(sink.contains("xdp:") && sink.contains("copy mode"), "{w}");
+        assert_eq!(w["summary"]["tx_path"], "xdp-copy", "{w}");
+    }
 }
 
 #[test]

@@ -50,6 +50,54 @@ fn finish(child: Child) -> String {
     err
 }
 
+/// Through `--to xdp:` (AF_XDP copy mode): every description acknowledged
+/// as sent, every frame captured once and in order.
+#[test]
+fn described_frames_leave_once_in_order_through_xdp() {
+    let t = "described_frames_leave_once_in_order_through_xdp";
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() || !require("python3", t) {
+        return;
+    }
+    const N: usize = 5_000;
+    let net = Net::up("slix");
+    let d = tmpdir("inject-xdp");
+    let (sock, cap, acks) = (d.join("i.sock"), d.join("cap.pcap"), d.join("acks.txt"));
+    let dump = net.capture_small(&cap);
+    let to = format!("xdp:{}", net.tx());
+    let inject = start_inject(&sock, &["--to", &to, "--sessions", "1", "-q"]);
+    let client = Command::new("python3")
+        .arg(python("inject_schedule.py"))
+        .args(["--connect", &format!("unix:{}", sock.display())])
+        .args(["--count", &N.to_string(), "--pps", "20000"])
+        .args(["--start-ms", "300"])
+        .arg("--acks")
+        .arg(&acks)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&client.stdout).to_string();
+    assert!(client.status.success(), "client: {report}");
+    let summary = finish(inject);
+    stop(dump);
+    assert!(summary.contains("copy mode"), "{summary}");
+    assert!(
+        report.contains(&format!("\"acked\": {N}")),
+        "{report}\n{summary}"
+    );
+    for bad in ["dropped", "refused", "not_sent"] {
+        assert!(!report.contains(bad), "{report}\n{summary}");
+    }
+    let seqs: Vec<u64> = read_all(&cap)
+        .iter()
+        .map(|(_, f)| u64::from_be_bytes(f[42..50].try_into().unwrap()))
+        .collect();
+    assert_eq!(seqs.len(), N, "frames captured");
+    assert!(
+        seqs.iter().enumerate().all(|(i, &s)| s == i as u64),
+        "a frame is missing, repeated or out of order"
+    );
+}
+
 #[test]
 fn described_frames_leave_once_in_order_at_acknowledged_times() {
     let t = "described_frames_leave_once_in_order_at_acknowledged_times";

@@ -84,6 +84,29 @@ fn tcp_through_pace_completes_and_never_outruns_its_gap() {
     assert!(num(&row, "s_p50", &text) >= 0.0, "{text}");
 }
 
+/// The same through `--to xdp:` (AF_XDP copy mode on the veth): TCP
+/// completes both ways and the gap holds.
+#[test]
+fn tcp_through_pace_over_xdp_completes_and_never_outruns_its_gap() {
+    let env = [
+        ("GAPS", "200"),
+        ("SOURCES", "tcp"),
+        ("LAWS", "constant"),
+        ("PEERS", "tbf"),
+        ("SINK", "xdp"),
+    ];
+    let t = "tcp_through_pace_over_xdp_completes_and_never_outruns_its_gap";
+    let Some((row, text)) = caliper(t, &env) else {
+        return;
+    };
+    let (allowed, s_mbps) = (num(&row, "mbps_max", &text), num(&row, "s_mbps", &text));
+    assert!(s_mbps > 0.0, "{text}");
+    assert!(
+        s_mbps <= 1.05 * allowed,
+        "{s_mbps} of {allowed} Mbit/s:\n{text}"
+    );
+}
+
 /// iperf3 UDP offered 10 % above the paced rate, so a frame always waits:
 /// the departures follow the requested exponential law, not a constant
 /// gap (whose KS distance from Exp(200 µs) is 0.63). The bound leaves room

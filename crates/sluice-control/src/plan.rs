@@ -23,7 +23,7 @@ pub struct WorkerEntry {
     pub name: String,
     /// HOST:PORT of `sluice worker --listen`.
     pub address: String,
-    /// The sink this worker sends on: afpacket:IFACE or null.
+    /// The sink this worker sends on: afpacket:IFACE, xdp:IFACE or null.
     pub to: String,
 }
 
@@ -80,9 +80,9 @@ pub fn parse(name: &str, text: &str, base: &Path) -> Result<Plan> {
                 w.name
             ));
         }
-        if w.to != "null" && !w.to.starts_with("afpacket:") {
+        if w.to != "null" && !w.to.starts_with("afpacket:") && !w.to.starts_with("xdp:") {
             return Err(anyhow!(
-                "{name}: workers[{i}].to: '{}': afpacket:IFACE or null expected",
+                "{name}: workers[{i}].to: '{}': afpacket:IFACE, xdp:IFACE or null expected",
                 w.to
             ));
         }

@@ -219,12 +219,18 @@ fn ports() -> Vec<pb::Port> {
                 .map(|s| s.trim().to_string())
                 .unwrap_or_default()
         };
-        out.push(pb::Port {
-            sink: format!("afpacket:{n}"),
-            mtu: read("mtu").parse().unwrap_or(0),
-            mac: read("address"),
-            up: read("operstate") == "up" || read("flags").ends_with('1') || read("carrier") == "1",
-        });
+        let up =
+            read("operstate") == "up" || read("flags").ends_with('1') || read("carrier") == "1";
+        // Each interface by AF_PACKET and by AF_XDP (whether its driver
+        // takes an XDP socket is known only when the job opens it).
+        for kind in ["afpacket", "xdp"] {
+            out.push(pb::Port {
+                sink: format!("{kind}:{n}"),
+                mtu: read("mtu").parse().unwrap_or(0),
+                mac: read("address"),
+                up,
+            });
+        }
     }
     out
 }
@@ -324,8 +330,8 @@ impl Worker for Service {
         for p in map.iter().filter(|p| p.worker == me) {
             if !own.iter().any(|o| o.sink == p.sink) {
                 return Err(Status::invalid_argument(format!(
-                    "port {}: '{}' is not a sink this worker announced (null or afpacket: \
-                     one of its interfaces)",
+                    "port {}: '{}' is not a sink this worker announced (null, afpacket: or xdp: \
+                     on one of its interfaces)",
                     p.id,
                     p.sink.chars().take(80).collect::<String>().escape_default()
                 )));

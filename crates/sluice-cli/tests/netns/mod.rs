@@ -29,13 +29,38 @@ pub struct Net {
 
 impl Net {
     pub fn up(tag: &str) -> Net {
+        Net::with_queues(tag, 1)
+    }
+
+    /// As [`Net::up`], each side with `queues` TX and RX queues (one per
+    /// XDP socket, so one per TX thread on `xdp:`).
+    pub fn with_queues(tag: &str, queues: usize) -> Net {
         let tag = format!("{tag}{}", std::process::id() % 100_000);
         let (a, b) = (format!("{tag}a"), format!("{tag}b"));
         let _ = Command::new("ip").args(["link", "del", &a]).output();
         let _ = Command::new("ip").args(["netns", "del", &tag]).output();
         sh(&["ip", "netns", "add", &tag]);
         let net = Net { tag: tag.clone() };
-        sh(&["ip", "link", "add", &a, "type", "veth", "peer", "name", &b]);
+        let q = queues.to_string();
+        sh(&[
+            "ip",
+            "link",
+            "add",
+            &a,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &b,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+        ]);
         sh(&["ip", "link", "set", &b, "netns", &tag]);
         // No IPv6 autoconfiguration traffic in the capture.
         sh(&[

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The fast path: sluice's xdp: sink against its afpacket: sink and against
+# tcpreplay built with AF_XDP (--xdp --xdp-batch-size=64), replaying the
+# same traces at top speed on the same veth, in alternated runs; medians
+# and ratios printed. The sink's rx counter confirms every frame of every
+# run (a run that lost frames is reported, not counted).
+#
+#   bench/xdp.sh                    # RUNS=5 by default
+#   TCPREPLAY_XDP=/path/to/tcpreplay bench/xdp.sh
+#
+# TCPREPLAY_XDP is a tcpreplay built from its repository with libxdp
+# (docs/BENCHMARKS.md says how); without it the peer column says SKIPPED.
+# The veth pair has 2 queues each way, so 2 TX threads bind queues 0 and 1.
+# Needs root and python3. Results: stdout and $WORK/xdp-results.txt.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+work=${WORK:-/tmp/sluice-bench}; mkdir -p "$work"
+results=$work/xdp-results.txt; : > "$results"
+sluice=${SLUICE:-$root/target/release/sluice}
+peer=${TCPREPLAY_XDP:-}
+runs=${RUNS:-5}
+ns=sluice-xdp
+
+[ -x "$sluice" ] || (cd "$root" && cargo build --release -q)
+down() { ip link del xdpa 2>/dev/null || true; ip netns del "$ns" 2>/dev/null || true; }
+down; trap down EXIT
+ip netns add "$ns"
+ip link add xdpa numtxqueues 2 numrxqueues 2 type veth peer name xdpb numtxqueues 2 numrxqueues 2
+ip link set xdpb netns "$ns"
+ip link set xdpa address 02:00:00:00:00:01 up
+ip netns exec "$ns" ip link set xdpb address 02:00:00:00:00:02 up
+sysctl -qw net.ipv6.conf.xdpa.disable_ipv6=1 || true
+ip netns exec "$ns" sysctl -qw net.ipv6.conf.xdpb.disable_ipv6=1 || true
+
+rx() { ip netns exec "$ns" cat /sys/class/net/xdpb/statistics/rx_packets; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+say() { echo "$*" | tee -a "$results"; }
+# 64 flows, so per-flow order still lets two TX threads share the work.
+declare -A count=([t64]=1000000 [t1500]=300000)
+[ -f "$work/x64.pcap" ] || python3 "$here/mktrace.py" "$work/x64.pcap" "${count[t64]}" 64 1000 cbr 64
+[ -f "$work/x1500.pcap" ] || python3 "$here/mktrace.py" "$work/x1500.pcap" "${count[t1500]}" 1500 1000 cbr 64
+
+sluice_run() { # sink threads trace expected -> pps over sluice's send phase
+  local a b
+  a=$(rx)
+  "$sluice" replay "$work/$3.pcap" --to "$1" --topspeed --threads "$2" --preload -q \
+    --summary-json "$work/xs.json" 2>/dev/null
+  b=$(rx)
+  python3 - "$work/xs.json" "$((b - a))" "$4" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); got, want = int(sys.argv[2]), int(sys.argv[3])
+print(round(got / s['duration_s']) if got == want else f"LOST:{want - got}")
+PY
+}
+
+peer_run() { # trace expected -> pps (tcpreplay's own send-phase rate)
+  local a b out
+  a=$(rx)
+  out=$("$peer" -i xdpa --xdp --xdp-batch-size=64 --topspeed --preload-pcap "$work/$1.pcap" 2>&1)
+  b=$(rx)
+  local pps; pps=$(sed -n 's/.*Mbps, \([0-9.]*\) pps.*/\1/p' <<< "$out" | head -1)
+  if [ "$((b - a))" -eq "$2" ]; then echo "${pps%.*}"; else echo "LOST:$(($2 - b + a))"; fi
+}
+
+declare -A got
+for _ in $(seq "$runs"); do
+  for t in x64 x1500; do
+    n=${count[t${t#x}]}
+    got[$t.xdp1]+="$(sluice_run xdp:xdpa 1 $t "$n") "
+    got[$t.afp1]+="$(sluice_run afpacket:xdpa 1 $t "$n") "
+    got[$t.xdp2]+="$(sluice_run xdp:xdpa 2 $t "$n") "
+    got[$t.afp2]+="$(sluice_run afpacket:xdpa 2 $t "$n") "
+    if [ -n "$peer" ]; then got[$t.peer]+="$(peer_run $t "$n") "; fi
+  done
+done
+
+med() { tr ' ' '\n' <<< "${got[$1]:-}" | grep -E '^[0-9]+$' | median; }
+lost() { tr ' ' '\n' <<< "${got[$1]:-}" | grep -c LOST || true; }
+ratio() { python3 -c "import sys; a,b=sys.argv[1:]; print(f'{int(a)/int(b):.2f}' if a and b else '-')" "$1" "$2"; }
+say "== top speed on veth, frames/s counted by the sink (median of $runs, alternated) =="
+for t in x64 x1500; do
+  size=${t#x}
+  x1=$(med $t.xdp1); x2=$(med $t.xdp2); a1=$(med $t.afp1); a2=$(med $t.afp2)
+  say "frame=${size}B sluice xdp 1T=$x1 2T=$x2 (2T/1T x$(ratio "$x2" "$x1"))  afpacket 1T=$a1 2T=$a2  xdp/afpacket 1T x$(ratio "$x1" "$a1")"
+  if [ -n "$peer" ]; then
+    p=$(med $t.peer)
+    say "frame=${size}B tcpreplay --xdp=$p  sluice xdp 1T / tcpreplay x$(ratio "$x1" "$p")  2T / tcpreplay x$(ratio "$x2" "$p")"
+  else
+    say "frame=${size}B tcpreplay --xdp: SKIPPED (set TCPREPLAY_XDP)"
+  fi
+  for k in xdp1 xdp2 afp1 afp2 peer; do
+    [ "$(lost $t.$k)" = 0 ] || say "frame=${size}B $k: $(lost $t.$k) run(s) lost frames: ${got[$t.$k]}"
+  done
+  say "frame=${size}B runs: xdp1[${got[$t.xdp1]}] xdp2[${got[$t.xdp2]}] afp1[${got[$t.afp1]}] afp2[${got[$t.afp2]}] peer[${got[$t.peer]:-}]"
+done
