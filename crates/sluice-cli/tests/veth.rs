@@ -534,6 +534,8 @@ fn analyze_capture_judges_a_run_without_tcpdump() {
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
     assert!(line.contains("capturing on"), "{line}");
+    // veth has no hardware stamps: asked for, refused, said so.
+    assert!(line.contains("software receive stamps"), "{line}");
     let o = run(&[
         "replay",
         trace.to_str().unwrap(),
@@ -547,6 +549,10 @@ fn analyze_capture_judges_a_run_without_tcpdump() {
     std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
     assert!(out.status.success(), "{line}{rest}");
     assert!(rest.contains("captured 3000 frames"), "{rest}");
+    assert!(
+        rest.contains("0 hardware (NIC), 3000 software (kernel)"),
+        "{rest}"
+    );
     let j: serde_json::Value = sluice_testkit::checked_json(&out.stdout);
     assert_eq!(j["comparison"]["received"], 3000, "{j}");
     assert_eq!(j["comparison"]["lost"], 0);

@@ -205,3 +205,44 @@ fn what_veth_lacks_is_refused_with_the_reason() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("is down"), "{}", stderr(&o));
 }
+
+#[test]
+fn doctor_says_what_the_interface_offers_the_fast_path() {
+    if !can_run() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let net = Net::with_queues("slxd", 2);
+    let o = run(&["doctor", "--iface", &net.tx(), "--floor", "50ms", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j = sluice_testkit::checked_json(&o.stdout);
+    let find = |check: &str| -> Vec<(String, String, String)> {
+        j["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["check"] == check)
+            .map(|f| {
+                let s = |k: &str| f[k].as_str().unwrap().to_string();
+                (s("level"), s("detail"), s("fix"))
+            })
+            .collect()
+    };
+    let xdp = &find("AF_XDP")[0];
+    assert_eq!(xdp.0, "warn", "{xdp:?}");
+    assert!(xdp.1.contains("copy mode only") && xdp.2.contains("zero-copy"));
+    assert!(find("queues")[0].1.contains("2 TX, 2 RX"), "{j}");
+    let launch = find("launch time");
+    assert_eq!(launch.len(), 2, "afpacket: and xdp:: {launch:?}");
+    assert!(launch.iter().all(|l| l.0 == "warn" && !l.2.is_empty()));
+    assert!(find("hardware timestamps")[0].1.contains("software only"));
+    assert_eq!(find("per-queue rate limit")[0].0, "warn");
+    assert_eq!(find("checksum offload").len(), 1);
+    // The probe bound and closed its socket: the queue is free again.
+    let d = tmpdir("xdp-doctor");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 10, 1000, 64);
+    let to = format!("xdp:{}", net.tx());
+    let o = run(&["replay", s(&trace), "--to", &to, "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -7,7 +7,8 @@
 //!   rather than failing the run.
 //! - [`cpus`]: how many CPUs the process may use, and `--cpu` lists.
 //! - [`mem`]: the memory available, for budgets checked before allocating.
-//! - [`net`]: facts about network interfaces (the MTU).
+//! - [`net`]: facts about network interfaces (the MTU, queues), and
+//!   [`ethtool`]: what their drivers offer (timestamps, checksum offload).
 //! - [`tap`]: TAP devices (`sluice pace`), and [`packet_rx`]: receiving
 //!   the frames of one interface (the return path to a TAP).
 //! - [`output`]: file outputs written to a temporary file and renamed into
@@ -19,6 +20,7 @@
 
 pub mod clock;
 pub mod cpus;
+pub mod ethtool;
 pub mod mem;
 pub mod net;
 pub mod output;

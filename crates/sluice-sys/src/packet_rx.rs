@@ -11,7 +11,13 @@ use std::time::Duration;
 pub struct PacketRx {
     fd: OwnedFd,
     iface: String,
+    hardware_stamps: bool,
 }
+
+/// SO_TIMESTAMPING: receive stamps from the NIC where it makes them, and
+/// the kernel's software stamp always (SOF_TIMESTAMPING_RX_HARDWARE |
+/// RX_SOFTWARE | SOFTWARE | RAW_HARDWARE).
+const STAMP_FLAGS: i32 = (1 << 2) | (1 << 3) | (1 << 4) | (1 << 6);
 
 fn os_err(what: String) -> io::Error {
     let e = io::Error::last_os_error();
@@ -55,7 +61,12 @@ impl PacketRx {
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let opts: &[(i32, i32, i32, &str)] = if capture {
             &[
-                (libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1, "SO_TIMESTAMPNS"),
+                (
+                    libc::SOL_SOCKET,
+                    libc::SO_TIMESTAMPING,
+                    STAMP_FLAGS,
+                    "SO_TIMESTAMPING",
+                ),
                 (libc::SOL_PACKET, libc::PACKET_AUXDATA, 1, "PACKET_AUXDATA"),
             ]
         } else {
@@ -74,7 +85,14 @@ impl PacketRx {
                 return Err(os_err(format!("{name} on {iface}")));
             }
         }
+        let mut hardware_stamps = false;
         if capture {
+            // Hardware receive stamps where the driver has them (the NIC
+            // must be told to stamp); the kernel's software stamp otherwise,
+            // frame by frame.
+            if crate::ethtool::ts_info(iface).is_ok_and(|t| t.hardware_rx()) {
+                hardware_stamps = crate::ethtool::enable_rx_hw_stamps(iface).unwrap_or(false);
+            }
             // Without privilege the kernel caps the buffer: that is fine.
             if setsockopt_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 64 << 20) < 0 {
                 setsockopt_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 64 << 20);
@@ -118,7 +136,14 @@ impl PacketRx {
         Ok(PacketRx {
             fd,
             iface: iface.to_string(),
+            hardware_stamps,
         })
+    }
+
+    /// True when the NIC was asked for hardware receive stamps and took it
+    /// (each [`Received::hardware`] says which stamp a frame got).
+    pub fn hardware_stamps(&self) -> bool {
+        self.hardware_stamps
     }
 
     /// The socket, to wait on it with others.
@@ -158,6 +183,7 @@ impl PacketRx {
         }
         let mut partial_checksum = false;
         let mut ts_ns = None;
+        let mut hardware = false;
         // SAFETY: the kernel filled `control` and set msg_controllen; the
         // CMSG macros walk it within those bounds, and the auxdata message
         // holds a tpacket_auxdata (read unaligned).
@@ -169,9 +195,18 @@ impl PacketRx {
                         std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
                     partial_checksum = aux.tp_status & libc::TP_STATUS_CSUMNOTREADY != 0;
                 }
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                    let t: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                    ts_ns = Some(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPING {
+                    // struct scm_timestamping: [software, (legacy), raw hardware].
+                    let t: [libc::timespec; 3] =
+                        std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    let ns =
+                        |t: &libc::timespec| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64;
+                    if ns(&t[2]) != 0 {
+                        ts_ns = Some(ns(&t[2]));
+                        hardware = true;
+                    } else if ns(&t[0]) != 0 {
+                        ts_ns = Some(ns(&t[0]));
+                    }
                 }
                 c = libc::CMSG_NXTHDR(&msg, c);
             }
@@ -182,6 +217,7 @@ impl PacketRx {
             orig_len: n as usize,
             partial_checksum,
             ts_ns,
+            hardware,
         }))
     }
 
@@ -234,6 +270,8 @@ pub struct Received {
     pub partial_checksum: bool,
     /// When the kernel received it (ns since the epoch), on capture sockets.
     pub ts_ns: Option<u64>,
+    /// `ts_ns` is the NIC's hardware stamp (else the kernel's software one).
+    pub hardware: bool,
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ struct IfReqAddr {
     _pad: [u8; 8],
 }
 
-fn ifname(name: &str) -> io::Result<[libc::c_char; libc::IFNAMSIZ]> {
+pub(crate) fn ifname(name: &str) -> io::Result<[libc::c_char; libc::IFNAMSIZ]> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.bytes().any(|b| b == 0 || b == b'/')
     {
         return Err(io::Error::new(
@@ -50,7 +50,7 @@ fn with_context(e: io::Error, what: String) -> io::Error {
 }
 
 /// A datagram socket for the interface ioctls.
-fn ioctl_socket() -> io::Result<OwnedFd> {
+pub(crate) fn ioctl_socket() -> io::Result<OwnedFd> {
     // SAFETY: socket(2) takes no pointers; the result is checked.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {

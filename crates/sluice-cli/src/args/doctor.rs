@@ -6,7 +6,7 @@ use sluice_core::Nanos;
 
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
-    /// Also check this interface: state, carrier, MTU, speed.
+    /// Also check this interface: state, carrier, MTU, speed, and what it offers the fast path (AF_XDP modes, queues, tx_maxrate, launch time, hardware timestamps, checksum offload).
     #[arg(long)]
     pub iface: Option<String>,
     /// How long to measure the platform floor (stalls of the CPU clock).

@@ -8,14 +8,14 @@ use sluice_core::{Clock, MonotonicClock};
 
 #[derive(Serialize, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
-enum Level {
+pub(super) enum Level {
     Ok,
     Warn,
     Fail,
 }
 
 #[derive(Serialize)]
-struct Finding {
+pub(super) struct Finding {
     level: Level,
     check: &'static str,
     detail: String,
@@ -23,7 +23,7 @@ struct Finding {
     fix: String,
 }
 
-fn finding(level: Level, check: &'static str, detail: String, fix: &str) -> Finding {
+pub(super) fn finding(level: Level, check: &'static str, detail: String, fix: &str) -> Finding {
     Finding {
         level,
         check,
@@ -151,7 +151,9 @@ fn cpus(out: &mut Vec<Finding>) {
     }
 }
 
-fn interface(name: &str, out: &mut Vec<Finding>) {
+/// State, carrier, MTU, speed; true when the interface is there and up
+/// (the fast-path probes need it).
+fn interface(name: &str, out: &mut Vec<Finding>) -> bool {
     let base = format!("/sys/class/net/{name}");
     let Some(flags) = read(&format!("{base}/flags")) else {
         out.push(finding(
@@ -160,7 +162,7 @@ fn interface(name: &str, out: &mut Vec<Finding>) {
             format!("{name}: not found"),
             "ip link show lists the interfaces",
         ));
-        return;
+        return false;
     };
     let up = u32::from_str_radix(flags.trim_start_matches("0x"), 16).unwrap_or(0) & 1 != 0;
     out.push(finding(
@@ -201,6 +203,7 @@ fn interface(name: &str, out: &mut Vec<Finding>) {
             "",
         ));
     }
+    up
 }
 
 /// The platform floor: spin on the clock and count the stalls no sender
@@ -247,7 +250,9 @@ pub fn run(a: DoctorArgs) -> Result<u8, Failure> {
     clock(&mut out);
     cpus(&mut out);
     if let Some(i) = &a.iface {
-        interface(i, &mut out);
+        if interface(i, &mut out) {
+            super::doctor_nic::fast_path(i, &mut out);
+        }
     }
     if !a.json {
         eoutln!(

@@ -22,9 +22,15 @@ pub fn capture(iface: &str, period: Nanos, out: &Path) -> Result<(), Failure> {
         .with_context(|| format!("writing {}", out.display()))?;
     let _ = rx.drops(); // counts from here
     eoutln!(
-        "analyze: capturing on {iface} for {:.3} s (SIGINT ends it sooner)",
-        period.0 as f64 / 1e9
+        "analyze: capturing on {iface} for {:.3} s (SIGINT ends it sooner), {}",
+        period.0 as f64 / 1e9,
+        if rx.hardware_stamps() {
+            "hardware receive stamps asked of the NIC"
+        } else {
+            "software receive stamps (the driver has no hardware ones)"
+        }
     );
+    let mut hardware = 0u64;
     let end = Instant::now() + Duration::from_nanos(period.0);
     let mut buf = vec![0u8; 65_535];
     loop {
@@ -45,6 +51,7 @@ pub fn capture(iface: &str, period: Nanos, out: &Path) -> Result<(), Failure> {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64)
         });
+        hardware += u64::from(r.hardware);
         w.write_packet(ts, &buf[..r.len], r.orig_len as u32)
             .with_context(|| format!("writing {}", out.display()))?;
     }
@@ -56,7 +63,11 @@ pub fn capture(iface: &str, period: Nanos, out: &Path) -> Result<(), Failure> {
         .with_context(|| format!("writing {}", out.display()))?;
     file.commit()
         .map_err(|e| anyhow!("writing {}: {e}", out.display()))?;
-    eoutln!("analyze: captured {frames} frames on {iface}, {drops} dropped by the kernel");
+    eoutln!(
+        "analyze: captured {frames} frames on {iface}, {drops} dropped by the kernel; \
+         stamps: {hardware} hardware (NIC), {} software (kernel)",
+        frames - hardware
+    );
     if drops > 0 {
         eoutln!("sluice: warning: the kernel dropped {drops} frames before the capture read them: the analysis misses them");
     }

@@ -7,6 +7,7 @@ pub mod demo;
 pub mod distributed;
 pub mod docs;
 pub mod doctor;
+mod doctor_nic;
 pub mod flows;
 pub mod inject;
 mod live_capture;
