@@ -44,6 +44,9 @@ pub fn send_two(
     cfg: EngineConfig,
     go: impl FnOnce(Vec<Box<dyn Sink>>, &EngineConfig, &mut Progress) -> Result<Summary, EngineError>,
 ) -> Result<u8, Failure> {
+    if o.clock == sluice_engine::ClockChoice::Tsc {
+        sluice_sys::tsc::invariant().map_err(|e| bad_input(anyhow!("--clock tsc: {e}")))?;
+    }
     let mut outputs = run_outputs(o, to);
     if let Some(SinkSpec::Pcap(p)) = to2 {
         outputs.push(p.to_string_lossy().into_owned());

@@ -10,6 +10,9 @@ pub enum ClockChoice {
     /// CLOCK_MONOTONIC: real sending.
     #[default]
     Monotonic,
+    /// The CPU's invariant time-stamp counter, calibrated against
+    /// CLOCK_MONOTONIC: real sending with one `rdtsc` per clock reading.
+    Tsc,
     /// A virtual clock that jumps to each deadline: deterministic, instant
     /// runs for tests and trace conversion (ε is always 0).
     Virtual,
@@ -17,8 +20,16 @@ pub enum ClockChoice {
 
 sluice_core::named_values!(ClockChoice {
     Monotonic => "monotonic",
+    Tsc => "tsc",
     Virtual => "virtual",
 });
+
+impl ClockChoice {
+    /// True for the clocks of real sending (time passes on its own).
+    pub fn is_real(self) -> bool {
+        self != ClockChoice::Virtual
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {

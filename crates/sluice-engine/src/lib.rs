@@ -20,12 +20,14 @@ mod io;
 mod run;
 pub mod series;
 mod stats;
+mod tsc;
 mod tx;
 
 pub use config::{ClockChoice, EngineConfig};
 pub use run::{run_source, EngineError};
 pub use series::{run_series, SeriesConfig, SeriesPayload};
 pub use stats::{duration, FlowStats, IntervalStats, Observer, RunTiming, Summary};
+pub use tsc::{ClockReport, TscClock};
 
 /// Runs side by side, four spinning TX threads would share two CPUs and
 /// nobody would be on time: one spinning test at a time.

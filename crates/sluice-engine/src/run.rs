@@ -4,6 +4,7 @@
 use crate::config::{ClockChoice, EngineConfig};
 use crate::io::{self, IoContext, PRIME_BATCHES};
 use crate::stats::{CounterSnapshot, IntervalStats, Observer, SharedCounters, Summary};
+use crate::tsc::TscClock;
 use crate::tx::{BatchFeed, TxCore, TxLoop, TxReport, TxSetup};
 use sluice_core::{
     Clock, ErrorHistogram, MonoTime, MonotonicClock, Nanos, OutboxRules, VirtualClock,
@@ -189,6 +190,8 @@ pub(crate) fn join<T>(
 pub(crate) struct Run<'a> {
     cfg: &'a EngineConfig,
     mono: MonotonicClock,
+    /// `--clock tsc`: the counter, calibrated against `mono`.
+    tsc: Option<TscClock>,
     virtual_clock: VirtualClock,
     /// The common start: every due time is an offset from it.
     pub start: MonoTime,
@@ -208,13 +211,17 @@ impl<'a> Run<'a> {
     pub fn new(cfg: &'a EngineConfig, threads: usize) -> Self {
         let virtual_clock = VirtualClock::new(MonoTime(0));
         let mono = MonotonicClock::new();
+        let tsc = (cfg.clock == ClockChoice::Tsc).then(|| TscClock::calibrate(mono));
         let start = match cfg.clock {
-            ClockChoice::Monotonic => mono.now() + START_LEAD.max(until(cfg.start_at)),
+            ClockChoice::Monotonic | ClockChoice::Tsc => {
+                mono.now() + START_LEAD.max(until(cfg.start_at))
+            }
             ClockChoice::Virtual => Clock::now(&virtual_clock),
         };
         Run {
             cfg,
             mono,
+            tsc,
             virtual_clock,
             start,
             starter: TxStarter::new(threads, cfg),
@@ -223,18 +230,20 @@ impl<'a> Run<'a> {
     }
 
     fn now(&self) -> MonoTime {
-        match self.cfg.clock {
-            ClockChoice::Monotonic => self.mono.now(),
-            ClockChoice::Virtual => Clock::now(&self.virtual_clock),
+        match (self.cfg.clock, self.tsc) {
+            (ClockChoice::Virtual, _) => Clock::now(&self.virtual_clock),
+            (_, Some(t)) => t.now(),
+            _ => self.mono.now(),
         }
     }
 
     /// Pacing, sink and counters of TX thread `i`.
     pub fn setup(&self, i: usize, sink: Box<dyn Sink>, stamp_base: u64) -> TxSetup {
         let cfg = self.cfg;
-        let waiter: Box<dyn Waiter + Send> = match cfg.clock {
-            ClockChoice::Monotonic => Box::new(SpinSleep::new(self.mono, cfg.spin)),
-            ClockChoice::Virtual => Box::new(self.virtual_clock.clone()),
+        let waiter: Box<dyn Waiter + Send> = match (cfg.clock, self.tsc) {
+            (ClockChoice::Virtual, _) => Box::new(self.virtual_clock.clone()),
+            (_, Some(t)) => Box::new(SpinSleep::new(t, cfg.spin)),
+            _ => Box::new(SpinSleep::new(self.mono, cfg.spin)),
         };
         TxSetup {
             sink,
@@ -314,6 +323,7 @@ impl<'a> Run<'a> {
         let duration = last_send.since(self.start).as_secs_f64();
         let mut summary = Summary::base(sinks, threads, &totals, duration, hist, self.cfg.topspeed);
         summary.tx_path = tx_path.map(str::to_string);
+        summary.clock = self.tsc.map(|t| t.report());
         (summary, first_error)
     }
 }
@@ -426,7 +436,7 @@ pub(crate) fn aggregate(
         if done {
             return total_hist;
         }
-        if cfg.clock == ClockChoice::Monotonic {
+        if cfg.clock.is_real() {
             thread::sleep(tick);
         } else {
             thread::yield_now();

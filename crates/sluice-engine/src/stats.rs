@@ -204,6 +204,9 @@ pub struct Summary {
     /// How frames reached the device: `tx-ring`, `sendmmsg`, `xdp-copy`,
     /// `xdp-zerocopy`; null for files and `null`.
     pub tx_path: Option<String>,
+    /// `--clock tsc`: the counter's calibrated rate and its drift from
+    /// CLOCK_MONOTONIC over the run; null for the other clocks.
+    pub clock: Option<crate::tsc::ClockReport>,
     pub threads: usize,
     pub packets: u64,
     #[serde(rename = "frame_bytes")]
@@ -354,6 +357,19 @@ impl Summary {
                 duration(p.percentiles.max_ns)
             )),
             None => s.push_str("send-time error ε: not measured at top speed\n"),
+        }
+        if let Some(c) = &self.clock {
+            s.push_str(&format!(
+                "clock: {} at {:.6} GHz (calibrated over {}), {} from CLOCK_MONOTONIC at the end\n",
+                c.source,
+                c.tsc_hz / 1e9,
+                duration(c.calibration_ns),
+                if c.drift_ns < 0 {
+                    format!("-{}", duration(c.drift_ns.unsigned_abs()))
+                } else {
+                    duration(c.drift_ns as u64)
+                }
+            ));
         }
         s.push_str(&format!(
             "late {}  dropped (time violations) {}  oversize skipped {}  unsupported skipped {}",

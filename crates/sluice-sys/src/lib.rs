@@ -30,3 +30,4 @@ pub mod poll;
 pub mod sched;
 pub mod secret;
 pub mod tap;
+pub mod tsc;

@@ -45,8 +45,8 @@ pub struct RunOpts {
     /// No live status line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// Clock: monotonic (real) or virtual (instant, deterministic; for tests and conversion).
-    #[arg(long, value_parser = named::<ClockChoice>(ClockChoice::NAMES), default_value_t = ClockChoice::default(), hide = true)]
+    /// Clock: monotonic (CLOCK_MONOTONIC), tsc (the CPU's invariant time-stamp counter, calibrated against it, drift reported) or virtual (instant, deterministic; for tests and conversion).
+    #[arg(long, value_parser = named::<ClockChoice>(ClockChoice::NAMES), default_value_t = ClockChoice::default())]
     pub clock: ClockChoice,
 
     /// Drift window T_d: drop (and count as time violations) packets later than this.

@@ -104,6 +104,26 @@ fn clock(out: &mut Vec<Finding>) {
         src.clone(),
         "a slow clock source (hpet, acpi_pm) costs µs per clock read: boot with tsc=reliable or clocksource=tsc if the TSC is stable",
     ));
+    // What one reading costs the pacer, for each real clock.
+    let per_read = |f: &dyn Fn() -> u64| {
+        const N: u32 = 200_000;
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        for _ in 0..N {
+            x = x.wrapping_add(f());
+        }
+        std::hint::black_box(x);
+        t.elapsed().as_nanos() as f64 / f64::from(N)
+    };
+    let mono = per_read(&sluice_sys::clock::monotonic_ns);
+    let detail = match sluice_sys::tsc::invariant() {
+        Ok(()) => format!(
+            "monotonic {mono:.1} ns per reading, tsc {:.1} ns (--clock tsc: invariant, usable)",
+            per_read(&sluice_sys::tsc::read)
+        ),
+        Err(why) => format!("monotonic {mono:.1} ns per reading; --clock tsc unavailable: {why}"),
+    };
+    out.push(finding(Level::Ok, "clock read cost", detail, ""));
 }
 
 fn cpus(out: &mut Vec<Finding>) {

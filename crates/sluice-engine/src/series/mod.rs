@@ -24,7 +24,7 @@ mod worker;
 
 pub use config::{SeriesConfig, SeriesPayload};
 
-use crate::config::{ClockChoice, EngineConfig};
+use crate::config::EngineConfig;
 use crate::run::{join, keep_helpers_off_tx_cpus, EngineError, Run};
 use crate::stats::{FlowStats, Observer, Summary};
 use crate::tx::{Board, TxCore, TxLoop};
@@ -168,7 +168,7 @@ pub fn run_series(
     // Rescue needs a second TX thread and real time (on a virtual clock
     // nobody is ever interrupted, and a thread's wait moves everyone's time).
     let board = match cfg.rescue_after {
-        Some(after) if n > 1 && !ecfg.topspeed && ecfg.clock == ClockChoice::Monotonic => {
+        Some(after) if n > 1 && !ecfg.topspeed && ecfg.clock.is_real() => {
             Some(Arc::new(Board::new(n, after)))
         }
         _ => None,
