@@ -22,18 +22,15 @@ fn a_run_on_the_tsc_clock_reports_its_rate_and_drift() {
     // 5000 packets 100 µs apart: half a second of real pacing.
     write_trace(&trace, 5000, 100_000, 64);
     let sum = d.join("s.json");
-    let o = run(&[
-        "replay",
-        trace.to_str().unwrap(),
-        "--clock",
-        "tsc",
-        "-q",
-        "--summary-json",
-        sum.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("clock: tsc at"), "{}", stderr(&o));
-    let v = sluice_testkit::checked_json(&std::fs::read(&sum).unwrap());
+    let replay = |clock: &str| {
+        let (t, s) = (trace.to_str().unwrap(), sum.to_str().unwrap());
+        let o = run(&["replay", t, "--clock", clock, "-q", "--summary-json", s]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v = sluice_testkit::checked_json(&std::fs::read(&sum).unwrap());
+        (stderr(&o), v)
+    };
+    let (err, v) = replay("tsc");
+    assert!(err.contains("clock: tsc at"), "{err}");
     assert_eq!(v["packets"], 5000);
     assert_eq!(v["clock"]["source"], "tsc");
     let hz = v["clock"]["tsc_hz"].as_f64().unwrap();
@@ -46,17 +43,7 @@ fn a_run_on_the_tsc_clock_reports_its_rate_and_drift() {
     let drift = v["clock"]["drift_ns"].as_i64().unwrap();
     assert!(drift.abs() < 5_000_000, "drift {drift} ns: {v}");
     // Without --clock tsc there is no clock section.
-    let o = run(&[
-        "replay",
-        trace.to_str().unwrap(),
-        "--clock",
-        "virtual",
-        "-q",
-        "--summary-json",
-        sum.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v = sluice_testkit::checked_json(&std::fs::read(&sum).unwrap());
+    let (_, v) = replay("virtual");
     assert!(v["clock"].is_null(), "{v}");
 }
 

@@ -218,3 +218,30 @@ pub fn ratejudge(target: &Path, capture: &Path) -> std::collections::BTreeMap<St
         .filter_map(|(k, v)| Some((k.to_string(), v.parse::<f64>().ok()?)))
         .collect()
 }
+
+/// Writes `n` frames of 16 interleaved flows (UDP source ports 1000..1015,
+/// sequence numbers as [`frame`]), 1 µs apart, to `path`.
+pub fn write_16_flows(path: &Path, n: u64) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = PcapWriter::new(file, LinkType::ETHERNET, 65535).unwrap();
+    for i in 0..n {
+        let mut f = frame(i, 64);
+        f[34..36].copy_from_slice(&(1000 + (i % 16) as u16).to_be_bytes());
+        w.write_packet(i * 1000, &f, 64).unwrap();
+    }
+    w.into_inner().unwrap();
+}
+
+/// Every flow of [`write_16_flows`] arrived in its own order.
+pub fn assert_16_flows_in_order(got: &[(u64, Vec<u8>)]) {
+    let mut last = [None::<u64>; 16];
+    for (_, f) in got {
+        let flow = (u16::from_be_bytes([f[34], f[35]]) - 1000) as usize;
+        let seq = u64::from_be_bytes(f[42..50].try_into().unwrap());
+        assert!(
+            last[flow].is_none_or(|l| l < seq),
+            "flow {flow} reordered at {seq}"
+        );
+        last[flow] = Some(seq);
+    }
+}

@@ -50,81 +50,29 @@ fn finish(child: Child) -> String {
     err
 }
 
-/// Through `--to xdp:` (AF_XDP copy mode): every description acknowledged
-/// as sent, every frame captured once and in order.
-#[test]
-fn described_frames_leave_once_in_order_through_xdp() {
-    let t = "described_frames_leave_once_in_order_through_xdp";
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run() || !require("python3", t) {
-        return;
-    }
-    const N: usize = 5_000;
-    let net = Net::up("slix");
-    let d = tmpdir("inject-xdp");
+/// Streams `n` descriptions at `pps` through `sluice inject --to
+/// KIND:veth` while the namespace captures; asserts that every one was
+/// acknowledged as sent (on time or late, not dropped, refused or left
+/// unsent) and that every frame was captured once, in order (the sequence
+/// number leads each payload). Returns the capture and inject's stderr;
+/// the acknowledgements are in `d/acks.txt`.
+fn stream_once_in_order(
+    kind: &str,
+    tag: &str,
+    n: usize,
+    pps: u32,
+    d: &Path,
+) -> (Vec<(u64, Vec<u8>)>, String) {
+    let net = Net::up(tag);
     let (sock, cap, acks) = (d.join("i.sock"), d.join("cap.pcap"), d.join("acks.txt"));
     let dump = net.capture_small(&cap);
-    let to = format!("xdp:{}", net.tx());
+    let to = format!("{kind}:{}", net.tx());
     let inject = start_inject(&sock, &["--to", &to, "--sessions", "1", "-q"]);
     let client = Command::new("python3")
         .arg(python("inject_schedule.py"))
         .args(["--connect", &format!("unix:{}", sock.display())])
-        .args(["--count", &N.to_string(), "--pps", "20000"])
+        .args(["--count", &n.to_string(), "--pps", &pps.to_string()])
         .args(["--start-ms", "300"])
-        .arg("--acks")
-        .arg(&acks)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&client.stdout).to_string();
-    assert!(client.status.success(), "client: {report}");
-    let summary = finish(inject);
-    stop(dump);
-    assert!(summary.contains("copy mode"), "{summary}");
-    assert!(
-        report.contains(&format!("\"acked\": {N}")),
-        "{report}\n{summary}"
-    );
-    for bad in ["dropped", "refused", "not_sent"] {
-        assert!(!report.contains(bad), "{report}\n{summary}");
-    }
-    let seqs: Vec<u64> = read_all(&cap)
-        .iter()
-        .map(|(_, f)| u64::from_be_bytes(f[42..50].try_into().unwrap()))
-        .collect();
-    assert_eq!(seqs.len(), N, "frames captured");
-    assert!(
-        seqs.iter().enumerate().all(|(i, &s)| s == i as u64),
-        "a frame is missing, repeated or out of order"
-    );
-}
-
-#[test]
-fn described_frames_leave_once_in_order_at_acknowledged_times() {
-    let t = "described_frames_leave_once_in_order_at_acknowledged_times";
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run() || !require("python3", t) || !require("tshark", t) {
-        return;
-    }
-    // The capture ring holds ~32k frames: the whole run fits even if
-    // tcpdump gets no CPU until the end (a loaded machine).
-    const N: usize = 30_000;
-    let net = Net::up("sli");
-    let d = tmpdir("inject-veth");
-    let (sock, cap, acks) = (d.join("i.sock"), d.join("cap.pcap"), d.join("acks.txt"));
-    let dump = net.capture_small(&cap);
-    let to = format!("afpacket:{}", net.tx());
-    let inject = start_inject(&sock, &["--to", &to, "--sessions", "1", "-q"]);
-    let client = Command::new("python3")
-        .arg(python("inject_schedule.py"))
-        .args(["--connect", &format!("unix:{}", sock.display())])
-        .args([
-            "--count",
-            &N.to_string(),
-            "--pps",
-            "50000",
-            "--start-ms",
-            "300",
-        ])
         .arg("--acks")
         .arg(&acks)
         .output()
@@ -137,28 +85,54 @@ fn described_frames_leave_once_in_order_at_acknowledged_times() {
     );
     let summary = finish(inject);
     stop(dump);
-    // Every description acknowledged as sent (on time or late, not
-    // dropped, refused or left unsent).
     eprintln!("client: {report}");
     assert!(
-        report.contains(&format!("\"acked\": {N}")),
+        report.contains(&format!("\"acked\": {n}")),
         "{report}\n{summary}"
     );
     for bad in ["dropped", "refused", "not_sent"] {
         assert!(!report.contains(bad), "{report}\n{summary}");
     }
-
-    // Once each, in order: the sequence number leads each payload.
     let got = read_all(&cap);
     let seqs: Vec<u64> = got
         .iter()
         .map(|(_, f)| u64::from_be_bytes(f[42..50].try_into().unwrap()))
         .collect();
-    assert_eq!(seqs.len(), N, "frames captured");
+    assert_eq!(seqs.len(), n, "frames captured");
     assert!(
         seqs.iter().enumerate().all(|(i, &s)| s == i as u64),
         "a frame is missing, repeated or out of order"
     );
+    (got, summary)
+}
+
+/// Through `--to xdp:` (AF_XDP copy mode): every description acknowledged
+/// as sent, every frame captured once and in order.
+#[test]
+fn described_frames_leave_once_in_order_through_xdp() {
+    let t = "described_frames_leave_once_in_order_through_xdp";
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() || !require("python3", t) {
+        return;
+    }
+    let d = tmpdir("inject-xdp");
+    let (_, summary) = stream_once_in_order("xdp", "slix", 5_000, 20_000, &d);
+    assert!(summary.contains("copy mode"), "{summary}");
+}
+
+#[test]
+fn described_frames_leave_once_in_order_at_acknowledged_times() {
+    let t = "described_frames_leave_once_in_order_at_acknowledged_times";
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() || !require("python3", t) || !require("tshark", t) {
+        return;
+    }
+    // The capture ring holds ~32k frames: the whole run fits even if
+    // tcpdump gets no CPU until the end (a loaded machine).
+    const N: usize = 30_000;
+    let d = tmpdir("inject-veth");
+    let (acks, cap) = (d.join("acks.txt"), d.join("cap.pcap"));
+    let (got, _) = stream_once_in_order("afpacket", "sli", N, 50_000, &d);
 
     // Acknowledged departures against the capture's stamps (both
     // CLOCK_REALTIME), the constant offset (the path) removed.

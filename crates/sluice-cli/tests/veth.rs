@@ -82,16 +82,7 @@ fn two_threads_keep_per_flow_order() {
     let net = Net::up("slf");
     let d = tmpdir("veth-flows");
     let trace = d.join("t.pcap");
-    // 16 flows (UDP source ports), interleaved.
-    let file = std::fs::File::create(&trace).unwrap();
-    let mut w =
-        sluice_capture::PcapWriter::new(file, sluice_capture::LinkType::ETHERNET, 65535).unwrap();
-    for i in 0..8000u64 {
-        let mut f = frame(i, 64);
-        f[34..36].copy_from_slice(&(1000 + (i % 16) as u16).to_be_bytes());
-        w.write_packet(i * 1000, &f, 64).unwrap();
-    }
-    w.into_inner().unwrap();
+    write_16_flows(&trace, 8000);
     let out = d.join("cap.pcap");
     replay_small_through(
         &net,
@@ -101,16 +92,7 @@ fn two_threads_keep_per_flow_order() {
     );
     let got = read_all(&out);
     assert_eq!(got.len(), 8000);
-    let mut last = [None::<u64>; 16];
-    for (_, f) in &got {
-        let flow = (u16::from_be_bytes([f[34], f[35]]) - 1000) as usize;
-        let seq = u64::from_be_bytes(f[42..50].try_into().unwrap());
-        assert!(
-            last[flow].is_none_or(|l| l < seq),
-            "flow {flow} reordered at {seq}"
-        );
-        last[flow] = Some(seq);
-    }
+    assert_16_flows_in_order(&got);
 }
 
 /// 3 devices × `per` records, 200 µs apart, values `size` bytes long.

@@ -7,7 +7,7 @@
 //! one per packet when pacing (the engine flushes before every wait). The
 //! qdisc bypass skips the traffic-control layer, as trafgen does.
 
-use crate::iface::{check_up, ifindex, read_mtu, ETH_HEADER, ETH_P_8021Q, VLAN_TAG};
+use crate::iface::{check_up, ifindex, read_mtu, ETH_HEADER, VLAN_TAG};
 use crate::{Sink, SinkError};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -178,33 +178,6 @@ impl AfPacketSink {
             libc::MSG_DONTWAIT,
             &mut self.rejected,
         )
-    }
-
-    /// The kernel's length rule for a raw socket, checked before a frame
-    /// is queued: at least an Ethernet header; at most MTU + the Ethernet
-    /// header, or one 802.1Q tag more when the frame is 802.1Q-tagged.
-    #[inline]
-    fn fits(&self, head: &[u8], body: &[u8], len: usize) -> Result<(), SinkError> {
-        if len < ETH_HEADER {
-            return Err(SinkError::TooShort {
-                len,
-                min: ETH_HEADER,
-            });
-        }
-        if len <= self.max_plain {
-            return Ok(());
-        }
-        let ethertype = |i: usize| head.get(i).or_else(|| body.get(i - head.len())).copied();
-        let tagged = [ethertype(12), ethertype(13)] == [Some(ETH_P_8021Q[0]), Some(ETH_P_8021Q[1])];
-        let limit = if tagged {
-            self.max_frame
-        } else {
-            self.max_plain
-        };
-        if len > limit {
-            return Err(SinkError::Oversize { len, limit });
-        }
-        Ok(())
     }
 }
 
@@ -382,7 +355,7 @@ impl Sink for AfPacketSink {
     #[inline]
     fn send_parts(&mut self, head: &[u8], body: &[u8], _stamp_ns: u64) -> Result<(), SinkError> {
         let len = head.len() + body.len();
-        self.fits(head, body, len)?;
+        crate::iface::fits(head, body, self.max_plain, self.max_frame)?;
         match &mut self.path {
             Path::Ring(ring) => {
                 let mut stalled: Option<std::time::Instant> = None;

@@ -49,3 +49,32 @@ pub(crate) fn ifindex(iface: &str) -> Result<u32, SinkError> {
     }
     Ok(index)
 }
+
+/// The kernel's length rule for a raw frame, checked before it is queued:
+/// at least an Ethernet header; at most `max_plain` (MTU + the header), or
+/// `max_tagged` (one 802.1Q tag more) when the frame is 802.1Q-tagged.
+#[inline]
+pub(crate) fn fits(
+    head: &[u8],
+    body: &[u8],
+    max_plain: usize,
+    max_tagged: usize,
+) -> Result<(), SinkError> {
+    let len = head.len() + body.len();
+    if len < ETH_HEADER {
+        return Err(SinkError::TooShort {
+            len,
+            min: ETH_HEADER,
+        });
+    }
+    if len <= max_plain {
+        return Ok(());
+    }
+    let byte = |i: usize| head.get(i).or_else(|| body.get(i - head.len())).copied();
+    let tagged = [byte(12), byte(13)] == [Some(ETH_P_8021Q[0]), Some(ETH_P_8021Q[1])];
+    let limit = if tagged { max_tagged } else { max_plain };
+    if len > limit {
+        return Err(SinkError::Oversize { len, limit });
+    }
+    Ok(())
+}

@@ -17,7 +17,7 @@
 
 mod ring;
 
-use crate::iface::{check_up, ifindex, read_mtu, ETH_HEADER, ETH_P_8021Q, VLAN_TAG};
+use crate::iface::{check_up, ifindex, read_mtu, ETH_HEADER, VLAN_TAG};
 use crate::{Sink, SinkError};
 use ring::{CompRing, TxRing, Umem};
 use rustix::net::xdp::{
@@ -210,32 +210,6 @@ impl XdpSink {
         self.queue
     }
 
-    /// The kernel's length rule, as for AF_PACKET: at least an Ethernet
-    /// header; at most MTU + the header, one 802.1Q tag more if tagged.
-    #[inline]
-    fn fits(&self, head: &[u8], body: &[u8], len: usize) -> Result<(), SinkError> {
-        if len < ETH_HEADER {
-            return Err(SinkError::TooShort {
-                len,
-                min: ETH_HEADER,
-            });
-        }
-        if len <= self.max_plain {
-            return Ok(());
-        }
-        let byte = |i: usize| head.get(i).or_else(|| body.get(i - head.len())).copied();
-        let tagged = [byte(12), byte(13)] == [Some(ETH_P_8021Q[0]), Some(ETH_P_8021Q[1])];
-        let limit = if tagged {
-            self.max_frame
-        } else {
-            self.max_plain
-        };
-        if len > limit {
-            return Err(SinkError::Oversize { len, limit });
-        }
-        Ok(())
-    }
-
     /// Publishes the written descriptors and wakes the kernel once.
     fn publish(&mut self) -> Result<(), SinkError> {
         if self.unpublished > 0 {
@@ -392,7 +366,7 @@ impl Sink for XdpSink {
     #[inline]
     fn send_parts(&mut self, head: &[u8], body: &[u8], _stamp_ns: u64) -> Result<(), SinkError> {
         let len = head.len() + body.len();
-        self.fits(head, body, len)?;
+        crate::iface::fits(head, body, self.max_plain, self.max_frame)?;
         if self.tx.free() == 0 {
             // Every descriptor is in the kernel's hands: let it send some.
             self.publish()?;
