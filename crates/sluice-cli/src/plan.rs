@@ -243,9 +243,12 @@ fn conclude(
 }
 
 /// An engine error with the exit code it deserves: bad input for what the
-/// sources read, else a run-time failure.
+/// sources read, a run-time failure for a device (a sink's, or a live
+/// source's TAP or socket) and everything else.
 fn engine_failure(e: EngineError) -> Failure {
     match e {
+        // A TAP or socket failing mid-run is the environment's fault.
+        EngineError::Source(ref s) if s.is_environment() => Failure::from(e),
         EngineError::Source(_) | EngineError::Series(_) => bad_input(e),
         other => Failure::from(other),
     }

@@ -126,3 +126,58 @@ fn udp_through_pace_follows_a_poisson_law() {
         "{got} of {allowed} Mbit/s:\n{text}"
     );
 }
+
+/// A TAP removed under a running pace is the environment's fault: exit 1
+/// (not 2, bad input), the device named, the summary of what was sent
+/// printed.
+#[test]
+fn a_tap_removed_mid_run_is_the_environments_fault() {
+    let t = "a_tap_removed_mid_run_is_the_environments_fault";
+    if !require_root(t) || !require("ip", t) {
+        return;
+    }
+    let tap = format!("slgone{}", std::process::id() % 100_000);
+    let mut pace = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["pace", "--tap", &tap, "--to", "null", "--gap", "1ms", "-q"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("sluice pace starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let exists = || {
+        Command::new("ip")
+            .args(["link", "show", &tap])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    while !exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the TAP never appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let del = Command::new("ip")
+        .args(["link", "del", &tap])
+        .output()
+        .unwrap();
+    assert!(
+        del.status.success(),
+        "{}",
+        String::from_utf8_lossy(&del.stderr)
+    );
+    let status = loop {
+        if let Some(s) = pace.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = pace.kill();
+            panic!("pace went on after its TAP was removed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut pace.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("TAP {tap}")), "{err}");
+    assert!(err.contains("sent "), "the summary of what was sent: {err}");
+}

@@ -113,3 +113,12 @@ pub enum SourceError {
     #[error("{what}: {error}")]
     Device { what: String, error: std::io::Error },
 }
+
+impl SourceError {
+    /// Whose fault it is: the environment's (a live source's device or
+    /// socket failed mid-run: exit 1, as for a sink) or the input's (what
+    /// was read is wrong: exit 2).
+    pub fn is_environment(&self) -> bool {
+        matches!(self, SourceError::Device { .. })
+    }
+}
