@@ -170,10 +170,27 @@ impl CaptureReader {
         if let Some(e) = &self.failed {
             return Err(e.duplicate());
         }
-        let res = match &mut self.state {
-            State::Pcap(h) => pcap::next_record(h, &mut self.buf),
-            State::Pcapng(st) => st.next_packet(&mut self.buf),
-        };
+        // Each format's result is turned into a packet in its own arm: one
+        // result shared by both arms is an aggregate the compiler keeps on
+        // the stack, written field by field and read back wider, which
+        // stalls store forwarding on every packet.
+        match &mut self.state {
+            State::Pcap(h) => {
+                let r = pcap::next_record(h, &mut self.buf);
+                self.packet(r)
+            }
+            State::Pcapng(st) => {
+                let r = st.next_packet(&mut self.buf);
+                self.packet(r)
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn packet(
+        &mut self,
+        res: Result<Option<crate::PacketPos>, Fault>,
+    ) -> Result<Option<Packet<'_>>, CaptureError> {
         match res {
             Ok(Some(p)) => {
                 self.packets += 1;

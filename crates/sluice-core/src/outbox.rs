@@ -185,6 +185,7 @@ impl<'h> Outbox<'h> {
 
     /// Records the capture time of the stream's first packet (ns since the
     /// epoch; the first call wins): pcap output is stamped from there.
+    #[inline]
     pub fn set_first_ts(&mut self, ts: u64) {
         self.first_ts.get_or_insert(ts);
     }

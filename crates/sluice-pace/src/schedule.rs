@@ -75,6 +75,7 @@ impl Schedule {
     ///
     /// Timestamps that go backwards in a trace (common in merged captures) are
     /// sent immediately after their predecessor: due times are monotonic.
+    #[inline]
     pub fn due(&mut self, ts_ns: u64, frame_len: usize) -> Nanos {
         let due = match self.mode {
             TimingMode::Recorded { multiplier } => {

@@ -82,6 +82,9 @@ pub struct ReplaySource {
     record: u64,
     /// The trace's name for error messages (kept once, not per packet).
     file: String,
+    /// No header rewriting asked for (`HeaderRewrite::is_empty`, which
+    /// compares the whole configuration: asked once, not per packet).
+    no_rewrite: bool,
 }
 
 impl ReplaySource {
@@ -93,6 +96,7 @@ impl ReplaySource {
             None => None,
         };
         Ok(ReplaySource {
+            no_rewrite: cfg.rewrite.is_empty(),
             splitter,
             side_1: 0,
             schedule: Schedule::with_max_gap(cfg.timing, cfg.max_gap),
@@ -151,7 +155,7 @@ impl ReplaySource {
         let mut side = 0;
         let frame: &[u8] = if encap == Encap::Ethernet
             && self.cfg.payload == PayloadMode::Keep
-            && self.cfg.rewrite.is_empty()
+            && self.no_rewrite
         {
             if let Some(sp) = self.splitter.as_mut() {
                 side =
@@ -194,7 +198,7 @@ impl ReplaySource {
                     buf.truncate(rw.new_len);
                 }
             }
-            if !self.cfg.rewrite.is_empty() {
+            if !self.no_rewrite {
                 // The original length counts from the Ethernet header
                 // built above (link headers of other types differ).
                 // (A trace may claim an original length below the
