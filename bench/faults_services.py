@@ -117,6 +117,13 @@ def run(sluice, seconds, seed, work):
     def fail(what):
         failures.append(f"{time.strftime('%H:%M:%S')} {what}")
 
+    def garbage(path, prefix, name):
+        """Connects, sends `prefix` and up to 4 KiB of random bytes, leaves."""
+        s = connect(path)
+        s.sendall(prefix + os.urandom(rng.randrange(1, 4096)))
+        s.close()
+        count(name)
+
     while time.time() < end:
         step += 1
         for name, p in (("inject", inject), ("worker", worker)):
@@ -130,15 +137,9 @@ def run(sluice, seconds, seed, work):
         action = rng.randrange(10)
         try:
             if action == 0:
-                s = connect(isock)
-                s.sendall(HELLO + os.urandom(rng.randrange(1, 4096)))
-                s.close()
-                count("inject: random bytes after HELLO")
+                garbage(isock, HELLO, "inject: random bytes after HELLO")
             elif action == 1:
-                s = connect(isock)
-                s.sendall(os.urandom(rng.randrange(1, 4096)))
-                s.close()
-                count("inject: random bytes")
+                garbage(isock, b"", "inject: random bytes")
             elif action == 2:
                 held.append(connect(rng.choice([isock, wsock])))
                 if len(held) > 60:
@@ -156,15 +157,9 @@ def run(sluice, seconds, seed, work):
                     connect(rng.choice([isock, wsock])).close()
                 count("100 connect-and-close")
             elif action == 5:
-                s = connect(wsock)
-                s.sendall(os.urandom(rng.randrange(1, 4096)))
-                s.close()
-                count("worker: random bytes")
+                garbage(wsock, b"", "worker: random bytes")
             elif action == 6:
-                s = connect(wsock)
-                s.sendall(HTTP2_PREFACE + os.urandom(rng.randrange(1, 4096)))
-                s.close()
-                count("worker: HTTP/2 preface, random frames")
+                garbage(wsock, HTTP2_PREFACE, "worker: HTTP/2 preface, random frames")
             elif action in (7, 8):
                 if real_inject_client(isock):
                     count("inject: real client served")

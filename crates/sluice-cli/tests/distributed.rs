@@ -41,6 +41,21 @@ fn listening(log: &Path) {
     }
 }
 
+/// A TLS worker on 127.0.0.1:`port` with the keys of `keys`, its stderr in
+/// `log`, returned once it listens (reaped when dropped).
+fn loopback_worker(port: u16, keys: &Path, log: &Path) -> Reaped {
+    let worker = Reaped(
+        sluice()
+            .args(["worker", "--listen", &format!("127.0.0.1:{port}"), "--tls"])
+            .arg(keys)
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    listening(log);
+    worker
+}
+
 /// Sink namespace with a bridge, and one namespace per worker.
 struct Lab {
     tag: String,
@@ -1284,15 +1299,7 @@ fn unreachable_refusing_and_badly_clocked_workers_are_named() {
     let (d, keys, trace) = keyed("distributed-refusals", 100);
     let port = 19_000 + (std::process::id() % 1000) as u16 * 2;
     let log = d.join("worker.log");
-    let worker = Reaped(
-        sluice()
-            .args(["worker", "--listen", &format!("127.0.0.1:{port}"), "--tls"])
-            .arg(&keys)
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap(),
-    );
-    listening(&log);
+    let worker = loopback_worker(port, &keys, &log);
     let plan = |name: &str, workers: &[(&str, u16)], args: &str| {
         let mut y = String::from("workers:\n");
         for (w, p) in workers {
@@ -1444,15 +1451,7 @@ fn a_frozen_or_silent_worker_is_given_up_and_the_first_sigint_ends_the_wait() {
     // margin (or when the keep-alive finds it), with what it last said.
     let log = d.join("worker.log");
     // SIGKILL ends it even while stopped, should the test fail midway.
-    let worker = Reaped(
-        sluice()
-            .args(["worker", "--listen", &format!("127.0.0.1:{port}"), "--tls"])
-            .arg(&keys)
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap(),
-    );
-    listening(&log);
+    let worker = loopback_worker(port, &keys, &log);
     let pid = worker.id().to_string();
     let summary = d.join("frozen.json");
     let mut ctl = start(&plan("frozen.yaml", port, "3s"), &summary);

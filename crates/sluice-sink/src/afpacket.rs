@@ -8,6 +8,7 @@
 //! qdisc bypass skips the traffic-control layer, as trafgen does.
 
 use crate::iface::{check_up, ifindex, read_mtu, ETH_HEADER, VLAN_TAG};
+use crate::sockopt::setsockopt;
 use crate::{Sink, SinkError};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -87,25 +88,6 @@ struct Mmsg {
 
 fn last_err(what: String) -> SinkError {
     SinkError::os(what, io::Error::last_os_error())
-}
-
-fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, val: &T) -> io::Result<()> {
-    // SAFETY: `val` points to a live T of exactly size_of::<T>() bytes, which
-    // is what the kernel reads for these options.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (val as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 impl AfPacketSink {
@@ -354,8 +336,7 @@ impl Sink for AfPacketSink {
 
     #[inline]
     fn send_parts(&mut self, head: &[u8], body: &[u8], _stamp_ns: u64) -> Result<(), SinkError> {
-        let len = head.len() + body.len();
-        crate::iface::fits(head, body, self.max_plain, self.max_frame)?;
+        let len = crate::iface::fits(head, body, self.max_plain, self.max_frame)?;
         match &mut self.path {
             Path::Ring(ring) => {
                 let mut stalled: Option<std::time::Instant> = None;

@@ -53,13 +53,14 @@ pub(crate) fn ifindex(iface: &str) -> Result<u32, SinkError> {
 /// The kernel's length rule for a raw frame, checked before it is queued:
 /// at least an Ethernet header; at most `max_plain` (MTU + the header), or
 /// `max_tagged` (one 802.1Q tag more) when the frame is 802.1Q-tagged.
+/// Returns the frame's length.
 #[inline]
 pub(crate) fn fits(
     head: &[u8],
     body: &[u8],
     max_plain: usize,
     max_tagged: usize,
-) -> Result<(), SinkError> {
+) -> Result<usize, SinkError> {
     let len = head.len() + body.len();
     if len < ETH_HEADER {
         return Err(SinkError::TooShort {
@@ -68,7 +69,7 @@ pub(crate) fn fits(
         });
     }
     if len <= max_plain {
-        return Ok(());
+        return Ok(len);
     }
     let byte = |i: usize| head.get(i).or_else(|| body.get(i - head.len())).copied();
     let tagged = [byte(12), byte(13)] == [Some(ETH_P_8021Q[0]), Some(ETH_P_8021Q[1])];
@@ -76,5 +77,5 @@ pub(crate) fn fits(
     if len > limit {
         return Err(SinkError::Oversize { len, limit });
     }
-    Ok(())
+    Ok(len)
 }

@@ -26,7 +26,7 @@ sluice_core::named_values!(LaunchTime {
 });
 
 /// True when the kernel has the ETF qdisc (built in or as a module).
-pub fn kernel_has_etf() -> bool {
+fn kernel_has_etf() -> bool {
     if std::path::Path::new("/sys/module/sch_etf").exists() {
         return true;
     }

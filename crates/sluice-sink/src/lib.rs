@@ -18,6 +18,7 @@ pub mod launch;
 mod mmsg;
 pub mod null;
 pub mod pcap;
+mod sockopt;
 mod spec;
 pub mod udp;
 pub mod xdp;

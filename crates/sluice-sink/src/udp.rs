@@ -152,18 +152,7 @@ fn bind_source(from: SocketAddrV4) -> Result<UdpSocket, SinkError> {
         (libc::SOL_SOCKET, libc::SO_REUSEADDR),
         (libc::IPPROTO_IP, libc::IP_FREEBIND),
     ] {
-        // SAFETY: setsockopt reads exactly size_of::<c_int>() bytes from a
-        // live local; the fd is open.
-        let rc = unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                level,
-                opt,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
+        if crate::sockopt::setsockopt(&socket, level, opt, &one).is_err() {
             return Err(fail("setsockopt"));
         }
     }
@@ -208,17 +197,7 @@ pub fn check_route(from: Ipv4Addr, to: SocketAddrV4) -> Result<(), SinkError> {
 /// A deep send buffer absorbs bursts; failure to enlarge it is harmless.
 fn deepen_send_buffer(socket: &UdpSocket) {
     let size: libc::c_int = 4 << 20;
-    // SAFETY: setsockopt reads exactly size_of::<c_int>() bytes from a live
-    // local; the fd is open for the duration of the call.
-    unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            (&size as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    let _ = crate::sockopt::setsockopt(socket, libc::SOL_SOCKET, libc::SO_SNDBUF, &size);
 }
 
 impl Queue {

@@ -10,7 +10,6 @@ const ETHTOOL_GET_TS_INFO: u32 = 0x41;
 
 /// `SOF_TIMESTAMPING_*` bits of `so_timestamping` (linux/net_tstamp.h).
 pub const TX_HARDWARE: u32 = 1 << 0;
-pub const TX_SOFTWARE: u32 = 1 << 1;
 pub const RX_HARDWARE: u32 = 1 << 2;
 pub const RX_SOFTWARE: u32 = 1 << 3;
 pub const RAW_HARDWARE: u32 = 1 << 6;

@@ -17,16 +17,17 @@ pub fn interface_mtu(iface: &str) -> io::Result<usize> {
     })
 }
 
-/// The TX queues the kernel shows for `iface`
-/// (`/sys/class/net/IFACE/queues/tx-N`).
-pub fn tx_queues(iface: &str) -> io::Result<usize> {
+/// The queues the kernel shows for `iface` in one direction (`tx` or
+/// `rx`: `/sys/class/net/IFACE/queues/tx-N`).
+pub fn queues(iface: &str, direction: &str) -> io::Result<usize> {
     let dir = format!("/sys/class/net/{iface}/queues");
+    let prefix = format!("{direction}-");
     let n = std::fs::read_dir(&dir)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot read {dir}: {e}")))?
         .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with("tx-"))
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
         .count();
-    Ok(n.max(1))
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -36,6 +37,9 @@ mod tests {
     #[test]
     fn loopback_has_an_mtu_and_a_missing_interface_names_its_file() {
         assert!(interface_mtu("lo").unwrap() >= 1280);
+        assert!(queues("lo", "tx").unwrap() >= 1);
+        assert!(queues("lo", "rx").unwrap() >= 1);
+        assert!(queues("sluice-none0", "tx").is_err());
         let e = interface_mtu("sluice-none0").unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
         assert!(e.to_string().contains("/sys/class/net/sluice-none0/mtu"));

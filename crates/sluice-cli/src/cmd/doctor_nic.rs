@@ -7,16 +7,8 @@ use super::doctor::{finding, Finding, Level};
 use sluice_sink::{launch, Sink, SinkSpec, XdpMode, XdpSink};
 
 pub(super) fn fast_path(name: &str, out: &mut Vec<Finding>) {
-    let queues = |kind: &str| {
-        std::fs::read_dir(format!("/sys/class/net/{name}/queues"))
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .filter(|e| e.file_name().to_string_lossy().starts_with(kind))
-                    .count()
-            })
-            .unwrap_or(0)
-    };
-    let (tx, rx) = (queues("tx-"), queues("rx-"));
+    let queues = |direction| sluice_sys::net::queues(name, direction).unwrap_or(0);
+    let (tx, rx) = (queues("tx"), queues("rx"));
     out.push(finding(
         Level::Ok,
         "queues",

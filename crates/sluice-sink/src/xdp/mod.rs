@@ -93,7 +93,7 @@ impl XdpSink {
         let mtu = read_mtu(iface)?;
         check_up(iface)?;
         let index = ifindex(iface)?;
-        let queues = sluice_sys::net::tx_queues(iface).unwrap_or(1);
+        let queues = sluice_sys::net::queues(iface, "tx").unwrap_or(1).max(1);
         if queue as usize >= queues {
             return Err(SinkError::Config(format!(
                 "xdp:{iface} has {queues} TX queue{}; queue {queue} does not exist \
@@ -177,7 +177,8 @@ impl XdpSink {
             .unwrap_or(false);
         if !zerocopy {
             // More frames per wakeup in copy mode, where the kernel has it.
-            let _ = set_u32(&fd, XDP_MAX_TX_SKB_BUDGET, SKB_BUDGET);
+            let _ =
+                crate::sockopt::setsockopt(&fd, libc::SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &SKB_BUDGET);
         }
         let free = (0..UMEM_FRAMES as u64)
             .rev()
@@ -198,16 +199,6 @@ impl XdpSink {
             unpublished_bytes: 0,
             rejected: 0,
         })
-    }
-
-    /// True when the socket runs in zero-copy mode.
-    pub fn zerocopy(&self) -> bool {
-        self.zerocopy
-    }
-
-    /// The interface queue this socket is bound to.
-    pub fn queue(&self) -> u32 {
-        self.queue
     }
 
     /// Publishes the written descriptors and wakes the kernel once.
@@ -303,25 +294,6 @@ impl XdpSink {
     }
 }
 
-fn set_u32(fd: &OwnedFd, name: i32, val: u32) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: `val` is a live u32 and the length passed is its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_XDP,
-            name,
-            (&val as *const u32).cast(),
-            std::mem::size_of::<u32>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 /// The socket itself was refused: say what is missing and what to use.
 fn no_xdp(iface: &str, e: io::Error) -> SinkError {
     let why = match e.raw_os_error() {
@@ -365,8 +337,7 @@ impl Sink for XdpSink {
 
     #[inline]
     fn send_parts(&mut self, head: &[u8], body: &[u8], _stamp_ns: u64) -> Result<(), SinkError> {
-        let len = head.len() + body.len();
-        crate::iface::fits(head, body, self.max_plain, self.max_frame)?;
+        let len = crate::iface::fits(head, body, self.max_plain, self.max_frame)?;
         if self.tx.free() == 0 {
             // Every descriptor is in the kernel's hands: let it send some.
             self.publish()?;
