@@ -28,12 +28,12 @@ fn input(name: &str) -> PathBuf {
     p
 }
 
-/// A fresh scratch directory for one test.
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sluice-archive-{tag}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh scratch directory for one test, removed when it goes.
+fn scratch(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("sluice-archive-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// Converts a CSV file in memory.
@@ -66,7 +66,7 @@ fn text_round_trip_is_byte_identical() {
     let d = scratch("text");
     for name in [RJOB, BGLD] {
         let csv = fs::read(input(name)).unwrap();
-        let arc = d.join(format!("{name}.arc"));
+        let arc = d.path().join(format!("{name}.arc"));
         let stats = convert_csv(&input(name), &arc, DataEncoding::Text).unwrap();
         assert_eq!(stats.bytes, fs::metadata(&arc).unwrap().len());
         assert_eq!(stats.out_of_order, 0, "{name}");
@@ -124,7 +124,7 @@ fn binary_round_trips_keep_every_number() {
 #[test]
 fn rjob_is_three_channels_at_exactly_100_hz() {
     let d = scratch("rjob");
-    let arc = d.join("rjob.arc");
+    let arc = d.path().join("rjob.arc");
     let stats = convert_csv(&input(RJOB), &arc, DataEncoding::F64).unwrap();
     assert_eq!((stats.records, stats.devices), (9_000, 3));
     assert_eq!(stats.span_micros(), 29_990_000);
@@ -220,8 +220,8 @@ fn empty_archive_has_no_records() {
         b"timestamp,device_id,value\n"
     );
     let d = scratch("empty");
-    fs::write(d.join("e.arc"), b"").unwrap();
-    assert_eq!(records(&d.join("e.arc")).len(), 0);
+    fs::write(d.path().join("e.arc"), b"").unwrap();
+    assert_eq!(records(&d.path().join("e.arc")).len(), 0);
 }
 
 #[test]
@@ -308,7 +308,7 @@ fn truncated_last_record_comes_after_the_good_ones() {
 #[test]
 fn convert_refuses_to_overwrite_its_input_and_cleans_up() {
     let d = scratch("same");
-    let csv = d.join("in.csv");
+    let csv = d.path().join("in.csv");
     fs::write(
         &csv,
         "timestamp,device_id,value\n2009-08-24T00:20:03Z,A,1\n",
@@ -324,7 +324,7 @@ fn convert_refuses_to_overwrite_its_input_and_cleans_up() {
         "timestamp,device_id,value\n2009-08-24T00:20:03Z,A,x\n",
     )
     .unwrap();
-    let out = d.join("out.arc");
+    let out = d.path().join("out.arc");
     let e = convert_csv(&csv, &out, DataEncoding::I32).unwrap_err();
     assert_eq!(
         e.to_string(),
@@ -334,7 +334,7 @@ fn convert_refuses_to_overwrite_its_input_and_cleans_up() {
         )
     );
     assert!(!out.exists(), "a failed conversion leaves no archive");
-    let e = convert_csv(&d.join("missing.csv"), &out, DataEncoding::I32).unwrap_err();
+    let e = convert_csv(&d.path().join("missing.csv"), &out, DataEncoding::I32).unwrap_err();
     assert!(e.to_string().contains("missing.csv: I/O error"), "{e}");
 }
 

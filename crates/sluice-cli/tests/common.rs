@@ -62,11 +62,37 @@ impl std::ops::DerefMut for Reaped {
     }
 }
 
-pub fn tmpdir(tag: &str) -> PathBuf {
+/// A test's scratch directory, removed with everything in it when the
+/// guard goes (also when the test fails), so repeated runs do not fill the
+/// disk. Set `SLUICE_KEEP_TMP=1` to keep it for a post-mortem.
+pub struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::env::var_os("SLUICE_KEEP_TMP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+pub fn tmpdir(tag: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("sluice-test-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
 }
 
 /// (timestamp ns, bytes) of every packet in a capture.

@@ -213,7 +213,7 @@ fn flows_trace(path: &Path, n: u64) {
 
 /// A test directory with keys (`keygen`) and a trace of `frames` frames
 /// (`flows_trace`): (directory, keys, trace).
-fn keyed(tag: &str, frames: u64) -> (PathBuf, PathBuf, PathBuf) {
+fn keyed(tag: &str, frames: u64) -> (Scratch, PathBuf, PathBuf) {
     let d = tmpdir(tag);
     let keys = d.join("keys");
     assert!(run(&["keygen", keys.to_str().unwrap()]).status.success());

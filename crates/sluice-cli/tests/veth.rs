@@ -460,7 +460,7 @@ fn environment_failures_exit_1_and_bad_input_exits_2() {
     use std::os::unix::fs::PermissionsExt;
     let bin = d.join("sluice");
     std::fs::copy(env!("CARGO_BIN_EXE_sluice"), &bin).unwrap();
-    for (p, mode) in [(&d, 0o755), (&bin, 0o755), (&trace, 0o644)] {
+    for (p, mode) in [(&*d, 0o755), (&bin, 0o755), (&trace, 0o644)] {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
     }
     if !sluice_testkit::require("setpriv", "the unprivileged case") {

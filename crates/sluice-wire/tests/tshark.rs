@@ -11,7 +11,7 @@
 //!
 //! Without tshark the test is skipped with a note, unless `CI` is set.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use sluice_wire::checksum::{
@@ -430,10 +430,13 @@ fn run_tshark(pcap: &Path, count: usize) -> Vec<Verdict> {
     verdicts
 }
 
-fn temp_pcap(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-wire-tshark-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A capture file removed when the returned path goes.
+fn temp_pcap(name: &str) -> tempfile::TempPath {
+    tempfile::Builder::new()
+        .suffix(name)
+        .tempfile()
+        .unwrap()
+        .into_temp_path()
 }
 
 #[test]
@@ -482,7 +485,6 @@ fn tshark_agrees_with_our_checksums() {
     let frames: Vec<Vec<u8>> = all.iter().map(|(_, f)| f.clone()).collect();
     write_pcap(&pcap, &frames);
     let verdicts = run_tshark(&pcap, frames.len());
-    let _ = std::fs::remove_dir_all(pcap.parent().unwrap());
 
     let mut failures = Vec::new();
     for (i, ((name, f), v)) in all.iter().zip(&verdicts).enumerate().take(good_count) {

@@ -190,8 +190,12 @@ mod tests {
         r
     }
 
-    fn write(name: &str, bytes: &[u8]) -> std::path::PathBuf {
-        let p = std::env::temp_dir().join(format!("sluice-chunker-{}-{name}", std::process::id()));
+    fn write(name: &str, bytes: &[u8]) -> tempfile::TempPath {
+        let p = tempfile::Builder::new()
+            .prefix(name)
+            .tempfile()
+            .unwrap()
+            .into_temp_path();
         std::fs::write(&p, bytes).unwrap();
         p
     }
@@ -225,7 +229,6 @@ mod tests {
         }
         assert_eq!(seen, 5000);
         assert_eq!(bytes, all);
-        std::fs::remove_file(p).ok();
     }
 
     #[test]
@@ -257,7 +260,5 @@ mod tests {
             e.contains("record 2") && e.contains("byte 40") && e.contains("truncated"),
             "{e}"
         );
-        std::fs::remove_file(p).ok();
-        std::fs::remove_file(p2).ok();
     }
 }

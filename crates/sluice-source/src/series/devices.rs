@@ -412,8 +412,13 @@ mod tests {
         assert_eq!(m.flow(&a, 0).dst_port, 9000);
     }
 
-    fn tmp(name: &str, text: &str) -> std::path::PathBuf {
-        let p = std::env::temp_dir().join(format!("sluice-map-{}-{name}", std::process::id()));
+    /// A file removed when the returned path goes; `name`'s extension is kept.
+    fn tmp(name: &str, text: &str) -> tempfile::TempPath {
+        let p = tempfile::Builder::new()
+            .suffix(name)
+            .tempfile()
+            .unwrap()
+            .into_temp_path();
         std::fs::write(&p, text).unwrap();
         p
     }
