@@ -11,6 +11,7 @@ use sluice_engine::{EngineConfig, EngineError, Summary};
 use sluice_sink::{
     AfPacketSink, DualSink, NullSink, PcapSink, Sink, SinkError, SinkSpec, UdpSink, XdpSink,
 };
+use sluice_source::Fault;
 use std::io::Write;
 use std::path::Path;
 
@@ -246,11 +247,10 @@ fn conclude(
 /// sources read, a run-time failure for a device (a sink's, or a live
 /// source's TAP or socket) and everything else.
 fn engine_failure(e: EngineError) -> Failure {
-    match e {
-        // A TAP or socket failing mid-run is the environment's fault.
-        EngineError::Source(ref s) if s.is_environment() => Failure::from(e),
-        EngineError::Source(_) | EngineError::Series(_) => bad_input(e),
-        other => Failure::from(other),
+    match e.fault() {
+        Fault::Input => bad_input(e),
+        // A sink, or a TAP or socket failing mid-run.
+        Fault::Environment => Failure::from(e),
     }
 }
 

@@ -5,6 +5,8 @@
 //! the kernel's tbf at the same rate on the same path; UDP at Poisson gaps
 //! against the requested exponential law.
 
+mod common;
+
 use sluice_testkit::{bench_script, require, require_root};
 use std::collections::HashMap;
 use std::process::Command;
@@ -137,11 +139,30 @@ fn a_tap_removed_mid_run_is_the_environments_fault() {
         return;
     }
     let tap = format!("slgone{}", std::process::id() % 100_000);
-    let mut pace = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["pace", "--tap", &tap, "--to", "null", "--gap", "1ms", "-q"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("sluice pace starts");
+    let d = common::tmpdir("tap-removed");
+    let trace = d.join("t.pcap");
+    common::write_trace(&trace, 20, 1_000, 100);
+    // Interval lines on stdout say when pace has sent something.
+    let mut pace = common::Reaped(
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["pace", "--tap", &tap, "--to", "null", "--gap", "1ms", "-q"])
+            .args(["--stats-json", "-"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("sluice pace starts"),
+    );
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let lines = std::io::BufReader::new(pace.stdout.take().expect("stdout"));
+    let seen = sent.clone();
+    std::thread::spawn(move || {
+        for l in std::io::BufRead::lines(lines).map_while(Result::ok) {
+            let v: serde_json::Value = serde_json::from_str(&l).unwrap_or_default();
+            if v["packets"].as_u64().is_some_and(|n| n > 0) {
+                seen.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    });
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let exists = || {
         Command::new("ip")
@@ -154,6 +175,28 @@ fn a_tap_removed_mid_run_is_the_environments_fault() {
             std::time::Instant::now() < deadline,
             "the TAP never appeared"
         );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Frames sent out of the TAP reach pace; the run must have sent some
+    // before the TAP goes, so that its summary has something to say.
+    let fed = || {
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["replay", "--topspeed", "-q", "--to"])
+            .arg(format!("afpacket:{tap}"))
+            .arg(&trace)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let sent_some = || sent.load(std::sync::atomic::Ordering::SeqCst);
+    while !fed() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no frame went into the TAP"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    while !sent_some() {
+        assert!(std::time::Instant::now() < deadline, "pace sent nothing");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let del = Command::new("ip")

@@ -1,7 +1,8 @@
-//! [`Departures`]: what became of each frame a TX thread took, in the
-//! order it took them, for a source that answers its clients with actual
-//! departure times (`sluice inject`). The TX thread never blocks on it;
-//! the source drains it.
+//! [`Fates`]: what became of each frame a TX thread took, in the order it
+//! took them, for a source that answers its clients with actual departure
+//! times (`sluice inject`). A source asks for them (`Source::wants_fates`);
+//! the engine makes the queue and hands it over in the run context. The TX
+//! thread never blocks on it; the source drains it.
 //!
 //! Invariant: with one TX thread, the k-th record is the fate of the k-th
 //! frame the source pushed, so the source matches records to its frames
@@ -23,11 +24,11 @@ pub enum Fate {
 
 /// The fates of frames, in the order the TX thread took them.
 #[derive(Debug, Default)]
-pub struct Departures {
+pub struct Fates {
     q: SegQueue<Fate>,
 }
 
-impl Departures {
+impl Fates {
     pub fn new() -> Self {
         Self::default()
     }
@@ -51,7 +52,7 @@ mod tests {
 
     #[test]
     fn fates_come_back_in_order() {
-        let d = Departures::new();
+        let d = Fates::new();
         d.record(Fate::Sent(Nanos(5)));
         d.record(Fate::Dropped);
         d.record(Fate::Refused);

@@ -11,7 +11,7 @@
 pub mod agree;
 pub mod batch;
 pub mod clock;
-pub mod departures;
+pub mod fates;
 mod names;
 pub mod outbox;
 pub mod parse;
@@ -21,8 +21,8 @@ pub mod time;
 
 pub use batch::{Batch, FrameRef, Work};
 pub use clock::{Clock, MonotonicClock, VirtualClock};
-pub use departures::{Departures, Fate};
-pub use outbox::{Handoff, Lane, Outbox, OutboxRules};
+pub use fates::{Fate, Fates};
+pub use outbox::{Due, Handoff, Lane, Outbox, OutboxRules};
 pub use parse::{parse_count, parse_duration, parse_rate, ParseError};
 pub use spread::Spreader;
 pub use stats::{Dist, ErrorHistogram, Quantiles};

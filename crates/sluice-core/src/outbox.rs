@@ -4,7 +4,8 @@
 //! A source produces one time-ordered stream of packets. For each it asks
 //! for a [`Lane`] by flow key (the lane of a TX thread: every packet of a
 //! flow goes to the same one, so per-flow order holds) and pushes the
-//! frame with its due time. The outbox owns everything between that call
+//! frame with its [`Due`] (due time, and optionally a gap to keep and an
+//! output port). The outbox owns everything between that call
 //! and the TX threads, none of which a source knows about:
 //!
 //! - **Spreading.** A flow seen first goes to the lane with the fewest
@@ -30,6 +31,53 @@ use crate::time::Nanos;
 /// The lane (TX thread) a packet goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lane(pub u16);
+
+/// When and how one packet leaves: the one per-packet descriptor a source
+/// gives [`Outbox::push`]. `Due::from(nanos)` (or a plain [`Nanos`]) is a
+/// due time alone; the builders add the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Due {
+    /// Due offset from the run's start.
+    pub at: Nanos,
+    /// A gap to keep (ns): the frame leaves no sooner than this after the
+    /// frame sent before it on its TX thread, so a late departure delays
+    /// the frames chained behind it instead of squeezing their gaps (`sluice
+    /// pace`). 0: none.
+    pub gap: u32,
+    /// Output port (two-port replay): 0 the first (`--to`), 1 the second.
+    pub port: u8,
+}
+
+impl Due {
+    /// Due at `at`, no gap, the first port.
+    #[inline(always)]
+    pub const fn at(at: Nanos) -> Due {
+        Due {
+            at,
+            gap: 0,
+            port: 0,
+        }
+    }
+
+    /// The same, keeping `gap` ns after the frame before it.
+    #[inline(always)]
+    pub const fn with_gap(self, gap: u32) -> Due {
+        Due { gap, ..self }
+    }
+
+    /// The same, leaving by output `port`.
+    #[inline(always)]
+    pub const fn on_port(self, port: u8) -> Due {
+        Due { port, ..self }
+    }
+}
+
+impl From<Nanos> for Due {
+    #[inline(always)]
+    fn from(at: Nanos) -> Due {
+        Due::at(at)
+    }
+}
 
 /// The engine's side of an [`Outbox`].
 pub trait Handoff {
@@ -99,58 +147,23 @@ impl<'h> Outbox<'h> {
         Lane(self.spread.thread(key()) as u16)
     }
 
-    /// Appends a frame due at `due` to `lane`'s batch: `write` appends its
+    /// Appends a frame to `lane`'s batch, leaving as `due` says (a plain
+    /// [`Nanos`] is a due time without gap or port): `write` appends its
     /// bytes to the buffer it is given. False when the stream has ended
     /// and the source should stop: a limit or `max_due` (the frame was not
     /// taken), or the run is stopping (whether it was taken no longer
     /// matters).
-    #[inline]
-    pub fn push(&mut self, lane: Lane, due: Nanos, write: impl FnOnce(&mut Vec<u8>)) -> bool {
-        self.push_chained(lane, due, 0, write)
-    }
-
-    /// [`push`](Self::push) of a frame that leaves by output `port` (two-port
-    /// replay: 0 the first, 1 the second).
-    #[inline]
-    pub fn push_on(
-        &mut self,
-        lane: Lane,
-        due: Nanos,
-        port: u8,
-        write: impl FnOnce(&mut Vec<u8>),
-    ) -> bool {
-        if port == 0 {
-            return self.push_chained(lane, due, 0, write);
-        }
-        self.push_marked(lane, due, 0, port, write)
-    }
-
-    /// [`push`](Self::push) of a frame that must also leave at least `gap`
-    /// ns after the frame sent before it on its TX thread (0: no such
-    /// constraint; see [`Batch::gaps`]).
     #[inline(always)]
-    pub fn push_chained(
+    pub fn push(
         &mut self,
         lane: Lane,
-        due: Nanos,
-        gap: u32,
+        due: impl Into<Due>,
         write: impl FnOnce(&mut Vec<u8>),
     ) -> bool {
-        self.push_marked(lane, due, gap, 0, write)
-    }
-
-    #[inline(always)]
-    fn push_marked(
-        &mut self,
-        lane: Lane,
-        due: Nanos,
-        gap: u32,
-        port: u8,
-        write: impl FnOnce(&mut Vec<u8>),
-    ) -> bool {
+        let Due { at, gap, port } = due.into();
         if self.stopped
             || self.limit.is_some_and(|l| self.packets >= l)
-            || self.max_due.is_some_and(|m| due > m)
+            || self.max_due.is_some_and(|m| at > m)
         {
             self.stopped = true;
             return false;
@@ -159,7 +172,7 @@ impl<'h> Outbox<'h> {
             for i in 0..self.batches.len() {
                 let stale = self.batches[i]
                     .first_due()
-                    .is_some_and(|first| due.saturating_sub(first) > span);
+                    .is_some_and(|first| at.saturating_sub(first) > span);
                 if stale && !self.hand_over(i) {
                     return false;
                 }
@@ -167,9 +180,9 @@ impl<'h> Outbox<'h> {
         }
         let i = usize::from(lane.0).min(self.batches.len() - 1);
         let b = &mut self.batches[i];
-        let at = b.data.len();
+        let offset = b.data.len();
         write(&mut b.data);
-        b.commit(at, due);
+        b.commit(offset, at);
         if gap != 0 {
             b.set_last_gap(gap);
         }
@@ -297,11 +310,32 @@ mod tests {
         let mut g = Gaps::default();
         let mut out = Outbox::new(1, rules(None), &mut g);
         out.push(Lane(0), Nanos(0), |b| b.push(1));
-        out.push_chained(Lane(0), Nanos(5), 5, |b| b.push(1));
+        out.push(Lane(0), Due::at(Nanos(5)).with_gap(5), |b| b.push(1));
         out.push(Lane(0), Nanos(9), |b| b.push(1));
-        out.push_chained(Lane(0), Nanos(20), 11, |b| b.push(1));
+        out.push(Lane(0), Due::at(Nanos(20)).with_gap(11), |b| b.push(1));
         assert!(out.flush());
         assert_eq!(g.0, vec![vec![0, 5, 0, 11]]);
+    }
+
+    #[test]
+    fn ports_stay_with_their_frames() {
+        #[derive(Default)]
+        struct Ports(Vec<Vec<u8>>);
+        impl Handoff for Ports {
+            fn hand(&mut self, _: usize, b: Batch, _: Option<u64>) -> Option<Batch> {
+                self.0.push((0..b.len()).map(|i| b.port(i)).collect());
+                Some(Batch::new())
+            }
+        }
+        let mut p = Ports::default();
+        let mut out = Outbox::new(1, rules(None), &mut p);
+        out.push(Lane(0), Due::at(Nanos(0)).on_port(1), |b| b.push(1));
+        out.push(Lane(0), Nanos(1), |b| b.push(1));
+        out.push(Lane(0), Due::at(Nanos(2)).on_port(1).with_gap(3), |b| {
+            b.push(1)
+        });
+        assert!(out.flush());
+        assert_eq!(p.0, vec![vec![1, 0, 1]]);
     }
 
     #[test]

@@ -65,10 +65,6 @@ pub struct EngineConfig {
     /// Bytes a preloaded source may occupy before the run falls back to
     /// streaming; None = half of the memory available at start.
     pub preload_budget: Option<u64>,
-    /// Where the TX thread records each frame's fate, in order (a source
-    /// that acknowledges departures; one TX thread). Each frame sent is
-    /// flushed at once, so the time recorded is when it left.
-    pub departures: Option<Arc<sluice_core::Departures>>,
     /// Start at this CLOCK_REALTIME instant (ns since the epoch) instead of
     /// at once: how workers of a distributed run start together. An instant
     /// already past starts at once.
@@ -92,7 +88,6 @@ impl Default for EngineConfig {
             stop: Arc::new(AtomicBool::new(false)),
             topspeed: false,
             preload_budget: None,
-            departures: None,
             start_at: None,
         }
     }

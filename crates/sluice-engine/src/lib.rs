@@ -16,6 +16,8 @@
 //! path. docs/ARCHITECTURE.md draws the threads.
 
 mod config;
+#[cfg(test)]
+mod harness;
 mod io;
 mod run;
 pub mod series;

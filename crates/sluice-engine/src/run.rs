@@ -6,12 +6,13 @@ use crate::io::{self, IoContext, PRIME_BATCHES};
 use crate::stats::{CounterSnapshot, IntervalStats, Observer, SharedCounters, Summary};
 use crate::tsc::TscClock;
 use crate::tx::{BatchFeed, TxCore, TxLoop, TxReport, TxSetup};
+use sluice_core::Fates;
 use sluice_core::{
     Clock, ErrorHistogram, MonoTime, MonotonicClock, Nanos, OutboxRules, VirtualClock,
 };
 use sluice_pace::{Pacer, SpinSleep, Waiter};
 use sluice_sink::{Sink, SinkError};
-use sluice_source::{Origin, Source, SourceError};
+use sluice_source::{Fault, Origin, RunContext, Source, SourceError};
 use sluice_sys::sched as os;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier, Mutex};
@@ -39,6 +40,10 @@ pub enum EngineError {
     Panic(&'static str),
     #[error("cannot start a thread: {0}")]
     Spawn(std::io::Error),
+    #[error(
+        "this source matches departures to its frames by order: it runs on one TX thread, not {0}"
+    )]
+    FatesOnOneThread(usize),
     /// A run that failed after sending: the error, and what was sent.
     #[error("{error}")]
     AfterSending {
@@ -48,6 +53,20 @@ pub enum EngineError {
 }
 
 impl EngineError {
+    /// Whose fault the failure is: the input's (what a source read, a
+    /// series archive) or the environment's (a device, a sink, the OS).
+    pub fn fault(&self) -> Fault {
+        match self {
+            EngineError::Source(s) => s.fault(),
+            EngineError::Series(_) => Fault::Input,
+            EngineError::AfterSending { error, .. } => error.fault(),
+            EngineError::FatesOnOneThread(_) => Fault::Input,
+            EngineError::Sink(_) | EngineError::Panic(_) | EngineError::Spawn(_) => {
+                Fault::Environment
+            }
+        }
+    }
+
     /// `error`, with the summary of what was sent before it when anything
     /// was (the user must learn how far the run got).
     pub(crate) fn after(error: EngineError, summary: Summary) -> EngineError {
@@ -64,10 +83,23 @@ impl EngineError {
 /// Runs `source` into `sinks` (one TX thread per sink): the IO thread runs
 /// the source into batches, the TX threads pace them out.
 pub fn run_source(
+    source: impl Source + 'static,
+    sinks: Vec<Box<dyn Sink>>,
+    cfg: &EngineConfig,
+    observer: &mut dyn Observer,
+) -> Result<Summary, EngineError> {
+    let clocks = (MonotonicClock::new(), VirtualClock::new(MonoTime(0)));
+    run_source_on(source, sinks, cfg, observer, clocks)
+}
+
+/// [`run_source`] on the given clocks: CLOCK_MONOTONIC, and the virtual
+/// clock `ClockChoice::Virtual` runs on (the harness moves it from a sink).
+pub(crate) fn run_source_on(
     mut source: impl Source + 'static,
     sinks: Vec<Box<dyn Sink>>,
     cfg: &EngineConfig,
     observer: &mut dyn Observer,
+    (mono, virtual_clock): (MonotonicClock, VirtualClock),
 ) -> Result<Summary, EngineError> {
     let n = sinks.len().max(1);
     let (free_tx, free_rx) = crossbeam_channel::unbounded();
@@ -79,12 +111,20 @@ pub fn run_source(
         to_tx.push(s);
         from_io.push(r);
     }
+    let fates = source.wants_fates().then(|| Arc::new(Fates::new()));
+    if fates.is_some() && n > 1 {
+        // Fates are matched to frames by order, which holds on one thread.
+        return Err(EngineError::FatesOnOneThread(n));
+    }
     // A live source's packets arrive while the clock runs: the start is
     // fixed first, and the source stamps arrivals on the run's clock.
-    let live = (source.origin() == Origin::Live).then(|| {
-        let run = Run::new(cfg, n);
-        source.begin(run.mono, run.start);
-        run
+    let clocks = (mono, virtual_clock);
+    let live = (source.origin() == Origin::Live).then(|| Run::with_clocks(cfg, n, clocks.clone()));
+    source.begin(&RunContext {
+        clock: mono,
+        start: live.as_ref().map(|r| r.start),
+        lanes: n,
+        fates: fates.clone(),
     });
     let io_cx = IoContext {
         source: Box::new(source),
@@ -112,7 +152,8 @@ pub fn run_source(
 
     // Wait for the prefetch lead, then fix the common start time.
     let stamp_base = primed_rx.recv().ok().flatten().unwrap_or(0);
-    let run = live.unwrap_or_else(|| Run::new(cfg, n));
+    let mut run = live.unwrap_or_else(|| Run::with_clocks(cfg, n, clocks));
+    run.fates = fates;
     let mut txs = Vec::with_capacity(n);
     for (i, (sink, batches)) in sinks.into_iter().zip(from_io).enumerate() {
         let setup = run.setup(i, sink, stamp_base);
@@ -197,6 +238,8 @@ pub(crate) struct Run<'a> {
     pub start: MonoTime,
     starter: TxStarter,
     pub counters: Vec<Arc<SharedCounters>>,
+    /// Departure fates, for a source that asked for them (one TX thread).
+    pub fates: Option<Arc<Fates>>,
 }
 
 /// Time from now to a CLOCK_REALTIME instant (0 when none or past).
@@ -209,8 +252,17 @@ fn until(at: Option<u64>) -> Nanos {
 impl<'a> Run<'a> {
     /// Fixes the start `START_LEAD` from now (at once on a virtual clock).
     pub fn new(cfg: &'a EngineConfig, threads: usize) -> Self {
-        let virtual_clock = VirtualClock::new(MonoTime(0));
-        let mono = MonotonicClock::new();
+        let clocks = (MonotonicClock::new(), VirtualClock::new(MonoTime(0)));
+        Self::with_clocks(cfg, threads, clocks)
+    }
+
+    /// [`Run::new`] on the given clocks: CLOCK_MONOTONIC (the one a source
+    /// was told in its [`RunContext`]) and the virtual clock.
+    pub fn with_clocks(
+        cfg: &'a EngineConfig,
+        threads: usize,
+        (mono, virtual_clock): (MonotonicClock, VirtualClock),
+    ) -> Self {
         let tsc = (cfg.clock == ClockChoice::Tsc).then(|| TscClock::calibrate(mono));
         let start = match cfg.clock {
             ClockChoice::Monotonic | ClockChoice::Tsc => {
@@ -226,6 +278,7 @@ impl<'a> Run<'a> {
             start,
             starter: TxStarter::new(threads, cfg),
             counters: (0..threads).map(|_| Arc::default()).collect(),
+            fates: None,
         }
     }
 
@@ -255,7 +308,7 @@ impl<'a> Run<'a> {
             stamp_base,
             counters: self.counters[i].clone(),
             stop: cfg.stop.clone(),
-            departures: cfg.departures.clone(),
+            fates: self.fates.clone(),
         }
     }
 

@@ -17,7 +17,10 @@ pub mod split;
 pub mod text;
 
 pub use replay::{ReplayConfig, ReplaySource};
-pub use seam::{End, Origin, Source, SourceError, SourceReport};
+pub use seam::{
+    Due, End, Fate, Fates, Fault, Lane, Origin, Outbox, RunContext, Source, SourceError,
+    SourceReport,
+};
 pub use share::Share;
 
 use std::path::Path;

@@ -7,10 +7,11 @@
 //! (raw IPv4/IPv6, Linux SLL/SLL2, NULL/LOOP); the rest are refused, or
 //! skipped and counted with `skip_unsupported`.
 
+use crate::seam::{Due, Outbox};
 use crate::seam::{End, Origin, Source, SourceError, SourceReport};
 use crate::split::{SplitMode, Splitter};
 use sluice_capture::CaptureReader;
-use sluice_core::{Nanos, Outbox};
+use sluice_core::Nanos;
 use sluice_pace::{Schedule, TimingMode};
 use sluice_wire::{
     encap_for_linktype, flow_hash, rewrite_payload, to_ethernet, Encap, HeaderRewrite, MacAddr,
@@ -225,7 +226,9 @@ impl ReplaySource {
             }
         }
         let lane = out.lane(|| flow_hash(frame));
-        if !out.push_on(lane, due, side, |b| b.extend_from_slice(frame)) {
+        if !out.push(lane, Due::at(due).on_port(side), |b| {
+            b.extend_from_slice(frame)
+        }) {
             return Ok(Some(false));
         }
         self.side_1 += u64::from(side);

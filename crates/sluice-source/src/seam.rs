@@ -1,17 +1,32 @@
-//! The seam between a source and the engine.
+//! The seam between a source and the engine: the whole contract in one
+//! file.
 //!
 //! A source is what to send and when, ideally: one time-ordered stream of
-//! packets. It never sleeps, never reads the clock and knows nothing of TX
-//! threads: it pushes each packet into an [`Outbox`] (which spreads flows
-//! over TX threads, batches, applies the run's packet limit and duration,
-//! and hands batches to the engine) and returns when its stream ends.
-//! Everything else (preloading, repeating passes, prefetch, pacing) is the
-//! engine's.
+//! packets. It never sleeps and knows nothing of TX threads: it pushes each
+//! packet into an [`Outbox`] with one [`Due`] descriptor (due time, and
+//! optionally a gap to keep after the frame before it and an output port).
+//! The outbox spreads flows over TX threads by [`Lane`], batches, applies
+//! the run's packet limit and duration, and hands batches to the engine;
+//! `fill` returns when the stream (or a pass of it) ends. Everything else
+//! (preloading, repeating passes, prefetch, pacing, threads, the summary)
+//! is the engine's.
 //!
-//! A new source is one type implementing [`Source`] plus its config.
+//! Before the first `fill` the engine tells every source the run it is in
+//! ([`Source::begin`] with a [`RunContext`]): the clock, the common start
+//! when it is fixed before the source runs ([`Origin::Live`]), the number
+//! of lanes, and, for a source that asks ([`Source::wants_fates`]), the
+//! queue of departure [`Fate`]s its frames met, in order. What a source
+//! has to say besides its packets goes back in one [`SourceReport`]; what
+//! went wrong, in one [`SourceError`] whose [`Fault`] picks the exit code.
+//!
+//! A new source is one type implementing [`Source`] plus its config; it
+//! touches no engine or core file (docs/ARCHITECTURE.md has the checklist).
 
 use sluice_capture::{CaptureError, LinkType};
-use sluice_core::Outbox;
+use sluice_core::{MonoTime, MonotonicClock};
+use std::sync::Arc;
+
+pub use sluice_core::{Due, Fate, Fates, Lane, Outbox};
 
 /// What the engine's IO thread drives.
 pub trait Source: Send {
@@ -35,15 +50,39 @@ pub trait Source: Send {
     }
 
     /// Where the packets come from: a file read while sending (the IO
-    /// thread then blocks while a TX queue is full), or memory.
+    /// thread then blocks while a TX queue is full), memory, or a device.
     fn origin(&self) -> Origin;
 
-    /// The run's clock and its start (due times are offsets from it), told
-    /// to a [`Origin::Live`] source before its first `fill`.
-    fn begin(&mut self, _clock: sluice_core::MonotonicClock, _start: sluice_core::MonoTime) {}
+    /// True for a source that must learn what became of each frame it
+    /// pushed ([`RunContext::fates`]): it then runs on one TX thread, and
+    /// each frame is flushed to the sink as it is sent.
+    fn wants_fates(&self) -> bool {
+        false
+    }
 
-    /// What happened while producing, for the summary.
+    /// The run this source is in, told once before the first `fill`.
+    fn begin(&mut self, _cx: &RunContext) {}
+
+    /// What happened while producing, for the summary: the only way a
+    /// source's own counters reach it.
     fn report(&self) -> SourceReport;
+}
+
+/// What the engine tells a source before its first `fill`.
+#[derive(Clone, Debug)]
+pub struct RunContext {
+    /// The run's clock (CLOCK_MONOTONIC); due times are offsets from the
+    /// start on it.
+    pub clock: MonotonicClock,
+    /// The common start, for a [`Origin::Live`] source (fixed before it
+    /// runs, so it can stamp arrivals on the run's time base). None for the
+    /// others: their start is fixed once the TX queues are primed.
+    pub start: Option<MonoTime>,
+    /// Lanes (TX threads) the outbox spreads over.
+    pub lanes: usize,
+    /// Departure fates of the frames pushed, in order, when the source
+    /// asked for them ([`Source::wants_fates`]).
+    pub fates: Option<Arc<Fates>>,
 }
 
 /// How a [`Source::fill`] ended.
@@ -63,8 +102,8 @@ pub enum Origin {
     /// Generated in memory, far ahead of the clock.
     Memory,
     /// Arriving while the run goes (a TAP device, a socket): the run starts
-    /// before the first packet exists, and the source is told the clock
-    /// ([`Source::begin`]) to stamp arrivals on it.
+    /// before the first packet exists, and the source is told the start
+    /// ([`RunContext::start`]) to stamp arrivals on it.
     Live,
 }
 
@@ -114,11 +153,22 @@ pub enum SourceError {
     Device { what: String, error: std::io::Error },
 }
 
+/// Whose fault a failure is: it picks the exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// What was read is wrong (a trace, a session file): exit 2.
+    Input,
+    /// The environment failed (a live source's device or socket mid-run, a
+    /// sink): exit 1.
+    Environment,
+}
+
 impl SourceError {
-    /// Whose fault it is: the environment's (a live source's device or
-    /// socket failed mid-run: exit 1, as for a sink) or the input's (what
-    /// was read is wrong: exit 2).
-    pub fn is_environment(&self) -> bool {
-        matches!(self, SourceError::Device { .. })
+    /// Whose fault it is (see [`Fault`]).
+    pub fn fault(&self) -> Fault {
+        match self {
+            SourceError::Device { .. } => Fault::Environment,
+            _ => Fault::Input,
+        }
     }
 }

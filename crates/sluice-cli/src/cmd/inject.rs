@@ -5,13 +5,11 @@ use crate::args::InjectArgs;
 use crate::plan::{engine_config, run_outputs, send};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
-use sluice_core::Departures;
 use sluice_engine::{run_source, EngineConfig};
 use sluice_sink::SinkSpec;
 use sluice_source::inject::proto::TOKEN_LEN;
 use sluice_source::inject::{InjectConfig, InjectSource, Listen, Listener};
 use sluice_sys::packet_rx::PacketRx;
-use std::sync::Arc;
 
 pub fn run(a: InjectArgs) -> Result<u8, Failure> {
     if a.run.threads != 1 {
@@ -56,7 +54,6 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
         _ => None,
     };
     let listener = Listener::bind(&a.listen).map_err(crate::open_failure)?;
-    let departures = Arc::new(Departures::new());
     let cfg = InjectConfig {
         queue_limit: usize::try_from(a.queue_limit).unwrap_or(usize::MAX),
         window: a.window,
@@ -71,7 +68,7 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
         .unwrap_or(usize::MAX),
         max_clients: usize::try_from(a.max_clients).unwrap_or(usize::MAX).max(1),
     };
-    let mut source = InjectSource::new(listener, cfg, departures.clone());
+    let mut source = InjectSource::new(listener, cfg);
     if let Some(rx) = rx {
         source = source.with_return(rx);
     }
@@ -89,7 +86,6 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
     }
     let cfg = EngineConfig {
         limit: a.limit,
-        departures: Some(departures),
         ..engine_config(&a.run, false)
     };
     send(&a.run, &a.to, false, &[], cfg, |sinks, cfg, progress| {

@@ -6,7 +6,7 @@
 //! reach the aggregator without ever blocking the TX thread.
 
 use crate::stats::{CounterSnapshot, SharedCounters, HISTOGRAM_HANDOFF};
-use sluice_core::{Departures, ErrorHistogram, Fate, MonoTime, Nanos};
+use sluice_core::{ErrorHistogram, Fate, Fates, MonoTime, Nanos};
 use sluice_pace::{Decision, Pacer, Waiter};
 use sluice_sink::{Sink, SinkError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,7 +45,8 @@ pub(crate) struct TxSetup {
     pub stamp_base: u64,
     pub counters: Arc<SharedCounters>,
     pub stop: Arc<AtomicBool>,
-    pub departures: Option<Arc<Departures>>,
+    /// Where each frame's fate is recorded, for a source that asked.
+    pub fates: Option<Arc<Fates>>,
 }
 
 /// What a TX thread reports when it ends.
@@ -68,7 +69,7 @@ pub(crate) struct TxCore {
     stamp_base: u64,
     counters: Arc<SharedCounters>,
     stop: Arc<AtomicBool>,
-    departures: Option<Arc<Departures>>,
+    fates: Option<Arc<Fates>>,
     pub c: CounterSnapshot,
     hist: ErrorHistogram,
     /// The clock as last read.
@@ -96,7 +97,7 @@ impl TxCore {
             stamp_base: s.stamp_base,
             counters: s.counters,
             stop: s.stop,
-            departures: s.departures,
+            fates: s.fates,
             c: CounterSnapshot::default(),
             hist: ErrorHistogram::new(),
             last_send: start,
@@ -159,7 +160,7 @@ impl TxCore {
     /// whether it was late.
     #[inline(always)]
     pub fn sent(&mut self, eps: i64, bytes: usize) -> bool {
-        if self.departures.is_some() {
+        if self.fates.is_some() {
             self.depart();
         }
         self.c.packets += 1;
@@ -185,7 +186,7 @@ impl TxCore {
     fn depart(&mut self) {
         let at = self.waiter.now();
         self.flush();
-        if let Some(d) = &self.departures {
+        if let Some(d) = &self.fates {
             d.record(Fate::Sent(at.since(self.pacer.start())));
         }
     }
@@ -193,7 +194,7 @@ impl TxCore {
     /// Counts a packet dropped as a time violation.
     #[inline(always)]
     pub fn dropped(&mut self) {
-        if let Some(d) = &self.departures {
+        if let Some(d) = &self.fates {
             d.record(Fate::Dropped);
         }
         self.c.dropped += 1;
@@ -205,7 +206,7 @@ impl TxCore {
     /// fatal.
     pub fn failed(&mut self, err: SinkError) -> bool {
         if let (Some(d), SinkError::Oversize { .. } | SinkError::TooShort { .. }) =
-            (&self.departures, &err)
+            (&self.fates, &err)
         {
             d.record(Fate::Refused);
         }

@@ -15,7 +15,8 @@ use super::expand::{Expander, Flow, NO_TOTAL};
 use super::session::Proto;
 use super::session::{FlowEntry, Session};
 use crate::seam::{End, Origin, Source, SourceError, SourceReport};
-use sluice_core::{Lane, Nanos, Outbox};
+use crate::seam::{Lane, Outbox};
+use sluice_core::Nanos;
 use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, MacAddr, PacketFields};
 use std::path::Path;
 

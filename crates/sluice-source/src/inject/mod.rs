@@ -2,7 +2,7 @@
 //! stream packet descriptions ([`proto`]); each is built ([`build`]),
 //! held until shortly before its departure time, handed to the engine,
 //! and acknowledged with the time it actually left (the TX thread's
-//! [`Departures`], matched to descriptions by order: one TX thread).
+//! [`Fates`], matched to descriptions by order: one TX thread).
 //! Frames arriving on the return interface go back to the clients that
 //! asked for them, stamped with their arrival time.
 
@@ -13,10 +13,12 @@ mod session;
 
 pub use listen::{Listen, Listener};
 
-use crate::seam::{End, Origin, Source, SourceError, SourceReport};
+use crate::seam::{
+    End, Fate, Fates, Lane, Origin, Outbox, RunContext, Source, SourceError, SourceReport,
+};
 use proto::{Message, ProtoError, Status, TimeBase};
 use session::Session;
-use sluice_core::{Clock, Departures, Fate, Lane, MonoTime, MonotonicClock, Nanos, Outbox};
+use sluice_core::{Clock, MonoTime, MonotonicClock, Nanos};
 use sluice_sys::packet_rx::PacketRx;
 use sluice_sys::poll::{PollSet, READ, WRITE};
 use std::cmp::Reverse;
@@ -135,7 +137,9 @@ pub struct InjectSource {
     listener: Listener,
     cfg: InjectConfig,
     rx: Option<PacketRx>,
-    departures: Arc<Departures>,
+    /// What became of each frame pushed, in order (the engine's; see
+    /// [`Source::begin`]).
+    fates: Arc<Fates>,
     sessions: Vec<Session>,
     next_id: u64,
     waiting: BinaryHeap<Reverse<Waiting>>,
@@ -158,14 +162,15 @@ pub struct InjectSource {
 }
 
 impl InjectSource {
-    /// `departures` must be the engine's (`EngineConfig::departures`).
-    pub fn new(listener: Listener, cfg: InjectConfig, departures: Arc<Departures>) -> Self {
+    /// A source serving clients on `listener`; the engine hands it the
+    /// departure fates of its frames in [`Source::begin`].
+    pub fn new(listener: Listener, cfg: InjectConfig) -> Self {
         let clock = MonotonicClock::new();
         InjectSource {
             listener,
             cfg,
             rx: None,
-            departures,
+            fates: Arc::default(),
             sessions: Vec::new(),
             next_id: 0,
             waiting: BinaryHeap::new(),
@@ -480,7 +485,7 @@ impl InjectSource {
     /// Acknowledges every frame whose fate the TX thread recorded.
     fn acknowledge(&mut self) {
         let (mono0, real0) = (self.mono0, self.real0);
-        while let Some(fate) = self.departures.take() {
+        while let Some(fate) = self.fates.take() {
             let Some(f) = self.in_flight.pop_front() else {
                 self.note("a departure without a description (more than one TX thread?)".into());
                 continue;
@@ -702,7 +707,15 @@ impl Source for InjectSource {
         Origin::Live
     }
 
-    fn begin(&mut self, clock: MonotonicClock, start: MonoTime) {
+    fn wants_fates(&self) -> bool {
+        true
+    }
+
+    fn begin(&mut self, cx: &RunContext) {
+        let (clock, start) = (cx.clock, cx.start.unwrap_or_else(|| cx.clock.now()));
+        if let Some(f) = &cx.fates {
+            self.fates = f.clone();
+        }
         self.clock = clock;
         self.start = start;
         // The start may lie ahead (the engine's start lead): signed.

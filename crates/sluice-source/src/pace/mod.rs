@@ -11,8 +11,8 @@ pub mod schedule;
 pub use relay::Relay;
 pub use schedule::{PaceLaw, PaceStats, Scheduler};
 
-use crate::seam::{End, Origin, Source, SourceError, SourceReport};
-use sluice_core::{Clock, Lane, MonoTime, MonotonicClock, Nanos, Outbox};
+use crate::seam::{Due, End, Lane, Origin, Outbox, RunContext, Source, SourceError, SourceReport};
+use sluice_core::{Clock, MonoTime, MonotonicClock, Nanos};
 use sluice_sys::tap::Tap;
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -135,7 +135,9 @@ impl PaceSource {
         let mut ok = true;
         let mut any = false;
         self.sched.release(now + LEAD_NS, |due, gap, frame| {
-            if !out.push_chained(Lane(0), Nanos(due), gap, |b| b.extend_from_slice(frame)) {
+            if !out.push(Lane(0), Due::at(Nanos(due)).with_gap(gap), |b| {
+                b.extend_from_slice(frame)
+            }) {
                 ok = false;
                 return false;
             }
@@ -223,9 +225,9 @@ impl Source for PaceSource {
         Origin::Live
     }
 
-    fn begin(&mut self, clock: MonotonicClock, start: MonoTime) {
-        self.clock = clock;
-        self.start = start;
+    fn begin(&mut self, cx: &RunContext) {
+        self.clock = cx.clock;
+        self.start = cx.start.unwrap_or_else(|| cx.clock.now());
     }
 
     fn report(&self) -> SourceReport {

@@ -4,7 +4,8 @@
 use super::fourier::FourierPlan;
 use super::synth::{Planned, Synth};
 use crate::seam::{End, Origin, Source, SourceError, SourceReport};
-use sluice_core::{Lane, Nanos, Outbox};
+use crate::seam::{Lane, Outbox};
+use sluice_core::Nanos;
 use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, MacAddr, PacketFields};
 
 /// What the source sends.
