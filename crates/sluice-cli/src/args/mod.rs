@@ -11,6 +11,7 @@ pub mod docs;
 mod doctor;
 mod flows;
 mod inject;
+mod onoff;
 mod pace;
 mod prep;
 mod profile;
@@ -26,6 +27,7 @@ pub use distributed::{ControlArgs, ControlCommand, ControlRunArgs, KeygenArgs, W
 pub use doctor::DoctorArgs;
 pub use flows::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
 pub use inject::InjectArgs;
+pub use onoff::OnOffArgs;
 pub use pace::PaceArgs;
 pub use prep::PrepArgs;
 pub use profile::{

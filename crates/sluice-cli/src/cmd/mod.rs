@@ -11,6 +11,7 @@ mod doctor_nic;
 pub mod flows;
 pub mod inject;
 mod live_capture;
+mod onoff;
 pub mod pace;
 pub mod prep;
 pub mod profile;

@@ -27,6 +27,7 @@ pub fn run(a: ProfileArgs) -> Result<u8, Failure> {
         ProfileCommand::Spectrum(s) => show_spectrum(s),
         ProfileCommand::Run(r) => run_profile(*r),
         ProfileCommand::Fit(f) => fit(f),
+        ProfileCommand::Onoff(o) => super::onoff::run(*o),
     }
 }
 

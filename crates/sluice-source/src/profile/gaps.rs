@@ -264,6 +264,50 @@ impl GapLaw {
         })
     }
 
+    /// A law written on one line, `DIST:MEAN[,std=DURATION|,shape=K]`:
+    /// `constant:20us`, `poisson:1ms`, `pareto:200ms,shape=1.5`,
+    /// `normal:10us,std=2us` (any family but `empirical`). Errors say what
+    /// is wrong, for the caller to prefix with its option.
+    pub fn parse(spec: &str) -> Result<GapLaw, String> {
+        let usage = "write DIST:MEAN[,std=DURATION|,shape=K], e.g. pareto:200ms,shape=1.5";
+        let (dist, rest) = spec
+            .split_once(':')
+            .ok_or_else(|| format!("'{spec}': no mean ({usage})"))?;
+        let mut parts = rest.split(',');
+        let mean = parts.next().unwrap_or_default();
+        let mean = sluice_core::parse_duration(mean)
+            .map_err(|e| format!("'{spec}': mean: {e}"))?
+            .0 as f64;
+        let mut spread = Spread::None;
+        for p in parts {
+            let next = match p.split_once('=') {
+                Some(("std", d)) => sluice_core::parse_duration(d)
+                    .map(|d| Spread::Std(d.0 as f64))
+                    .map_err(|e| format!("'{spec}': std: {e}"))?,
+                Some(("shape", k)) => k
+                    .parse::<f64>()
+                    .map(Spread::Shape)
+                    .map_err(|_| format!("'{spec}': shape '{k}' is not a number"))?,
+                _ => {
+                    return Err(format!(
+                        "'{spec}': '{p}' is neither std= nor shape= ({usage})"
+                    ))
+                }
+            };
+            if spread != Spread::None {
+                return Err(format!("'{spec}': give std or shape, once"));
+            }
+            spread = next;
+        }
+        if dist == "empirical" || !FAMILIES.contains(&dist) {
+            return Err(format!(
+                "'{spec}': unknown law '{dist}' (one of {})",
+                FAMILIES[..FAMILIES.len() - 1].join(", ")
+            ));
+        }
+        GapLaw::new(dist, mean, spread).map_err(|e| format!("'{spec}': {e}"))
+    }
+
     /// One gap, ns.
     #[inline]
     pub fn sample(&self, rng: &mut SmallRng) -> f64 {
@@ -442,5 +486,28 @@ mod tests {
         assert!(GapLaw::new("poisson", 0.0, Spread::None)
             .unwrap_err()
             .contains("positive"));
+    }
+
+    #[test]
+    fn one_line_laws_parse_and_errors_say_what_is_wrong() {
+        let p = GapLaw::parse("pareto:200ms,shape=1.5").unwrap();
+        assert_eq!((p.name(), p.mean, p.shape()), ("pareto", 2e8, Some(1.5)));
+        let n = GapLaw::parse("normal:10us,std=2us").unwrap();
+        assert_eq!((n.mean, n.variance), (10_000.0, 4e6));
+        assert_eq!(GapLaw::parse("constant:20us").unwrap().variance, 0.0);
+        for (bad, says) in [
+            ("pareto", "no mean"),
+            ("pareto:fast", "mean"),
+            ("zipf:1ms", "unknown law 'zipf'"),
+            ("empirical:1ms", "unknown law"),
+            ("normal:1ms,sd=1us", "neither std= nor shape="),
+            ("normal:1ms,std=1us,std=2us", "once"),
+            ("pareto:1ms,shape=x", "shape 'x'"),
+            ("normal:1ms", "needs std"),
+            ("constant:0s", "positive"),
+        ] {
+            let e = GapLaw::parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 }

@@ -1,0 +1,54 @@
+//! `sluice profile onoff`: superposed ON/OFF flows, periods and gaps drawn
+//! from any law.
+
+use crate::args::OnOffArgs;
+use crate::plan::{check_threads, engine_config, send};
+use crate::{bad_input, Failure};
+use anyhow::anyhow;
+use sluice_engine::{run_source, EngineConfig};
+use sluice_sink::SinkSpec;
+use sluice_source::profile::{OnOffConfig, OnOffSource, PacketSpec};
+
+pub fn run(a: OnOffArgs) -> Result<u8, Failure> {
+    check_threads(&a.run, &a.to)?;
+    if matches!(a.to, SinkSpec::Pcap(_)) && a.limit.is_none() && a.duration.is_none() {
+        return Err(bad_input(anyhow!(
+            "--to {}: an ON/OFF source never ends: give --duration or --limit",
+            a.to
+        )));
+    }
+    let packet = PacketSpec {
+        proto: if a.src.is_ipv6() { "udp6" } else { "udp4" }.into(),
+        src: a.src,
+        dst: a.dst,
+        sport: a.sport,
+        dport: a.dport,
+        flows: a.flows,
+    };
+    if a.src.is_ipv6() != a.dst.is_ipv6() {
+        return Err(bad_input(anyhow!(
+            "--src {} and --dst {}: both IPv4 or both IPv6",
+            a.src,
+            a.dst
+        )));
+    }
+    let source = OnOffSource::new(OnOffConfig {
+        on: a.on,
+        off: a.off,
+        gap: a.gap,
+        size: a.size,
+        packet,
+        src_mac: a.src_mac,
+        dst_mac: a.dst_mac,
+        seed: a.seed,
+    })
+    .map_err(bad_input)?;
+    let cfg = EngineConfig {
+        duration: a.duration,
+        limit: a.limit,
+        ..engine_config(&a.run, false)
+    };
+    send(&a.run, &a.to, false, &[], cfg, |sinks, cfg, progress| {
+        run_source(source, sinks, cfg, progress)
+    })
+}
