@@ -107,58 +107,16 @@ fn the_seed_makes_runs_repeat() {
 fn bad_laws_and_endless_files_are_refused_naming_the_option() {
     let d = tmpdir("onoff-bad");
     let pcap = format!("pcap:{}", d.join("x.pcap").display());
-    for (args, says) in [
-        (
-            vec![
-                "--on",
-                "zipf:1ms",
-                "--off",
-                "poisson:1ms",
-                "--gap",
-                "constant:1us",
-            ],
-            "--on",
-        ),
-        (
-            vec![
-                "--on",
-                "poisson:1ms",
-                "--off",
-                "normal:1ms",
-                "--gap",
-                "constant:1us",
-            ],
-            "needs std",
-        ),
-        (
-            vec![
-                "--on",
-                "poisson:1ms",
-                "--off",
-                "poisson:1ms",
-                "--gap",
-                "constant:1us",
-                "--size",
-                "20",
-            ],
-            "--size 20",
-        ),
-        (
-            vec![
-                "--on",
-                "poisson:1ms",
-                "--off",
-                "poisson:1ms",
-                "--gap",
-                "constant:1us",
-                "--to",
-                &pcap,
-            ],
-            "never ends",
-        ),
+    let ok = ["poisson:1ms", "poisson:1ms", "constant:1us"];
+    for (laws, extra, says) in [
+        (["zipf:1ms", ok[1], ok[2]], &[][..], "--on"),
+        ([ok[0], "normal:1ms", ok[2]], &[], "needs std"),
+        (ok, &["--size", "20"], "--size 20"),
+        (ok, &["--to", &pcap], "never ends"),
     ] {
-        let mut all = vec!["profile", "onoff"];
-        all.extend(args);
+        let mut all = vec!["profile", "onoff", "--on", laws[0], "--off", laws[1]];
+        all.extend(["--gap", laws[2]]);
+        all.extend(extra);
         let o = run(&all);
         assert_eq!(o.status.code(), Some(2), "{all:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(says), "{all:?}: {}", stderr(&o));

@@ -169,6 +169,26 @@ impl PacketSpec {
     }
 
     /// Ethernet, IP and UDP headers: the smallest frame.
+    /// UDP headers of each flow: flow k from source port `sport + k`.
+    pub fn flow_headers(
+        &self,
+        src_mac: sluice_wire::MacAddr,
+        dst_mac: sluice_wire::MacAddr,
+    ) -> Result<Vec<sluice_wire::FlowHeaders>, String> {
+        (0..self.flows)
+            .map(|k| {
+                let ends = sluice_wire::FlowEnds {
+                    src: self.src,
+                    dst: self.dst,
+                    sport: self.sport.wrapping_add(k as u16),
+                    dport: self.dport,
+                };
+                let udp = sluice_wire::FlowProto::Udp;
+                sluice_wire::FlowHeaders::new(src_mac, dst_mac, ends, udp, false)
+            })
+            .collect()
+    }
+
     pub fn header_len(&self) -> u16 {
         if self.v6() {
             62

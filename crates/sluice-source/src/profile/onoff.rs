@@ -18,7 +18,7 @@ use crate::seam::{End, Lane, Origin, Outbox, Source, SourceError, SourceReport};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sluice_core::Nanos;
-use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, MacAddr, PacketFields};
+use sluice_wire::{FlowHeaders, MacAddr, PacketFields};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -77,27 +77,17 @@ impl OnOffSource {
                 cfg.size
             )));
         }
-        if p.flows == 0 || u32::from(p.sport) + p.flows > 65_536 {
+        if p.flows == 0 || u64::from(p.sport) + u64::from(p.flows) > 65_536 {
             return Err(bad(format!(
                 "--flows {}: flows take source ports {} and up, which end at 65535",
                 p.flows, p.sport
             )));
         }
-        let mut headers = Vec::with_capacity(p.flows as usize);
+        let headers = p.flow_headers(cfg.src_mac, cfg.dst_mac).map_err(bad)?;
         let mut flows = Vec::with_capacity(p.flows as usize);
         let mut next = BinaryHeap::with_capacity(p.flows as usize);
         let p_on = cfg.on.mean / (cfg.on.mean + cfg.off.mean);
         for k in 0..p.flows {
-            let ends = FlowEnds {
-                src: p.src,
-                dst: p.dst,
-                sport: p.sport + k as u16,
-                dport: p.dport,
-            };
-            headers.push(
-                FlowHeaders::new(cfg.src_mac, cfg.dst_mac, ends, FlowProto::Udp, false)
-                    .map_err(bad)?,
-            );
             // Each flow its own stream of draws, whatever the flow count.
             let mut rng = SmallRng::seed_from_u64(
                 cfg.seed ^ u64::from(k).wrapping_mul(0x9e37_79b9_7f4a_7c15),

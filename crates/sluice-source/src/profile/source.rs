@@ -6,7 +6,7 @@ use super::synth::{Planned, Synth};
 use crate::seam::{End, Origin, Source, SourceError, SourceReport};
 use crate::seam::{Lane, Outbox};
 use sluice_core::Nanos;
-use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, MacAddr, PacketFields};
+use sluice_wire::{FlowHeaders, MacAddr, PacketFields};
 
 /// What the source sends.
 pub enum Plan {
@@ -57,23 +57,14 @@ impl ProfileSource {
         dst_mac: MacAddr,
         first_ts: u64,
     ) -> Result<Self, SourceError> {
-        let mut headers = Vec::with_capacity(packet.flows as usize);
-        for k in 0..packet.flows {
-            let ends = FlowEnds {
-                src: packet.src,
-                dst: packet.dst,
-                sport: packet.sport + k as u16,
-                dport: packet.dport,
-            };
-            let h = FlowHeaders::new(src_mac, dst_mac, ends, FlowProto::Udp, false).map_err(
-                |reason| SourceError::BadPacket {
+        let headers =
+            packet
+                .flow_headers(src_mac, dst_mac)
+                .map_err(|reason| SourceError::BadPacket {
                     file: "profile".into(),
                     packet: 0,
                     reason,
-                },
-            )?;
-            headers.push(h);
-        }
+                })?;
         Ok(ProfileSource {
             plan,
             sent: vec![0; headers.len()],
