@@ -211,6 +211,7 @@ impl Iterator for FourierPlan {
             size: self.profile.size.sample(&mut self.sizes),
             flow: (self.index % flows) as u32,
             lane: queue,
+            index: self.index,
         };
         self.index += 1;
         Some(p)

@@ -83,7 +83,11 @@ impl ProfileSource {
     /// split: each queue holds components and a DC share that keeps its
     /// rate non-negative).
     pub fn with_share(mut self, share: Option<crate::Share>, by_lane: bool) -> Self {
-        self.share = share;
+        match (share, &mut self.plan) {
+            // The synthesized sequence plans its share itself.
+            (Some(s), Plan::Exact(synth)) if !by_lane => synth.share(s),
+            _ => self.share = share,
+        }
         self.by_lane = by_lane;
         self
     }
@@ -92,6 +96,8 @@ impl ProfileSource {
 impl Source for ProfileSource {
     fn fill(&mut self, out: &mut Outbox<'_>) -> Result<End, SourceError> {
         out.set_first_ts(self.first_ts);
+        let exact = matches!(self.plan, Plan::Exact(_));
+        let flows = self.headers.len() as u64;
         for p in self.plan.by_ref() {
             let flow = p.flow as usize;
             let j = if self.by_lane {
@@ -112,7 +118,13 @@ impl Source for ProfileSource {
             }
             let lane = *self.lanes[l].get_or_insert_with(|| out.lane(|| u64::from(p.lane)));
             let fields = PacketFields {
-                index: self.sent[flow],
+                // The flow's count of packets before this one, in the
+                // whole job: the same IP identification in every share.
+                index: if exact {
+                    p.index / flows
+                } else {
+                    self.sent[flow]
+                },
                 last: false,
                 payload_len: usize::from(p.size) - self.header_len,
                 tcp_seq: 0,

@@ -4,8 +4,20 @@
 //! sizes come from two generators seeded from the profile's seed, so
 //! changing the size law never changes the times. One sequence whatever
 //! the thread count: the engine spreads it, the source does not.
+//!
+//! A distributed worker's share K of N ([`Synth::share`]) plans only its
+//! own packets where the gap law allows, so planning scales with workers:
+//! - `constant`: packets j ≡ K mod N of the global sequence, stepping N
+//!   gaps at a time: the very packets of the single sender;
+//! - `poisson`: an independent Poisson stream of 1/N the rate (the
+//!   splitting theorem: the N streams together are the Poisson process of
+//!   the whole rate, in law; not the single sender's draws);
+//! - any other law: every gap of the global sequence is drawn and packets
+//!   j ≡ K mod N are kept, exactly the single sender's (a renewal process
+//!   split into independent streams would not add up to the same law).
 
 use super::file::{Profile, Stop};
+use super::gaps::{GapLaw, Spread};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
@@ -20,6 +32,20 @@ pub struct Planned {
     pub flow: u32,
     /// Which TX queue it belongs to (the flow, or a Fourier queue).
     pub lane: u32,
+    /// Position j in the whole job's sequence (every share counts the
+    /// same j), from which the flow and its IP identification follow.
+    pub index: u64,
+}
+
+/// How a share is planned (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ShareMode {
+    /// Every packet drawn, every Nth kept.
+    Skip,
+    /// Constant gaps: N gaps at a time.
+    Stride,
+    /// Poisson: its own stream at 1/N of the rate.
+    Thin,
 }
 
 pub struct Synth {
@@ -29,6 +55,7 @@ pub struct Synth {
     /// Exact (unrounded) time of the next packet, ns.
     t: f64,
     index: u64,
+    share: Option<(crate::Share, ShareMode)>,
 }
 
 impl Synth {
@@ -40,7 +67,81 @@ impl Synth {
             profile,
             t: 0.0,
             index: 0,
+            share: None,
         }
+    }
+
+    /// Plans only `share`'s packets (see the module docs).
+    pub fn share(&mut self, share: crate::Share) {
+        let (k, n) = (u64::from(share.index), u64::from(share.count));
+        let mode = match self.profile.gap.name() {
+            _ if n == 1 => ShareMode::Skip,
+            "constant" => ShareMode::Stride,
+            "poisson" => ShareMode::Thin,
+            _ => ShareMode::Skip,
+        };
+        match mode {
+            ShareMode::Skip => {}
+            ShareMode::Stride => {
+                // Packet K first, at K gaps (added one by one, as the
+                // single sender rounds them); the sizes of the others drawn
+                // and dropped, so every packet keeps its own size.
+                for _ in 0..k {
+                    self.t += self.profile.gap.mean;
+                    self.profile.size.sample(&mut self.sizes);
+                }
+                self.index = k;
+            }
+            ShareMode::Thin => {
+                let mix = u64::from(share.index + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let seed = self.profile.seed ^ mix;
+                self.gaps = SmallRng::seed_from_u64(seed);
+                self.sizes = SmallRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
+                let mean = self.profile.gap.mean * n as f64;
+                self.profile.gap = GapLaw::new("poisson", mean, Spread::None)
+                    .expect("a positive mean stays positive");
+                // Its own stream starts at a random point, as a thinned
+                // Poisson process does.
+                self.t = self.profile.gap.sample(&mut self.gaps)
+                    * rand::Rng::random::<f64>(&mut self.gaps);
+                self.index = k;
+            }
+        }
+        self.share = Some((share, mode));
+    }
+
+    /// One packet of the whole sequence at `self.index`, and the step to
+    /// the next one this plan sends.
+    #[inline]
+    fn draw(&mut self) -> Planned {
+        let flow = (self.index % u64::from(self.profile.packet.flows)) as u32;
+        let p = Planned {
+            due: self.t as u64,
+            size: self.profile.size.sample(&mut self.sizes),
+            flow,
+            lane: flow,
+            index: self.index,
+        };
+        match self.share {
+            Some((s, ShareMode::Stride)) => {
+                let n = u64::from(s.count);
+                self.t += self.profile.gap.mean;
+                for _ in 1..n {
+                    self.t += self.profile.gap.mean;
+                    self.profile.size.sample(&mut self.sizes);
+                }
+                self.index += n;
+            }
+            Some((s, ShareMode::Thin)) => {
+                self.t += self.profile.gap.sample(&mut self.gaps);
+                self.index += u64::from(s.count);
+            }
+            _ => {
+                self.t += self.profile.gap.sample(&mut self.gaps);
+                self.index += 1;
+            }
+        }
+        p
     }
 
     pub fn profile(&self) -> &Profile {
@@ -80,20 +181,97 @@ impl Iterator for Synth {
         if self.index.is_multiple_of(4096) && stop_asked() {
             return None;
         }
-        match self.profile.stop {
-            Stop::Packets(n) if self.index >= n => return None,
-            Stop::Duration(d) if self.t >= d.0 as f64 => return None,
-            _ => {}
+        loop {
+            match self.profile.stop {
+                Stop::Packets(n) if self.index >= n => return None,
+                Stop::Duration(d) if self.t >= d.0 as f64 => return None,
+                _ => {}
+            }
+            let p = self.draw();
+            match self.share {
+                Some((s, ShareMode::Skip)) if !s.takes(p.index) => continue,
+                _ => return Some(p),
+            }
         }
-        let flow = (self.index % u64::from(self.profile.packet.flows)) as u32;
-        let p = Planned {
-            due: self.t as u64,
-            size: self.profile.size.sample(&mut self.sizes),
-            flow,
-            lane: flow,
-        };
-        self.t += self.profile.gap.sample(&mut self.gaps);
-        self.index += 1;
-        Some(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Share;
+
+    fn profile(ipd: &str, stop: &str) -> Profile {
+        let text = format!(
+            "seed: 3\n{stop}\nrate: 30k\nipd: {{{ipd}}}\nsize: {{dist: imix}}\npacket: {{flows: 4}}\n"
+        );
+        Profile::parse("p.yaml", &text, true, std::path::Path::new("."), 1.0).unwrap()
+    }
+
+    fn shares(p: &Profile, n: u32) -> Vec<Vec<Planned>> {
+        (0..n)
+            .map(|k| {
+                let mut s = Synth::new(p.clone());
+                s.share(Share { index: k, count: n });
+                s.collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn constant_and_other_laws_split_into_the_single_senders_packets() {
+        for ipd in [
+            "dist: constant",
+            "dist: pareto, shape: 1.5",
+            "dist: normal, cv: 0.2",
+        ] {
+            let p = profile(ipd, "duration: 200ms");
+            let whole: Vec<Planned> = Synth::new(p.clone()).collect();
+            let mut joined: Vec<Planned> = shares(&p, 3).concat();
+            joined.sort_by_key(|x| x.index);
+            assert_eq!(joined, whole, "{ipd}");
+        }
+    }
+
+    #[test]
+    fn a_packet_count_is_the_whole_jobs_in_every_mode() {
+        for ipd in ["dist: constant", "dist: poisson", "dist: gamma, shape: 2"] {
+            let p = profile(ipd, "packets: 10001");
+            let n: usize = shares(&p, 4).iter().map(Vec::len).sum();
+            assert_eq!(n, 10_001, "{ipd}");
+        }
+    }
+
+    #[test]
+    fn poisson_shares_are_thinned_streams_that_add_up_to_the_rate() {
+        let p = profile("dist: poisson", "duration: 20s");
+        let parts = shares(&p, 4);
+        for (k, part) in parts.iter().enumerate() {
+            // Each share: Poisson at a quarter of 30 kpps.
+            let gaps: Vec<f64> = part
+                .windows(2)
+                .map(|w| (w[1].due - w[0].due) as f64)
+                .collect();
+            let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+            let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+            assert!(
+                (mean / 133_333.3 - 1.0).abs() < 0.02,
+                "share {k}: mean {mean}"
+            );
+            assert!((var.sqrt() / mean - 1.0).abs() < 0.03, "share {k}: cv");
+            assert!(part.iter().all(|x| x.index % 4 == k as u64));
+        }
+        // Together: the whole rate, exponential gaps (cv 1).
+        let mut all: Vec<u64> = parts.concat().iter().map(|x| x.due).collect();
+        all.sort_unstable();
+        let gaps: Vec<f64> = all.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+        assert!((mean / 33_333.3 - 1.0).abs() < 0.02, "mean {mean}");
+        assert!(
+            (var.sqrt() / mean - 1.0).abs() < 0.03,
+            "cv {}",
+            var.sqrt() / mean
+        );
     }
 }
