@@ -694,8 +694,10 @@ fn profiles_and_sessions_split_over_three_workers_come_out_whole() {
         (s, all, frames)
     };
 
-    // A Poisson profile, packets split: the aggregate is the one global
-    // schedule, judged by ratejudge.py against profile synth.
+    // A Poisson profile, packets split: each worker sends its own Poisson
+    // stream at a third of the rate (it plans only its share), so the
+    // aggregate is the profile's Poisson process in law, judged by
+    // ratejudge.py against profile synth.
     let prof = d.join("p.yaml");
     std::fs::write(
         &prof,
@@ -724,14 +726,15 @@ fn profiles_and_sessions_split_over_three_workers_come_out_whole() {
     let (s, all, _) = go(&p, "pk");
     let j = ratejudge(&target, &all);
     eprintln!("packets split: {j:?}");
-    assert_eq!(
-        j["generated_packets"], j["target_packets"],
-        "every packet once: {j:?}"
-    );
-    assert_eq!(s["total"]["packets"].as_f64(), Some(j["target_packets"]));
+    // A Poisson count of mean 4000 (sd 63): six sd never fail by chance.
+    let (got, want) = (j["generated_packets"], j["target_packets"]);
+    assert!((got - want).abs() <= 6.0 * want.sqrt(), "{j:?}");
+    assert_eq!(s["total"]["packets"].as_f64(), Some(got));
     // How closely the rate follows the target (Pearson, NMSE) depends on
     // the CPUs the workers get: bench/distributed.sh split measures it.
-    assert!(j["ks_size"] <= 0.01, "{j:?}");
+    // Sizes are the shares' own draws: two samples of one law, within the
+    // two-sample KS critical value at 0.1 % (1.95 √(2/n)).
+    assert!(j["ks_size"] <= 1.95 * (2.0 / want).sqrt(), "{j:?}");
 
     // The same profile by components: three Fourier queues, one each.
     let p = job_plan(

@@ -117,7 +117,7 @@ sluice_core::named_values!(Mode {
 /// What `--share` deals out in `profile run`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ShareBy {
-    /// Every Nth packet of the global schedule (exact for any gap law).
+    /// Every Nth packet of the global schedule (planned alone where the gap law allows: see docs/CLI.md).
     #[default]
     Packets,
     /// Fourier queues (components and their DC share): needs --mode fourier and a multiple of N queues.

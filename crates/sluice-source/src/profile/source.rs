@@ -37,9 +37,8 @@ pub struct ProfileSource {
     lanes: Vec<Option<Lane>>,
     header_len: usize,
     first_ts: u64,
-    /// A distributed run's `packets` split: every worker plans the same
-    /// global sequence from the shared seed and sends packet j when
-    /// j mod N is its index (exact for any gap law).
+    /// A distributed run's split of a Fourier plan, by packet or by queue
+    /// (an exact plan's share is planned by its `Synth`).
     share: Option<crate::Share>,
     /// Packets planned so far (all shares).
     planned: u64,
