@@ -121,6 +121,31 @@ pub struct WorkerResult {
     pub last_packets: Option<u64>,
 }
 
+impl WorkerResult {
+    /// Worker `w` of the plan, port `port`, as Register answered.
+    fn registered(w: &crate::plan::WorkerEntry, port: u32, reg: &pb::RegisterReply) -> Self {
+        // An empty text: no clock service answered on the worker.
+        let service = !reg.clock_service.is_empty();
+        WorkerResult {
+            name: w.name.clone(),
+            address: w.address.clone(),
+            port,
+            sink: w.to.clone(),
+            offset_ns: 0,
+            offset_uncertainty_ns: 0,
+            clock_service_offset_ns: service.then_some(reg.clock_service_offset_ns),
+            clock_service_bound_ns: service.then_some(reg.clock_service_bound_ns),
+            clock_service: service.then(|| reg.clock_service.clone()),
+            start_ns: None,
+            summary: None,
+            error: None,
+            refused: false,
+            lost: false,
+            last_packets: None,
+        }
+    }
+}
+
 /// A failure of the environment (exit 1), not of the plan: a worker that
 /// cannot be reached, a clock offset known too poorly to start.
 #[derive(Debug, thiserror::Error)]
@@ -352,53 +377,71 @@ where
     Ok((offset, (delay.max(0) / 2) as u64))
 }
 
-/// Connects to and registers every worker (at once), publishes the port
-/// map, measures the clock offsets and uploads the job's files: the
-/// uploads' ids and the largest round trip. `conns` holds every worker
-/// registered so far, for the caller to release on an error.
+/// Registers every worker (at once), publishes the port map, measures the
+/// clock offsets and uploads the job's files: the uploads' ids and the
+/// largest round trip. `conns` holds every worker registered so far, for
+/// the caller to release on an error.
 async fn prepare(cfg: &ControlConfig, conns: &mut Vec<Conn>) -> Result<(Vec<String>, u64)> {
+    register_all(cfg, conns).await?;
+    publish_ports(conns).await?;
+    let max_rtt = measure_clocks(cfg, conns).await?;
+    let ids = upload_all(&cfg.plan, conns).await?;
+    Ok((ids, max_rtt))
+}
+
+/// Connects to one worker and takes its lease.
+async fn register(
+    name: String,
+    address: String,
+    tls: Option<tonic::transport::ClientTlsConfig>,
+) -> Result<(Client, pb::RegisterReply)> {
+    let what = format!("worker '{name}' ({address})");
+    within(CONNECT_TIMEOUT, &what, async {
+        let ch = connect(&address, tls.as_ref()).await.map_err(|e| {
+            if network_failure(&e) {
+                anyhow::Error::new(Environment(format!(
+                    "{what}: unreachable: {}",
+                    describe(&e)
+                )))
+            } else {
+                anyhow!("{what}: {}", describe(&e))
+            }
+        })?;
+        let lease = Lease::default();
+        let mut client =
+            WorkerClient::with_interceptor(ch, lease.clone()).max_decoding_message_size(64 << 20);
+        let reg = client
+            .register(pb::RegisterRequest { name: name.clone() })
+            .await
+            .map_err(|e| {
+                let text = format!("{what}: {}", e.message());
+                if e.code() == tonic::Code::Unavailable {
+                    anyhow::Error::new(Environment(text))
+                } else {
+                    anyhow!(text)
+                }
+            })?
+            .into_inner();
+        lease.set(&reg.session)?;
+        Ok((client, reg))
+    })
+    .await
+}
+
+/// Registers every worker at once; each registered one goes to `conns`
+/// (to be released), and the first failure is the error: a worker that
+/// does not answer, or has no such port, or has it down.
+async fn register_all(cfg: &ControlConfig, conns: &mut Vec<Conn>) -> Result<()> {
     let tls = match &cfg.tls {
         Some(d) => Some(crate::tls::client_config(d)?),
         None => None,
     };
     let plan = &cfg.plan;
-    let mut tasks = Vec::new();
-    for w in &plan.workers {
-        let (name, address, tls) = (w.name.clone(), w.address.clone(), tls.clone());
-        tasks.push(tokio::spawn(async move {
-            let what = format!("worker '{name}' ({address})");
-            within(CONNECT_TIMEOUT, &what, async {
-                let ch = connect(&address, tls.as_ref()).await.map_err(|e| {
-                    if network_failure(&e) {
-                        anyhow::Error::new(Environment(format!(
-                            "{what}: unreachable: {}",
-                            describe(&e)
-                        )))
-                    } else {
-                        anyhow!("{what}: {}", describe(&e))
-                    }
-                })?;
-                let lease = Lease::default();
-                let mut client = WorkerClient::with_interceptor(ch, lease.clone())
-                    .max_decoding_message_size(64 << 20);
-                let reg = client
-                    .register(pb::RegisterRequest { name: name.clone() })
-                    .await
-                    .map_err(|e| {
-                        let text = format!("{what}: {}", e.message());
-                        if e.code() == tonic::Code::Unavailable {
-                            anyhow::Error::new(Environment(text))
-                        } else {
-                            anyhow!(text)
-                        }
-                    })?
-                    .into_inner();
-                lease.set(&reg.session)?;
-                Ok::<_, anyhow::Error>((client, reg))
-            })
-            .await
-        }));
-    }
+    let tasks: Vec<_> = plan
+        .workers
+        .iter()
+        .map(|w| tokio::spawn(register(w.name.clone(), w.address.clone(), tls.clone())))
+        .collect();
     let mut first_error = None;
     for (i, t) in tasks.into_iter().enumerate() {
         let (client, reg) = match t.await.context("a connection task")? {
@@ -410,50 +453,32 @@ async fn prepare(cfg: &ControlConfig, conns: &mut Vec<Conn>) -> Result<(Vec<Stri
             }
         };
         let w = &plan.workers[i];
-        // An empty text: no clock service answered on the worker.
-        let service = !reg.clock_service.is_empty();
-        let port = reg.ports.iter().find(|p| p.sink == w.to).cloned();
         conns.push(Conn {
             client,
-            result: WorkerResult {
-                name: w.name.clone(),
-                address: w.address.clone(),
-                port: i as u32,
-                sink: w.to.clone(),
-                offset_ns: 0,
-                offset_uncertainty_ns: 0,
-                clock_service_offset_ns: service.then_some(reg.clock_service_offset_ns),
-                clock_service_bound_ns: service.then_some(reg.clock_service_bound_ns),
-                clock_service: service.then_some(reg.clock_service),
-                start_ns: None,
-                summary: None,
-                error: None,
-                refused: false,
-                lost: false,
-                last_packets: None,
-            },
+            result: WorkerResult::registered(w, i as u32, &reg),
         });
-        let Some(port) = port else {
-            first_error.get_or_insert(anyhow!(
-                "worker '{}': no port {} (it has {})",
-                w.name,
-                w.to,
-                reg.ports
-                    .iter()
-                    .map(|p| p.sink.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-            continue;
-        };
-        if !port.up {
-            first_error.get_or_insert(anyhow!("worker '{}': {} is down", w.name, w.to));
+        match reg.ports.iter().find(|p| p.sink == w.to) {
+            None => {
+                let have: Vec<&str> = reg.ports.iter().map(|p| p.sink.as_str()).collect();
+                first_error.get_or_insert(anyhow!(
+                    "worker '{}': no port {} (it has {})",
+                    w.name,
+                    w.to,
+                    have.join(", ")
+                ));
+            }
+            Some(p) if !p.up => {
+                first_error.get_or_insert(anyhow!("worker '{}': {} is down", w.name, w.to));
+            }
+            Some(_) => {}
         }
     }
-    if let Some(e) = first_error {
-        return Err(e);
-    }
-    // The global port map (Fig. 6): port i is worker i's sink.
+    first_error.map_or(Ok(()), Err)
+}
+
+/// The global port map (Fig. 6), port i being worker i's sink, to every
+/// worker.
+async fn publish_ports(conns: &mut [Conn]) -> Result<()> {
     let map = pb::PortMap {
         ports: conns
             .iter()
@@ -474,7 +499,12 @@ async fn prepare(cfg: &ControlConfig, conns: &mut Vec<Conn>) -> Result<(Vec<Stri
         })
         .await?;
     }
-    // Clock offsets, then the refusal when one is not known well enough.
+    Ok(())
+}
+
+/// Every worker's clock offset; the largest round trip. A worker whose
+/// offset is known no better than `--max-skew` is refused.
+async fn measure_clocks(cfg: &ControlConfig, conns: &mut [Conn]) -> Result<u64> {
     let mut max_rtt = 0u64;
     for c in conns.iter_mut() {
         let what = format!("worker '{}': the clock exchange", c.result.name);
@@ -496,8 +526,13 @@ async fn prepare(cfg: &ControlConfig, conns: &mut Vec<Conn>) -> Result<(Vec<Stri
             ))));
         }
     }
-    // The job's files to every worker: no timeout (a trace may be large),
-    // but the keep-alive ends it when a worker stops answering.
+    Ok(max_rtt)
+}
+
+/// The job's files to every worker: the id of its main file on each. No
+/// timeout (a trace may be large), but the keep-alive ends an upload when
+/// a worker stops answering.
+async fn upload_all(plan: &Plan, conns: &mut [Conn]) -> Result<Vec<String>> {
     let mut ids = Vec::new();
     for c in conns.iter_mut() {
         ids.push(upload(&mut c.client, &plan.file, &c.result.name).await?);
@@ -505,7 +540,7 @@ async fn prepare(cfg: &ControlConfig, conns: &mut Vec<Conn>) -> Result<(Vec<Stri
             upload(&mut c.client, f, &c.result.name).await?;
         }
     }
-    Ok((ids, max_rtt))
+    Ok(ids)
 }
 
 /// Runs the plan; the summary even when workers failed (the error says
@@ -525,18 +560,43 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
             return Err(e);
         }
     };
-    let plan = &cfg.plan;
     // t_tos: far enough ahead for every worker to get its task and load
     // its input.
     let lead = cfg
         .start_in
         .unwrap_or_else(|| Duration::from_millis(1500) + Duration::from_nanos(20 * max_rtt));
     let start_ns = now_ns() + lead.as_nanos() as i64;
-    let deadline_ns = start_ns + plan.duration_ns as i64 + GRACE.as_nanos() as i64;
+    let deadline_ns = start_ns + cfg.plan.duration_ns as i64 + GRACE.as_nanos() as i64;
+    let events = start_all(&cfg, &conns, &ids, start_ns, deadline_ns);
+    let stoppers: Vec<Client> = conns.iter().map(|c| c.client.clone()).collect();
+    let mut g = Gather::new(conns.len(), deadline_ns, stoppers);
+    g.gather(&mut cfg, &mut conns, events, start_ns).await;
+    let plan = &cfg.plan;
+    Ok(ControlSummary {
+        command: format!("{:?}", plan.command).to_lowercase(),
+        split: format!("{:?}", plan.split).to_lowercase(),
+        start_ns,
+        clock_corrected: cfg.correct,
+        total: totals(&conns),
+        workers: conns.into_iter().map(|c| c.result).collect(),
+        interrupted: g.interrupted,
+        aborted: g.aborted,
+    })
+}
+
+/// Gives every worker its task, starting at `start_ns`; each worker's
+/// updates arrive as (worker index, event) on the channel returned.
+fn start_all(
+    cfg: &ControlConfig,
+    conns: &[Conn],
+    ids: &[String],
+    start_ns: i64,
+    deadline_ns: i64,
+) -> tokio::sync::mpsc::Receiver<(usize, Event)> {
+    let plan = &cfg.plan;
     let n = conns.len() as u32;
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, Event)>(256);
-    let mut stoppers = Vec::new();
-    for (i, c) in conns.iter_mut().enumerate() {
+    let (tx, rx) = tokio::sync::mpsc::channel::<(usize, Event)>(256);
+    for (i, c) in conns.iter().enumerate() {
         let mut args = plan.args.clone();
         args.push("--duration".into());
         args.push(format!("{}ns", plan.duration_ns));
@@ -553,170 +613,214 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
             deadline_ns,
             seed: 0,
         };
-        let mut client = c.client.clone();
-        stoppers.push(c.client.clone());
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let mut stream = match client.run(task).await {
-                Ok(s) => s.into_inner(),
-                Err(e) => {
-                    let _ = tx.send((i, Event::failed(e.message()))).await;
-                    return;
+        tokio::spawn(follow(i, c.client.clone(), task, tx.clone()));
+    }
+    rx
+}
+
+/// Runs `task` on one worker and forwards its updates until it finished
+/// or failed (a broken stream is a failure).
+async fn follow(
+    i: usize,
+    mut client: Client,
+    task: pb::Task,
+    tx: tokio::sync::mpsc::Sender<(usize, Event)>,
+) {
+    let mut stream = match client.run(task).await {
+        Ok(s) => s.into_inner(),
+        Err(e) => {
+            let _ = tx.send((i, Event::failed(e.message()))).await;
+            return;
+        }
+    };
+    loop {
+        let ev = match stream.next().await {
+            Some(Ok(u)) => match u.kind {
+                Some(update::Kind::Accepted(a)) => Event::Accepted(a.start_ns),
+                Some(update::Kind::Stats(l)) => Event::Stats(l),
+                Some(update::Kind::Finished(s)) => Event::Finished(s),
+                Some(update::Kind::Failed(e)) => Event::failed(&e),
+                Some(update::Kind::Refused(error)) => Event::Failed {
+                    error,
+                    refused: true,
+                },
+                None => continue,
+            },
+            Some(Err(e)) => Event::failed(e.message()),
+            None => Event::failed("the stream ended without a summary"),
+        };
+        let end = matches!(ev, Event::Finished(_) | Event::Failed { .. });
+        let _ = tx.send((i, ev)).await;
+        if end {
+            return;
+        }
+    }
+}
+
+/// The controller's side of a running job: which workers are done, their
+/// last statistics, and whether the run was aborted or interrupted.
+struct Gather {
+    open: usize,
+    done: Vec<bool>,
+    last: Vec<Option<Value>>,
+    aborted: Option<String>,
+    interrupted: bool,
+    /// When every worker still silent is given up.
+    give_up_ns: i64,
+    stoppers: Vec<Client>,
+}
+
+impl Gather {
+    fn new(workers: usize, deadline_ns: i64, stoppers: Vec<Client>) -> Self {
+        Gather {
+            open: workers,
+            done: vec![false; workers],
+            last: vec![None; workers],
+            aborted: None,
+            interrupted: false,
+            give_up_ns: deadline_ns + LOST_AFTER.as_nanos() as i64,
+            stoppers,
+        }
+    }
+
+    /// Gathers until every worker finished, failed or was lost: a worker
+    /// that says nothing by its deadline plus LOST_AFTER (frozen, or its
+    /// network gone) is given up, and so is every one still silent
+    /// STOP_WAIT after an interruption.
+    async fn gather(
+        &mut self,
+        cfg: &mut ControlConfig,
+        conns: &mut [Conn],
+        mut events: tokio::sync::mpsc::Receiver<(usize, Event)>,
+        start_ns: i64,
+    ) {
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        let mut ticks = 0u64;
+        while self.open > 0 {
+            tokio::select! {
+                ev = events.recv() => {
+                    let Some((i, ev)) = ev else { break };
+                    self.on_event(cfg, &mut conns[i].result, i, ev);
                 }
-            };
-            loop {
-                match stream.next().await {
-                    Some(Ok(u)) => {
-                        let ev = match u.kind {
-                            Some(update::Kind::Accepted(a)) => Event::Accepted(a.start_ns),
-                            Some(update::Kind::Stats(l)) => Event::Stats(l),
-                            Some(update::Kind::Finished(s)) => Event::Finished(s),
-                            Some(update::Kind::Failed(e)) => Event::failed(&e),
-                            Some(update::Kind::Refused(error)) => Event::Failed {
-                                error,
-                                refused: true,
-                            },
-                            None => continue,
-                        };
-                        let end = matches!(ev, Event::Finished(_) | Event::Failed { .. });
-                        let _ = tx.send((i, ev)).await;
-                        if end {
-                            return;
-                        }
+                _ = tick.tick() => {
+                    if cfg.stop.load(Ordering::Relaxed) && !self.interrupted {
+                        self.interrupted = true;
+                        self.stop_all();
+                        self.give_up_ns = self.give_up_ns.min(now_ns() + STOP_WAIT.as_nanos() as i64);
                     }
-                    Some(Err(e)) => {
-                        let _ = tx.send((i, Event::failed(e.message()))).await;
-                        return;
+                    if now_ns() >= self.give_up_ns {
+                        self.give_up(cfg.on_loss, conns);
                     }
-                    None => {
-                        let _ = tx
-                            .send((i, Event::failed("the stream ended without a summary")))
-                            .await;
-                        return;
+                    ticks += 1;
+                    if ticks.is_multiple_of(4) {
+                        self.status(cfg, start_ns);
                     }
                 }
             }
-        });
+        }
     }
-    drop(tx);
-    // Gather until every worker finished, failed or was lost: a worker
-    // that says nothing by its deadline plus LOST_AFTER (frozen, or its
-    // network gone) is given up, and so is every one still silent
-    // STOP_WAIT after an interruption.
-    let mut open = conns.len();
-    let mut done = vec![false; conns.len()];
-    let mut last: Vec<Option<Value>> = vec![None; conns.len()];
-    let mut aborted: Option<String> = None;
-    let mut interrupted = false;
-    let mut give_up_ns = deadline_ns + LOST_AFTER.as_nanos() as i64;
-    let mut tick = tokio::time::interval(Duration::from_millis(250));
-    let mut ticks = 0u64;
-    let stop_all = |stoppers: &Vec<Client>| {
-        for s in stoppers {
+
+    /// One worker's update.
+    fn on_event(&mut self, cfg: &mut ControlConfig, r: &mut WorkerResult, i: usize, ev: Event) {
+        if self.done[i] {
+            return; // given up already
+        }
+        match ev {
+            Event::Accepted(t) => r.start_ns = Some(t - r.offset_ns),
+            Event::Stats(line) => {
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    (cfg.on_stats)(&r.name, r.port, &v);
+                    r.last_packets = v["packets"].as_u64();
+                    self.last[i] = Some(v);
+                }
+            }
+            Event::Finished(s) => {
+                r.summary = serde_json::from_str(&s).ok();
+                self.done[i] = true;
+                self.open -= 1;
+            }
+            Event::Failed { error, refused } => {
+                r.refused = refused;
+                self.done[i] = true;
+                self.open -= 1;
+                let e = format!("worker '{}': {error}", r.name);
+                self.failed(r, e, cfg.on_loss);
+            }
+        }
+    }
+
+    /// Gives up every worker not done yet.
+    fn give_up(&mut self, on_loss: OnLoss, conns: &mut [Conn]) {
+        for (i, c) in conns.iter_mut().enumerate() {
+            if self.done[i] {
+                continue;
+            }
+            self.done[i] = true;
+            self.open -= 1;
+            let r = &mut c.result;
+            r.lost = true;
+            let why = if self.interrupted {
+                format!("no summary within {} s of the stop", STOP_WAIT.as_secs())
+            } else {
+                format!("no summary by its deadline plus {} s", LOST_AFTER.as_secs())
+            };
+            let e = format!(
+                "worker '{}': lost: {why} (it last reported {} packets)",
+                r.name,
+                r.last_packets.map_or("no".into(), |p| p.to_string())
+            );
+            self.failed(r, e, on_loss);
+        }
+    }
+
+    /// Records a failure, and stops the others when `on_loss` says so.
+    fn failed(&mut self, r: &mut WorkerResult, e: String, on_loss: OnLoss) {
+        if let Some(a) = fail(r, e, on_loss, self.open, &self.aborted) {
+            self.aborted = Some(a);
+            self.stop_all();
+        }
+    }
+
+    /// Asks every worker to stop (each within a second, in the background).
+    fn stop_all(&self) {
+        for s in &self.stoppers {
             let mut s = s.clone();
             tokio::spawn(async move {
                 let _ =
                     tokio::time::timeout(Duration::from_secs(1), s.stop(pb::StopRequest {})).await;
             });
         }
-    };
-    while open > 0 {
-        tokio::select! {
-            ev = rx.recv() => {
-                let Some((i, ev)) = ev else { break };
-                if done[i] {
-                    continue; // given up already
-                }
-                let r = &mut conns[i].result;
-                match ev {
-                    Event::Accepted(t) => r.start_ns = Some(t - r.offset_ns),
-                    Event::Stats(line) => {
-                        if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                            (cfg.on_stats)(&r.name, r.port, &v);
-                            r.last_packets = v["packets"].as_u64();
-                            last[i] = Some(v);
-                        }
-                    }
-                    Event::Finished(s) => {
-                        r.summary = serde_json::from_str(&s).ok();
-                        done[i] = true;
-                        open -= 1;
-                    }
-                    Event::Failed { error, refused } => {
-                        r.refused = refused;
-                        done[i] = true;
-                        open -= 1;
-                        let e = format!("worker '{}': {error}", r.name);
-                        if let Some(a) = fail(r, e, cfg.on_loss, open, &aborted) {
-                            aborted = Some(a);
-                            stop_all(&stoppers);
-                        }
-                    }
-                }
-            }
-            _ = tick.tick() => {
-                if cfg.stop.load(Ordering::Relaxed) && !interrupted {
-                    interrupted = true;
-                    stop_all(&stoppers);
-                    give_up_ns = give_up_ns.min(now_ns() + STOP_WAIT.as_nanos() as i64);
-                }
-                if now_ns() >= give_up_ns {
-                    for (i, c) in conns.iter_mut().enumerate() {
-                        if done[i] {
-                            continue;
-                        }
-                        done[i] = true;
-                        open -= 1;
-                        let r = &mut c.result;
-                        r.lost = true;
-                        let why = if interrupted {
-                            format!("no summary within {} s of the stop", STOP_WAIT.as_secs())
-                        } else {
-                            format!(
-                                "no summary by its deadline plus {} s",
-                                LOST_AFTER.as_secs()
-                            )
-                        };
-                        let e = format!(
-                            "worker '{}': lost: {why} (it last reported {} packets)",
-                            r.name,
-                            r.last_packets.map_or("no".into(), |p| p.to_string())
-                        );
-                        if let Some(a) = fail(r, e, cfg.on_loss, open, &aborted) {
-                            aborted = Some(a);
-                            stop_all(&stoppers);
-                        }
-                    }
-                }
-                ticks += 1;
-                if !ticks.is_multiple_of(4) {
-                    continue;
-                }
-                let mut s = Status {
-                    t: (now_ns() - start_ns) as f64 / 1e9,
-                    workers_running: open,
-                    ..Status::default()
-                };
-                for v in last.iter().flatten() {
-                    s.packets += v["packets"].as_u64().unwrap_or(0);
-                    s.pps += v["pps"].as_f64().unwrap_or(0.0);
-                    s.bps += v["bps"].as_f64().unwrap_or(0.0);
-                    if let Some(p) = v["eps"]["percentiles"]["p99_ns"].as_u64() {
-                        s.eps_p99_ns = Some(s.eps_p99_ns.unwrap_or(0).max(p));
-                    }
-                }
-                if s.t > 0.0 {
-                    (cfg.on_status)(&s);
-                }
+    }
+
+    /// The live totals, to `on_status`.
+    fn status(&self, cfg: &mut ControlConfig, start_ns: i64) {
+        let mut s = Status {
+            t: (now_ns() - start_ns) as f64 / 1e9,
+            workers_running: self.open,
+            ..Status::default()
+        };
+        for v in self.last.iter().flatten() {
+            s.packets += v["packets"].as_u64().unwrap_or(0);
+            s.pps += v["pps"].as_f64().unwrap_or(0.0);
+            s.bps += v["bps"].as_f64().unwrap_or(0.0);
+            if let Some(p) = v["eps"]["percentiles"]["p99_ns"].as_u64() {
+                s.eps_p99_ns = Some(s.eps_p99_ns.unwrap_or(0).max(p));
             }
         }
+        if s.t > 0.0 {
+            (cfg.on_status)(&s);
+        }
     }
+}
+
+/// Sums over the workers that finished.
+fn totals(conns: &[Conn]) -> Totals {
     let mut total = Totals {
         workers: conns.len(),
         ..Totals::default()
     };
     let mut end_s: f64 = 0.0;
-    for c in &conns {
+    for c in conns {
         let Some(s) = &c.result.summary else { continue };
         total.finished += 1;
         let u = |k: &str| s[k].as_u64().unwrap_or(0);
@@ -733,16 +837,7 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
         total.pps = Some(total.packets as f64 / end_s);
         total.bps = Some(total.frame_bytes as f64 * 8.0 / end_s);
     }
-    Ok(ControlSummary {
-        command: format!("{:?}", plan.command).to_lowercase(),
-        split: format!("{:?}", plan.split).to_lowercase(),
-        start_ns,
-        clock_corrected: cfg.correct,
-        workers: conns.into_iter().map(|c| c.result).collect(),
-        total,
-        interrupted,
-        aborted,
-    })
+    total
 }
 
 /// Records a worker's failure; the reason to abort the others, when

@@ -21,7 +21,7 @@ use anyhow::{anyhow, Context, Result};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -429,97 +429,14 @@ impl Worker for Service {
     type RunStream = UpdateStream;
 
     async fn run(&self, req: Request<pb::Task>) -> Result<Response<UpdateStream>, Status> {
-        let (file, sink, summary, name, job_args, dir) = {
-            let st = self.leased(&req)?;
-            let task = req.get_ref();
-            if st.job.is_some() {
-                return Err(Status::failed_precondition("a task is already running"));
-            }
-            let file = st.files.get(&task.file_id).cloned().ok_or_else(|| {
-                Status::invalid_argument(format!("no uploaded file '{}'", shown(&task.file_id)))
-            })?;
-            let sink = st
-                .ports
-                .iter()
-                .find(|p| p.id == task.port)
-                .map(|p| p.sink.clone())
-                .ok_or_else(|| {
-                    Status::invalid_argument(format!("port {} is not in the port map", task.port))
-                })?;
-            let dir = st.dir.clone().expect("a lease has a directory");
-            // Only options of the allow-list; a file they read is an
-            // upload of this lease, named by its plain name.
-            let args = crate::jobargs::resolve(task.command(), &task.args, |n| {
-                st.files.get(n).map(|p| p.display().to_string())
-            })
-            .map_err(Status::invalid_argument)?;
-            (file, sink, dir.join(".summary.json"), st.name(), args, dir)
-        };
-        let task = req.into_inner();
-        let words =
-            command_words(task.command()).ok_or_else(|| Status::invalid_argument("no command"))?;
-        // Only sinks this worker announced.
-        if !ports().iter().any(|p| p.sink == sink) {
-            return Err(Status::invalid_argument(
-                "the task's port is not a sink this worker announced",
-            ));
-        }
-        // Start and deadline on the host's clock: the controller's instant,
-        // moved by this worker's measured offset, less the test shift.
-        let to_host = |t: i64| t + task.offset_ns - self.cfg.clock_offset_ns;
-        let start = to_host(task.start_ns);
-        let deadline = to_host(task.deadline_ns);
-        if start < now_ns() {
-            return Err(Status::invalid_argument("the start time has passed"));
-        }
-        let mut args: Vec<String> = words.iter().map(|s| s.to_string()).collect();
-        args.push(file.display().to_string());
-        args.extend([
-            "--to".into(),
-            sink,
-            "--start-at".into(),
-            start.to_string(),
-            "-q".into(),
-            "--stats-json".into(),
-            "-".into(),
-            "--summary-json".into(),
-            summary.display().to_string(),
-        ]);
-        if task.share_count > 1 {
-            args.push("--share".into());
-            args.push(format!("{}/{}", task.share_index + 1, task.share_count));
-            if let Some(by) = split_flag(task.split()) {
-                args.push("--share-by".into());
-                args.push(by.into());
-            }
-        }
-        args.extend(job_args);
-        if task.command() == pb::Command::Profile {
-            // A profile's `from:` captures are uploads beside it, nothing else.
-            args.push("--confine-inputs".into());
-        }
+        let job = self.admit(req)?;
         log(&format!(
-            "'{name}': starting {} at {start}",
-            shown(&args.join(" "))
+            "'{}': starting {} at {}",
+            job.name,
+            shown(&job.args.join(" ")),
+            job.start
         ));
-        let mut cmd = tokio::process::Command::new(&self.cfg.exe);
-        cmd.args(&args)
-            .current_dir(&dir)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        // A worker that dies takes its job with it (the job stops cleanly
-        // on SIGTERM, summary flushed).
-        #[allow(unsafe_code)]
-        // SAFETY: runs in the forked child before exec; prctl is
-        // async-signal-safe and touches no memory of the parent.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                Ok(())
-            });
-        }
+        let mut cmd = job_command(&self.cfg.exe, &job.args, &job.dir);
         let mut child = {
             let mut st = self.lock();
             if st.job.is_some() {
@@ -533,71 +450,21 @@ impl Worker for Service {
             });
             child
         };
-        let pid = child.id().unwrap_or(0);
         let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let accepted = pb::Accepted {
+            start_ns: job.start + self.cfg.clock_offset_ns,
+        };
         let _ = tx
             .send(Ok(pb::Update {
-                kind: Some(update::Kind::Accepted(pb::Accepted {
-                    start_ns: start + self.cfg.clock_offset_ns,
-                })),
+                kind: Some(update::Kind::Accepted(accepted)),
             }))
             .await;
         let stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
         let state = self.state.clone();
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
-            let err_text = tokio::spawn(async move {
-                let mut s = String::new();
-                let _ = stderr.read_to_string(&mut s).await;
-                s
-            });
-            let until = Duration::from_nanos(deadline.saturating_sub(now_ns()).max(0) as u64);
-            let deadline_at = tokio::time::Instant::now() + until;
-            let mut stopped = false;
-            loop {
-                tokio::select! {
-                    line = lines.next_line() => match line {
-                        Ok(Some(l)) => {
-                            // A controller that went away does not stop the job:
-                            // the deadline does.
-                            let _ = tx.send(Ok(pb::Update { kind: Some(update::Kind::Stats(l)) })).await;
-                        }
-                        _ => break,
-                    },
-                    _ = tokio::time::sleep_until(deadline_at), if !stopped => {
-                        log(&format!("'{name}': deadline reached: stopping the job"));
-                        signal(pid, libc::SIGTERM);
-                        stopped = true;
-                    }
-                }
-            }
-            let status = match tokio::time::timeout(KILL_AFTER, child.wait()).await {
-                Ok(s) => s.ok(),
-                Err(_) => {
-                    let _ = child.kill().await;
-                    child.wait().await.ok()
-                }
-            };
-            let err = err_text.await.unwrap_or_default();
-            let text = std::fs::read_to_string(&summary).ok();
-            let kind = match (text, status) {
-                (Some(t), _) => update::Kind::Finished(t),
-                // sluice exits 2 on bad input, before it sends anything.
-                (None, Some(s)) if s.code() == Some(2) => update::Kind::Refused(
-                    // The cause, without clap's pointer to --help (the
-                    // controller's user did not type this command line).
-                    err.lines()
-                        .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                ),
-                (None, s) => update::Kind::Failed(format!(
-                    "{} ({})",
-                    err.trim(),
-                    s.map_or("killed".into(), |s| s.to_string())
-                )),
-            };
+            let (status, err) = watch(&job, child, stdout, stderr, &tx).await;
+            let kind = outcome(&job.summary, status, &err);
             // A lease serves one task: a long-lived worker keeps no old
             // inputs, and no later task can read this task's summary. It
             // ends before the last update, so the controller that gets it
@@ -608,7 +475,8 @@ impl Worker for Service {
                 st.end_lease();
             }
             log(&format!(
-                "'{name}': job ended; its lease and uploads are gone"
+                "'{}': job ended; its lease and uploads are gone",
+                job.name
             ));
             let _ = tx.send(Ok(pb::Update { kind: Some(kind) })).await;
         });
@@ -810,23 +678,7 @@ pub async fn serve(cfg: WorkerConfig) -> Result<()> {
         job: None,
         next: 0,
     }));
-    // Leases nobody uses any more end, and their uploads go.
-    let sweep = state.clone();
-    let idle = cfg.lease_idle;
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(idle.min(Duration::from_secs(5)) / 2);
-        loop {
-            tick.tick().await;
-            let mut st = lock(&sweep);
-            if st.lease.is_some() && !st.held(idle) {
-                let name = st.name();
-                let n = st.end_lease();
-                log(&format!(
-                    "the lease of '{name}' expired unused: {n} uploads removed"
-                ));
-            }
-        }
-    });
+    sweep_idle_leases(state.clone(), cfg.lease_idle);
     let cfg = Arc::new(cfg);
     let svc = Service {
         cfg: cfg.clone(),
@@ -848,29 +700,7 @@ pub async fn serve(cfg: WorkerConfig) -> Result<()> {
                 "listening on unix:{} (mode 0600: this user and root only, no TLS)",
                 path.display()
             ));
-            let (tx, rx) = tokio::sync::mpsc::channel(16);
-            tokio::spawn(async move {
-                loop {
-                    let sock = match listener.accept().await {
-                        Ok((s, _)) => s,
-                        Err(e) => {
-                            accept_failed(&e, &refusals).await;
-                            continue;
-                        }
-                    };
-                    match sock.peer_cred() {
-                        Ok(c) if sluice_sys::peer::admitted(c.uid()) => {
-                            if tx.send(Ok::<_, std::io::Error>(sock)).await.is_err() {
-                                return;
-                            }
-                        }
-                        Ok(c) => Refusals::log(&refusals, || {
-                            format!("refused a client of uid {}", c.uid())
-                        }),
-                        Err(e) => Refusals::log(&refusals, || format!("refused a client: {e}")),
-                    }
-                }
-            });
+            let rx = accept_unix(listener, refusals);
             server.serve_with_incoming(ReceiverStream::new(rx)).await?;
         }
         (WorkerListen::Tcp(addr), Some(tls)) => {
@@ -881,54 +711,299 @@ pub async fn serve(cfg: WorkerConfig) -> Result<()> {
                 "listening on {addr} (TLS, controllers must present a certificate of this CA)"
             ));
             let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-            let (tx, rx) = tokio::sync::mpsc::channel(16);
-            let all = Arc::new(tokio::sync::Semaphore::new(HANDSHAKES));
-            let peers = Arc::new(Mutex::new(HashMap::new()));
-            tokio::spawn(async move {
-                loop {
-                    let (sock, peer) = match listener.accept().await {
-                        Ok(c) => c,
-                        Err(e) => {
-                            accept_failed(&e, &refusals).await;
-                            continue;
-                        }
-                    };
-                    // Unauthenticated handshakes are capped in all and per
-                    // address: a flood of idle connections cannot lock
-                    // controllers out, nor hold the worker's descriptors.
-                    let Some(slot) = Slot::take(&all, &peers, peer.ip()) else {
-                        Refusals::log(&refusals, || {
-                            format!("refused {peer}: too many TLS handshakes in progress")
-                        });
-                        continue;
-                    };
-                    // Clock exchanges are single small messages: no Nagle.
-                    let _ = sock.set_nodelay(true);
-                    let (acceptor, tx, refusals) = (acceptor.clone(), tx.clone(), refusals.clone());
-                    tokio::spawn(async move {
-                        let r =
-                            tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock)).await;
-                        drop(slot);
-                        match r {
-                            Ok(Ok(s)) => {
-                                let _ = tx.send(Ok::<_, std::io::Error>(s)).await;
-                            }
-                            Ok(Err(e)) => {
-                                Refusals::log(&refusals, || format!("refused {peer}: {e}"))
-                            }
-                            Err(_) => Refusals::log(&refusals, || {
-                                format!(
-                                    "refused {peer}: no TLS handshake within {} s",
-                                    HANDSHAKE_TIMEOUT.as_secs()
-                                )
-                            }),
-                        }
-                    });
-                }
-            });
+            let rx = accept_tls(listener, acceptor, refusals);
             server.serve_with_incoming(ReceiverStream::new(rx)).await?;
         }
         (WorkerListen::Tcp(_), None) => unreachable!("refused above"),
     }
     Ok(())
+}
+
+/// A task admitted to run: its command line, where, and when.
+struct Admitted {
+    args: Vec<String>,
+    dir: PathBuf,
+    summary: PathBuf,
+    name: String,
+    /// Start and deadline on this host's clock.
+    start: i64,
+    deadline: i64,
+}
+
+impl Service {
+    /// Checks a task against the lease (its uploads, its port map, the
+    /// allow-list of options, a start still ahead) and builds the job's
+    /// command line.
+    fn admit(&self, req: Request<pb::Task>) -> Result<Admitted, Status> {
+        let (file, sink, summary, name, job_args, dir) = {
+            let st = self.leased(&req)?;
+            let task = req.get_ref();
+            if st.job.is_some() {
+                return Err(Status::failed_precondition("a task is already running"));
+            }
+            let file = st.files.get(&task.file_id).cloned().ok_or_else(|| {
+                Status::invalid_argument(format!("no uploaded file '{}'", shown(&task.file_id)))
+            })?;
+            let sink = st
+                .ports
+                .iter()
+                .find(|p| p.id == task.port)
+                .map(|p| p.sink.clone())
+                .ok_or_else(|| {
+                    Status::invalid_argument(format!("port {} is not in the port map", task.port))
+                })?;
+            let dir = st.dir.clone().expect("a lease has a directory");
+            // Only options of the allow-list; a file they read is an
+            // upload of this lease, named by its plain name.
+            let args = crate::jobargs::resolve(task.command(), &task.args, |n| {
+                st.files.get(n).map(|p| p.display().to_string())
+            })
+            .map_err(Status::invalid_argument)?;
+            (file, sink, dir.join(".summary.json"), st.name(), args, dir)
+        };
+        let task = req.into_inner();
+        let words =
+            command_words(task.command()).ok_or_else(|| Status::invalid_argument("no command"))?;
+        // Only sinks this worker announced.
+        if !ports().iter().any(|p| p.sink == sink) {
+            return Err(Status::invalid_argument(
+                "the task's port is not a sink this worker announced",
+            ));
+        }
+        // Start and deadline on the host's clock: the controller's instant,
+        // moved by this worker's measured offset, less the test shift.
+        let to_host = |t: i64| t + task.offset_ns - self.cfg.clock_offset_ns;
+        let (start, deadline) = (to_host(task.start_ns), to_host(task.deadline_ns));
+        if start < now_ns() {
+            return Err(Status::invalid_argument("the start time has passed"));
+        }
+        let mut args: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+        args.push(file.display().to_string());
+        args.extend([
+            "--to".into(),
+            sink,
+            "--start-at".into(),
+            start.to_string(),
+            "-q".into(),
+            "--stats-json".into(),
+            "-".into(),
+            "--summary-json".into(),
+            summary.display().to_string(),
+        ]);
+        if task.share_count > 1 {
+            args.push("--share".into());
+            args.push(format!("{}/{}", task.share_index + 1, task.share_count));
+            if let Some(by) = split_flag(task.split()) {
+                args.push("--share-by".into());
+                args.push(by.into());
+            }
+        }
+        args.extend(job_args);
+        if task.command() == pb::Command::Profile {
+            // A profile's `from:` captures are uploads beside it, nothing else.
+            args.push("--confine-inputs".into());
+        }
+        Ok(Admitted {
+            args,
+            dir,
+            summary,
+            name,
+            start,
+            deadline,
+        })
+    }
+}
+
+/// The job's process: `exe args` in `dir`, output piped, killed with the
+/// worker.
+fn job_command(exe: &Path, args: &[String], dir: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    // A worker that dies takes its job with it (the job stops cleanly on
+    // SIGTERM, summary flushed).
+    #[allow(unsafe_code)]
+    // SAFETY: runs in the forked child before exec; prctl is
+    // async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Forwards the job's statistics lines until its output ends, stopping it
+/// at its deadline (a controller that went away does not stop it: the
+/// deadline does); its exit status and its stderr.
+async fn watch(
+    job: &Admitted,
+    mut child: tokio::process::Child,
+    stdout: tokio::process::ChildStdout,
+    mut stderr: tokio::process::ChildStderr,
+    tx: &tokio::sync::mpsc::Sender<Result<pb::Update, Status>>,
+) -> (Option<std::process::ExitStatus>, String) {
+    let pid = child.id().unwrap_or(0);
+    let mut lines = BufReader::new(stdout).lines();
+    let err_text = tokio::spawn(async move {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s).await;
+        s
+    });
+    let until = Duration::from_nanos(job.deadline.saturating_sub(now_ns()).max(0) as u64);
+    let deadline_at = tokio::time::Instant::now() + until;
+    let mut stopped = false;
+    loop {
+        tokio::select! {
+            line = lines.next_line() => match line {
+                Ok(Some(l)) => {
+                    let _ = tx.send(Ok(pb::Update { kind: Some(update::Kind::Stats(l)) })).await;
+                }
+                _ => break,
+            },
+            _ = tokio::time::sleep_until(deadline_at), if !stopped => {
+                log(&format!("'{}': deadline reached: stopping the job", job.name));
+                signal(pid, libc::SIGTERM);
+                stopped = true;
+            }
+        }
+    }
+    let status = match tokio::time::timeout(KILL_AFTER, child.wait()).await {
+        Ok(s) => s.ok(),
+        Err(_) => {
+            let _ = child.kill().await;
+            child.wait().await.ok()
+        }
+    };
+    (status, err_text.await.unwrap_or_default())
+}
+
+/// The job's last update: its summary, or why there is none.
+fn outcome(summary: &Path, status: Option<std::process::ExitStatus>, err: &str) -> update::Kind {
+    match (std::fs::read_to_string(summary).ok(), status) {
+        (Some(t), _) => update::Kind::Finished(t),
+        // sluice exits 2 on bad input, before it sends anything.
+        (None, Some(s)) if s.code() == Some(2) => update::Kind::Refused(
+            // The cause, without clap's pointer to --help (the
+            // controller's user did not type this command line).
+            err.lines()
+                .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        (None, s) => update::Kind::Failed(format!(
+            "{} ({})",
+            err.trim(),
+            s.map_or("killed".into(), |s| s.to_string())
+        )),
+    }
+}
+
+/// Ends leases nobody used for `idle`, with their uploads.
+fn sweep_idle_leases(sweep: Arc<Mutex<State>>, idle: Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(idle.min(Duration::from_secs(5)) / 2);
+        loop {
+            tick.tick().await;
+            let mut st = lock(&sweep);
+            if st.lease.is_some() && !st.held(idle) {
+                let name = st.name();
+                let n = st.end_lease();
+                log(&format!(
+                    "the lease of '{name}' expired unused: {n} uploads removed"
+                ));
+            }
+        }
+    });
+}
+
+/// Accepts unix-socket clients whose peer uid is admitted; the others are
+/// refused and logged (rate-limited).
+fn accept_unix(
+    listener: tokio::net::UnixListener,
+    refusals: Arc<Mutex<Refusals>>,
+) -> tokio::sync::mpsc::Receiver<std::io::Result<tokio::net::UnixStream>> {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(async move {
+        loop {
+            let sock = match listener.accept().await {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    accept_failed(&e, &refusals).await;
+                    continue;
+                }
+            };
+            match sock.peer_cred() {
+                Ok(c) if sluice_sys::peer::admitted(c.uid()) => {
+                    if tx.send(Ok::<_, std::io::Error>(sock)).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(c) => {
+                    Refusals::log(&refusals, || format!("refused a client of uid {}", c.uid()))
+                }
+                Err(e) => Refusals::log(&refusals, || format!("refused a client: {e}")),
+            }
+        }
+    });
+    rx
+}
+
+/// Accepts TLS clients: handshakes capped in all and per address, each
+/// within HANDSHAKE_TIMEOUT; failures refused and logged (rate-limited).
+fn accept_tls(
+    listener: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    refusals: Arc<Mutex<Refusals>>,
+) -> tokio::sync::mpsc::Receiver<
+    std::io::Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>,
+> {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let all = Arc::new(tokio::sync::Semaphore::new(HANDSHAKES));
+    let peers = Arc::new(Mutex::new(HashMap::new()));
+    tokio::spawn(async move {
+        loop {
+            let (sock, peer) = match listener.accept().await {
+                Ok(c) => c,
+                Err(e) => {
+                    accept_failed(&e, &refusals).await;
+                    continue;
+                }
+            };
+            // Unauthenticated handshakes are capped in all and per
+            // address: a flood of idle connections cannot lock
+            // controllers out, nor hold the worker's descriptors.
+            let Some(slot) = Slot::take(&all, &peers, peer.ip()) else {
+                Refusals::log(&refusals, || {
+                    format!("refused {peer}: too many TLS handshakes in progress")
+                });
+                continue;
+            };
+            // Clock exchanges are single small messages: no Nagle.
+            let _ = sock.set_nodelay(true);
+            let (acceptor, tx, refusals) = (acceptor.clone(), tx.clone(), refusals.clone());
+            tokio::spawn(async move {
+                let r = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock)).await;
+                drop(slot);
+                match r {
+                    Ok(Ok(s)) => {
+                        let _ = tx.send(Ok::<_, std::io::Error>(s)).await;
+                    }
+                    Ok(Err(e)) => Refusals::log(&refusals, || format!("refused {peer}: {e}")),
+                    Err(_) => Refusals::log(&refusals, || {
+                        format!(
+                            "refused {peer}: no TLS handshake within {} s",
+                            HANDSHAKE_TIMEOUT.as_secs()
+                        )
+                    }),
+                }
+            });
+        }
+    });
+    rx
 }
