@@ -888,3 +888,7 @@ pub fn describe(e: &anyhow::Error) -> String {
     }
     parts.join(": ")
 }
+
+#[cfg(test)]
+#[path = "control_tests.rs"]
+mod tests;

@@ -1,0 +1,195 @@
+//! The controller's stages against an in-process worker on a unix socket
+//! (its job a script that answers as `sluice` would): register, ports,
+//! clocks, upload, start and gather, each on its own.
+
+use super::*;
+use crate::worker::{serve, WorkerConfig, WorkerListen};
+use std::os::unix::fs::PermissionsExt;
+
+/// A worker serving on a socket in `dir`, its jobs run by `exe`.
+async fn worker(dir: &Path, exe: &Path) -> String {
+    let sock = dir.join("w.sock");
+    let cfg = WorkerConfig {
+        listen: WorkerListen::Unix(sock.clone()),
+        tls: None,
+        clock_offset_ns: 0,
+        exe: exe.to_path_buf(),
+        max_upload: 1 << 20,
+        clock_service: crate::clocksvc::ClockServiceSpec::None,
+        work_dir: Some(dir.to_path_buf()),
+        lease_idle: Duration::from_secs(30),
+    };
+    tokio::spawn(serve(cfg));
+    for _ in 0..500 {
+        if sock.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    format!("unix:{}", sock.display())
+}
+
+/// A job script: one statistics line, then `summary` written where
+/// `--summary-json` says (or, with `summary` empty, exit 2 as bad input).
+fn job(dir: &Path, summary: &str) -> PathBuf {
+    let p = dir.join("job.sh");
+    let body = if summary.is_empty() {
+        "echo 'error: --bogus is not an option' >&2; exit 2".to_string()
+    } else {
+        format!(
+            "while [ $# -gt 0 ]; do [ \"$1\" = --summary-json ] && out=$2; shift; done\n\
+             echo '{{\"packets\": 3, \"pps\": 10}}'\n\
+             echo '{summary}' > \"$out\""
+        )
+    };
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+fn config(dir: &Path, address: &str, to: &str) -> ControlConfig {
+    let file = dir.join("t.pcap");
+    std::fs::write(&file, b"the job's input").unwrap();
+    ControlConfig {
+        plan: Plan {
+            workers: vec![crate::plan::WorkerEntry {
+                name: "w1".into(),
+                address: address.into(),
+                to: to.into(),
+            }],
+            command: pb::Command::Replay,
+            file,
+            files: Vec::new(),
+            args: Vec::new(),
+            duration_ns: 200_000_000,
+            split: pb::Split::default(),
+        },
+        tls: None,
+        start_in: Some(Duration::from_millis(300)),
+        max_skew_ns: 1_000_000_000,
+        on_loss: OnLoss::Abort,
+        correct: true,
+        rounds: 4,
+        stop: Arc::default(),
+        on_stats: Box::new(|_, _, _| {}),
+        on_status: Box::new(|_| {}),
+    }
+}
+
+#[tokio::test]
+async fn register_takes_the_lease_and_a_second_controller_is_turned_away() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = worker(d.path(), &job(d.path(), "{}")).await;
+    let cfg = config(d.path(), &addr, "null");
+    let mut conns = Vec::new();
+    register_all(&cfg, &mut conns).await.unwrap();
+    assert_eq!(conns.len(), 1);
+    let r = &conns[0].result;
+    assert_eq!(
+        (r.name.as_str(), r.port, r.sink.as_str()),
+        ("w1", 0, "null")
+    );
+    assert_eq!(r.clock_service, None, "no clock service was asked for");
+    let mut others = Vec::new();
+    let e = register_all(&cfg, &mut others).await.unwrap_err();
+    assert!(e.downcast_ref::<Environment>().is_some(), "{e}");
+    release_all(&mut conns).await;
+    // Released: the next controller gets it.
+    register_all(&cfg, &mut others).await.unwrap();
+    release_all(&mut others).await;
+}
+
+#[tokio::test]
+async fn a_port_the_worker_lacks_is_refused_naming_what_it_has() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = worker(d.path(), &job(d.path(), "{}")).await;
+    let cfg = config(d.path(), &addr, "afpacket:sl-no-such-if");
+    let mut conns = Vec::new();
+    let e = register_all(&cfg, &mut conns)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no port afpacket:sl-no-such-if (it has null"),
+        "{e}"
+    );
+    release_all(&mut conns).await;
+}
+
+#[tokio::test]
+async fn the_measured_offset_lies_within_its_bound_and_max_skew_refuses() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = worker(d.path(), &job(d.path(), "{}")).await;
+    let mut cfg = config(d.path(), &addr, "null");
+    let mut conns = Vec::new();
+    register_all(&cfg, &mut conns).await.unwrap();
+    publish_ports(&mut conns).await.unwrap();
+    let rtt = measure_clocks(&cfg, &mut conns).await.unwrap();
+    let r = &conns[0].result;
+    // One clock on both ends: the true offset, 0, is within ± half the
+    // minimum round trip by the four-timestamp formula.
+    assert!(
+        r.offset_ns.unsigned_abs() <= r.offset_uncertainty_ns + 1,
+        "{r:?}"
+    );
+    assert_eq!(rtt, 2 * r.offset_uncertainty_ns);
+    cfg.max_skew_ns = 0;
+    let e = measure_clocks(&cfg, &mut conns).await.unwrap_err();
+    assert!(e.to_string().contains("above --max-skew 0 ns"), "{e}");
+    release_all(&mut conns).await;
+}
+
+#[tokio::test]
+async fn uploads_land_under_their_plain_names() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = worker(d.path(), &job(d.path(), "{}")).await;
+    let cfg = config(d.path(), &addr, "null");
+    let mut conns = Vec::new();
+    register_all(&cfg, &mut conns).await.unwrap();
+    let ids = upload_all(&cfg.plan, &mut conns).await.unwrap();
+    assert_eq!(ids, vec!["t.pcap".to_string()]);
+    release_all(&mut conns).await;
+}
+
+#[tokio::test]
+async fn a_run_gathers_each_workers_statistics_and_summary() {
+    let d = tempfile::tempdir().unwrap();
+    let summary =
+        r#"{"packets": 7, "frame_bytes": 448, "late": 1, "dropped": 2, "duration_s": 0.5}"#;
+    let addr = worker(d.path(), &job(d.path(), summary)).await;
+    let mut cfg = config(d.path(), &addr, "null");
+    let stats = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = stats.clone();
+    cfg.on_stats = Box::new(move |w, port, v| {
+        seen.lock()
+            .unwrap()
+            .push((w.to_string(), port, v["packets"].as_u64()));
+    });
+    let s = run(cfg).await.unwrap();
+    let w = &s.workers[0];
+    assert_eq!(w.error, None);
+    assert_eq!(w.last_packets, Some(3));
+    assert!(w.start_ns.is_some(), "the worker accepted a start");
+    assert_eq!(
+        (s.total.finished, s.total.packets, s.total.frame_bytes),
+        (1, 7, 448)
+    );
+    assert_eq!((s.total.late, s.total.dropped), (1, 2));
+    assert_eq!(s.total.pps, Some(14.0));
+    assert_eq!(*stats.lock().unwrap(), vec![("w1".to_string(), 0, Some(3))]);
+}
+
+#[tokio::test]
+async fn a_job_refused_as_bad_input_says_why_and_counts_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = worker(d.path(), &job(d.path(), "")).await;
+    let s = run(config(d.path(), &addr, "null")).await.unwrap();
+    let w = &s.workers[0];
+    assert!(w.refused, "{w:?}");
+    let e = w.error.as_deref().unwrap_or_default();
+    assert!(
+        e.contains("worker 'w1': error: --bogus is not an option"),
+        "{e}"
+    );
+    assert_eq!((s.total.finished, s.total.packets), (0, 0));
+}
