@@ -92,13 +92,14 @@ impl OnOffSource {
             let mut rng = SmallRng::seed_from_u64(
                 cfg.seed ^ u64::from(k).wrapping_mul(0x9e37_79b9_7f4a_7c15),
             );
-            let (first, on_end) = if rng.random::<f64>() < p_on {
-                let first = rng.random::<f64>() * cfg.gap.mean;
-                (first, first + cfg.on.sample(&mut rng))
+            // ON now (its first frame within a mean gap), or ON after a
+            // uniform part of an OFF period.
+            let first = if rng.random::<f64>() < p_on {
+                rng.random::<f64>() * cfg.gap.mean
             } else {
-                let start = rng.random::<f64>() * cfg.off.sample(&mut rng);
-                (start, start + cfg.on.sample(&mut rng))
+                rng.random::<f64>() * cfg.off.sample(&mut rng)
             };
+            let on_end = first + cfg.on.sample(&mut rng);
             next.push(Reverse((first as u64, k)));
             flows.push(Flow {
                 rng,

@@ -60,10 +60,10 @@ pub struct Synth {
 
 impl Synth {
     pub fn new(profile: Profile) -> Self {
-        let seed = profile.seed;
+        let (gaps, sizes) = generators(profile.seed);
         Synth {
-            gaps: SmallRng::seed_from_u64(seed),
-            sizes: SmallRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15),
+            gaps,
+            sizes,
             profile,
             t: 0.0,
             index: 0,
@@ -82,21 +82,10 @@ impl Synth {
         };
         match mode {
             ShareMode::Skip => {}
-            ShareMode::Stride => {
-                // Packet K first, at K gaps (added one by one, as the
-                // single sender rounds them); the sizes of the others drawn
-                // and dropped, so every packet keeps its own size.
-                for _ in 0..k {
-                    self.t += self.profile.gap.mean;
-                    self.profile.size.sample(&mut self.sizes);
-                }
-                self.index = k;
-            }
+            ShareMode::Stride => self.pass_over(k),
             ShareMode::Thin => {
                 let mix = u64::from(share.index + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                let seed = self.profile.seed ^ mix;
-                self.gaps = SmallRng::seed_from_u64(seed);
-                self.sizes = SmallRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
+                (self.gaps, self.sizes) = generators(self.profile.seed ^ mix);
                 let mean = self.profile.gap.mean * n as f64;
                 self.profile.gap = GapLaw::new("poisson", mean, Spread::None)
                     .expect("a positive mean stays positive");
@@ -124,13 +113,9 @@ impl Synth {
         };
         match self.share {
             Some((s, ShareMode::Stride)) => {
-                let n = u64::from(s.count);
                 self.t += self.profile.gap.mean;
-                for _ in 1..n {
-                    self.t += self.profile.gap.mean;
-                    self.profile.size.sample(&mut self.sizes);
-                }
-                self.index += n;
+                self.index += 1;
+                self.pass_over(u64::from(s.count) - 1);
             }
             Some((s, ShareMode::Thin)) => {
                 self.t += self.profile.gap.sample(&mut self.gaps);
@@ -144,6 +129,18 @@ impl Synth {
         p
     }
 
+    /// Moves a constant-gap sequence `n` packets on without planning
+    /// them: their gaps added one by one (as the single sender rounds
+    /// them), their sizes drawn and dropped, so every packet planned keeps
+    /// its own size.
+    fn pass_over(&mut self, n: u64) {
+        for _ in 0..n {
+            self.t += self.profile.gap.mean;
+            self.profile.size.sample(&mut self.sizes);
+        }
+        self.index += n;
+    }
+
     pub fn profile(&self) -> &Profile {
         &self.profile
     }
@@ -155,6 +152,15 @@ impl Synth {
             Stop::Duration(_) => None,
         }
     }
+}
+
+/// The generators of gaps and of sizes seeded from `seed`: two streams, so
+/// changing the size law never changes the times.
+fn generators(seed: u64) -> (SmallRng, SmallRng) {
+    (
+        SmallRng::seed_from_u64(seed),
+        SmallRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15),
+    )
 }
 
 /// The stop flag (SIGINT, SIGTERM) every synthesized sequence watches:
