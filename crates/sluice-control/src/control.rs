@@ -773,10 +773,14 @@ impl Gather {
         }
     }
 
-    /// Records a failure, and stops the others when `on_loss` says so.
+    /// Records a worker's failure; when `on_loss` says so and it is the
+    /// first with others still running, aborts them.
     fn failed(&mut self, r: &mut WorkerResult, e: String, on_loss: OnLoss) {
-        if let Some(a) = fail(r, e, on_loss, self.open, &self.aborted) {
-            self.aborted = Some(a);
+        // A broken stderr must not end the controller.
+        let _ = writeln!(std::io::stderr(), "sluice control: {e}");
+        r.error = Some(e.clone());
+        if on_loss == OnLoss::Abort && self.aborted.is_none() && self.open > 0 {
+            self.aborted = Some(e);
             self.stop_all();
         }
     }
@@ -838,21 +842,6 @@ fn totals(conns: &[Conn]) -> Totals {
         total.bps = Some(total.frame_bytes as f64 * 8.0 / end_s);
     }
     total
-}
-
-/// Records a worker's failure; the reason to abort the others, when
-/// `on_loss` says so and this is the first failure with others running.
-fn fail(
-    r: &mut WorkerResult,
-    e: String,
-    on_loss: OnLoss,
-    open: usize,
-    aborted: &Option<String>,
-) -> Option<String> {
-    // A broken stderr must not end the controller.
-    let _ = writeln!(std::io::stderr(), "sluice control: {e}");
-    r.error = Some(e.clone());
-    (on_loss == OnLoss::Abort && aborted.is_none() && open > 0).then_some(e)
 }
 
 enum Event {

@@ -76,11 +76,19 @@ fn config(dir: &Path, address: &str, to: &str) -> ControlConfig {
     }
 }
 
+/// A worker whose jobs answer with `summary` (see [`job`]), and a
+/// controller's config sending through its port `to`; the directory holds
+/// both and goes with the test.
+async fn setup(to: &str, summary: &str) -> (tempfile::TempDir, ControlConfig) {
+    let d = tempfile::tempdir().unwrap();
+    let addr = worker(d.path(), &job(d.path(), summary)).await;
+    let cfg = config(d.path(), &addr, to);
+    (d, cfg)
+}
+
 #[tokio::test]
 async fn register_takes_the_lease_and_a_second_controller_is_turned_away() {
-    let d = tempfile::tempdir().unwrap();
-    let addr = worker(d.path(), &job(d.path(), "{}")).await;
-    let cfg = config(d.path(), &addr, "null");
+    let (_d, cfg) = setup("null", "{}").await;
     let mut conns = Vec::new();
     register_all(&cfg, &mut conns).await.unwrap();
     assert_eq!(conns.len(), 1);
@@ -101,9 +109,7 @@ async fn register_takes_the_lease_and_a_second_controller_is_turned_away() {
 
 #[tokio::test]
 async fn a_port_the_worker_lacks_is_refused_naming_what_it_has() {
-    let d = tempfile::tempdir().unwrap();
-    let addr = worker(d.path(), &job(d.path(), "{}")).await;
-    let cfg = config(d.path(), &addr, "afpacket:sl-no-such-if");
+    let (_d, cfg) = setup("afpacket:sl-no-such-if", "{}").await;
     let mut conns = Vec::new();
     let e = register_all(&cfg, &mut conns)
         .await
@@ -118,9 +124,7 @@ async fn a_port_the_worker_lacks_is_refused_naming_what_it_has() {
 
 #[tokio::test]
 async fn the_measured_offset_lies_within_its_bound_and_max_skew_refuses() {
-    let d = tempfile::tempdir().unwrap();
-    let addr = worker(d.path(), &job(d.path(), "{}")).await;
-    let mut cfg = config(d.path(), &addr, "null");
+    let (_d, mut cfg) = setup("null", "{}").await;
     let mut conns = Vec::new();
     register_all(&cfg, &mut conns).await.unwrap();
     publish_ports(&mut conns).await.unwrap();
@@ -141,9 +145,7 @@ async fn the_measured_offset_lies_within_its_bound_and_max_skew_refuses() {
 
 #[tokio::test]
 async fn uploads_land_under_their_plain_names() {
-    let d = tempfile::tempdir().unwrap();
-    let addr = worker(d.path(), &job(d.path(), "{}")).await;
-    let cfg = config(d.path(), &addr, "null");
+    let (_d, cfg) = setup("null", "{}").await;
     let mut conns = Vec::new();
     register_all(&cfg, &mut conns).await.unwrap();
     let ids = upload_all(&cfg.plan, &mut conns).await.unwrap();
@@ -153,11 +155,9 @@ async fn uploads_land_under_their_plain_names() {
 
 #[tokio::test]
 async fn a_run_gathers_each_workers_statistics_and_summary() {
-    let d = tempfile::tempdir().unwrap();
     let summary =
         r#"{"packets": 7, "frame_bytes": 448, "late": 1, "dropped": 2, "duration_s": 0.5}"#;
-    let addr = worker(d.path(), &job(d.path(), summary)).await;
-    let mut cfg = config(d.path(), &addr, "null");
+    let (_d, mut cfg) = setup("null", summary).await;
     let stats = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = stats.clone();
     cfg.on_stats = Box::new(move |w, port, v| {
@@ -181,9 +181,8 @@ async fn a_run_gathers_each_workers_statistics_and_summary() {
 
 #[tokio::test]
 async fn a_job_refused_as_bad_input_says_why_and_counts_nothing() {
-    let d = tempfile::tempdir().unwrap();
-    let addr = worker(d.path(), &job(d.path(), "")).await;
-    let s = run(config(d.path(), &addr, "null")).await.unwrap();
+    let (_d, cfg) = setup("null", "").await;
+    let s = run(cfg).await.unwrap();
     let w = &s.workers[0];
     assert!(w.refused, "{w:?}");
     let e = w.error.as_deref().unwrap_or_default();
