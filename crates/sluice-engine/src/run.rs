@@ -6,9 +6,8 @@ use crate::io::{self, IoContext, PRIME_BATCHES};
 use crate::stats::{CounterSnapshot, IntervalStats, Observer, SharedCounters, Summary};
 use crate::tsc::TscClock;
 use crate::tx::{BatchFeed, TxCore, TxLoop, TxReport, TxSetup};
-use sluice_core::Fates;
 use sluice_core::{
-    Clock, ErrorHistogram, MonoTime, MonotonicClock, Nanos, OutboxRules, VirtualClock,
+    Clock, ErrorHistogram, Fates, MonoTime, MonotonicClock, Nanos, OutboxRules, VirtualClock,
 };
 use sluice_pace::{Pacer, SpinSleep, Waiter};
 use sluice_sink::{Sink, SinkError};
@@ -102,6 +101,11 @@ pub(crate) fn run_source_on(
     (mono, virtual_clock): (MonotonicClock, VirtualClock),
 ) -> Result<Summary, EngineError> {
     let n = sinks.len().max(1);
+    let fates = source.wants_fates().then(|| Arc::new(Fates::new()));
+    if fates.is_some() && n > 1 {
+        // Fates are matched to frames by order, which holds on one thread.
+        return Err(EngineError::FatesOnOneThread(n));
+    }
     let (free_tx, free_rx) = crossbeam_channel::unbounded();
     let (primed_tx, primed_rx) = crossbeam_channel::bounded(1);
     let mut to_tx = Vec::with_capacity(n);
@@ -110,11 +114,6 @@ pub(crate) fn run_source_on(
         let (s, r) = crossbeam_channel::bounded(QUEUE_BATCHES);
         to_tx.push(s);
         from_io.push(r);
-    }
-    let fates = source.wants_fates().then(|| Arc::new(Fates::new()));
-    if fates.is_some() && n > 1 {
-        // Fates are matched to frames by order, which holds on one thread.
-        return Err(EngineError::FatesOnOneThread(n));
     }
     // A live source's packets arrive while the clock runs: the start is
     // fixed first, and the source stamps arrivals on the run's clock.

@@ -7,8 +7,7 @@
 //! (raw IPv4/IPv6, Linux SLL/SLL2, NULL/LOOP); the rest are refused, or
 //! skipped and counted with `skip_unsupported`.
 
-use crate::seam::{Due, Outbox};
-use crate::seam::{End, Origin, Source, SourceError, SourceReport};
+use crate::seam::{Due, End, Origin, Outbox, Source, SourceError, SourceReport};
 use crate::split::{SplitMode, Splitter};
 use sluice_capture::CaptureReader;
 use sluice_core::Nanos;

@@ -168,7 +168,6 @@ impl PacketSpec {
         self.proto == "udp6"
     }
 
-    /// Ethernet, IP and UDP headers: the smallest frame.
     /// UDP headers of each flow: flow k from source port `sport + k`.
     pub fn flow_headers(
         &self,
@@ -189,6 +188,7 @@ impl PacketSpec {
             .collect()
     }
 
+    /// Ethernet, IP and UDP headers: the smallest frame.
     pub fn header_len(&self) -> u16 {
         if self.v6() {
             62

@@ -3,8 +3,7 @@
 
 use super::fourier::FourierPlan;
 use super::synth::{Planned, Synth};
-use crate::seam::{End, Origin, Source, SourceError, SourceReport};
-use crate::seam::{Lane, Outbox};
+use crate::seam::{End, Lane, Origin, Outbox, Source, SourceError, SourceReport};
 use sluice_core::Nanos;
 use sluice_wire::{FlowHeaders, MacAddr, PacketFields};
 
