@@ -33,7 +33,7 @@ pub enum Kind {
 impl Kind {
     pub fn tag(self) -> &'static str {
         match self {
-            Kind::Summary => "sluice.summary/1",
+            Kind::Summary => "sluice.summary/2",
             Kind::Interval => "sluice.interval/1",
             Kind::Analysis => "sluice.analysis/1",
             Kind::GapErrors => "sluice.gap-errors/1",
@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(t, r#"{"schema":"sluice.analysis/1","a":1,"b":null}"#);
         let t = line(Kind::Summary, &Body { a: 1, b: None }).unwrap();
         assert!(
-            t.starts_with(r#"{"schema":"sluice.summary/1","run":{"started":""#),
+            t.starts_with(r#"{"schema":"sluice.summary/2","run":{"started":""#),
             "{t}"
         );
         assert!(t.ends_with(r#""a":1,"b":null}"#), "{t}");

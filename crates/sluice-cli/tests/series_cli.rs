@@ -218,7 +218,7 @@ fn an_unroutable_mapped_source_is_refused_before_sending() {
     assert!(o.status.success(), "{}", stderr(&o));
     let j = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
     assert_eq!(j["packets"], 9000, "{j}");
-    let per_flow: u64 = j["flows"]
+    let per_flow: u64 = j["series"]["flows"]
         .as_array()
         .unwrap()
         .iter()

@@ -89,11 +89,11 @@ fn conforming_play_stamps_every_datagram_with_its_record_time() {
     // Frame bytes on the wire; payload bytes per flow.
     let wire: usize = got.iter().map(|(_, f)| f.len()).sum();
     assert_eq!(s["frame_bytes"], wire as u64);
-    assert_eq!(s["flows"].as_array().unwrap().len(), 3);
-    for f in s["flows"].as_array().unwrap() {
+    assert_eq!(s["series"]["flows"].as_array().unwrap().len(), 3);
+    for f in s["series"]["flows"].as_array().unwrap() {
         assert_eq!(f["sent"], 1000, "{f}");
     }
-    let payload: u64 = s["flows"]
+    let payload: u64 = s["series"]["flows"]
         .as_array()
         .unwrap()
         .iter()
@@ -162,7 +162,7 @@ fn out_of_order_records_leave_within_their_window() {
     sorted.sort_unstable();
     assert_eq!(sorted, (0..4000).collect::<Vec<_>>());
     assert_ne!(position, sorted, "some records must leave out of order");
-    let ooo = s["out_of_order"].as_u64().unwrap();
+    let ooo = s["series"]["out_of_order"].as_u64().unwrap();
     assert!((600..1000).contains(&ooo), "P = 0.2 of 4000: {ooo}");
     assert!(late_sent <= ooo);
     // The same seed gives the same run.
@@ -179,11 +179,11 @@ fn devices_limit_and_multiply_and_mapping_applies() {
     let (o, s) = play(&arc, &out, &["--devices", "2"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(read_all(&out).len(), 200);
-    assert_eq!(s["filtered"], 200);
+    assert_eq!(s["series"]["filtered"], 200);
     let (o, s) = play(&arc, &out, &["--devices", "x3"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(read_all(&out).len(), 1200);
-    let flows = s["flows"].as_array().unwrap();
+    let flows = s["series"]["flows"].as_array().unwrap();
     assert_eq!(flows.len(), 12);
     assert!(flows.iter().all(|f| f["sent"] == 100));
 
@@ -228,7 +228,7 @@ fn long_records_are_fragmented_and_tshark_reassembles_them() {
     let out = d.join("out.pcap");
     let (o, s) = play(&arc, &out, &["--mtu", "1500"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let frames = s["frames"].as_u64().unwrap();
+    let frames = s["series"]["frames"].as_u64().unwrap();
     assert!(frames > 20, "fragmented: {frames} frames for 20 records");
     assert_eq!(read_all(&out).len() as u64, frames);
     // tshark reassembles every datagram, and checks IP and UDP checksums.
@@ -333,7 +333,7 @@ fn preload_sends_exactly_what_streaming_sends() {
         }
         assert_eq!(s1["packets"], s2["packets"]);
         if !extra.contains(&"--workers") {
-            assert_eq!(s1["flows"], s2["flows"]);
+            assert_eq!(s1["series"]["flows"], s2["series"]["flows"]);
         }
     }
     // Over the memory budget: a warning, then the same run streamed.
@@ -366,11 +366,11 @@ fn two_tx_threads_rescue_by_default_and_count_every_record_once() {
         assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
         let s: serde_json::Value = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
         assert_eq!(s["packets"], 1000, "{extra:?}");
-        let flows = s["flows"].as_array().unwrap();
+        let flows = s["series"]["flows"].as_array().unwrap();
         assert_eq!(flows.len(), 2);
         let sent: u64 = flows.iter().map(|f| f["sent"].as_u64().unwrap()).sum();
         assert_eq!(sent, 1000, "{extra:?}: per-flow counts over both threads");
-        assert_eq!(s["rescued"].is_u64(), rescue, "{extra:?}: {s}");
+        assert_eq!(s["series"]["rescued"].is_u64(), rescue, "{extra:?}: {s}");
     }
     let o = run(&[&base[..], &["--rescue-after", "soon"]].concat());
     assert_eq!(o.status.code(), Some(2));

@@ -151,7 +151,7 @@ fn play_into_receiver(
 }
 
 fn summary_flows(v: &serde_json::Value) -> Vec<(String, u64)> {
-    v["flows"]
+    v["series"]["flows"]
         .as_array()
         .unwrap()
         .iter()
@@ -241,7 +241,7 @@ fn series_frames_through_afpacket_are_reassembled_by_the_receivers_kernel() {
         assert_eq!(data[..], sent[i][30..], "record {i} data");
         assert_eq!(*port, 4000 + (i % 3) as u16, "record {i} flow");
     }
-    assert_eq!(v["frames"], 900, "3 fragments per datagram");
+    assert_eq!(v["series"]["frames"], 900, "3 fragments per datagram");
 }
 
 /// Frames the interface cannot take are skipped and counted by reason; the
@@ -353,7 +353,7 @@ fn series_udp_sink_sends_each_mapped_device_from_its_own_port() {
         };
         assert_eq!(*port, want, "{device} left from port {port}");
     }
-    let flows: Vec<(String, String)> = summary["flows"]
+    let flows: Vec<(String, String)> = summary["series"]["flows"]
         .as_array()
         .unwrap()
         .iter()

@@ -107,7 +107,7 @@ pub struct WorkerResult {
     pub clock_service_bound_ns: Option<u64>,
     /// When the worker said its job starts, on the controller's clock.
     pub start_ns: Option<i64>,
-    /// Its job's `--summary-json` (sluice.summary/1).
+    /// Its job's `--summary-json` (sluice.summary/2).
     pub summary: Option<Value>,
     /// Why it did not finish: its job's error, or the connection lost.
     pub error: Option<String>,

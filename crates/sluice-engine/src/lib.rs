@@ -15,6 +15,7 @@
 //! statistics once per interval. Synchronous: no async runtime on the data
 //! path. docs/ARCHITECTURE.md draws the threads.
 
+mod batch;
 mod config;
 #[cfg(test)]
 mod harness;
@@ -25,10 +26,11 @@ mod stats;
 mod tsc;
 mod tx;
 
+pub use batch::run_source;
 pub use config::{ClockChoice, EngineConfig};
-pub use run::{run_source, EngineError};
+pub use run::EngineError;
 pub use series::{run_series, SeriesConfig, SeriesPayload};
-pub use stats::{duration, FlowStats, IntervalStats, Observer, RunTiming, Summary};
+pub use stats::{duration, FlowStats, IntervalStats, Observer, RunTiming, SeriesSummary, Summary};
 pub use tsc::{ClockReport, TscClock};
 
 /// Runs side by side, four spinning TX threads would share two CPUs and

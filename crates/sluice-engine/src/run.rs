@@ -2,30 +2,21 @@
 //! statistics once per interval, collect the summary.
 
 use crate::config::{ClockChoice, EngineConfig};
-use crate::io::{self, IoContext, PRIME_BATCHES};
 use crate::stats::{CounterSnapshot, IntervalStats, Observer, SharedCounters, Summary};
 use crate::tsc::TscClock;
-use crate::tx::{BatchFeed, TxCore, TxLoop, TxReport, TxSetup};
-use sluice_core::{
-    Clock, ErrorHistogram, Fates, MonoTime, MonotonicClock, Nanos, OutboxRules, VirtualClock,
-};
+use crate::tx::{Board, Feed, TxCore, TxLoop, TxReport, TxSetup};
+use sluice_core::{Clock, ErrorHistogram, Fates, MonoTime, MonotonicClock, Nanos, VirtualClock};
 use sluice_pace::{Pacer, SpinSleep, Waiter};
 use sluice_sink::{Sink, SinkError};
-use sluice_source::{Fault, Origin, RunContext, Source, SourceError};
+use sluice_source::{Fault, SourceError};
 use sluice_sys::sched as os;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::Duration;
 
-/// Batches queued per TX thread: with 512-packet batches, 64 batches are
-/// 32k packets of lead over the disk.
-const QUEUE_BATCHES: usize = 64;
 /// Lead between releasing the threads and the first due time.
 const START_LEAD: Nanos = Nanos::from_millis(2);
-/// A batch is handed to its TX thread before a packet due this long after
-/// its first (batches end at gaps; see `Outbox`).
-const BATCH_SPAN: Nanos = Nanos::from_millis(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -79,130 +70,67 @@ impl EngineError {
     }
 }
 
-/// Runs `source` into `sinks` (one TX thread per sink): the IO thread runs
-/// the source into batches, the TX threads pace them out.
-pub fn run_source(
-    source: impl Source + 'static,
-    sinks: Vec<Box<dyn Sink>>,
-    cfg: &EngineConfig,
-    observer: &mut dyn Observer,
-) -> Result<Summary, EngineError> {
-    let clocks = (MonotonicClock::new(), VirtualClock::new(MonoTime(0)));
-    run_source_on(source, sinks, cfg, observer, clocks)
+/// One way of feeding the TX threads: the batch pipeline of every
+/// [`Source`](sluice_source::Source) (`batch.rs`) or time-series play
+/// (`series/`). [`Run::execute`] runs either: threads, priming, the common
+/// start, joins, errors and the summary exist once, there.
+pub(crate) trait Pipeline {
+    type Feed: Feed + Send + 'static;
+    /// What a TX thread keeps of its feed once it is done (the feed itself
+    /// is dropped in the thread, so channels close as threads end).
+    type Tally: Send + 'static;
+    /// Named in the warning for packets larger than the sink accepts.
+    const OVERSIZE: &'static str;
+
+    /// A live pipeline's packets arrive while the clock runs: its start is
+    /// fixed before [`prime`](Self::prime), the others' after.
+    fn live(&self) -> bool {
+        false
+    }
+
+    /// Starts the helper threads for `lanes` TX threads and waits for the
+    /// prefetch lead; returns the capture timestamp (ns) of the first due
+    /// time, the base of `pcap:` output stamps.
+    fn prime(
+        &mut self,
+        lanes: usize,
+        start: Option<MonoTime>,
+        clock: MonotonicClock,
+    ) -> Result<u64, EngineError>;
+
+    /// Departure fates the TX thread records (a source that asked).
+    fn fates(&self) -> Option<Arc<Fates>> {
+        None
+    }
+
+    /// The rescue board the TX threads share (None: flows stay on their
+    /// thread).
+    fn board(&self, _lanes: usize, _cfg: &EngineConfig) -> Option<Arc<Board<FeedUnit<Self>>>> {
+        None
+    }
+
+    /// The feed of TX thread `i`, which sends into `sink`.
+    fn feed(&mut self, i: usize, sink: &dyn Sink) -> Self::Feed;
+
+    /// What TX thread `i` keeps of its feed.
+    fn tally(feed: Self::Feed) -> Self::Tally;
+
+    /// Adds the pipeline's per-flow statistics to an interval.
+    fn interval(&self, _stats: &mut IntervalStats) {}
+
+    /// Joins the helper threads once the TX threads are done, fills the
+    /// pipeline's part of `summary` and returns its warnings; the first
+    /// helper error otherwise.
+    fn finish(
+        self,
+        tallies: Vec<Self::Tally>,
+        rescued: u64,
+        summary: &mut Summary,
+    ) -> Result<Vec<String>, EngineError>;
 }
 
-/// [`run_source`] on the given clocks: CLOCK_MONOTONIC, and the virtual
-/// clock `ClockChoice::Virtual` runs on (the harness moves it from a sink).
-pub(crate) fn run_source_on(
-    mut source: impl Source + 'static,
-    sinks: Vec<Box<dyn Sink>>,
-    cfg: &EngineConfig,
-    observer: &mut dyn Observer,
-    (mono, virtual_clock): (MonotonicClock, VirtualClock),
-) -> Result<Summary, EngineError> {
-    let n = sinks.len().max(1);
-    let fates = source.wants_fates().then(|| Arc::new(Fates::new()));
-    if fates.is_some() && n > 1 {
-        // Fates are matched to frames by order, which holds on one thread.
-        return Err(EngineError::FatesOnOneThread(n));
-    }
-    let (free_tx, free_rx) = crossbeam_channel::unbounded();
-    let (primed_tx, primed_rx) = crossbeam_channel::bounded(1);
-    let mut to_tx = Vec::with_capacity(n);
-    let mut from_io = Vec::with_capacity(n);
-    for _ in 0..n {
-        let (s, r) = crossbeam_channel::bounded(QUEUE_BATCHES);
-        to_tx.push(s);
-        from_io.push(r);
-    }
-    // A live source's packets arrive while the clock runs: the start is
-    // fixed first, and the source stamps arrivals on the run's clock.
-    let clocks = (mono, virtual_clock);
-    let live = (source.origin() == Origin::Live).then(|| Run::with_clocks(cfg, n, clocks.clone()));
-    source.begin(&RunContext {
-        clock: mono,
-        start: live.as_ref().map(|r| r.start),
-        lanes: n,
-        fates: fates.clone(),
-    });
-    let io_cx = IoContext {
-        source: Box::new(source),
-        to_tx,
-        free: free_rx,
-        pool_limit: n * (QUEUE_BATCHES + 2) + PRIME_BATCHES,
-        primed: primed_tx,
-        stop: cfg.stop.clone(),
-        rules: OutboxRules {
-            span: (!cfg.topspeed).then_some(BATCH_SPAN),
-            limit: cfg.limit,
-            max_due: cfg.duration,
-        },
-        passes: cfg.passes,
-        preload_budget: cfg.preload.then(|| {
-            cfg.preload_budget
-                .unwrap_or_else(io::default_preload_budget)
-        }),
-    };
-    keep_helpers_off_tx_cpus(cfg);
-    let io = thread::Builder::new()
-        .name("sluice-io".into())
-        .spawn(move || io::run(io_cx))
-        .map_err(EngineError::Spawn)?;
-
-    // Wait for the prefetch lead, then fix the common start time.
-    let stamp_base = primed_rx.recv().ok().flatten().unwrap_or(0);
-    let mut run = live.unwrap_or_else(|| Run::with_clocks(cfg, n, clocks));
-    run.fates = fates;
-    let mut txs = Vec::with_capacity(n);
-    for (i, (sink, batches)) in sinks.into_iter().zip(from_io).enumerate() {
-        let setup = run.setup(i, sink, stamp_base);
-        let feed = BatchFeed {
-            batches,
-            free: free_tx.clone(),
-        };
-        // No rescue: each flow stays on its thread, in order (see tx/board.rs).
-        txs.push(run.spawn(i, move || {
-            TxLoop::new(TxCore::new(setup), feed, None, i).run().0
-        })?);
-    }
-    drop(free_tx);
-    run.release();
-    let hist = run.aggregate(&txs, observer, &mut |_| {});
-    let reports = join(txs, "TX")?;
-    let interrupted = cfg.stop.load(Ordering::Relaxed);
-    // TX threads are gone: an IO thread blocked on a full queue sees the
-    // disconnect and returns.
-    let read = io.join().map_err(|_| EngineError::Panic("IO"))?;
-    let (base, sink_error) = run.summary(reports, &hist);
-    let failed = sink_error.map(EngineError::from);
-    let read = match (read, failed) {
-        (_, Some(e)) => return Err(EngineError::after(e, base)),
-        (Err(e), None) => return Err(EngineError::after(e.into(), base)),
-        (Ok(r), None) => r,
-    };
-    let mut warnings = Vec::new();
-    if let Some(t) = &read.report.truncation {
-        warnings.push(format!("{t} (the packets before it were sent)"));
-    }
-    warnings.extend(read.report.notes.iter().cloned());
-    Ok(Summary {
-        skipped_unsupported: read.report.skipped_unsupported,
-        rewritten: read.report.rewritten,
-        passes: read.passes,
-        source: read
-            .report
-            .counters
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect(),
-        interrupted,
-        ..base.with_warnings(
-            warnings,
-            run.warnings(),
-            "frames were larger than the interface accepts",
-        )
-    })
-}
+/// The unit a pipeline's feed hands its TX thread.
+pub(crate) type FeedUnit<P> = <<P as Pipeline>::Feed as Feed>::Unit;
 
 /// The aggregator (the caller's thread) and helper threads spawned after
 /// this call (IO, workers) keep off the TX threads' CPUs; TX threads pin
@@ -249,14 +177,65 @@ fn until(at: Option<u64>) -> Nanos {
 }
 
 impl<'a> Run<'a> {
-    /// Fixes the start `START_LEAD` from now (at once on a virtual clock).
-    pub fn new(cfg: &'a EngineConfig, threads: usize) -> Self {
-        let clocks = (MonotonicClock::new(), VirtualClock::new(MonoTime(0)));
-        Self::with_clocks(cfg, threads, clocks)
+    /// Runs `pipeline` into `sinks` (one TX thread per sink) on the given
+    /// clocks: CLOCK_MONOTONIC, and the virtual clock `ClockChoice::Virtual`
+    /// runs on (the harness moves it from a sink).
+    pub fn execute<P: Pipeline>(
+        mut pipeline: P,
+        sinks: Vec<Box<dyn Sink>>,
+        cfg: &EngineConfig,
+        observer: &mut dyn Observer,
+        clocks: (MonotonicClock, VirtualClock),
+    ) -> Result<Summary, EngineError> {
+        let n = sinks.len().max(1);
+        let mono = clocks.0;
+        let live = pipeline
+            .live()
+            .then(|| Run::with_clocks(cfg, n, clocks.clone()));
+        keep_helpers_off_tx_cpus(cfg);
+        let stamp_base = pipeline.prime(n, live.as_ref().map(|r| r.start), mono)?;
+        let mut run = live.unwrap_or_else(|| Run::with_clocks(cfg, n, clocks));
+        run.fates = pipeline.fates();
+        let board = pipeline.board(n, cfg);
+        let mut txs = Vec::with_capacity(n);
+        for (i, sink) in sinks.into_iter().enumerate() {
+            let feed = pipeline.feed(i, &*sink);
+            let setup = run.setup(i, sink, stamp_base);
+            let board = board.clone();
+            txs.push(run.spawn(i, move || {
+                let (report, feed, rescued) = TxLoop::new(TxCore::new(setup), feed, board, i).run();
+                (report, P::tally(feed), rescued)
+            })?);
+        }
+        run.release();
+        let hist = run.aggregate(&txs, observer, &mut |s| pipeline.interval(s));
+        let outs = join(txs, "TX")?;
+        let interrupted = cfg.stop.load(Ordering::Relaxed);
+        let mut reports = Vec::with_capacity(n);
+        let mut tallies = Vec::with_capacity(n);
+        let mut rescued = 0;
+        for (report, tally, r) in outs {
+            reports.push(report);
+            tallies.push(tally);
+            rescued += r;
+        }
+        let (mut summary, sink_error) = run.summary(reports, &hist);
+        // Helpers are joined whatever failed: a sink error comes first.
+        let finished = pipeline.finish(tallies, rescued, &mut summary);
+        let warnings = match (sink_error, finished) {
+            (Some(e), _) => return Err(EngineError::after(e.into(), summary)),
+            (None, Err(e)) => return Err(EngineError::after(e, summary)),
+            (None, Ok(w)) => w,
+        };
+        Ok(Summary {
+            interrupted,
+            ..summary.with_warnings(warnings, run.warnings(), P::OVERSIZE)
+        })
     }
 
-    /// [`Run::new`] on the given clocks: CLOCK_MONOTONIC (the one a source
-    /// was told in its [`RunContext`]) and the virtual clock.
+    /// Fixes the start `START_LEAD` from now (at once on a virtual clock)
+    /// on the given clocks: CLOCK_MONOTONIC (the one a source was told in
+    /// its `RunContext`) and the virtual clock.
     pub fn with_clocks(
         cfg: &'a EngineConfig,
         threads: usize,

@@ -235,16 +235,8 @@ pub struct Summary {
     pub rewritten: u64,
     /// Passes over the trace.
     pub passes: u64,
-    /// Time-series play: frames on the wire (more than packets when
-    /// datagrams are fragmented), records sent out of order, records left
-    /// out by `--devices N`, and per-flow counters.
-    pub frames: Option<u64>,
-    pub out_of_order: Option<u64>,
-    /// Records sent (or dropped) by another TX thread than their own,
-    /// which was interrupted; present when rescue was on.
-    pub rescued: Option<u64>,
-    pub filtered: Option<u64>,
-    pub flows: Vec<FlowStats>,
+    /// Time-series play's own counters; null for other commands.
+    pub series: Option<SeriesSummary>,
     /// A live source's own counters (`sluice pace`: frames arrived,
     /// dropped at a full backlog, the backlog, the return path).
     pub source: std::collections::BTreeMap<String, u64>,
@@ -254,6 +246,61 @@ pub struct Summary {
     /// Stopped by a signal before the end.
     pub interrupted: bool,
     pub warnings: Vec<String>,
+}
+
+/// What time-series play adds to a summary.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SeriesSummary {
+    /// Frames on the wire (more than packets when datagrams are
+    /// fragmented).
+    pub frames: u64,
+    /// Records sent out of order.
+    pub out_of_order: u64,
+    /// Records sent (or dropped) by another TX thread than their own,
+    /// which was interrupted; present when rescue was on.
+    pub rescued: Option<u64>,
+    /// Records left out by `--devices N`.
+    pub filtered: u64,
+    /// Per-flow counters.
+    pub flows: Vec<FlowStats>,
+}
+
+impl SeriesSummary {
+    /// Its lines of the human-readable summary.
+    fn render(&self, s: &mut String) {
+        s.push_str(&format!(
+            "\nframes {}  out of order {}  filtered by --devices {}",
+            self.frames, self.out_of_order, self.filtered
+        ));
+        if let Some(r) = self.rescued {
+            s.push_str(&format!("  rescued {r}"));
+        }
+        if !self.flows.is_empty() {
+            s.push_str(&format!(
+                "\n{} flows (all of them in --summary-json):",
+                self.flows.len()
+            ));
+            for f in self.flows.iter().take(8) {
+                s.push_str(&format!(
+                    "\n  {:<16} {} -> {}  sent {} bytes {} late {} dropped {}",
+                    if f.copy > 0 {
+                        format!("{}#{}", f.device, f.copy)
+                    } else {
+                        f.device.clone()
+                    },
+                    f.src,
+                    f.dst,
+                    f.sent,
+                    f.bytes,
+                    f.late,
+                    f.dropped
+                ));
+            }
+            if self.flows.len() > 8 {
+                s.push_str(&format!("\n  ... {} more", self.flows.len() - 8));
+            }
+        }
+    }
 }
 
 /// A replay's timing mode in a summary: `recorded` (with `multiplier`),
@@ -384,40 +431,8 @@ impl Summary {
         if self.rewritten > 0 {
             s.push_str(&format!("  payload rewritten {}", self.rewritten));
         }
-        if let Some(f) = self.frames {
-            s.push_str(&format!(
-                "\nframes {f}  out of order {}  filtered by --devices {}",
-                self.out_of_order.unwrap_or(0),
-                self.filtered.unwrap_or(0)
-            ));
-            if let Some(r) = self.rescued {
-                s.push_str(&format!("  rescued {r}"));
-            }
-        }
-        if !self.flows.is_empty() {
-            s.push_str(&format!(
-                "\n{} flows (all of them in --summary-json):",
-                self.flows.len()
-            ));
-            for f in self.flows.iter().take(8) {
-                s.push_str(&format!(
-                    "\n  {:<16} {} -> {}  sent {} bytes {} late {} dropped {}",
-                    if f.copy > 0 {
-                        format!("{}#{}", f.device, f.copy)
-                    } else {
-                        f.device.clone()
-                    },
-                    f.src,
-                    f.dst,
-                    f.sent,
-                    f.bytes,
-                    f.late,
-                    f.dropped
-                ));
-            }
-            if self.flows.len() > 8 {
-                s.push_str(&format!("\n  ... {} more", self.flows.len() - 8));
-            }
+        if let Some(series) = &self.series {
+            series.render(&mut s);
         }
         if !self.source.is_empty() {
             s.push_str("\nsource:");

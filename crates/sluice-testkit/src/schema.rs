@@ -1,6 +1,7 @@
 //! Checks sluice's JSON outputs against `docs/schema/`: every document
-//! names its kind (`"schema": "sluice.<kind>/1"`) and must validate
-//! against `docs/schema/<kind>.json`, which refers to `common.json` for
+//! names its kind and version (`"schema": "sluice.<kind>/<version>"`) and
+//! must validate against `docs/schema/<kind>.json` (whose `schema` const
+//! holds the version it describes), which refers to `common.json` for
 //! the shapes every kind shares.
 
 use serde_json::Value;
@@ -34,7 +35,8 @@ pub fn schema_errors(doc: &Value) -> Vec<String> {
     };
     let Some(kind) = tag
         .strip_prefix("sluice.")
-        .and_then(|k| k.strip_suffix("/1"))
+        .and_then(|k| k.rsplit_once('/'))
+        .map(|(kind, _version)| kind)
     else {
         return vec![format!("schema: unknown tag {tag:?}")];
     };

@@ -19,7 +19,7 @@ mod passes;
 mod timing;
 
 use crate::ClockChoice;
-use crate::{run::run_source_on, EngineConfig, EngineError, IntervalStats, Observer, Summary};
+use crate::{batch::run_source_on, EngineConfig, EngineError, IntervalStats, Observer, Summary};
 use sluice_core::{Clock, Due, MonoTime, MonotonicClock, Nanos, VirtualClock};
 use sluice_sink::{Sink, SinkError};
 use sluice_source::{End, Fates, Origin, Outbox, RunContext, Source, SourceError, SourceReport};

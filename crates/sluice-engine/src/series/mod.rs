@@ -25,18 +25,20 @@ mod worker;
 pub use config::{SeriesConfig, SeriesPayload};
 
 use crate::config::EngineConfig;
-use crate::run::{join, keep_helpers_off_tx_cpus, EngineError, Run};
-use crate::stats::{FlowStats, Observer, Summary};
-use crate::tx::{Board, TxCore, TxLoop};
+use crate::run::{join, EngineError, Pipeline, Run};
+use crate::stats::{FlowStats, IntervalStats, Observer, SeriesSummary, Summary};
+use crate::tx::Board;
 use feed::{FeedPlace, SeriesFeed, Templates};
-use lanes::Lanes;
+use lanes::{Chunk, Lanes};
 use perflow::{FlowCount, FlowCounters};
+use sluice_core::{MonoTime, MonotonicClock, Nanos, VirtualClock};
 use sluice_sink::Sink;
 use sluice_source::series::{
     device_name, first_timestamp, ArchiveChunker, DeviceCount, DeviceTable, DueRecord, GapCuts,
     Indexer, SeriesError, SeriesTiming, HEADER_LEN, MIN_BUFFER,
 };
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
@@ -52,210 +54,286 @@ pub fn run_series(
     ecfg: &EngineConfig,
     observer: &mut dyn Observer,
 ) -> Result<Summary, EngineError> {
-    let n = sinks.len().max(1);
-    let workers = cfg.workers.max(1);
-    let queues = cfg.queues.clamp(1, n.min(workers));
-    let t_g = first_timestamp(&cfg.path)?;
-    // A cap needs every long gap before the run: workers index in parallel.
-    let cuts = Arc::new(match cfg.max_gap {
-        Some(cap) if !matches!(cfg.timing, SeriesTiming::TightLoop(_)) => {
-            GapCuts::scan(&cfg.path, t_g, cap)?
-        }
-        _ => GapCuts::default(),
-    });
-    let chunker = ArchiveChunker::open(&cfg.path)?;
-    let file = chunker.name().to_string();
-    let cfg = Arc::new(SeriesConfig {
-        queues,
-        workers,
-        ..cfg
-    });
-    let table = Arc::new(Mutex::new(DeviceTable::new(cfg.devices)));
-    let mut warnings = Vec::new();
-    let capacity = if ecfg.preload {
-        preload_capacity(&cfg, ecfg, workers, &mut warnings)
-    } else {
-        None
-    };
-    let preload = capacity.is_some();
-    let (chunks, ooo_entries) = capacity.unwrap_or((lanes::QUEUE_CHUNKS, lanes::OOO_ENTRIES));
-    let lanes = Arc::new(Lanes::new(
-        queues,
-        workers,
-        chunks,
-        ooo_entries,
-        ecfg.limit,
-        ecfg.stop.clone(),
-    ));
-    keep_helpers_off_tx_cpus(ecfg);
+    let clocks = (MonotonicClock::new(), VirtualClock::new(MonoTime(0)));
+    let pipeline = SeriesPipeline::open(cfg, ecfg)?;
+    Run::execute(pipeline, sinks, ecfg, observer, clocks)
+}
 
-    // IO thread and workers.
-    let (back_tx, back_rx) = crossbeam_channel::unbounded();
-    let mut to_workers = Vec::new();
-    let mut worker_handles = Vec::new();
-    for w in 0..workers {
-        let (s, r) = crossbeam_channel::bounded(1);
-        to_workers.push(s);
-        let mut indexer = Indexer::new(
-            &file,
-            cfg.timing,
+/// Time-series play as a [`Pipeline`]: the IO thread and the workers run
+/// from [`prime`](Pipeline::prime) until [`finish`](Pipeline::finish).
+struct SeriesPipeline<'a> {
+    cfg: Arc<SeriesConfig>,
+    ecfg: &'a EngineConfig,
+    /// The archive's file name, for notes.
+    file: String,
+    /// T_g, the first record's timestamp.
+    t_g: i64,
+    cuts: Arc<GapCuts>,
+    table: Arc<Mutex<DeviceTable>>,
+    /// Until the IO thread takes it.
+    chunker: Option<ArchiveChunker>,
+    lanes: Option<Arc<Lanes>>,
+    preload: bool,
+    /// Set by the IO thread while it waits for a buffer back.
+    starved: Arc<AtomicBool>,
+    warnings: Vec<String>,
+    workers: Vec<thread::JoinHandle<worker::WorkerOut>>,
+    io: Option<thread::JoinHandle<Result<io::IoOut, SeriesError>>>,
+    /// Each TX thread's per-flow counters and frame templates.
+    flow_counts: Vec<Arc<FlowCounters>>,
+    templates: Vec<Option<Templates>>,
+}
+
+impl<'a> SeriesPipeline<'a> {
+    /// Reads T_g and, under a gap cap, every long gap (workers index in
+    /// parallel and need them all before the run).
+    fn open(cfg: SeriesConfig, ecfg: &'a EngineConfig) -> Result<Self, EngineError> {
+        let t_g = first_timestamp(&cfg.path)?;
+        let cuts = Arc::new(match cfg.max_gap {
+            Some(cap) if !matches!(cfg.timing, SeriesTiming::TightLoop(_)) => {
+                GapCuts::scan(&cfg.path, t_g, cap)?
+            }
+            _ => GapCuts::default(),
+        });
+        let chunker = ArchiveChunker::open(&cfg.path)?;
+        Ok(SeriesPipeline {
+            file: chunker.name().to_string(),
+            table: Arc::new(Mutex::new(DeviceTable::new(cfg.devices))),
+            cfg: Arc::new(cfg),
+            ecfg,
             t_g,
-            cfg.ooo,
-            cfg.seed.wrapping_add(w as u64),
-            table.clone(),
-            cuts.clone(),
-        );
-        indexer.share = cfg.share;
-        let (lanes, back) = (lanes.clone(), back_tx.clone());
-        let h = thread::Builder::new()
-            .name(format!("sluice-work{w}"))
-            .spawn(move || worker::run(r, back, indexer, lanes, w % queues))
-            .map_err(EngineError::Spawn)?;
-        worker_handles.push(h);
-    }
-    drop(back_tx);
-    let stop = ecfg.stop.clone();
-    let starved = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let io_starved = starved.clone();
-    // A buffer larger than the archive would only be zero-filled.
-    let archive_len = std::fs::metadata(&cfg.path).map_or(u64::MAX, |m| m.len());
-    let buffer_size = usize::try_from(archive_len)
-        .unwrap_or(usize::MAX)
-        .clamp(MIN_BUFFER, cfg.buffer_size.max(MIN_BUFFER));
-    let io = thread::Builder::new()
-        .name("sluice-io".into())
-        .spawn(move || {
-            io::run(
-                chunker,
-                to_workers,
-                back_rx,
-                buffer_size,
-                preload,
-                stop,
-                io_starved,
-            )
+            cuts,
+            chunker: Some(chunker),
+            lanes: None,
+            preload: false,
+            starved: Arc::default(),
+            warnings: Vec::new(),
+            workers: Vec::new(),
+            io: None,
+            flow_counts: Vec::new(),
+            templates: Vec::new(),
         })
-        .map_err(EngineError::Spawn)?;
-
-    // Prefetch lead: the first chunks are queued (or there is nothing
-    // more); with preload, every entry is (or a queue is full). Buffers too
-    // small to hold the lead end it too: the IO thread waits for a buffer
-    // back, and the queues stop growing (only the TX threads free them).
-    let mut before = usize::MAX;
-    loop {
-        let queued: usize = lanes.queues.iter().map(|q| q.len()).sum();
-        let stalled = starved.load(std::sync::atomic::Ordering::Relaxed) && queued == before;
-        before = queued;
-        let all_done = worker_handles.iter().all(|h| h.is_finished());
-        let primed = if preload {
-            lanes.queues.iter().any(|q| q.is_full()) || lanes.ooo.is_full()
-        } else {
-            queued >= PRIME_CHUNKS.min(queues * lanes::QUEUE_CHUNKS)
-        };
-        if primed || stalled || all_done || lanes.stopped() {
-            break;
-        }
-        thread::sleep(Duration::from_micros(200));
     }
 
-    // Per-flow state (a few MB of page tables per TX thread) is set up
-    // before the clock starts: a TX thread doing it after the start lost
-    // the first milliseconds.
-    let flow_counts: Vec<Arc<FlowCounters>> = (0..n).map(|_| Arc::default()).collect();
-    let templates: Vec<Templates> = (0..n).map(|_| Templates::new()).collect();
+    /// How overdue a record is before another of the `n` TX threads sends
+    /// it, when rescue is on. It needs a second TX thread and real time (on
+    /// a virtual clock nobody is ever interrupted, and a thread's wait
+    /// moves everyone's time).
+    fn rescue_after(&self, n: usize) -> Option<Nanos> {
+        let ecfg = self.ecfg;
+        self.cfg
+            .rescue_after
+            .filter(|_| n > 1 && !ecfg.topspeed && ecfg.clock.is_real())
+    }
 
-    let run = Run::new(ecfg, n);
-    // Rescue needs a second TX thread and real time (on a virtual clock
-    // nobody is ever interrupted, and a thread's wait moves everyone's time).
-    let board = match cfg.rescue_after {
-        Some(after) if n > 1 && !ecfg.topspeed && ecfg.clock.is_real() => {
-            Some(Arc::new(Board::new(n, after)))
+    fn lanes(&self) -> &Arc<Lanes> {
+        self.lanes.as_ref().expect("primed")
+    }
+
+    /// Starts the workers and the IO thread that deals them buffers.
+    fn start_helpers(&mut self, lanes: Arc<Lanes>) -> Result<(), EngineError> {
+        let cfg = self.cfg.clone();
+        let (back_tx, back_rx) = crossbeam_channel::unbounded();
+        let mut to_workers = Vec::new();
+        for w in 0..cfg.workers {
+            let (s, r) = crossbeam_channel::bounded(1);
+            to_workers.push(s);
+            let mut indexer = Indexer::new(
+                &self.file,
+                cfg.timing,
+                self.t_g,
+                cfg.ooo,
+                cfg.seed.wrapping_add(w as u64),
+                self.table.clone(),
+                self.cuts.clone(),
+            );
+            indexer.share = cfg.share;
+            let (lanes, back) = (lanes.clone(), back_tx.clone());
+            let queue = w % cfg.queues;
+            let h = thread::Builder::new()
+                .name(format!("sluice-work{w}"))
+                .spawn(move || worker::run(r, back, indexer, lanes, queue))
+                .map_err(EngineError::Spawn)?;
+            self.workers.push(h);
         }
-        _ => None,
-    };
-    let stamp_base = (t_g.max(0) as u64).saturating_mul(1000);
-    let mut txs = Vec::with_capacity(n);
-    for (i, (sink, templates)) in sinks.into_iter().zip(templates).enumerate() {
+        drop(back_tx);
+        // A buffer larger than the archive would only be zero-filled.
+        let archive_len = std::fs::metadata(&cfg.path).map_or(u64::MAX, |m| m.len());
+        let buffer_size = usize::try_from(archive_len)
+            .unwrap_or(usize::MAX)
+            .clamp(MIN_BUFFER, cfg.buffer_size.max(MIN_BUFFER));
+        let chunker = self.chunker.take().expect("primed once");
+        let (preload, stop, starved) = (self.preload, self.ecfg.stop.clone(), self.starved.clone());
+        let io = thread::Builder::new()
+            .name("sluice-io".into())
+            .spawn(move || {
+                io::run(
+                    chunker,
+                    to_workers,
+                    back_rx,
+                    buffer_size,
+                    preload,
+                    stop,
+                    starved,
+                )
+            })
+            .map_err(EngineError::Spawn)?;
+        self.io = Some(io);
+        Ok(())
+    }
+
+    /// Waits for the prefetch lead: the first chunks are queued (or there
+    /// is nothing more); with preload, every entry is (or a queue is full).
+    /// Buffers too small to hold the lead end it too: the IO thread waits
+    /// for a buffer back, and the queues stop growing (only the TX threads
+    /// free them).
+    fn wait_for_lead(&self) {
+        let lanes = self.lanes();
+        let queues = lanes.queues.len();
+        let mut before = usize::MAX;
+        loop {
+            let queued: usize = lanes.queues.iter().map(|q| q.len()).sum();
+            let stalled = self.starved.load(Ordering::Relaxed) && queued == before;
+            before = queued;
+            let all_done = self.workers.iter().all(|h| h.is_finished());
+            let primed = if self.preload {
+                lanes.queues.iter().any(|q| q.is_full()) || lanes.ooo.is_full()
+            } else {
+                queued >= PRIME_CHUNKS.min(queues * lanes::QUEUE_CHUNKS)
+            };
+            if primed || stalled || all_done || lanes.stopped() {
+                return;
+            }
+            thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+impl Pipeline for SeriesPipeline<'_> {
+    type Feed = SeriesFeed;
+    /// The feed itself: dropped by the caller after every TX thread, so no
+    /// TX thread frees a buffer while others send.
+    type Tally = SeriesFeed;
+    const OVERSIZE: &'static str = "records were larger than a datagram can carry";
+
+    fn prime(
+        &mut self,
+        n: usize,
+        _start: Option<MonoTime>,
+        _clock: MonotonicClock,
+    ) -> Result<u64, EngineError> {
+        let ecfg = self.ecfg;
+        let workers = self.cfg.workers.max(1);
+        let queues = self.cfg.queues.clamp(1, n.min(workers));
+        self.cfg = Arc::new(SeriesConfig {
+            queues,
+            workers,
+            ..(*self.cfg).clone()
+        });
+        let capacity = if ecfg.preload {
+            preload_capacity(&self.cfg, ecfg, workers, &mut self.warnings)
+        } else {
+            None
+        };
+        self.preload = capacity.is_some();
+        let (chunks, ooo_entries) = capacity.unwrap_or((lanes::QUEUE_CHUNKS, lanes::OOO_ENTRIES));
+        let lanes = Arc::new(Lanes::new(
+            queues,
+            workers,
+            chunks,
+            ooo_entries,
+            ecfg.limit,
+            ecfg.stop.clone(),
+        ));
+        self.lanes = Some(lanes.clone());
+        self.start_helpers(lanes)?;
+        self.wait_for_lead();
+        // Per-flow state (a few MB of page tables per TX thread) is set up
+        // before the clock starts: a TX thread doing it after the start lost
+        // the first milliseconds.
+        self.flow_counts = (0..n).map(|_| Arc::default()).collect();
+        self.templates = (0..n).map(|_| Some(Templates::new())).collect();
+        Ok((self.t_g.max(0) as u64).saturating_mul(1000))
+    }
+
+    fn board(&self, n: usize, _: &EngineConfig) -> Option<Arc<Board<Chunk>>> {
+        self.rescue_after(n)
+            .map(|after| Arc::new(Board::new(n, after)))
+    }
+
+    fn feed(&mut self, i: usize, sink: &dyn Sink) -> SeriesFeed {
+        let cfg = &self.cfg;
         let place = FeedPlace {
             index: i,
-            threads: n,
-            queue: i % queues,
+            threads: self.templates.len(),
+            queue: i % cfg.queues,
             ooo: cfg.ooo.is_some() && i < cfg.ooo_threads.max(1),
         };
-        let feed = SeriesFeed::new(
+        SeriesFeed::new(
             place,
-            lanes.clone(),
-            flow_counts[i].clone(),
-            templates,
-            table.clone(),
+            self.lanes().clone(),
+            self.flow_counts[i].clone(),
+            self.templates[i].take().expect("one feed per thread"),
+            self.table.clone(),
             cfg.clone(),
             sink.takes(),
-        );
-        let setup = run.setup(i, sink, stamp_base);
-        let board = board.clone();
-        txs.push(run.spawn(i, move || {
-            TxLoop::new(TxCore::new(setup), feed, board, i).run()
-        })?);
-    }
-    run.release();
-
-    let hist = run.aggregate(&txs, observer, &mut |s| {
-        s.flows = merge_flows(&flow_counts, &table, &cfg);
-    });
-    let reports = join(txs, "TX")?;
-    let (mut frames, mut out_of_order, mut rescued) = (0, 0, 0);
-    for (_, feed, r) in &reports {
-        frames += feed.frames;
-        out_of_order += feed.out_of_order;
-        rescued += r;
-    }
-    let interrupted = ecfg.stop.load(std::sync::atomic::Ordering::Relaxed)
-        && lanes.error.lock().map(|e| e.is_none()).unwrap_or(true);
-    // TX threads are gone; a worker blocked on a full queue sees `stop`.
-    lanes.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let mut filtered = 0;
-    // The earliest long gap and step back any worker saw, by record.
-    let mut gaps = sluice_pace::GapWatch::new(cfg.max_gap);
-    gaps.capped = cuts.len() as u64;
-    // The cuts saw every gap; a worker only those inside its chunks.
-    let first_cut = cuts.first();
-    let mut keep = Vec::new();
-    for out in join(worker_handles, "worker")? {
-        filtered += out.filtered;
-        let earliest = |a: Option<(u64, u64)>, b: Option<(u64, u64)>| match (a, b) {
-            (Some(x), Some(y)) => Some(if y.0 < x.0 { y } else { x }),
-            (x, y) => x.or(y),
-        };
-        gaps.long_gap = first_cut.or(earliest(gaps.long_gap, out.gaps.long_gap));
-        gaps.backward = earliest(gaps.backward, out.gaps.backward);
-        keep.extend(out.keep);
-    }
-    let read = io.join().map_err(|_| EngineError::Panic("IO"))?;
-    drop(keep);
-    let (base, sink_error) = run.summary(reports.into_iter().map(|(tx, _, _)| tx), &hist);
-    let lane_error = lanes.error.lock().ok().and_then(|mut e| e.take());
-    let read = match (sink_error, lane_error, read) {
-        (Some(e), _, _) => return Err(EngineError::after(e.into(), base)),
-        (None, Some(e), _) => return Err(EngineError::after(e.into(), base)),
-        (None, None, Err(e)) => return Err(EngineError::after(e.into(), base)),
-        (None, None, Ok(r)) => r,
-    };
-    warnings.extend(read.truncation);
-    warnings.extend(gaps.notes(&file, "record", true));
-    Ok(Summary {
-        passes: 1,
-        frames: Some(frames),
-        out_of_order: Some(out_of_order),
-        rescued: board.is_some().then_some(rescued),
-        filtered: Some(filtered),
-        flows: merge_flows(&flow_counts, &table, &cfg),
-        interrupted,
-        ..base.with_warnings(
-            warnings,
-            run.warnings(),
-            "records were larger than a datagram can carry",
         )
-    })
+    }
+
+    fn tally(feed: SeriesFeed) -> SeriesFeed {
+        feed
+    }
+
+    fn interval(&self, stats: &mut IntervalStats) {
+        stats.flows = merge_flows(&self.flow_counts, &self.table, &self.cfg);
+    }
+
+    fn finish(
+        mut self,
+        feeds: Vec<SeriesFeed>,
+        rescued: u64,
+        summary: &mut Summary,
+    ) -> Result<Vec<String>, EngineError> {
+        let lanes = self.lanes().clone();
+        let rescue = self.rescue_after(feeds.len()).is_some();
+        // TX threads are gone; a worker blocked on a full queue sees `stop`.
+        lanes.stop.store(true, Ordering::Relaxed);
+        let mut filtered = 0;
+        // The earliest long gap and step back any worker saw, by record.
+        let mut gaps = sluice_pace::GapWatch::new(self.cfg.max_gap);
+        gaps.capped = self.cuts.len() as u64;
+        // The cuts saw every gap; a worker only those inside its chunks.
+        let first_cut = self.cuts.first();
+        let mut keep = Vec::new();
+        for out in join(std::mem::take(&mut self.workers), "worker")? {
+            filtered += out.filtered;
+            let earliest = |a: Option<(u64, u64)>, b: Option<(u64, u64)>| match (a, b) {
+                (Some(x), Some(y)) => Some(if y.0 < x.0 { y } else { x }),
+                (x, y) => x.or(y),
+            };
+            gaps.long_gap = first_cut.or(earliest(gaps.long_gap, out.gaps.long_gap));
+            gaps.backward = earliest(gaps.backward, out.gaps.backward);
+            keep.extend(out.keep);
+        }
+        let io = self.io.take().expect("primed");
+        let read = io.join().map_err(|_| EngineError::Panic("IO"))?;
+        drop(keep);
+        summary.passes = 1;
+        summary.series = Some(SeriesSummary {
+            frames: feeds.iter().map(|f| f.frames).sum(),
+            out_of_order: feeds.iter().map(|f| f.out_of_order).sum(),
+            rescued: rescue.then_some(rescued),
+            filtered,
+            flows: merge_flows(&self.flow_counts, &self.table, &self.cfg),
+        });
+        if let Some(e) = lanes.error.lock().ok().and_then(|mut e| e.take()) {
+            return Err(e.into());
+        }
+        let mut warnings = self.warnings;
+        warnings.extend(read?.truncation);
+        warnings.extend(gaps.notes(&self.file, "record", true));
+        Ok(warnings)
+    }
 }
 
 /// Queue capacities (in-order chunks, out-of-order entries) that hold every
