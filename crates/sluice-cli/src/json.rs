@@ -28,6 +28,9 @@ pub enum Kind {
     ControlInterval,
     /// `control run --summary-json`.
     ControlSummary,
+    /// The line a failed command prints on stdout for its worker
+    /// (`SLUICE_FAILURE_JSON`).
+    Failure,
 }
 
 impl Kind {
@@ -43,6 +46,7 @@ impl Kind {
             Kind::Doctor => "sluice.doctor/1",
             Kind::ControlInterval => "sluice.control-interval/1",
             Kind::ControlSummary => "sluice.control-summary/1",
+            Kind::Failure => "sluice.failure/1",
         }
     }
 }

@@ -112,9 +112,50 @@ pub fn open_failure(error: impl Into<anyhow::Error>) -> Failure {
     }
 }
 
+/// Set (to anything) by a worker for its job: a failure also prints one
+/// `sluice.failure/1` JSON line on stdout, so the worker need not read
+/// the prose on stderr.
+const FAILURE_JSON: &str = "SLUICE_FAILURE_JSON";
+
+/// What a failed command says of itself in its `sluice.failure/1` line.
+#[derive(serde::Serialize)]
+struct FailureLine {
+    /// The process's exit code.
+    exit: u8,
+    /// `usage` (the command line), `input` (exit 2) or `environment`.
+    fault: &'static str,
+    /// The error and its causes, as stderr has them.
+    error: String,
+}
+
+/// Prints the failure line when the worker asked for one.
+fn report_failure(exit: u8, fault: &'static str, error: String) {
+    if std::env::var_os(FAILURE_JSON).is_none() {
+        return;
+    }
+    let body = FailureLine { exit, fault, error };
+    if let Ok(l) = json::line(json::Kind::Failure, &body) {
+        let _ = outln!("{l}");
+    }
+}
+
 fn main() -> ExitCode {
     json::begin_run();
-    let cli = args::Cli::parse();
+    let cli = match args::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            if e.use_stderr() {
+                // The cause, without clap's pointer to --help.
+                let text = e.render().to_string();
+                let cause: Vec<&str> = text
+                    .lines()
+                    .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
+                    .collect();
+                report_failure(exit::BAD_INPUT, "usage", cause.join("\n"));
+            }
+            e.exit()
+        }
+    };
     if let Some(b) = cli.max_memory {
         sluice_sys::mem::set_budget(b);
     }
@@ -143,6 +184,12 @@ fn main() -> ExitCode {
                 return ExitCode::from(exit::OK);
             }
             eoutln!("sluice: error: {:#}", f.error);
+            let fault = if f.code == exit::BAD_INPUT {
+                "input"
+            } else {
+                "environment"
+            };
+            report_failure(f.code, fault, format!("{:#}", f.error));
             ExitCode::from(f.code)
         }
     }

@@ -94,10 +94,59 @@ fn every_kind_of_output_follows_its_schema() {
     seen.push(tag(&sp));
     let doc = stdout_json(&["doctor", "--json", "--floor", "20ms"]);
     seen.push(tag(&doc));
+    // A failure, told as one line on stdout when a worker asks for it:
+    // the command line refused (usage), an input refused, the
+    // environment failing; each exit code as the line says.
+    let missing = d.join("missing.pcap");
+    let cases: [(&[&str], i32, &str); 3] = [
+        (&["replay", s(&trace), "--no-such-option"], 2, "usage"),
+        (&["replay", s(&missing), "--to", "null"], 2, "input"),
+        (
+            &[
+                "replay",
+                s(&trace),
+                "--to",
+                &format!("pcap:{}", s(&d.join("no/dir/x.pcap"))),
+            ],
+            1,
+            "environment",
+        ),
+    ];
+    for (args, code, fault) in cases {
+        let o = sluice()
+            .args(args)
+            .env("SLUICE_FAILURE_JSON", "1")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
+        let f = checked_json(&o.stdout);
+        assert_eq!(f["exit"], code, "{args:?}: {f}");
+        assert_eq!(f["fault"], fault, "{args:?}: {f}");
+        let first = stderr(&o)
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_default()
+            .to_string();
+        let said = f["error"].as_str().unwrap();
+        assert!(
+            !said.is_empty() && first.contains(said.lines().next().unwrap()),
+            "{args:?}: {said:?} vs {first:?}"
+        );
+        seen.push(tag(&f));
+    }
+    // Without the variable, stdout stays empty.
+    let o = run(&["replay", s(&missing), "--to", "null"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 
     // Every schema file was produced above but the shared one and the
     // controller's (tests/distributed.rs validates those).
     seen.sort();
+    seen.dedup();
     let mut files: Vec<String> = std::fs::read_dir(sluice_testkit::repo_root().join("docs/schema"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -30,11 +30,17 @@ async fn worker(dir: &Path, exe: &Path) -> String {
 }
 
 /// A job script: one statistics line, then `summary` written where
-/// `--summary-json` says (or, with `summary` empty, exit 2 as bad input).
+/// `--summary-json` says. With `summary` empty it fails as bad input and
+/// says so in a failure line; with `summary` "crash" it dies with only
+/// prose on stderr.
 fn job(dir: &Path, summary: &str) -> PathBuf {
     let p = dir.join("job.sh");
     let body = if summary.is_empty() {
-        "echo 'error: --bogus is not an option' >&2; exit 2".to_string()
+        "[ -n \"$SLUICE_FAILURE_JSON\" ] && echo '{\"schema\":\"sluice.failure/1\",\"exit\":2,\"fault\":\"usage\",\"error\":\"--bogus is not an option\"}'\n\
+         echo 'error: prose a worker should not need' >&2; exit 2"
+            .to_string()
+    } else if summary == "crash" {
+        "echo 'thread main panicked' >&2; exit 101".to_string()
     } else {
         format!(
             "while [ $# -gt 0 ]; do [ \"$1\" = --summary-json ] && out=$2; shift; done\n\
@@ -186,9 +192,18 @@ async fn a_job_refused_as_bad_input_says_why_and_counts_nothing() {
     let w = &s.workers[0];
     assert!(w.refused, "{w:?}");
     let e = w.error.as_deref().unwrap_or_default();
-    assert!(
-        e.contains("worker 'w1': error: --bogus is not an option"),
-        "{e}"
-    );
+    assert!(e.contains("worker 'w1': --bogus is not an option"), "{e}");
+    assert!(!e.contains("prose"), "{e}");
+    assert_eq!((s.total.finished, s.total.packets), (0, 0));
+}
+
+#[tokio::test]
+async fn a_job_that_dies_without_a_failure_line_is_failed_with_its_stderr() {
+    let (_d, cfg) = setup("null", "crash").await;
+    let s = run(cfg).await.unwrap();
+    let w = &s.workers[0];
+    assert!(!w.refused, "{w:?}");
+    let e = w.error.as_deref().unwrap_or_default();
+    assert!(e.contains("thread main panicked (exit status: 101)"), "{e}");
     assert_eq!((s.total.finished, s.total.packets), (0, 0));
 }

@@ -463,8 +463,8 @@ impl Worker for Service {
         let stderr = child.stderr.take().expect("piped");
         let state = self.state.clone();
         tokio::spawn(async move {
-            let (status, err) = watch(&job, child, stdout, stderr, &tx).await;
-            let kind = outcome(&job.summary, status, &err);
+            let ended = watch(&job, child, stdout, stderr, &tx).await;
+            let kind = outcome(&job.summary, ended);
             // A lease serves one task: a long-lived worker keeps no old
             // inputs, and no later task can read this task's summary. It
             // ends before the last update, so the controller that gets it
@@ -820,6 +820,8 @@ fn job_command(exe: &Path, args: &[String], dir: &Path) -> tokio::process::Comma
     let mut cmd = tokio::process::Command::new(exe);
     cmd.args(args)
         .current_dir(dir)
+        // A failure is told as one JSON line on stdout (sluice.failure/1).
+        .env("SLUICE_FAILURE_JSON", "1")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -838,16 +840,36 @@ fn job_command(exe: &Path, args: &[String], dir: &Path) -> tokio::process::Comma
     cmd
 }
 
+/// How a job's process ended.
+struct Ended {
+    /// None when it could not be waited for.
+    status: Option<std::process::ExitStatus>,
+    /// Its stderr, for a process that died without a failure line.
+    stderr: String,
+    /// Its `sluice.failure/1` line, when it failed and said so.
+    failure: Option<Failure>,
+}
+
+/// A job's `sluice.failure/1` line (docs/schema/failure.json).
+#[derive(serde::Deserialize)]
+struct Failure {
+    exit: u8,
+    error: String,
+}
+
+/// The tag that starts a failure line (the schema key comes first).
+const FAILURE_TAG: &str = r#"{"schema":"sluice.failure/1","#;
+
 /// Forwards the job's statistics lines until its output ends, stopping it
 /// at its deadline (a controller that went away does not stop it: the
-/// deadline does); its exit status and its stderr.
+/// deadline does); how it ended.
 async fn watch(
     job: &Admitted,
     mut child: tokio::process::Child,
     stdout: tokio::process::ChildStdout,
     mut stderr: tokio::process::ChildStderr,
     tx: &tokio::sync::mpsc::Sender<Result<pb::Update, Status>>,
-) -> (Option<std::process::ExitStatus>, String) {
+) -> Ended {
     let pid = child.id().unwrap_or(0);
     let mut lines = BufReader::new(stdout).lines();
     let err_text = tokio::spawn(async move {
@@ -858,9 +880,13 @@ async fn watch(
     let until = Duration::from_nanos(job.deadline.saturating_sub(now_ns()).max(0) as u64);
     let deadline_at = tokio::time::Instant::now() + until;
     let mut stopped = false;
+    let mut failure = None;
     loop {
         tokio::select! {
             line = lines.next_line() => match line {
+                Ok(Some(l)) if l.starts_with(FAILURE_TAG) => {
+                    failure = serde_json::from_str::<Failure>(&l).ok();
+                }
                 Ok(Some(l)) => {
                     let _ = tx.send(Ok(pb::Update { kind: Some(update::Kind::Stats(l)) })).await;
                 }
@@ -880,26 +906,28 @@ async fn watch(
             child.wait().await.ok()
         }
     };
-    (status, err_text.await.unwrap_or_default())
+    Ended {
+        status,
+        stderr: err_text.await.unwrap_or_default(),
+        failure,
+    }
 }
 
-/// The job's last update: its summary, or why there is none.
-fn outcome(summary: &Path, status: Option<std::process::ExitStatus>, err: &str) -> update::Kind {
-    match (std::fs::read_to_string(summary).ok(), status) {
-        (Some(t), _) => update::Kind::Finished(t),
+/// The job's last update: its summary, or why there is none. A job that
+/// failed says why in its failure line; one without (killed, crashed) is
+/// described by its exit status and stderr.
+fn outcome(summary: &Path, ended: Ended) -> update::Kind {
+    if let Ok(t) = std::fs::read_to_string(summary) {
+        return update::Kind::Finished(t);
+    }
+    match ended.failure {
         // sluice exits 2 on bad input, before it sends anything.
-        (None, Some(s)) if s.code() == Some(2) => update::Kind::Refused(
-            // The cause, without clap's pointer to --help (the
-            // controller's user did not type this command line).
-            err.lines()
-                .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        ),
-        (None, s) => update::Kind::Failed(format!(
+        Some(f) if f.exit == 2 => update::Kind::Refused(f.error),
+        Some(f) => update::Kind::Failed(format!("{} (exit status: {})", f.error, f.exit)),
+        None => update::Kind::Failed(format!(
             "{} ({})",
-            err.trim(),
-            s.map_or("killed".into(), |s| s.to_string())
+            ended.stderr.trim(),
+            ended.status.map_or("killed".into(), |s| s.to_string())
         )),
     }
 }
