@@ -149,6 +149,12 @@ impl Lab {
     fn worker(&mut self, i: usize, dir: &Path, extra: &[&str]) {
         let n = self.logs.iter().filter(|l| l.starts_with(dir)).count();
         let log = dir.join(format!("worker{i}-{n}.log"));
+        if let Some(old) = self.workers.get_mut(i) {
+            // A worker started again in its place: the old one lets go of
+            // the address first (a new one binding first would fail).
+            let _ = old.kill();
+            let _ = old.wait();
+        }
         let child = Command::new("ip")
             .args(["netns", "exec", &self.wns(i)])
             .arg(env!("CARGO_BIN_EXE_sluice"))
@@ -159,9 +165,6 @@ impl Lab {
             .spawn()
             .unwrap();
         if i < self.workers.len() {
-            // A worker started again in its place.
-            let _ = self.workers[i].kill();
-            let _ = self.workers[i].wait();
             self.workers[i] = child;
             self.logs[i] = log.clone();
         } else {

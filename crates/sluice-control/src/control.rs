@@ -2,11 +2,11 @@
 //! port map, measure every worker's clock offset, upload the job, start
 //! every task at one instant t_tos, gather statistics, write one summary.
 
+use crate::error::{describe, input, Context, ControlError, Result};
 use crate::now_ns;
 use crate::pb::worker_client::WorkerClient;
 use crate::pb::{self, update};
 use crate::plan::Plan;
-use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 use std::io::Write as _;
@@ -29,7 +29,7 @@ impl Lease {
     pub fn set(&self, session: &str) -> Result<()> {
         let v = session
             .parse()
-            .map_err(|_| anyhow!("the worker's session is not printable ASCII"))?;
+            .map_err(|_| input!("the worker's session is not printable ASCII"))?;
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
         Ok(())
     }
@@ -146,15 +146,9 @@ impl WorkerResult {
     }
 }
 
-/// A failure of the environment (exit 1), not of the plan: a worker that
-/// cannot be reached, a clock offset known too poorly to start.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Environment(pub String);
-
 /// Whether a connection failed in the network (refused, unreachable,
 /// timed out) rather than in TLS or the address.
-fn network_failure(e: &anyhow::Error) -> bool {
+fn network_failure(e: &tonic::transport::Error) -> bool {
     use std::io::ErrorKind::*;
     let io_kind = |c: &(dyn std::error::Error + 'static)| {
         c.downcast_ref::<std::io::Error>().is_some_and(|io| {
@@ -170,7 +164,14 @@ fn network_failure(e: &anyhow::Error) -> bool {
             )
         })
     };
-    e.chain().any(io_kind) || describe(e).contains("timed out")
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = next {
+        if io_kind(c) {
+            return true;
+        }
+        next = c.source();
+    }
+    describe(e).contains("timed out")
 }
 
 /// Sums over the workers that finished.
@@ -229,7 +230,7 @@ pub async fn connect(
 ) -> Result<Channel> {
     if let Some(path) = address.strip_prefix("unix:") {
         if tls.is_some() {
-            return Err(anyhow!(
+            return Err(input!(
                 "address '{address}': a unix socket checks its peer's uid; --tls is for TCP"
             ));
         }
@@ -243,20 +244,31 @@ pub async fn connect(
                     Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(s))
                 }
             }))
-            .await?;
+            .await
+            .map_err(dial_failure)?;
         return Ok(ch);
     }
     let Some(t) = tls else {
-        return Err(anyhow!(
+        return Err(input!(
             "address '{address}': TCP needs --tls (workers without keys serve unix:PATH)"
         ));
     };
     let ep = Endpoint::from_shared(format!("https://{address}"))
-        .map_err(|e| anyhow!("address '{address}': {e}"))?
+        .map_err(|e| input!("address '{address}': {e}"))?
         .connect_timeout(Duration::from_secs(3))
         .tcp_nodelay(true)
         .tls_config(t.clone())?;
-    Ok(keep_alive(ep).connect().await?)
+    keep_alive(ep).connect().await.map_err(dial_failure)
+}
+
+/// A failed dial: the environment's fault when the network refused it
+/// (see [`network_failure`]), else the address's or the keys'.
+fn dial_failure(e: tonic::transport::Error) -> ControlError {
+    if network_failure(&e) {
+        ControlError::Environment(format!("unreachable: {}", describe(&e)))
+    } else {
+        ControlError::Input(describe(&e))
+    }
 }
 
 /// HTTP/2 pings every 5 s, idle or not, answered within 5 s: how a peer
@@ -275,10 +287,10 @@ async fn within<T>(
 ) -> Result<T> {
     match tokio::time::timeout(limit, f).await {
         Ok(r) => r,
-        Err(_) => Err(anyhow::Error::new(Environment(format!(
+        Err(_) => Err(ControlError::Environment(format!(
             "{what}: no answer within {} s",
             limit.as_secs()
-        )))),
+        ))),
     }
 }
 
@@ -330,7 +342,7 @@ async fn upload(client: &mut Client, path: &Path, worker: &str) -> Result<String
     let id = client
         .upload(tokio_stream::wrappers::ReceiverStream::new(rx))
         .await
-        .map_err(|e| anyhow!("worker '{worker}': upload: {}", e.message()))?
+        .map_err(|e| input!("worker '{worker}': upload: {}", e.message()))?
         .into_inner()
         .id;
     // A read error ends the stream early: the worker got a truncated file,
@@ -361,11 +373,11 @@ where
         let t1 = now_ns();
         tx.send(pb::ClockRequest { t1_ns: t1 })
             .await
-            .map_err(|_| anyhow!("the clock stream closed"))?;
+            .map_err(|_| input!("the clock stream closed"))?;
         let r = replies
             .message()
             .await?
-            .ok_or_else(|| anyhow!("the clock stream ended"))?;
+            .ok_or_else(|| input!("the clock stream ended"))?;
         let t4 = now_ns();
         let delay = (t4 - t1) - (r.t3_ns - r.t2_ns);
         let offset = ((r.t2_ns - t1) + (r.t3_ns - t4)) / 2;
@@ -397,16 +409,9 @@ async fn register(
 ) -> Result<(Client, pb::RegisterReply)> {
     let what = format!("worker '{name}' ({address})");
     within(CONNECT_TIMEOUT, &what, async {
-        let ch = connect(&address, tls.as_ref()).await.map_err(|e| {
-            if network_failure(&e) {
-                anyhow::Error::new(Environment(format!(
-                    "{what}: unreachable: {}",
-                    describe(&e)
-                )))
-            } else {
-                anyhow!("{what}: {}", describe(&e))
-            }
-        })?;
+        let ch = connect(&address, tls.as_ref())
+            .await
+            .map_err(|e| e.about(&what))?;
         let lease = Lease::default();
         let mut client =
             WorkerClient::with_interceptor(ch, lease.clone()).max_decoding_message_size(64 << 20);
@@ -416,9 +421,9 @@ async fn register(
             .map_err(|e| {
                 let text = format!("{what}: {}", e.message());
                 if e.code() == tonic::Code::Unavailable {
-                    anyhow::Error::new(Environment(text))
+                    ControlError::Environment(text)
                 } else {
-                    anyhow!(text)
+                    ControlError::Input(text)
                 }
             })?
             .into_inner();
@@ -460,7 +465,7 @@ async fn register_all(cfg: &ControlConfig, conns: &mut Vec<Conn>) -> Result<()> 
         match reg.ports.iter().find(|p| p.sink == w.to) {
             None => {
                 let have: Vec<&str> = reg.ports.iter().map(|p| p.sink.as_str()).collect();
-                first_error.get_or_insert(anyhow!(
+                first_error.get_or_insert(input!(
                     "worker '{}': no port {} (it has {})",
                     w.name,
                     w.to,
@@ -468,7 +473,7 @@ async fn register_all(cfg: &ControlConfig, conns: &mut Vec<Conn>) -> Result<()> 
                 ));
             }
             Some(p) if !p.up => {
-                first_error.get_or_insert(anyhow!("worker '{}': {} is down", w.name, w.to));
+                first_error.get_or_insert(input!("worker '{}': {} is down", w.name, w.to));
             }
             Some(_) => {}
         }
@@ -495,7 +500,7 @@ async fn publish_ports(conns: &mut [Conn]) -> Result<()> {
             c.client
                 .publish_ports(map.clone())
                 .await
-                .map_err(|e| anyhow!("{what}: {}", e.message()))
+                .map_err(|e| input!("{what}: {}", e.message()))
         })
         .await?;
     }
@@ -518,12 +523,12 @@ async fn measure_clocks(cfg: &ControlConfig, conns: &mut [Conn]) -> Result<u64> 
         c.result.offset_uncertainty_ns = unc;
         max_rtt = max_rtt.max(2 * unc);
         if unc > cfg.max_skew_ns {
-            return Err(anyhow::Error::new(Environment(format!(
+            return Err(ControlError::Environment(format!(
                 "worker '{}': clock offset known to ±{} ns only, above --max-skew {} ns: not starting",
                 c.result.name,
                 unc,
                 cfg.max_skew_ns
-            ))));
+            )));
         }
     }
     Ok(max_rtt)
@@ -549,9 +554,9 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
     let mut conns = Vec::new();
     let prepared = tokio::select! {
         r = prepare(&cfg, &mut conns) => r,
-        _ = stopped(&cfg.stop) => Err(anyhow::Error::new(Environment(
+        _ = stopped(&cfg.stop) => Err(ControlError::Environment(
             "interrupted before the start: nothing was sent".into(),
-        ))),
+        )),
     };
     let (ids, max_rtt) = match prepared {
         Ok(p) => p,
@@ -863,19 +868,6 @@ impl Event {
             refused: false,
         }
     }
-}
-
-/// An error and its causes, each once (transport errors keep their
-/// cause deep in the chain).
-pub fn describe(e: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for c in e.chain() {
-        let s = c.to_string();
-        if !parts.iter().any(|p| p.contains(&s)) {
-            parts.push(s);
-        }
-    }
-    parts.join(": ")
 }
 
 #[cfg(test)]

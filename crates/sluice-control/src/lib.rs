@@ -6,6 +6,7 @@
 
 pub mod clocksvc;
 pub mod control;
+pub mod error;
 pub mod jobargs;
 pub mod plan;
 pub mod tls;

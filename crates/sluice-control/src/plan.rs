@@ -1,8 +1,8 @@
 //! The plan `sluice control run` reads (YAML): the workers, the job and
 //! how to split it. Unknown keys are refused; errors name the key.
 
+use crate::error::{input, Context, Result};
 use crate::pb;
-use anyhow::{anyhow, Context, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -69,19 +69,19 @@ pub fn load(path: &Path) -> Result<Plan> {
 /// Parses plan text named `name`; `base` resolves the job's files (which
 /// must exist).
 pub fn parse(name: &str, text: &str, base: &Path) -> Result<Plan> {
-    let f: PlanFile = serde_yaml_ng::from_str(text).map_err(|e| anyhow!("{name}: {e}"))?;
+    let f: PlanFile = serde_yaml_ng::from_str(text).map_err(|e| input!("{name}: {e}"))?;
     if f.workers.is_empty() {
-        return Err(anyhow!("{name}: workers: at least one is needed"));
+        return Err(input!("{name}: workers: at least one is needed"));
     }
     for (i, w) in f.workers.iter().enumerate() {
         if f.workers[..i].iter().any(|o| o.name == w.name) {
-            return Err(anyhow!(
+            return Err(input!(
                 "{name}: workers[{i}].name: '{}' is used twice",
                 w.name
             ));
         }
         if w.to != "null" && !w.to.starts_with("afpacket:") && !w.to.starts_with("xdp:") {
-            return Err(anyhow!(
+            return Err(input!(
                 "{name}: workers[{i}].to: '{}': afpacket:IFACE, xdp:IFACE or null expected",
                 w.to
             ));
@@ -93,7 +93,7 @@ pub fn parse(name: &str, text: &str, base: &Path) -> Result<Plan> {
         "series" => pb::Command::Series,
         "profile" => pb::Command::Profile,
         c => {
-            return Err(anyhow!(
+            return Err(input!(
                 "{name}: job.command: '{c}': replay, flows, series or profile expected"
             ))
         }
@@ -104,7 +104,7 @@ pub fn parse(name: &str, text: &str, base: &Path) -> Result<Plan> {
         (pb::Command::Profile, None | Some("packets")) => pb::Split::Packets,
         (pb::Command::Profile, Some("components")) => pb::Split::Components,
         (_, Some(s)) => {
-            return Err(anyhow!(
+            return Err(input!(
                 "{name}: split: '{s}' does not apply to {} (replay, flows: flow; series: device; profile: packets or components)",
                 f.job.command
             ))
@@ -112,17 +112,14 @@ pub fn parse(name: &str, text: &str, base: &Path) -> Result<Plan> {
         _ => unreachable!("every command has a default split"),
     };
     let duration_ns = sluice_core::parse_duration(&f.job.duration)
-        .map_err(|e| anyhow!("{name}: job.duration: {e}"))?
+        .map_err(|e| input!("{name}: job.duration: {e}"))?
         .0;
     if duration_ns == 0 {
-        return Err(anyhow!("{name}: job.duration: must be above 0"));
+        return Err(input!("{name}: job.duration: must be above 0"));
     }
     let file = base.join(&f.job.file);
     if !file.is_file() {
-        return Err(anyhow!(
-            "{name}: job.file: {}: no such file",
-            file.display()
-        ));
+        return Err(input!("{name}: job.file: {}: no such file", file.display()));
     }
     let mut names = vec![upload_name(&file)];
     let mut files = Vec::new();
@@ -130,17 +127,17 @@ pub fn parse(name: &str, text: &str, base: &Path) -> Result<Plan> {
         let p = base.join(extra);
         let key = format!("{name}: job.files[{i}]");
         if !p.is_file() {
-            return Err(anyhow!("{key}: {}: no such file", p.display()));
+            return Err(input!("{key}: {}: no such file", p.display()));
         }
         let n = upload_name(&p);
         if !crate::jobargs::plain_name(&n) {
-            return Err(anyhow!(
+            return Err(input!(
                 "{key}: '{}': a file name may not start with a dot or hold control characters",
                 n.escape_default()
             ));
         }
         if names.contains(&n) {
-            return Err(anyhow!(
+            return Err(input!(
                 "{key}: a second file named '{n}': the job names its files by their plain names"
             ));
         }

@@ -6,7 +6,7 @@
 //! worker's own can drive it. Workers are addressed by IP; they all prove
 //! the name [`WORKER_NAME`] (plus any `--san` given to keygen).
 
-use anyhow::{anyhow, Context, Result};
+use crate::error::{input, Context, Result};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -42,7 +42,7 @@ pub fn keygen(dir: &Path, sans: &[String]) -> Result<Vec<PathBuf>> {
     for n in names {
         let p = dir.join(n);
         if p.exists() {
-            return Err(anyhow!(
+            return Err(input!(
                 "{}: exists; keygen never overwrites keys (use another directory)",
                 p.display()
             ));
@@ -125,7 +125,7 @@ pub fn keygen(dir: &Path, sans: &[String]) -> Result<Vec<PathBuf>> {
             for m in &moved {
                 let _ = std::fs::remove_file(m);
             }
-            return Err(anyhow!("moving the keys to {}: {e}", dir.display()));
+            return Err(input!("moving the keys to {}: {e}", dir.display()));
         }
         moved.push(to);
     }
@@ -167,16 +167,16 @@ fn certs(dir: &Path, name: &str) -> Result<Vec<CertificateDer<'static>>> {
     let pem = read(dir, name)?;
     let v: Vec<_> = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<_, _>>()
-        .map_err(|e| anyhow!("{}: {e}", dir.join(name).display()))?;
+        .map_err(|e| input!("{}: {e}", dir.join(name).display()))?;
     if v.is_empty() {
-        return Err(anyhow!("{}: no certificate", dir.join(name).display()));
+        return Err(input!("{}: no certificate", dir.join(name).display()));
     }
     Ok(v)
 }
 
 fn key(dir: &Path, name: &str) -> Result<PrivateKeyDer<'static>> {
     let pem = read(dir, name)?;
-    PrivateKeyDer::from_pem_slice(&pem).map_err(|e| anyhow!("{}: {e}", dir.join(name).display()))
+    PrivateKeyDer::from_pem_slice(&pem).map_err(|e| input!("{}: {e}", dir.join(name).display()))
 }
 
 /// The worker's side: its certificate, and clients must present one that

@@ -13,11 +13,11 @@
 //! others are refused while it holds them. Without TLS it serves a 0600
 //! unix socket whose peers' uids are checked, never TCP.
 
+use crate::error::{input, Context, Result};
 use crate::jobargs::shown;
 use crate::pb::worker_server::{Worker, WorkerServer};
 use crate::pb::{self, update};
 use crate::{command_words, now_ns, split_flag};
-use anyhow::{anyhow, Context, Result};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -649,13 +649,13 @@ pub async fn serve(cfg: WorkerConfig) -> Result<()> {
         (Some(dir), WorkerListen::Tcp(_)) => Some(crate::tls::server_config(dir)?),
         (None, WorkerListen::Unix(_)) => None,
         (Some(_), WorkerListen::Unix(p)) => {
-            return Err(anyhow!(
+            return Err(input!(
                 "--listen unix:{}: a unix socket checks its peers' uid; --tls is for TCP",
                 p.display()
             ))
         }
         (None, WorkerListen::Tcp(a)) => {
-            return Err(anyhow!(
+            return Err(input!(
                 "--listen {a}: TCP needs --tls (any local user, and on other addresses \
                  anyone, could make the worker send); without keys serve unix:PATH"
             ))

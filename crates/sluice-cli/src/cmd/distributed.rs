@@ -183,13 +183,12 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
     };
     let rt = runtime()?;
     let summary = rt.block_on(control::run(cfg)).map_err(|e| {
-        let text = anyhow!(control::describe(&e));
         // An unreachable worker or a poor clock is the environment's
         // fault (exit 1); anything else the plan's (exit 2).
-        if e.downcast_ref::<control::Environment>().is_some() {
-            Failure::from(text)
+        if e.is_environment() {
+            Failure::from(e)
         } else {
-            bad_input(text)
+            bad_input(e)
         }
     })?;
     if live {
