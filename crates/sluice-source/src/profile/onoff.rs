@@ -1,4 +1,4 @@
-//! The ON/OFF source (FLOR App. C and §4.3; the classic model of bursty
+//! The ON/OFF source (FLOR §4.3, ref. [18]; the classic model of bursty
 //! traffic): `flows` independent flows, each alternating ON periods, in
 //! which it sends frames with gaps drawn from a gap law, and silent OFF
 //! periods; ON and OFF lengths are drawn from any gap law too. With
