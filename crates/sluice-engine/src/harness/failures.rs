@@ -143,3 +143,29 @@ fn the_sources_report_reaches_the_summary() {
         .any(|w| w.starts_with("t.pcap: last record cut")));
     assert!(s.warnings.iter().any(|w| w == "a note"));
 }
+
+/// At top speed packets skip pacing, not the checks: a failed sink and a
+/// stop end the unit at the packet they happen on.
+#[test]
+fn at_top_speed_a_failure_and_a_stop_end_the_unit_at_once() {
+    let mut b = Bench::new(1);
+    b.cfg.topspeed = true;
+    b.sinks[0].fail_at = Some(700);
+    let out = b.run(Script::new(steady(2_000, 0, 100, 1)));
+    match out.result.as_ref().expect_err("fails") {
+        EngineError::AfterSending { summary, .. } => assert_eq!(summary.packets, 700),
+        other => panic!("{other}"),
+    }
+    assert_eq!(out.sent[0].len(), 700, "nothing after the failure");
+
+    let mut b = Bench::new(1);
+    b.cfg.topspeed = true;
+    let stop = Arc::new(AtomicBool::new(false));
+    b.cfg.stop = stop.clone();
+    b.sinks[0].stop_after = Some((1_234, stop.clone()));
+    let out = b.run(Script::new(steady(100_000, 0, 100, 1)));
+    let s = out.summary();
+    assert!(s.interrupted);
+    assert_eq!(s.packets, 1_234, "the stop ends the unit at that packet");
+    assert_eq!(out.seqs()[0], (0..1_234).collect::<Vec<_>>());
+}

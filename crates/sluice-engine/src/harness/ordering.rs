@@ -77,9 +77,14 @@ fn ports_reach_the_sink() {
             flow: 0,
         })
         .collect();
-    let out = Bench::new(1).run(Script::new(steps));
-    for f in &out.sent[0] {
-        assert_eq!(f.port, (f.seq % 3 == 0) as u8, "frame {}", f.seq);
+    for topspeed in [false, true] {
+        let mut b = Bench::new(1);
+        b.cfg.topspeed = topspeed;
+        let out = b.run(Script::new(steps.clone()));
+        assert_eq!(out.sent[0].len(), 100);
+        for f in &out.sent[0] {
+            assert_eq!(f.port, (f.seq % 3 == 0) as u8, "frame {}", f.seq);
+        }
     }
 }
 

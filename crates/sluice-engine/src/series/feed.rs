@@ -243,6 +243,8 @@ impl SeriesFeed {
 
 impl Feed for SeriesFeed {
     type Unit = Chunk;
+    /// Out-of-order records.
+    const SIDE: bool = true;
 
     fn next(&mut self, _core: &mut TxCore) -> Next<Chunk> {
         let q = &self.lanes.queues[self.queue];

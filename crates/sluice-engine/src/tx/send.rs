@@ -50,6 +50,9 @@ pub(crate) enum Next<U> {
 /// Where a TX thread's packets come from, and how they are built and sent.
 pub(crate) trait Feed {
     type Unit: Unit;
+    /// Whether the feed has side packets (they go before any packet due
+    /// after them, so every packet's due time matters).
+    const SIDE: bool = false;
 
     /// The next unit. A feed may block here (flushing the core's sink
     /// first), or answer Idle and let the loop poll.
@@ -170,6 +173,19 @@ impl<F: Feed> TxLoop<F> {
     }
 
     fn send_unit(&mut self, unit: &F::Unit) {
+        if self.core.topspeed && !F::SIDE {
+            // At top speed nothing waits: a packet's due time and kept gap
+            // decide nothing, and the clock (so the duration) moves once
+            // per unit. Only a stop or a failed sink ends the unit early.
+            for i in 0..unit.len() {
+                if self.core.error.is_some() || self.core.interrupted() {
+                    return;
+                }
+                self.feed
+                    .send(&mut self.core, unit, i, Verdict::Send { eps: 0 });
+            }
+            return;
+        }
         for (i, due) in unit.dues().enumerate() {
             let due = self.core.keep_gap(due, unit.gap(i));
             if !self.ready_for(due) {
