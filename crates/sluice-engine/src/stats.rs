@@ -303,15 +303,66 @@ impl SeriesSummary {
     }
 }
 
-/// A replay's timing mode in a summary: `recorded` (with `multiplier`),
-/// `pps`, `mbps` (with `rate`) or `topspeed`.
-#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
-pub struct RunTiming {
-    pub mode: String,
-    #[serde(default)]
-    pub multiplier: Option<f64>,
-    #[serde(default)]
-    pub rate: Option<f64>,
+/// How a run was timed, as its summary records it: replay's timing mode
+/// (`analyze --run` reads it back with [`RunTiming::replay_mode`]) or time-series
+/// play's. Serialised with its `mode` as the tag.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum RunTiming {
+    /// Replay: the recorded gaps divided by `multiplier`.
+    Recorded { multiplier: f64 },
+    /// Replay: `rate` packets per second.
+    Pps { rate: f64 },
+    /// Replay: `rate` Mbit/s of frame bytes.
+    Mbps { rate: f64 },
+    /// Replay or series play: as fast as the sink takes packets.
+    Topspeed,
+    /// Series play: as recorded.
+    Conforming,
+    /// Series play: recorded gaps divided by `multiplier`.
+    FastForward { multiplier: f64 },
+    /// Series play: `rate` records per second, timestamps ignored.
+    TightLoop { rate: f64 },
+}
+
+impl From<sluice_pace::TimingMode> for RunTiming {
+    fn from(t: sluice_pace::TimingMode) -> Self {
+        use sluice_pace::TimingMode as T;
+        match t {
+            T::Recorded { multiplier } => RunTiming::Recorded { multiplier },
+            T::Pps(rate) => RunTiming::Pps { rate },
+            T::Mbps(rate) => RunTiming::Mbps { rate },
+            T::TopSpeed => RunTiming::Topspeed,
+        }
+    }
+}
+
+impl From<sluice_source::series::SeriesTiming> for RunTiming {
+    fn from(t: sluice_source::series::SeriesTiming) -> Self {
+        use sluice_source::series::SeriesTiming as T;
+        match t {
+            T::Conforming => RunTiming::Conforming,
+            T::FastForward(multiplier) => RunTiming::FastForward { multiplier },
+            T::TightLoop(iv) if iv.0 == 0 => RunTiming::Topspeed,
+            T::TightLoop(iv) => RunTiming::TightLoop {
+                rate: 1e9 / iv.0 as f64,
+            },
+        }
+    }
+}
+
+impl RunTiming {
+    /// The replay timing mode this records; None for series play's modes.
+    pub fn replay_mode(self) -> Option<sluice_pace::TimingMode> {
+        use sluice_pace::TimingMode as T;
+        match self {
+            RunTiming::Recorded { multiplier } => Some(T::Recorded { multiplier }),
+            RunTiming::Pps { rate } => Some(T::Pps(rate)),
+            RunTiming::Mbps { rate } => Some(T::Mbps(rate)),
+            RunTiming::Topspeed => Some(T::TopSpeed),
+            _ => None,
+        }
+    }
 }
 
 impl Summary {
@@ -492,6 +543,30 @@ mod tests {
         assert_eq!(human(1_234_567.0, "bit/s"), "1.23 Mbit/s");
         assert_eq!(human(999.0, ""), "999.00");
         assert_eq!(human(645_300.0, ""), "645.30 k");
+    }
+
+    #[test]
+    fn a_timing_is_its_mode_and_its_own_field_and_reads_back() {
+        use sluice_pace::TimingMode;
+        let t = RunTiming::from(TimingMode::Recorded { multiplier: 2.0 });
+        let text = serde_json::to_string(&t).unwrap();
+        assert_eq!(text, r#"{"mode":"recorded","multiplier":2.0}"#);
+        let back: RunTiming = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            back.replay_mode(),
+            Some(TimingMode::Recorded { multiplier: 2.0 })
+        );
+        let pps: RunTiming = serde_json::from_str(r#"{"mode":"pps","rate":5.0}"#).unwrap();
+        assert_eq!(pps.replay_mode(), Some(TimingMode::Pps(5.0)));
+        use sluice_source::series::SeriesTiming;
+        assert_eq!(
+            RunTiming::from(SeriesTiming::TightLoop(Nanos(0))),
+            RunTiming::Topspeed
+        );
+        let tight = RunTiming::from(SeriesTiming::TightLoop(Nanos(10_000)));
+        assert_eq!(tight, RunTiming::TightLoop { rate: 100_000.0 });
+        assert_eq!(tight.replay_mode(), None, "not a replay's mode");
+        assert!(serde_json::from_str::<RunTiming>(r#"{"mode":"pps"}"#).is_err());
     }
 
     #[test]

@@ -151,23 +151,25 @@ fn run_timing(path: &std::path::Path) -> Result<TimingMode, Failure> {
             "{name}: timing: null (only replay summaries record it)"
         )));
     };
-    let positive = |v: Option<f64>, key: &str| match v {
-        Some(x) if x.is_finite() && x > 0.0 => Ok(x),
-        _ => Err(bad_input(anyhow!(
-            "{name}: timing.{key}: a positive number is needed"
-        ))),
-    };
-    Ok(match t.mode.as_str() {
-        "recorded" => TimingMode::Recorded {
-            multiplier: positive(t.multiplier, "multiplier")?,
-        },
-        "pps" => TimingMode::Pps(positive(t.rate, "rate")?),
-        "mbps" => TimingMode::Mbps(positive(t.rate, "rate")?),
-        "topspeed" => {
+    let mode = t.replay_mode().ok_or_else(|| {
+        bad_input(anyhow!(
+            "{name}: timing: a time-series play's (only replay summaries can be compared)"
+        ))
+    })?;
+    let rate = match mode {
+        TimingMode::TopSpeed => {
             return Err(bad_input(anyhow!(
                 "{name}: the run was at top speed: no requested timing to compare with"
             )))
         }
-        m => return Err(bad_input(anyhow!("{name}: timing.mode: unknown '{m}'"))),
-    })
+        TimingMode::Recorded { multiplier } => ("multiplier", multiplier),
+        TimingMode::Pps(r) | TimingMode::Mbps(r) => ("rate", r),
+    };
+    if !(rate.1.is_finite() && rate.1 > 0.0) {
+        return Err(bad_input(anyhow!(
+            "{name}: timing.{}: a positive number is needed",
+            rate.0
+        )));
+    }
+    Ok(mode)
 }

@@ -5,7 +5,7 @@ use crate::args::ReplayArgs;
 use crate::plan::{check_threads, engine_config, send_two};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
-use sluice_engine::{run_source, EngineConfig, RunTiming};
+use sluice_engine::{run_source, EngineConfig};
 use sluice_pace::TimingMode;
 use sluice_source::{ReplayConfig, ReplaySource};
 
@@ -53,26 +53,11 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         cfg,
         |sinks, cfg, progress| {
             run_source(source, sinks, cfg, progress).map(|mut s| {
-                s.timing = Some(run_timing(timing));
+                s.timing = Some(timing.into());
                 s
             })
         },
     )
-}
-
-/// The timing mode as the summary records it.
-fn run_timing(t: TimingMode) -> RunTiming {
-    let (mode, multiplier, rate) = match t {
-        TimingMode::Recorded { multiplier } => ("recorded", Some(multiplier), None),
-        TimingMode::Pps(r) => ("pps", None, Some(r)),
-        TimingMode::Mbps(r) => ("mbps", None, Some(r)),
-        TimingMode::TopSpeed => ("topspeed", None, None),
-    };
-    RunTiming {
-        mode: mode.into(),
-        multiplier,
-        rate,
-    }
 }
 
 fn timing_mode(a: &ReplayArgs) -> Result<TimingMode, Failure> {

@@ -6,7 +6,7 @@ use crate::plan::{check_threads, engine_config, send};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_core::Nanos;
-use sluice_engine::{run_series, EngineConfig, RunTiming, SeriesConfig};
+use sluice_engine::{run_series, EngineConfig, SeriesConfig};
 use sluice_sink::SinkSpec;
 use sluice_source::series::{DeviceCount, FlowMap, Ooo, SeriesTiming, MIN_BUFFER};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -109,28 +109,11 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         ecfg,
         |sinks, ecfg, progress| {
             run_series(cfg, sinks, ecfg, progress).map(|mut s| {
-                s.timing = Some(series_timing(timing));
+                s.timing = Some(timing.into());
                 s
             })
         },
     )
-}
-
-/// The timing mode as the summary records it: time-conforming, fast
-/// forward (`multiplier`: the speed-up), tight loop (`rate`: records per
-/// second) or top speed (a tight loop of 0).
-fn series_timing(t: SeriesTiming) -> RunTiming {
-    let (mode, multiplier, rate) = match t {
-        SeriesTiming::Conforming => ("conforming", None, None),
-        SeriesTiming::FastForward(f) => ("fast_forward", Some(f), None),
-        SeriesTiming::TightLoop(Nanos(0)) => ("topspeed", None, None),
-        SeriesTiming::TightLoop(iv) => ("tight_loop", None, Some(1e9 / iv.0 as f64)),
-    };
-    RunTiming {
-        mode: mode.into(),
-        multiplier,
-        rate,
-    }
 }
 
 /// Every source and destination the flows use, checked against this
