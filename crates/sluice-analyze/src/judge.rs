@@ -22,6 +22,20 @@ pub struct Packets {
     pub lens: Vec<u32>,
 }
 
+impl Packets {
+    /// A capture's packet times and frame lengths (as captured, before
+    /// any snap length).
+    pub fn read(path: &std::path::Path) -> Result<Packets, sluice_capture::CaptureError> {
+        let mut r = sluice_capture::CaptureReader::open(path)?;
+        let mut p = Packets::default();
+        while let Some(k) = r.next_packet()? {
+            p.times.push(k.ts_ns);
+            p.lens.push(k.orig_len);
+        }
+        Ok(p)
+    }
+}
+
 /// The target: packets, or per-bin counts.
 pub enum Target {
     Packets(Packets),

@@ -43,7 +43,7 @@ pub fn run(mut a: AnalyzeArgs) -> Result<u8, Failure> {
         return super::analyze_flows::run(&a);
     }
     if let Some(t) = &a.target {
-        return super::profile::judge_against(
+        return super::analyze_target::judge_against(
             a.capture_path(),
             t,
             a.sample.0,
@@ -100,7 +100,7 @@ fn judge(
 /// `analyze CAPTURE --gap T | --gaps FILE`: |D_R − D_M| percentiles.
 fn gap_errors(a: &AnalyzeArgs, gate: Option<&[Condition]>) -> Result<u8, Failure> {
     use sluice_analyze::pacing::{gap_errors, parse_gaps, Requested};
-    let cap = super::profile::read_packets(a.capture_path())?;
+    let cap = sluice_analyze::judge::Packets::read(a.capture_path()).map_err(bad_input)?;
     let list;
     let requested = match (&a.gap, &a.gaps) {
         (Some(g), _) => Requested::Constant(g.0),

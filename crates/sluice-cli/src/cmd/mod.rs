@@ -3,6 +3,7 @@
 
 pub mod analyze;
 mod analyze_flows;
+mod analyze_target;
 pub mod demo;
 pub mod distributed;
 pub mod docs;

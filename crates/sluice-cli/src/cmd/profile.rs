@@ -9,7 +9,7 @@ use crate::plan::{check_threads, engine_config, send};
 use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
 use serde::Serialize;
-use sluice_analyze::judge::{judge, Packets, Target};
+use sluice_analyze::judge::Packets;
 use sluice_engine::{run_source, ClockChoice, EngineConfig};
 use sluice_sink::{SinkSpec, TxMode};
 use sluice_source::profile::{
@@ -233,17 +233,9 @@ fn read_paths<'a>(profile: &'a Path, captures: &'a [PathBuf]) -> Vec<&'a Path> {
         .collect()
 }
 
-fn is_profile(p: &Path) -> bool {
-    p.extension().is_some_and(|e| {
-        ["yaml", "yml", "json"]
-            .iter()
-            .any(|x| e.eq_ignore_ascii_case(x))
-    })
-}
-
 /// The rate series of a capture: packets per bin from its first packet.
 fn capture_series(path: &Path, sample_ns: u64) -> Result<RateSeries, Failure> {
-    let times = read_packets(path)?.times;
+    let times = Packets::read(path).map_err(bad_input)?.times;
     let Some(&t0) = times.first() else {
         return Err(bad_input(anyhow!(
             "{}: the capture has no packets",
@@ -256,7 +248,7 @@ fn capture_series(path: &Path, sample_ns: u64) -> Result<RateSeries, Failure> {
 
 fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
     let sample = a.select.sample.0;
-    let series = if is_profile(&a.input) {
+    let series = if Profile::is_profile_path(&a.input) {
         let p = load(&a.input, a.scale, None)?;
         p.check_analyzable().map_err(bad_input)?;
         let series = RateSeries::from_times(Synth::new(p).map(|p| p.due), sample, None)
@@ -351,97 +343,6 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
             c.amplitude,
             c.phase
         )?;
-    }
-    Ok(crate::exit::OK)
-}
-
-/// A capture's packet times and frame lengths.
-pub(crate) fn read_packets(path: &Path) -> Result<Packets, Failure> {
-    let mut r = sluice_capture::CaptureReader::open(path).map_err(bad_input)?;
-    let mut p = Packets::default();
-    while let Some(k) = r.next_packet().map_err(bad_input)? {
-        p.times.push(k.ts_ns);
-        p.lens.push(k.orig_len);
-    }
-    Ok(p)
-}
-
-/// Per-bin counts, one per line (`bin,count` or `count`, a header allowed),
-/// as ratejudge.py reads them.
-fn read_counts(path: &Path) -> Result<Vec<f64>, Failure> {
-    let text = sluice_source::text::read_bounded(path, 256 << 20)
-        .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let last = line.trim().rsplit(',').next().unwrap_or("");
-        if last.is_empty() {
-            continue;
-        }
-        match last.parse::<f64>() {
-            Ok(v) if v.is_finite() && v >= 0.0 => out.push(v),
-            _ if out.is_empty() => {} // a header
-            _ => {
-                return Err(bad_input(anyhow!(
-                    "{}: line {}: '{last}' is not a count",
-                    path.display(),
-                    i + 1
-                )))
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// `analyze CAPTURE --target T`: the paper's accuracy measures.
-pub fn judge_against(
-    capture: &Path,
-    target: &Path,
-    sample_ns: u64,
-    max_lag: i64,
-    json: bool,
-    plot: Option<&Path>,
-) -> Result<u8, Failure> {
-    if let Some(p) = plot {
-        let spec = p.to_string_lossy();
-        crate::dest::check(&[capture, target], &[&spec])?;
-    }
-    if !(0..=100_000).contains(&max_lag) {
-        return Err(bad_input(anyhow!("--max-lag must be between 0 and 100000")));
-    }
-    let target_is_csv = target
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-    let t = if is_profile(target) {
-        let p = load(target, 1.0, None)?;
-        p.check_analyzable().map_err(bad_input)?;
-        let mut pk = Packets::default();
-        for q in Synth::new(p) {
-            pk.times.push(q.due);
-            pk.lens.push(u32::from(q.size));
-        }
-        Target::Packets(pk)
-    } else if target_is_csv {
-        Target::Counts(read_counts(target)?)
-    } else {
-        Target::Packets(read_packets(target)?)
-    };
-    let cap = read_packets(capture)?;
-    let j = judge(&t, &cap, sample_ns, max_lag).map_err(|e| bad_input(anyhow!("{e}")))?;
-    if let Some(p) = plot {
-        let title = format!(
-            "{} against {}: hist Pearson {}, series Pearson {}",
-            capture.display(),
-            target.display(),
-            j.hist_pearson,
-            j.pearson
-        );
-        crate::plot::rate_plot(&j, p, &title)
-            .with_context(|| format!("cannot write {}", p.display()))?;
-    }
-    if json {
-        outln!("{}", crate::json::pretty(crate::json::Kind::Judgement, &j)?)?;
-    } else {
-        outln!("{}", j.oneline())?;
     }
     Ok(crate::exit::OK)
 }

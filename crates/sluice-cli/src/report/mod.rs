@@ -234,7 +234,7 @@ fn capture_report(a: &ReportArgs) -> Result<String, Failure> {
     };
     let rep =
         sluice_analyze::analyze_with(&a.input, a.reference.as_deref(), &opts).map_err(bad_input)?;
-    let cap = crate::cmd::profile::read_packets(&a.input)?;
+    let cap = sluice_analyze::judge::Packets::read(&a.input).map_err(crate::bad_input)?;
     let s = &rep.stats;
     let mut out = String::from("<h2>Capture</h2>\n");
     out += &table(

@@ -266,6 +266,16 @@ pub struct ProfileError {
 }
 
 impl Profile {
+    /// Whether `path` names a profile by its extension (`.yaml`, `.yml`,
+    /// `.json`) rather than a capture.
+    pub fn is_profile_path(path: &Path) -> bool {
+        path.extension().is_some_and(|e| {
+            ["yaml", "yml", "json"]
+                .iter()
+                .any(|x| e.eq_ignore_ascii_case(x))
+        })
+    }
+
     /// Reads a profile (YAML for `.yaml`/`.yml`, else JSON), its rate
     /// multiplied by `scale`.
     pub fn load(path: &Path, scale: f64) -> Result<Profile, ProfileError> {
