@@ -45,13 +45,19 @@ impl tonic::service::Interceptor for Lease {
 }
 
 /// What to do when a worker is lost mid-run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum OnLoss {
     /// Stop every other worker (within a second).
+    #[default]
     Abort,
     /// Let the others finish.
     Continue,
 }
+
+sluice_core::named_values!(OnLoss {
+    Abort => "abort",
+    Continue => "continue",
+});
 
 /// Receives (worker name, global port, statistics line).
 pub type StatsSink = Box<dyn FnMut(&str, u32, &Value) + Send>;

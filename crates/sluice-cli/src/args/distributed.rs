@@ -2,6 +2,7 @@
 
 use super::values::{duration, named};
 use clap::{Args, Subcommand};
+use sluice_control::control::OnLoss;
 use sluice_core::Nanos;
 use std::path::PathBuf;
 
@@ -54,19 +55,6 @@ pub enum ControlCommand {
     /// Run a plan: its job split over its workers, started on all of them at one instant, gathered into one status and one summary.
     Run(Box<ControlRunArgs>),
 }
-
-/// What happens to the others when a worker is lost.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum OnLoss {
-    #[default]
-    Abort,
-    Continue,
-}
-
-sluice_core::named_values!(OnLoss {
-    Abort => "abort",
-    Continue => "continue",
-});
 
 #[derive(Args, Debug)]
 pub struct ControlRunArgs {

@@ -6,7 +6,7 @@ use crate::dest::Dest;
 use crate::json::{self, Kind};
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
-use sluice_control::control::{self, ControlConfig, OnLoss};
+use sluice_control::control::{self, ControlConfig};
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 
@@ -149,10 +149,7 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
         tls: a.tls,
         start_in: a.start_in.map(|n| std::time::Duration::from_nanos(n.0)),
         max_skew_ns: a.max_skew.0,
-        on_loss: match a.on_worker_loss {
-            crate::args::distributed::OnLoss::Abort => OnLoss::Abort,
-            crate::args::distributed::OnLoss::Continue => OnLoss::Continue,
-        },
+        on_loss: a.on_worker_loss,
         correct: !a.no_clock_correction,
         rounds: a.clock_rounds,
         stop,
