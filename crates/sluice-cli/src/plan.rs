@@ -25,20 +25,18 @@ use std::path::Path;
 /// output is prepared before the run (a bad path fails before sending).
 pub fn send(
     o: &RunOpts,
-    to: &SinkSpec,
     allow_udp: bool,
     inputs: &[&Path],
     cfg: EngineConfig,
     go: impl FnOnce(Vec<Box<dyn Sink>>, &EngineConfig, &mut Progress) -> Result<Summary, EngineError>,
 ) -> Result<u8, Failure> {
-    send_two(o, to, None, allow_udp, inputs, cfg, go)
+    send_two(o, None, allow_udp, inputs, cfg, go)
 }
 
 /// [`send`] with a second output (two-port replay, `--to2`): each TX
 /// thread gets one sink of each, joined in a [`DualSink`].
 pub fn send_two(
     o: &RunOpts,
-    to: &SinkSpec,
     to2: Option<&SinkSpec>,
     allow_udp: bool,
     inputs: &[&Path],
@@ -48,6 +46,7 @@ pub fn send_two(
     if o.clock == sluice_engine::ClockChoice::Tsc {
         sluice_sys::tsc::invariant().map_err(|e| bad_input(anyhow!("--clock tsc: {e}")))?;
     }
+    let to = &o.to;
     let mut outputs = run_outputs(o, to);
     if let Some(SinkSpec::Pcap(p)) = to2 {
         outputs.push(p.to_string_lossy().into_owned());
@@ -181,6 +180,8 @@ pub fn tx_cpus(o: &RunOpts) -> Vec<usize> {
 /// [`send`]).
 pub fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
     EngineConfig {
+        limit: o.limit,
+        duration: o.duration,
         clock: o.clock,
         spin: o.spin,
         drift: o.drift,

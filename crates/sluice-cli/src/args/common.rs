@@ -2,15 +2,26 @@
 //! `flows run`), defined once. Defaults shown in `--help` are the
 //! libraries' own (`EngineConfig::default()`, `TxMode::default()`).
 
-use super::values::{cpus, duration, named, CpuList};
+use super::values::{count, cpus, duration, named, positive_duration, CpuList};
 use clap::Args;
 use sluice_core::Nanos;
 use sluice_engine::{ClockChoice, EngineConfig};
-use sluice_sink::{LaunchTime, TxMode, XdpMode};
+use sluice_sink::{LaunchTime, SinkSpec, TxMode, XdpMode};
 
-/// TX threads, their CPUs and priority, timing precision, statistics.
+/// Where packets go and when the run stops, TX threads, their CPUs and
+/// priority, timing precision, statistics: every sending command's, declared
+/// once here.
 #[derive(Args, Debug)]
 pub struct RunOpts {
+    /// Where packets go: null, pcap:PATH, afpacket:IFACE, xdp:IFACE (series play also udp:HOST:PORT).
+    #[arg(long, short = 't', default_value_t = SinkSpec::Null)]
+    pub to: SinkSpec,
+    /// Stop after N packets (series play: records).
+    #[arg(long, value_parser = count)]
+    pub limit: Option<u64>,
+    /// Stop after this long, e.g. 10s.
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<Nanos>,
     /// TX threads.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,

@@ -1,10 +1,8 @@
 //! `sluice flows` arguments: run, import.
 
 use super::common::{RunOpts, ShareOpts};
-use super::values::{count, named, positive_duration};
+use super::values::named;
 use clap::{Args, Subcommand};
-use sluice_core::Nanos;
-use sluice_sink::SinkSpec;
 use sluice_source::flows::{FlowConfig, Planner};
 use sluice_wire::MacAddr;
 use std::path::PathBuf;
@@ -30,9 +28,6 @@ pub enum FlowsCommand {
 pub struct RunArgs {
     /// Session file (.yaml/.yml or .json).
     pub session: PathBuf,
-    /// Where packets go: null, pcap:PATH, afpacket:IFACE.
-    #[arg(long, short = 't', default_value_t = SinkSpec::Null)]
-    pub to: SinkSpec,
     /// How packets of concurrent flows are scheduled: exact per-flow times from a calendar, or FLOR's stochastic planning.
     #[arg(long, value_parser = named::<Planner>(Planner::NAMES), default_value_t = FlowConfig::default().planner)]
     pub planner: Planner,
@@ -45,12 +40,6 @@ pub struct RunArgs {
     /// Send in calendar order as fast as the output takes packets (ignore the times).
     #[arg(long)]
     pub topspeed: bool,
-    /// Stop after N packets.
-    #[arg(long, value_parser = count)]
-    pub limit: Option<u64>,
-    /// Stop after this long.
-    #[arg(long, value_parser = positive_duration)]
-    pub duration: Option<Nanos>,
     /// Source MAC of every frame.
     #[arg(long, default_value_t = FlowConfig::default().src_mac)]
     pub src_mac: MacAddr,

@@ -1,10 +1,8 @@
 //! `sluice inject` arguments.
 
 use super::common::RunOpts;
-use super::values::{count, positive_duration};
+use super::values::count;
 use clap::Args;
-use sluice_core::Nanos;
-use sluice_sink::SinkSpec;
 use sluice_source::inject::Listen;
 use sluice_wire::MacAddr;
 
@@ -19,9 +17,6 @@ pub struct InjectArgs {
     /// With tcp: serve without a secret, to every local user (they may send frames on --to and read what arrives on --return).
     #[arg(long, conflicts_with = "token_file")]
     pub insecure_tcp: bool,
-    /// Where described frames go: afpacket:IFACE, null, pcap:PATH.
-    #[arg(long, short = 't')]
-    pub to: SinkSpec,
     /// Hand frames arriving on this interface back to the clients that ask for them (HELLO flag), stamped with their arrival time.
     #[arg(long = "return")]
     pub return_iface: Option<String>,
@@ -46,12 +41,6 @@ pub struct InjectArgs {
     /// End the run once this many client sessions have ended (default: run until stopped).
     #[arg(long, value_parser = count)]
     pub sessions: Option<u64>,
-    /// Stop after this long.
-    #[arg(long, value_parser = positive_duration)]
-    pub duration: Option<Nanos>,
-    /// Stop after N frames sent.
-    #[arg(long, value_parser = count)]
-    pub limit: Option<u64>,
     #[command(flatten)]
     pub run: RunOpts,
 }

@@ -1,10 +1,7 @@
 //! `sluice profile onoff` arguments.
 
 use super::common::RunOpts;
-use super::values::{count, positive_duration};
 use clap::Args;
-use sluice_core::Nanos;
-use sluice_sink::SinkSpec;
 use sluice_source::profile::GapLaw;
 use sluice_wire::MacAddr;
 use std::net::IpAddr;
@@ -52,15 +49,6 @@ pub struct OnOffArgs {
     /// Seed of every draw: the same seed sends the same frames at the same times.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Where frames go: null, pcap:PATH, afpacket:IFACE, xdp:IFACE.
-    #[arg(long, short = 't', default_value_t = SinkSpec::Null)]
-    pub to: SinkSpec,
-    /// Stop after N frames.
-    #[arg(long, value_parser = count)]
-    pub limit: Option<u64>,
-    /// Stop after this long (the source never ends by itself).
-    #[arg(long, value_parser = positive_duration)]
-    pub duration: Option<Nanos>,
     #[command(flatten)]
     pub run: RunOpts,
 }

@@ -4,7 +4,6 @@ use super::common::RunOpts;
 use super::values::{count, positive_duration, rate};
 use clap::{ArgGroup, Args};
 use sluice_core::Nanos;
-use sluice_sink::SinkSpec;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -13,9 +12,6 @@ pub struct PaceArgs {
     /// TAP device to read from: created, or attached to when it exists (`ip tuntap add dev NAME mode tap`); brought up.
     #[arg(long)]
     pub tap: String,
-    /// Where paced frames go: afpacket:IFACE (or null, pcap:PATH for tests).
-    #[arg(long, short = 't')]
-    pub to: SinkSpec,
     /// The same gap between departures, e.g. 20us.
     #[arg(long, value_parser = positive_duration)]
     pub gap: Option<Nanos>,
@@ -46,12 +42,6 @@ pub struct PaceArgs {
     /// Write each departure's requested gap (ns, one per line) to PATH, for `analyze --gaps`.
     #[arg(long)]
     pub log_requested: Option<String>,
-    /// Stop after this long.
-    #[arg(long, value_parser = positive_duration)]
-    pub duration: Option<Nanos>,
-    /// Stop after N frames sent.
-    #[arg(long, value_parser = count)]
-    pub limit: Option<u64>,
     #[command(flatten)]
     pub run: RunOpts,
 }

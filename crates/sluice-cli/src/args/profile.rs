@@ -4,7 +4,6 @@ use super::common::{RunOpts, ShareOpts};
 use super::values::{count, named, positive_duration};
 use clap::{Args, Subcommand};
 use sluice_core::Nanos;
-use sluice_sink::SinkSpec;
 use sluice_wire::MacAddr;
 use std::path::PathBuf;
 
@@ -133,9 +132,6 @@ sluice_core::named_values!(ShareBy {
 pub struct ProfileRunArgs {
     /// Profile (.yaml/.yml or .json).
     pub profile: PathBuf,
-    /// Where packets go: null, pcap:PATH, afpacket:IFACE.
-    #[arg(long, short = 't', default_value_t = SinkSpec::Null)]
-    pub to: SinkSpec,
     /// exact: the synthesized sequence; fourier: the reconstruction from selected components.
     #[arg(long, value_parser = named::<Mode>(Mode::NAMES), default_value_t = Mode::default())]
     pub mode: Mode,
@@ -144,12 +140,6 @@ pub struct ProfileRunArgs {
     /// Fourier queues the components are spread over (each a stream of its own; TX threads take queues round-robin).
     #[arg(long, default_value_t = 1)]
     pub queues: usize,
-    /// Stop after N packets.
-    #[arg(long, value_parser = count)]
-    pub limit: Option<u64>,
-    /// Stop after this long.
-    #[arg(long, value_parser = positive_duration)]
-    pub duration: Option<Nanos>,
     #[command(flatten)]
     pub frame: FrameOpts,
     #[command(flatten)]

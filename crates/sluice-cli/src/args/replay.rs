@@ -1,7 +1,7 @@
 //! `sluice replay` arguments.
 
 use super::common::{RunOpts, ShareOpts};
-use super::values::{count, duration, positive_duration, rate};
+use super::values::{count, duration, rate};
 use clap::Args;
 use sluice_core::Nanos;
 use sluice_engine::EngineConfig;
@@ -32,9 +32,6 @@ fn endpoints(s: &str) -> Result<(IpAddr, IpAddr), String> {
 pub struct ReplayArgs {
     /// Trace to replay (pcap or pcapng, optionally gzip-compressed).
     pub trace: PathBuf,
-    /// Where packets go: null, pcap:PATH, afpacket:IFACE.
-    #[arg(long, short = 't', default_value_t = SinkSpec::Null)]
-    pub to: SinkSpec,
     /// Second output for two-port replay: server-to-client packets of --split leave here, client-to-server by --to.
     #[arg(long, requires = "split", help_heading = "Two ports")]
     pub to2: Option<SinkSpec>,
@@ -58,9 +55,6 @@ pub struct ReplayArgs {
     /// Passes over the trace (0 = forever). Time continues across passes.
     #[arg(long = "loop", value_parser = count, default_value_t = EngineConfig::default().passes)]
     pub loops: u64,
-    /// Stop after N packets.
-    #[arg(long, value_parser = count)]
-    pub limit: Option<u64>,
     /// Read the trace into memory before starting and send every pass from
     /// there (no file reading while sending). Falls back to streaming, with a
     /// warning, if the trace needs more than half of the available memory.
@@ -69,9 +63,6 @@ pub struct ReplayArgs {
     /// Memory budget of --preload in bytes (default: half of MemAvailable).
     #[arg(long, value_parser = count, hide = true)]
     pub preload_max: Option<u64>,
-    /// Stop after this long, e.g. 10s.
-    #[arg(long, value_parser = positive_duration)]
-    pub duration: Option<Nanos>,
     /// Shorten recorded gaps longer than this to it (a clock jump in a
     /// capture would otherwise be waited for). Without it, the first gap
     /// over an hour is reported, and kept.

@@ -1,12 +1,11 @@
 //! `sluice series` arguments: convert, dump, play.
 
 use super::common::{RunOpts, ShareOpts};
-use super::values::{count, duration, named, positive_duration, probability, Size};
+use super::values::{count, duration, named, probability, Size};
 use clap::{Args, Subcommand};
 use sluice_archive::DataEncoding;
 use sluice_core::Nanos;
 use sluice_engine::{SeriesConfig, SeriesPayload};
-use sluice_sink::SinkSpec;
 use sluice_source::series::{DeviceCount, FlowMap, Ooo};
 use sluice_wire::MacAddr;
 use std::net::Ipv4Addr;
@@ -59,9 +58,6 @@ pub struct DumpArgs {
 pub struct PlayArgs {
     /// Archive to play (see `series convert`).
     pub archive: PathBuf,
-    /// Where datagrams go: null, pcap:PATH, afpacket:IFACE, udp:HOST:PORT.
-    #[arg(long, short = 't', default_value_t = SinkSpec::Null)]
-    pub to: SinkSpec,
 
     /// Ignore timestamps: one record every INTERVAL (0 = as fast as possible).
     #[arg(long, value_parser = duration, group = "timing")]
@@ -72,12 +68,6 @@ pub struct PlayArgs {
     /// Shorten recorded gaps longer than this to it (the archive is read once more before the run).
     #[arg(long, value_parser = duration, conflicts_with = "tight_loop")]
     pub max_gap: Option<Nanos>,
-    /// Stop after N records.
-    #[arg(long, value_parser = count)]
-    pub limit: Option<u64>,
-    /// Stop after this long, e.g. 10s.
-    #[arg(long, value_parser = positive_duration)]
-    pub duration: Option<Nanos>,
 
     /// Out-of-order probability P: such records go to a separate queue.
     #[arg(long, value_parser = probability, default_value_t = Ooo::default().prob)]

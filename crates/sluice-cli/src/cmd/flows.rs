@@ -18,7 +18,7 @@ pub fn run(a: FlowsArgs) -> Result<u8, Failure> {
 }
 
 fn run_session(a: RunArgs) -> Result<u8, Failure> {
-    check_threads(&a.run, &a.to)?;
+    check_threads(&a.run, &a.run.to)?;
     let source = FlowSource::open(
         &a.session,
         FlowConfig {
@@ -32,19 +32,12 @@ fn run_session(a: RunArgs) -> Result<u8, Failure> {
     )
     .map_err(bad_input)?;
     let cfg = EngineConfig {
-        duration: a.duration,
-        limit: a.limit,
         start_at: a.part.start_at,
         ..engine_config(&a.run, a.topspeed)
     };
-    send(
-        &a.run,
-        &a.to,
-        false,
-        &[&a.session],
-        cfg,
-        |sinks, cfg, progress| run_source(source, sinks, cfg, progress),
-    )
+    send(&a.run, false, &[&a.session], cfg, |sinks, cfg, progress| {
+        run_source(source, sinks, cfg, progress)
+    })
 }
 
 /// Largest flow-record file `flows import` reads.

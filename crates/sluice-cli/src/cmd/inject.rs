@@ -17,10 +17,10 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
             "inject runs one TX thread: acknowledgements follow the order frames leave in"
         )));
     }
-    let outputs = run_outputs(&a.run, &a.to);
+    let outputs = run_outputs(&a.run, &a.run.to);
     let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
     crate::dest::check(&[], &outputs)?;
-    let src_mac = match (&a.src_mac, &a.to) {
+    let src_mac = match (&a.src_mac, &a.run.to) {
         (Some(m), _) => m.0,
         (None, to @ (SinkSpec::AfPacket(i) | SinkSpec::Xdp(i))) => {
             sluice_sys::tap::interface_mac(i).map_err(|e| bad_input(anyhow!("--to {to}: {e}")))?
@@ -59,7 +59,7 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
         window: a.window,
         sessions: a.sessions,
         macs: (src_mac, dst_mac),
-        duration: a.duration,
+        duration: a.run.duration,
         token,
         queue_bytes: usize::try_from(
             a.queue_bytes
@@ -80,15 +80,17 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
         };
         eoutln!(
             "sluice: injecting to {} for clients on {} ({access}; Ctrl-C stops)",
-            a.to,
+            a.run.to,
             a.listen
         );
     }
     let cfg = EngineConfig {
-        limit: a.limit,
+        // The source itself ends at --duration (it stops taking frames
+        // then); the engine does not cut the run.
+        duration: None,
         ..engine_config(&a.run, false)
     };
-    send(&a.run, &a.to, false, &[], cfg, |sinks, cfg, progress| {
+    send(&a.run, false, &[], cfg, |sinks, cfg, progress| {
         run_source(source, sinks, cfg, progress)
     })
 }

@@ -10,11 +10,11 @@ use sluice_sink::SinkSpec;
 use sluice_source::profile::{OnOffConfig, OnOffSource, PacketSpec};
 
 pub fn run(a: OnOffArgs) -> Result<u8, Failure> {
-    check_threads(&a.run, &a.to)?;
-    if matches!(a.to, SinkSpec::Pcap(_)) && a.limit.is_none() && a.duration.is_none() {
+    check_threads(&a.run, &a.run.to)?;
+    if matches!(a.run.to, SinkSpec::Pcap(_)) && a.run.limit.is_none() && a.run.duration.is_none() {
         return Err(bad_input(anyhow!(
             "--to {}: an ON/OFF source never ends: give --duration or --limit",
-            a.to
+            a.run.to
         )));
     }
     let packet = PacketSpec {
@@ -44,11 +44,9 @@ pub fn run(a: OnOffArgs) -> Result<u8, Failure> {
     })
     .map_err(bad_input)?;
     let cfg = EngineConfig {
-        duration: a.duration,
-        limit: a.limit,
         ..engine_config(&a.run, false)
     };
-    send(&a.run, &a.to, false, &[], cfg, |sinks, cfg, progress| {
+    send(&a.run, false, &[], cfg, |sinks, cfg, progress| {
         run_source(source, sinks, cfg, progress)
     })
 }

@@ -59,14 +59,14 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
         )));
     }
     let law = law(&a)?;
-    let iface = a.to.iface().map(str::to_string);
+    let iface = a.run.to.iface().map(str::to_string);
     if a.return_path && iface.is_none() {
         return Err(bad_input(anyhow!(
             "--return relays frames from the --to interface: give --to afpacket:IFACE or xdp:IFACE"
         )));
     }
     let inputs: Vec<&Path> = a.ipd.iter().map(|p| p.as_path()).collect();
-    let mut outputs = run_outputs(&a.run, &a.to);
+    let mut outputs = run_outputs(&a.run, &a.run.to);
     outputs.extend(a.log_requested.clone());
     let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
     crate::dest::check(&inputs, &outputs)?;
@@ -78,7 +78,7 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
         u32::try_from(a.burst).unwrap_or(u32::MAX),
         usize::try_from(a.queue_limit).unwrap_or(usize::MAX),
     );
-    let mut source = PaceSource::new(Box::new(tap.clone()), sched, a.per_flow, a.duration);
+    let mut source = PaceSource::new(Box::new(tap.clone()), sched, a.per_flow, a.run.duration);
     if let Some(log) = log {
         source = source.with_log(Box::new(LogOut(Some(log))));
     }
@@ -92,19 +92,16 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
         eoutln!(
             "sluice: pacing frames from TAP {} to {} (Ctrl-C stops)",
             tap.name(),
-            a.to
+            a.run.to
         );
     }
     let cfg = EngineConfig {
-        limit: a.limit,
+        // The source itself ends at --duration (it stops taking frames
+        // then); the engine does not cut the run.
+        duration: None,
         ..engine_config(&a.run, false)
     };
-    send(
-        &a.run,
-        &a.to,
-        false,
-        &inputs,
-        cfg,
-        |sinks, cfg, progress| run_source(source, sinks, cfg, progress),
-    )
+    send(&a.run, false, &inputs, cfg, |sinks, cfg, progress| {
+        run_source(source, sinks, cfg, progress)
+    })
 }

@@ -87,6 +87,9 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
     )
     .map_err(bad_input)?;
     let opts = RunOpts {
+        to: SinkSpec::Pcap(a.output.clone()),
+        limit: a.limit,
+        duration: None,
         threads: 1,
         cpu: None,
         no_pin: true,
@@ -103,11 +106,9 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
         late_threshold: EngineConfig::default().late_threshold,
         spin: EngineConfig::default().spin,
     };
-    let to = SinkSpec::Pcap(a.output.clone());
-    let mut cfg = engine_config(&opts, false);
-    cfg.limit = a.limit;
+    let cfg = engine_config(&opts, false);
     let inputs = read_paths(&a.profile, &reads);
-    send(&opts, &to, false, &inputs, cfg, |sinks, cfg, progress| {
+    send(&opts, false, &inputs, cfg, |sinks, cfg, progress| {
         run_source(source, sinks, cfg, progress)
     })
 }
@@ -116,7 +117,7 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
     if a.confine_inputs {
         sluice_source::profile::file::confine_inputs();
     }
-    check_threads(&a.run, &a.to)?;
+    check_threads(&a.run, &a.run.to)?;
     if let (Some(s), ShareBy::Components) = (a.part.share, a.share_by) {
         if a.mode != Mode::Fourier || !a.queues.is_multiple_of(s.count as usize) {
             return Err(bad_input(anyhow!(
@@ -179,20 +180,13 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
         .map_err(bad_input)?
         .with_share(a.part.share, a.share_by == ShareBy::Components);
     let cfg = EngineConfig {
-        duration: a.duration,
-        limit: a.limit,
         start_at: a.part.start_at,
         ..engine_config(&a.run, false)
     };
     let inputs = read_paths(&a.profile, &reads);
-    send(
-        &a.run,
-        &a.to,
-        false,
-        &inputs,
-        cfg,
-        |sinks, cfg, progress| run_source(source, sinks, cfg, progress),
-    )
+    send(&a.run, false, &inputs, cfg, |sinks, cfg, progress| {
+        run_source(source, sinks, cfg, progress)
+    })
 }
 
 #[derive(Serialize)]

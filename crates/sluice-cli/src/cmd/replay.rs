@@ -11,7 +11,7 @@ use sluice_source::{ReplayConfig, ReplaySource};
 
 pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let timing = timing_mode(&a)?;
-    check_threads(&a.run, &a.to)?;
+    check_threads(&a.run, &a.run.to)?;
     let rewrite = a.rewrite().map_err(|e| bad_input(anyhow!(e)))?;
     let source = ReplaySource::open(ReplayConfig {
         path: a.trace.clone(),
@@ -28,8 +28,6 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     })
     .map_err(bad_input)?;
     let cfg = EngineConfig {
-        duration: a.duration,
-        limit: a.limit,
         passes: a.loops,
         preload: a.preload,
         preload_budget: a.preload_max,
@@ -46,7 +44,6 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     }
     send_two(
         &a.run,
-        &a.to,
         a.to2.as_ref(),
         false,
         &inputs,

@@ -16,7 +16,7 @@ use std::path::Path;
 const MAX_BUFFER: usize = 1 << 30;
 
 pub fn run(a: PlayArgs) -> Result<u8, Failure> {
-    check_threads(&a.run, &a.to)?;
+    check_threads(&a.run, &a.run.to)?;
     let timing = match (a.tight_loop, a.fast_forward) {
         (Some(iv), _) => SeriesTiming::TightLoop(iv),
         (_, Some(f)) if f.is_finite() && f > 0.0 => SeriesTiming::FastForward(f),
@@ -40,7 +40,7 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     }
     // Through kernel UDP sockets, the target is the destination of flows
     // the mapping leaves open, and their source is the kernel's choice.
-    let mut flows = match &a.to {
+    let mut flows = match &a.run.to {
         SinkSpec::Udp(target) => match udp_target(target)? {
             SocketAddr::V4(t) => FlowMap::new(*t.ip(), t.port()).with_kernel_sources(),
             SocketAddr::V6(t) => {
@@ -54,10 +54,10 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     if let Some(m) = &a.map {
         flows = flows.load(m).map_err(bad_input)?;
     }
-    if matches!(a.to, SinkSpec::Udp(_)) {
+    if matches!(a.run.to, SinkSpec::Udp(_)) {
         check_routes(&flows, a.map.as_deref())?;
     }
-    let mtu = match (a.mtu, &a.to) {
+    let mtu = match (a.mtu, &a.run.to) {
         (Some(m), _) => m,
         (None, to) if to.iface().is_some() => {
             sluice_sys::net::interface_mtu(to.iface().unwrap_or_default()).unwrap_or(1500)
@@ -92,8 +92,6 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     };
     let topspeed = timing == SeriesTiming::TightLoop(Nanos(0));
     let ecfg = EngineConfig {
-        duration: a.duration,
-        limit: a.limit,
         preload: a.preload,
         preload_budget: a.preload_max,
         start_at: a.part.start_at,
@@ -101,19 +99,12 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     };
     let mut inputs: Vec<&Path> = vec![&a.archive];
     inputs.extend(a.map.as_deref());
-    send(
-        &a.run,
-        &a.to,
-        true,
-        &inputs,
-        ecfg,
-        |sinks, ecfg, progress| {
-            run_series(cfg, sinks, ecfg, progress).map(|mut s| {
-                s.timing = Some(timing.into());
-                s
-            })
-        },
-    )
+    send(&a.run, true, &inputs, ecfg, |sinks, ecfg, progress| {
+        run_series(cfg, sinks, ecfg, progress).map(|mut s| {
+            s.timing = Some(timing.into());
+            s
+        })
+    })
 }
 
 /// Every source and destination the flows use, checked against this
