@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sluice_source::inject::proto::walk_stream;
+use sluice_live::inject::walk_stream;
 
 fuzz_target!(|data: &[u8]| {
     if let Err(e) = walk_stream(data) {

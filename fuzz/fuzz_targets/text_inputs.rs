@@ -11,7 +11,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use sluice_archive::{convert_csv_from, ArchiveReader, ArchiveWriter, DataEncoding};
-use sluice_source::flows::{import_text, Expander, Session};
+use sluice_flows::{import_text, Expander, Session};
 use sluice_source::series::FlowMap;
 use std::io::Cursor;
 use std::net::Ipv4Addr;
@@ -55,9 +55,9 @@ fn session(text: &str) {
 fn profile(text: &str) {
     for yaml in [true, false] {
         let dir = std::path::Path::new("/nonexistent");
-        if let Ok(p) = sluice_source::profile::Profile::parse("fuzz", text, yaml, dir, 1.0) {
+        if let Ok(p) = sluice_profile::Profile::parse("fuzz", text, yaml, dir, 1.0) {
             // An accepted profile synthesizes (the first 1 000 packets).
-            for q in sluice_source::profile::Synth::new(p).take(1000) {
+            for q in sluice_profile::Synth::new(p).take(1000) {
                 let _ = q.size;
             }
         }

@@ -1,14 +1,12 @@
-//! Sources: what to send and when, ideally. Each source is one module
-//! implementing the [`Source`] seam (see [`seam`]): trace replay
-//! ([`replay`]), flows and meta-flows ([`flows`]), stochastic profiles
-//! ([`profile`]), live frames paced from a TAP device ([`pace`]). Time-series play
+//! The seam every source implements ([`seam`]: [`Source`], [`Outbox`],
+//! [`RunContext`], [`SourceError`]) and trace replay ([`replay`]), with the
+//! helpers sources share: job shares ([`share`]), bounded text inputs
+//! ([`text`]). The other sources live in crates of their own, by tenant:
+//! `sluice-flows` (FLOR flows), `sluice-profile` (stochastic profiles,
+//! ON/OFF), `sluice-live` (TAP pacing, inject). Time-series play
 //! ([`series`]) supplies the archive reading, indexing and device mapping
 //! that the engine's time-series pipeline runs.
 
-pub mod flows;
-pub mod inject;
-pub mod pace;
-pub mod profile;
 pub mod replay;
 pub mod seam;
 pub mod series;
@@ -27,7 +25,7 @@ use std::path::Path;
 
 /// Whether a file is YAML by its name (`.yaml`/`.yml`, any case): sessions
 /// and device mappings are read as YAML or else as JSON or CSV.
-pub(crate) fn is_yaml(path: &Path) -> bool {
+pub fn is_yaml(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
 }

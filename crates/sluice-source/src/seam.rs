@@ -141,10 +141,11 @@ pub enum SourceError {
     },
     #[error("{file}: contains no packets")]
     Empty { file: String },
+    /// A source's own input that it refused (a session, a profile): its
+    /// error, which names the file and where. The seam knows no tenant's
+    /// error types; each tenant converts its own into this.
     #[error(transparent)]
-    Session(#[from] crate::flows::SessionError),
-    #[error(transparent)]
-    Profile(#[from] crate::profile::ProfileError),
+    Input(Box<dyn std::error::Error + Send + Sync>),
     /// A two-port split that cannot be made (a cache that does not fit).
     #[error("{0}")]
     Split(String),

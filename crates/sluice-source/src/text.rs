@@ -4,8 +4,36 @@
 //! checked before YAML or JSON is parsed (a document nested 100 000 deep
 //! took the parser half a minute to refuse).
 
+use serde::Deserialize;
+use sluice_core::{parse_duration, Nanos};
 use std::io::Read;
 use std::path::Path;
+
+/// A time: a duration with its unit (`1.5ms`). A bare number is refused
+/// (as on the command line), 0 excepted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "TimeRepr")]
+pub struct Time(pub Nanos);
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TimeRepr {
+    Ns(u64),
+    Text(String),
+}
+
+impl TryFrom<TimeRepr> for Time {
+    type Error = String;
+    fn try_from(r: TimeRepr) -> Result<Self, String> {
+        match r {
+            TimeRepr::Ns(0) => Ok(Time(Nanos(0))),
+            TimeRepr::Ns(n) => Err(format!(
+                "{n}: a bare number needs a unit: {n}ns, {n}us, {n}ms or {n}s"
+            )),
+            TimeRepr::Text(s) => parse_duration(&s).map(Time).map_err(|e| e.to_string()),
+        }
+    }
+}
 
 /// Largest session or mapping file.
 pub const MAX_TEXT: u64 = 256 << 20;

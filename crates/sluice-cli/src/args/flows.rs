@@ -3,7 +3,7 @@
 use super::common::{RunOpts, ShareOpts};
 use super::values::named;
 use clap::{Args, Subcommand};
-use sluice_source::flows::{FlowConfig, Planner};
+use sluice_flows::{FlowConfig, Planner};
 use sluice_wire::MacAddr;
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 use super::common::RunOpts;
 use super::values::count;
 use clap::Args;
-use sluice_source::inject::Listen;
+use sluice_live::inject::Listen;
 use sluice_wire::MacAddr;
 
 #[derive(Args, Debug)]

@@ -2,7 +2,7 @@
 
 use super::common::RunOpts;
 use clap::Args;
-use sluice_source::profile::GapLaw;
+use sluice_profile::GapLaw;
 use sluice_wire::MacAddr;
 use std::net::IpAddr;
 

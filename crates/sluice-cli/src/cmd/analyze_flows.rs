@@ -11,7 +11,7 @@ use crate::args::AnalyzeArgs;
 use crate::{bad_input, exit, Failure};
 use serde::Serialize;
 use sluice_analyze::{collect_flows, Dist, FlowRecord, Samples, Timeouts};
-use sluice_source::flows::{Expander, Flow, FlowEntry, Proto, Session};
+use sluice_flows::{Expander, Flow, FlowEntry, Proto, Session};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 
@@ -76,7 +76,7 @@ fn errors(v: Vec<u64>) -> Option<Dist> {
 /// IP bytes the session says a flow has, if it fixes them.
 fn expected_bytes(f: &Flow) -> Option<u64> {
     let header = f.proto.header_len() as u64;
-    if f.payload_total != sluice_source::flows::expand::NO_TOTAL {
+    if f.payload_total != sluice_flows::NO_TOTAL {
         return Some(f.payload_total + header * f.packets);
     }
     (f.payload.0 == f.payload.1).then(|| (u64::from(f.payload.0) + header) * f.packets)

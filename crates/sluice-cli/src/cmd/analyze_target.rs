@@ -5,7 +5,7 @@
 use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
 use sluice_analyze::judge::{judge, Packets, Target};
-use sluice_source::profile::{Profile, Synth};
+use sluice_profile::{Profile, Synth};
 use std::path::Path;
 
 /// Per-bin counts, one per line (`bin,count` or `count`, a header allowed),

@@ -7,7 +7,7 @@ use crate::plan::{check_threads, engine_config, send};
 use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
 use sluice_engine::{run_source, EngineConfig};
-use sluice_source::flows::{import_csv, FlowConfig, FlowSource, ImportError};
+use sluice_flows::{import_csv, FlowConfig, FlowSource, ImportError};
 use std::io::{BufReader, BufWriter, Read};
 
 pub fn run(a: FlowsArgs) -> Result<u8, Failure> {

@@ -6,9 +6,9 @@ use crate::plan::{engine_config, run_outputs, send};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::{run_source, EngineConfig};
+use sluice_live::inject::TOKEN_LEN;
+use sluice_live::inject::{InjectConfig, InjectSource, Listen, Listener};
 use sluice_sink::SinkSpec;
-use sluice_source::inject::proto::TOKEN_LEN;
-use sluice_source::inject::{InjectConfig, InjectSource, Listen, Listener};
 use sluice_sys::packet_rx::PacketRx;
 
 pub fn run(a: InjectArgs) -> Result<u8, Failure> {

@@ -6,8 +6,8 @@ use crate::plan::{check_threads, engine_config, send};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::{run_source, EngineConfig};
+use sluice_profile::{OnOffConfig, OnOffSource, PacketSpec};
 use sluice_sink::SinkSpec;
-use sluice_source::profile::{OnOffConfig, OnOffSource, PacketSpec};
 
 pub fn run(a: OnOffArgs) -> Result<u8, Failure> {
     check_threads(&a.run, &a.run.to)?;

@@ -11,17 +11,17 @@ use anyhow::{anyhow, Context};
 use serde::Serialize;
 use sluice_analyze::judge::Packets;
 use sluice_engine::{run_source, ClockChoice, EngineConfig};
-use sluice_sink::{SinkSpec, TxMode};
-use sluice_source::profile::{
-    spectrum, FourierPlan, Plan, Profile, ProfileSource, RateSeries, Selection, Spectrum, Synth,
+use sluice_profile::{
+    FourierPlan, Plan, Profile, ProfileSource, RateSeries, Selection, Spectrum, Synth,
 };
+use sluice_sink::{SinkSpec, TxMode};
 use std::path::{Path, PathBuf};
 
 pub fn run(a: ProfileArgs) -> Result<u8, Failure> {
     // Every synthesized sequence (a spectrum, a Fourier plan, a synth)
     // ends when SIGINT or SIGTERM asks.
     let stop = crate::signals::install().context("installing signal handlers")?;
-    sluice_source::profile::synth::stop_on(stop);
+    sluice_profile::stop_on(stop);
     match a.command {
         ProfileCommand::Synth(s) => synth(s),
         ProfileCommand::Spectrum(s) => show_spectrum(s),
@@ -115,7 +115,7 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
 
 fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
     if a.confine_inputs {
-        sluice_source::profile::file::confine_inputs();
+        sluice_profile::confine_inputs();
     }
     check_threads(&a.run, &a.run.to)?;
     if let (Some(s), ShareBy::Components) = (a.part.share, a.share_by) {
@@ -146,7 +146,7 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
             profile.check_analyzable().map_err(bad_input)?;
             let f = FourierPlan::new(profile, a.select.sample.0, sel, a.queues)
                 .map_err(|e| bad_input(anyhow!("{}: {e}", a.profile.display())))?;
-            if sluice_source::profile::synth::stop_asked() {
+            if sluice_profile::stop_asked() {
                 eoutln!("sluice: interrupted while planning the Fourier run; nothing sent");
                 return Ok(crate::exit::INTERRUPTED);
             }
@@ -247,7 +247,7 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
         p.check_analyzable().map_err(bad_input)?;
         let series = RateSeries::from_times(Synth::new(p).map(|p| p.due), sample, None)
             .map_err(|e| bad_input(anyhow!("{}: {e}", a.input.display())))?;
-        if sluice_source::profile::synth::stop_asked() {
+        if sluice_profile::stop_asked() {
             eoutln!("sluice: interrupted while synthesizing the profile; nothing written");
             return Ok(crate::exit::INTERRUPTED);
         }
@@ -259,7 +259,7 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
     let sel = selection(&a.select)?;
     let keep = s.select(sel);
     let back = s.reconstruct(&keep, true);
-    let (mse, nmse, pearson) = spectrum::errors(&series.counts, &back);
+    let (mse, nmse, pearson) = sluice_profile::fit_errors(&series.counts, &back);
     let mut listed: Vec<usize> = keep.clone();
     listed.sort_by(|x, y| {
         s.components[y - 1]
@@ -343,13 +343,13 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
 
 /// `profile fit`: every family fitted, ranked by KS, the best written.
 fn fit(a: FitArgs) -> Result<u8, Failure> {
-    use sluice_source::profile::fit::{fit_gaps, fit_sizes};
+    use sluice_profile::{fit_gaps, fit_sizes};
     use std::io::Write;
     let out_spec = a.output.to_string_lossy().into_owned();
     crate::dest::check(&[&a.capture], &[&out_spec])?;
     let name = a.capture.display().to_string();
-    let (gaps, sizes) = sluice_source::profile::file::read_capture(&a.capture)
-        .map_err(|e| bad_input(anyhow!("{name}: {e}")))?;
+    let (gaps, sizes) =
+        sluice_profile::read_capture(&a.capture).map_err(|e| bad_input(anyhow!("{name}: {e}")))?;
     let g = fit_gaps(&gaps).map_err(|e| bad_input(anyhow!("{name}: {e}")))?;
     let least = sizes.iter().copied().min().unwrap_or(42).min(42);
     let z = fit_sizes(&sizes, least).map_err(|e| bad_input(anyhow!("{name}: {e}")))?;

@@ -162,7 +162,7 @@ impl Spectrum {
 
 /// (MSE, NMSE, Pearson r) of `approx` against `target`, as
 /// `ratejudge.py` defines them.
-pub fn errors(target: &[f64], approx: &[f64]) -> (f64, f64, f64) {
+pub fn fit_errors(target: &[f64], approx: &[f64]) -> (f64, f64, f64) {
     let n = target.len().min(approx.len());
     if n == 0 {
         return (0.0, 0.0, 0.0);
@@ -243,7 +243,7 @@ mod tests {
             "1 s of 1 ms bins: bin k is k Hz"
         );
         let back = s.reconstruct(&keep, true);
-        let (mse, nmse, r) = errors(&c, &back);
+        let (mse, nmse, r) = fit_errors(&c, &back);
         assert!(mse < 1e-18 && nmse < 1e-20 && (r - 1.0).abs() < 1e-12);
         // A low-pass at 10 Hz keeps the slow tone only.
         let low = s.reconstruct(&s.select(Selection::Cutoff(10.0)), true);

@@ -3,8 +3,8 @@
 
 use super::fourier::FourierPlan;
 use super::synth::{Planned, Synth};
-use crate::seam::{End, Lane, Origin, Outbox, Source, SourceError, SourceReport};
 use sluice_core::Nanos;
+use sluice_source::seam::{End, Lane, Origin, Outbox, Source, SourceError, SourceReport};
 use sluice_wire::{FlowHeaders, MacAddr, PacketFields};
 
 /// What the source sends.
@@ -38,7 +38,7 @@ pub struct ProfileSource {
     first_ts: u64,
     /// A distributed run's split of a Fourier plan, by packet or by queue
     /// (an exact plan's share is planned by its `Synth`).
-    share: Option<crate::Share>,
+    share: Option<sluice_source::Share>,
     /// Packets planned so far (all shares).
     planned: u64,
     /// Share by plan lane (Fourier queue) instead of by packet.
@@ -80,7 +80,7 @@ impl ProfileSource {
     /// Nth), or with `by_lane` its Fourier queues' (the paper's component
     /// split: each queue holds components and a DC share that keeps its
     /// rate non-negative).
-    pub fn with_share(mut self, share: Option<crate::Share>, by_lane: bool) -> Self {
+    pub fn with_share(mut self, share: Option<sluice_source::Share>, by_lane: bool) -> Self {
         match (share, &mut self.plan) {
             // The synthesized sequence plans its share itself.
             (Some(s), Plan::Exact(synth)) if !by_lane => synth.share(s),

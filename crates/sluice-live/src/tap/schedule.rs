@@ -10,8 +10,8 @@
 //! departure is still to come, released or not; a frame arriving to a full
 //! backlog (`queue_limit`) is dropped and counted, never queued.
 
-use crate::profile::GapLaw;
 use rand::rngs::SmallRng;
+use sluice_profile::GapLaw;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
@@ -382,7 +382,7 @@ mod tests {
 
     #[test]
     fn random_gaps_have_the_law_s_mean() {
-        let law = GapLaw::new("poisson", 5_000.0, crate::profile::gaps::Spread::None).unwrap();
+        let law = GapLaw::new("poisson", 5_000.0, sluice_profile::Spread::None).unwrap();
         let mut s = Scheduler::new(
             PaceLaw::Random(law, SmallRng::seed_from_u64(1)),
             false,

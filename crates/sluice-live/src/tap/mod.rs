@@ -5,14 +5,16 @@
 //! return path ([`relay`]) the frames arriving on the outgoing interface
 //! for the TAP side are written back into it, so TCP stays closed-loop.
 
-pub mod relay;
-pub mod schedule;
+mod relay;
+mod schedule;
 
 pub use relay::Relay;
 pub use schedule::{PaceLaw, PaceStats, Scheduler};
 
-use crate::seam::{Due, End, Lane, Origin, Outbox, RunContext, Source, SourceError, SourceReport};
 use sluice_core::{Clock, MonoTime, MonotonicClock, Nanos};
+use sluice_source::seam::{
+    Due, End, Lane, Origin, Outbox, RunContext, Source, SourceError, SourceReport,
+};
 use sluice_sys::tap::Tap;
 use std::io::{self, Write};
 use std::sync::Arc;

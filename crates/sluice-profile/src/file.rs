@@ -17,10 +17,10 @@
 
 use super::gaps::{GapLaw, Spread};
 use super::sizes::SizeLaw;
-use crate::flows::session::Time;
 use serde::Deserialize;
 use sluice_capture::CaptureReader;
 use sluice_core::{parse_count, parse_rate, Nanos};
+use sluice_source::text::Time;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
@@ -265,6 +265,13 @@ pub struct ProfileError {
     pub what: String,
 }
 
+impl From<ProfileError> for sluice_source::SourceError {
+    /// A profile the source refused is the input's fault.
+    fn from(e: ProfileError) -> Self {
+        sluice_source::SourceError::Input(Box::new(e))
+    }
+}
+
 impl Profile {
     /// Whether `path` names a profile by its extension (`.yaml`, `.yml`,
     /// `.json`) rather than a capture.
@@ -280,13 +287,14 @@ impl Profile {
     /// multiplied by `scale`.
     pub fn load(path: &Path, scale: f64) -> Result<Profile, ProfileError> {
         let file = path.display().to_string();
-        let text = crate::text::read_bounded(path, 1 << 20).map_err(|what| ProfileError {
-            file: file.clone(),
-            key: String::new(),
-            what,
-        })?;
+        let text =
+            sluice_source::text::read_bounded(path, 1 << 20).map_err(|what| ProfileError {
+                file: file.clone(),
+                key: String::new(),
+                what,
+            })?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        Self::parse(&file, &text, crate::is_yaml(path), dir, scale)
+        Self::parse(&file, &text, sluice_source::is_yaml(path), dir, scale)
     }
 
     /// Parses profile text; `dir` resolves `from:` paths.
@@ -302,7 +310,7 @@ impl Profile {
             key: key.to_owned(),
             what,
         };
-        crate::text::check_depth(text).map_err(|w| err("", w))?;
+        sluice_source::text::check_depth(text).map_err(|w| err("", w))?;
         let f: ProfileFile = if yaml {
             serde_yaml_ng::from_str(text).map_err(|e| err("", e.to_string()))?
         } else {
@@ -502,7 +510,7 @@ fn gap_law(g: &GapSpec, mean_ns: Option<f64>, dir: &Path) -> Result<GapLaw, KeyE
         )
     })?;
     GapLaw::new(&g.dist, mean, spread(g, mean)?).map_err(key(
-        if crate::profile::gaps::FAMILIES.contains(&g.dist.as_str()) {
+        if crate::gaps::FAMILIES.contains(&g.dist.as_str()) {
             "ipd"
         } else {
             "ipd.dist"

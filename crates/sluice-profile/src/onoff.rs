@@ -14,10 +14,10 @@
 
 use super::file::PacketSpec;
 use super::gaps::GapLaw;
-use crate::seam::{End, Lane, Origin, Outbox, Source, SourceError, SourceReport};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sluice_core::Nanos;
+use sluice_source::seam::{End, Lane, Origin, Outbox, Source, SourceError, SourceReport};
 use sluice_wire::{FlowHeaders, MacAddr, PacketFields};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -174,7 +174,7 @@ impl Source for OnOffSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::gaps::Spread;
+    use crate::gaps::Spread;
     use sluice_core::{Batch, Handoff, OutboxRules};
 
     /// Keeps (due, source port) of every frame.

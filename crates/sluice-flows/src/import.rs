@@ -314,7 +314,7 @@ fn write_flow(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flows::Session;
+    use crate::Session;
 
     const HEAD: &str = "ts,te,td,sa,da,sp,dp,pr,flg,ipkt,ibyt\n";
 

@@ -6,19 +6,20 @@
 //! Frames arriving on the return interface go back to the clients that
 //! asked for them, stamped with their arrival time.
 
-pub mod build;
-pub mod listen;
-pub mod proto;
+mod build;
+mod listen;
+mod proto;
 mod session;
 
 pub use listen::{Listen, Listener};
+pub use proto::{walk_stream, TOKEN_LEN};
 
-use crate::seam::{
-    End, Fate, Fates, Lane, Origin, Outbox, RunContext, Source, SourceError, SourceReport,
-};
 use proto::{Message, ProtoError, Status, TimeBase};
 use session::Session;
 use sluice_core::{Clock, MonoTime, MonotonicClock, Nanos};
+use sluice_source::seam::{
+    End, Fate, Fates, Lane, Origin, Outbox, RunContext, Source, SourceError, SourceReport,
+};
 use sluice_sys::packet_rx::PacketRx;
 use sluice_sys::poll::{PollSet, READ, WRITE};
 use std::cmp::Reverse;

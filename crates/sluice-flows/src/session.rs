@@ -29,7 +29,7 @@
 //! apart, so a flow of n packets lasts (n − 1)/pps.
 
 use serde::Deserialize;
-use sluice_core::{parse_duration, Nanos};
+pub use sluice_source::text::Time;
 use sluice_wire::FlowProto;
 use std::net::IpAddr;
 use std::path::Path;
@@ -64,6 +64,13 @@ pub enum SessionError {
         index: usize,
         what: String,
     },
+}
+
+impl From<SessionError> for sluice_source::SourceError {
+    /// A session the source refused is the input's fault.
+    fn from(e: SessionError) -> Self {
+        sluice_source::SourceError::Input(Box::new(e))
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -143,32 +150,6 @@ impl Proto {
                 FlowProto::Tcp => 20,
                 _ => 8,
             }
-    }
-}
-
-/// A time: a duration with its unit (`1.5ms`). A bare number is refused
-/// (as on the command line), 0 excepted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "TimeRepr")]
-pub struct Time(pub Nanos);
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum TimeRepr {
-    Ns(u64),
-    Text(String),
-}
-
-impl TryFrom<TimeRepr> for Time {
-    type Error = String;
-    fn try_from(r: TimeRepr) -> Result<Self, String> {
-        match r {
-            TimeRepr::Ns(0) => Ok(Time(Nanos(0))),
-            TimeRepr::Ns(n) => Err(format!(
-                "{n}: a bare number needs a unit: {n}ns, {n}us, {n}ms or {n}s"
-            )),
-            TimeRepr::Text(s) => parse_duration(&s).map(Time).map_err(|e| e.to_string()),
-        }
     }
 }
 
@@ -291,19 +272,22 @@ impl Session {
             error,
         };
         let meta = std::fs::metadata(path).map_err(read)?;
-        if crate::is_yaml(path) && meta.is_file() && meta.len() > super::stream::STREAM_ABOVE {
+        if sluice_source::is_yaml(path)
+            && meta.is_file()
+            && meta.len() > super::stream::STREAM_ABOVE
+        {
             let f = std::fs::File::open(path).map_err(read)?;
             let budget = sluice_sys::mem::default_budget();
             let s = super::stream::read_yaml(&file, std::io::BufReader::new(f), budget)?;
             return s.checked();
         }
-        let text = crate::text::read_bounded(path, crate::text::MAX_TEXT).map_err(|what| {
-            SessionError::Syntax {
+        let text = sluice_source::text::read_bounded(path, sluice_source::text::MAX_TEXT).map_err(
+            |what| SessionError::Syntax {
                 file: file.clone(),
                 what,
-            }
-        })?;
-        Self::parse(&file, &text, crate::is_yaml(path))
+            },
+        )?;
+        Self::parse(&file, &text, sluice_source::is_yaml(path))
     }
 
     /// Parses session text (YAML or JSON); errors name `name`.
@@ -312,7 +296,7 @@ impl Session {
             file: name.to_owned(),
             what,
         };
-        crate::text::check_depth(text).map_err(syntax)?;
+        sluice_source::text::check_depth(text).map_err(syntax)?;
         let mut s: Session = if yaml {
             serde_yaml_ng::from_str(text).map_err(|e| syntax(e.to_string()))?
         } else {

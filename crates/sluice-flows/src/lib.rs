@@ -3,15 +3,15 @@
 //! start order ([`expand`]), and the calendar-planned source that builds
 //! every packet ([`source`]).
 
-pub mod calendar;
-pub mod dtree;
-pub mod expand;
-pub mod import;
-pub mod session;
-pub mod source;
-pub mod stream;
+mod calendar;
+mod dtree;
+mod expand;
+mod import;
+mod session;
+mod source;
+mod stream;
 
-pub use expand::{Expander, Flow};
+pub use expand::{Expander, Flow, NO_TOTAL};
 pub use import::{import_csv, import_text, ImportError, ImportStats};
 pub use session::{FlowEntry, Proto, Session, SessionError};
 pub use source::{FlowConfig, FlowSource, Planner};

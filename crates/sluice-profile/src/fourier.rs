@@ -221,7 +221,7 @@ impl Iterator for FourierPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::Profile;
+    use crate::Profile;
 
     fn poisson(rate: &str, duration: &str) -> Profile {
         let text = format!("seed: 3\nduration: {duration}\nrate: {rate}\nipd: {{dist: poisson}}\n");

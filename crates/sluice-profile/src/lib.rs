@@ -4,22 +4,23 @@
 //! series' spectrum ([`spectrum`]) and the Fourier reconstruction
 //! ([`fourier`]), sent by one source on the seam ([`source`]).
 
-pub mod file;
-pub mod fit;
-pub mod fourier;
-pub mod gaps;
-pub mod math;
-pub mod onoff;
-pub mod sizes;
-pub mod source;
-pub mod spectrum;
-pub mod synth;
+mod file;
+mod fit;
+mod fourier;
+mod gaps;
+mod math;
+mod onoff;
+mod sizes;
+mod source;
+mod spectrum;
+mod synth;
 
-pub use file::{PacketSpec, Profile, ProfileError, Stop};
+pub use file::{confine_inputs, read_capture, PacketSpec, Profile, ProfileError, Stop};
+pub use fit::{fit_gaps, fit_sizes};
 pub use fourier::{Decomposition, FourierPlan};
-pub use gaps::GapLaw;
+pub use gaps::{GapLaw, Spread};
 pub use onoff::{OnOffConfig, OnOffSource};
 pub use sizes::SizeLaw;
 pub use source::{Plan, ProfileSource};
-pub use spectrum::{RateSeries, Selection, Spectrum};
-pub use synth::{Planned, Synth};
+pub use spectrum::{fit_errors, RateSeries, Selection, Spectrum};
+pub use synth::{stop_asked, stop_on, Planned, Synth};

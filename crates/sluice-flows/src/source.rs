@@ -14,8 +14,8 @@ use super::dtree::DistributionTree;
 use super::expand::{Expander, Flow, NO_TOTAL};
 use super::session::Proto;
 use super::session::{FlowEntry, Session};
-use crate::seam::{End, Lane, Origin, Outbox, Source, SourceError, SourceReport};
 use sluice_core::Nanos;
+use sluice_source::seam::{End, Lane, Origin, Outbox, Source, SourceError, SourceReport};
 use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, MacAddr, PacketFields};
 use std::path::Path;
 
@@ -29,7 +29,7 @@ pub struct FlowConfig {
     pub planner: Planner,
     /// A distributed run's share: only flows whose symmetric 5-tuple key
     /// falls to it are sent.
-    pub share: Option<crate::Share>,
+    pub share: Option<sluice_source::Share>,
 }
 
 impl Default for FlowConfig {
@@ -336,7 +336,7 @@ fn share_key(f: &Flow) -> u64 {
         Proto::Icmp6 => (58, false),
     };
     let (sp, dp) = if ports { (f.sport, f.dport) } else { (0, 0) };
-    crate::share::flow_key(f.src_ip(), sp, f.dst_ip(), dp, proto)
+    sluice_source::share::flow_key(f.src_ip(), sp, f.dst_ip(), dp, proto)
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ pub struct Synth {
     /// Exact (unrounded) time of the next packet, ns.
     t: f64,
     index: u64,
-    share: Option<(crate::Share, ShareMode)>,
+    share: Option<(sluice_source::Share, ShareMode)>,
 }
 
 impl Synth {
@@ -72,7 +72,7 @@ impl Synth {
     }
 
     /// Plans only `share`'s packets (see the module docs).
-    pub fn share(&mut self, share: crate::Share) {
+    pub fn share(&mut self, share: sluice_source::Share) {
         let (k, n) = (u64::from(share.index), u64::from(share.count));
         let mode = match self.profile.gap.name() {
             _ if n == 1 => ShareMode::Skip,
@@ -205,7 +205,7 @@ impl Iterator for Synth {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Share;
+    use sluice_source::Share;
 
     fn profile(ipd: &str, stop: &str) -> Profile {
         let text = format!(
