@@ -14,13 +14,23 @@ value, sorted, and the median:
   flows_1             1 flow x 4M packets, --to null --topspeed (pps)
   flows_2^20          2^20 concurrent flows x 3 packets, --to null --topspeed (pps)
   series_drops        1M records over 1 s, --to null --drift 10us --threads 2 --preload (drops; lower is better)
+  profile_null        profile run: Poisson gaps at 5 Mpps for 1 s, 64-byte frames, --to null (pps achieved)
+  pace_null           pace --gap 1ns --to null, frames written into a TAP at 300k/s for 2 s by
+                      sluice replay (frames/s pace sent; the writer is the same binary)
+  inject_null         inject --to null, one client (python/inject_schedule.py), 500k descriptions
+                      all due at once (descriptions/s acknowledged)
+
+A binary without a workload's command (profile, pace and inject came after
+d58f95a) is skipped there.
 """
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 here = os.path.dirname(os.path.abspath(__file__))
 work = os.environ.get("WORK", "/tmp/sluice-bench")
@@ -45,15 +55,76 @@ def session(name, flows, packets):
     return path
 
 
+def has(binary, command):
+    """Whether `binary` has the subcommand `command`."""
+    r = subprocess.run([binary, command, "--help"], capture_output=True)
+    return r.returncode == 0
+
+
+def summary_of(binary, args, key, out):
+    """Runs one sending command; `key` of its --summary-json."""
+    subprocess.run([binary, *args, "-q", "--summary-json", out], check=True,
+                   stderr=subprocess.DEVNULL)
+    with open(out) as f:
+        return json.load(f)[key]
+
+
+def pace_rate(binary, trace, secs=2):
+    """Frames/s `pace` moved from a TAP to null while `replay` wrote 300k/s into it."""
+    tap = "slcab1"
+    subprocess.run(["ip", "link", "del", tap], stderr=subprocess.DEVNULL)
+    subprocess.run(["ip", "tuntap", "add", "dev", tap, "mode", "tap"], check=True)
+    subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{tap}.disable_ipv6=1"], check=False)
+    subprocess.run(["ip", "link", "set", tap, "txqueuelen", "10000", "up"], check=True)
+    try:
+        pace = subprocess.Popen(
+            [binary, "pace", "--tap", tap, "--to", "null", "--gap", "1ns",
+             "--queue-limit", "65536", "--duration", f"{secs + 2}s"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        subprocess.run([binary, "replay", trace, "--to", f"afpacket:{tap}", "--pps", "300k",
+                        "--loop", "1000", "--duration", f"{secs}s", "-q"],
+                       check=True, stderr=subprocess.DEVNULL)
+        err = pace.communicate(timeout=30)[1]
+        return int(re.search(r"sent (\d+) packets", err).group(1)) / secs
+    finally:
+        subprocess.run(["ip", "link", "del", tap], stderr=subprocess.DEVNULL)
+
+
+def inject_rate(binary, count=500_000):
+    """Descriptions/s one client got acknowledged by `inject --to null`."""
+    with tempfile.TemporaryDirectory() as d:
+        sock = os.path.join(d, "i.sock")
+        inj = subprocess.Popen([binary, "inject", "--listen", f"unix:{sock}", "--to", "null",
+                                "--sessions", "1", "-q"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        client = subprocess.run(
+            ["python3", os.path.join(here, "..", "python", "inject_schedule.py"),
+             "--connect", f"unix:{sock}", "--count", str(count), "--reuse", "15000",
+             "--size", "64", "--start-ms", "0"],
+            check=True, capture_output=True, text=True)
+        inj.wait(timeout=60)
+        r = json.loads(client.stdout)
+        assert r["acked"] == r["descriptions"], r
+        return r["per_second"]
+
+
 def main():
     runs, bins = int(sys.argv[1]), sys.argv[2:]
     trace = made("t64.pcap", "python3", os.path.join(here, "mktrace.py"), ["1000000", "64", "1000"])
     arc = made("d1m1.arc", "python3", os.path.join(here, "mkseries.py"), ["1000000", "1", "1"])
     f0 = session("ab_f0.yaml", 1, 4_000_000)
     f20 = session("ab_f20.yaml", 1 << 20, 3)
+    prof = os.path.join(work, "ab_poisson.yaml")
+    with open(prof, "w") as f:
+        f.write("duration: 1s\nrate: 5M\nipd: {dist: poisson}\nsize: {dist: constant, bytes: 64}\n")
     subprocess.run([os.path.join(here, "netns.sh"), "up"], check=True)
     subprocess.run(["sysctl", "-qw", "net.ipv6.conf.va.disable_ipv6=1"], check=False)
-    work_loads = {
+    cli = {
         "replay_null": (["replay", trace, "--to", "null", "--topspeed", "--loop", "10"], "pps"),
         "replay_null_preload": (
             ["replay", trace, "--to", "null", "--topspeed", "--loop", "10", "--preload"],
@@ -67,19 +138,25 @@ def main():
             "dropped",
         ),
     }
-    got = {(w, b): [] for w in work_loads for b in bins}
     out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
+    # Workload: (the command it needs, how one run of a binary measures it).
+    work_loads = {
+        w: (args[0], lambda b, a=args, k=key: summary_of(b, a, k, out))
+        for w, (args, key) in cli.items()
+    }
+    work_loads["profile_null"] = (
+        "profile",
+        lambda b: summary_of(b, ["profile", "run", prof, "--to", "null"], "pps", out),
+    )
+    work_loads["pace_null"] = ("pace", lambda b: pace_rate(b, trace))
+    work_loads["inject_null"] = ("inject", lambda b: inject_rate(b))
+    got = {(w, b): [] for w in work_loads for b in bins}
     try:
         for _ in range(runs):
-            for w, (args, key) in work_loads.items():
+            for w, (command, measure) in work_loads.items():
                 for b in bins:
-                    subprocess.run(
-                        [b, *args, "-q", "--summary-json", out],
-                        check=True,
-                        stderr=subprocess.DEVNULL,
-                    )
-                    with open(out) as f:
-                        got[(w, b)].append(round(json.load(f)[key]))
+                    if has(b, command):
+                        got[(w, b)].append(round(measure(b)))
     finally:
         os.unlink(out)
         subprocess.run([os.path.join(here, "netns.sh"), "down"], check=False)
@@ -87,10 +164,16 @@ def main():
         meds = []
         for b in bins:
             v = sorted(got[(w, b)])
+            if not v:
+                print(f"{w:20} {b}: skipped (no such command)")
+                meds.append(None)
+                continue
             meds.append(statistics.median(v))
             print(f"{w:20} {b}: {' '.join(map(str, v))} median {statistics.median(v):.0f}")
-        if len(bins) == 2 and meds[0]:
-            print(f"{w:20} ratio new/old {meds[1] / meds[0]:.3f}")
+        # Each binary against the last one given (the newest).
+        for b, m in zip(bins[:-1], meds[:-1]):
+            if m and meds[-1] is not None:
+                print(f"{w:20} ratio {bins[-1]} / {b}: {meds[-1] / m:.3f}")
 
 
 if __name__ == "__main__":

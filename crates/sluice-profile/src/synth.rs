@@ -101,7 +101,7 @@ impl Synth {
 
     /// One packet of the whole sequence at `self.index`, and the step to
     /// the next one this plan sends.
-    #[inline]
+    #[inline(always)]
     fn draw(&mut self) -> Planned {
         let flow = (self.index % u64::from(self.profile.packet.flows)) as u32;
         let p = Planned {
@@ -182,10 +182,18 @@ pub fn stop_asked() -> bool {
 impl Iterator for Synth {
     type Item = Planned;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<Planned> {
         if self.index.is_multiple_of(4096) && stop_asked() {
             return None;
+        }
+        if self.share.is_none() {
+            // The whole sequence: every packet drawn is planned.
+            match self.profile.stop {
+                Stop::Packets(n) if self.index >= n => return None,
+                Stop::Duration(d) if self.t >= d.0 as f64 => return None,
+                _ => return Some(self.draw()),
+            }
         }
         loop {
             match self.profile.stop {
