@@ -14,8 +14,9 @@ value, sorted, and the median:
   flows_1             1 flow x 4M packets, --to null --topspeed (pps)
   flows_2^20          2^20 concurrent flows x 3 packets, --to null --topspeed (pps)
   series_drops        1M records over 1 s, --to null --drift 10us --threads 2 --preload (drops; lower is better)
-  profile_null        profile run: Poisson gaps at 5 Mpps for 1 s, 64-byte frames, --to null (pps achieved)
-  pace_null           pace --gap 1ns --to null, frames written into a TAP at 300k/s for 2 s by
+  profile_null        profile run: Poisson gaps at an unreachable 50 Mpps for 0.4 s, 64-byte
+                      frames, --to null (pps achieved)
+  pace_null           pace --gap 1ns --to null, frames written into a TAP at 1M/s for 2 s by
                       sluice replay (frames/s pace sent; the writer is the same binary)
   inject_null         inject --to null, one client (python/inject_schedule.py), 500k descriptions
                       all due at once (descriptions/s acknowledged)
@@ -70,7 +71,7 @@ def summary_of(binary, args, key, out):
 
 
 def pace_rate(binary, trace, secs=2):
-    """Frames/s `pace` moved from a TAP to null while `replay` wrote 300k/s into it."""
+    """Frames/s `pace` moved from a TAP to null while `replay` wrote 1M/s into it."""
     tap = "slcab1"
     subprocess.run(["ip", "link", "del", tap], stderr=subprocess.DEVNULL)
     subprocess.run(["ip", "tuntap", "add", "dev", tap, "mode", "tap"], check=True)
@@ -82,7 +83,7 @@ def pace_rate(binary, trace, secs=2):
              "--queue-limit", "65536", "--duration", f"{secs + 2}s"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
-        subprocess.run([binary, "replay", trace, "--to", f"afpacket:{tap}", "--pps", "300k",
+        subprocess.run([binary, "replay", trace, "--to", f"afpacket:{tap}", "--pps", "1M",
                         "--loop", "1000", "--duration", f"{secs}s", "-q"],
                        check=True, stderr=subprocess.DEVNULL)
         err = pace.communicate(timeout=30)[1]
@@ -121,7 +122,7 @@ def main():
     f20 = session("ab_f20.yaml", 1 << 20, 3)
     prof = os.path.join(work, "ab_poisson.yaml")
     with open(prof, "w") as f:
-        f.write("duration: 1s\nrate: 5M\nipd: {dist: poisson}\nsize: {dist: constant, bytes: 64}\n")
+        f.write("duration: 400ms\nrate: 50M\nipd: {dist: poisson}\nsize: {dist: constant, bytes: 64}\n")
     subprocess.run([os.path.join(here, "netns.sh"), "up"], check=True)
     subprocess.run(["sysctl", "-qw", "net.ipv6.conf.va.disable_ipv6=1"], check=False)
     cli = {
