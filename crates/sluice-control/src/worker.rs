@@ -486,7 +486,7 @@ impl Worker for Service {
     async fn stop(&self, req: Request<pb::StopRequest>) -> Result<Response<pb::Ack>, Status> {
         if let Some(j) = &self.leased(&req)?.job {
             log("stop asked: stopping the job");
-            signal(j.pid, libc::SIGTERM);
+            let _ = sluice_sys::process::terminate(j.pid);
         }
         Ok(Response::new(pb::Ack {}))
     }
@@ -526,18 +526,6 @@ impl Service {
         drop(st);
         log(&format!("lease released; {n} uploads removed"));
         Ok(())
-    }
-}
-
-fn signal(pid: u32, sig: libc::c_int) {
-    if pid == 0 {
-        return;
-    }
-    #[allow(unsafe_code)]
-    // SAFETY: kill(2) on a child we spawned and have not reaped; a stale
-    // pid at worst gets a signal refused (ESRCH), never memory unsafety.
-    unsafe {
-        libc::kill(pid as libc::pid_t, sig);
     }
 }
 
@@ -829,13 +817,11 @@ fn job_command(exe: &Path, args: &[String], dir: &Path) -> tokio::process::Comma
     // A worker that dies takes its job with it (the job stops cleanly on
     // SIGTERM, summary flushed).
     #[allow(unsafe_code)]
-    // SAFETY: runs in the forked child before exec; prctl is
-    // async-signal-safe and touches no memory of the parent.
+    // SAFETY: runs in the forked child before exec; the closure makes one
+    // async-signal-safe system call (prctl) and touches no memory of the
+    // parent.
     unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
+        cmd.pre_exec(sluice_sys::process::terminate_with_parent);
     }
     cmd
 }
@@ -894,7 +880,7 @@ async fn watch(
             },
             _ = tokio::time::sleep_until(deadline_at), if !stopped => {
                 log(&format!("'{}': deadline reached: stopping the job", job.name));
-                signal(pid, libc::SIGTERM);
+                let _ = sluice_sys::process::terminate(pid);
                 stopped = true;
             }
         }

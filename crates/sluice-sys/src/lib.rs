@@ -11,6 +11,7 @@
 //!   [`ethtool`]: what their drivers offer (timestamps, checksum offload).
 //! - [`tap`]: TAP devices (`sluice pace`), and [`packet_rx`]: receiving
 //!   the frames of one interface (the return path to a TAP).
+//! - [`process`]: a worker's jobs: stopped by SIGTERM, and dying with it.
 //! - [`output`]: file outputs written to a temporary file and renamed into
 //!   place, locked while written, never aliasing an input.
 //!
@@ -27,6 +28,7 @@ pub mod output;
 pub mod packet_rx;
 pub mod peer;
 pub mod poll;
+pub mod process;
 pub mod sched;
 pub mod secret;
 pub mod tap;
