@@ -552,3 +552,66 @@ fn analyze_capture_judges_a_run_without_tcpdump() {
         "stamps out of order"
     );
 }
+
+/// The exit-code table holds for a device that goes away mid-run: a veth
+/// deleted while replay sends on it is the environment's fault (exit 1),
+/// named, with the summary of what was sent before it.
+#[test]
+fn a_veth_deleted_mid_run_exits_1_with_what_was_sent() {
+    if !can_run() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tag = format!("slgone{}", std::process::id() % 10_000);
+    let _ = std::process::Command::new("ip")
+        .args(["link", "del", &tag])
+        .output();
+    sh(&[
+        "ip",
+        "link",
+        "add",
+        &tag,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &format!("{tag}p"),
+    ]);
+    sh(&["ip", "link", "set", &tag, "up"]);
+    sh(&["ip", "link", "set", &format!("{tag}p"), "up"]);
+    let d = tmpdir("veth-gone-mid-run");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 1000, 1000, 64);
+    let summary = d.join("s.json");
+    let mut child = sluice()
+        .arg("replay")
+        .arg(&trace)
+        .args(["--to", &format!("afpacket:{tag}"), "--pps", "20k"])
+        .args(["--loop", "0", "--duration", "60s", "-q", "--summary-json"])
+        .arg(&summary)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Deleted once frames are leaving (its counter moves).
+    let tx = format!("/sys/class/net/{tag}/statistics/tx_packets");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&tx)
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        < 1000
+    {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "nothing sent"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    sh(&["ip", "link", "del", &tag]);
+    let status = wait_within(&mut child, std::time::Duration::from_secs(30));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains(&tag), "the device is named: {err}");
+    assert!(err.contains("sent "), "no summary of what was sent: {err}");
+}

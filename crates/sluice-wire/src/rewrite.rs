@@ -317,6 +317,102 @@ struct Deltas {
     l4: Words,
 }
 
+/// Where a packet's IP addresses sit in the frame, and how long they are.
+#[derive(Clone, Copy)]
+struct AddrAt {
+    src: usize,
+    dst: usize,
+    len: usize,
+    v4: bool,
+}
+
+impl AddrAt {
+    fn of(ip: Ip, l3: usize) -> AddrAt {
+        match ip {
+            Ip::V4 { .. } => AddrAt {
+                src: l3 + 12,
+                dst: l3 + 16,
+                len: 4,
+                v4: true,
+            },
+            Ip::V6 { .. } => AddrAt {
+                src: l3 + 8,
+                dst: l3 + 24,
+                len: 16,
+                v4: false,
+            },
+        }
+    }
+
+    /// (source, destination) as integers.
+    fn read(self, frame: &[u8]) -> (u128, u128) {
+        (
+            to_int(&frame[self.src..self.src + self.len]),
+            to_int(&frame[self.dst..self.dst + self.len]),
+        )
+    }
+}
+
+/// Sets the destination MAC of a multicast destination address; true
+/// when it did.
+fn multicast_mac(frame: &mut [u8], at: AddrAt) -> bool {
+    let a = &frame[at.dst..at.dst + at.len];
+    let mac = if at.v4 && a[0] & 0xf0 == 0xe0 {
+        Some([0x01, 0x00, 0x5e, a[1] & 0x7f, a[2], a[3]])
+    } else if !at.v4 && a[0] == 0xff {
+        Some([0x33, 0x33, a[12], a[13], a[14], a[15]])
+    } else {
+        None
+    };
+    match mac {
+        Some(m) => {
+            frame[..6].copy_from_slice(&m);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Updates the IPv4 header checksum and the L4 checksum by the words that
+/// changed (RFC 1624). The L4 checksum is in this frame when its header
+/// is (the first fragment's covers the datagram; the update is linear, so
+/// right).
+fn update_checksums(
+    frame: &mut [u8],
+    v4: bool,
+    l3: usize,
+    l4: Option<crate::layers::L4>,
+    d: &Deltas,
+) {
+    if v4 && !d.ip.is_empty() {
+        let c =
+            d.ip.apply(u16::from_be_bytes([frame[l3 + 10], frame[l3 + 11]]));
+        frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
+    }
+    let Some(l4) = l4.filter(|_| !d.l4.is_empty()) else {
+        return;
+    };
+    let proto = l4.proto;
+    let at = match proto {
+        PROTO_TCP => Some(l4.offset + 16),
+        PROTO_UDP => Some(l4.offset + 6),
+        // ICMPv6 covers the IPv6 pseudo header; ICMP has none.
+        PROTO_ICMPV6 if !v4 => Some(l4.offset + 2),
+        _ => None,
+    };
+    if let Some(at) = at.filter(|&a| a + 2 <= frame.len()) {
+        let stored = u16::from_be_bytes([frame[at], frame[at + 1]]);
+        let none = proto == PROTO_UDP && stored == 0 && v4;
+        if !none {
+            let mut c = d.l4.apply(stored);
+            if proto == PROTO_UDP && c == 0 {
+                c = 0xffff;
+            }
+            frame[at..at + 2].copy_from_slice(&c.to_be_bytes());
+        }
+    }
+}
+
 fn words(old: &[u8], new: &[u8], out: &mut Words) {
     for (o, n) in old.chunks(2).zip(new.chunks(2)) {
         let w = |c: &[u8]| u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]);
@@ -449,15 +545,8 @@ impl HeaderRewrite {
     }
 
     fn edit(&self, frame: &mut [u8], pass: u64, recompute: bool, side: u8) -> bool {
+        let (dmac, smac) = self.macs(side);
         let mut changed = false;
-        let (dmac, smac) = if side == 0 {
-            (self.enet_dmac, self.enet_smac)
-        } else {
-            (
-                self.enet_dmac_2.or(self.enet_dmac),
-                self.enet_smac_2.or(self.enet_smac),
-            )
-        };
         if frame.len() >= 12 {
             for (mac, at) in [(dmac, 0), (smac, 6)] {
                 if let Some(m) = mac {
@@ -476,82 +565,31 @@ impl HeaderRewrite {
             return changed;
         };
         let l3 = layers.l3_offset;
-        let mut d = Deltas::default();
-        let (src_at, dst_at, alen) = match ip {
-            Ip::V4 { .. } => (l3 + 12, l3 + 16, 4),
-            Ip::V6 { .. } => (l3 + 8, l3 + 24, 16),
-        };
-        let v4 = matches!(ip, Ip::V4 { .. });
+        let at = AddrAt::of(ip, l3);
         // A routing header's final hop, not the IPv6 destination field, is
         // in the pseudo header: leave that part of the L4 checksum alone.
         let dst_in_pseudo = match (ip, extra.final_dst) {
             (Ip::V6 { .. }, Some(crate::layers::FinalDst::V6(f))) => {
-                to_int(&f) == to_int(&frame[dst_at..dst_at + 16])
+                to_int(&f) == to_int(&frame[at.dst..at.dst + 16])
             }
             (Ip::V4 { .. }, Some(crate::layers::FinalDst::V4(f))) => {
-                to_int(&f) == to_int(&frame[dst_at..dst_at + 4])
+                to_int(&f) == to_int(&frame[at.dst..at.dst + 4])
             }
             _ => false,
         };
-        let (old_src, old_dst) = (
-            to_int(&frame[src_at..src_at + alen]),
-            to_int(&frame[dst_at..dst_at + alen]),
-        );
-        for (maps, at, old) in [
-            (&self.srcipmap, src_at, old_src),
-            (&self.dstipmap, dst_at, old_dst),
-        ] {
-            if let Some(n) = maps.iter().find_map(|m| m.map(old, v4)) {
-                write_int(&mut frame[at..at + alen], n);
-            }
-        }
-        if let Some((one, two)) = self.endpoints {
-            let (s, d) = if side == 0 { (one, two) } else { (two, one) };
-            for (a, at) in [(s, src_at), (d, dst_at)] {
-                match a {
-                    IpAddr::V4(a) if v4 => frame[at..at + 4].copy_from_slice(&a.octets()),
-                    IpAddr::V6(a) if !v4 => frame[at..at + 16].copy_from_slice(&a.octets()),
-                    _ => {}
-                }
-            }
-        }
-        if let Some(user) = self.seed {
-            let s = mixed_seed(user);
-            for at in [dst_at, src_at] {
-                if v4 {
-                    randomize_v4(&mut frame[at..at + 4], s);
-                } else {
-                    randomize_v6(&mut frame[at..at + 16], s);
-                }
-            }
-        }
-        if self.unique_ip && pass > 0 {
-            unique(frame, src_at + alen - 4, dst_at + alen - 4, pass);
-        }
+        let old = at.read(frame);
+        self.edit_addresses(frame, at, side, pass);
+        let new = at.read(frame);
         // A multicast destination gets its multicast MAC (tcprewrite does
         // so since its issue 563), unless the user set the MAC.
-        let (new_src, new_dst) = (
-            to_int(&frame[src_at..src_at + alen]),
-            to_int(&frame[dst_at..dst_at + alen]),
-        );
-        if old_dst != new_dst && dmac.is_none() && !extra.mpls {
-            let a = &frame[dst_at..dst_at + alen];
-            let mac = if v4 && a[0] & 0xf0 == 0xe0 {
-                Some([0x01, 0x00, 0x5e, a[1] & 0x7f, a[2], a[3]])
-            } else if !v4 && a[0] == 0xff {
-                Some([0x33, 0x33, a[12], a[13], a[14], a[15]])
-            } else {
-                None
-            };
-            if let Some(m) = mac {
-                frame[..6].copy_from_slice(&m);
-                changed = true;
-            }
+        if old.1 != new.1 && dmac.is_none() && !extra.mpls {
+            changed |= multicast_mac(frame, at);
         }
-        let n_words = if v4 { 2 } else { 8 };
-        for (old, new, in_pseudo) in [(old_src, new_src, true), (old_dst, new_dst, dst_in_pseudo)] {
+        let mut d = Deltas::default();
+        let n_words = if at.v4 { 2 } else { 8 };
+        for (old, new, in_pseudo) in [(old.0, new.0, true), (old.1, new.1, dst_in_pseudo)] {
             if old != new {
-                if v4 {
+                if at.v4 {
                     int_words(old, new, n_words, &mut d.ip);
                 }
                 if in_pseudo {
@@ -559,40 +597,8 @@ impl HeaderRewrite {
                 }
             }
         }
-        match ip {
-            Ip::V4 { .. } => {
-                let old = [frame[l3], frame[l3 + 1], frame[l3 + 8], frame[l3 + 9]];
-                if let Some(t) = self.tos {
-                    frame[l3 + 1] = t;
-                }
-                if let Some(op) = self.ttl {
-                    frame[l3 + 8] = op.apply(frame[l3 + 8]);
-                }
-                let new = [frame[l3], frame[l3 + 1], frame[l3 + 8], frame[l3 + 9]];
-                words(&old, &new, &mut d.ip);
-            }
-            Ip::V6 { .. } => {
-                if let Some(op) = self.ttl {
-                    let old = frame[l3 + 7];
-                    frame[l3 + 7] = op.apply(old);
-                    changed |= frame[l3 + 7] != old;
-                }
-            }
-        }
-        let ports = layers
-            .l4
-            .filter(|l4| matches!(l4.proto, PROTO_TCP | PROTO_UDP) && !self.portmap.is_empty());
-        if let Some(l4) = ports {
-            for at in [l4.offset, l4.offset + 2] {
-                let p = u16::from_be_bytes([frame[at], frame[at + 1]]);
-                if let Some(m) = self.portmap.iter().find(|m| (m.lo..=m.hi).contains(&p)) {
-                    if m.to != p {
-                        frame[at..at + 2].copy_from_slice(&m.to.to_be_bytes());
-                        d.l4.push((p, m.to));
-                    }
-                }
-            }
-        }
+        changed |= self.edit_ttl_tos(frame, ip, l3, &mut d);
+        self.edit_ports(frame, layers.l4, &mut d);
         changed |= !d.ip.is_empty() || !d.l4.is_empty();
         if self.fixcsum || recompute {
             if let Ip::V4 { header_len, .. } = ip {
@@ -604,35 +610,103 @@ impl HeaderRewrite {
             complete_checksum(frame);
             return true;
         }
-        if v4 && !d.ip.is_empty() {
-            let c =
-                d.ip.apply(u16::from_be_bytes([frame[l3 + 10], frame[l3 + 11]]));
-            frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
+        update_checksums(frame, at.v4, l3, layers.l4, &d);
+        changed
+    }
+
+    /// The MACs a packet of `side` (0: the client's, 1: the server's)
+    /// gets, if any.
+    fn macs(&self, side: u8) -> (Option<MacAddr>, Option<MacAddr>) {
+        if side == 0 {
+            (self.enet_dmac, self.enet_smac)
+        } else {
+            (
+                self.enet_dmac_2.or(self.enet_dmac),
+                self.enet_smac_2.or(self.enet_smac),
+            )
         }
-        // The L4 checksum: in this frame when its header is (the first
-        // fragment's covers the datagram; the update is linear, so right).
-        if let Some(l4) = layers.l4.filter(|_| !d.l4.is_empty()) {
-            let proto = l4.proto;
-            let at = match proto {
-                PROTO_TCP => Some(l4.offset + 16),
-                PROTO_UDP => Some(l4.offset + 6),
-                // ICMPv6 covers the IPv6 pseudo header; ICMP has none.
-                PROTO_ICMPV6 if !v4 => Some(l4.offset + 2),
-                _ => None,
-            };
-            if let Some(at) = at.filter(|&a| a + 2 <= frame.len()) {
-                let stored = u16::from_be_bytes([frame[at], frame[at + 1]]);
-                let none = proto == PROTO_UDP && stored == 0 && v4;
-                if !none {
-                    let mut c = d.l4.apply(stored);
-                    if proto == PROTO_UDP && c == 0 {
-                        c = 0xffff;
-                    }
-                    frame[at..at + 2].copy_from_slice(&c.to_be_bytes());
+    }
+
+    /// The address maps, `--endpoints`, `--seed` and `--unique-ip`, in
+    /// that order (tcprewrite's).
+    fn edit_addresses(&self, frame: &mut [u8], at: AddrAt, side: u8, pass: u64) {
+        let (old_src, old_dst) = at.read(frame);
+        for (maps, pos, old) in [
+            (&self.srcipmap, at.src, old_src),
+            (&self.dstipmap, at.dst, old_dst),
+        ] {
+            if let Some(n) = maps.iter().find_map(|m| m.map(old, at.v4)) {
+                write_int(&mut frame[pos..pos + at.len], n);
+            }
+        }
+        if let Some((one, two)) = self.endpoints {
+            let (s, d) = if side == 0 { (one, two) } else { (two, one) };
+            for (a, pos) in [(s, at.src), (d, at.dst)] {
+                match a {
+                    IpAddr::V4(a) if at.v4 => frame[pos..pos + 4].copy_from_slice(&a.octets()),
+                    IpAddr::V6(a) if !at.v4 => frame[pos..pos + 16].copy_from_slice(&a.octets()),
+                    _ => {}
                 }
             }
         }
-        changed
+        if let Some(user) = self.seed {
+            let s = mixed_seed(user);
+            for pos in [at.dst, at.src] {
+                if at.v4 {
+                    randomize_v4(&mut frame[pos..pos + 4], s);
+                } else {
+                    randomize_v6(&mut frame[pos..pos + 16], s);
+                }
+            }
+        }
+        if self.unique_ip && pass > 0 {
+            unique(frame, at.src + at.len - 4, at.dst + at.len - 4, pass);
+        }
+    }
+
+    /// `--tos` and `--ttl`; the IPv4 header checksum's words into `d`.
+    /// True when an IPv6 hop limit changed (IPv4 changes show in `d`).
+    fn edit_ttl_tos(&self, frame: &mut [u8], ip: Ip, l3: usize, d: &mut Deltas) -> bool {
+        match ip {
+            Ip::V4 { .. } => {
+                let old = [frame[l3], frame[l3 + 1], frame[l3 + 8], frame[l3 + 9]];
+                if let Some(t) = self.tos {
+                    frame[l3 + 1] = t;
+                }
+                if let Some(op) = self.ttl {
+                    frame[l3 + 8] = op.apply(frame[l3 + 8]);
+                }
+                let new = [frame[l3], frame[l3 + 1], frame[l3 + 8], frame[l3 + 9]];
+                words(&old, &new, &mut d.ip);
+                false
+            }
+            Ip::V6 { .. } => {
+                let Some(op) = self.ttl else {
+                    return false;
+                };
+                let old = frame[l3 + 7];
+                frame[l3 + 7] = op.apply(old);
+                frame[l3 + 7] != old
+            }
+        }
+    }
+
+    /// `--portmap` on TCP and UDP ports; the checksum's words into `d`.
+    fn edit_ports(&self, frame: &mut [u8], l4: Option<crate::layers::L4>, d: &mut Deltas) {
+        let ports =
+            l4.filter(|l4| matches!(l4.proto, PROTO_TCP | PROTO_UDP) && !self.portmap.is_empty());
+        let Some(l4) = ports else {
+            return;
+        };
+        for at in [l4.offset, l4.offset + 2] {
+            let p = u16::from_be_bytes([frame[at], frame[at + 1]]);
+            if let Some(m) = self.portmap.iter().find(|m| (m.lo..=m.hi).contains(&p)) {
+                if m.to != p {
+                    frame[at..at + 2].copy_from_slice(&m.to.to_be_bytes());
+                    d.l4.push((p, m.to));
+                }
+            }
+        }
     }
 
     /// ARP requests and replies for IPv4 carry addresses too: the maps and
