@@ -21,6 +21,6 @@ pub use fourier::{Decomposition, FourierPlan};
 pub use gaps::{GapLaw, Spread};
 pub use onoff::{OnOffConfig, OnOffSource};
 pub use sizes::SizeLaw;
-pub use source::{Plan, ProfileSource};
+pub use source::{ProfileSource, Sequence};
 pub use spectrum::{fit_errors, RateSeries, Selection, Spectrum};
 pub use synth::{stop_asked, stop_on, Planned, Synth};

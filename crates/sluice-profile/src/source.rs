@@ -1,4 +1,4 @@
-//! The profile source on the seam: a plan of packets (the synthesized
+//! The profile source on the seam: a sequence of packets (the synthesized
 //! sequence itself, or the Fourier reconstruction) built into UDP frames.
 
 use super::fourier::FourierPlan;
@@ -8,26 +8,26 @@ use sluice_source::seam::{End, Lane, Origin, Outbox, Source, SourceError, Source
 use sluice_wire::{FlowHeaders, MacAddr, PacketFields};
 
 /// What the source sends.
-pub enum Plan {
+pub enum Sequence {
     /// The synthesized sequence, every gap exact.
     Exact(Synth),
     /// The paper's reconstruction from selected frequency components.
     Fourier(FourierPlan),
 }
 
-impl Iterator for Plan {
+impl Iterator for Sequence {
     type Item = Planned;
     #[inline]
     fn next(&mut self) -> Option<Planned> {
         match self {
-            Plan::Exact(s) => s.next(),
-            Plan::Fourier(f) => f.next(),
+            Sequence::Exact(s) => s.next(),
+            Sequence::Fourier(f) => f.next(),
         }
     }
 }
 
 pub struct ProfileSource {
-    plan: Plan,
+    sequence: Sequence,
     headers: Vec<FlowHeaders>,
     /// Packets sent per flow (the IP identification).
     sent: Vec<u64>,
@@ -46,10 +46,10 @@ pub struct ProfileSource {
 }
 
 impl ProfileSource {
-    /// A source of `plan`'s packets with `packet`'s headers; a pcap output
+    /// A source of `sequence`'s packets with `packet`'s headers; a pcap output
     /// is stamped from `first_ts` (ns since the epoch).
     pub fn new(
-        plan: Plan,
+        sequence: Sequence,
         packet: &super::PacketSpec,
         src_mac: MacAddr,
         dst_mac: MacAddr,
@@ -64,7 +64,7 @@ impl ProfileSource {
                     reason,
                 })?;
         Ok(ProfileSource {
-            plan,
+            sequence,
             sent: vec![0; headers.len()],
             lanes: Vec::new(),
             headers,
@@ -81,9 +81,9 @@ impl ProfileSource {
     /// split: each queue holds components and a DC share that keeps its
     /// rate non-negative).
     pub fn with_share(mut self, share: Option<sluice_source::Share>, by_lane: bool) -> Self {
-        match (share, &mut self.plan) {
+        match (share, &mut self.sequence) {
             // The synthesized sequence plans its share itself.
-            (Some(s), Plan::Exact(synth)) if !by_lane => synth.share(s),
+            (Some(s), Sequence::Exact(synth)) if !by_lane => synth.share(s),
             _ => self.share = share,
         }
         self.by_lane = by_lane;
@@ -94,9 +94,9 @@ impl ProfileSource {
 impl Source for ProfileSource {
     fn fill(&mut self, out: &mut Outbox<'_>) -> Result<End, SourceError> {
         out.set_first_ts(self.first_ts);
-        let exact = matches!(self.plan, Plan::Exact(_));
+        let exact = matches!(self.sequence, Sequence::Exact(_));
         let flows = self.headers.len() as u64;
-        for p in self.plan.by_ref() {
+        for p in self.sequence.by_ref() {
             let flow = p.flow as usize;
             let j = if self.by_lane {
                 u64::from(p.lane)

@@ -6,7 +6,7 @@ use crate::plan::{engine_config, run_outputs, send};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::{run_source, EngineConfig};
-use sluice_live::tap::{GapLog, PaceLaw, PaceSource, Relay, Scheduler};
+use sluice_live::tap::{Departures, GapLog, PaceLaw, PaceSource, Relay};
 use sluice_profile::Profile;
 use sluice_sys::tap::Tap;
 use std::io::{self, Write};
@@ -72,7 +72,7 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
     crate::dest::check(&inputs, &outputs)?;
     let log = a.log_requested.as_deref().map(Dest::open).transpose()?;
     let tap = Arc::new(Tap::open(&a.tap).map_err(crate::open_failure)?);
-    let sched = Scheduler::new(
+    let sched = Departures::new(
         law,
         a.per_flow,
         u32::try_from(a.burst).unwrap_or(u32::MAX),

@@ -12,7 +12,7 @@ use serde::Serialize;
 use sluice_analyze::judge::Packets;
 use sluice_engine::{run_source, ClockChoice, EngineConfig};
 use sluice_profile::{
-    FourierPlan, Plan, Profile, ProfileSource, RateSeries, Selection, Spectrum, Synth,
+    FourierPlan, Profile, ProfileSource, RateSeries, Selection, Sequence, Spectrum, Synth,
 };
 use sluice_sink::{SinkSpec, TxMode};
 use std::path::{Path, PathBuf};
@@ -79,7 +79,7 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
     }
     let packet = profile.packet.clone();
     let source = ProfileSource::new(
-        Plan::Exact(Synth::new(profile)),
+        Sequence::Exact(Synth::new(profile)),
         &packet,
         a.frame.src_mac,
         a.frame.dst_mac,
@@ -136,7 +136,7 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
                     "--keep, --cutoff and --queues select Fourier components: give --mode fourier"
                 )));
             }
-            Plan::Exact(Synth::new(profile))
+            Sequence::Exact(Synth::new(profile))
         }
         Mode::Fourier => {
             if a.queues == 0 || a.queues > 1024 {
@@ -170,7 +170,7 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
                     String::new()
                 }
             );
-            Plan::Fourier(f)
+            Sequence::Fourier(f)
         }
     };
     let now = std::time::SystemTime::now()

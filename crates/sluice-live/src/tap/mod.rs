@@ -1,15 +1,15 @@
 //! `sluice pace`: a live source. Frames any program sends through a TAP
 //! device are read as they arrive, given departure times by the
-//! [`Scheduler`] (a constant gap, a bit rate or a drawn law; per link or
+//! [`Departures`] (a constant gap, a bit rate or a drawn law; per link or
 //! per flow) and handed to the engine shortly before they are due. With a
 //! return path ([`relay`]) the frames arriving on the outgoing interface
 //! for the TAP side are written back into it, so TCP stays closed-loop.
 
+mod departures;
 mod relay;
-mod schedule;
 
+pub use departures::{Departures, PaceLaw, PaceStats};
 pub use relay::Relay;
-pub use schedule::{PaceLaw, PaceStats, Scheduler};
 
 use sluice_core::{Clock, MonoTime, MonotonicClock, Nanos};
 use sluice_source::seam::{
@@ -70,7 +70,7 @@ impl<W: Write + Send> GapLog for io::BufWriter<W> {
 
 pub struct PaceSource {
     input: Box<dyn FrameInput>,
-    sched: Scheduler,
+    sched: Departures,
     per_flow: bool,
     /// Stop reading this long after the start (None: until stopped).
     duration: Option<Nanos>,
@@ -86,7 +86,7 @@ pub struct PaceSource {
 impl PaceSource {
     pub fn new(
         input: Box<dyn FrameInput>,
-        sched: Scheduler,
+        sched: Departures,
         per_flow: bool,
         duration: Option<Nanos>,
     ) -> Self {

@@ -108,7 +108,7 @@ const MAX_FLOWS: usize = 1 << 16;
 /// A flow idle this long is forgotten at the next sweep, ns.
 const FLOW_IDLE_NS: u64 = 1_000_000_000;
 
-pub struct Scheduler {
+pub struct Departures {
     law: PaceLaw,
     per_flow: bool,
     /// Fraction of a gap a frame chained behind a late one may give up
@@ -127,11 +127,11 @@ pub struct Scheduler {
     pub stats: PaceStats,
 }
 
-impl Scheduler {
+impl Departures {
     /// `burst` ≥ 1 frames may leave back to back after an idle spell;
     /// `queue_limit` ≥ 1 bounds the backlog.
     pub fn new(law: PaceLaw, per_flow: bool, burst: u32, queue_limit: usize) -> Self {
-        Scheduler {
+        Departures {
             law,
             per_flow,
             catch_up: 0.1,
@@ -278,7 +278,7 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
-    fn dues(s: &mut Scheduler, horizon: u64) -> Vec<u64> {
+    fn dues(s: &mut Departures, horizon: u64) -> Vec<u64> {
         let mut v = Vec::new();
         s.release(horizon, |d, _, _| {
             v.push(d);
@@ -289,7 +289,7 @@ mod tests {
 
     #[test]
     fn a_backlog_leaves_one_gap_apart_and_never_before_arrival() {
-        let mut s = Scheduler::new(PaceLaw::Gap(20_000.0), false, 1, 100);
+        let mut s = Departures::new(PaceLaw::Gap(20_000.0), false, 1, 100);
         // Five frames arrive together at 1 ms: the first leaves at once.
         for _ in 0..5 {
             s.arrive(1_000_000, &[0; 60], 0);
@@ -307,7 +307,7 @@ mod tests {
 
     #[test]
     fn frames_queued_behind_another_are_chained_by_their_gap() {
-        let mut s = Scheduler::new(PaceLaw::Gap(20_000.0), false, 1, 100);
+        let mut s = Departures::new(PaceLaw::Gap(20_000.0), false, 1, 100);
         for _ in 0..3 {
             s.arrive(0, &[0; 60], 0);
         }
@@ -322,7 +322,7 @@ mod tests {
     #[test]
     fn a_bit_rate_spaces_frames_by_their_own_length() {
         // 100 Mbit/s = 0.1 bit/ns: 1500 bytes take 120 µs, 60 bytes 4.8 µs.
-        let mut s = Scheduler::new(PaceLaw::BitRate(0.1), false, 1, 100);
+        let mut s = Departures::new(PaceLaw::BitRate(0.1), false, 1, 100);
         s.arrive(0, &[0; 1500], 0);
         s.arrive(0, &[0; 60], 0);
         s.arrive(0, &[0; 60], 0);
@@ -331,7 +331,7 @@ mod tests {
 
     #[test]
     fn a_full_backlog_drops_and_counts() {
-        let mut s = Scheduler::new(PaceLaw::Gap(1_000.0), false, 1, 3);
+        let mut s = Departures::new(PaceLaw::Gap(1_000.0), false, 1, 3);
         let got: Vec<_> = (0..5).map(|_| s.arrive(0, &[0; 60], 0)).collect();
         assert_eq!(got, [Some(0), Some(1_000), Some(2_000), None, None]);
         assert_eq!(s.stats.dropped, 2);
@@ -344,7 +344,7 @@ mod tests {
 
     #[test]
     fn per_flow_pacing_keeps_one_gap_per_flow_and_releases_in_time_order() {
-        let mut s = Scheduler::new(PaceLaw::Gap(10_000.0), true, 1, 100);
+        let mut s = Departures::new(PaceLaw::Gap(10_000.0), true, 1, 100);
         for flow in [1, 1, 2, 1, 2] {
             s.arrive(0, &[flow as u8; 60], flow);
         }
@@ -358,7 +358,7 @@ mod tests {
 
     #[test]
     fn a_burst_allowance_is_earned_while_idle() {
-        let mut s = Scheduler::new(PaceLaw::Gap(10_000.0), false, 3, 100);
+        let mut s = Departures::new(PaceLaw::Gap(10_000.0), false, 3, 100);
         s.arrive(0, &[0; 60], 0);
         // Idle for 100 µs: up to 2 more frames may follow at once.
         let d: Vec<_> = (0..4).map(|_| s.arrive(100_000, &[0; 60], 0)).collect();
@@ -371,7 +371,7 @@ mod tests {
 
     #[test]
     fn the_horizon_holds_later_frames_back() {
-        let mut s = Scheduler::new(PaceLaw::Gap(50_000.0), false, 1, 100);
+        let mut s = Departures::new(PaceLaw::Gap(50_000.0), false, 1, 100);
         for _ in 0..4 {
             s.arrive(0, &[0; 60], 0);
         }
@@ -383,7 +383,7 @@ mod tests {
     #[test]
     fn random_gaps_have_the_law_s_mean() {
         let law = GapLaw::new("poisson", 5_000.0, sluice_profile::Spread::None).unwrap();
-        let mut s = Scheduler::new(
+        let mut s = Departures::new(
             PaceLaw::Random(law, SmallRng::seed_from_u64(1)),
             false,
             1,
