@@ -336,7 +336,7 @@ fn share_key(f: &Flow) -> u64 {
         Proto::Icmp6 => (58, false),
     };
     let (sp, dp) = if ports { (f.sport, f.dport) } else { (0, 0) };
-    sluice_source::share::flow_key(f.src_ip(), sp, f.dst_ip(), dp, proto)
+    sluice_source::flow_key(f.src_ip(), sp, f.dst_ip(), dp, proto)
 }
 
 #[cfg(test)]

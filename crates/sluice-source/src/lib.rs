@@ -7,11 +7,11 @@
 //! ([`series`]) supplies the archive reading, indexing and device mapping
 //! that the engine's time-series pipeline runs.
 
-pub mod replay;
+mod replay;
 pub mod seam;
 pub mod series;
-pub mod share;
-pub mod split;
+mod share;
+mod split;
 pub mod text;
 
 pub use replay::{ReplayConfig, ReplaySource};
@@ -19,7 +19,8 @@ pub use seam::{
     Due, End, Fate, Fates, Fault, Lane, Origin, Outbox, RunContext, Source, SourceError,
     SourceReport,
 };
-pub use share::Share;
+pub use share::{flow_key, Share};
+pub use split::{prep, SplitMode};
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! `sluice prep` arguments.
 
 use clap::Args;
-use sluice_source::split::SplitMode;
+use sluice_source::SplitMode;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]

@@ -11,7 +11,7 @@ pub fn run(a: PrepArgs) -> Result<u8, Failure> {
     let out = a.output.to_string_lossy().into_owned();
     dest::check(&[&a.trace], &[&out])?;
     let mut dest = Dest::open(&out)?;
-    let (cache, side_1) = sluice_source::split::prep(&a.trace, a.split).map_err(bad_input)?;
+    let (cache, side_1) = sluice_source::prep(&a.trace, a.split).map_err(bad_input)?;
     dest.write_all(&cache.to_bytes())
         .and_then(|()| dest.commit())
         .with_context(|| format!("writing {out}"))

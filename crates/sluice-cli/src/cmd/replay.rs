@@ -39,7 +39,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     }
     // A split cache is read too: no output may be it.
     let mut inputs = vec![a.trace.as_path()];
-    if let Some(sluice_source::split::SplitMode::Cache(c)) = &a.split {
+    if let Some(sluice_source::SplitMode::Cache(c)) = &a.split {
         inputs.push(c.as_path());
     }
     send_two(
