@@ -65,6 +65,8 @@ struct BatchPipeline<'a> {
     io: Option<thread::JoinHandle<Result<IoOutcome, sluice_source::SourceError>>>,
 }
 
+/// No rescue board (the trait's default): each flow stays on its TX
+/// thread, in order (see `tx/board.rs`).
 impl Pipeline for BatchPipeline<'_> {
     type Feed = BatchFeed;
     type Tally = ();
