@@ -415,6 +415,24 @@ fn a_device_that_takes_nothing_ends_the_run_with_an_error() {
     assert!(t.elapsed() < std::time::Duration::from_secs(29), "{err}");
 }
 
+/// A veth pair `tag` <-> `tag`p, down, any leftover of that name gone.
+fn fresh_veth(tag: &str) {
+    let _ = std::process::Command::new("ip")
+        .args(["link", "del", tag])
+        .output();
+    sh(&[
+        "ip",
+        "link",
+        "add",
+        tag,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &format!("{tag}p"),
+    ]);
+}
+
 /// The environment's faults exit 1, the input's 2: an interface that is
 /// down or a user without CAP_NET_RAW is not a bad command line.
 #[test]
@@ -428,20 +446,7 @@ fn environment_failures_exit_1_and_bad_input_exits_2() {
     let t = trace.to_str().unwrap();
 
     let tag = format!("sldn{}", std::process::id() % 10_000);
-    let _ = std::process::Command::new("ip")
-        .args(["link", "del", &tag])
-        .output();
-    sh(&[
-        "ip",
-        "link",
-        "add",
-        &tag,
-        "type",
-        "veth",
-        "peer",
-        "name",
-        &format!("{tag}p"),
-    ]);
+    fresh_veth(&tag);
     let down = run(&["replay", t, "--to", &format!("afpacket:{tag}"), "-q"]);
     let _ = std::process::Command::new("ip")
         .args(["link", "del", &tag])
@@ -563,20 +568,7 @@ fn a_veth_deleted_mid_run_exits_1_with_what_was_sent() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tag = format!("slgone{}", std::process::id() % 10_000);
-    let _ = std::process::Command::new("ip")
-        .args(["link", "del", &tag])
-        .output();
-    sh(&[
-        "ip",
-        "link",
-        "add",
-        &tag,
-        "type",
-        "veth",
-        "peer",
-        "name",
-        &format!("{tag}p"),
-    ]);
+    fresh_veth(&tag);
     sh(&["ip", "link", "set", &tag, "up"]);
     sh(&["ip", "link", "set", &format!("{tag}p"), "up"]);
     let d = tmpdir("veth-gone-mid-run");
