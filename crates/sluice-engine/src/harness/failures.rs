@@ -109,13 +109,20 @@ fn oversize_frames_are_counted_and_skipped() {
     );
 }
 
-#[test]
-fn a_stop_ends_the_run_cleanly_and_says_interrupted() {
+/// `packets` steady packets, the stop flag raised by the sink after its
+/// 1 234th send (as SIGINT would); the flag comes back with the outcome.
+fn stopped(topspeed: bool, packets: u64) -> (Outcome, Arc<AtomicBool>) {
     let mut b = Bench::new(1);
+    b.cfg.topspeed = topspeed;
     let stop = Arc::new(AtomicBool::new(false));
     b.cfg.stop = stop.clone();
     b.sinks[0].stop_after = Some((1_234, stop.clone()));
-    let out = b.run(Script::new(steady(1_000_000, 0, 100, 1)));
+    (b.run(Script::new(steady(packets, 0, 100, 1))), stop)
+}
+
+#[test]
+fn a_stop_ends_the_run_cleanly_and_says_interrupted() {
+    let (out, stop) = stopped(false, 1_000_000);
     let s = out.summary();
     assert!(s.interrupted);
     assert!(stop.load(Ordering::Relaxed));
@@ -158,12 +165,7 @@ fn at_top_speed_a_failure_and_a_stop_end_the_unit_at_once() {
     }
     assert_eq!(out.sent[0].len(), 700, "nothing after the failure");
 
-    let mut b = Bench::new(1);
-    b.cfg.topspeed = true;
-    let stop = Arc::new(AtomicBool::new(false));
-    b.cfg.stop = stop.clone();
-    b.sinks[0].stop_after = Some((1_234, stop.clone()));
-    let out = b.run(Script::new(steady(100_000, 0, 100, 1)));
+    let (out, _) = stopped(true, 100_000);
     let s = out.summary();
     assert!(s.interrupted);
     assert_eq!(s.packets, 1_234, "the stop ends the unit at that packet");
