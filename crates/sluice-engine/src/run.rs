@@ -76,8 +76,10 @@ impl EngineError {
 /// start, joins, errors and the summary exist once, there.
 pub(crate) trait Pipeline {
     type Feed: Feed + Send + 'static;
-    /// What a TX thread keeps of its feed once it is done (the feed itself
-    /// is dropped in the thread, so channels close as threads end).
+    /// What a TX thread hands back of its feed once it is done. What is
+    /// not handed back is dropped in the thread: the batch pipeline's
+    /// channels close as its threads end; time-series play hands the
+    /// whole feed back, so no TX thread frees a buffer while others send.
     type Tally: Send + 'static;
     /// Named in the warning for packets larger than the sink accepts.
     const OVERSIZE: &'static str;
