@@ -155,7 +155,7 @@ impl Pipeline for BatchPipeline<'_> {
     fn finish(
         self,
         _tallies: Vec<()>,
-        _rescued: u64,
+        _rescued: Option<u64>,
         summary: &mut Summary,
     ) -> Result<Vec<String>, EngineError> {
         // TX threads are gone: an IO thread blocked on a full queue sees the

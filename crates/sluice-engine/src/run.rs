@@ -105,9 +105,9 @@ pub(crate) trait Pipeline {
         None
     }
 
-    /// The rescue board the TX threads share (None: flows stay on their
-    /// thread).
-    fn board(&self, _lanes: usize, _cfg: &EngineConfig) -> Option<Arc<Board<FeedUnit<Self>>>> {
+    /// The rescue board the `lanes` TX threads share (None: flows stay on
+    /// their thread).
+    fn board(&self, _lanes: usize) -> Option<Arc<Board<FeedUnit<Self>>>> {
         None
     }
 
@@ -122,11 +122,12 @@ pub(crate) trait Pipeline {
 
     /// Joins the helper threads once the TX threads are done, fills the
     /// pipeline's part of `summary` and returns its warnings; the first
-    /// helper error otherwise.
+    /// helper error otherwise. `rescued`: packets sent by another TX
+    /// thread than their own, None when there was no board.
     fn finish(
         self,
         tallies: Vec<Self::Tally>,
-        rescued: u64,
+        rescued: Option<u64>,
         summary: &mut Summary,
     ) -> Result<Vec<String>, EngineError>;
 }
@@ -198,7 +199,7 @@ impl<'a> Run<'a> {
         let stamp_base = pipeline.prime(n, live.as_ref().map(|r| r.start), mono)?;
         let mut run = live.unwrap_or_else(|| Run::with_clocks(cfg, n, clocks));
         run.fates = pipeline.fates();
-        let board = pipeline.board(n, cfg);
+        let board = pipeline.board(n);
         let mut txs = Vec::with_capacity(n);
         for (i, sink) in sinks.into_iter().enumerate() {
             let feed = pipeline.feed(i, &*sink);
@@ -223,7 +224,7 @@ impl<'a> Run<'a> {
         }
         let (mut summary, sink_error) = run.summary(reports, &hist);
         // Helpers are joined whatever failed: a sink error comes first.
-        let finished = pipeline.finish(tallies, rescued, &mut summary);
+        let finished = pipeline.finish(tallies, board.is_some().then_some(rescued), &mut summary);
         let warnings = match (sink_error, finished) {
             (Some(e), _) => return Err(EngineError::after(e.into(), summary)),
             (None, Err(e)) => return Err(EngineError::after(e, summary)),

@@ -31,7 +31,7 @@ use crate::tx::Board;
 use feed::{FeedPlace, SeriesFeed, Templates};
 use lanes::{Chunk, Lanes};
 use perflow::{FlowCount, FlowCounters};
-use sluice_core::{MonoTime, MonotonicClock, Nanos, VirtualClock};
+use sluice_core::{MonoTime, MonotonicClock, VirtualClock};
 use sluice_sink::Sink;
 use sluice_source::series::{
     device_name, first_timestamp, ArchiveChunker, DeviceCount, DeviceTable, DueRecord, GapCuts,
@@ -113,17 +113,6 @@ impl<'a> SeriesPipeline<'a> {
             flow_counts: Vec::new(),
             templates: Vec::new(),
         })
-    }
-
-    /// How overdue a record is before another of the `n` TX threads sends
-    /// it, when rescue is on. It needs a second TX thread and real time (on
-    /// a virtual clock nobody is ever interrupted, and a thread's wait
-    /// moves everyone's time).
-    fn rescue_after(&self, n: usize) -> Option<Nanos> {
-        let ecfg = self.ecfg;
-        self.cfg
-            .rescue_after
-            .filter(|_| n > 1 && !ecfg.topspeed && ecfg.clock.is_real())
     }
 
     fn lanes(&self) -> &Arc<Lanes> {
@@ -256,9 +245,13 @@ impl Pipeline for SeriesPipeline<'_> {
         Ok((self.t_g.max(0) as u64).saturating_mul(1000))
     }
 
-    fn board(&self, n: usize, _: &EngineConfig) -> Option<Arc<Board<Chunk>>> {
-        self.rescue_after(n)
-            .map(|after| Arc::new(Board::new(n, after)))
+    /// Rescue needs a second TX thread and real time (on a virtual clock
+    /// nobody is ever interrupted, and a thread's wait moves everyone's
+    /// time).
+    fn board(&self, n: usize) -> Option<Arc<Board<Chunk>>> {
+        let ecfg = self.ecfg;
+        let after = self.cfg.rescue_after?;
+        (n > 1 && !ecfg.topspeed && ecfg.clock.is_real()).then(|| Arc::new(Board::new(n, after)))
     }
 
     fn feed(&mut self, i: usize, sink: &dyn Sink) -> SeriesFeed {
@@ -291,11 +284,10 @@ impl Pipeline for SeriesPipeline<'_> {
     fn finish(
         mut self,
         feeds: Vec<SeriesFeed>,
-        rescued: u64,
+        rescued: Option<u64>,
         summary: &mut Summary,
     ) -> Result<Vec<String>, EngineError> {
         let lanes = self.lanes().clone();
-        let rescue = self.rescue_after(feeds.len()).is_some();
         // TX threads are gone; a worker blocked on a full queue sees `stop`.
         lanes.stop.store(true, Ordering::Relaxed);
         let mut filtered = 0;
@@ -322,7 +314,7 @@ impl Pipeline for SeriesPipeline<'_> {
         summary.series = Some(SeriesSummary {
             frames: feeds.iter().map(|f| f.frames).sum(),
             out_of_order: feeds.iter().map(|f| f.out_of_order).sum(),
-            rescued: rescue.then_some(rescued),
+            rescued,
             filtered,
             flows: merge_flows(&self.flow_counts, &self.table, &self.cfg),
         });
