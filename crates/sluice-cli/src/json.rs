@@ -46,7 +46,7 @@ impl Kind {
             Kind::Doctor => "sluice.doctor/1",
             Kind::ControlInterval => "sluice.control-interval/1",
             Kind::ControlSummary => "sluice.control-summary/1",
-            Kind::Failure => "sluice.failure/1",
+            Kind::Failure => sluice_control::failure::FAILURE_SCHEMA,
         }
     }
 }

@@ -51,6 +51,7 @@ mod report;
 mod signals;
 
 use clap::Parser;
+use sluice_control::failure::{JobFailure, JobFault, FAILURE_ENV};
 use std::process::ExitCode;
 
 /// Exit codes, documented above and in the README.
@@ -112,31 +113,27 @@ pub fn open_failure(error: impl Into<anyhow::Error>) -> Failure {
     }
 }
 
-/// Set (to anything) by a worker for its job: a failure also prints one
-/// `sluice.failure/1` JSON line on stdout, so the worker need not read
-/// the prose on stderr.
-const FAILURE_JSON: &str = "SLUICE_FAILURE_JSON";
-
-/// What a failed command says of itself in its `sluice.failure/1` line.
-#[derive(serde::Serialize)]
-struct FailureLine {
-    /// The process's exit code.
-    exit: u8,
-    /// `usage` (the command line), `input` (exit 2) or `environment`.
-    fault: &'static str,
-    /// The error and its causes, as stderr has them.
-    error: String,
-}
-
-/// Prints the failure line when the worker asked for one.
-fn report_failure(exit: u8, fault: &'static str, error: String) {
-    if std::env::var_os(FAILURE_JSON).is_none() {
+/// Prints the `sluice.failure/1` line when a worker asked for one (see
+/// `sluice_control::failure`).
+fn report_failure(exit: u8, fault: JobFault, error: String) {
+    if std::env::var_os(FAILURE_ENV).is_none() {
         return;
     }
-    let body = FailureLine { exit, fault, error };
+    let body = JobFailure { exit, fault, error };
     if let Ok(l) = json::line(json::Kind::Failure, &body) {
         let _ = outln!("{l}");
     }
+}
+
+/// What clap says of a command line it refused, without its pointer to
+/// `--help` (whoever reads it did not type that command line).
+pub fn clap_cause(e: &clap::Error) -> String {
+    e.render()
+        .to_string()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn main() -> ExitCode {
@@ -145,13 +142,7 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             if e.use_stderr() {
-                // The cause, without clap's pointer to --help.
-                let text = e.render().to_string();
-                let cause: Vec<&str> = text
-                    .lines()
-                    .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
-                    .collect();
-                report_failure(exit::BAD_INPUT, "usage", cause.join("\n"));
+                report_failure(exit::BAD_INPUT, JobFault::Usage, clap_cause(&e));
             }
             e.exit()
         }
@@ -185,9 +176,9 @@ fn main() -> ExitCode {
             }
             eoutln!("sluice: error: {:#}", f.error);
             let fault = if f.code == exit::BAD_INPUT {
-                "input"
+                JobFault::Input
             } else {
-                "environment"
+                JobFault::Environment
             };
             report_failure(f.code, fault, format!("{:#}", f.error));
             ExitCode::from(f.code)

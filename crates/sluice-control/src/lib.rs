@@ -7,6 +7,7 @@
 pub mod clocksvc;
 pub mod control;
 pub mod error;
+pub mod failure;
 pub mod jobargs;
 pub mod plan;
 pub mod tls;

@@ -14,6 +14,7 @@
 //! unix socket whose peers' uids are checked, never TCP.
 
 use crate::error::{input, Context, Result};
+use crate::failure::{JobFailure, FAILURE_ENV};
 use crate::jobargs::shown;
 use crate::pb::worker_server::{Worker, WorkerServer};
 use crate::pb::{self, update};
@@ -809,7 +810,7 @@ fn job_command(exe: &Path, args: &[String], dir: &Path) -> tokio::process::Comma
     cmd.args(args)
         .current_dir(dir)
         // A failure is told as one JSON line on stdout (sluice.failure/1).
-        .env("SLUICE_FAILURE_JSON", "1")
+        .env(FAILURE_ENV, "1")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -833,18 +834,8 @@ struct Ended {
     /// Its stderr, for a process that died without a failure line.
     stderr: String,
     /// Its `sluice.failure/1` line, when it failed and said so.
-    failure: Option<Failure>,
+    failure: Option<JobFailure>,
 }
-
-/// A job's `sluice.failure/1` line (docs/schema/failure.json).
-#[derive(serde::Deserialize)]
-struct Failure {
-    exit: u8,
-    error: String,
-}
-
-/// The tag that starts a failure line (the schema key comes first).
-const FAILURE_TAG: &str = r#"{"schema":"sluice.failure/1","#;
 
 /// Forwards the job's statistics lines until its output ends, stopping it
 /// at its deadline (a controller that went away does not stop it: the
@@ -870,12 +861,12 @@ async fn watch(
     loop {
         tokio::select! {
             line = lines.next_line() => match line {
-                Ok(Some(l)) if l.starts_with(FAILURE_TAG) => {
-                    failure = serde_json::from_str::<Failure>(&l).ok();
-                }
-                Ok(Some(l)) => {
-                    let _ = tx.send(Ok(pb::Update { kind: Some(update::Kind::Stats(l)) })).await;
-                }
+                Ok(Some(l)) => match JobFailure::parse(&l) {
+                    Some(f) => failure = Some(f),
+                    None => {
+                        let _ = tx.send(Ok(pb::Update { kind: Some(update::Kind::Stats(l)) })).await;
+                    }
+                },
                 _ => break,
             },
             _ = tokio::time::sleep_until(deadline_at), if !stopped => {

@@ -107,18 +107,11 @@ fn check_job_options(plan: &sluice_control::plan::Plan) -> anyhow::Result<()> {
     argv.extend(plan.args.iter().cloned());
     match crate::args::Cli::try_parse_from(&argv) {
         Ok(_) => Ok(()),
-        Err(e) => {
-            let text = e.render().to_string();
-            let cause: Vec<&str> = text
-                .lines()
-                .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
-                .collect();
-            Err(anyhow!(
-                "job.args {:?}: refused before any worker was contacted: {}",
-                plan.args,
-                cause.join("\n")
-            ))
-        }
+        Err(e) => Err(anyhow!(
+            "job.args {:?}: refused before any worker was contacted: {}",
+            plan.args,
+            crate::clap_cause(&e)
+        )),
     }
 }
 
