@@ -2,7 +2,7 @@
 //! port map, measure every worker's clock offset, upload the job, start
 //! every task at one instant t_tos, gather statistics, write one summary.
 
-use crate::error::{describe, input, Context, ControlError, Result};
+use crate::error::{chain, describe, input, Context, ControlError, Result};
 use crate::now_ns;
 use crate::pb::worker_client::WorkerClient;
 use crate::pb::{self, update};
@@ -170,14 +170,7 @@ fn network_failure(e: &tonic::transport::Error) -> bool {
             )
         })
     };
-    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(c) = next {
-        if io_kind(c) {
-            return true;
-        }
-        next = c.source();
-    }
-    describe(e).contains("timed out")
+    chain(e).any(io_kind) || describe(e).contains("timed out")
 }
 
 /// Sums over the workers that finished.

@@ -40,17 +40,22 @@ macro_rules! input {
 }
 pub(crate) use input;
 
+/// An error and each of its causes, outermost first.
+pub(crate) fn chain<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(e), |c| c.source())
+}
+
 /// An error and its causes, each once (transport errors keep their cause
 /// deep in the chain).
 pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
-    let mut next = Some(e);
-    while let Some(c) = next {
+    for c in chain(e) {
         let s = c.to_string();
         if !parts.iter().any(|p| p.contains(&s)) {
             parts.push(s);
         }
-        next = c.source();
     }
     parts.join(": ")
 }
