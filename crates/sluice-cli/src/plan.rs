@@ -47,7 +47,7 @@ pub fn send_two(
         sluice_sys::tsc::invariant().map_err(|e| bad_input(anyhow!("--clock tsc: {e}")))?;
     }
     let to = &o.to;
-    let mut outputs = run_outputs(o, to);
+    let mut outputs = run_outputs(o);
     if let Some(SinkSpec::Pcap(p)) = to2 {
         outputs.push(p.to_string_lossy().into_owned());
     }
@@ -79,8 +79,8 @@ pub fn send_two(
 /// The files a sending command writes: `--to pcap:`, `--stats-json`,
 /// `--summary-json` (a command with outputs of its own checks them with
 /// these against its inputs, before [`send`]).
-pub fn run_outputs(o: &RunOpts, to: &SinkSpec) -> Vec<String> {
-    let pcap = match to {
+pub fn run_outputs(o: &RunOpts) -> Vec<String> {
+    let pcap = match &o.to {
         SinkSpec::Pcap(p) => Some(p.to_string_lossy().into_owned()),
         _ => None,
     };

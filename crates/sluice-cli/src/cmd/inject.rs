@@ -17,7 +17,7 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
             "inject runs one TX thread: acknowledgements follow the order frames leave in"
         )));
     }
-    let outputs = run_outputs(&a.run, &a.run.to);
+    let outputs = run_outputs(&a.run);
     let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
     crate::dest::check(&[], &outputs)?;
     let src_mac = match (&a.src_mac, &a.run.to) {

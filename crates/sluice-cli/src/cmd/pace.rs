@@ -66,7 +66,7 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
         )));
     }
     let inputs: Vec<&Path> = a.ipd.iter().map(|p| p.as_path()).collect();
-    let mut outputs = run_outputs(&a.run, &a.run.to);
+    let mut outputs = run_outputs(&a.run);
     outputs.extend(a.log_requested.clone());
     let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
     crate::dest::check(&inputs, &outputs)?;
