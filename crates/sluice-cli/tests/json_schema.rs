@@ -147,19 +147,10 @@ fn every_kind_of_output_follows_its_schema() {
     // controller's (tests/distributed.rs validates those).
     seen.sort();
     seen.dedup();
-    let mut files: Vec<String> = std::fs::read_dir(sluice_testkit::repo_root().join("docs/schema"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "common.json" && !n.starts_with("control-"))
-        .map(|n| {
-            let text =
-                std::fs::read_to_string(sluice_testkit::repo_root().join("docs/schema").join(&n));
-            let v: Value = serde_json::from_str(&text.unwrap()).unwrap();
-            v["properties"]["schema"]["const"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
+    let mut files: Vec<String> = sluice_testkit::schema_tags()
+        .into_iter()
+        .filter(|(file, _)| !file.starts_with("control-"))
+        .map(|(_, tag)| tag)
         .collect();
     files.sort();
     assert_eq!(seen, files);

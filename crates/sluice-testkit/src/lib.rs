@@ -16,7 +16,7 @@
 
 mod schema;
 mod skips;
-pub use schema::{checked_json, checked_json_lines, schema_errors};
+pub use schema::{checked_json, checked_json_lines, schema_errors, schema_tags};
 pub use skips::skip;
 
 use std::io::{self, Cursor, Read};

@@ -27,6 +27,19 @@ fn schemas() -> Vec<(String, Value)> {
     out
 }
 
+/// The `schema` tag (kind and version) each file of `docs/schema/`
+/// describes, by file name; `common.json`, shared by the others, has none.
+pub fn schema_tags() -> Vec<(String, String)> {
+    schemas()
+        .into_iter()
+        .filter_map(|(id, v)| {
+            let file = id.rsplit('/').next()?.to_string();
+            let tag = v["properties"]["schema"]["const"].as_str()?.to_string();
+            Some((file, tag))
+        })
+        .collect()
+}
+
 /// What is wrong with `doc` (empty when it is valid): an unknown or
 /// missing `schema` tag, or each violation with its JSON pointer.
 pub fn schema_errors(doc: &Value) -> Vec<String> {
