@@ -129,6 +129,15 @@ impl Synth {
         p
     }
 
+    /// Whether the profile's packets or duration are used up.
+    #[inline(always)]
+    fn ended(&self) -> bool {
+        match self.profile.stop {
+            Stop::Packets(n) => self.index >= n,
+            Stop::Duration(d) => self.t >= d.0 as f64,
+        }
+    }
+
     /// Moves a constant-gap sequence `n` packets on without planning
     /// them: their gaps added one by one (as the single sender rounds
     /// them), their sizes drawn and dropped, so every packet planned keeps
@@ -189,17 +198,11 @@ impl Iterator for Synth {
         }
         if self.share.is_none() {
             // The whole sequence: every packet drawn is planned.
-            match self.profile.stop {
-                Stop::Packets(n) if self.index >= n => return None,
-                Stop::Duration(d) if self.t >= d.0 as f64 => return None,
-                _ => return Some(self.draw()),
-            }
+            return (!self.ended()).then(|| self.draw());
         }
         loop {
-            match self.profile.stop {
-                Stop::Packets(n) if self.index >= n => return None,
-                Stop::Duration(d) if self.t >= d.0 as f64 => return None,
-                _ => {}
+            if self.ended() {
+                return None;
             }
             let p = self.draw();
             match self.share {
