@@ -14,7 +14,7 @@
 //! - `gamma`: `Gamma` (Marsaglia–Tsang) of shape k, scale x/k;
 //! - `empirical`: a gap of the capture, uniformly.
 
-use super::math::{gamma_fn, gamma_p, normal_cdf};
+use super::math::{exp_nonneg, gamma_fn, gamma_p, normal_cdf};
 use rand::rngs::SmallRng;
 use rand::Rng;
 use rand_distr::{Distribution, Exp, Gamma, LogNormal, Normal, Pareto, Uniform, Weibull};
@@ -49,10 +49,14 @@ enum Sampler {
         mu: f64,
         sigma: f64,
     },
+    /// Drawn as scale · e^(E/α) with E ~ Exp(1) (the inverse transform
+    /// u^(−1/α) with −ln u = E): a ziggurat draw and one `exp` instead of
+    /// `powf`, which dominated a distributed share's planning
+    /// ([`exp_nonneg`] for the `exp`).
     Pareto {
-        d: Pareto<f64>,
         scale: f64,
         shape: f64,
+        inv_shape: f64,
     },
     Weibull {
         d: Weibull<f64>,
@@ -164,13 +168,21 @@ impl GapLaw {
                     ));
                 }
                 let scale = mean * (shape - 1.0) / shape;
-                let d = Pareto::new(scale, shape).map_err(|e| bad(&e))?;
+                // Pareto::new's checks (finite, positive scale and shape).
+                Pareto::new(scale, shape).map_err(|e| bad(&e))?;
                 let var = if shape > 2.0 {
                     mean * mean / (shape * (shape - 2.0))
                 } else {
                     f64::INFINITY
                 };
-                (Sampler::Pareto { d, scale, shape }, var)
+                (
+                    Sampler::Pareto {
+                        scale,
+                        shape,
+                        inv_shape: shape.recip(),
+                    },
+                    var,
+                )
             }
             "weibull" => {
                 let shape = shape_or(&|s| weibull_shape(s / mean))?;
@@ -322,10 +334,59 @@ impl GapLaw {
                 }
             },
             Sampler::LogNormal { d, .. } => d.sample(rng),
-            Sampler::Pareto { d, .. } => d.sample(rng),
+            Sampler::Pareto {
+                scale, inv_shape, ..
+            } => {
+                let e: f64 = rand_distr::Exp1.sample(rng);
+                scale * exp_nonneg(e * inv_shape)
+            }
             Sampler::Weibull { d, .. } => d.sample(rng),
             Sampler::Gamma { d, .. } => d.sample(rng),
             Sampler::Empirical(v) => v[rng.random_range(0..v.len())],
+        }
+    }
+
+    /// `t` plus the next `n` gaps, added one at a time exactly as `n`
+    /// calls of [`GapLaw::sample`] would add them (same draws, same
+    /// rounding), with the law's match taken once: a distributed share
+    /// passes over the other shares' packets this way.
+    pub fn advance(&self, t: f64, rng: &mut SmallRng, n: u64) -> f64 {
+        #[inline(always)]
+        fn add(mut t: f64, n: u64, mut gap: impl FnMut() -> f64) -> f64 {
+            for _ in 0..n {
+                t += gap();
+            }
+            t
+        }
+        match &self.sampler {
+            Sampler::Constant(m) => add(t, n, || *m),
+            Sampler::Poisson(d) => add(t, n, || d.sample(rng)),
+            Sampler::Pareto {
+                scale, inv_shape, ..
+            } => {
+                // In batches: the draws first, then their `exp`s, which
+                // do not depend on each other; the sum in order, as
+                // `sample` one by one would make it.
+                let mut t = t;
+                let mut left = n;
+                while left > 0 {
+                    let m = left.min(8) as usize;
+                    let mut g = [0.0f64; 8];
+                    for v in &mut g[..m] {
+                        let e: f64 = rand_distr::Exp1.sample(rng);
+                        *v = e * inv_shape;
+                    }
+                    // All eight lanes, a fixed count the compiler can
+                    // vectorise (the unused ones are e^0).
+                    for v in &mut g {
+                        *v = scale * exp_nonneg(*v);
+                    }
+                    t = g[..m].iter().fold(t, |t, g| t + g);
+                    left -= m as u64;
+                }
+                t
+            }
+            _ => add(t, n, || self.sample(rng)),
         }
     }
 

@@ -177,6 +177,16 @@ impl SizeLaw {
         }
     }
 
+    /// Draws and drops the next `n` sizes, as `n` calls of
+    /// [`SizeLaw::sample`] would (a constant law draws nothing).
+    pub fn pass_over(&self, rng: &mut SmallRng, n: u64) {
+        if !matches!(self.sampler, Sampler::Constant(_)) {
+            for _ in 0..n {
+                self.sample(rng);
+            }
+        }
+    }
+
     /// The theoretical CDF at `x` bytes.
     pub fn cdf(&self, x: f64) -> f64 {
         match &self.sampler {

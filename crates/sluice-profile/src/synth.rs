@@ -55,6 +55,9 @@ pub struct Synth {
     /// Exact (unrounded) time of the next packet, ns.
     t: f64,
     index: u64,
+    /// Packets asked for so far (a share's indices step by N, so the stop
+    /// flag is polled on this count).
+    planned: u64,
     share: Option<(sluice_source::Share, ShareMode)>,
 }
 
@@ -67,6 +70,7 @@ impl Synth {
             profile,
             t: 0.0,
             index: 0,
+            planned: 0,
             share: None,
         }
     }
@@ -81,8 +85,7 @@ impl Synth {
             _ => ShareMode::Skip,
         };
         match mode {
-            ShareMode::Skip => {}
-            ShareMode::Stride => self.pass_over(k),
+            ShareMode::Skip | ShareMode::Stride => self.pass_over(k, k, mode),
             ShareMode::Thin => {
                 let mix = u64::from(share.index + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 (self.gaps, self.sizes) = generators(self.profile.seed ^ mix);
@@ -112,10 +115,11 @@ impl Synth {
             index: self.index,
         };
         match self.share {
-            Some((s, ShareMode::Stride)) => {
-                self.t += self.profile.gap.mean;
-                self.index += 1;
-                self.pass_over(u64::from(s.count) - 1);
+            Some((s, mode @ (ShareMode::Stride | ShareMode::Skip))) => {
+                // The gap after this packet and the N − 1 packets after
+                // it, whose sizes are drawn too (this one's is).
+                let n = u64::from(s.count);
+                self.pass_over(n, n - 1, mode);
             }
             Some((s, ShareMode::Thin)) => {
                 self.t += self.profile.gap.sample(&mut self.gaps);
@@ -138,16 +142,20 @@ impl Synth {
         }
     }
 
-    /// Moves a constant-gap sequence `n` packets on without planning
-    /// them: their gaps added one by one (as the single sender rounds
-    /// them), their sizes drawn and dropped, so every packet planned keeps
-    /// its own size.
-    fn pass_over(&mut self, n: u64) {
-        for _ in 0..n {
-            self.t += self.profile.gap.mean;
-            self.profile.size.sample(&mut self.sizes);
-        }
-        self.index += n;
+    /// Moves the sequence `gaps` packets on, planning none of them: the
+    /// gaps added one by one as the single sender adds them (the mean of a
+    /// constant law, or drawn in a batch), and `sizes` sizes drawn and
+    /// dropped, so every packet planned keeps the single sender's time and
+    /// size.
+    #[inline(always)]
+    fn pass_over(&mut self, gaps: u64, sizes: u64, mode: ShareMode) {
+        let mean = self.profile.gap.mean;
+        self.t = match mode {
+            ShareMode::Stride => (0..gaps).fold(self.t, |t, _| t + mean),
+            _ => self.profile.gap.advance(self.t, &mut self.gaps, gaps),
+        };
+        self.profile.size.pass_over(&mut self.sizes, sizes);
+        self.index += gaps;
     }
 
     pub fn profile(&self) -> &Profile {
@@ -193,23 +201,12 @@ impl Iterator for Synth {
 
     #[inline(always)]
     fn next(&mut self) -> Option<Planned> {
-        if self.index.is_multiple_of(4096) && stop_asked() {
+        self.planned = self.planned.wrapping_add(1);
+        if self.planned.is_multiple_of(4096) && stop_asked() {
             return None;
         }
-        if self.share.is_none() {
-            // The whole sequence: every packet drawn is planned.
-            return (!self.ended()).then(|| self.draw());
-        }
-        loop {
-            if self.ended() {
-                return None;
-            }
-            let p = self.draw();
-            match self.share {
-                Some((s, ShareMode::Skip)) if !s.takes(p.index) => continue,
-                _ => return Some(p),
-            }
-        }
+        // Every share steps straight to its own next packet.
+        (!self.ended()).then(|| self.draw())
     }
 }
 
