@@ -26,12 +26,12 @@ pub struct FrameRef {
 pub struct Batch {
     pub data: Vec<u8>,
     pub entries: Vec<FrameRef>,
-    /// Gaps to keep (ns), by entry: a frame with a gap leaves no sooner
-    /// than that long after the frame sent before it, so a late departure
-    /// delays the frames chained behind it instead of squeezing their gaps
-    /// (`sluice pace`). Empty for sources that keep a schedule; shorter
+    /// Spacings to keep (ns), by entry: a frame with a spacing leaves no
+    /// sooner than that long after the frame sent before it on its TX
+    /// thread, so a late departure delays the frames chained behind it
+    /// instead of squeezing their gaps (`sluice pace`). Empty for sources that keep a schedule; shorter
     /// than `entries` means 0 for the rest.
-    pub gaps: Vec<u32>,
+    pub spacings: Vec<u32>,
     /// Output port by entry for two-port replay (0: the first, `--to`; 1:
     /// the second, `--to2`). Empty when every frame leaves by the first;
     /// shorter than `entries` means 0 for the rest.
@@ -49,7 +49,7 @@ impl Batch {
         Batch {
             data: Vec::with_capacity(BATCH_BYTES + 2048),
             entries: Vec::with_capacity(BATCH_PACKETS),
-            gaps: Vec::new(),
+            spacings: Vec::new(),
             ports: Vec::new(),
         }
     }
@@ -59,7 +59,7 @@ impl Batch {
         Batch {
             data: Vec::new(),
             entries: Vec::new(),
-            gaps: Vec::new(),
+            spacings: Vec::new(),
             ports: Vec::new(),
         }
     }
@@ -67,7 +67,7 @@ impl Batch {
     pub fn clear(&mut self) {
         self.data.clear();
         self.entries.clear();
-        self.gaps.clear();
+        self.spacings.clear();
         self.ports.clear();
     }
 
@@ -87,20 +87,20 @@ impl Batch {
         self.ports.push(port);
     }
 
-    /// The gap entry `i` keeps after the frame before it (0: none).
+    /// The spacing entry `i` keeps after the frame before it (0: none).
     #[inline(always)]
-    pub fn gap(&self, i: usize) -> u32 {
-        self.gaps.get(i).copied().unwrap_or(0)
+    pub fn spacing(&self, i: usize) -> u32 {
+        self.spacings.get(i).copied().unwrap_or(0)
     }
 
-    /// Sets the gap of the last entry.
-    pub fn set_last_gap(&mut self, gap: u32) {
+    /// Sets the spacing of the last entry.
+    pub fn set_last_spacing(&mut self, spacing: u32) {
         let n = self.entries.len();
         if n == 0 {
             return;
         }
-        self.gaps.resize(n - 1, 0);
-        self.gaps.push(gap);
+        self.spacings.resize(n - 1, 0);
+        self.spacings.push(spacing);
     }
 
     pub fn len(&self) -> usize {

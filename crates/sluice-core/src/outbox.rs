@@ -4,7 +4,7 @@
 //! A source produces one time-ordered stream of packets. For each it asks
 //! for a [`Lane`] by flow key (the lane of a TX thread: every packet of a
 //! flow goes to the same one, so per-flow order holds) and pushes the
-//! frame with its [`Due`] (due time, and optionally a gap to keep and an
+//! frame with its [`Due`] (due time, and optionally a spacing to keep and an
 //! output port). The outbox owns everything between that call
 //! and the TX threads, none of which a source knows about:
 //!
@@ -39,11 +39,12 @@ pub struct Lane(pub u16);
 pub struct Due {
     /// Due offset from the run's start.
     pub at: Nanos,
-    /// A gap to keep (ns): the frame leaves no sooner than this after the
-    /// frame sent before it on its TX thread, so a late departure delays
-    /// the frames chained behind it instead of squeezing their gaps (`sluice
-    /// pace`). 0: none.
-    pub gap: u32,
+    /// A spacing to keep (ns): the frame leaves no sooner than this after
+    /// the frame sent before it on its TX thread, so a late departure
+    /// delays the frames chained behind it instead of squeezing their gaps
+    /// (`sluice pace`). 0: none. ("Gap" is kept for the time between
+    /// packets a source plans or a capture shows; this is a floor.)
+    pub spacing: u32,
     /// Output port (two-port replay): 0 the first (`--to`), 1 the second.
     pub port: u8,
 }
@@ -54,15 +55,15 @@ impl Due {
     pub const fn at(at: Nanos) -> Due {
         Due {
             at,
-            gap: 0,
+            spacing: 0,
             port: 0,
         }
     }
 
-    /// The same, keeping `gap` ns after the frame before it.
+    /// The same, keeping `spacing` ns after the frame before it.
     #[inline(always)]
-    pub const fn with_gap(self, gap: u32) -> Due {
-        Due { gap, ..self }
+    pub const fn with_spacing(self, spacing: u32) -> Due {
+        Due { spacing, ..self }
     }
 
     /// The same, leaving by output `port`.
@@ -160,7 +161,7 @@ impl<'h> Outbox<'h> {
         due: impl Into<Due>,
         write: impl FnOnce(&mut Vec<u8>),
     ) -> bool {
-        let Due { at, gap, port } = due.into();
+        let Due { at, spacing, port } = due.into();
         if self.stopped
             || self.limit.is_some_and(|l| self.packets >= l)
             || self.max_due.is_some_and(|m| at > m)
@@ -183,8 +184,8 @@ impl<'h> Outbox<'h> {
         let offset = b.data.len();
         write(&mut b.data);
         b.commit(offset, at);
-        if gap != 0 {
-            b.set_last_gap(gap);
+        if spacing != 0 {
+            b.set_last_spacing(spacing);
         }
         if port != 0 {
             b.set_last_port(port);
@@ -298,21 +299,21 @@ mod tests {
     }
 
     #[test]
-    fn chained_gaps_stay_with_their_frames() {
+    fn chained_spacings_stay_with_their_frames() {
         #[derive(Default)]
-        struct Gaps(Vec<Vec<u32>>);
-        impl Handoff for Gaps {
+        struct Spacings(Vec<Vec<u32>>);
+        impl Handoff for Spacings {
             fn hand(&mut self, _: usize, b: Batch, _: Option<u64>) -> Option<Batch> {
-                self.0.push((0..b.len()).map(|i| b.gap(i)).collect());
+                self.0.push((0..b.len()).map(|i| b.spacing(i)).collect());
                 Some(Batch::new())
             }
         }
-        let mut g = Gaps::default();
+        let mut g = Spacings::default();
         let mut out = Outbox::new(1, rules(None), &mut g);
         out.push(Lane(0), Nanos(0), |b| b.push(1));
-        out.push(Lane(0), Due::at(Nanos(5)).with_gap(5), |b| b.push(1));
+        out.push(Lane(0), Due::at(Nanos(5)).with_spacing(5), |b| b.push(1));
         out.push(Lane(0), Nanos(9), |b| b.push(1));
-        out.push(Lane(0), Due::at(Nanos(20)).with_gap(11), |b| b.push(1));
+        out.push(Lane(0), Due::at(Nanos(20)).with_spacing(11), |b| b.push(1));
         assert!(out.flush());
         assert_eq!(g.0, vec![vec![0, 5, 0, 11]]);
     }
@@ -331,7 +332,7 @@ mod tests {
         let mut out = Outbox::new(1, rules(None), &mut p);
         out.push(Lane(0), Due::at(Nanos(0)).on_port(1), |b| b.push(1));
         out.push(Lane(0), Nanos(1), |b| b.push(1));
-        out.push(Lane(0), Due::at(Nanos(2)).on_port(1).with_gap(3), |b| {
+        out.push(Lane(0), Due::at(Nanos(2)).on_port(1).with_spacing(3), |b| {
             b.push(1)
         });
         assert!(out.flush());

@@ -4,7 +4,8 @@
 //! A source is what to send and when, ideally: one time-ordered stream of
 //! packets. It never sleeps and knows nothing of TX threads: it pushes each
 //! packet into an [`Outbox`] with one [`Due`] descriptor (due time, and
-//! optionally a gap to keep after the frame before it and an output port).
+//! optionally a spacing to keep after the frame before it and an output
+//! port).
 //! The outbox spreads flows over TX threads by [`Lane`], batches, applies
 //! the run's packet limit and duration, and hands batches to the engine;
 //! `fill` returns when the stream (or a pass of it) ends. Everything else

@@ -61,7 +61,7 @@ fn a_chained_gap_holds_after_a_late_frame() {
     let steps: Vec<Step> = (0..50u64)
         .map(|i| Step {
             frame: frame(i),
-            due: Due::at(Nanos(i * 1_000)).with_gap(1_000),
+            due: Due::at(Nanos(i * 1_000)).with_spacing(1_000),
             flow: 0,
         })
         .collect();
@@ -94,7 +94,7 @@ fn a_gap_is_kept_only_where_asked() {
         .map(|i| Step {
             frame: frame(i),
             due: if i == 12 {
-                Due::at(Nanos(i * 1_000)).with_gap(4_000)
+                Due::at(Nanos(i * 1_000)).with_spacing(4_000)
             } else {
                 Due::at(Nanos(i * 1_000))
             },

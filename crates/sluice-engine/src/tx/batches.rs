@@ -25,8 +25,8 @@ impl Unit for Work {
     }
 
     #[inline(always)]
-    fn gap(&self, i: usize) -> u32 {
-        batch(self).gap(i)
+    fn spacing(&self, i: usize) -> u32 {
+        batch(self).spacing(i)
     }
 
     #[inline(always)]

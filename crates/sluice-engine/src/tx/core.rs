@@ -127,14 +127,14 @@ impl TxCore {
         self.error.is_some() || self.interrupted() || self.past_duration()
     }
 
-    /// The due offset of a packet due at `due` that must also leave `gap`
-    /// ns after the last departure (0: no such constraint).
+    /// The due offset of a packet due at `due` that must also leave
+    /// `spacing` ns after the last departure (0: no such constraint).
     #[inline(always)]
-    pub fn keep_gap(&self, due: Nanos, gap: u32) -> Nanos {
-        if gap == 0 {
+    pub fn keep_spacing(&self, due: Nanos, spacing: u32) -> Nanos {
+        if spacing == 0 {
             return due;
         }
-        let after = self.last_departure.since(self.pacer.start()).0 + u64::from(gap);
+        let after = self.last_departure.since(self.pacer.start()).0 + u64::from(spacing);
         due.max(Nanos(after))
     }
 

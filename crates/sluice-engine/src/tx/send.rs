@@ -33,7 +33,7 @@ pub(crate) trait Unit: Send + Sync + 'static {
     fn dues(&self) -> impl Iterator<Item = Nanos> + '_;
     /// The gap packet `i` keeps after the packet sent before it (0: none;
     /// see `Batch::gaps`).
-    fn gap(&self, _i: usize) -> u32 {
+    fn spacing(&self, _i: usize) -> u32 {
         0
     }
 }
@@ -187,7 +187,7 @@ impl<F: Feed> TxLoop<F> {
             return;
         }
         for (i, due) in unit.dues().enumerate() {
-            let due = self.core.keep_gap(due, unit.gap(i));
+            let due = self.core.keep_spacing(due, unit.spacing(i));
             if !self.ready_for(due) {
                 return;
             }

@@ -137,7 +137,7 @@ impl PaceSource {
         let mut ok = true;
         let mut any = false;
         self.sched.release(now + LEAD_NS, |due, gap, frame| {
-            if !out.push(Lane(0), Due::at(Nanos(due)).with_gap(gap), |b| {
+            if !out.push(Lane(0), Due::at(Nanos(due)).with_spacing(gap), |b| {
                 b.extend_from_slice(frame)
             }) {
                 ok = false;
