@@ -41,10 +41,24 @@ pub(crate) fn run_source_on(
     observer: &mut dyn Observer,
     clocks: (MonotonicClock, VirtualClock),
 ) -> Result<Summary, EngineError> {
+    // A live source ends itself at the duration (it is told in
+    // `RunContext`); the engine cuts neither its frames nor its TX threads.
+    let live = source.origin() == Origin::Live;
+    let own;
+    let (cfg, source_duration) = if live {
+        own = EngineConfig {
+            duration: None,
+            ..cfg.clone()
+        };
+        (&own, cfg.duration)
+    } else {
+        (cfg, None)
+    };
     let pipeline = BatchPipeline {
         fates: source.wants_fates().then(|| Arc::new(Fates::new())),
         source: Some(Box::new(source)),
         cfg,
+        source_duration,
         lanes: Vec::new(),
         free: None,
         io: None,
@@ -57,6 +71,8 @@ struct BatchPipeline<'a> {
     source: Option<Box<dyn Source>>,
     fates: Option<Arc<Fates>>,
     cfg: &'a EngineConfig,
+    /// The duration a live source ends itself at (`RunContext::duration`).
+    source_duration: Option<sluice_core::Nanos>,
     /// Each TX thread's batches, until its feed takes them.
     lanes: Vec<Option<Receiver<Work>>>,
     /// Where sent batches go back; the last feed takes it, so that the IO
@@ -105,6 +121,7 @@ impl Pipeline for BatchPipeline<'_> {
             start,
             lanes,
             fates: self.fates.clone(),
+            duration: self.source_duration,
         });
         let io_cx = IoContext {
             source,

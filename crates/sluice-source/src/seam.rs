@@ -24,7 +24,7 @@
 //! touches no engine or core file (docs/ARCHITECTURE.md has the checklist).
 
 use sluice_capture::{CaptureError, LinkType};
-use sluice_core::{MonoTime, MonotonicClock};
+use sluice_core::{MonoTime, MonotonicClock, Nanos};
 use std::sync::Arc;
 
 pub use sluice_core::{Due, Fate, Fates, Lane, Outbox};
@@ -84,6 +84,11 @@ pub struct RunContext {
     /// Departure fates of the frames pushed, in order, when the source
     /// asked for them ([`Source::wants_fates`]).
     pub fates: Option<Arc<Fates>>,
+    /// The run's duration, for an [`Origin::Live`] source, which ends
+    /// itself there: it stops taking frames and the engine sends what it
+    /// queued. None for the others (the engine cuts their frames due
+    /// after the duration) and for a run without one.
+    pub duration: Option<Nanos>,
 }
 
 /// How a [`Source::fill`] ended.

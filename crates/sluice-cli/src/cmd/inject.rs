@@ -5,7 +5,7 @@ use crate::args::InjectArgs;
 use crate::plan::{engine_config, run_outputs, send};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
-use sluice_engine::{run_source, EngineConfig};
+use sluice_engine::run_source;
 use sluice_live::inject::TOKEN_LEN;
 use sluice_live::inject::{InjectConfig, InjectSource, Listen, Listener};
 use sluice_sink::SinkSpec;
@@ -59,7 +59,6 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
         window: a.window,
         sessions: a.sessions,
         macs: (src_mac, dst_mac),
-        duration: a.run.duration,
         token,
         queue_bytes: usize::try_from(
             a.queue_bytes
@@ -84,12 +83,7 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
             a.listen
         );
     }
-    let cfg = EngineConfig {
-        // The source itself ends at --duration (it stops taking frames
-        // then); the engine does not cut the run.
-        duration: None,
-        ..engine_config(&a.run, false)
-    };
+    let cfg = engine_config(&a.run, false);
     send(&a.run, false, &[], cfg, |sinks, cfg, progress| {
         run_source(source, sinks, cfg, progress)
     })

@@ -5,7 +5,7 @@ use crate::dest::Dest;
 use crate::plan::{engine_config, run_outputs, send};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
-use sluice_engine::{run_source, EngineConfig};
+use sluice_engine::run_source;
 use sluice_live::tap::{Departures, GapLog, PaceLaw, PaceSource, Relay};
 use sluice_profile::Profile;
 use sluice_sys::tap::Tap;
@@ -78,7 +78,7 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
         u32::try_from(a.burst).unwrap_or(u32::MAX),
         usize::try_from(a.queue_limit).unwrap_or(usize::MAX),
     );
-    let mut source = PaceSource::new(Box::new(tap.clone()), sched, a.per_flow, a.run.duration);
+    let mut source = PaceSource::new(Box::new(tap.clone()), sched, a.per_flow);
     if let Some(log) = log {
         source = source.with_log(Box::new(LogOut(Some(log))));
     }
@@ -95,12 +95,7 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
             a.run.to
         );
     }
-    let cfg = EngineConfig {
-        // The source itself ends at --duration (it stops taking frames
-        // then); the engine does not cut the run.
-        duration: None,
-        ..engine_config(&a.run, false)
-    };
+    let cfg = engine_config(&a.run, false);
     send(&a.run, false, &inputs, cfg, |sinks, cfg, progress| {
         run_source(source, sinks, cfg, progress)
     })

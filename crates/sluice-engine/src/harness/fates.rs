@@ -23,6 +23,25 @@ fn a_live_source_is_told_the_start_before_it_runs() {
 }
 
 #[test]
+fn a_live_source_ends_itself_at_the_duration_the_others_are_cut() {
+    // Frames due every 1 µs for 10 µs; the run's duration is 4.5 µs.
+    let run = |origin| {
+        let mut b = Bench::new(1);
+        b.cfg.duration = Some(Nanos(4_500));
+        let mut script = Script::new(steady(10, 0, 1_000, 1));
+        script.origin = origin;
+        let seen = script.seen.clone();
+        let packets = b.run(script).summary().packets;
+        let told = seen.lock().unwrap().duration;
+        (packets, told)
+    };
+    assert_eq!(run(Origin::Memory), (5, None), "the engine cuts at 4.5 µs");
+    // The script does not stop itself, so every frame it pushed leaves:
+    // the engine neither refuses them nor stops the TX thread.
+    assert_eq!(run(Origin::Live), (10, Some(Nanos(4_500))));
+}
+
+#[test]
 fn fates_come_back_in_push_order_with_departure_times() {
     let mut b = Bench::new(1);
     b.cfg.drift = Some(Nanos(5_000));

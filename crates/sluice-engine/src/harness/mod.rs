@@ -63,6 +63,8 @@ pub struct Seen {
     pub begun: Option<(Option<MonoTime>, usize, bool)>,
     pub fills: u64,
     pub fates: Option<Arc<Fates>>,
+    /// The duration the run told it to end itself at.
+    pub duration: Option<Nanos>,
 }
 
 /// A source that pushes its steps, pass after pass.
@@ -160,6 +162,7 @@ impl Source for Script {
         let mut seen = self.seen.lock().expect("seen");
         seen.begun = Some((cx.start, cx.lanes, cx.fates.is_some()));
         seen.fates = cx.fates.clone();
+        seen.duration = cx.duration;
     }
 
     fn report(&self) -> SourceReport {

@@ -61,8 +61,6 @@ pub struct InjectConfig {
     pub sessions: Option<u64>,
     /// Default MACs of frames built from fields.
     pub macs: ([u8; 6], [u8; 6]),
-    /// Stop accepting this long after the start.
-    pub duration: Option<Nanos>,
     /// The secret every HELLO must carry (a TCP listener's token file);
     /// None: no secret (a unix socket, or `--insecure-tcp`).
     pub token: Option<[u8; proto::TOKEN_LEN]>,
@@ -149,6 +147,9 @@ pub struct InjectSource {
     pool: Vec<Vec<u8>>,
     clock: MonotonicClock,
     start: MonoTime,
+    /// Stop accepting this long after the start: the run's duration, from
+    /// `begin`.
+    duration: Option<Nanos>,
     /// CLOCK_MONOTONIC and CLOCK_REALTIME ns at the run's start.
     mono0: u64,
     real0: u64,
@@ -179,6 +180,7 @@ impl InjectSource {
             order: 0,
             pool: Vec::new(),
             start: clock.now(),
+            duration: None,
             clock,
             mono0: 0,
             real0: 0,
@@ -637,7 +639,7 @@ impl InjectSource {
     fn run(&mut self, out: &mut Outbox<'_>) -> Result<(), SourceError> {
         loop {
             let now = self.now();
-            if self.cfg.duration.is_some_and(|d| now >= d.0) || out.stopped() {
+            if self.duration.is_some_and(|d| now >= d.0) || out.stopped() {
                 return Ok(());
             }
             self.accept();
@@ -719,6 +721,7 @@ impl Source for InjectSource {
         }
         self.clock = clock;
         self.start = start;
+        self.duration = cx.duration;
         // The start may lie ahead (the engine's start lead): signed.
         let ahead = start.0 as i128 - clock.now().0 as i128;
         let at = |now: u64| (now as i128 + ahead).max(0) as u64;

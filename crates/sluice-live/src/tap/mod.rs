@@ -72,7 +72,8 @@ pub struct PaceSource {
     input: Box<dyn FrameInput>,
     sched: Departures,
     per_flow: bool,
-    /// Stop reading this long after the start (None: until stopped).
+    /// Stop reading this long after the start (None: until stopped); the
+    /// run's duration, from `begin`.
     duration: Option<Nanos>,
     log: Option<Box<dyn GapLog>>,
     log_error: Option<String>,
@@ -84,18 +85,13 @@ pub struct PaceSource {
 }
 
 impl PaceSource {
-    pub fn new(
-        input: Box<dyn FrameInput>,
-        sched: Departures,
-        per_flow: bool,
-        duration: Option<Nanos>,
-    ) -> Self {
+    pub fn new(input: Box<dyn FrameInput>, sched: Departures, per_flow: bool) -> Self {
         let clock = MonotonicClock::new();
         PaceSource {
             input,
             sched,
             per_flow,
-            duration,
+            duration: None,
             log: None,
             log_error: None,
             relay: None,
@@ -230,6 +226,7 @@ impl Source for PaceSource {
     fn begin(&mut self, cx: &RunContext) {
         self.clock = cx.clock;
         self.start = cx.start.unwrap_or_else(|| cx.clock.now());
+        self.duration = cx.duration;
     }
 
     fn report(&self) -> SourceReport {
