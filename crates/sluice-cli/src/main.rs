@@ -65,6 +65,7 @@ pub mod exit {
 }
 
 /// An error with the exit code it deserves.
+#[derive(Debug)]
 pub struct Failure {
     pub code: u8,
     pub error: anyhow::Error,

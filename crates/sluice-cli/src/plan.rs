@@ -15,71 +15,133 @@ use sluice_source::Fault;
 use std::io::Write;
 use std::path::Path;
 
-/// Opens the outputs (one sink per TX thread, `--stats-json`, signal
-/// handlers), runs `go` with them and the engine settings `cfg` (its stop
-/// flag wired to the signals), and concludes: summary, `--summary-json`,
-/// exit code. Every sending command ends here.
-///
-/// Before anything is opened, no output (`--to pcap:`, `--stats-json`,
-/// `--summary-json`) may be one of `inputs` or another output; every
-/// output is prepared before the run (a bad path fails before sending).
-pub fn send(
-    o: &RunOpts,
-    allow_udp: bool,
-    inputs: &[&Path],
-    cfg: EngineConfig,
-    go: impl FnOnce(Vec<Box<dyn Sink>>, &EngineConfig, &mut Progress) -> Result<Summary, EngineError>,
-) -> Result<u8, Failure> {
-    send_two(o, None, allow_udp, inputs, cfg, go)
+/// A sending command's checked plan of its run (ripgrep's `HiArgs` is
+/// the model): built once from the parsed [`RunOpts`], with every check of
+/// them done and the engine settings typed, before anything is opened.
+/// The command adds what is its own (inputs, outputs of its own, a second
+/// port, engine settings beyond the shared ones), then [`SendPlan::run`]s
+/// it; every sending command ends there.
+pub struct SendPlan<'a> {
+    opts: &'a RunOpts,
+    /// The second output of two-port replay (`--to2`).
+    to2: Option<&'a SinkSpec>,
+    /// Whether the udp sink (datagram payloads) makes sense here.
+    datagrams: bool,
+    /// Files the run reads: no output may be one of them.
+    inputs: Vec<&'a Path>,
+    /// Files the run writes: `--to pcap:`, `--stats-json`,
+    /// `--summary-json`, and the command's own.
+    outputs: Vec<String>,
+    /// The engine settings (the stop flag is wired by [`SendPlan::run`]).
+    pub engine: EngineConfig,
 }
 
-/// [`send`] with a second output (two-port replay, `--to2`): each TX
-/// thread gets one sink of each, joined in a [`DualSink`].
-pub fn send_two(
-    o: &RunOpts,
-    to2: Option<&SinkSpec>,
-    allow_udp: bool,
-    inputs: &[&Path],
-    cfg: EngineConfig,
-    go: impl FnOnce(Vec<Box<dyn Sink>>, &EngineConfig, &mut Progress) -> Result<Summary, EngineError>,
-) -> Result<u8, Failure> {
-    if o.clock == sluice_engine::ClockChoice::Tsc {
-        sluice_sys::tsc::invariant().map_err(|e| bad_input(anyhow!("--clock tsc: {e}")))?;
+impl<'a> SendPlan<'a> {
+    /// Checks the shared options (threads against the sink, `--tx-queues`,
+    /// `--launch-time`, `--clock tsc`) and types the engine settings.
+    pub fn new(opts: &'a RunOpts, topspeed: bool) -> Result<Self, Failure> {
+        if opts.clock == sluice_engine::ClockChoice::Tsc {
+            sluice_sys::tsc::invariant().map_err(|e| bad_input(anyhow!("--clock tsc: {e}")))?;
+        }
+        check_sink(opts, &opts.to)?;
+        Ok(SendPlan {
+            opts,
+            to2: None,
+            datagrams: false,
+            inputs: Vec::new(),
+            outputs: run_outputs(opts),
+            engine: engine_config(opts, topspeed),
+        })
     }
-    let to = &o.to;
-    let mut outputs = run_outputs(o);
-    if let Some(SinkSpec::Pcap(p)) = to2 {
-        outputs.push(p.to_string_lossy().into_owned());
+
+    /// The run reads `path` (no output may be it).
+    pub fn reads(mut self, path: &'a Path) -> Self {
+        self.inputs.push(path);
+        self
     }
-    let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
-    dest::check(inputs, &outputs)?;
-    crate::json::set_inputs(inputs);
-    let summary_out = o.summary_json.as_deref().map(Dest::open).transpose()?;
-    let stats_out = o.stats_json.as_deref().map(Dest::open).transpose()?;
-    let mut sinks = open_sinks(o, to, allow_udp)?;
-    if let Some(to2) = to2 {
-        let second = open_sinks(o, to2, allow_udp)?;
-        sinks = sinks
-            .into_iter()
-            .zip(second)
-            .map(|(a, b)| Box::new(DualSink::new(a, b)) as Box<dyn Sink>)
-            .collect();
+
+    /// The command writes `path` itself (checked with the run's outputs).
+    pub fn writes(mut self, path: &str) -> Self {
+        self.outputs.push(path.to_string());
+        self
     }
-    let stop = crate::signals::install().context("installing signal handlers")?;
-    let mut progress = Progress::new(o.quiet, stats_out);
-    progress.length = crate::progress::Length {
-        duration_s: cfg.duration.map(|d| d.0 as f64 / 1e9),
-        packets: cfg.limit,
-    };
-    let cfg = EngineConfig { stop, ..cfg };
-    let result = go(sinks, &cfg, &mut progress);
-    conclude(progress, summary_out, result)
+
+    /// A second output (two-port replay, `--to2`): each TX thread gets one
+    /// sink of each, joined in a [`DualSink`].
+    pub fn second_port(mut self, to2: &'a SinkSpec) -> Result<Self, Failure> {
+        check_sink(self.opts, to2)?;
+        if let SinkSpec::Pcap(p) = to2 {
+            self.outputs.push(p.to_string_lossy().into_owned());
+        }
+        self.to2 = Some(to2);
+        Ok(self)
+    }
+
+    /// The udp sink may be used (the command sends datagram payloads).
+    pub fn datagrams(mut self) -> Self {
+        self.datagrams = true;
+        self
+    }
+
+    /// No output is an input or another output (before a command opens
+    /// outputs of its own; [`SendPlan::run`] checks again).
+    pub fn check_files(&self) -> Result<(), Failure> {
+        let outputs: Vec<&str> = self.outputs.iter().map(String::as_str).collect();
+        dest::check(&self.inputs, &outputs)
+    }
+
+    /// Opens the outputs (one sink per TX thread, `--stats-json`, signal
+    /// handlers), runs `go` with them and the engine settings (their stop
+    /// flag wired to the signals), and concludes: summary,
+    /// `--summary-json`, exit code. Every output is prepared before the
+    /// run, so a bad path fails before sending.
+    pub fn run(
+        self,
+        go: impl FnOnce(
+            Vec<Box<dyn Sink>>,
+            &EngineConfig,
+            &mut Progress,
+        ) -> Result<Summary, EngineError>,
+    ) -> Result<u8, Failure> {
+        let o = self.opts;
+        for to in std::iter::once(&o.to).chain(self.to2) {
+            if matches!(to, SinkSpec::Udp(_)) && !self.datagrams {
+                return Err(bad_input(anyhow!(
+                    "--to {to}: this command sends whole frames; the udp sink takes datagram payloads (use it with `sluice series play`)"
+                )));
+            }
+        }
+        self.check_files()?;
+        crate::json::set_inputs(&self.inputs);
+        let summary_out = o.summary_json.as_deref().map(Dest::open).transpose()?;
+        let stats_out = o.stats_json.as_deref().map(Dest::open).transpose()?;
+        let mut sinks = open_sinks(o, &o.to)?;
+        if let Some(to2) = self.to2 {
+            let second = open_sinks(o, to2)?;
+            sinks = sinks
+                .into_iter()
+                .zip(second)
+                .map(|(a, b)| Box::new(DualSink::new(a, b)) as Box<dyn Sink>)
+                .collect();
+        }
+        let stop = crate::signals::install().context("installing signal handlers")?;
+        let mut progress = Progress::new(o.quiet, stats_out);
+        progress.length = crate::progress::Length {
+            duration_s: self.engine.duration.map(|d| d.0 as f64 / 1e9),
+            packets: self.engine.limit,
+        };
+        let cfg = EngineConfig {
+            stop,
+            ..self.engine
+        };
+        let result = go(sinks, &cfg, &mut progress);
+        conclude(progress, summary_out, result)
+    }
 }
 
 /// The files a sending command writes: `--to pcap:`, `--stats-json`,
-/// `--summary-json` (a command with outputs of its own checks them with
-/// these against its inputs, before [`send`]).
-pub fn run_outputs(o: &RunOpts) -> Vec<String> {
+/// `--summary-json`.
+fn run_outputs(o: &RunOpts) -> Vec<String> {
     let pcap = match &o.to {
         SinkSpec::Pcap(p) => Some(p.to_string_lossy().into_owned()),
         _ => None,
@@ -90,8 +152,9 @@ pub fn run_outputs(o: &RunOpts) -> Vec<String> {
         .collect()
 }
 
-/// Checks the thread count against the sink.
-pub fn check_threads(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
+/// Checks the thread count, `--tx-queues` and `--launch-time` against
+/// the sink `to`.
+fn check_sink(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
     if o.threads == 0 || o.threads > 256 {
         return Err(bad_input(anyhow!("--threads must be between 1 and 256")));
     }
@@ -100,7 +163,8 @@ pub fn check_threads(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
             "--threads > 1 needs a network or null sink: one pcap file cannot take several writers"
         )));
     }
-    Ok(())
+    check_queues(o, to)?;
+    sluice_sink::launch::check(o.launch_time, to, o.xdp_mode).map_err(|e| bad_input(anyhow!(e)))
 }
 
 /// `--tx-queues`: an xdp sink's, one distinct queue per TX thread.
@@ -128,10 +192,8 @@ fn check_queues(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
     Ok(())
 }
 
-/// One sink per TX thread. `udp` is allowed only where datagrams make sense.
-fn open_sinks(o: &RunOpts, to: &SinkSpec, allow_udp: bool) -> Result<Vec<Box<dyn Sink>>, Failure> {
-    check_queues(o, to)?;
-    sluice_sink::launch::check(o.launch_time, to, o.xdp_mode).map_err(|e| bad_input(anyhow!(e)))?;
+/// One sink per TX thread (the sink was checked by [`check_sink`]).
+fn open_sinks(o: &RunOpts, to: &SinkSpec) -> Result<Vec<Box<dyn Sink>>, Failure> {
     (0..o.threads)
         .map(|k| -> Result<Box<dyn Sink>, Failure> {
             Ok(match to {
@@ -145,16 +207,16 @@ fn open_sinks(o: &RunOpts, to: &SinkSpec, allow_udp: bool) -> Result<Vec<Box<dyn
                     Box::new(AfPacketSink::open(iface, o.tx_mode).map_err(crate::open_failure)?)
                 }
                 SinkSpec::Xdp(iface) => {
-                    let queue = o.tx_queues.as_ref().and_then(|q| q.0.get(k)).copied().unwrap_or(k) as u32;
+                    let queue = o
+                        .tx_queues
+                        .as_ref()
+                        .and_then(|q| q.0.get(k))
+                        .copied()
+                        .unwrap_or(k) as u32;
                     Box::new(XdpSink::open(iface, queue, o.xdp_mode).map_err(crate::open_failure)?)
                 }
-                SinkSpec::Udp(target) if allow_udp => {
+                SinkSpec::Udp(target) => {
                     Box::new(UdpSink::open(target).map_err(crate::open_failure)?)
-                }
-                SinkSpec::Udp(_) => {
-                    return Err(bad_input(anyhow!(
-                        "replay sends whole frames; the udp sink takes datagram payloads (use it with `sluice series play`)"
-                    )))
                 }
             })
         })
@@ -165,7 +227,7 @@ fn open_sinks(o: &RunOpts, to: &SinkSpec, allow_udp: bool) -> Result<Vec<Box<dyn
 /// last CPUs (TX thread i on CPU n-1-i), leaving CPU 0 and up to the IO
 /// thread, the aggregator and the rest of the system: a TX thread that
 /// shares its CPU is late by whatever runs there.
-pub fn tx_cpus(o: &RunOpts) -> Vec<usize> {
+fn tx_cpus(o: &RunOpts) -> Vec<usize> {
     if let Some(c) = &o.cpu {
         return c.0.clone();
     }
@@ -177,8 +239,8 @@ pub fn tx_cpus(o: &RunOpts) -> Vec<usize> {
 }
 
 /// Engine settings from the shared options (the stop flag is wired by
-/// [`send`]).
-pub fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
+/// [`SendPlan::run`]).
+fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
     EngineConfig {
         limit: o.limit,
         duration: o.duration,
@@ -263,5 +325,117 @@ fn exit_code(s: &Summary) -> u8 {
         exit::PARTIAL
     } else {
         exit::OK
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+
+    /// `sluice replay TRACE ARGS...`, parsed as the binary parses it.
+    fn replay(args: &[&str]) -> crate::args::ReplayArgs {
+        let argv = ["sluice", "replay", "in.pcap"].iter().chain(args);
+        match Cli::try_parse_from(argv).expect("parses").command {
+            Command::Replay(a) => *a,
+            other => panic!("not replay: {other:?}"),
+        }
+    }
+
+    fn refused(plan: Result<SendPlan<'_>, Failure>) -> String {
+        match plan {
+            Ok(_) => panic!("accepted"),
+            Err(f) => {
+                assert_eq!(f.code, exit::BAD_INPUT);
+                format!("{:#}", f.error)
+            }
+        }
+    }
+
+    #[test]
+    fn the_shared_options_become_typed_engine_settings_once() {
+        let a = replay(&[
+            "--to",
+            "null",
+            "--limit",
+            "5",
+            "--duration",
+            "2s",
+            "--threads",
+            "2",
+        ]);
+        let plan = SendPlan::new(&a.run, true).expect("valid");
+        assert_eq!(plan.engine.limit, Some(5));
+        assert_eq!(
+            plan.engine.duration,
+            Some(sluice_core::Nanos(2_000_000_000))
+        );
+        assert!(plan.engine.topspeed);
+        assert!(plan.outputs.is_empty(), "null writes no file");
+    }
+
+    #[test]
+    fn options_that_do_not_fit_the_sink_are_refused_before_anything_opens() {
+        let a = replay(&["--to", "pcap:out.pcap", "--threads", "2"]);
+        assert!(refused(SendPlan::new(&a.run, false)).contains("--threads > 1"));
+        let a = replay(&["--to", "null", "--tx-queues", "0,1"]);
+        assert!(refused(SendPlan::new(&a.run, false)).contains("--tx-queues needs an xdp"));
+        // A second port is held to the same rules.
+        let a = replay(&["--to", "null", "--threads", "2"]);
+        let to2 = SinkSpec::Pcap("b.pcap".into());
+        let plan = SendPlan::new(&a.run, false).expect("valid");
+        assert!(refused(plan.second_port(&to2)).contains("--threads > 1"));
+    }
+
+    #[test]
+    fn every_file_written_is_checked_against_every_file_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("in.pcap");
+        std::fs::write(&trace, b"x").unwrap();
+        let out = format!("pcap:{}", trace.display());
+        let a = replay(&["--to", "null"]);
+        let to2: SinkSpec = out.parse().unwrap();
+        let plan = SendPlan::new(&a.run, false)
+            .unwrap()
+            .reads(&trace)
+            .second_port(&to2)
+            .unwrap();
+        let e = plan
+            .check_files()
+            .expect_err("the second port is the trace");
+        assert_eq!(e.code, exit::BAD_INPUT);
+        // A command's own output is checked the same way.
+        let log = trace.to_string_lossy().into_owned();
+        let plan = SendPlan::new(&a.run, false)
+            .unwrap()
+            .reads(&trace)
+            .writes(&log);
+        assert!(plan.check_files().is_err());
+        let fine = dir.path().join("log.txt").to_string_lossy().into_owned();
+        let plan = SendPlan::new(&a.run, false)
+            .unwrap()
+            .reads(&trace)
+            .writes(&fine);
+        assert!(plan.check_files().is_ok());
+    }
+
+    #[test]
+    fn a_udp_sink_where_frames_are_sent_fails_before_any_output_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let summary = dir.path().join("summary.json");
+        let summary = summary.to_string_lossy().into_owned();
+        let a = replay(&["--to", "udp:127.0.0.1:9", "--summary-json", &summary]);
+        let plan = SendPlan::new(&a.run, false).expect("valid so far");
+        let e = plan
+            .run(|_, _, _| panic!("nothing runs"))
+            .expect_err("refused");
+        assert_eq!(e.code, exit::BAD_INPUT);
+        assert!(format!("{:#}", e.error).contains("udp sink takes datagram payloads"));
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
     }
 }

@@ -3,10 +3,10 @@
 
 use crate::args::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
 use crate::dest::{self, Dest};
-use crate::plan::{check_threads, engine_config, send};
+use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
-use sluice_engine::{run_source, EngineConfig};
+use sluice_engine::run_source;
 use sluice_flows::{import_csv, FlowConfig, FlowSource, ImportError};
 use std::io::{BufReader, BufWriter, Read};
 
@@ -18,7 +18,8 @@ pub fn run(a: FlowsArgs) -> Result<u8, Failure> {
 }
 
 fn run_session(a: RunArgs) -> Result<u8, Failure> {
-    check_threads(&a.run, &a.run.to)?;
+    let mut plan = SendPlan::new(&a.run, a.topspeed)?.reads(&a.session);
+    plan.engine.start_at = a.part.start_at;
     let source = FlowSource::open(
         &a.session,
         FlowConfig {
@@ -31,13 +32,7 @@ fn run_session(a: RunArgs) -> Result<u8, Failure> {
         },
     )
     .map_err(bad_input)?;
-    let cfg = EngineConfig {
-        start_at: a.part.start_at,
-        ..engine_config(&a.run, a.topspeed)
-    };
-    send(&a.run, false, &[&a.session], cfg, |sinks, cfg, progress| {
-        run_source(source, sinks, cfg, progress)
-    })
+    plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
 }
 
 /// Largest flow-record file `flows import` reads.

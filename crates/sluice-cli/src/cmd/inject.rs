@@ -2,7 +2,7 @@
 //! acknowledged with their departures.
 
 use crate::args::InjectArgs;
-use crate::plan::{engine_config, run_outputs, send};
+use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::run_source;
@@ -17,9 +17,9 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
             "inject runs one TX thread: acknowledgements follow the order frames leave in"
         )));
     }
-    let outputs = run_outputs(&a.run);
-    let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
-    crate::dest::check(&[], &outputs)?;
+    let plan = SendPlan::new(&a.run, false)?;
+    // Checked before the listener is bound.
+    plan.check_files()?;
     let src_mac = match (&a.src_mac, &a.run.to) {
         (Some(m), _) => m.0,
         (None, to @ (SinkSpec::AfPacket(i) | SinkSpec::Xdp(i))) => {
@@ -83,10 +83,7 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
             a.listen
         );
     }
-    let cfg = engine_config(&a.run, false);
-    send(&a.run, false, &[], cfg, |sinks, cfg, progress| {
-        run_source(source, sinks, cfg, progress)
-    })
+    plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
 }
 
 /// The secret of a token file: 64 hex digits, the file a regular one that

@@ -2,15 +2,15 @@
 //! from any law.
 
 use crate::args::OnOffArgs;
-use crate::plan::{check_threads, engine_config, send};
+use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
-use sluice_engine::{run_source, EngineConfig};
+use sluice_engine::run_source;
 use sluice_profile::{OnOffConfig, OnOffSource, PacketSpec};
 use sluice_sink::SinkSpec;
 
 pub fn run(a: OnOffArgs) -> Result<u8, Failure> {
-    check_threads(&a.run, &a.run.to)?;
+    let plan = SendPlan::new(&a.run, false)?;
     if matches!(a.run.to, SinkSpec::Pcap(_)) && a.run.limit.is_none() && a.run.duration.is_none() {
         return Err(bad_input(anyhow!(
             "--to {}: an ON/OFF source never ends: give --duration or --limit",
@@ -43,10 +43,5 @@ pub fn run(a: OnOffArgs) -> Result<u8, Failure> {
         seed: a.seed,
     })
     .map_err(bad_input)?;
-    let cfg = EngineConfig {
-        ..engine_config(&a.run, false)
-    };
-    send(&a.run, false, &[], cfg, |sinks, cfg, progress| {
-        run_source(source, sinks, cfg, progress)
-    })
+    plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
 }

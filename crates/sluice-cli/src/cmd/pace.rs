@@ -2,7 +2,7 @@
 
 use crate::args::PaceArgs;
 use crate::dest::Dest;
-use crate::plan::{engine_config, run_outputs, send};
+use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::run_source;
@@ -10,7 +10,6 @@ use sluice_live::tap::{Departures, GapLog, PaceLaw, PaceSource, Relay};
 use sluice_profile::Profile;
 use sluice_sys::tap::Tap;
 use std::io::{self, Write};
-use std::path::Path;
 use std::sync::Arc;
 
 /// `--log-requested`: written atomically, committed when the run ends.
@@ -65,11 +64,15 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
             "--return relays frames from the --to interface: give --to afpacket:IFACE or xdp:IFACE"
         )));
     }
-    let inputs: Vec<&Path> = a.ipd.iter().map(|p| p.as_path()).collect();
-    let mut outputs = run_outputs(&a.run);
-    outputs.extend(a.log_requested.clone());
-    let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
-    crate::dest::check(&inputs, &outputs)?;
+    let mut plan = SendPlan::new(&a.run, false)?;
+    if let Some(ipd) = &a.ipd {
+        plan = plan.reads(ipd);
+    }
+    if let Some(log) = &a.log_requested {
+        plan = plan.writes(log);
+    }
+    // --log-requested is opened before the run's outputs.
+    plan.check_files()?;
     let log = a.log_requested.as_deref().map(Dest::open).transpose()?;
     let tap = Arc::new(Tap::open(&a.tap).map_err(crate::open_failure)?);
     let sched = Departures::new(
@@ -95,8 +98,5 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
             a.run.to
         );
     }
-    let cfg = engine_config(&a.run, false);
-    send(&a.run, false, &inputs, cfg, |sinks, cfg, progress| {
-        run_source(source, sinks, cfg, progress)
-    })
+    plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
 }

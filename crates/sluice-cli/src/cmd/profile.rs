@@ -5,7 +5,7 @@ use crate::args::{
     FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, RunOpts, SelectOpts, ShareBy,
     SpectrumArgs, SynthArgs,
 };
-use crate::plan::{check_threads, engine_config, send};
+use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
 use serde::Serialize;
@@ -106,18 +106,19 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
         late_threshold: EngineConfig::default().late_threshold,
         spin: EngineConfig::default().spin,
     };
-    let cfg = engine_config(&opts, false);
-    let inputs = read_paths(&a.profile, &reads);
-    send(&opts, false, &inputs, cfg, |sinks, cfg, progress| {
-        run_source(source, sinks, cfg, progress)
-    })
+    let mut plan = SendPlan::new(&opts, false)?;
+    for path in read_paths(&a.profile, &reads) {
+        plan = plan.reads(path);
+    }
+    plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
 }
 
 fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
     if a.confine_inputs {
         sluice_profile::confine_inputs();
     }
-    check_threads(&a.run, &a.run.to)?;
+    let mut plan = SendPlan::new(&a.run, false)?;
+    plan.engine.start_at = a.part.start_at;
     if let (Some(s), ShareBy::Components) = (a.part.share, a.share_by) {
         if a.mode != Mode::Fourier || !a.queues.is_multiple_of(s.count as usize) {
             return Err(bad_input(anyhow!(
@@ -129,7 +130,7 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
     let profile = load(&a.profile, a.frame.scale, a.frame.seed)?;
     let reads = profile.inputs.clone();
     let packet = profile.packet.clone();
-    let plan = match a.mode {
+    let sequence = match a.mode {
         Mode::Exact => {
             if a.select.keep.is_some() || a.select.cutoff.is_some() || a.queues != 1 {
                 return Err(bad_input(anyhow!(
@@ -176,17 +177,13 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let source = ProfileSource::new(plan, &packet, a.frame.src_mac, a.frame.dst_mac, now)
+    let source = ProfileSource::new(sequence, &packet, a.frame.src_mac, a.frame.dst_mac, now)
         .map_err(bad_input)?
         .with_share(a.part.share, a.share_by == ShareBy::Components);
-    let cfg = EngineConfig {
-        start_at: a.part.start_at,
-        ..engine_config(&a.run, false)
-    };
-    let inputs = read_paths(&a.profile, &reads);
-    send(&a.run, false, &inputs, cfg, |sinks, cfg, progress| {
-        run_source(source, sinks, cfg, progress)
-    })
+    for path in read_paths(&a.profile, &reads) {
+        plan = plan.reads(path);
+    }
+    plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
 }
 
 #[derive(Serialize)]

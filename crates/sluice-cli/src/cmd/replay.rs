@@ -2,16 +2,27 @@
 //! then run and report.
 
 use crate::args::ReplayArgs;
-use crate::plan::{check_threads, engine_config, send_two};
+use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
-use sluice_engine::{run_source, EngineConfig};
+use sluice_engine::run_source;
 use sluice_pace::TimingMode;
 use sluice_source::{ReplayConfig, ReplaySource};
 
 pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let timing = timing_mode(&a)?;
-    check_threads(&a.run, &a.run.to)?;
+    let mut plan = SendPlan::new(&a.run, timing == TimingMode::TopSpeed)?.reads(&a.trace);
+    if let Some(to2) = &a.to2 {
+        plan = plan.second_port(to2)?;
+    }
+    // A split cache is read too: no output may be it.
+    if let Some(sluice_source::SplitMode::Cache(c)) = &a.split {
+        plan = plan.reads(c);
+    }
+    plan.engine.passes = a.loops;
+    plan.engine.preload = a.preload;
+    plan.engine.preload_budget = a.preload_max;
+    plan.engine.start_at = a.part.start_at;
     let rewrite = a.rewrite().map_err(|e| bad_input(anyhow!(e)))?;
     let source = ReplaySource::open(ReplayConfig {
         path: a.trace.clone(),
@@ -27,34 +38,12 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         share: a.part.share,
     })
     .map_err(bad_input)?;
-    let cfg = EngineConfig {
-        passes: a.loops,
-        preload: a.preload,
-        preload_budget: a.preload_max,
-        start_at: a.part.start_at,
-        ..engine_config(&a.run, timing == TimingMode::TopSpeed)
-    };
-    if let Some(to2) = &a.to2 {
-        check_threads(&a.run, to2)?;
-    }
-    // A split cache is read too: no output may be it.
-    let mut inputs = vec![a.trace.as_path()];
-    if let Some(sluice_source::SplitMode::Cache(c)) = &a.split {
-        inputs.push(c.as_path());
-    }
-    send_two(
-        &a.run,
-        a.to2.as_ref(),
-        false,
-        &inputs,
-        cfg,
-        |sinks, cfg, progress| {
-            run_source(source, sinks, cfg, progress).map(|mut s| {
-                s.timing = Some(timing.into());
-                s
-            })
-        },
-    )
+    plan.run(|sinks, cfg, progress| {
+        run_source(source, sinks, cfg, progress).map(|mut s| {
+            s.timing = Some(timing.into());
+            s
+        })
+    })
 }
 
 fn timing_mode(a: &ReplayArgs) -> Result<TimingMode, Failure> {

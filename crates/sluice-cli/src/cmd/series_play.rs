@@ -2,11 +2,11 @@
 
 use crate::args::values::Size;
 use crate::args::PlayArgs;
-use crate::plan::{check_threads, engine_config, send};
+use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_core::Nanos;
-use sluice_engine::{run_series, EngineConfig, SeriesConfig};
+use sluice_engine::{run_series, SeriesConfig};
 use sluice_sink::SinkSpec;
 use sluice_source::series::{DeviceCount, FlowMap, Ooo, SeriesTiming, MIN_BUFFER};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -16,7 +16,6 @@ use std::path::Path;
 const MAX_BUFFER: usize = 1 << 30;
 
 pub fn run(a: PlayArgs) -> Result<u8, Failure> {
-    check_threads(&a.run, &a.run.to)?;
     let timing = match (a.tight_loop, a.fast_forward) {
         (Some(iv), _) => SeriesTiming::TightLoop(iv),
         (_, Some(f)) if f.is_finite() && f > 0.0 => SeriesTiming::FastForward(f),
@@ -27,6 +26,16 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         }
         _ => SeriesTiming::Conforming,
     };
+    let topspeed = timing == SeriesTiming::TightLoop(Nanos(0));
+    let mut plan = SendPlan::new(&a.run, topspeed)?
+        .datagrams()
+        .reads(&a.archive);
+    if let Some(map) = &a.map {
+        plan = plan.reads(map);
+    }
+    plan.engine.preload = a.preload;
+    plan.engine.preload_budget = a.preload_max;
+    plan.engine.start_at = a.part.start_at;
     let buffer_size = a.buffer_size.0;
     if !(MIN_BUFFER..=MAX_BUFFER).contains(&buffer_size) {
         return Err(bad_input(anyhow!(
@@ -90,16 +99,7 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         share: a.part.share,
         ..SeriesConfig::new(a.archive.clone(), flows)
     };
-    let topspeed = timing == SeriesTiming::TightLoop(Nanos(0));
-    let ecfg = EngineConfig {
-        preload: a.preload,
-        preload_budget: a.preload_max,
-        start_at: a.part.start_at,
-        ..engine_config(&a.run, topspeed)
-    };
-    let mut inputs: Vec<&Path> = vec![&a.archive];
-    inputs.extend(a.map.as_deref());
-    send(&a.run, true, &inputs, ecfg, |sinks, ecfg, progress| {
+    plan.run(|sinks, ecfg, progress| {
         run_series(cfg, sinks, ecfg, progress).map(|mut s| {
             s.timing = Some(timing.into());
             s
