@@ -376,9 +376,7 @@ impl GapLaw {
                         let e: f64 = rand_distr::Exp1.sample(rng);
                         *v = e * inv_shape;
                     }
-                    // All eight lanes, a fixed count the compiler can
-                    // vectorise (the unused ones are e^0).
-                    for v in &mut g {
+                    for v in &mut g[..m] {
                         *v = scale * exp_nonneg(*v);
                     }
                     t = g[..m].iter().fold(t, |t, g| t + g);
