@@ -9,6 +9,7 @@
 #   call sequences, a plan and profiles -> fuzz/corpus/control_plane/
 #   client streams -> fuzz/corpus/inject_decoder/
 #   frames of the classic pcaps -> fuzz/corpus/header_rewrite/
+#   tcpprep caches (testdata/tcpprep) -> fuzz/corpus/tcpprep_cache/
 # Usage (from anywhere): fuzz/seed.sh [TESTDATA_DIR]
 # Then, with a nightly toolchain and cargo-fuzz installed:
 #   cd fuzz && cargo +nightly fuzz run pcap_reader
@@ -22,6 +23,10 @@ fi
 mkdir -p "$here/corpus/pcap_reader" "$here/corpus/pcapng_reader" "$here/corpus/archive_reader"
 cp "$src"/pcap/*.pcap "$here/corpus/pcap_reader/"
 cp "$src"/pcap/*.pcapng "$here/corpus/pcapng_reader/"
+if [ -d "$src/tcpprep" ]; then
+    mkdir -p "$here/corpus/tcpprep_cache"
+    cp "$src"/tcpprep/test.* "$here/corpus/tcpprep_cache/"
+fi
 (cd "$here/.." && cargo build -q --release)
 sluice="$here/../target/release/sluice"
 tmp=$(mktemp -d)

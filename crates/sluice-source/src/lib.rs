@@ -20,7 +20,7 @@ pub use seam::{
     SourceReport,
 };
 pub use share::{flow_key, Share};
-pub use split::{prep, SplitMode};
+pub use split::{prep, AutoKind, Dir, Split, SplitCache, SplitMode, TcpprepCache};
 
 use std::path::Path;
 

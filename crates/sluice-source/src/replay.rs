@@ -8,7 +8,7 @@
 //! skipped and counted with `skip_unsupported`.
 
 use crate::seam::{Due, End, Origin, Outbox, Source, SourceError, SourceReport};
-use crate::split::{SplitMode, Splitter};
+use crate::split::{Split, Splitter};
 use sluice_capture::CaptureReader;
 use sluice_core::Nanos;
 use sluice_pace::{Schedule, TimingMode};
@@ -33,8 +33,9 @@ pub struct ReplayConfig {
     /// Header rewriting (tcprewrite's options), after the payload mode.
     pub rewrite: HeaderRewrite,
     /// Two-port split: each packet's side (port 0 or 1, and the side of
-    /// per-side rewriting). None: every packet is side 0.
-    pub split: Option<SplitMode>,
+    /// per-side rewriting; a tcpprep cache may skip packets). None: every
+    /// packet is side 0.
+    pub split: Option<Split>,
     /// Recorded gaps longer than this are shortened to it (None: kept;
     /// the first over an hour is reported).
     pub max_gap: Option<Nanos>,
@@ -70,6 +71,8 @@ pub struct ReplaySource {
     splitter: Option<Splitter>,
     /// Packets sent by side 1.
     side_1: u64,
+    /// Packets a tcpprep cache said not to send.
+    skipped_by_split: u64,
     /// Cut frames dropped by `--fixlen del`.
     dropped_cut: u64,
     /// Packets of the current pass.
@@ -99,6 +102,7 @@ impl ReplaySource {
             no_rewrite: cfg.rewrite.is_empty(),
             splitter,
             side_1: 0,
+            skipped_by_split: 0,
             schedule: Schedule::with_max_gap(cfg.timing, cfg.max_gap),
             cfg,
             reader,
@@ -152,19 +156,17 @@ impl ReplaySource {
                 reason: "--src-mac/--dst-mac fill in the Ethernet header of link types without one; this frame has its own: use --enet-smac/--enet-dmac to rewrite it".into(),
             });
         }
-        let mut side = 0;
+        let side: u8;
         let frame: &[u8] = if encap == Encap::Ethernet
             && self.cfg.payload == PayloadMode::Keep
             && self.no_rewrite
         {
-            if let Some(sp) = self.splitter.as_mut() {
-                side =
-                    sp.side(index - 1, packet.data)
-                        .map_err(|reason| SourceError::BadPacket {
-                            file: self.file.clone(),
-                            packet: index,
-                            reason,
-                        })?;
+            match split_side(&mut self.splitter, &self.file, index, packet.data)? {
+                Some(s) => side = s,
+                None => {
+                    self.skipped_by_split += 1;
+                    return Ok(Some(true));
+                }
             }
             packet.data
         } else {
@@ -182,14 +184,12 @@ impl ReplaySource {
                 });
             }
             // The side comes from the recorded headers, before rewriting.
-            if let Some(sp) = self.splitter.as_mut() {
-                side = sp
-                    .side(index - 1, buf)
-                    .map_err(|reason| SourceError::BadPacket {
-                        file: self.file.clone(),
-                        packet: index,
-                        reason,
-                    })?;
+            match split_side(&mut self.splitter, &self.file, index, buf)? {
+                Some(s) => side = s,
+                None => {
+                    self.skipped_by_split += 1;
+                    return Ok(Some(true));
+                }
             }
             if self.cfg.payload != PayloadMode::Keep {
                 let rw = rewrite_payload(buf, self.cfg.payload);
@@ -285,6 +285,9 @@ impl Source for ReplaySource {
         }
         if let Some(sp) = &self.splitter {
             r.counters.push(("server_to_client_packets", self.side_1));
+            if self.skipped_by_split > 0 {
+                r.counters.push(("skipped_by_split", self.skipped_by_split));
+            }
             if sp.by_port > 0 {
                 r.notes.push(format!(
                     "--split auto: the trace has more than {} flows; {} packets of the flows beyond were split by port",
@@ -296,5 +299,25 @@ impl Source for ReplaySource {
         r.notes
             .extend(self.schedule.gaps.notes(&self.file, "packet", true));
         r
+    }
+}
+
+/// The side of record `index` (1-based) by the splitter, 0 without one;
+/// None when a tcpprep cache skips it.
+fn split_side(
+    splitter: &mut Option<Splitter>,
+    file: &str,
+    index: u64,
+    frame: &[u8],
+) -> Result<Option<u8>, SourceError> {
+    match splitter {
+        Some(sp) => sp
+            .side(index - 1, frame)
+            .map_err(|reason| SourceError::BadPacket {
+                file: file.to_string(),
+                packet: index,
+                reason,
+            }),
+        None => Ok(Some(0)),
     }
 }

@@ -18,6 +18,7 @@ mod profile;
 mod replay;
 mod report;
 mod series;
+mod split;
 pub mod values;
 
 pub use analyze::AnalyzeArgs;
@@ -29,7 +30,7 @@ pub use flows::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
 pub use inject::InjectArgs;
 pub use onoff::OnOffArgs;
 pub use pace::PaceArgs;
-pub use prep::PrepArgs;
+pub use prep::{PrepArgs, PrepFormat};
 pub use profile::{
     FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, SelectOpts, ShareBy, SpectrumArgs,
     SynthArgs,

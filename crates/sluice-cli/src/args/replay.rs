@@ -35,9 +35,11 @@ pub struct ReplayArgs {
     /// Second output for two-port replay: server-to-client packets of --split leave here, client-to-server by --to.
     #[arg(long, requires = "split", help_heading = "Two ports")]
     pub to2: Option<SinkSpec>,
-    /// Which side each packet is on: auto (per flow, its opener is the client), cidr:NET[,NET] (sources in NET are servers), port (the lower port is the server's), cache:FILE (from sluice prep).
+    /// Which side each packet is on, by tcpprep's rules: cidr:NET[,NET] (sources in NET are client to server, --to), regex:RE (on the source address), mac:MAC[,MAC] (source MACs), port (TCP/UDP destination port 0-1023), auto:bridge|router|client|server|first, tcpprep:FILE (a tcpprep cache; it may skip packets); or auto (per flow, its opener is the client), cache:FILE (from sluice prep).
     #[arg(long, value_name = "MODE", help_heading = "Two ports")]
     pub split: Option<SplitMode>,
+    #[command(flatten)]
+    pub split_opts: super::split::SplitOpts,
 
     /// Speed up (>1) or slow down (<1) the recorded timing.
     #[arg(long, short = 'x', group = "timing")]

@@ -275,6 +275,12 @@ mod tests {
         "to",
         "to2",
         "split",
+        // Modifiers of --split, which a job never carries.
+        "reverse",
+        "nonip",
+        "ratio",
+        "minmask",
+        "maxmask",
         "stats-json",
         "summary-json",
         "start-at",

@@ -1,18 +1,57 @@
 //! `sluice prep`: a trace's two-port split, computed once and kept in a
-//! cache file (tcpprep's job) for `replay --split cache:FILE`.
+//! cache file (tcpprep's job): sluice's own for `replay --split
+//! cache:FILE`, or tcpprep's for `--split tcpprep:FILE` and tcpreplay.
 
-use crate::args::PrepArgs;
+use crate::args::{PrepArgs, PrepFormat};
 use crate::dest::{self, Dest};
 use crate::{bad_input, exit, Failure};
-use anyhow::Context;
+use anyhow::{anyhow, Context};
+use sluice_source::SplitCache;
 use std::io::Write;
+
+/// Longest comment a tcpprep cache holds (tcpprep's own limit).
+const COMMENT_MAX: usize = 65_535 - 1_024;
 
 pub fn run(a: PrepArgs) -> Result<u8, Failure> {
     let out = a.output.to_string_lossy().into_owned();
     dest::check(&[&a.trace], &[&out])?;
+    if a.comment.as_ref().is_some_and(|c| c.len() > COMMENT_MAX) {
+        return Err(bad_input(anyhow!(
+            "--comment: longer than the {COMMENT_MAX} bytes a tcpprep cache holds"
+        )));
+    }
+    if a.comment.is_some() && a.format != PrepFormat::Tcpprep {
+        return Err(bad_input(anyhow!(
+            "--comment is stored in tcpprep caches only: add --format tcpprep"
+        )));
+    }
+    let split = a
+        .split_opts
+        .split(a.split)
+        .map_err(|e| bad_input(anyhow!(e)))?;
+    let (mut cache, trace_bytes, truncated) =
+        sluice_source::prep(&a.trace, split).map_err(bad_input)?;
+    if let Some(t) = truncated {
+        eoutln!(
+            "sluice: warning: {t}; the cache covers the {} packets before it",
+            cache.packets
+        );
+    }
+    let [primary, secondary, _] = cache.counts();
+    let bytes = match a.format {
+        PrepFormat::Tcpprep => {
+            // tcpprep --no-arg-comment -C TEXT stores "\nTEXT".
+            if let Some(c) = &a.comment {
+                cache.comment = format!("\n{c}").into_bytes();
+            }
+            cache.to_bytes()
+        }
+        PrepFormat::Sluice => SplitCache::from_tcpprep(&cache, trace_bytes)
+            .map_err(|e| bad_input(anyhow!("{}: {e}", a.trace.display())))?
+            .to_bytes(),
+    };
     let mut dest = Dest::open(&out)?;
-    let (cache, side_1) = sluice_source::prep(&a.trace, a.split).map_err(bad_input)?;
-    dest.write_all(&cache.to_bytes())
+    dest.write_all(&bytes)
         .and_then(|()| dest.commit())
         .with_context(|| format!("writing {out}"))
         .map_err(|e| Failure {
@@ -20,11 +59,9 @@ pub fn run(a: PrepArgs) -> Result<u8, Failure> {
             error: e,
         })?;
     eoutln!(
-        "{}: {} packets, {} client to server (--to), {} server to client (--to2) -> {out}",
+        "{}: {} packets, {primary} client to server (--to), {secondary} server to client (--to2) -> {out}",
         a.trace.display(),
         cache.packets,
-        cache.packets - side_1,
-        side_1
     );
     Ok(exit::OK)
 }

@@ -16,13 +16,19 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         plan = plan.second_port(to2)?;
     }
     // A split cache is read too: no output may be it.
-    if let Some(sluice_source::SplitMode::Cache(c)) = &a.split {
+    if let Some(c) = a.split.as_ref().and_then(|m| m.file()) {
         plan = plan.reads(c);
     }
     plan.engine.passes = a.loops;
     plan.engine.preload = a.preload;
     plan.engine.preload_budget = a.preload_max;
     plan.engine.start_at = a.part.start_at;
+    let split = a
+        .split
+        .clone()
+        .map(|mode| a.split_opts.split(mode))
+        .transpose()
+        .map_err(|e| bad_input(anyhow!(e)))?;
     let rewrite = a.rewrite().map_err(|e| bad_input(anyhow!(e)))?;
     let source = ReplaySource::open(ReplayConfig {
         path: a.trace.clone(),
@@ -32,7 +38,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         dst_mac: a.dst_mac.unwrap_or(ReplayConfig::default().dst_mac),
         link_macs_given: a.src_mac.is_some() || a.dst_mac.is_some(),
         rewrite,
-        split: a.split.clone(),
+        split,
         skip_unsupported: a.skip_unsupported,
         max_gap: a.max_gap,
         share: a.part.share,
