@@ -67,6 +67,42 @@ const GOLDENS: &[(&str, &[&str])] = &[
     ("test.auto_server", &["--split", "auto:server"]),
     ("test.auto_router", &["--split", "auto:router"]),
     ("test.auto_first", &["--split", "auto:first"]),
+    (
+        "test.include_packets",
+        &[
+            "--split",
+            "cidr:96.17.211.0/24",
+            "--include",
+            "P:61-65,88-91",
+        ],
+    ),
+    (
+        "test.exclude_packets",
+        &[
+            "--split",
+            "cidr:96.17.211.0/24",
+            "--exclude",
+            "P:61-65,88-91",
+        ],
+    ),
+    (
+        "test.include_source",
+        &[
+            "--split",
+            "cidr:96.17.211.0/24",
+            "--include",
+            "S:96.0.0.0/8",
+        ],
+    ),
+    (
+        "test.include_dest",
+        &[
+            "--split",
+            "cidr:96.17.211.0/24",
+            "--include",
+            "D:96.0.0.0/8",
+        ],
+    ),
 ];
 
 #[test]
@@ -300,4 +336,56 @@ fn options_that_tcpprep_would_refuse_exit_2_naming_them() {
         assert!(stderr(&r).contains(says), "{args:?}: {}", stderr(&r));
     }
     assert!(!Path::new(o).exists(), "nothing written");
+}
+
+#[test]
+fn include_and_exclude_pick_packets_as_tcpreplay_does_in_every_pass() {
+    let d = tmpdir("tcpprep-select");
+    let trace = testdata("tcpreplay__test.pcap");
+    let t = trace.to_str().unwrap();
+    let frames = frames_of(&trace);
+    let numbered = |ns: &[u64]| -> Vec<Vec<u8>> {
+        ns.iter().map(|&n| frames[n as usize - 1].clone()).collect()
+    };
+    let out = d.join("out.pcap");
+    let summary = d.join("s.json");
+    let s = summary.to_str().unwrap();
+    // tcpreplay's own tests (test/Makefile.am: replay_include, replay_exclude).
+    let include: Vec<u64> = [7, 11, 20, 21, 22, 23]
+        .into_iter()
+        .chain(174..=179)
+        .collect();
+    let o = run_to_pcap(
+        &["replay", t],
+        &out,
+        &["--include", "7,11,20-23,174-", "--summary-json", s],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(frames_of(&out), numbered(&include));
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    assert_eq!(j["source"]["skipped_by_select"], 179 - 12, "{j}");
+    let o = run_to_pcap(&["replay", t], &out, &["--exclude", "23-,11-20,2,3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        frames_of(&out),
+        numbered(&[1, 4, 5, 6, 7, 8, 9, 10, 21, 22])
+    );
+    // Numbers start again at 1 in every pass.
+    let o = run_to_pcap(&["replay", t], &out, &["--include", "P:1-2", "--loop", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(frames_of(&out), numbered(&[1, 2, 1, 2, 1, 2]));
+    // An address rule: packets from 96/8, and those without IP.
+    let o = run_to_pcap(&["replay", t], &out, &["--include", "S:96.0.0.0/8"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        frames_of(&out).len(),
+        19 + 3,
+        "19 from 96.17.211.172, 3 without IP"
+    );
+    // Both at once, or a bad rule: exit 2 naming it.
+    let o = run_to_pcap(&["replay", t], &out, &["--include", "1", "--exclude", "2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run_to_pcap(&["replay", t], &out, &["--include", "9-3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("'9-3'"), "{}", stderr(&o));
 }

@@ -9,6 +9,7 @@
 
 mod replay;
 pub mod seam;
+mod select;
 pub mod series;
 mod share;
 mod split;
@@ -19,6 +20,7 @@ pub use seam::{
     Due, End, Fate, Fates, Fault, Lane, Origin, Outbox, RunContext, Source, SourceError,
     SourceReport,
 };
+pub use select::{Select, SelectRule};
 pub use share::{flow_key, Share};
 pub use split::{prep, AutoKind, Dir, Split, SplitCache, SplitMode, TcpprepCache};
 

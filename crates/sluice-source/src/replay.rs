@@ -8,6 +8,7 @@
 //! skipped and counted with `skip_unsupported`.
 
 use crate::seam::{Due, End, Origin, Outbox, Source, SourceError, SourceReport};
+use crate::select::Select;
 use crate::split::{Split, Splitter};
 use sluice_capture::CaptureReader;
 use sluice_core::Nanos;
@@ -36,6 +37,9 @@ pub struct ReplayConfig {
     /// per-side rewriting; a tcpprep cache may skip packets). None: every
     /// packet is side 0.
     pub split: Option<Split>,
+    /// `--include` / `--exclude`: packets not selected are not sent (and
+    /// take no place in the schedule).
+    pub select: Option<Select>,
     /// Recorded gaps longer than this are shortened to it (None: kept;
     /// the first over an hour is reported).
     pub max_gap: Option<Nanos>,
@@ -56,6 +60,7 @@ impl Default for ReplayConfig {
             link_macs_given: false,
             rewrite: HeaderRewrite::default(),
             split: None,
+            select: None,
             max_gap: None,
             share: None,
         }
@@ -73,6 +78,8 @@ pub struct ReplaySource {
     side_1: u64,
     /// Packets a tcpprep cache said not to send.
     skipped_by_split: u64,
+    /// Packets `--include` / `--exclude` left out.
+    skipped_by_select: u64,
     /// Cut frames dropped by `--fixlen del`.
     dropped_cut: u64,
     /// Packets of the current pass.
@@ -103,6 +110,7 @@ impl ReplaySource {
             splitter,
             side_1: 0,
             skipped_by_split: 0,
+            skipped_by_select: 0,
             schedule: Schedule::with_max_gap(cfg.timing, cfg.max_gap),
             cfg,
             reader,
@@ -161,6 +169,15 @@ impl ReplaySource {
             && self.cfg.payload == PayloadMode::Keep
             && self.no_rewrite
         {
+            if self
+                .cfg
+                .select
+                .as_ref()
+                .is_some_and(|s| !s.keeps(index, Some(packet.data)))
+            {
+                self.skipped_by_select += 1;
+                return Ok(Some(true));
+            }
             match split_side(&mut self.splitter, &self.file, index, packet.data)? {
                 Some(s) => side = s,
                 None => {
@@ -183,7 +200,17 @@ impl ReplaySource {
                     reason: e.to_string(),
                 });
             }
-            // The side comes from the recorded headers, before rewriting.
+            // The selection and the side come from the recorded headers,
+            // before rewriting.
+            if self
+                .cfg
+                .select
+                .as_ref()
+                .is_some_and(|s| !s.keeps(index, Some(buf)))
+            {
+                self.skipped_by_select += 1;
+                return Ok(Some(true));
+            }
             match split_side(&mut self.splitter, &self.file, index, buf)? {
                 Some(s) => side = s,
                 None => {
@@ -276,6 +303,10 @@ impl Source for ReplaySource {
 
     fn report(&self) -> SourceReport {
         let mut r = self.report.clone();
+        if self.cfg.select.is_some() {
+            r.counters
+                .push(("skipped_by_select", self.skipped_by_select));
+        }
         if !self.cfg.rewrite.is_empty() {
             r.counters
                 .push(("headers_rewritten", self.headers_rewritten));

@@ -17,6 +17,7 @@ mod prep;
 mod profile;
 mod replay;
 mod report;
+mod select;
 mod series;
 mod split;
 pub mod values;

@@ -13,6 +13,8 @@ pub struct PrepArgs {
     pub split: SplitMode,
     #[command(flatten)]
     pub split_opts: super::split::SplitOpts,
+    #[command(flatten)]
+    pub select: super::select::SelectOpts,
     /// The cache to write (replay --split cache:FILE, or tcpprep:FILE with --format tcpprep).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: PathBuf,

@@ -40,6 +40,8 @@ pub struct ReplayArgs {
     pub split: Option<SplitMode>,
     #[command(flatten)]
     pub split_opts: super::split::SplitOpts,
+    #[command(flatten)]
+    pub select: super::select::SelectOpts,
 
     /// Speed up (>1) or slow down (<1) the recorded timing.
     #[arg(long, short = 'x', group = "timing")]

@@ -281,6 +281,10 @@ mod tests {
         "ratio",
         "minmask",
         "maxmask",
+        // Packet numbers count a worker's whole trace, not its share:
+        // selection is the controller's to do (a trace cut first).
+        "include",
+        "exclude",
         "stats-json",
         "summary-json",
         "start-at",

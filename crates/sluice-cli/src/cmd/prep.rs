@@ -30,7 +30,7 @@ pub fn run(a: PrepArgs) -> Result<u8, Failure> {
         .split(a.split)
         .map_err(|e| bad_input(anyhow!(e)))?;
     let (mut cache, trace_bytes, truncated) =
-        sluice_source::prep(&a.trace, split).map_err(bad_input)?;
+        sluice_source::prep(&a.trace, split, a.select.select().as_ref()).map_err(bad_input)?;
     if let Some(t) = truncated {
         eoutln!(
             "sluice: warning: {t}; the cache covers the {} packets before it",

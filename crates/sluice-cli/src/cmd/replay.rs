@@ -39,6 +39,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         link_macs_given: a.src_mac.is_some() || a.dst_mac.is_some(),
         rewrite,
         split,
+        select: a.select.select(),
         skip_unsupported: a.skip_unsupported,
         max_gap: a.max_gap,
         share: a.part.share,

@@ -47,9 +47,11 @@ impl FromStr for AutoKind {
             "client" => AutoKind::Client,
             "server" => AutoKind::Server,
             "first" => AutoKind::First,
-            _ => return Err(format!(
+            _ => {
+                return Err(format!(
                 "auto:{s}: one of auto:bridge, auto:router, auto:client, auto:server, auto:first"
-            )),
+            ))
+            }
         })
     }
 }

@@ -490,7 +490,8 @@ impl Splitter {
     }
 }
 
-/// `sluice prep`: the direction of every packet of `trace` (records of
+/// `sluice prep`: the direction of every packet of `trace` (not sent when
+/// `select` leaves it out; records of
 /// link types replay cannot send count as non-IP packets, so indices
 /// match a replay with `--skip-unsupported`), as a tcpprep cache (without
 /// a comment), the trace's size in bytes, and the truncation that ended
@@ -498,6 +499,7 @@ impl Splitter {
 pub fn prep(
     trace: &Path,
     split: Split,
+    select: Option<&crate::Select>,
 ) -> Result<(TcpprepCache, u64, Option<String>), crate::SourceError> {
     if split.mode.file().is_some() {
         return Err(crate::SourceError::Split(
@@ -509,6 +511,8 @@ pub fn prep(
     let mut cache = TcpprepCache::default();
     let (_, truncated) = each_frame(trace, |n, frame| {
         let side = match frame {
+            // tcpprep's include/exclude: a packet left out is not sent.
+            _ if select.is_some_and(|s| !s.keeps(n + 1, frame)) => None,
             Some(f) => sp.side(n, f)?,
             None => Some(unsendable),
         };
