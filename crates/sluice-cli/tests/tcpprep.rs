@@ -389,3 +389,39 @@ fn include_and_exclude_pick_packets_as_tcpreplay_does_in_every_pass() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("'9-3'"), "{}", stderr(&o));
 }
+
+#[test]
+fn loopdelay_pauses_between_passes_as_tcpreplay_does() {
+    let d = tmpdir("tcpprep-loopdelay");
+    let trace = testdata("tcpreplay__test.pcap");
+    let t = trace.to_str().unwrap();
+    let out = d.join("out.pcap");
+    let stamps = |extra: &[&str]| -> Vec<u64> {
+        let o = run_to_pcap(&["replay", t, "--pps", "1000", "--loop", "2"], &out, extra);
+        assert!(o.status.success(), "{}", stderr(&o));
+        read_all(&out).into_iter().map(|(ts, _)| ts).collect()
+    };
+    let plain = stamps(&[]);
+    assert_eq!(plain.len(), 2 * 179);
+    // At 1 kpps the passes are 1 ms apart at the seam; with the delay,
+    // 125 ms more (the schedule is the virtual clock's, exact).
+    let seam = |s: &[u64]| s[179] - s[178];
+    assert_eq!(seam(&plain), 1_000_000);
+    for extra in [
+        &["--loopdelay", "125ms"][..],
+        &["--loopdelay-ms", "125"],
+        &["--loopdelay-ns", "125000000"],
+    ] {
+        let s = stamps(extra);
+        assert_eq!(seam(&s), 126_000_000, "{extra:?}");
+        assert_eq!(s[..179], plain[..179], "the first pass is unchanged");
+    }
+    for bad in [
+        &["--loopdelay", "1s", "--loop", "1"][..],
+        &["--loopdelay", "1s", "--topspeed"],
+    ] {
+        let o = run_to_pcap(&["replay", t], &out, bad);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("loopdelay"), "{bad:?}: {}", stderr(&o));
+    }
+}

@@ -42,6 +42,10 @@ pub struct Schedule {
     bytes: u128,
     /// Due offset of the last packet handed out: due times never go backwards.
     last_due: u64,
+    /// A pause between passes (tcpreplay's `--loopdelay-ns`), real time.
+    loop_delay: u64,
+    /// The pauses of the passes completed.
+    delay_offset: u64,
     /// Long gaps and steps back in the recorded time.
     pub gaps: GapWatch,
 }
@@ -64,7 +68,16 @@ impl Schedule {
             index: 0,
             bytes: 0,
             last_due: 0,
+            loop_delay: 0,
+            delay_offset: 0,
         }
+    }
+
+    /// The same, pausing `delay` between passes (in real time, whatever
+    /// the multiplier or rate).
+    pub fn with_loop_delay(mut self, delay: Nanos) -> Self {
+        self.loop_delay = delay.0;
+        self
     }
 
     pub fn mode(&self) -> TimingMode {
@@ -93,7 +106,8 @@ impl Schedule {
             TimingMode::Pps(pps) => (self.index as f64 * 1e9 / pps) as u64,
             TimingMode::Mbps(mbps) => (self.bytes as f64 * 8.0 * 1e3 / mbps) as u64,
             TimingMode::TopSpeed => 0,
-        };
+        }
+        .saturating_add(self.delay_offset);
         self.index += 1;
         self.pass_packets += 1;
         self.bytes += frame_len as u128;
@@ -105,7 +119,7 @@ impl Schedule {
     /// every packet of the next pass is due than its counterpart in this one,
     /// in ns, unrounded so that `k × period` does not accumulate rounding.
     pub fn first_pass_period(&self) -> f64 {
-        match self.mode {
+        let own = match self.mode {
             TimingMode::Recorded { multiplier } => {
                 let mean_gap = if self.pass_packets > 1 {
                     self.pass_span / (self.pass_packets - 1)
@@ -117,7 +131,8 @@ impl Schedule {
             TimingMode::Pps(pps) => self.index as f64 * 1e9 / pps,
             TimingMode::Mbps(mbps) => self.bytes as f64 * 8.0 * 1e3 / mbps,
             TimingMode::TopSpeed => 0.0,
-        }
+        };
+        own + self.loop_delay as f64
     }
 
     /// Starts the next pass over the trace. In recorded-timing mode the next
@@ -135,6 +150,7 @@ impl Schedule {
                 .saturating_add(self.pass_span)
                 .saturating_add(mean_gap.max(1));
         }
+        self.delay_offset = self.delay_offset.saturating_add(self.loop_delay);
         self.pass_span = 0;
         self.pass_packets = 0;
         self.gaps.next_pass();
@@ -228,5 +244,25 @@ mod tests {
         let mut s = Schedule::new(TimingMode::TopSpeed);
         s.next_loop();
         assert_eq!(s.due(12345, 60), Nanos::ZERO);
+    }
+
+    #[test]
+    fn a_loop_delay_pauses_between_passes_in_real_time() {
+        for mode in [
+            TimingMode::Recorded { multiplier: 2.0 },
+            TimingMode::Pps(1e6),
+            TimingMode::TopSpeed,
+        ] {
+            let mut s = Schedule::new(mode).with_loop_delay(Nanos(5_000_000));
+            let one: Vec<u64> = (0..3).map(|i| s.due(1_000 + i * 1_000, 64).0).collect();
+            let period = s.first_pass_period();
+            s.next_loop();
+            let two: Vec<u64> = (0..3).map(|i| s.due(1_000 + i * 1_000, 64).0).collect();
+            for (a, b) in one.iter().zip(&two) {
+                assert_eq!(*b as f64, (*a as f64 + period).round(), "{mode:?}");
+            }
+            // The pause is on top of the pass's own length.
+            assert!(two[0] >= one[2] + 5_000_000, "{mode:?}: {one:?} {two:?}");
+        }
     }
 }

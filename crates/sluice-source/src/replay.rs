@@ -40,6 +40,8 @@ pub struct ReplayConfig {
     /// `--include` / `--exclude`: packets not selected are not sent (and
     /// take no place in the schedule).
     pub select: Option<Select>,
+    /// `--loopdelay`: a pause between passes.
+    pub loop_delay: Option<Nanos>,
     /// Recorded gaps longer than this are shortened to it (None: kept;
     /// the first over an hour is reported).
     pub max_gap: Option<Nanos>,
@@ -61,6 +63,7 @@ impl Default for ReplayConfig {
             rewrite: HeaderRewrite::default(),
             split: None,
             select: None,
+            loop_delay: None,
             max_gap: None,
             share: None,
         }
@@ -111,7 +114,8 @@ impl ReplaySource {
             side_1: 0,
             skipped_by_split: 0,
             skipped_by_select: 0,
-            schedule: Schedule::with_max_gap(cfg.timing, cfg.max_gap),
+            schedule: Schedule::with_max_gap(cfg.timing, cfg.max_gap)
+                .with_loop_delay(cfg.loop_delay.unwrap_or(Nanos(0))),
             cfg,
             reader,
             report: SourceReport::default(),

@@ -59,6 +59,15 @@ pub struct ReplayArgs {
     /// Passes over the trace (0 = forever). Time continues across passes.
     #[arg(long = "loop", value_parser = count, default_value_t = EngineConfig::default().passes)]
     pub loops: u64,
+    /// Pause this long between passes, e.g. 125ms (real time, whatever the rate).
+    #[arg(long, value_parser = duration, group = "loop_delay", conflicts_with = "topspeed")]
+    pub loopdelay: Option<Nanos>,
+    /// The pause between passes in milliseconds (tcpreplay's option of that name).
+    #[arg(long, value_parser = count, group = "loop_delay", conflicts_with = "topspeed")]
+    pub loopdelay_ms: Option<u64>,
+    /// The pause between passes in nanoseconds (tcpreplay's option of that name).
+    #[arg(long, value_parser = count, group = "loop_delay", conflicts_with = "topspeed")]
+    pub loopdelay_ns: Option<u64>,
     /// Read the trace into memory before starting and send every pass from
     /// there (no file reading while sending). Falls back to streaming, with a
     /// warning, if the trace needs more than half of the available memory.

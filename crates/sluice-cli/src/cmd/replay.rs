@@ -29,6 +29,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         .map(|mode| a.split_opts.split(mode))
         .transpose()
         .map_err(|e| bad_input(anyhow!(e)))?;
+    let loop_delay = loop_delay(&a)?;
     let rewrite = a.rewrite().map_err(|e| bad_input(anyhow!(e)))?;
     let source = ReplaySource::open(ReplayConfig {
         path: a.trace.clone(),
@@ -40,6 +41,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         rewrite,
         split,
         select: a.select.select(),
+        loop_delay,
         skip_unsupported: a.skip_unsupported,
         max_gap: a.max_gap,
         share: a.part.share,
@@ -69,4 +71,26 @@ fn timing_mode(a: &ReplayArgs) -> Result<TimingMode, Failure> {
         }
         TimingMode::Recorded { multiplier: m }
     })
+}
+
+/// `--loopdelay`, `--loopdelay-ms` or `--loopdelay-ns` (one at most, by
+/// clap), which only means something between passes.
+fn loop_delay(a: &ReplayArgs) -> Result<Option<sluice_core::Nanos>, Failure> {
+    let ns = |v: u64, per: u64| {
+        v.checked_mul(per)
+            .map(sluice_core::Nanos)
+            .ok_or_else(|| bad_input(anyhow!("--loopdelay-ms {v}: too long")))
+    };
+    let d = match (a.loopdelay, a.loopdelay_ms, a.loopdelay_ns) {
+        (Some(d), _, _) => Some(d),
+        (_, Some(ms), _) => Some(ns(ms, 1_000_000)?),
+        (_, _, Some(n)) => Some(sluice_core::Nanos(n)),
+        _ => None,
+    };
+    if d.is_some() && a.loops == 1 {
+        return Err(bad_input(anyhow!(
+            "--loopdelay pauses between passes: give --loop N (N > 1, or 0 for ever)"
+        )));
+    }
+    Ok(d)
 }
