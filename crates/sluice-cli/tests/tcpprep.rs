@@ -425,3 +425,48 @@ fn loopdelay_pauses_between_passes_as_tcpreplay_does() {
         assert!(stderr(&o).contains("loopdelay"), "{bad:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn several_traces_play_one_after_the_other_each_on_its_own_timing() {
+    let d = tmpdir("tcpprep-several");
+    let (a, b) = (
+        testdata("tcpreplay__test.pcap"),
+        testdata("tcpdump__dns_tcp.pcap"),
+    );
+    let (ta, tb) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let out = d.join("out.pcap");
+    let o = run_to_pcap(&["replay", ta, tb], &out, &["--loop", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (fa, fb) = (read_all(&a), read_all(&b));
+    let got = read_all(&out);
+    let frames: Vec<&Vec<u8>> = got.iter().map(|(_, f)| f).collect();
+    let want: Vec<&Vec<u8>> = fa
+        .iter()
+        .chain(&fb)
+        .chain(&fa)
+        .chain(&fb)
+        .map(|(_, f)| f)
+        .collect();
+    assert_eq!(frames, want, "a, b, a, b");
+    // b starts right after a's last packet (tcpreplay does not keep the
+    // gap between files) and keeps its own gaps.
+    let ts: Vec<u64> = got.iter().map(|(t, _)| *t).collect();
+    let n = fa.len();
+    assert_eq!(ts[n], ts[n - 1], "no gap at the seam of the files");
+    for k in 1..fb.len() {
+        assert_eq!(
+            ts[n + k] - ts[n + k - 1],
+            fb[k].0 - fb[k - 1].0,
+            "b's gap {k}"
+        );
+    }
+    // Packet numbers start at 1 in each trace.
+    let o = run_to_pcap(&["replay", ta, tb], &out, &["--include", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(frames_of(&out), vec![fa[0].1.clone(), fb[0].1.clone()]);
+    // A split made for one trace is refused with several.
+    let split = format!("tcpprep:{}", golden("test.cidr").display());
+    let o = run_to_pcap(&["replay", ta, tb], &out, &["--split", &split]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("one trace"), "{}", stderr(&o));
+}

@@ -31,8 +31,13 @@ pub struct Schedule {
     mode: TimingMode,
     /// Timestamp of the first packet of the trace (ns).
     first_ts: Option<u64>,
-    /// Largest timestamp offset seen in this pass, relative to `first_ts`.
+    /// Largest recorded offset seen in this pass (from its first packet,
+    /// over every trace of the pass).
     pass_span: u64,
+    /// Where the current trace of a pass starts, in the pass's recorded
+    /// time: each trace's timing restarts at its first packet, right after
+    /// the last packet of the trace before it (tcpreplay's rule).
+    file_offset: u64,
     /// Packets seen in this pass.
     pass_packets: u64,
     /// Recorded-time offset added for completed passes.
@@ -63,6 +68,7 @@ impl Schedule {
             mode,
             first_ts: None,
             pass_span: 0,
+            file_offset: 0,
             pass_packets: 0,
             loop_offset: 0,
             index: 0,
@@ -94,7 +100,7 @@ impl Schedule {
             TimingMode::Recorded { multiplier } => {
                 let ts_ns = self.gaps.adjust(ts_ns);
                 let first = *self.first_ts.get_or_insert(ts_ns);
-                let rel = ts_ns.saturating_sub(first);
+                let rel = self.file_offset.saturating_add(ts_ns.saturating_sub(first));
                 self.pass_span = self.pass_span.max(rel);
                 let recorded = self.loop_offset.saturating_add(rel);
                 if multiplier == 1.0 {
@@ -135,6 +141,15 @@ impl Schedule {
         own + self.loop_delay as f64
     }
 
+    /// Starts the next trace of a pass (several traces play one after the
+    /// other): its first packet is due right after the last one of the
+    /// trace before, its timing its own from there.
+    pub fn next_file(&mut self) {
+        self.first_ts = None;
+        self.file_offset = self.pass_span;
+        self.gaps.next_pass();
+    }
+
     /// Starts the next pass over the trace. In recorded-timing mode the next
     /// pass begins one mean inter-packet gap after the last packet of this
     /// one, so the seam looks like any other gap (no burst, no pause).
@@ -151,6 +166,8 @@ impl Schedule {
                 .saturating_add(mean_gap.max(1));
         }
         self.delay_offset = self.delay_offset.saturating_add(self.loop_delay);
+        self.first_ts = None;
+        self.file_offset = 0;
         self.pass_span = 0;
         self.pass_packets = 0;
         self.gaps.next_pass();
@@ -264,5 +281,23 @@ mod tests {
             // The pause is on top of the pass's own length.
             assert!(two[0] >= one[2] + 5_000_000, "{mode:?}: {one:?} {two:?}");
         }
+    }
+
+    #[test]
+    fn a_second_trace_starts_right_after_the_first_on_its_own_timing() {
+        let mut s = Schedule::new(TimingMode::Recorded { multiplier: 1.0 });
+        let a: Vec<u64> = [5_000, 6_000, 9_000]
+            .iter()
+            .map(|&t| s.due(t, 64).0)
+            .collect();
+        s.next_file();
+        // The second trace was captured long before the first.
+        let b: Vec<u64> = [100, 600].iter().map(|&t| s.due(t, 64).0).collect();
+        assert_eq!(a, [0, 1_000, 4_000]);
+        assert_eq!(b, [4_000, 4_500]);
+        // A pass over both is 4 500 ns long, plus one mean gap (4 500 / 4) at the seam.
+        assert_eq!(s.first_pass_period(), 5_625.0);
+        s.next_loop();
+        assert_eq!(s.due(5_000, 64).0, 5_625);
     }
 }

@@ -22,6 +22,11 @@ use std::path::PathBuf;
 #[derive(Clone, Debug)]
 pub struct ReplayConfig {
     pub path: PathBuf,
+    /// Further traces, played after `path` in this order in every pass
+    /// (tcpreplay's several files): each one's timing restarts at its
+    /// first packet, right after the last packet of the one before, and
+    /// its packets are numbered from 1 again (`select`, split caches).
+    pub more: Vec<PathBuf>,
     pub timing: TimingMode,
     pub payload: PayloadMode,
     pub src_mac: MacAddr,
@@ -54,6 +59,7 @@ impl Default for ReplayConfig {
     fn default() -> Self {
         ReplayConfig {
             path: PathBuf::new(),
+            more: Vec::new(),
             timing: TimingMode::Recorded { multiplier: 1.0 },
             payload: PayloadMode::Keep,
             src_mac: MacAddr::LOCAL_SRC,
@@ -95,6 +101,8 @@ pub struct ReplaySource {
     record: u64,
     /// The trace's name for error messages (kept once, not per packet).
     file: String,
+    /// Which trace of the pass is being read (0: `path`, then `more`).
+    trace: usize,
     /// No header rewriting asked for (`HeaderRewrite::is_empty`, which
     /// compares the whole configuration: asked once, not per packet).
     no_rewrite: bool,
@@ -104,6 +112,18 @@ impl ReplaySource {
     pub fn open(cfg: ReplayConfig) -> Result<Self, SourceError> {
         let reader = CaptureReader::open(&cfg.path)?;
         let file = reader.name().to_string();
+        if let Some(s) = cfg.split.as_ref().filter(|_| !cfg.more.is_empty()) {
+            if matches!(
+                s.mode,
+                crate::SplitMode::Cache(_)
+                    | crate::SplitMode::Tcpprep(_)
+                    | crate::SplitMode::TcpAuto(_)
+            ) {
+                return Err(SourceError::Split(
+                    "this --split is made for one trace; with several, give cidr:, regex:, mac:, port or auto".into(),
+                ));
+            }
+        }
         let splitter = match &cfg.split {
             Some(m) => Some(Splitter::new(m.clone(), &cfg.path).map_err(SourceError::Split)?),
             None => None,
@@ -126,22 +146,50 @@ impl ReplaySource {
             scratch: Vec::with_capacity(65_536),
             record: 0,
             file,
+            trace: 0,
         })
+    }
+
+    /// The traces of a pass, in order.
+    fn traces(&self) -> impl Iterator<Item = &std::path::Path> {
+        std::iter::once(self.cfg.path.as_path()).chain(self.cfg.more.iter().map(PathBuf::as_path))
+    }
+
+    /// Moves to the next trace of the pass; false after the last.
+    fn next_trace(&mut self) -> Result<bool, SourceError> {
+        let Some(path) = self
+            .traces()
+            .nth(self.trace + 1)
+            .map(std::path::Path::to_path_buf)
+        else {
+            return Ok(false);
+        };
+        self.reader = CaptureReader::open(&path)?;
+        self.file = self.reader.name().to_string();
+        self.trace += 1;
+        self.record = 0;
+        self.schedule.next_file();
+        Ok(true)
     }
 
     /// Reads one packet into `out`. Returns None at the end of the pass,
     /// else whether `out` took it (or skipped it).
     fn next_into(&mut self, out: &mut Outbox<'_>) -> Result<Option<bool>, SourceError> {
-        let packet = match self.reader.next_packet() {
-            Ok(Some(p)) => p,
-            Ok(None) => return Ok(None),
-            Err(e) if e.is_truncation() => {
-                if self.report.truncation.is_none() {
-                    self.report.truncation = Some(e.to_string());
+        let packet = loop {
+            match self.reader.next_packet() {
+                Ok(Some(p)) => break p,
+                Ok(None) => {}
+                Err(e) if e.is_truncation() => {
+                    if self.report.truncation.is_none() {
+                        self.report.truncation = Some(e.to_string());
+                    }
                 }
+                Err(e) => return Err(e.into()),
+            }
+            // This trace is done: the next one of the pass, or the end.
+            if !self.next_trace()? {
                 return Ok(None);
             }
-            Err(e) => return Err(e.into()),
         };
         self.record += 1;
         let index = self.record;
@@ -291,6 +339,8 @@ impl Source for ReplaySource {
             return Ok(false);
         }
         self.reader = CaptureReader::open(&self.cfg.path)?;
+        self.file = self.reader.name().to_string();
+        self.trace = 0;
         self.schedule.next_loop();
         self.pass_packets = 0;
         self.record = 0;

@@ -30,8 +30,9 @@ fn endpoints(s: &str) -> Result<(IpAddr, IpAddr), String> {
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    /// Trace to replay (pcap or pcapng, optionally gzip-compressed).
-    pub trace: PathBuf,
+    /// Traces to replay (pcap or pcapng, optionally gzip-compressed), one after the other in every pass.
+    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
     /// Second output for two-port replay: server-to-client packets of --split leave here, client-to-server by --to.
     #[arg(long, requires = "split", help_heading = "Two ports")]
     pub to2: Option<SinkSpec>,

@@ -11,7 +11,10 @@ use sluice_source::{ReplayConfig, ReplaySource};
 
 pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let timing = timing_mode(&a)?;
-    let mut plan = SendPlan::new(&a.run, timing == TimingMode::TopSpeed)?.reads(&a.trace);
+    let mut plan = SendPlan::new(&a.run, timing == TimingMode::TopSpeed)?;
+    for t in &a.traces {
+        plan = plan.reads(t);
+    }
     if let Some(to2) = &a.to2 {
         plan = plan.second_port(to2)?;
     }
@@ -32,7 +35,8 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let loop_delay = loop_delay(&a)?;
     let rewrite = a.rewrite().map_err(|e| bad_input(anyhow!(e)))?;
     let source = ReplaySource::open(ReplayConfig {
-        path: a.trace.clone(),
+        path: a.traces[0].clone(),
+        more: a.traces[1..].to_vec(),
         timing,
         payload: a.payload,
         src_mac: a.src_mac.unwrap_or(ReplayConfig::default().src_mac),
