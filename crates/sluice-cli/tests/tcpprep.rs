@@ -470,3 +470,58 @@ fn several_traces_play_one_after_the_other_each_on_its_own_timing() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("one trace"), "{}", stderr(&o));
 }
+
+#[test]
+fn dualfile_merges_two_traces_by_time_one_per_port() {
+    let d = tmpdir("tcpprep-dual");
+    let a = testdata("tcpreplay__test.pcap");
+    let fa = read_all(&a);
+    // The second trace: the first's frames reversed in order, stamped
+    // 1 µs after each of the first's (so the merge alternates), and one
+    // stamped equal (a tie goes to the first trace).
+    let b = d.join("b.pcap");
+    let mut fb: Vec<(u64, Vec<u8>)> = fa
+        .iter()
+        .rev()
+        .zip(&fa)
+        .map(|(f, t)| (t.0 + 1_000, f.1.clone()))
+        .collect();
+    fb[0].0 = fa[0].0;
+    write_frames(&b, &fb);
+    let (oa, ob) = (d.join("oa.pcap"), d.join("ob.pcap"));
+    let to2 = format!("pcap:{}", ob.display());
+    let o = run_to_pcap(
+        &["replay", a.to_str().unwrap(), b.to_str().unwrap()],
+        &oa,
+        &["--dualfile", "--to2", &to2],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (ga, gb) = (read_all(&oa), read_all(&ob));
+    let frames = |v: &[(u64, Vec<u8>)]| v.iter().map(|(_, f)| f.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        frames(&ga),
+        frames(&fa),
+        "the first trace by --to, in order"
+    );
+    assert_eq!(frames(&gb), frames(&fb), "the second by --to2, in order");
+    // One schedule: each second-trace frame leaves 1 µs after its partner
+    // (the tie at the start: together).
+    assert_eq!(gb[0].0, ga[0].0);
+    for k in 1..fa.len() {
+        assert_eq!(gb[k].0 - ga[k].0, 1_000, "pair {k}");
+    }
+    // Two traces exactly, and not with a split.
+    let t = a.to_str().unwrap();
+    for (bad, says) in [
+        (&["replay", t, "--dualfile"][..], "two traces"),
+        (&["replay", t, t, t, "--dualfile"], "two traces"),
+        (
+            &["replay", t, t, "--dualfile", "--split", "auto"],
+            "--split",
+        ),
+    ] {
+        let o = run_to_pcap(bad, &oa, &["--to2", &to2]);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{bad:?}: {}", stderr(&o));
+    }
+}

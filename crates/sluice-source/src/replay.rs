@@ -27,6 +27,9 @@ pub struct ReplayConfig {
     /// first packet, right after the last packet of the one before, and
     /// its packets are numbered from 1 again (`select`, split caches).
     pub more: Vec<PathBuf>,
+    /// `--dualfile`: a second trace merged with `path` by timestamp, its
+    /// packets leaving by the second port and `path`'s by the first.
+    pub dual: Option<PathBuf>,
     pub timing: TimingMode,
     pub payload: PayloadMode,
     pub src_mac: MacAddr,
@@ -60,6 +63,7 @@ impl Default for ReplayConfig {
         ReplayConfig {
             path: PathBuf::new(),
             more: Vec::new(),
+            dual: None,
             timing: TimingMode::Recorded { multiplier: 1.0 },
             payload: PayloadMode::Keep,
             src_mac: MacAddr::LOCAL_SRC,
@@ -103,6 +107,8 @@ pub struct ReplaySource {
     file: String,
     /// Which trace of the pass is being read (0: `path`, then `more`).
     trace: usize,
+    /// `--dualfile`'s two traces (then `reader` is not read).
+    dual: Option<crate::dual::Dual>,
     /// No header rewriting asked for (`HeaderRewrite::is_empty`, which
     /// compares the whole configuration: asked once, not per packet).
     no_rewrite: bool,
@@ -111,6 +117,12 @@ pub struct ReplaySource {
 impl ReplaySource {
     pub fn open(cfg: ReplayConfig) -> Result<Self, SourceError> {
         let reader = CaptureReader::open(&cfg.path)?;
+        let (cfg_path, cfg_dual) = (cfg.path.clone(), cfg.dual.clone());
+        if cfg.dual.is_some() && (cfg.split.is_some() || !cfg.more.is_empty()) {
+            return Err(SourceError::Split(
+                "--dualfile gives each trace its port: no --split, and two traces".into(),
+            ));
+        }
         let file = reader.name().to_string();
         if let Some(s) = cfg.split.as_ref().filter(|_| !cfg.more.is_empty()) {
             if matches!(
@@ -147,6 +159,10 @@ impl ReplaySource {
             record: 0,
             file,
             trace: 0,
+            dual: match &cfg_dual {
+                Some(second) => Some(crate::dual::Dual::open(&cfg_path, second)?),
+                None => None,
+            },
         })
     }
 
@@ -175,20 +191,37 @@ impl ReplaySource {
     /// Reads one packet into `out`. Returns None at the end of the pass,
     /// else whether `out` took it (or skipped it).
     fn next_into(&mut self, out: &mut Outbox<'_>) -> Result<Option<bool>, SourceError> {
-        let packet = loop {
-            match self.reader.next_packet() {
-                Ok(Some(p)) => break p,
-                Ok(None) => {}
-                Err(e) if e.is_truncation() => {
-                    if self.report.truncation.is_none() {
-                        self.report.truncation = Some(e.to_string());
+        let mut forced_side = None;
+        let packet = if let Some(d) = self.dual.as_mut() {
+            match d.next(&mut self.report.truncation)? {
+                Some((side, record, name, p)) => {
+                    forced_side = Some(side);
+                    // Numbered in its own trace (from 1 each pass).
+                    self.record = record - 1;
+                    if self.file != name {
+                        self.file.clear();
+                        self.file.push_str(name);
                     }
+                    p
                 }
-                Err(e) => return Err(e.into()),
+                None => return Ok(None),
             }
-            // This trace is done: the next one of the pass, or the end.
-            if !self.next_trace()? {
-                return Ok(None);
+        } else {
+            loop {
+                match self.reader.next_packet() {
+                    Ok(Some(p)) => break p,
+                    Ok(None) => {}
+                    Err(e) if e.is_truncation() => {
+                        if self.report.truncation.is_none() {
+                            self.report.truncation = Some(e.to_string());
+                        }
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+                // This trace is done: the next one of the pass, or the end.
+                if !self.next_trace()? {
+                    return Ok(None);
+                }
             }
         };
         self.record += 1;
@@ -230,7 +263,10 @@ impl ReplaySource {
                 self.skipped_by_select += 1;
                 return Ok(Some(true));
             }
-            match split_side(&mut self.splitter, &self.file, index, packet.data)? {
+            match forced_side.map_or_else(
+                || split_side(&mut self.splitter, &self.file, index, packet.data),
+                |s| Ok(Some(s)),
+            )? {
                 Some(s) => side = s,
                 None => {
                     self.skipped_by_split += 1;
@@ -263,7 +299,10 @@ impl ReplaySource {
                 self.skipped_by_select += 1;
                 return Ok(Some(true));
             }
-            match split_side(&mut self.splitter, &self.file, index, buf)? {
+            match forced_side.map_or_else(
+                || split_side(&mut self.splitter, &self.file, index, buf),
+                |s| Ok(Some(s)),
+            )? {
                 Some(s) => side = s,
                 None => {
                     self.skipped_by_split += 1;
@@ -338,8 +377,12 @@ impl Source for ReplaySource {
             // A pass without packets would loop forever.
             return Ok(false);
         }
-        self.reader = CaptureReader::open(&self.cfg.path)?;
-        self.file = self.reader.name().to_string();
+        if let Some(d) = self.dual.as_mut() {
+            d.rewind()?;
+        } else {
+            self.reader = CaptureReader::open(&self.cfg.path)?;
+            self.file = self.reader.name().to_string();
+        }
         self.trace = 0;
         self.schedule.next_loop();
         self.pass_packets = 0;

@@ -33,9 +33,17 @@ pub struct ReplayArgs {
     /// Traces to replay (pcap or pcapng, optionally gzip-compressed), one after the other in every pass.
     #[arg(required = true, num_args = 1.., value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
-    /// Second output for two-port replay: server-to-client packets of --split leave here, client-to-server by --to.
-    #[arg(long, requires = "split", help_heading = "Two ports")]
+    /// Second output for two-port replay: server-to-client packets of --split (or the second trace of --dualfile) leave here, client-to-server by --to.
+    #[arg(long, help_heading = "Two ports")]
     pub to2: Option<SinkSpec>,
+    /// Two traces, one per port, merged by timestamp: the first leaves by --to, the second by --to2 (tcpreplay's option of that name).
+    #[arg(
+        long,
+        requires = "to2",
+        conflicts_with = "split",
+        help_heading = "Two ports"
+    )]
+    pub dualfile: bool,
     /// Which side each packet is on, by tcpprep's rules: cidr:NET[,NET] (sources in NET are client to server, --to), regex:RE (on the source address), mac:MAC[,MAC] (source MACs), port (TCP/UDP destination port 0-1023), auto:bridge|router|client|server|first, tcpprep:FILE (a tcpprep cache; it may skip packets); or auto (per flow, its opener is the client), cache:FILE (from sluice prep).
     #[arg(long, value_name = "MODE", help_heading = "Two ports")]
     pub split: Option<SplitMode>,

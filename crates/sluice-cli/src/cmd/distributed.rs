@@ -281,6 +281,7 @@ mod tests {
         "ratio",
         "minmask",
         "maxmask",
+        "dualfile",
         // Packet numbers count a worker's whole trace, not its share:
         // selection is the controller's to do (a trace cut first).
         "include",

@@ -16,7 +16,18 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         plan = plan.reads(t);
     }
     if let Some(to2) = &a.to2 {
+        if a.split.is_none() && !a.dualfile {
+            return Err(bad_input(anyhow!(
+                "--to2 {to2}: give --split (which side each packet is on) or --dualfile (a trace per port)"
+            )));
+        }
         plan = plan.second_port(to2)?;
+    }
+    if a.dualfile && a.traces.len() != 2 {
+        return Err(bad_input(anyhow!(
+            "--dualfile takes two traces, the first for --to and the second for --to2; {} given",
+            a.traces.len()
+        )));
     }
     // A split cache is read too: no output may be it.
     if let Some(c) = a.split.as_ref().and_then(|m| m.file()) {
@@ -36,7 +47,12 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let rewrite = a.rewrite().map_err(|e| bad_input(anyhow!(e)))?;
     let source = ReplaySource::open(ReplayConfig {
         path: a.traces[0].clone(),
-        more: a.traces[1..].to_vec(),
+        more: if a.dualfile {
+            Vec::new()
+        } else {
+            a.traces[1..].to_vec()
+        },
+        dual: a.dualfile.then(|| a.traces[1].clone()),
         timing,
         payload: a.payload,
         src_mac: a.src_mac.unwrap_or(ReplayConfig::default().src_mac),
