@@ -89,10 +89,8 @@ pub struct ReplaySource {
     splitter: Option<Splitter>,
     /// Packets sent by side 1.
     side_1: u64,
-    /// Packets a tcpprep cache said not to send.
-    skipped_by_split: u64,
-    /// Packets `--include` / `--exclude` left out.
-    skipped_by_select: u64,
+    /// Packets left out by `--include`/`--exclude` or a tcpprep cache.
+    skipped: Skipped,
     /// Cut frames dropped by `--fixlen del`.
     dropped_cut: u64,
     /// Packets of the current pass.
@@ -144,8 +142,7 @@ impl ReplaySource {
             no_rewrite: cfg.rewrite.is_empty(),
             splitter,
             side_1: 0,
-            skipped_by_split: 0,
-            skipped_by_select: 0,
+            skipped: Skipped::default(),
             schedule: Schedule::with_max_gap(cfg.timing, cfg.max_gap)
                 .with_loop_delay(cfg.loop_delay.unwrap_or(Nanos(0))),
             cfg,
@@ -254,24 +251,11 @@ impl ReplaySource {
             && self.cfg.payload == PayloadMode::Keep
             && self.no_rewrite
         {
-            if self
-                .cfg
-                .select
-                .as_ref()
-                .is_some_and(|s| !s.keeps(index, Some(packet.data)))
-            {
-                self.skipped_by_select += 1;
-                return Ok(Some(true));
-            }
-            match forced_side.map_or_else(
-                || split_side(&mut self.splitter, &self.file, index, packet.data),
-                |s| Ok(Some(s)),
-            )? {
+            let sel = self.cfg.select.as_ref();
+            let at = (forced_side, index, packet.data);
+            match place(sel, &mut self.splitter, &self.file, &mut self.skipped, at)? {
                 Some(s) => side = s,
-                None => {
-                    self.skipped_by_split += 1;
-                    return Ok(Some(true));
-                }
+                None => return Ok(Some(true)),
             }
             packet.data
         } else {
@@ -290,24 +274,11 @@ impl ReplaySource {
             }
             // The selection and the side come from the recorded headers,
             // before rewriting.
-            if self
-                .cfg
-                .select
-                .as_ref()
-                .is_some_and(|s| !s.keeps(index, Some(buf)))
-            {
-                self.skipped_by_select += 1;
-                return Ok(Some(true));
-            }
-            match forced_side.map_or_else(
-                || split_side(&mut self.splitter, &self.file, index, buf),
-                |s| Ok(Some(s)),
-            )? {
+            let sel = self.cfg.select.as_ref();
+            let at = (forced_side, index, &buf[..]);
+            match place(sel, &mut self.splitter, &self.file, &mut self.skipped, at)? {
                 Some(s) => side = s,
-                None => {
-                    self.skipped_by_split += 1;
-                    return Ok(Some(true));
-                }
+                None => return Ok(Some(true)),
             }
             if self.cfg.payload != PayloadMode::Keep {
                 let rw = rewrite_payload(buf, self.cfg.payload);
@@ -401,8 +372,7 @@ impl Source for ReplaySource {
     fn report(&self) -> SourceReport {
         let mut r = self.report.clone();
         if self.cfg.select.is_some() {
-            r.counters
-                .push(("skipped_by_select", self.skipped_by_select));
+            r.counters.push(("skipped_by_select", self.skipped.select));
         }
         if !self.cfg.rewrite.is_empty() {
             r.counters
@@ -413,8 +383,8 @@ impl Source for ReplaySource {
         }
         if let Some(sp) = &self.splitter {
             r.counters.push(("server_to_client_packets", self.side_1));
-            if self.skipped_by_split > 0 {
-                r.counters.push(("skipped_by_split", self.skipped_by_split));
+            if self.skipped.split > 0 {
+                r.counters.push(("skipped_by_split", self.skipped.split));
             }
             if sp.by_port > 0 {
                 r.notes.push(format!(
@@ -428,6 +398,39 @@ impl Source for ReplaySource {
             .extend(self.schedule.gaps.notes(&self.file, "packet", true));
         r
     }
+}
+
+/// Packets left out, by what left them out.
+#[derive(Default)]
+struct Skipped {
+    /// By `--include` / `--exclude`.
+    select: u64,
+    /// By a tcpprep cache.
+    split: u64,
+}
+
+/// Whether record `index` (1-based) of `frame` is sent, and by which
+/// side (`forced` for `--dualfile`, else the splitter's): None when the
+/// selection or a tcpprep cache leaves it out, counted in `skipped`.
+fn place(
+    select: Option<&Select>,
+    splitter: &mut Option<Splitter>,
+    file: &str,
+    skipped: &mut Skipped,
+    (forced, index, frame): (Option<u8>, u64, &[u8]),
+) -> Result<Option<u8>, SourceError> {
+    if select.is_some_and(|s| !s.keeps(index, Some(frame))) {
+        skipped.select += 1;
+        return Ok(None);
+    }
+    let side = match forced {
+        Some(s) => Some(s),
+        None => split_side(splitter, file, index, frame)?,
+    };
+    if side.is_none() {
+        skipped.split += 1;
+    }
+    Ok(side)
 }
 
 /// The side of record `index` (1-based) by the splitter, 0 without one;
