@@ -272,6 +272,15 @@ fn replay_sends_each_packet_where_a_tcpprep_cache_says() {
     let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
     assert_eq!(s["packets"], 170, "{s}");
     assert_eq!(s["source"]["skipped_by_split"], 9, "{s}");
+    // Every pass, preloaded or not, reads the cache from its first packet.
+    for mode in [&[][..], &["--preload"]] {
+        let mut extra = vec!["--to2", &to2, "--split", &split, "--loop", "2"];
+        extra.extend_from_slice(mode);
+        let o = run_to_pcap(&["replay", t], &a, &extra);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(frames_of(&a), [pick('P'), pick('P')].concat(), "{mode:?}");
+        assert_eq!(frames_of(&b), [pick('S'), pick('S')].concat(), "{mode:?}");
+    }
 }
 
 #[test]
