@@ -521,9 +521,24 @@ fn dualfile_merges_two_traces_by_time_one_per_port() {
     }
     // Two traces exactly, and not with a split.
     let t = a.to_str().unwrap();
+    // Two pairs play one after the other, each its own merge; the second
+    // pair starts right after the first one's last packet.
+    let (ta, tb) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let o = run_to_pcap(
+        &["replay", ta, tb, ta, tb],
+        &oa,
+        &["--dualfile", "--to2", &to2],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (ga2, gb2) = (read_all(&oa), read_all(&ob));
+    assert_eq!(frames(&ga2), [frames(&fa), frames(&fa)].concat());
+    assert_eq!(frames(&gb2), [frames(&fb), frames(&fb)].concat());
+    let n = fa.len();
+    let last_of_first = gb2[n - 1].0.max(ga2[n - 1].0);
+    assert_eq!(ga2[n].0, last_of_first, "the second pair starts at once");
     for (bad, says) in [
-        (&["replay", t, "--dualfile"][..], "two traces"),
-        (&["replay", t, t, t, "--dualfile"], "two traces"),
+        (&["replay", t, "--dualfile"][..], "in pairs"),
+        (&["replay", t, t, t, "--dualfile"], "in pairs"),
         (
             &["replay", t, t, "--dualfile", "--split", "auto"],
             "--split",

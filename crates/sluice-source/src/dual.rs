@@ -1,8 +1,8 @@
-//! `--dualfile`: two traces, one per port, merged by timestamp (tcpreplay's
+//! `--dualfile`: traces in pairs, each pair merged by timestamp (tcpreplay's
 //! `send_dual_packets`): the next packet is the second trace's when the
 //! first is used up or its next packet is later, else the first's (ties
-//! go to the first). The first trace leaves by `--to`, the second by
-//! `--to2`.
+//! go to the first). The first trace of a pair leaves by `--to`, the
+//! second by `--to2`; the pairs play one after the other.
 
 use sluice_capture::{CaptureError, CaptureReader, LinkType, Packet};
 use std::path::{Path, PathBuf};
@@ -18,7 +18,6 @@ struct Ahead {
 
 /// One of the two traces and its next packet.
 struct Side {
-    path: PathBuf,
     reader: CaptureReader,
     ahead: Ahead,
     /// Whether `ahead` holds the next packet.
@@ -32,7 +31,6 @@ struct Side {
 impl Side {
     fn open(path: &Path) -> Result<Self, CaptureError> {
         Ok(Side {
-            path: path.to_path_buf(),
             reader: CaptureReader::open(path)?,
             ahead: Ahead {
                 data: Vec::new(),
@@ -77,37 +75,72 @@ impl Side {
     }
 }
 
-/// The two traces of `--dualfile`.
+/// The traces of `--dualfile`, the pair being played open.
 pub struct Dual {
+    /// Every trace, in pairs: (0, 1), (2, 3), ...
+    paths: Vec<PathBuf>,
+    /// The pair being played (its first trace's index in `paths`).
+    at: usize,
     sides: [Side; 2],
 }
 
+/// One packet of the merge.
+pub struct Merged<'a> {
+    /// 0: the pair's first trace (`--to`); 1: its second (`--to2`).
+    pub side: u8,
+    /// Its number in its trace, from 1 in each pass.
+    pub record: u64,
+    /// Its trace's name.
+    pub file: &'a str,
+    /// The first packet of a pair after the first: its timing restarts.
+    pub new_pair: bool,
+    pub packet: Packet<'a>,
+}
+
 impl Dual {
-    pub fn open(first: &Path, second: &Path) -> Result<Self, CaptureError> {
+    /// `paths` in pairs (an even count, at least two).
+    pub fn open(paths: &[PathBuf]) -> Result<Self, CaptureError> {
+        assert!(
+            paths.len() >= 2 && paths.len().is_multiple_of(2),
+            "checked by the caller"
+        );
         Ok(Dual {
-            sides: [Side::open(first)?, Side::open(second)?],
+            sides: [Side::open(&paths[0])?, Side::open(&paths[1])?],
+            paths: paths.to_vec(),
+            at: 0,
         })
     }
 
-    /// Starts both traces again (the next pass).
+    /// Starts the first pair again (the next pass).
     pub fn rewind(&mut self) -> Result<(), CaptureError> {
-        for s in &mut self.sides {
-            *s = Side::open(&s.path.clone())?;
-        }
+        self.at = 0;
+        self.sides = [Side::open(&self.paths[0])?, Side::open(&self.paths[1])?];
         Ok(())
     }
 
-    /// The next packet of the merge: its side (0 or 1), its number in its
-    /// trace (from 1), the trace's name, and the packet; None when both are
-    /// used up. A truncated record is reported through `truncated`.
+    /// The next packet of the merge; None when every pair is used up. A
+    /// truncated record is reported through `truncated`.
     pub fn next(
         &mut self,
         truncated: &mut Option<String>,
-    ) -> Result<Option<(u8, u64, &str, Packet<'_>)>, CaptureError> {
-        for s in &mut self.sides {
-            if let Some(t) = s.fill()? {
-                truncated.get_or_insert(t);
+    ) -> Result<Option<Merged<'_>>, CaptureError> {
+        let mut new_pair = false;
+        loop {
+            for s in &mut self.sides {
+                if let Some(t) = s.fill()? {
+                    truncated.get_or_insert(t);
+                }
             }
+            if self.sides.iter().any(|s| s.full) || self.at + 2 >= self.paths.len() {
+                break;
+            }
+            // This pair is done: the next one.
+            self.at += 2;
+            self.sides = [
+                Side::open(&self.paths[self.at])?,
+                Side::open(&self.paths[self.at + 1])?,
+            ];
+            new_pair = true;
         }
         let [a, b] = &self.sides;
         let k = match (a.full, b.full) {
@@ -119,17 +152,18 @@ impl Dual {
         let s = &mut self.sides[k];
         s.full = false;
         s.record += 1;
-        Ok(Some((
-            k as u8,
-            s.record,
-            s.reader.name(),
-            Packet {
+        Ok(Some(Merged {
+            side: k as u8,
+            record: s.record,
+            file: s.reader.name(),
+            new_pair,
+            packet: Packet {
                 ts_ns: s.ahead.ts_ns,
                 data: &s.ahead.data,
                 orig_len: s.ahead.orig_len,
                 linktype: s.ahead.linktype,
                 interface: s.ahead.interface,
             },
-        )))
+        }))
     }
 }

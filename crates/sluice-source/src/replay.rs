@@ -27,9 +27,10 @@ pub struct ReplayConfig {
     /// first packet, right after the last packet of the one before, and
     /// its packets are numbered from 1 again (`select`, split caches).
     pub more: Vec<PathBuf>,
-    /// `--dualfile`: a second trace merged with `path` by timestamp, its
-    /// packets leaving by the second port and `path`'s by the first.
-    pub dual: Option<PathBuf>,
+    /// `--dualfile`: every trace (`path` first), in pairs; each pair is
+    /// merged by timestamp, its first trace leaving by the first port and
+    /// its second by the second; the pairs play one after the other.
+    pub dual: Vec<PathBuf>,
     pub timing: TimingMode,
     pub payload: PayloadMode,
     pub src_mac: MacAddr,
@@ -63,7 +64,7 @@ impl Default for ReplayConfig {
         ReplayConfig {
             path: PathBuf::new(),
             more: Vec::new(),
-            dual: None,
+            dual: Vec::new(),
             timing: TimingMode::Recorded { multiplier: 1.0 },
             payload: PayloadMode::Keep,
             src_mac: MacAddr::LOCAL_SRC,
@@ -115,10 +116,12 @@ pub struct ReplaySource {
 impl ReplaySource {
     pub fn open(cfg: ReplayConfig) -> Result<Self, SourceError> {
         let reader = CaptureReader::open(&cfg.path)?;
-        let (cfg_path, cfg_dual) = (cfg.path.clone(), cfg.dual.clone());
-        if cfg.dual.is_some() && (cfg.split.is_some() || !cfg.more.is_empty()) {
+        let cfg_dual = cfg.dual.clone();
+        if !cfg.dual.is_empty()
+            && (cfg.split.is_some() || !cfg.more.is_empty() || !cfg.dual.len().is_multiple_of(2))
+        {
             return Err(SourceError::Split(
-                "--dualfile gives each trace its port: no --split, and two traces".into(),
+                "--dualfile gives each trace its port: no --split, and traces in pairs".into(),
             ));
         }
         let file = reader.name().to_string();
@@ -156,9 +159,10 @@ impl ReplaySource {
             record: 0,
             file,
             trace: 0,
-            dual: match &cfg_dual {
-                Some(second) => Some(crate::dual::Dual::open(&cfg_path, second)?),
-                None => None,
+            dual: if cfg_dual.is_empty() {
+                None
+            } else {
+                Some(crate::dual::Dual::open(&cfg_dual)?)
             },
         })
     }
@@ -191,15 +195,18 @@ impl ReplaySource {
         let mut forced_side = None;
         let packet = if let Some(d) = self.dual.as_mut() {
             match d.next(&mut self.report.truncation)? {
-                Some((side, record, name, p)) => {
-                    forced_side = Some(side);
+                Some(m) => {
+                    forced_side = Some(m.side);
                     // Numbered in its own trace (from 1 each pass).
-                    self.record = record - 1;
-                    if self.file != name {
+                    self.record = m.record - 1;
+                    if self.file != m.file {
                         self.file.clear();
-                        self.file.push_str(name);
+                        self.file.push_str(m.file);
                     }
-                    p
+                    if m.new_pair {
+                        self.schedule.next_file();
+                    }
+                    m.packet
                 }
                 None => return Ok(None),
             }

@@ -36,7 +36,7 @@ pub struct ReplayArgs {
     /// Second output for two-port replay: server-to-client packets of --split (or the second trace of --dualfile) leave here, client-to-server by --to.
     #[arg(long, help_heading = "Two ports")]
     pub to2: Option<SinkSpec>,
-    /// Two traces, one per port, merged by timestamp: the first leaves by --to, the second by --to2 (tcpreplay's option of that name).
+    /// Traces in pairs, each pair merged by timestamp: its first leaves by --to, its second by --to2 (tcpreplay's option of that name).
     #[arg(
         long,
         requires = "to2",

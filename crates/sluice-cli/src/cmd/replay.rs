@@ -23,9 +23,9 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         }
         plan = plan.second_port(to2)?;
     }
-    if a.dualfile && a.traces.len() != 2 {
+    if a.dualfile && (a.traces.len() < 2 || !a.traces.len().is_multiple_of(2)) {
         return Err(bad_input(anyhow!(
-            "--dualfile takes two traces, the first for --to and the second for --to2; {} given",
+            "--dualfile takes traces in pairs, the first of each for --to and the second for --to2; {} given",
             a.traces.len()
         )));
     }
@@ -52,7 +52,11 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         } else {
             a.traces[1..].to_vec()
         },
-        dual: a.dualfile.then(|| a.traces[1].clone()),
+        dual: if a.dualfile {
+            a.traces.clone()
+        } else {
+            Vec::new()
+        },
         timing,
         payload: a.payload,
         src_mac: a.src_mac.unwrap_or(ReplayConfig::default().src_mac),
