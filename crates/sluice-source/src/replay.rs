@@ -430,32 +430,19 @@ fn place(
         skipped.select += 1;
         return Ok(None);
     }
-    let side = match forced {
-        Some(s) => Some(s),
-        None => split_side(splitter, file, index, frame)?,
-    };
-    if side.is_none() {
-        skipped.split += 1;
-    }
-    Ok(side)
-}
-
-/// The side of record `index` (1-based) by the splitter, 0 without one;
-/// None when a tcpprep cache skips it.
-fn split_side(
-    splitter: &mut Option<Splitter>,
-    file: &str,
-    index: u64,
-    frame: &[u8],
-) -> Result<Option<u8>, SourceError> {
-    match splitter {
-        Some(sp) => sp
+    let side = match (forced, splitter) {
+        (Some(s), _) => Some(s),
+        (None, Some(sp)) => sp
             .side(index - 1, frame)
             .map_err(|reason| SourceError::BadPacket {
                 file: file.to_string(),
                 packet: index,
                 reason,
-            }),
-        None => Ok(Some(0)),
+            })?,
+        (None, None) => Some(0),
+    };
+    if side.is_none() {
+        skipped.split += 1;
     }
+    Ok(side)
 }

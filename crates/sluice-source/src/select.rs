@@ -8,7 +8,7 @@
 //! sends the packets a rule matches, `--exclude` the others. As in
 //! tcpprep, packets without IP pass address rules untouched.
 
-use sluice_wire::{parse_layers, CidrMap, Ip};
+use sluice_wire::{parse_layers, CidrMap, Ip, Layers};
 use std::str::FromStr;
 
 /// What a rule looks at.
@@ -37,15 +37,7 @@ pub struct SelectRule(Rule);
 impl FromStr for SelectRule {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let nets = |list: &str| -> Result<Vec<CidrMap>, String> {
-            list.split(',')
-                .map(|n| {
-                    format!("{n}:{n}")
-                        .parse::<CidrMap>()
-                        .map_err(|e| format!("'{s}': {e}"))
-                })
-                .collect()
-        };
+        let nets = |list: &str| cidr_list(list).map_err(|e| format!("'{s}': {e}"));
         Ok(SelectRule(match s.split_once(':') {
             Some(("P", list)) => Rule::Packets(numbers(s, list)?),
             Some(("S", list)) => Rule::Source(nets(list)?),
@@ -65,6 +57,14 @@ impl FromStr for SelectRule {
             None => Rule::Packets(numbers(s, s)?),
         }))
     }
+}
+
+/// Comma-separated networks (`10.0.0.0/8,2001:db8::/32`), each mapping
+/// onto itself.
+pub(crate) fn cidr_list(list: &str) -> Result<Vec<CidrMap>, String> {
+    list.split(',')
+        .map(|n| format!("{n}:{n}").parse::<CidrMap>())
+        .collect()
 }
 
 /// `7,11,20-23,174-`: inclusive ranges, from 1.
@@ -119,7 +119,8 @@ impl Select {
         let hit = match &self.rule {
             Rule::Packets(r) => r.iter().any(|&(a, b)| (a..=b).contains(&number)),
             rule => {
-                let Some((src, dst)) = frame.and_then(addresses) else {
+                let l = frame.map(|f| (f, parse_layers(f)));
+                let Some((src, dst)) = l.as_ref().and_then(|(f, l)| addresses(f, l)) else {
                     // Address rules pass packets without IP (tcpprep's).
                     return true;
                 };
@@ -136,9 +137,9 @@ impl Select {
     }
 }
 
-/// A frame's source and destination addresses (4 or 16 bytes each).
-fn addresses(frame: &[u8]) -> Option<(&[u8], &[u8])> {
-    let l = parse_layers(frame);
+/// A frame's source and destination addresses (4 or 16 bytes each), from
+/// its parsed layers `l`.
+pub(crate) fn addresses<'a>(frame: &'a [u8], l: &Layers) -> Option<(&'a [u8], &'a [u8])> {
     let at = l.l3_offset;
     match l.ip? {
         Ip::V4 { .. } => Some((&frame[at + 12..at + 16], &frame[at + 16..at + 20])),

@@ -38,10 +38,9 @@ impl SplitOpts {
                 ));
             }
         }
+        // --ratio's value and --reverse's mode are checked where the split
+        // is made (Splitter::new), for every caller.
         let ratio = self.ratio.unwrap_or(2.0);
-        if !(ratio.is_finite() && ratio >= 0.0) {
-            return Err(format!("--ratio {ratio}: a non-negative number"));
-        }
         let (min, max) = (self.minmask.unwrap_or(30), self.maxmask.unwrap_or(8));
         if min > 32 || max > 32 {
             return Err(format!(
@@ -52,16 +51,6 @@ impl SplitOpts {
             return Err(format!(
                 "--minmask {min} must be greater than --maxmask {max} (tcpprep's order: the narrowest first)"
             ));
-        }
-        if self.reverse
-            && !matches!(
-                mode,
-                SplitMode::Cidr(_) | SplitMode::Regex(_) | SplitMode::Mac(_)
-            )
-        {
-            return Err(
-                "--reverse applies to cidr:, regex: and mac: splits (as in tcpprep)".into(),
-            );
         }
         Ok(Split {
             mode,

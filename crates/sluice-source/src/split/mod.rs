@@ -36,7 +36,7 @@ pub use auto::AutoKind;
 pub use tcpprep::{Dir, TcpprepCache};
 
 use sluice_wire::layers::{PROTO_TCP, PROTO_UDP};
-use sluice_wire::{flow_hash, parse_layers, CidrMap, Ip};
+use sluice_wire::{flow_hash, parse_layers, CidrMap};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
@@ -78,10 +78,7 @@ impl FromStr for SplitMode {
         match s.split_once(':') {
             None if s == "auto" => Ok(SplitMode::Auto),
             None if s == "port" => Ok(SplitMode::Port),
-            Some(("cidr", nets)) => nets
-                .split(',')
-                .map(|n| format!("{n}:{n}").parse::<CidrMap>())
-                .collect::<Result<Vec<_>, _>>()
+            Some(("cidr", nets)) => crate::select::cidr_list(nets)
                 .map(SplitMode::Cidr)
                 .map_err(|e| format!("--split cidr: {e}")),
             Some(("regex", re)) if !re.is_empty() => regex::Regex::new(re)
@@ -258,18 +255,12 @@ struct Ends {
 /// A frame's ends, source then destination, and its TCP flags.
 fn ends(frame: &[u8]) -> Option<Ends> {
     let l = parse_layers(frame);
-    let ip = l.ip?;
-    let at = l.l3_offset;
+    let (s, d) = crate::select::addresses(frame, &l)?;
+    let v4 = s.len() == 4;
     let mut src = [0u8; 16];
     let mut dst = [0u8; 16];
-    let v4 = matches!(ip, Ip::V4 { .. });
-    if v4 {
-        src[..4].copy_from_slice(&frame[at + 12..at + 16]);
-        dst[..4].copy_from_slice(&frame[at + 16..at + 20]);
-    } else {
-        src.copy_from_slice(&frame[at + 8..at + 24]);
-        dst.copy_from_slice(&frame[at + 24..at + 40]);
-    }
+    src[..s.len()].copy_from_slice(s);
+    dst[..d.len()].copy_from_slice(d);
     let (mut sp, mut dp, mut tcp_flags, mut ports) = (0, 0, None, false);
     if let Some(l4) = l.l4.filter(|l4| matches!(l4.proto, PROTO_TCP | PROTO_UDP)) {
         let o = l4.offset;
@@ -421,7 +412,7 @@ impl Splitter {
                 .map(Dir::side)
                 .ok_or_else(|| self.beyond(c.packets));
         }
-        let nonip = primary_if(self.split.nonip);
+        let nonip = self.non_ip_side();
         let reverse = self.split.reverse;
         if let SplitMode::Mac(macs) = &self.split.mode {
             // MAC mode reads no IP header: every frame by its source MAC.
@@ -436,10 +427,7 @@ impl Splitter {
             }));
         }
         let Some(e) = ends(frame) else {
-            return Ok(Some(match self.split.mode {
-                SplitMode::Auto => 0,
-                _ => nonip,
-            }));
+            return Ok(Some(nonip));
         };
         let addr = |end: &End| -> IpAddr {
             if e.v4 {
@@ -482,6 +470,15 @@ impl Splitter {
         }))
     }
 
+    /// The side of a packet without IP: secondary, or primary with
+    /// `nonip` (tcpprep's); a client packet in sluice's own `auto`.
+    fn non_ip_side(&self) -> u8 {
+        match self.split.mode {
+            SplitMode::Auto => 0,
+            _ => primary_if(self.split.nonip),
+        }
+    }
+
     fn beyond(&self, packets: u64) -> String {
         format!(
             "{}: holds the sides of {packets} packets, the trace has more",
@@ -507,7 +504,7 @@ pub fn prep(
         ));
     }
     let mut sp = Splitter::new(split, trace).map_err(crate::SourceError::Split)?;
-    let unsendable = primary_if(sp.split.nonip || sp.split.mode == SplitMode::Auto);
+    let unsendable = sp.non_ip_side();
     let mut cache = TcpprepCache::default();
     let (_, truncated) = each_frame(trace, |n, frame| {
         let side = match frame {
