@@ -7,14 +7,14 @@
 //!
 //! A distributed worker's share K of N ([`Synth::share`]) plans only its
 //! own packets where the gap law allows, so planning scales with workers:
-//! - `constant`: packets j ≡ K mod N of the global sequence, stepping N
-//!   gaps at a time: the very packets of the single sender;
 //! - `poisson`: an independent Poisson stream of 1/N the rate (the
 //!   splitting theorem: the N streams together are the Poisson process of
 //!   the whole rate, in law; not the single sender's draws);
-//! - any other law: every gap of the global sequence is drawn and packets
-//!   j ≡ K mod N are kept, exactly the single sender's (a renewal process
-//!   split into independent streams would not add up to the same law).
+//! - any other law: packets j ≡ K mod N of the global sequence, stepping
+//!   N gaps at a time ([`GapLaw::advance`]: no draws for a constant law,
+//!   every gap drawn for the others), exactly the single sender's packets
+//!   (a renewal process split into independent streams would not add up
+//!   to the same law).
 
 use super::file::{Profile, Stop};
 use super::gaps::{GapLaw, Spread};
@@ -40,10 +40,8 @@ pub struct Planned {
 /// How a share is planned (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ShareMode {
-    /// Every packet drawn, every Nth kept.
+    /// Packets j ≡ K mod N of the global sequence, N gaps at a time.
     Skip,
-    /// Constant gaps: N gaps at a time.
-    Stride,
     /// Poisson: its own stream at 1/N of the rate.
     Thin,
 }
@@ -79,13 +77,11 @@ impl Synth {
     pub fn share(&mut self, share: sluice_source::Share) {
         let (k, n) = (u64::from(share.index), u64::from(share.count));
         let mode = match self.profile.gap.name() {
-            _ if n == 1 => ShareMode::Skip,
-            "constant" => ShareMode::Stride,
-            "poisson" => ShareMode::Thin,
+            "poisson" if n > 1 => ShareMode::Thin,
             _ => ShareMode::Skip,
         };
         match mode {
-            ShareMode::Skip | ShareMode::Stride => self.pass_over(k, k, mode),
+            ShareMode::Skip => self.pass_over(k, k),
             ShareMode::Thin => {
                 let mix = u64::from(share.index + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 (self.gaps, self.sizes) = generators(self.profile.seed ^ mix);
@@ -115,11 +111,11 @@ impl Synth {
             index: self.index,
         };
         match self.share {
-            Some((s, mode @ (ShareMode::Stride | ShareMode::Skip))) => {
+            Some((s, ShareMode::Skip)) => {
                 // The gap after this packet and the N − 1 packets after
                 // it, whose sizes are drawn too (this one's is).
                 let n = u64::from(s.count);
-                self.pass_over(n, n - 1, mode);
+                self.pass_over(n, n - 1);
             }
             Some((s, ShareMode::Thin)) => {
                 self.t += self.profile.gap.sample(&mut self.gaps);
@@ -143,17 +139,12 @@ impl Synth {
     }
 
     /// Moves the sequence `gaps` packets on, planning none of them: the
-    /// gaps added one by one as the single sender adds them (the mean of a
-    /// constant law, or drawn in a batch), and `sizes` sizes drawn and
-    /// dropped, so every packet planned keeps the single sender's time and
-    /// size.
+    /// gaps added one by one as the single sender adds them
+    /// ([`GapLaw::advance`]), and `sizes` sizes drawn and dropped, so every
+    /// packet planned keeps the single sender's time and size.
     #[inline(always)]
-    fn pass_over(&mut self, gaps: u64, sizes: u64, mode: ShareMode) {
-        let mean = self.profile.gap.mean;
-        self.t = match mode {
-            ShareMode::Stride => (0..gaps).fold(self.t, |t, _| t + mean),
-            _ => self.profile.gap.advance(self.t, &mut self.gaps, gaps),
-        };
+    fn pass_over(&mut self, gaps: u64, sizes: u64) {
+        self.t = self.profile.gap.advance(self.t, &mut self.gaps, gaps);
         self.profile.size.pass_over(&mut self.sizes, sizes);
         self.index += gaps;
     }
