@@ -1,12 +1,14 @@
 //! Fuzzes header rewriting with arbitrary frames (they come from traces
 //! sluice did not write): every option set at once, incremental and
 //! `--fixcsum`, with length changes (VLAN, MTU, fixlen) and a claimed
-//! original length taken from the input. Never a panic; a frame without
+//! original length taken from the input, and tunnels (VXLAN, GRE, GTP-U,
+//! IP-in-IP) entered in every `--tunnel` mode. Never a panic; a frame without
 //! length options keeps its length; padding stays bounded.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sluice_wire::rewrite::{FixLen, HeaderRewrite, VlanOp, MAX_PADDED};
+use sluice_wire::TunnelMode;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, frame)) = data.split_first() else {
@@ -28,6 +30,8 @@ fuzz_target!(|data: &[u8]| {
         endpoints: (sel & 4 == 4)
             .then(|| ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap())),
         fixcsum: sel & 8 == 8,
+        tunnel: [TunnelMode::Outer, TunnelMode::Inner, TunnelMode::Both]
+            [sel.count_ones() as usize % 3],
         ..HeaderRewrite::default()
     };
     let mut f = frame.to_vec();

@@ -67,6 +67,7 @@ const REPLAY: &[(&str, bool)] = &[
     ("mtu", true),
     ("fixlen", true),
     ("fixcsum", false),
+    ("tunnel", true),
 ];
 
 const FLOWS: &[(&str, bool)] = &[

@@ -7,6 +7,8 @@
 //!   with the length fields and checksums fixed up, plus a checksum verifier.
 //! * [`ethernet`]: synthesize an Ethernet header for captures taken on other
 //!   link types (raw IP, Linux cooked, BSD loopback).
+//! * [`tunnel`]: where VXLAN, GRE, GTP-U and IP-in-IP carry their packet,
+//!   so the header rewrite can reach it.
 //! * [`flow`]: a symmetric, stable flow hash for spreading frames over
 //!   senders while keeping both directions of a connection together.
 //!
@@ -27,6 +29,7 @@ pub mod flowpkt;
 pub mod layers;
 pub mod payload;
 pub mod rewrite;
+pub mod tunnel;
 pub mod udp4;
 
 pub use checksum::{fold, incremental_update, ipv4_header_checksum, sum16};
@@ -39,4 +42,5 @@ pub use payload::{
     PayloadMode, Rewrite,
 };
 pub use rewrite::{CidrMap, FixLen, HeaderRewrite, PortMap, Rewritten, TtlOp, VlanOp};
+pub use tunnel::TunnelMode;
 pub use udp4::{Udp4Error, Udp4Flow, Udp4Template};

@@ -15,6 +15,7 @@ use crate::checksum::{incremental_update, ipv4_header_checksum};
 use crate::ethernet::MacAddr;
 use crate::layers::{parse_full, Ip, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, VLAN_TPIDS};
 use crate::payload::complete_checksum;
+use crate::tunnel::{self, TunnelMode};
 use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
@@ -268,6 +269,9 @@ pub struct HeaderRewrite {
     /// every pass holds new flows and a flow's two directions stay one.
     pub unique_ip: bool,
     pub fixcsum: bool,
+    /// `--tunnel`: whether the address, port, TTL and TOS options reach
+    /// the headers inside VXLAN, GRE, GTP-U and IP-in-IP.
+    pub tunnel: TunnelMode,
 }
 
 /// What became of a frame.
@@ -557,6 +561,90 @@ impl HeaderRewrite {
                 }
             }
         }
+        let level = Level {
+            pass,
+            recompute: recompute || self.fixcsum,
+            side,
+            mac_set: dmac.is_some(),
+            depth: 0,
+        };
+        changed | self.edit_level(frame, level)
+    }
+
+    /// One layer of a frame (the outermost, or a tunnelled packet behind
+    /// an Ethernet header): its tunnel's inside first, then its own
+    /// headers when the mode reaches them.
+    fn edit_level(&self, frame: &mut [u8], level: Level) -> bool {
+        let tunnel = match self.tunnel {
+            TunnelMode::Outer => None,
+            _ if level.depth >= MAX_TUNNEL_DEPTH => None,
+            _ => tunnel::find(frame),
+        };
+        let Some(t) = tunnel else {
+            return self.edit_headers(frame, level);
+        };
+        let mut changed = self.edit_inside(frame, &t, level);
+        if self.tunnel == TunnelMode::Both {
+            changed |= self.edit_headers(frame, level);
+        } else if level.recompute {
+            // The outer headers are not rewritten, but their checksums
+            // are computed as --fixcsum (or a length change) asks.
+            recompute_ip(frame);
+            changed = true;
+        }
+        if level.recompute {
+            if let Some(c) = t.cover {
+                c.recompute_gre(frame, t.end);
+            }
+        }
+        changed
+    }
+
+    /// Rewrites the packet a tunnel carries, and the outer checksum that
+    /// covers it; true when a byte changed.
+    fn edit_inside(&self, frame: &mut [u8], t: &tunnel::Tunnel, level: Level) -> bool {
+        let old = &frame[t.offset..t.end];
+        // An inner IP packet gets a stand-in Ethernet header, so one
+        // parser and one rewrite serve every layer.
+        let ethertype = match t.inner {
+            tunnel::InnerStart::Ethernet => None,
+            tunnel::InnerStart::Ipv4 => Some(crate::layers::ETHERTYPE_IPV4),
+            tunnel::InnerStart::Ipv6 => Some(crate::layers::ETHERTYPE_IPV6),
+        };
+        let mut inner = Vec::with_capacity(old.len() + 14);
+        if let Some(e) = ethertype {
+            inner.extend_from_slice(&[0; 12]);
+            inner.extend_from_slice(&e.to_be_bytes());
+        }
+        let head = inner.len();
+        inner.extend_from_slice(old);
+        let inner_level = Level {
+            mac_set: false,
+            depth: level.depth + 1,
+            ..level
+        };
+        self.edit_level(&mut inner, inner_level);
+        if inner[head..] == *old {
+            return false;
+        }
+        let old = old.to_vec();
+        frame[t.offset..t.end].copy_from_slice(&inner[head..]);
+        if let Some(c) = t.cover {
+            c.update(frame, t.offset, &old);
+        }
+        true
+    }
+
+    /// The IP (or ARP) headers of one layer.
+    fn edit_headers(&self, frame: &mut [u8], level: Level) -> bool {
+        let Level {
+            pass,
+            recompute,
+            side,
+            mac_set,
+            ..
+        } = level;
+        let mut changed = false;
         let (layers, extra) = parse_full(frame);
         let Some(ip) = layers.ip else {
             if layers.ethertype == ETHERTYPE_ARP {
@@ -582,7 +670,7 @@ impl HeaderRewrite {
         let new = at.read(frame);
         // A multicast destination gets its multicast MAC (tcprewrite does
         // so since its issue 563), unless the user set the MAC.
-        if old.1 != new.1 && dmac.is_none() && !extra.mpls {
+        if old.1 != new.1 && !mac_set && !extra.mpls {
             changed |= multicast_mac(frame, at);
         }
         let mut d = Deltas::default();
@@ -600,14 +688,8 @@ impl HeaderRewrite {
         changed |= self.edit_ttl_tos(frame, ip, l3, &mut d);
         self.edit_ports(frame, layers.l4, &mut d);
         changed |= !d.ip.is_empty() || !d.l4.is_empty();
-        if self.fixcsum || recompute {
-            if let Ip::V4 { header_len, .. } = ip {
-                if frame.len() >= l3 + header_len {
-                    let c = ipv4_header_checksum(&frame[l3..l3 + header_len]);
-                    frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
-                }
-            }
-            complete_checksum(frame);
+        if recompute {
+            recompute_ip(frame);
             return true;
         }
         update_checksums(frame, at.v4, l3, layers.l4, &d);
@@ -743,6 +825,36 @@ impl HeaderRewrite {
         }
         before[..] != frame[..]
     }
+}
+
+/// How deep tunnels are followed (a tunnel in a tunnel in a tunnel...).
+const MAX_TUNNEL_DEPTH: u8 = 4;
+
+/// What every layer of one frame's rewrite shares.
+#[derive(Clone, Copy)]
+struct Level {
+    pass: u64,
+    /// Compute checksums instead of updating them (`--fixcsum`, or a
+    /// length that changed).
+    recompute: bool,
+    side: u8,
+    /// The user set this layer's destination MAC: a new multicast
+    /// destination does not choose it.
+    mac_set: bool,
+    depth: u8,
+}
+
+/// Computes the IPv4 header checksum and the L4 checksum of a frame.
+fn recompute_ip(frame: &mut [u8]) {
+    let layers = crate::layers::parse_layers(frame);
+    let l3 = layers.l3_offset;
+    if let Some(Ip::V4 { header_len, .. }) = layers.ip {
+        if frame.len() >= l3 + header_len {
+            let c = ipv4_header_checksum(&frame[l3..l3 + header_len]);
+            frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
+        }
+    }
+    complete_checksum(frame);
 }
 
 /// `--unique-ip` for pass `k`: the lower of the two 32-bit address tails
@@ -1100,6 +1212,79 @@ mod tests {
             assert_ne!(a[26..34], fwd[26..34]);
             verify_checksums(&a).unwrap();
             verify_checksums(&b).unwrap();
+        }
+    }
+
+    /// `frame(PROTO_TCP)` inside VXLAN inside GRE (with its checksum),
+    /// all over IPv4 from 10.1.2.3: each mode rewrites the layers it
+    /// names, and every checksum of every layer stays right.
+    #[test]
+    fn tunnel_modes_reach_the_layers_they_name_with_checksums_right() {
+        fn outer(proto: u8, payload: &[u8]) -> Vec<u8> {
+            let mut f = frame(PROTO_UDP)[..34].to_vec();
+            f[23] = proto;
+            let len = (20 + payload.len()) as u16;
+            f[16..18].copy_from_slice(&len.to_be_bytes());
+            f[24..26].fill(0);
+            let c = ipv4_header_checksum(&f[14..34]);
+            f[24..26].copy_from_slice(&c.to_be_bytes());
+            f.extend_from_slice(payload);
+            f
+        }
+        let mut vxlan = 4789u16.to_be_bytes().to_vec();
+        vxlan.splice(0..0, 1234u16.to_be_bytes());
+        let inner = frame(PROTO_TCP);
+        vxlan.extend_from_slice(&((16 + inner.len()) as u16).to_be_bytes());
+        vxlan.extend_from_slice(&[0, 0, 0x08, 0, 0, 0, 0, 0, 7, 0]);
+        vxlan.extend_from_slice(&inner);
+        let mut udp = outer(PROTO_UDP, &vxlan);
+        assert!(complete_checksum(&mut udp));
+        let mut gre = vec![0x80, 0, 0x08, 0, 0, 0, 0, 0];
+        gre.extend_from_slice(&udp[14..]);
+        let c = crate::checksum::fold(crate::checksum::sum16(&gre, 0));
+        gre[4..6].copy_from_slice(&c.to_be_bytes());
+        let f = outer(47, &gre);
+        // Outer IPv4 (GRE) at 14, inner IPv4 (UDP, VXLAN) at 42, innermost
+        // IPv4 (TCP) at 42 + 20 + 16 + 14.
+        let (o, m, i) = (14, 42, 92);
+        let src = |f: &[u8], at: usize| f[at + 12..at + 16].to_vec();
+        let check = |f: &[u8]| {
+            verify_checksums(f).unwrap();
+            let t = tunnel::find(f).unwrap();
+            assert_eq!(
+                crate::checksum::fold(crate::checksum::sum16(&f[34..t.end], 0)),
+                0
+            );
+            let mut mid = vec![0; 12];
+            mid.extend_from_slice(&[8, 0]);
+            mid.extend_from_slice(&f[t.offset..]);
+            verify_checksums(&mid).unwrap();
+            verify_checksums(&f[i - 14..]).unwrap();
+        };
+        check(&f);
+        for (mode, want) in [
+            (TunnelMode::Outer, [true, false, false]),
+            (TunnelMode::Inner, [false, false, true]),
+            (TunnelMode::Both, [true, true, true]),
+        ] {
+            for fixcsum in [false, true] {
+                let rw = HeaderRewrite {
+                    srcipmap: vec!["10.1.0.0/16:172.16.0.0/16".parse().unwrap()],
+                    ttl: Some(TtlOp::Set(9)),
+                    tunnel: mode,
+                    fixcsum,
+                    ..HeaderRewrite::default()
+                };
+                let mut g = f.clone();
+                assert!(rw.apply(&mut g));
+                assert_eq!(g.len(), f.len());
+                for (k, at) in [o, m, i].into_iter().enumerate() {
+                    let moved = src(&g, at) == [172, 16, 2, 3];
+                    assert_eq!(moved, want[k], "{mode:?} layer {k}");
+                    assert_eq!(g[at + 8] == 9, want[k], "{mode:?} ttl {k}");
+                }
+                check(&g);
+            }
         }
     }
 }

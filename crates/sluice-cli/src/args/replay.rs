@@ -192,6 +192,9 @@ pub struct ReplayArgs {
     /// Recompute every IPv4, TCP and UDP checksum (by default they are updated incrementally, so a wrong one stays wrong).
     #[arg(long, help_heading = "Rewriting (tcprewrite's options)")]
     pub fixcsum: bool,
+    /// Which headers of VXLAN, GRE, GTP-U and IP-in-IP packets the address, port, TTL and TOS options rewrite: the outer ones, the innermost packet's, or both.
+    #[arg(long, value_name = "outer|inner|both", default_value = "outer", value_parser = ["outer", "inner", "both"], help_heading = "Rewriting (tcprewrite's options)")]
+    pub tunnel: String,
     /// Skip (and count) packets of unsupported link types instead of refusing the trace.
     #[arg(long)]
     pub skip_unsupported: bool,
@@ -245,6 +248,7 @@ impl ReplayArgs {
             seed: self.seed,
             unique_ip: self.unique_ip,
             fixcsum: self.fixcsum,
+            tunnel: self.tunnel.parse()?,
         })
     }
 
