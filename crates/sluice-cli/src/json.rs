@@ -12,6 +12,8 @@ pub enum Kind {
     Summary,
     /// One line of `--stats-json`.
     Interval,
+    /// A `--stats-json` line at the end of each pass (`--loop`).
+    Pass,
     /// `analyze --json`.
     Analysis,
     /// `analyze --gap|--gaps --json`.
@@ -38,6 +40,7 @@ impl Kind {
         match self {
             Kind::Summary => "sluice.summary/2",
             Kind::Interval => "sluice.interval/1",
+            Kind::Pass => "sluice.pass/1",
             Kind::Analysis => "sluice.analysis/1",
             Kind::GapErrors => "sluice.gap-errors/1",
             Kind::Flows => "sluice.flows/1",
@@ -63,7 +66,7 @@ struct Tagged<'a, T: Serialize> {
 
 impl<'a, T: Serialize> Tagged<'a, T> {
     fn new(kind: Kind, body: &'a T) -> Self {
-        let run = matches!(kind, Kind::Summary | Kind::Interval).then(run_info);
+        let run = matches!(kind, Kind::Summary | Kind::Interval | Kind::Pass).then(run_info);
         Tagged {
             schema: kind.tag(),
             run,

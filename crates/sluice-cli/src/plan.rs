@@ -251,6 +251,8 @@ fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
         cpus: tx_cpus(o),
         realtime: o.rt,
         topspeed,
+        // A pass line goes where the interval lines go.
+        pass_stats: o.stats_json.is_some(),
         ..EngineConfig::default()
     }
 }

@@ -1,7 +1,7 @@
 //! Live status line (terminal only) and `--stats-json` lines.
 
 use crate::dest::Dest;
-use sluice_engine::{IntervalStats, Observer};
+use sluice_engine::{IntervalStats, Observer, PassStats};
 use std::io::{IsTerminal, Write};
 
 pub struct Progress {
@@ -60,6 +60,17 @@ impl Progress {
     }
 }
 
+impl Progress {
+    fn json_line(&mut self, kind: crate::json::Kind, body: &impl serde::Serialize) {
+        if let Some(w) = &mut self.json {
+            let line = crate::json::line(kind, body).unwrap_or_default();
+            if let Err(e) = writeln!(w, "{line}").and_then(|_| w.flush()) {
+                self.json_error.get_or_insert(e);
+            }
+        }
+    }
+}
+
 /// Late packets (of those sent) past which the status line suggests
 /// `sluice doctor`: the machine, not the schedule, is the likely cause.
 const MANY_LATE: f64 = 0.05;
@@ -108,12 +119,11 @@ impl Observer for Progress {
         if self.status {
             eout!("\r{}\x1b[K", status_line(s, &self.length));
         }
-        if let Some(w) = &mut self.json {
-            let line = crate::json::line(crate::json::Kind::Interval, s).unwrap_or_default();
-            if let Err(e) = writeln!(w, "{line}").and_then(|_| w.flush()) {
-                self.json_error.get_or_insert(e);
-            }
-        }
+        self.json_line(crate::json::Kind::Interval, s);
+    }
+
+    fn pass(&mut self, p: &PassStats) {
+        self.json_line(crate::json::Kind::Pass, p);
     }
 
     fn wants_flows(&self) -> bool {

@@ -45,6 +45,25 @@ fn every_kind_of_output_follows_its_schema() {
     let lines = checked_json_lines(&std::fs::read(&stats).unwrap());
     assert!(!lines.is_empty());
     seen.push(tag(&lines[0]));
+    // A looped run adds a line per pass.
+    let looped = d.join("loop.jsonl");
+    let o = run(&[
+        "replay",
+        s(&trace),
+        "--to",
+        "null",
+        "--loop",
+        "2",
+        "--topspeed",
+        "-q",
+        "--stats-json",
+        s(&looped),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = checked_json_lines(&std::fs::read(&looped).unwrap());
+    let passes: Vec<&Value> = lines.iter().filter(|l| l["pass"].is_u64()).collect();
+    assert_eq!(passes.len(), 2, "{lines:?}");
+    seen.push(tag(passes[0]));
 
     let a = stdout_json(&["analyze", s(&out), "--json"]);
     assert!(a["comparison"].is_null(), "null, not absent: {a}");

@@ -789,3 +789,81 @@ fn unique_ip_gives_each_pass_its_own_addresses() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// `--stats-json` of a looped replay: one schema-checked pass line per
+/// pass, each with the trace's frames and bytes, in order, following the
+/// one before it; streamed and preloaded, on one TX thread or two; a
+/// `--limit` inside a pass leaves it cut short (`complete: false`) with
+/// the rest of the frames; a run of one pass has no pass line.
+#[test]
+fn a_looped_replay_reports_each_pass_in_its_stats_lines() {
+    let d = tmpdir("pass-lines");
+    let trace = d.join("t.pcap");
+    let n = 250u64;
+    write_trace(&trace, n, 10_000, 200);
+    let stats = d.join("stats.jsonl");
+    let passes = |extra: &[&str]| -> (Vec<serde_json::Value>, serde_json::Value) {
+        let mut args = vec!["--stats-json", stats.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let (o, summary) = replay_summary(&trace, &args);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        let lines = sluice_testkit::checked_json_lines(&std::fs::read(&stats).unwrap());
+        let p = lines
+            .into_iter()
+            .filter(|l| l["schema"] == "sluice.pass/1")
+            .collect();
+        (p, summary)
+    };
+    for extra in [
+        &["--to", "null", "--loop", "4"][..],
+        &["--to", "null", "--loop", "4", "--preload"],
+        &["--to", "null", "--loop", "4", "--threads", "2"],
+        &[
+            "--to",
+            "null",
+            "--loop",
+            "4",
+            "--preload",
+            "--threads",
+            "2",
+            "--topspeed",
+        ],
+    ] {
+        let (p, summary) = passes(extra);
+        assert_eq!(p.len(), 4, "{extra:?}: {p:?}");
+        for (k, l) in p.iter().enumerate() {
+            assert_eq!(l["pass"], k as u64, "{extra:?}");
+            assert_eq!(l["complete"], true, "{extra:?}");
+            assert_eq!(l["packets"], n, "{extra:?}: {l}");
+            assert_eq!(l["frame_bytes"], n * 200, "{extra:?}");
+            if k > 0 && !extra.contains(&"--topspeed") {
+                // Pass k starts one trace length (n gaps) after pass k-1.
+                let (a, b) = (
+                    p[k - 1]["start_s"].as_f64().unwrap(),
+                    l["start_s"].as_f64().unwrap(),
+                );
+                assert!(
+                    (b - a - n as f64 * 10e-6).abs() < 1e-6,
+                    "{extra:?}: {a} -> {b}"
+                );
+                assert_eq!(l["eps_max_ns"], 0, "virtual clock: ε is 0");
+            }
+        }
+        assert_eq!(summary["packets"], 4 * n, "{extra:?}");
+    }
+    // Cut inside the third pass: its line says so and holds the rest.
+    let (p, _) = passes(&["--to", "null", "--loop", "4", "--limit", "600"]);
+    let got: Vec<(u64, bool, u64)> = p
+        .iter()
+        .map(|l| {
+            (
+                l["pass"].as_u64().unwrap(),
+                l["complete"].as_bool().unwrap(),
+                l["packets"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, [(0, true, n), (1, true, n), (2, false, 600 - 2 * n)]);
+    let (p, _) = passes(&["--to", "null"]);
+    assert!(p.is_empty(), "one pass, no pass line: {p:?}");
+}

@@ -87,6 +87,35 @@ fn reports_render_in_a_real_browser_with_their_charts() {
     assert!(page.contains("<h2>Flows</h2>"));
     let stats_page = std::fs::read_to_string(&r2).unwrap();
     assert!(stats_page.matches("<svg").count() >= 3);
+    assert!(
+        !stats_page.contains("<h2>Passes</h2>"),
+        "one pass, no table"
+    );
+
+    // A looped run's pass lines make a table, one row per pass.
+    let looped = d.join("loop.jsonl");
+    let o = run(&[
+        "replay",
+        t,
+        "--to",
+        "null",
+        "--loop",
+        "3",
+        "--topspeed",
+        "-q",
+        "--stats-json",
+        looped.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["report", looped.to_str().unwrap(), "-o", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = String::from_utf8_lossy(&o.stdout);
+    let passes = page
+        .split("<h2>Passes</h2>")
+        .nth(1)
+        .expect("a Passes table");
+    assert_eq!(passes.matches("<td>yes</td>").count(), 3, "{passes}");
+    assert!(passes.contains("<td>3000</td>"), "{passes}");
 
     // Bad input is named; the page never replaces an input.
     let o = run(&["report", t, "-o", t]);

@@ -734,8 +734,11 @@ impl Gather {
             Event::Stats(line) => {
                 if let Ok(v) = serde_json::from_str::<Value>(&line) {
                     (cfg.on_stats)(&r.name, r.port, &v);
-                    r.last_packets = v["packets"].as_u64();
-                    self.last[i] = Some(v);
+                    // A pass line counts one pass; the status is the run's.
+                    if v["schema"] != "sluice.pass/1" {
+                        r.last_packets = v["packets"].as_u64();
+                        self.last[i] = Some(v);
+                    }
                 }
             }
             Event::Finished(s) => {

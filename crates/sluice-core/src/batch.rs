@@ -36,6 +36,10 @@ pub struct Batch {
     /// the second, `--to2`). Empty when every frame leaves by the first;
     /// shorter than `entries` means 0 for the rest.
     pub ports: Vec<u8>,
+    /// The pass (0-based) of the source its frames belong to. A batch holds
+    /// one pass's frames only where the outbox ends batches at pass ends
+    /// (`Outbox::end_pass`); otherwise it is the pass of its last frame.
+    pub pass: u64,
 }
 
 impl Default for Batch {
@@ -51,6 +55,7 @@ impl Batch {
             entries: Vec::with_capacity(BATCH_PACKETS),
             spacings: Vec::new(),
             ports: Vec::new(),
+            pass: 0,
         }
     }
 
@@ -61,6 +66,7 @@ impl Batch {
             entries: Vec::new(),
             spacings: Vec::new(),
             ports: Vec::new(),
+            pass: 0,
         }
     }
 
@@ -69,6 +75,7 @@ impl Batch {
         self.entries.clear();
         self.spacings.clear();
         self.ports.clear();
+        self.pass = 0;
     }
 
     /// The output port of entry `i` (0: the first).
@@ -164,10 +171,21 @@ pub enum Work {
         offset: Nanos,
         /// Send only the first `take` entries (a limit reached mid-batch).
         take: usize,
+        /// The pass this repetition is.
+        pass: u64,
     },
 }
 
 impl Work {
+    /// The source's pass (0-based) the frames belong to.
+    #[inline]
+    pub fn pass(&self) -> u64 {
+        match self {
+            Work::Owned(b) => b.pass,
+            Work::Repeat { pass, .. } => *pass,
+        }
+    }
+
     /// The batch, the offset to add to its due times and the entries to send.
     #[inline]
     pub fn parts(&self) -> (&Batch, Nanos, &[FrameRef]) {
@@ -177,6 +195,7 @@ impl Work {
                 batch,
                 offset,
                 take,
+                ..
             } => (
                 batch,
                 *offset,
@@ -227,7 +246,9 @@ mod tests {
             batch: Arc::new(b),
             offset: Nanos(100),
             take: 2,
+            pass: 3,
         };
+        assert_eq!(w.pass(), 3);
         let (batch, offset, entries) = w.parts();
         let got: Vec<_> = entries
             .iter()

@@ -105,6 +105,8 @@ pub struct Outbox<'h> {
     packets: u64,
     first_ts: Option<u64>,
     stopped: bool,
+    /// The source's pass (0-based) the frames pushed now belong to.
+    pass: u64,
 }
 
 /// How an [`Outbox`] batches and when it ends the stream.
@@ -133,6 +135,7 @@ impl<'h> Outbox<'h> {
             packets: 0,
             first_ts: None,
             stopped: false,
+            pass: 0,
         }
     }
 
@@ -224,6 +227,17 @@ impl<'h> Outbox<'h> {
         !self.stopped
     }
 
+    /// The source's pass ended: frames pushed from now on belong to the
+    /// next. With `split`, every batch holding frames is handed over first,
+    /// so that each batch holds one pass's frames (per-pass statistics
+    /// need that; it costs a partial batch per lane and pass). False once
+    /// the stream has ended.
+    pub fn end_pass(&mut self, split: bool) -> bool {
+        let going = !split || self.flush();
+        self.pass += 1;
+        going
+    }
+
     /// Packets pushed so far.
     pub fn packets(&self) -> u64 {
         self.packets
@@ -235,7 +249,8 @@ impl<'h> Outbox<'h> {
     }
 
     fn hand_over(&mut self, i: usize) -> bool {
-        let full = std::mem::replace(&mut self.batches[i], Batch::unallocated());
+        let mut full = std::mem::replace(&mut self.batches[i], Batch::unallocated());
+        full.pass = self.pass;
         match self.handoff.hand(i, full, self.first_ts) {
             Some(fresh) => {
                 self.batches[i] = fresh;
@@ -296,6 +311,34 @@ mod tests {
         out.finish();
         let sizes: Vec<usize> = keep.0.iter().map(|(_, d)| d.len()).collect();
         assert_eq!(sizes, vec![crate::batch::BATCH_PACKETS, 600 - 512]);
+    }
+
+    #[test]
+    fn a_pass_end_splits_batches_when_asked_and_labels_them() {
+        #[derive(Default)]
+        struct Passes(Vec<(u64, Vec<u64>)>);
+        impl Handoff for Passes {
+            fn hand(&mut self, _: usize, b: Batch, _: Option<u64>) -> Option<Batch> {
+                self.0
+                    .push((b.pass, b.entries.iter().map(|e| e.due.0).collect()));
+                Some(Batch::new())
+            }
+        }
+        for split in [true, false] {
+            let mut g = Passes::default();
+            let mut out = Outbox::new(1, rules(None), &mut g);
+            out.push(Lane(0), Nanos(0), |b| b.push(1));
+            out.push(Lane(0), Nanos(1), |b| b.push(1));
+            assert!(out.end_pass(split));
+            out.push(Lane(0), Nanos(2), |b| b.push(1));
+            out.finish();
+            let want = if split {
+                vec![(0, vec![0, 1]), (1, vec![2])]
+            } else {
+                vec![(1, vec![0, 1, 2])]
+            };
+            assert_eq!(g.0, want, "split {split}");
+        }
     }
 
     #[test]

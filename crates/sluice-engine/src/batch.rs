@@ -4,6 +4,7 @@
 
 use crate::config::EngineConfig;
 use crate::io::{self, IoContext, IoOutcome, PRIME_BATCHES};
+use crate::passes::PassBoard;
 use crate::run::{EngineError, Pipeline, Run};
 use crate::stats::{Observer, Summary};
 use crate::tx::BatchFeed;
@@ -62,6 +63,7 @@ pub(crate) fn run_source_on(
         lanes: Vec::new(),
         free: None,
         io: None,
+        pass_board: None,
     };
     Run::execute(pipeline, sinks, cfg, observer, clocks)
 }
@@ -79,6 +81,8 @@ struct BatchPipeline<'a> {
     /// thread sees the channel close once every TX thread is gone.
     free: Option<Sender<Batch>>,
     io: Option<thread::JoinHandle<Result<IoOutcome, sluice_source::SourceError>>>,
+    /// Per-pass statistics, when asked for and the source has passes.
+    pass_board: Option<Arc<PassBoard>>,
 }
 
 /// No rescue board (the trait's default): each flow stays on its TX
@@ -115,6 +119,8 @@ impl Pipeline for BatchPipeline<'_> {
             self.lanes.push(Some(r));
         }
         self.free = Some(free_tx);
+        let repeats = cfg.passes != 1 && source.pass_period().is_some();
+        self.pass_board = (cfg.pass_stats && repeats).then(|| Arc::new(PassBoard::new(lanes)));
         // A live source stamps arrivals on the run's clock from its start.
         source.begin(&RunContext {
             clock,
@@ -136,6 +142,7 @@ impl Pipeline for BatchPipeline<'_> {
                 max_due: cfg.duration,
             },
             passes: cfg.passes,
+            pass_board: self.pass_board.clone(),
             preload_budget: cfg.preload.then(|| {
                 cfg.preload_budget
                     .unwrap_or_else(io::default_preload_budget)
@@ -161,10 +168,15 @@ impl Pipeline for BatchPipeline<'_> {
         } else {
             self.free.clone()
         };
-        BatchFeed {
-            batches: self.lanes[i].take().expect("one feed per lane"),
-            free: free.expect("one feed per lane"),
-        }
+        BatchFeed::new(
+            self.lanes[i].take().expect("one feed per lane"),
+            free.expect("one feed per lane"),
+            self.pass_board.clone().map(|b| (b, i)),
+        )
+    }
+
+    fn passes(&self) -> Option<Arc<PassBoard>> {
+        self.pass_board.clone()
     }
 
     fn tally(_feed: BatchFeed) {}

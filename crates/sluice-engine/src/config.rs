@@ -69,6 +69,9 @@ pub struct EngineConfig {
     /// at once: how workers of a distributed run start together. An instant
     /// already past starts at once.
     pub start_at: Option<u64>,
+    /// Report each pass of a source read more than once (`Observer::pass`).
+    /// Batches then end at pass ends: a partial batch per lane and pass.
+    pub pass_stats: bool,
 }
 
 impl Default for EngineConfig {
@@ -89,6 +92,7 @@ impl Default for EngineConfig {
             topspeed: false,
             preload_budget: None,
             start_at: None,
+            pass_stats: false,
         }
     }
 }

@@ -8,6 +8,7 @@
 //! no copying while the clock runs (tcpreplay's `--preload-pcap`). Both are
 //! the engine's, for any source with passes; the source only produces.
 
+use crate::passes::PassBoard;
 use crossbeam_channel::{Receiver, Sender, TryRecvError, TrySendError};
 use sluice_core::{Batch, Handoff, Nanos, Outbox, OutboxRules, Work};
 use sluice_source::{End, Origin, Source, SourceError, SourceReport};
@@ -36,6 +37,8 @@ pub(crate) struct IoContext {
     /// Keep the first pass in memory and repeat it from there, within this
     /// many bytes (None: stream).
     pub preload_budget: Option<u64>,
+    /// Where pass ends are recorded, for per-pass statistics.
+    pub pass_board: Option<Arc<PassBoard>>,
 }
 
 /// What the IO thread reports at the end.
@@ -56,8 +59,10 @@ pub(crate) fn run(cx: IoContext) -> Result<IoOutcome, SourceError> {
         rules,
         passes,
         preload_budget,
+        pass_board,
     } = cx;
     let lanes = to_tx.len();
+    let split = pass_board.is_some();
     let feed = RefCell::new(Feeder {
         to_tx,
         free,
@@ -76,6 +81,8 @@ pub(crate) fn run(cx: IoContext) -> Result<IoOutcome, SourceError> {
         }),
         kept: Vec::new(),
         notes: Vec::new(),
+        handed_to: vec![0; lanes],
+        pass_board,
     });
     if source.origin() == Origin::Live {
         // Nothing to prefetch: the run starts at once (its start is
@@ -100,11 +107,17 @@ pub(crate) fn run(cx: IoContext) -> Result<IoOutcome, SourceError> {
                 done += 1;
             }
             let more = end == End::Pass && (passes == 0 || done < passes) && !out.stopped();
+            let preloading = feed.borrow().preload.is_some();
+            if end == End::Pass && !preloading {
+                // Every frame of the pass is handed over (with `split`).
+                out.end_pass(split);
+                feed.borrow().pass_ended(done - 1);
+            }
             if !more {
                 out.finish();
                 return Ok(0);
             }
-            if feed.borrow().preload.is_some() {
+            if preloading {
                 // The first pass is in memory: every pass goes from there.
                 out.finish();
                 let period = source.pass_period().unwrap_or(0.0);
@@ -220,6 +233,9 @@ struct Feeder {
     kept: Vec<(usize, Arc<Batch>)>,
     /// What the summary should mention.
     notes: Vec<String>,
+    /// Frames handed to each lane so far.
+    handed_to: Vec<u64>,
+    pass_board: Option<Arc<PassBoard>>,
 }
 
 /// A first pass being kept in memory.
@@ -318,6 +334,13 @@ impl Feeder {
         fresh
     }
 
+    /// Records that pass `pass` ended, with every frame of it handed over.
+    fn pass_ended(&self, pass: u64) {
+        if let Some(b) = &self.pass_board {
+            b.ended(pass, &self.handed_to);
+        }
+    }
+
     /// Sends kept batches (a first pass) as they are.
     fn send_cached(&mut self, batches: &[(usize, Arc<Batch>)]) {
         for (i, b) in batches {
@@ -325,6 +348,7 @@ impl Feeder {
                 batch: b.clone(),
                 offset: Nanos(0),
                 take: b.len(),
+                pass: 0,
             };
             if !self.send(*i, w) {
                 return;
@@ -344,6 +368,7 @@ impl Feeder {
     /// far later than asked, and the packets due meanwhile are late. Each
     /// source was measured both ways (see docs/BENCHMARKS.md).
     fn send(&mut self, i: usize, work: Work) -> bool {
+        let frames = work.parts().2.len() as u64;
         let sent = if self.nap_when_full {
             let mut work = work;
             let mut nap = Nap::new();
@@ -364,6 +389,7 @@ impl Feeder {
             self.gone = true;
             return false;
         }
+        self.handed_to[i] += frames;
         self.handed += 1;
         true
     }
@@ -389,6 +415,7 @@ impl Feeder {
             return 0;
         };
         self.send_cached(&p.batches);
+        self.pass_ended(0);
         self.prime();
         let cache = &p.batches;
         let mut left = plan.limit.map(|l| l.saturating_sub(first_pass));
@@ -417,6 +444,7 @@ impl Feeder {
                             batch: b.clone(),
                             offset,
                             take,
+                            pass,
                         },
                     )
                 {
@@ -426,6 +454,7 @@ impl Feeder {
                     break 'passes pass - 1; // a limit or the duration ends the run here
                 }
             }
+            self.pass_ended(pass);
             pass += 1;
         };
         // Kept until the TX threads are done (freed by the IO thread).

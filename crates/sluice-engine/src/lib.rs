@@ -20,6 +20,7 @@ mod config;
 #[cfg(test)]
 mod harness;
 mod io;
+mod passes;
 mod run;
 pub mod series;
 mod stats;
@@ -30,7 +31,9 @@ pub use batch::run_source;
 pub use config::{ClockChoice, EngineConfig};
 pub use run::EngineError;
 pub use series::{run_series, SeriesConfig, SeriesPayload};
-pub use stats::{duration, FlowStats, IntervalStats, Observer, RunTiming, SeriesSummary, Summary};
+pub use stats::{
+    duration, FlowStats, IntervalStats, Observer, PassStats, RunTiming, SeriesSummary, Summary,
+};
 pub use tsc::{ClockReport, TscClock};
 
 /// Runs side by side, four spinning TX threads would share two CPUs and

@@ -120,6 +120,11 @@ pub(crate) trait Pipeline {
     /// Adds the pipeline's per-flow statistics to an interval.
     fn interval(&self, _stats: &mut IntervalStats) {}
 
+    /// Where per-pass statistics meet, if this run keeps them.
+    fn passes(&self) -> Option<Arc<crate::passes::PassBoard>> {
+        None
+    }
+
     /// Joins the helper threads once the TX threads are done, fills the
     /// pipeline's part of `summary` and returns its warnings; the first
     /// helper error otherwise. `rescued`: packets sent by another TX
@@ -211,7 +216,10 @@ impl<'a> Run<'a> {
             })?);
         }
         run.release();
-        let hist = run.aggregate(&txs, observer, &mut |s| pipeline.interval(s));
+        let passes = pipeline.passes();
+        let hist = run.aggregate(&txs, observer, passes.as_deref(), &mut |s| {
+            pipeline.interval(s)
+        });
         let outs = join(txs, "TX")?;
         let interrupted = cfg.stop.load(Ordering::Relaxed);
         let mut reports = Vec::with_capacity(n);
@@ -317,6 +325,7 @@ impl<'a> Run<'a> {
         &self,
         txs: &[thread::JoinHandle<T>],
         observer: &mut dyn Observer,
+        passes: Option<&crate::passes::PassBoard>,
         extra: &mut dyn FnMut(&mut IntervalStats),
     ) -> ErrorHistogram {
         let finished = || txs.iter().all(|h| h.is_finished());
@@ -326,7 +335,7 @@ impl<'a> Run<'a> {
             self.cfg,
             self.start,
             &|| self.now(),
-            observer,
+            (observer, passes),
             extra,
         )
     }
@@ -422,7 +431,7 @@ pub(crate) fn aggregate(
     cfg: &EngineConfig,
     start: MonoTime,
     now: &dyn Fn() -> MonoTime,
-    observer: &mut dyn Observer,
+    (observer, passes): (&mut dyn Observer, Option<&crate::passes::PassBoard>),
     extra: &mut dyn FnMut(&mut IntervalStats),
 ) -> ErrorHistogram {
     let mut total_hist = ErrorHistogram::new();
@@ -466,6 +475,11 @@ pub(crate) fn aggregate(
             last = cur;
             last_t = t;
             next = t + cfg.stats_interval;
+        }
+        // Each pass as soon as every TX thread is done with it; at the end,
+        // what a limit, the duration or a stop cut short.
+        for p in passes.map(|b| b.take(done)).unwrap_or_default() {
+            observer.pass(&p);
         }
         if done {
             return total_hist;

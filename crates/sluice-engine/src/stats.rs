@@ -186,9 +186,39 @@ pub struct FlowStats {
     pub dropped: u64,
 }
 
+/// One pass of a source read several times (`--loop`): a `--stats-json`
+/// line once every TX thread is done with it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PassStats {
+    /// 0-based, as `--unique-ip` counts passes.
+    pub pass: u64,
+    /// False for a pass a limit, the duration or a stop cut short.
+    pub complete: bool,
+    pub packets: u64,
+    #[serde(rename = "frame_bytes")]
+    pub bytes: u64,
+    pub late: u64,
+    pub dropped: u64,
+    /// Frames the sink refused (longer or shorter than the link takes).
+    pub refused: u64,
+    /// First and last send of the pass, seconds after the run's start.
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Rates between its first and last send; null under 1 ms or for one
+    /// packet.
+    pub pps: Option<f64>,
+    pub bps: Option<f64>,
+    /// ε of its packets (null at top speed).
+    pub eps_mean_ns: Option<f64>,
+    pub eps_max_ns: Option<i64>,
+}
+
 /// Receives progress while a run goes on.
 pub trait Observer {
     fn interval(&mut self, stats: &IntervalStats);
+    /// A pass of the source is done (only where per-pass statistics were
+    /// asked for: `EngineConfig::pass_stats`).
+    fn pass(&mut self, _stats: &PassStats) {}
     /// Whether intervals should carry per-flow statistics (time-series
     /// play). With millions of flows they take the aggregator a while to
     /// gather, so a status line alone goes without them.

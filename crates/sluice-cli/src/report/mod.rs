@@ -114,6 +114,7 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
     let text = sluice_source::text::read_bounded(path, 1 << 30)
         .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?;
     let mut rows = Vec::new();
+    let mut passes = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -121,7 +122,12 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
         let v: Value = serde_json::from_str(line)
             .map_err(|e| bad_input(anyhow!("{}: line {}: {e}", path.display(), i + 1)))?;
         let tag = crate::json::Kind::Interval.tag();
-        if v.get("schema").and_then(Value::as_str) != Some(tag) || num(&v, "t").is_none() {
+        let schema = v.get("schema").and_then(Value::as_str);
+        if schema == Some(crate::json::Kind::Pass.tag()) && num(&v, "pass").is_some() {
+            passes.push(v);
+            continue;
+        }
+        if schema != Some(tag) || num(&v, "t").is_none() {
             return Err(bad_input(anyhow!(
                 "{}: line {}: not a --stats-json line (\"schema\": \"{tag}\" expected)",
                 path.display(),
@@ -130,11 +136,15 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
         }
         rows.push(v);
     }
-    if rows.is_empty() {
+    if rows.is_empty() && passes.is_empty() {
         return Err(bad_input(anyhow!(
             "{}: no --stats-json lines",
             path.display()
         )));
+    }
+    if rows.is_empty() {
+        // A run shorter than its first interval line: its passes alone.
+        return Ok(format!("<h2>Passes</h2>\n{}", pass_table(&passes)));
     }
     let t = |v: &Value| num(v, "t").unwrap_or(0.0);
     let series = |k: &str, scale: f64| -> Vec<(f64, f64)> {
@@ -217,7 +227,49 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
     } else {
         out += "<p>No ε in these lines (top speed, or nothing sent).</p>\n";
     }
+    if !passes.is_empty() {
+        out += "<h2>Passes</h2>\n";
+        out += &pass_table(&passes);
+    }
     Ok(out)
+}
+
+/// One row per pass line (`--loop`): what each pass sent and how well.
+fn pass_table(passes: &[Value]) -> String {
+    let f = |v: &Value, k: &str, scale: f64, digits: usize| {
+        num(v, k).map_or("–".into(), |x| format!("{:.*}", digits, x * scale))
+    };
+    let rows: Vec<Vec<String>> = passes
+        .iter()
+        .map(|p| {
+            let complete = p.get("complete").and_then(Value::as_bool) == Some(true);
+            vec![
+                f(p, "pass", 1.0, 0),
+                if complete { "yes" } else { "cut short" }.into(),
+                f(p, "packets", 1.0, 0),
+                f(p, "start_s", 1.0, 3),
+                f(p, "end_s", 1.0, 3),
+                f(p, "pps", 1.0, 0),
+                f(p, "bps", 1e-6, 1),
+                f(p, "late", 1.0, 0),
+                f(p, "eps_max_ns", 1e-3, 1),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "pass",
+            "complete",
+            "packets",
+            "first send s",
+            "last send s",
+            "pps",
+            "Mbit/s",
+            "late",
+            "ε max µs",
+        ],
+        &rows,
+    )
 }
 
 /// Rate over time, inter-arrival times and, with a reference, the

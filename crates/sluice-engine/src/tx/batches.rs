@@ -4,8 +4,10 @@
 
 use super::core::{TxCore, Verdict};
 use super::send::{Feed, Next, Unit};
+use crate::passes::{PassBoard, PassTally};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use sluice_core::{Batch, Nanos, Work};
+use std::sync::Arc;
 
 impl Unit for Work {
     #[inline(always)]
@@ -48,6 +50,27 @@ fn batch(work: &Work) -> &Batch {
 pub(crate) struct BatchFeed {
     pub batches: Receiver<Work>,
     pub free: Sender<Batch>,
+    /// Per-pass statistics: the board and this feed's lane.
+    pub passes: Option<(Arc<PassBoard>, usize)>,
+    /// The current unit's frames handled and what they did.
+    pub handled: u64,
+    pub tally: PassTally,
+}
+
+impl BatchFeed {
+    pub fn new(
+        batches: Receiver<Work>,
+        free: Sender<Batch>,
+        passes: Option<(Arc<PassBoard>, usize)>,
+    ) -> Self {
+        BatchFeed {
+            batches,
+            free,
+            passes,
+            handled: 0,
+            tally: PassTally::default(),
+        }
+    }
 }
 
 impl Feed for BatchFeed {
@@ -74,6 +97,11 @@ impl Feed for BatchFeed {
     }
 
     fn recycle(&mut self, work: Work) {
+        if let Some((board, lane)) = &self.passes {
+            board.done(*lane, work.pass(), self.handled, &self.tally);
+            self.handled = 0;
+            self.tally = PassTally::default();
+        }
         if let Work::Owned(batch) = work {
             let _ = self.free.send(batch);
         }
@@ -81,13 +109,19 @@ impl Feed for BatchFeed {
 
     #[inline(always)]
     fn send(&mut self, core: &mut TxCore, work: &Work, i: usize, verdict: Verdict) {
+        let tracked = self.passes.is_some();
+        if tracked {
+            self.handled += 1;
+        }
         let Verdict::Send { eps } = verdict else {
             core.dropped();
+            self.tally.dropped += u64::from(tracked);
             return;
         };
         let batch = batch(work);
         let frame = batch.frame(&batch.entries[i]);
         let stamp = core.stamp();
+        let at = core.due_now();
         let port = batch.port(i);
         let sent = if port == 0 {
             core.sink.send(frame, stamp)
@@ -96,11 +130,17 @@ impl Feed for BatchFeed {
         };
         match sent {
             Ok(()) => {
-                core.sent(eps, frame.len());
+                let late = core.sent(eps, frame.len());
+                if tracked {
+                    let eps = (!core.topspeed).then_some((eps, late));
+                    self.tally.sent(at, frame.len(), eps);
+                }
             }
             Err(err) => {
                 // Refused, not sent: ε is not recorded, the clock moves on.
-                if !core.failed(err) && !core.topspeed {
+                let fatal = core.failed(err);
+                self.tally.refused += u64::from(tracked && !fatal);
+                if !fatal && !core.topspeed {
                     core.now = core.waiter.now();
                 }
             }
