@@ -39,6 +39,7 @@ mod matching;
 pub mod pacing;
 mod report;
 mod stats;
+pub mod streams;
 
 pub use analyze::{analyze, analyze_with, Options};
 pub use compare::Comparison;

@@ -14,6 +14,8 @@ pub enum Kind {
     Interval,
     /// A `--stats-json` line at the end of each pass (`--loop`).
     Pass,
+    /// `sluice rx`: a `--stats-json` line or its `--summary-json`.
+    Rx,
     /// `analyze --json`.
     Analysis,
     /// `analyze --gap|--gaps --json`.
@@ -41,6 +43,7 @@ impl Kind {
             Kind::Summary => "sluice.summary/2",
             Kind::Interval => "sluice.interval/1",
             Kind::Pass => "sluice.pass/1",
+            Kind::Rx => "sluice.rx/1",
             Kind::Analysis => "sluice.analysis/1",
             Kind::GapErrors => "sluice.gap-errors/1",
             Kind::Flows => "sluice.flows/1",
@@ -66,7 +69,8 @@ struct Tagged<'a, T: Serialize> {
 
 impl<'a, T: Serialize> Tagged<'a, T> {
     fn new(kind: Kind, body: &'a T) -> Self {
-        let run = matches!(kind, Kind::Summary | Kind::Interval | Kind::Pass).then(run_info);
+        let run =
+            matches!(kind, Kind::Summary | Kind::Interval | Kind::Pass | Kind::Rx).then(run_info);
         Tagged {
             schema: kind.tag(),
             run,

@@ -166,6 +166,7 @@ fn main() -> ExitCode {
         args::Command::Control(a) => cmd::distributed::control(a),
         args::Command::Keygen(a) => cmd::distributed::keygen(a),
         args::Command::Prep(a) => cmd::prep::run(a),
+        args::Command::Rx(a) => cmd::rx::run(a),
         args::Command::Completions(a) => cmd::docs::completions(a),
         args::Command::Man(a) => cmd::docs::man(a),
     };

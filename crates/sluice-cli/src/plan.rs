@@ -7,7 +7,7 @@ use crate::dest::{self, Dest};
 use crate::progress::Progress;
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
-use sluice_engine::{EngineConfig, EngineError, Summary};
+use sluice_engine::{EngineConfig, EngineError, RxStampMode, Summary};
 use sluice_sink::{
     AfPacketSink, DualSink, NullSink, PcapSink, Sink, SinkError, SinkSpec, UdpSink, XdpSink,
 };
@@ -253,6 +253,10 @@ fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
         topspeed,
         // A pass line goes where the interval lines go.
         pass_stats: o.stats_json.is_some(),
+        rx_stamp: o.rx_stamp.as_deref().map(|m| match m {
+            "append" => RxStampMode::Append,
+            _ => RxStampMode::Replace,
+        }),
         ..EngineConfig::default()
     }
 }

@@ -867,3 +867,54 @@ fn a_looped_replay_reports_each_pass_in_its_stats_lines() {
     let (p, _) = passes(&["--to", "null"]);
     assert!(p.is_empty(), "one pass, no pass line: {p:?}");
 }
+
+/// `--rx-stamp`: `append` grows every frame by the 24-byte stamp and
+/// `replace` writes over the payload's end; either way the stamps number
+/// the frames 0, 1, ... in one stream with departures in order, and every
+/// checksum stays right (checked here, and by tshark where present).
+/// `replace` leaves frames with too short a payload unstamped, and says so.
+#[test]
+fn rx_stamps_number_frames_and_keep_checksums() {
+    use sluice_wire::rxstamp::{read, RX_STAMP_LEN};
+    let d = tmpdir("rx-stamp");
+    let (short, long, out) = (d.join("s.pcap"), d.join("l.pcap"), d.join("o.pcap"));
+    // Checksums right to begin with (and a UDP checksum to update).
+    let valid = |path: &std::path::Path, len: usize| {
+        let frames: Vec<(u64, Vec<u8>)> = (0..50u64)
+            .map(|i| {
+                let mut f = frame(i, len);
+                let c = sluice_wire::ipv4_header_checksum(&f[14..34]);
+                f[24..26].copy_from_slice(&c.to_be_bytes());
+                assert!(sluice_wire::complete_checksum(&mut f));
+                (i * 10_000, f)
+            })
+            .collect();
+        write_frames(path, &frames);
+    };
+    valid(&short, 60); // 18 payload bytes
+    valid(&long, 200);
+    for (input, mode, grow) in [(&short, "append", RX_STAMP_LEN), (&long, "replace", 0)] {
+        let o = replay_to_pcap(input, &out, &["--rx-stamp", mode]);
+        assert!(o.status.success(), "{mode}: {}", stderr(&o));
+        let (sent, got) = (frames_of(input), read_all(&out));
+        assert_eq!(got.len(), sent.len());
+        let mut last_tx = 0;
+        for (k, ((_, f), s)) in got.iter().zip(&sent).enumerate() {
+            assert_eq!(f.len(), s.len() + grow, "{mode}");
+            sluice_wire::verify_checksums(f).unwrap_or_else(|e| panic!("{mode} {k}: {e:?}"));
+            let st = read(f).unwrap_or_else(|| panic!("{mode}: frame {k} unstamped"));
+            assert_eq!((st.stream, st.seq), (0, k as u64), "{mode}");
+            assert!(st.tx_ns >= last_tx, "{mode}: departures in order");
+            last_tx = st.tx_ns;
+            // Link header and addresses are the trace's.
+            assert_eq!((&f[..14], &f[26..34]), (&s[..14], &s[26..34]), "{mode}");
+        }
+    }
+    let o = replay_to_pcap(&short, &out, &["--rx-stamp", "replace"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("50 frames left without a stamp"),
+        "{}",
+        stderr(&o)
+    );
+}

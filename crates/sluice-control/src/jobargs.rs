@@ -26,6 +26,7 @@ const RUN: &[(&str, bool)] = &[
     ("xdp-mode", true),
     ("tx-queues", true),
     ("launch-time", true),
+    ("rx-stamp", true),
     ("quiet", false),
     ("drift", true),
     ("late-threshold", true),

@@ -102,6 +102,7 @@ pub struct Outbox<'h> {
     span: Option<Nanos>,
     limit: Option<u64>,
     max_due: Option<Nanos>,
+    grow: Option<fn(&mut Vec<u8>, usize)>,
     packets: u64,
     first_ts: Option<u64>,
     stopped: bool,
@@ -110,7 +111,7 @@ pub struct Outbox<'h> {
 }
 
 /// How an [`Outbox`] batches and when it ends the stream.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct OutboxRules {
     /// Hand a batch over before a packet due more than this after its first
     /// frame (None: only when full, for top speed).
@@ -119,6 +120,9 @@ pub struct OutboxRules {
     pub limit: Option<u64>,
     /// End the stream at the first packet due later than this.
     pub max_due: Option<Nanos>,
+    /// Applied to each frame once written (`data`, the frame's start in
+    /// it): how the engine grows frames for what it adds as they leave.
+    pub grow: Option<fn(&mut Vec<u8>, usize)>,
 }
 
 impl<'h> Outbox<'h> {
@@ -132,6 +136,7 @@ impl<'h> Outbox<'h> {
             span: rules.span,
             limit: rules.limit,
             max_due: rules.max_due,
+            grow: rules.grow,
             packets: 0,
             first_ts: None,
             stopped: false,
@@ -186,6 +191,9 @@ impl<'h> Outbox<'h> {
         let b = &mut self.batches[i];
         let offset = b.data.len();
         write(&mut b.data);
+        if let Some(grow) = self.grow {
+            grow(&mut b.data, offset);
+        }
         b.commit(offset, at);
         if spacing != 0 {
             b.set_last_spacing(spacing);

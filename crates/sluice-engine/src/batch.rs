@@ -2,12 +2,12 @@
 //! the source into batches (`io.rs`), each TX thread sends its lane's
 //! batches as they come ([`BatchFeed`]) and hands them back for reuse.
 
-use crate::config::EngineConfig;
+use crate::config::{EngineConfig, RxStampMode};
 use crate::io::{self, IoContext, IoOutcome, PRIME_BATCHES};
 use crate::passes::PassBoard;
 use crate::run::{EngineError, Pipeline, Run};
 use crate::stats::{Observer, Summary};
-use crate::tx::BatchFeed;
+use crate::tx::{BatchFeed, Stamper};
 use crossbeam_channel::{Receiver, Sender};
 use sluice_core::{Batch, Fates, MonoTime, MonotonicClock, Nanos, OutboxRules, VirtualClock, Work};
 use sluice_sink::Sink;
@@ -64,6 +64,7 @@ pub(crate) fn run_source_on(
         free: None,
         io: None,
         pass_board: None,
+        clock: None,
     };
     Run::execute(pipeline, sinks, cfg, observer, clocks)
 }
@@ -83,13 +84,16 @@ struct BatchPipeline<'a> {
     io: Option<thread::JoinHandle<Result<IoOutcome, sluice_source::SourceError>>>,
     /// Per-pass statistics, when asked for and the source has passes.
     pass_board: Option<Arc<PassBoard>>,
+    /// The run's clock, for the receive stamps' departure times.
+    clock: Option<MonotonicClock>,
 }
 
 /// No rescue board (the trait's default): each flow stays on its TX
 /// thread, in order (see `tx/board.rs`).
 impl Pipeline for BatchPipeline<'_> {
     type Feed = BatchFeed;
-    type Tally = ();
+    /// Frames that left without a receive stamp.
+    type Tally = u64;
     const OVERSIZE: &'static str = "frames were larger than the interface accepts";
 
     fn live(&self) -> bool {
@@ -119,6 +123,7 @@ impl Pipeline for BatchPipeline<'_> {
             self.lanes.push(Some(r));
         }
         self.free = Some(free_tx);
+        self.clock = Some(clock);
         let repeats = cfg.passes != 1 && source.pass_period().is_some();
         self.pass_board = (cfg.pass_stats && repeats).then(|| Arc::new(PassBoard::new(lanes)));
         // A live source stamps arrivals on the run's clock from its start.
@@ -140,6 +145,8 @@ impl Pipeline for BatchPipeline<'_> {
                 span: (!cfg.topspeed).then_some(BATCH_SPAN),
                 limit: cfg.limit,
                 max_due: cfg.duration,
+                grow: (cfg.rx_stamp == Some(RxStampMode::Append))
+                    .then_some(sluice_wire::rxstamp::append_room as fn(&mut Vec<u8>, usize)),
             },
             passes: cfg.passes,
             pass_board: self.pass_board.clone(),
@@ -168,22 +175,29 @@ impl Pipeline for BatchPipeline<'_> {
         } else {
             self.free.clone()
         };
-        BatchFeed::new(
+        let mut feed = BatchFeed::new(
             self.lanes[i].take().expect("one feed per lane"),
             free.expect("one feed per lane"),
             self.pass_board.clone().map(|b| (b, i)),
-        )
+        );
+        if self.cfg.rx_stamp.is_some() {
+            let clock = self.clock.expect("primed first");
+            feed.stamper = Some(Stamper::new(i as u32, &clock));
+        }
+        feed
     }
 
     fn passes(&self) -> Option<Arc<PassBoard>> {
         self.pass_board.clone()
     }
 
-    fn tally(_feed: BatchFeed) {}
+    fn tally(feed: BatchFeed) -> u64 {
+        feed.stamper.map_or(0, |s| s.unstamped)
+    }
 
     fn finish(
         self,
-        _tallies: Vec<()>,
+        tallies: Vec<u64>,
         _rescued: Option<u64>,
         summary: &mut Summary,
     ) -> Result<Vec<String>, EngineError> {
@@ -201,6 +215,13 @@ impl Pipeline for BatchPipeline<'_> {
             .map(|(k, v)| (k.to_string(), *v))
             .collect();
         let mut warnings = Vec::new();
+        let unstamped: u64 = tallies.iter().sum();
+        if unstamped > 0 {
+            warnings.push(format!(
+                "--rx-stamp: {unstamped} frames left without a stamp (not TCP, UDP or ICMP, \
+                 a fragment, or under 24 payload bytes with `replace`): a receiver does not count them"
+            ));
+        }
         if let Some(t) = &report.truncation {
             warnings.push(format!("{t} (the packets before it were sent)"));
         }

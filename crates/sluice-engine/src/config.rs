@@ -72,6 +72,18 @@ pub struct EngineConfig {
     /// Report each pass of a source read more than once (`Observer::pass`).
     /// Batches then end at pass ends: a partial batch per lane and pass.
     pub pass_stats: bool,
+    /// `--rx-stamp`: each frame leaves with a receive stamp (stream,
+    /// sequence, departure) at the end of its payload.
+    pub rx_stamp: Option<RxStampMode>,
+}
+
+/// Where a receive stamp goes (see `sluice_wire::rxstamp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxStampMode {
+    /// Over the last 24 payload bytes (frames with fewer go unstamped).
+    Replace,
+    /// In 24 bytes added to the payload.
+    Append,
 }
 
 impl Default for EngineConfig {
@@ -93,6 +105,7 @@ impl Default for EngineConfig {
             preload_budget: None,
             start_at: None,
             pass_stats: false,
+            rx_stamp: None,
         }
     }
 }

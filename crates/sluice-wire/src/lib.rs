@@ -7,6 +7,8 @@
 //!   with the length fields and checksums fixed up, plus a checksum verifier.
 //! * [`ethernet`]: synthesize an Ethernet header for captures taken on other
 //!   link types (raw IP, Linux cooked, BSD loopback).
+//! * [`rxstamp`]: the receive stamp (stream, sequence, departure) a
+//!   receiver counts loss, reordering and one-way latency by.
 //! * [`tunnel`]: where VXLAN, GRE, GTP-U and IP-in-IP carry their packet,
 //!   so the header rewrite can reach it.
 //! * [`flow`]: a symmetric, stable flow hash for spreading frames over
@@ -29,6 +31,7 @@ pub mod flowpkt;
 pub mod layers;
 pub mod payload;
 pub mod rewrite;
+pub mod rxstamp;
 pub mod tunnel;
 pub mod udp4;
 

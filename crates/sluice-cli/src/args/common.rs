@@ -47,6 +47,9 @@ pub struct RunOpts {
     #[arg(long, value_parser = named::<LaunchTime>(LaunchTime::NAMES), default_value_t = LaunchTime::default())]
     pub launch_time: LaunchTime,
 
+    /// Put a receive stamp (stream, sequence, departure time; 24 bytes) at the end of each frame's payload, over its last bytes or in bytes added, for a receiver (`sluice rx`) to count loss, reordering and one-way latency.
+    #[arg(long, value_name = "replace|append", value_parser = ["replace", "append"])]
+    pub rx_stamp: Option<String>,
     /// Write one JSON object per second to PATH (- for stdout).
     #[arg(long)]
     pub stats_json: Option<String>,

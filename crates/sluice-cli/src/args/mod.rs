@@ -17,6 +17,7 @@ mod prep;
 mod profile;
 mod replay;
 mod report;
+mod rx;
 mod select;
 mod series;
 mod split;
@@ -38,6 +39,7 @@ pub use profile::{
 };
 pub use replay::ReplayArgs;
 pub use report::ReportArgs;
+pub use rx::RxArgs;
 pub use series::{ConvertArgs, DumpArgs, PlayArgs, SeriesArgs, SeriesCommand};
 
 use clap::{Parser, Subcommand};
@@ -90,6 +92,11 @@ pub enum Command {
     /// client. With --return, frames arriving on an interface are handed
     /// back to the clients, so a simulated sender can run closed-loop.
     Inject(Box<InjectArgs>),
+    /// Receive stamped frames (--rx-stamp) on an interface: per stream, frames received, lost, duplicated and reordered, one-way latency and jitter.
+    ///
+    /// Run it on the far side of the device under test, in another network
+    /// namespace or on another host (with synchronised clocks for latency).
+    Rx(RxArgs),
     /// Serve as a worker of distributed runs: a controller holding a certificate of the same CA hands it tasks.
     Worker(WorkerArgs),
     /// Drive workers: run a plan's job split over several hosts, started together on corrected clocks.

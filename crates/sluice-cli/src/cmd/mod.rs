@@ -17,5 +17,6 @@ pub mod pace;
 pub mod prep;
 pub mod profile;
 pub mod replay;
+pub mod rx;
 pub mod series;
 mod series_play;

@@ -98,6 +98,7 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
         xdp_mode: Default::default(),
         tx_queues: None,
         launch_time: sluice_sink::LaunchTime::Off,
+        rx_stamp: None,
         stats_json: None,
         summary_json: None,
         quiet: true,

@@ -55,6 +55,55 @@ pub(crate) struct BatchFeed {
     /// The current unit's frames handled and what they did.
     pub handled: u64,
     pub tally: PassTally,
+    /// `--rx-stamp`: stamps each frame as it leaves.
+    pub stamper: Option<Stamper>,
+}
+
+/// Writes receive stamps (`sluice_wire::rxstamp`) into frames as they
+/// leave: one stream per TX thread and port, numbered in send order, the
+/// departure the pacer released the frame at, on the realtime clock.
+pub(crate) struct Stamper {
+    lane: u32,
+    seq: [u64; 2],
+    /// CLOCK_REALTIME − the run's monotonic clock, in ns.
+    realtime_offset: i128,
+    scratch: Vec<u8>,
+    pub unstamped: u64,
+}
+
+impl Stamper {
+    pub fn new(lane: u32, clock: &sluice_core::MonotonicClock) -> Self {
+        use sluice_core::Clock;
+        let mono = i128::from(clock.now().0);
+        let real = i128::from(sluice_sys::clock::realtime_ns());
+        Stamper {
+            lane,
+            seq: [0; 2],
+            realtime_offset: real - mono,
+            scratch: Vec::with_capacity(2048),
+            unstamped: 0,
+        }
+    }
+
+    /// `frame` with its stamp, sent at `now` by `port`.
+    #[inline]
+    fn stamp(&mut self, frame: &[u8], now: sluice_core::MonoTime, port: u8) -> &[u8] {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(frame);
+        let Some(spot) = sluice_wire::rxstamp::spot(&self.scratch) else {
+            self.unstamped += 1;
+            return &self.scratch;
+        };
+        let p = usize::from(port.min(1));
+        let s = sluice_wire::rxstamp::RxStamp {
+            stream: self.lane + 256 * p as u32,
+            seq: self.seq[p],
+            tx_ns: (i128::from(now.0) + self.realtime_offset).max(0) as u64,
+        };
+        self.seq[p] += 1;
+        sluice_wire::rxstamp::write(&mut self.scratch, &spot, &s);
+        &self.scratch
+    }
 }
 
 impl BatchFeed {
@@ -69,6 +118,7 @@ impl BatchFeed {
             passes,
             handled: 0,
             tally: PassTally::default(),
+            stamper: None,
         }
     }
 }
@@ -119,10 +169,13 @@ impl Feed for BatchFeed {
             return;
         };
         let batch = batch(work);
-        let frame = batch.frame(&batch.entries[i]);
+        let port = batch.port(i);
+        let mut frame = batch.frame(&batch.entries[i]);
+        if let Some(st) = &mut self.stamper {
+            frame = st.stamp(frame, core.now, port);
+        }
         let stamp = core.stamp();
         let at = core.due_now();
-        let port = batch.port(i);
         let sent = if port == 0 {
             core.sink.send(frame, stamp)
         } else {

@@ -10,6 +10,6 @@ mod core;
 mod send;
 
 pub(crate) use self::core::{TxCore, TxReport, TxSetup, Verdict};
-pub(crate) use batches::BatchFeed;
+pub(crate) use batches::{BatchFeed, Stamper};
 pub(crate) use board::Board;
 pub(crate) use send::{Feed, Next, TxLoop, Unit};

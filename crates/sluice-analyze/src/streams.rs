@@ -1,0 +1,307 @@
+//! The receive side: per-stream counts of frames carrying a receive stamp
+//! (`sluice_wire::rxstamp`): received, lost, duplicated and reordered
+//! (RFC 4737), one-way latency (receive time − departure stamp) in a
+//! histogram, and interarrival jitter (RFC 3550 §6.4.1).
+//!
+//! Definitions, per stream, on sequence numbers:
+//! - a frame whose number was seen before (within the last
+//!   [`DUP_WINDOW`] numbers below the highest) is a **duplicate** and
+//!   counts nowhere else;
+//! - a frame numbered below the next expected one (the highest so far
+//!   plus one) is **reordered** (RFC 4737 §3.3, Type-P-Reordered);
+//! - **lost** = numbers from the lowest to the highest seen, less the
+//!   distinct numbers received: a frame still in flight at the end counts
+//!   as lost only if a later one arrived;
+//! - **jitter** J is smoothed |D| with D = (R_j − R_i) − (S_j − S_i) for
+//!   consecutive arrivals: J += (|D| − J) / 16.
+//!
+//! Memory is bounded: at most [`MAX_STREAMS`] streams are told apart
+//! (frames of further streams are counted together), each with a fixed
+//! window of sequence bits and one histogram.
+
+use serde::Serialize;
+use sluice_core::{Dist, ErrorHistogram};
+use sluice_wire::rxstamp::RxStamp;
+use std::collections::BTreeMap;
+
+/// Streams told apart; frames of further streams count in `other_streams`.
+pub const MAX_STREAMS: usize = 512;
+/// Sequence numbers below the highest kept to recognise duplicates.
+pub const DUP_WINDOW: u64 = 1 << 16;
+
+/// One stream's state.
+#[derive(Clone, Debug)]
+struct Stream {
+    received: u64,
+    duplicates: u64,
+    reordered: u64,
+    lowest: u64,
+    highest: u64,
+    /// Bit k: number `highest − k` was received (k < DUP_WINDOW).
+    seen: Vec<u64>,
+    latency: ErrorHistogram,
+    /// (receive, departure) of the last arrival, for jitter.
+    last: Option<(u64, u64)>,
+    jitter_ns: f64,
+    first_rx_ns: u64,
+    last_rx_ns: u64,
+}
+
+impl Stream {
+    fn new(seq: u64, rx_ns: u64) -> Self {
+        Stream {
+            received: 0,
+            duplicates: 0,
+            reordered: 0,
+            lowest: seq,
+            highest: seq,
+            seen: vec![0; (DUP_WINDOW / 64) as usize],
+            latency: ErrorHistogram::new(),
+            last: None,
+            jitter_ns: 0.0,
+            first_rx_ns: rx_ns,
+            last_rx_ns: rx_ns,
+        }
+    }
+
+    fn bit(&mut self, k: u64) -> (&mut u64, u64) {
+        let (w, b) = ((k / 64) as usize, k % 64);
+        (&mut self.seen[w], 1 << b)
+    }
+
+    /// Moves the window up by `by` numbers.
+    fn shift(&mut self, by: u64) {
+        if by >= DUP_WINDOW {
+            self.seen.iter_mut().for_each(|w| *w = 0);
+            return;
+        }
+        // Bit k moves to k + by: shift the bit vector towards higher k.
+        let words = (by / 64) as usize;
+        let bits = (by % 64) as u32;
+        let n = self.seen.len();
+        for i in (0..n).rev() {
+            let lo = i.checked_sub(words).map_or(0, |j| self.seen[j]);
+            let carry = if bits == 0 {
+                0
+            } else {
+                i.checked_sub(words + 1)
+                    .map_or(0, |j| self.seen[j] >> (64 - bits))
+            };
+            self.seen[i] = (lo << bits) | carry;
+        }
+    }
+
+    fn frame(&mut self, s: &RxStamp, rx_ns: u64) {
+        self.last_rx_ns = self.last_rx_ns.max(rx_ns);
+        self.first_rx_ns = self.first_rx_ns.min(rx_ns);
+        if self.received == 0 {
+            self.highest = s.seq;
+            self.lowest = s.seq;
+        } else if s.seq > self.highest {
+            self.shift(s.seq - self.highest);
+            self.highest = s.seq;
+        } else {
+            let k = self.highest - s.seq;
+            if k < DUP_WINDOW {
+                let (w, m) = self.bit(k);
+                if *w & m != 0 {
+                    self.duplicates += 1;
+                    return;
+                }
+            }
+            self.reordered += 1;
+            self.lowest = self.lowest.min(s.seq);
+        }
+        let k = self.highest - s.seq;
+        if k < DUP_WINDOW {
+            let (w, m) = self.bit(k);
+            *w |= m;
+        }
+        self.received += 1;
+        self.latency.record(rx_ns as i64 - s.tx_ns as i64);
+        if let Some((r, t)) = self.last {
+            let d = (rx_ns as i64 - r as i64) - (s.tx_ns as i64 - t as i64);
+            self.jitter_ns += (d.unsigned_abs() as f64 - self.jitter_ns) / 16.0;
+        }
+        self.last = Some((rx_ns, s.tx_ns));
+    }
+
+    fn lost(&self) -> u64 {
+        (self.highest - self.lowest + 1).saturating_sub(self.received)
+    }
+}
+
+/// What one stream did, as reported.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StreamReport {
+    pub stream: u32,
+    pub received: u64,
+    pub lost: u64,
+    pub duplicates: u64,
+    pub reordered: u64,
+    /// Lowest and highest sequence numbers received.
+    pub first_seq: u64,
+    pub last_seq: u64,
+    /// Receive time − departure stamp; `early` counts frames that arrived
+    /// before they left by the two clocks (an offset between hosts), whose
+    /// latency is recorded as 0.
+    pub latency: Dist,
+    pub early: u64,
+    /// RFC 3550 interarrival jitter, ns.
+    pub jitter_ns: f64,
+    /// First and last arrival, ns since the epoch.
+    pub first_rx_ns: u64,
+    pub last_rx_ns: u64,
+}
+
+/// Counts stamped frames by stream.
+#[derive(Debug, Default)]
+pub struct StreamCounter {
+    streams: BTreeMap<u32, Stream>,
+    /// Frames without a stamp.
+    pub unstamped: u64,
+    /// Stamped frames of streams past [`MAX_STREAMS`].
+    pub other_streams: u64,
+}
+
+impl StreamCounter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Counts `frame` (Ethernet), received at `rx_ns` (ns since the
+    /// epoch); true when it carried a stamp.
+    pub fn frame(&mut self, frame: &[u8], rx_ns: u64) -> bool {
+        match sluice_wire::rxstamp::read(frame) {
+            Some(s) => {
+                self.stamped(&s, rx_ns);
+                true
+            }
+            None => {
+                self.unstamped += 1;
+                false
+            }
+        }
+    }
+
+    /// Counts one stamp received at `rx_ns`.
+    pub fn stamped(&mut self, s: &RxStamp, rx_ns: u64) {
+        let full = self.streams.len() >= MAX_STREAMS;
+        match self.streams.get_mut(&s.stream) {
+            Some(st) => st.frame(s, rx_ns),
+            None if full => self.other_streams += 1,
+            None => self
+                .streams
+                .entry(s.stream)
+                .or_insert_with(|| Stream::new(s.seq, rx_ns))
+                .frame(s, rx_ns),
+        }
+    }
+
+    /// Stamped frames received (duplicates included).
+    pub fn frames(&self) -> u64 {
+        self.streams
+            .values()
+            .map(|s| s.received + s.duplicates)
+            .sum::<u64>()
+            + self.other_streams
+    }
+
+    /// Every stream, by id.
+    pub fn report(&self) -> Vec<StreamReport> {
+        self.streams
+            .iter()
+            .map(|(&id, s)| StreamReport {
+                stream: id,
+                received: s.received,
+                lost: s.lost(),
+                duplicates: s.duplicates,
+                reordered: s.reordered,
+                first_seq: s.lowest,
+                last_seq: s.highest,
+                latency: s.latency.percentiles(),
+                early: s.latency.early(),
+                jitter_ns: s.jitter_ns,
+                first_rx_ns: s.first_rx_ns,
+                last_rx_ns: s.last_rx_ns,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(c: &mut StreamCounter, stream: u32, seqs: &[u64]) {
+        for (i, &seq) in seqs.iter().enumerate() {
+            let tx = 1_000_000 + seq * 1000;
+            c.stamped(
+                &RxStamp {
+                    stream,
+                    seq,
+                    tx_ns: tx,
+                },
+                tx + 500 + i as u64 * 10,
+            );
+        }
+    }
+
+    #[test]
+    fn loss_duplicates_and_reordering_per_stream() {
+        let mut c = StreamCounter::new();
+        // Stream 1: 0..10 with 4 lost, 7 duplicated, 3 and 2 swapped.
+        feed(&mut c, 1, &[0, 1, 3, 2, 5, 6, 7, 7, 8, 9]);
+        // Stream 2: in order, nothing lost.
+        feed(&mut c, 2, &[0, 1, 2, 3]);
+        let r = c.report();
+        assert_eq!(r.len(), 2);
+        let a = &r[0];
+        assert_eq!(
+            (a.stream, a.received, a.lost, a.duplicates, a.reordered),
+            (1, 9, 1, 1, 1)
+        );
+        assert_eq!((a.first_seq, a.last_seq), (0, 9));
+        assert_eq!(a.latency.count, 9);
+        assert_eq!(a.early, 0);
+        let b = &r[1];
+        assert_eq!(
+            (b.received, b.lost, b.duplicates, b.reordered),
+            (4, 0, 0, 0)
+        );
+        // Every arrival 10 ns later than the one before relative to its
+        // departure: |D| = 10 each time, J climbs towards 10.
+        assert!(b.jitter_ns > 0.0 && b.jitter_ns < 10.0, "{}", b.jitter_ns);
+        assert_eq!(c.frames(), 14);
+    }
+
+    #[test]
+    fn the_duplicate_window_moves_with_the_highest_number() {
+        let mut c = StreamCounter::new();
+        feed(&mut c, 0, &[0, 1]);
+        // Far ahead: the window moves by more than its size.
+        feed(
+            &mut c,
+            0,
+            &[DUP_WINDOW * 3, DUP_WINDOW * 3 - 70, DUP_WINDOW * 3 - 70],
+        );
+        feed(&mut c, 0, &[DUP_WINDOW * 3 + 65, DUP_WINDOW * 3 - 70]);
+        let r = &c.report()[0];
+        assert_eq!(r.duplicates, 2, "seen again after shifts of 64+ bits");
+        assert_eq!(r.reordered, 1);
+        assert_eq!(r.received, 5);
+        assert_eq!(r.lost, DUP_WINDOW * 3 + 66 - 5);
+    }
+
+    #[test]
+    fn streams_past_the_cap_are_counted_together() {
+        let mut c = StreamCounter::new();
+        for s in 0..MAX_STREAMS as u32 + 3 {
+            feed(&mut c, s, &[0]);
+        }
+        assert_eq!(c.report().len(), MAX_STREAMS);
+        assert_eq!(c.other_streams, 3);
+        assert!(!c.frame(&[0u8; 60], 5));
+        assert_eq!(c.unstamped, 1);
+    }
+}

@@ -1,0 +1,29 @@
+//! `sluice rx` arguments.
+
+use super::values::{count, positive_duration};
+use clap::Args;
+use sluice_core::Nanos;
+
+#[derive(Args, Debug)]
+pub struct RxArgs {
+    /// The interface stamped frames arrive on.
+    pub iface: String,
+    /// Stop after this long.
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<Nanos>,
+    /// Stop once this many stamped frames arrived.
+    #[arg(long, value_parser = count)]
+    pub count: Option<u64>,
+    /// Stop once no stamped frame arrived for this long, after the first.
+    #[arg(long, value_parser = positive_duration)]
+    pub idle: Option<Nanos>,
+    /// Write the per-stream counts once a second to PATH (- for stdout), one JSON object per line.
+    #[arg(long)]
+    pub stats_json: Option<String>,
+    /// Write the final per-stream counts as JSON to PATH (- for stdout).
+    #[arg(long)]
+    pub summary_json: Option<String>,
+    /// No live status line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}

@@ -1,0 +1,217 @@
+//! `sluice rx IFACE`: receives frames carrying a receive stamp
+//! (`--rx-stamp` on the sender) and counts them per stream (received,
+//! lost, duplicated, reordered, one-way latency, jitter), with the
+//! kernel's (or the NIC's) receive time of each frame.
+
+use crate::args::RxArgs;
+use crate::dest::Dest;
+use crate::json::Kind;
+use crate::{exit, signals, Failure};
+use anyhow::{anyhow, Context};
+use serde::Serialize;
+use sluice_analyze::streams::{StreamCounter, StreamReport};
+use sluice_sys::packet_rx::PacketRx;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// One `sluice.rx/1` document: a `--stats-json` line, or the summary.
+#[derive(Serialize)]
+struct RxDoc<'a> {
+    iface: &'a str,
+    /// Seconds since the receiver started.
+    t: f64,
+    /// True for the summary, false for a statistics line.
+    #[serde(rename = "final")]
+    last: bool,
+    /// Where receive times come from: `kernel` or `hardware`.
+    stamps: &'static str,
+    /// Stamped frames received (duplicates included).
+    frames: u64,
+    /// Frames without a stamp (other traffic).
+    unstamped: u64,
+    /// Stamped frames of streams past the 512 told apart.
+    other_streams: u64,
+    /// Frames the kernel dropped before the receiver read them.
+    kernel_drops: u64,
+    streams: Vec<StreamReport>,
+}
+
+fn now_ns() -> u64 {
+    sluice_sys::clock::realtime_ns()
+}
+
+pub fn run(a: RxArgs) -> Result<u8, Failure> {
+    let stop = signals::install().context("installing signal handlers")?;
+    let summary_out = a.summary_json.as_deref().map(Dest::open).transpose()?;
+    let mut stats_out = a.stats_json.as_deref().map(Dest::open).transpose()?;
+    let rx = PacketRx::receiver(&a.iface).map_err(crate::open_failure)?;
+    let stamps = if rx.hardware_stamps() {
+        "hardware"
+    } else {
+        "kernel"
+    };
+    let status = !a.quiet && std::io::stderr().is_terminal();
+    eoutln!(
+        "rx: receiving on {} ({stamps} receive times); SIGINT ends it",
+        a.iface
+    );
+    let _ = rx.drops(); // counts from here
+    let mut counter = StreamCounter::new();
+    let mut drops = 0u64;
+    let started = Instant::now();
+    let end = a.duration.map(|d| started + Duration::from_nanos(d.0));
+    let idle = a.idle.map(|d| Duration::from_nanos(d.0));
+    let mut last_stamped: Option<Instant> = None;
+    let mut next_line = started + Duration::from_secs(1);
+    let mut buf = vec![0u8; 65_535];
+    let mut stats_error = None;
+    loop {
+        let now = Instant::now();
+        let over = end.is_some_and(|e| now >= e)
+            || a.count.is_some_and(|c| counter.frames() >= c)
+            || idle.zip(last_stamped).is_some_and(|(i, l)| now - l >= i)
+            || stop.load(Ordering::Relaxed);
+        if over {
+            break;
+        }
+        if now >= next_line {
+            drops += rx.drops().unwrap_or(0);
+            let doc = doc(&a.iface, started, false, stamps, &counter, drops);
+            if status {
+                eout!("\r{}\x1b[K", status_line(&doc));
+            }
+            if let Some(w) = &mut stats_out {
+                let line = crate::json::line(Kind::Rx, &doc).unwrap_or_default();
+                if let Err(e) = writeln!(w, "{line}").and_then(|_| w.flush()) {
+                    stats_error.get_or_insert(e);
+                }
+            }
+            next_line = now + Duration::from_secs(1);
+        }
+        let wait = Duration::from_millis(20);
+        let Some(r) = rx.recv(&mut buf, wait).map_err(|e| Failure {
+            code: exit::FATAL,
+            error: anyhow!(e),
+        })?
+        else {
+            continue;
+        };
+        let ts = r.ts_ns.unwrap_or_else(now_ns);
+        if counter.frame(&buf[..r.len], ts) {
+            last_stamped = Some(Instant::now());
+        }
+    }
+    if status {
+        eoutln!();
+    }
+    drops += rx.drops().unwrap_or(0);
+    let doc = doc(&a.iface, started, true, stamps, &counter, drops);
+    if let Some(w) = stats_out {
+        w.commit().context("writing --stats-json")?;
+    }
+    if let Some(mut out) = summary_out {
+        let text = crate::json::pretty(Kind::Rx, &doc)?;
+        writeln!(out, "{text}")
+            .and_then(|_| out.commit())
+            .context("writing --summary-json")?;
+    }
+    eoutln!("{}", render(&doc));
+    if let Some(e) = stats_error {
+        return Err(anyhow!("writing --stats-json: {e}").into());
+    }
+    if stop.load(Ordering::Relaxed) {
+        return Ok(exit::INTERRUPTED);
+    }
+    if doc.frames == 0 {
+        return Err(Failure {
+            code: exit::FATAL,
+            error: anyhow!(
+                "no stamped frame arrived on {} ({} other frames): does the sender use --rx-stamp, \
+                 and does the traffic reach this interface?",
+                a.iface,
+                doc.unstamped
+            ),
+        });
+    }
+    Ok(exit::OK)
+}
+
+fn doc<'a>(
+    iface: &'a str,
+    started: Instant,
+    last: bool,
+    stamps: &'static str,
+    c: &StreamCounter,
+    drops: u64,
+) -> RxDoc<'a> {
+    RxDoc {
+        iface,
+        t: started.elapsed().as_secs_f64(),
+        last,
+        stamps,
+        frames: c.frames(),
+        unstamped: c.unstamped,
+        other_streams: c.other_streams,
+        kernel_drops: drops,
+        streams: c.report(),
+    }
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.1} µs", ns as f64 / 1e3)
+}
+
+fn status_line(d: &RxDoc) -> String {
+    let lost: u64 = d.streams.iter().map(|s| s.lost).sum();
+    let worst = d
+        .streams
+        .iter()
+        .map(|s| s.latency.percentiles.p99_ns)
+        .max()
+        .unwrap_or(0);
+    format!(
+        "{:>8.1}s {:>12} stamped  {:>8} lost  {} streams  latency p99 {}",
+        d.t,
+        d.frames,
+        lost,
+        d.streams.len(),
+        us(worst)
+    )
+}
+
+/// The summary on stderr: one line per stream.
+fn render(d: &RxDoc) -> String {
+    let mut s = format!(
+        "received {} stamped frames on {} in {:.3} s ({} other frames, {} dropped by the kernel; {} receive times)",
+        d.frames, d.iface, d.t, d.unstamped, d.kernel_drops, d.stamps
+    );
+    for st in &d.streams {
+        let p = &st.latency.percentiles;
+        s += &format!(
+            "\nstream {}: {} received, {} lost, {} duplicated, {} reordered; one-way latency p50 {} p99 {} max {}; jitter {}",
+            st.stream,
+            st.received,
+            st.lost,
+            st.duplicates,
+            st.reordered,
+            us(p.p50_ns),
+            us(p.p99_ns),
+            us(p.max_ns),
+            us(st.jitter_ns as u64)
+        );
+        if st.early > 0 {
+            s += &format!(
+                " ({} frames arrived before their departure stamp: the clocks differ)",
+                st.early
+            );
+        }
+    }
+    if d.other_streams > 0 {
+        s += &format!(
+            "\n{} stamped frames of further streams (past 512) counted together",
+            d.other_streams
+        );
+    }
+    s
+}

@@ -1,0 +1,325 @@
+//! The receive side through a real forwarding element: `replay
+//! --rx-stamp` sends 16 flows over two TX threads (two streams) into a
+//! veth pair whose far end, in a forwarding namespace, redirects every
+//! frame (tc mirred) out of a second veth pair to a receiver namespace
+//! where `sluice rx` counts them. On the forwarder's egress an HTB class
+//! whose queue holds nothing drops exactly the frames of stream 1 whose
+//! sequence number ends in 0x63 (a u32 filter on the stamp's bytes), and
+//! a slow class (500 kbit/s) holds every 16th frame of stream 0 back, so
+//! later ones overtake it. `sluice rx` must count stream 1's lost frames
+//! exactly as tc dropped them and none for stream 0, see stream 0's
+//! reordering and no other, and give every received frame a latency.
+//!
+//! Needs root, ip and tc: skipped with a note without them, unless `CI`.
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+fn sh(args: &[&str]) {
+    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn ns(ns: &str, args: &[&str]) {
+    let mut a = vec!["ip", "netns", "exec", ns];
+    a.extend_from_slice(args);
+    sh(&a);
+}
+
+/// sender `<t>a` ↔ `<t>b` (namespace `<t>f`, forwarding) `<t>c` ↔ `<t>d`
+/// (namespace `<t>r`, receiving); removed on drop.
+struct Path3 {
+    t: String,
+}
+
+impl Path3 {
+    fn up() -> Path3 {
+        let t = format!("rx{}", std::process::id() % 100_000);
+        let p = Path3 { t: t.clone() };
+        let (f, r) = (format!("{t}f"), format!("{t}r"));
+        let name = |s: &str| format!("{t}{s}");
+        for n in [&f, &r] {
+            let _ = Command::new("ip").args(["netns", "del", n]).output();
+            sh(&["ip", "netns", "add", n]);
+        }
+        let _ = Command::new("ip")
+            .args(["link", "del", &name("a")])
+            .output();
+        sh(&[
+            "ip",
+            "link",
+            "add",
+            &name("a"),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &name("b"),
+        ]);
+        sh(&["ip", "link", "set", &name("b"), "netns", &f]);
+        ns(
+            &f,
+            &[
+                "ip",
+                "link",
+                "add",
+                &name("c"),
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &name("d"),
+            ],
+        );
+        ns(&f, &["ip", "link", "set", &name("d"), "netns", &r]);
+        sh(&[
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{}.disable_ipv6=1", name("a")),
+        ]);
+        sh(&["ip", "link", "set", &name("a"), "up"]);
+        for (n, i) in [(&f, "b"), (&f, "c"), (&r, "d")] {
+            ns(
+                n,
+                &[
+                    "sysctl",
+                    "-qw",
+                    &format!("net.ipv6.conf.{}.disable_ipv6=1", name(i)),
+                ],
+            );
+            ns(n, &["ip", "link", "set", &name(i), "up"]);
+        }
+        // Forward: everything arriving on b leaves by c.
+        ns(&f, &["tc", "qdisc", "add", "dev", &name("b"), "ingress"]);
+        ns(
+            &f,
+            &[
+                "tc",
+                "filter",
+                "add",
+                "dev",
+                &name("b"),
+                "parent",
+                "ffff:",
+                "protocol",
+                "all",
+                "u32",
+                "match",
+                "u32",
+                "0",
+                "0",
+                "action",
+                "mirred",
+                "egress",
+                "redirect",
+                "dev",
+                &name("c"),
+            ],
+        );
+        // On c: class 1 passes, class 2 drops (a queue of 0), class 3 is slow.
+        let c = name("c");
+        ns(
+            &f,
+            &[
+                "tc", "qdisc", "add", "dev", &c, "root", "handle", "1:", "htb", "default", "1",
+            ],
+        );
+        for (class, rate) in [("1:1", "10gbit"), ("1:2", "10gbit"), ("1:3", "500kbit")] {
+            ns(
+                &f,
+                &[
+                    "tc", "class", "add", "dev", &c, "parent", "1:", "classid", class, "htb",
+                    "rate", rate,
+                ],
+            );
+        }
+        ns(
+            &f,
+            &[
+                "tc", "qdisc", "add", "dev", &c, "parent", "1:2", "handle", "20:", "pfifo",
+                "limit", "0",
+            ],
+        );
+        // The stamp is the last 24 bytes of a 200-byte frame (IP offsets:
+        // stream id 166-169, sequence number 170-177).
+        ns(
+            &f,
+            &[
+                "tc", "filter", "add", "dev", &c, "parent", "1:", "protocol", "ip", "prio", "1",
+                "u32", "match", "u8", "0x01", "0xff", "at", "169", "match", "u8", "0x63", "0xff",
+                "at", "177", "flowid", "1:2",
+            ],
+        );
+        ns(
+            &f,
+            &[
+                "tc", "filter", "add", "dev", &c, "parent", "1:", "protocol", "ip", "prio", "2",
+                "u32", "match", "u8", "0x00", "0xff", "at", "169", "match", "u8", "0x00", "0x0f",
+                "at", "177", "flowid", "1:3",
+            ],
+        );
+        p
+    }
+
+    fn dropped(&self) -> u64 {
+        let o = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &format!("{}f", self.t),
+                "tc",
+                "-s",
+                "class",
+                "show",
+                "dev",
+            ])
+            .arg(format!("{}c", self.t))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        let class = text.split("class htb 1:2").nth(1).expect("class 1:2");
+        let d = class.split("dropped ").nth(1).expect("a drop count");
+        d.split(',').next().unwrap().trim().parse().unwrap()
+    }
+}
+
+impl Drop for Path3 {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["link", "del", &format!("{}a", self.t)])
+            .output();
+        for n in ["f", "r"] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &format!("{}{n}", self.t)])
+                .output();
+        }
+    }
+}
+
+/// 16 UDP flows of 200-byte frames, 50 µs apart.
+fn trace(path: &std::path::Path, n: u64) {
+    let frames: Vec<(u64, Vec<u8>)> = (0..n)
+        .map(|i| {
+            let mut f = frame(i, 200);
+            f[34..36].copy_from_slice(&(1000 + (i % 16) as u16).to_be_bytes());
+            (1_000_000_000 + i * 50_000, f)
+        })
+        .collect();
+    write_frames(path, &frames);
+}
+
+#[test]
+fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
+    use sluice_testkit::{require, require_root};
+    if !(require_root("rx tests") && require("ip", "rx tests") && require("tc", "rx tests")) {
+        return;
+    }
+    let d = tmpdir("rx");
+    let input = d.join("t.pcap");
+    let n = 4000;
+    trace(&input, n);
+    let p = Path3::up();
+    let summary = d.join("rx.json");
+    let mut rx = Command::new("ip")
+        .args(["netns", "exec", &format!("{}r", p.t)])
+        .arg(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "rx",
+            &format!("{}d", p.t),
+            "--idle",
+            "2s",
+            "--duration",
+            "60s",
+            "-q",
+        ])
+        .arg("--summary-json")
+        .arg(&summary)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(rx.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("receiving on"), "rx: {line}");
+    let o = run(&[
+        "replay",
+        input.to_str().unwrap(),
+        "--to",
+        &format!("afpacket:{}a", p.t),
+        "--threads",
+        "2",
+        // One CPU: a thread that moved between CPUs would leave frames in
+        // two CPUs' receive backlogs, which the kernel may drain out of
+        // order (reordering of its own).
+        "--cpu",
+        "0",
+        "--rx-stamp",
+        "replace",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let status = rx.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(status.success(), "rx: {rest}");
+    let s = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
+    let streams = s["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 2, "{s}");
+    let (s0, s1) = (&streams[0], &streams[1]);
+    let u = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap();
+    // Every frame is in one stream or lost on purpose.
+    let sent1 = u(s1, "last_seq") + 1;
+    assert_eq!(
+        u(s0, "received") + u(s1, "received") + p.dropped(),
+        n,
+        "{s}"
+    );
+    // Stream 1 lost exactly the frames tc dropped, numbers ending in 0x63.
+    let want = (0..sent1).filter(|k| k % 256 == 0x63).count() as u64;
+    assert!(want > 0);
+    assert_eq!(p.dropped(), want);
+    assert_eq!(u(s1, "lost"), want, "{s1}");
+    assert_eq!(u(s0, "lost"), 0, "{s0}");
+    // Stream 0's held-back frames were overtaken; stream 1 kept its order.
+    assert!(u(s0, "reordered") > 0, "{s0}");
+    assert_eq!(u(s1, "reordered"), 0, "{s1}");
+    assert_eq!(u(s0, "duplicates") + u(s1, "duplicates"), 0);
+    for st in [s0, s1] {
+        assert_eq!(st["latency"]["count"], st["received"]);
+        assert!(u(&st["latency"]["percentiles"], "p50_ns") > 0);
+    }
+    // The slow class delays what it holds: stream 0's maximum latency
+    // exceeds a frame's time on the wire at 500 kbit/s (3.2 ms).
+    assert!(
+        u(&s0["latency"]["percentiles"], "max_ns") > 3_200_000,
+        "{s0}"
+    );
+    assert!(
+        rest.contains("stream 1:") && rest.contains(&format!("{want} lost")),
+        "{rest}"
+    );
+}
+
+#[test]
+fn rx_without_stamped_frames_says_so_and_a_missing_interface_is_named() {
+    let o = run(&["rx", "no-such-if0", "--duration", "100ms"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no-such-if0"), "{}", stderr(&o));
+    if !sluice_testkit::require_root("rx on lo") {
+        return;
+    }
+    let o = run(&["rx", "lo", "--duration", "300ms", "-q"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no stamped frame arrived on lo"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -1,0 +1,258 @@
+//! The receive stamp (`--rx-stamp`): 24 bytes at the end of a packet's L4
+//! payload that let a receiver count loss, duplicates and reordering per
+//! stream and measure one-way latency.
+//!
+//! | bytes | content |
+//! |---|---|
+//! | 0-3 | ASCII `SLR1` |
+//! | 4-7 | stream id, u32 big-endian |
+//! | 8-15 | sequence number in the stream, u64 big-endian, from 0 |
+//! | 16-23 | departure, ns since the UNIX epoch (CLOCK_REALTIME), u64 big-endian |
+//!
+//! The stamp sits at the end of the payload the IP length bounds (not the
+//! frame's end: Ethernet padding follows it), so a receiver finds it
+//! whatever headers a NAT, a tunnel end or a rewrite put in front. The
+//! departure is written as the frame leaves (the engine's measured send
+//! time, not its due time), and the L4 checksum is updated for the 24
+//! bytes (RFC 1624 over their sums): a checksum right before is right
+//! after, a UDP checksum of 0 (none, IPv4) stays 0.
+
+use crate::checksum::{fold, sum16};
+use crate::layers::{be16, parse_layers, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP};
+
+/// Bytes of a stamp.
+pub const RX_STAMP_LEN: usize = 24;
+/// Its first four bytes.
+pub const RX_STAMP_MAGIC: [u8; 4] = *b"SLR1";
+
+/// What a stamp says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxStamp {
+    pub stream: u32,
+    pub seq: u64,
+    /// Departure, ns since the UNIX epoch.
+    pub tx_ns: u64,
+}
+
+impl RxStamp {
+    fn bytes(&self) -> [u8; RX_STAMP_LEN] {
+        let mut b = [0u8; RX_STAMP_LEN];
+        b[..4].copy_from_slice(&RX_STAMP_MAGIC);
+        b[4..8].copy_from_slice(&self.stream.to_be_bytes());
+        b[8..16].copy_from_slice(&self.seq.to_be_bytes());
+        b[16..24].copy_from_slice(&self.tx_ns.to_be_bytes());
+        b
+    }
+}
+
+/// Where a frame's stamp goes: the last [`RX_STAMP_LEN`] bytes of its L4
+/// payload, and the checksum that covers them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StampSpot {
+    pub at: usize,
+    /// (start of the checksummed L4 data, checksum field, is UDP).
+    csum: Option<(usize, usize, bool)>,
+}
+
+/// The spot for a stamp in `frame` (Ethernet): an unfragmented IPv4 or
+/// IPv6 packet, captured whole, carrying TCP, UDP, ICMP or ICMPv6 with at
+/// least [`RX_STAMP_LEN`] payload bytes. None otherwise (not stamped).
+pub fn spot(frame: &[u8]) -> Option<StampSpot> {
+    let layers = parse_layers(frame);
+    let ip = layers.ip?;
+    let l4 = layers.l4?;
+    if ip.is_fragment() || l4.header_len == 0 || l4.payload_len < RX_STAMP_LEN {
+        return None;
+    }
+    if layers.ip_end()? != l4.end() {
+        return None; // cut by the capture
+    }
+    let at = match l4.proto {
+        PROTO_TCP => 16,
+        PROTO_UDP => 6,
+        PROTO_ICMP | PROTO_ICMPV6 => 2,
+        _ => return None,
+    };
+    Some(StampSpot {
+        at: l4.end() - RX_STAMP_LEN,
+        csum: Some((l4.offset, l4.offset + at, l4.proto == PROTO_UDP)),
+    })
+}
+
+/// Writes `s` at `spot` in `frame` and updates the L4 checksum.
+pub fn write(frame: &mut [u8], spot: &StampSpot, s: &RxStamp) {
+    let new = s.bytes();
+    let region = spot.at..spot.at + RX_STAMP_LEN;
+    let Some((start, at, udp)) = spot.csum else {
+        frame[region].copy_from_slice(&new);
+        return;
+    };
+    let Some(stored) = be16(frame, at) else {
+        return;
+    };
+    let swap = |x: u16| {
+        if (spot.at - start) % 2 == 1 {
+            x.swap_bytes()
+        } else {
+            x
+        }
+    };
+    let old = swap(sum16(&frame[region.clone()], 0) as u16);
+    frame[region].copy_from_slice(&new);
+    if udp && stored == 0 {
+        return;
+    }
+    let m2 = swap(sum16(&new, 0) as u16);
+    let mut c = fold(u32::from(!stored) + u32::from(!old) + u32::from(m2));
+    if udp && c == 0 {
+        c = 0xffff;
+    }
+    frame[at..at + 2].copy_from_slice(&c.to_be_bytes());
+}
+
+/// The stamp `frame` carries, if any.
+pub fn read(frame: &[u8]) -> Option<RxStamp> {
+    let layers = parse_layers(frame);
+    let l4 = layers.l4?;
+    if l4.header_len == 0 || l4.payload_len < RX_STAMP_LEN {
+        return None;
+    }
+    let b = frame.get(l4.end() - RX_STAMP_LEN..l4.end())?;
+    if b[..4] != RX_STAMP_MAGIC {
+        return None;
+    }
+    let u64_at = |i: usize| u64::from_be_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+    Some(RxStamp {
+        stream: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+        seq: u64_at(8),
+        tx_ns: u64_at(16),
+    })
+}
+
+/// `--rx-stamp append`: makes room for a stamp by lengthening the L4
+/// payload of the frame at `data[start..]` (the last one in `data`) by
+/// [`RX_STAMP_LEN`] zero bytes, IP and UDP lengths and checksums set (an
+/// appended frame's checksums are computed). A frame [`spot`] would not
+/// stamp, or that would grow past 65 535 bytes of IP, is left alone.
+pub fn append_room(data: &mut Vec<u8>, start: usize) {
+    let frame = &data[start..];
+    let layers = parse_layers(frame);
+    let (Some(ip), Some(l4)) = (layers.ip, layers.l4) else {
+        return;
+    };
+    if ip.is_fragment()
+        || l4.header_len == 0
+        || layers.ip_end() != Some(l4.end())
+        || !matches!(l4.proto, PROTO_TCP | PROTO_UDP | PROTO_ICMP | PROTO_ICMPV6)
+        || ip.packet_len() + RX_STAMP_LEN > 65_535
+    {
+        return;
+    }
+    let end = start + l4.end();
+    data.splice(end..end, [0u8; RX_STAMP_LEN]);
+    let frame = &mut data[start..];
+    let l3 = layers.l3_offset;
+    let grow = |f: &mut [u8], at: usize| {
+        let v = u16::from_be_bytes([f[at], f[at + 1]]) + RX_STAMP_LEN as u16;
+        f[at..at + 2].copy_from_slice(&v.to_be_bytes());
+    };
+    match ip {
+        crate::Ip::V4 { header_len, .. } => {
+            grow(frame, l3 + 2);
+            frame[l3 + 10..l3 + 12].fill(0);
+            let c = crate::ipv4_header_checksum(&frame[l3..l3 + header_len]);
+            frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
+        }
+        crate::Ip::V6 { .. } => grow(frame, l3 + 4),
+    }
+    if l4.proto == PROTO_UDP {
+        grow(frame, l4.offset + 4);
+    }
+    crate::complete_checksum(frame);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::tests::{tcp6_frame, udp4_frame};
+    use crate::verify_checksums;
+
+    #[test]
+    fn a_stamp_keeps_checksums_right_and_reads_back() {
+        for base in [udp4_frame(), tcp6_frame()] {
+            let mut f = base.clone();
+            let Some(s) = spot(&f) else {
+                // Too short a payload: make room first.
+                let mut d = base.clone();
+                append_room(&mut d, 0);
+                assert_eq!(d.len(), base.len() + RX_STAMP_LEN);
+                verify_checksums(&d).unwrap();
+                f = d;
+                let s = spot(&f).expect("room made");
+                let st = RxStamp {
+                    stream: 7,
+                    seq: u64::MAX - 1,
+                    tx_ns: 1_795_000_000_123_456_789,
+                };
+                write(&mut f, &s, &st);
+                verify_checksums(&f).unwrap();
+                assert_eq!(read(&f), Some(st));
+                continue;
+            };
+            let st = RxStamp {
+                stream: 1,
+                seq: 42,
+                tx_ns: 5,
+            };
+            write(&mut f, &s, &st);
+            verify_checksums(&f).unwrap();
+            assert_eq!(read(&f), Some(st));
+            // A second stamp over the first: still right.
+            let st2 = RxStamp {
+                stream: 2,
+                seq: 43,
+                tx_ns: 6,
+            };
+            write(&mut f, &s, &st2);
+            verify_checksums(&f).unwrap();
+            assert_eq!(read(&f), Some(st2));
+        }
+    }
+
+    #[test]
+    fn odd_offsets_padding_and_short_payloads() {
+        // A UDP payload of odd length puts the stamp at an odd offset from
+        // the UDP header; Ethernet padding follows the IP packet.
+        let mut d = udp4_frame();
+        for _ in 0..2 {
+            append_room(&mut d, 0);
+        }
+        let mut odd = d.clone();
+        let n = odd.len();
+        odd.insert(n - 1, 0xab);
+        // Fix the lengths and checksum for the one byte more.
+        for at in [16, 38] {
+            let v = u16::from_be_bytes([odd[at], odd[at + 1]]) + 1;
+            odd[at..at + 2].copy_from_slice(&v.to_be_bytes());
+        }
+        odd[24..26].fill(0);
+        let c = crate::ipv4_header_checksum(&odd[14..34]);
+        odd[24..26].copy_from_slice(&c.to_be_bytes());
+        crate::complete_checksum(&mut odd);
+        odd.extend_from_slice(&[0; 5]); // padding
+        verify_checksums(&odd).unwrap();
+        let s = spot(&odd).unwrap();
+        assert_eq!(s.at, odd.len() - 5 - RX_STAMP_LEN);
+        let st = RxStamp {
+            stream: 3,
+            seq: 9,
+            tx_ns: 77,
+        };
+        write(&mut odd, &s, &st);
+        verify_checksums(&odd).unwrap();
+        assert_eq!(read(&odd), Some(st));
+        // Nothing to stamp: no IP.
+        assert_eq!(spot(&[0u8; 60]), None);
+        assert_eq!(read(&[0u8; 60]), None);
+    }
+}
