@@ -37,7 +37,8 @@ struct Stream {
     reordered: u64,
     lowest: u64,
     highest: u64,
-    /// Bit k: number `highest − k` was received (k < DUP_WINDOW).
+    /// Bit `seq % DUP_WINDOW`: number seq was received (for numbers
+    /// within DUP_WINDOW below the highest).
     seen: Vec<u64>,
     latency: ErrorHistogram,
     /// (receive, departure) of the last arrival, for jitter.
@@ -64,30 +65,23 @@ impl Stream {
         }
     }
 
-    fn bit(&mut self, k: u64) -> (&mut u64, u64) {
-        let (w, b) = ((k / 64) as usize, k % 64);
-        (&mut self.seen[w], 1 << b)
+    /// The bit of number `seq` (numbers map onto the window modulo its
+    /// size: moving the highest up clears only the numbers passed over).
+    fn bit(&mut self, seq: u64) -> (&mut u64, u64) {
+        let k = seq % DUP_WINDOW;
+        (&mut self.seen[(k / 64) as usize], 1 << (k % 64))
     }
 
-    /// Moves the window up by `by` numbers.
-    fn shift(&mut self, by: u64) {
-        if by >= DUP_WINDOW {
+    /// The highest number moves from `self.highest` up to `to`: the
+    /// numbers it passes over leave the window's far end.
+    fn advance(&mut self, to: u64) {
+        if to - self.highest >= DUP_WINDOW {
             self.seen.iter_mut().for_each(|w| *w = 0);
             return;
         }
-        // Bit k moves to k + by: shift the bit vector towards higher k.
-        let words = (by / 64) as usize;
-        let bits = (by % 64) as u32;
-        let n = self.seen.len();
-        for i in (0..n).rev() {
-            let lo = i.checked_sub(words).map_or(0, |j| self.seen[j]);
-            let carry = if bits == 0 {
-                0
-            } else {
-                i.checked_sub(words + 1)
-                    .map_or(0, |j| self.seen[j] >> (64 - bits))
-            };
-            self.seen[i] = (lo << bits) | carry;
+        for seq in self.highest + 1..=to {
+            let (w, m) = self.bit(seq);
+            *w &= !m;
         }
     }
 
@@ -98,12 +92,11 @@ impl Stream {
             self.highest = s.seq;
             self.lowest = s.seq;
         } else if s.seq > self.highest {
-            self.shift(s.seq - self.highest);
+            self.advance(s.seq);
             self.highest = s.seq;
         } else {
-            let k = self.highest - s.seq;
-            if k < DUP_WINDOW {
-                let (w, m) = self.bit(k);
+            if self.highest - s.seq < DUP_WINDOW {
+                let (w, m) = self.bit(s.seq);
                 if *w & m != 0 {
                     self.duplicates += 1;
                     return;
@@ -112,9 +105,8 @@ impl Stream {
             self.reordered += 1;
             self.lowest = self.lowest.min(s.seq);
         }
-        let k = self.highest - s.seq;
-        if k < DUP_WINDOW {
-            let (w, m) = self.bit(k);
+        if self.highest - s.seq < DUP_WINDOW {
+            let (w, m) = self.bit(s.seq);
             *w |= m;
         }
         self.received += 1;
@@ -162,6 +154,8 @@ pub struct StreamCounter {
     pub unstamped: u64,
     /// Stamped frames of streams past [`MAX_STREAMS`].
     pub other_streams: u64,
+    /// Stamped frames, duplicates included.
+    stamped: u64,
 }
 
 impl StreamCounter {
@@ -186,6 +180,7 @@ impl StreamCounter {
 
     /// Counts one stamp received at `rx_ns`.
     pub fn stamped(&mut self, s: &RxStamp, rx_ns: u64) {
+        self.stamped += 1;
         let full = self.streams.len() >= MAX_STREAMS;
         match self.streams.get_mut(&s.stream) {
             Some(st) => st.frame(s, rx_ns),
@@ -200,11 +195,7 @@ impl StreamCounter {
 
     /// Stamped frames received (duplicates included).
     pub fn frames(&self) -> u64 {
-        self.streams
-            .values()
-            .map(|s| s.received + s.duplicates)
-            .sum::<u64>()
-            + self.other_streams
+        self.stamped
     }
 
     /// Every stream, by id.

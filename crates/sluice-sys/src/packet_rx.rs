@@ -166,6 +166,12 @@ impl PacketRx {
         if !crate::tap::wait_readable(self.fd.as_fd(), timeout)? {
             return Ok(None);
         }
+        self.try_recv(buf)
+    }
+
+    /// One frame into `buf` if one is waiting, without waiting: a reader
+    /// draining a busy socket makes one system call per frame, not two.
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Option<Received>> {
         let mut iov = libc::iovec {
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: buf.len(),

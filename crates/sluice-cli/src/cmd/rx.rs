@@ -89,12 +89,16 @@ pub fn run(a: RxArgs) -> Result<u8, Failure> {
             }
             next_line = now + Duration::from_secs(1);
         }
-        let wait = Duration::from_millis(20);
-        let Some(r) = rx.recv(&mut buf, wait).map_err(|e| Failure {
+        // Drain what is waiting; wait (up to 20 ms) only once it is empty.
+        let fatal = |e: std::io::Error| Failure {
             code: exit::FATAL,
             error: anyhow!(e),
-        })?
-        else {
+        };
+        let got = match rx.try_recv(&mut buf).map_err(fatal)? {
+            Some(r) => Some(r),
+            None => rx.recv(&mut buf, Duration::from_millis(20)).map_err(fatal)?,
+        };
+        let Some(r) = got else {
             continue;
         };
         let ts = r.ts_ns.unwrap_or_else(now_ns);
