@@ -3,6 +3,7 @@
 //! settings), then the report and the exit code.
 
 use crate::args::RunOpts;
+use crate::cmd::rx::RxDoc;
 use crate::dest::{self, Dest};
 use crate::progress::Progress;
 use crate::{bad_input, exit, Failure};
@@ -134,8 +135,15 @@ impl<'a> SendPlan<'a> {
             stop,
             ..self.engine
         };
+        let beside =
+            o.rx.as_deref()
+                .map(crate::cmd::rx::Beside::start)
+                .transpose()?;
         let result = go(sinks, &cfg, &mut progress);
-        conclude(progress, summary_out, result)
+        let rx = beside
+            .map(|b| b.finish(std::time::Duration::from_nanos(o.rx_wait.0)))
+            .transpose()?;
+        conclude(progress, summary_out, result, rx)
     }
 }
 
@@ -253,10 +261,12 @@ fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
         topspeed,
         // A pass line goes where the interval lines go.
         pass_stats: o.stats_json.is_some(),
-        rx_stamp: o.rx_stamp.as_deref().map(|m| match m {
-            "append" => RxStampMode::Append,
-            _ => RxStampMode::Replace,
-        }),
+        rx_stamp: match o.rx_stamp.as_deref() {
+            Some("append") => Some(RxStampMode::Append),
+            Some(_) => Some(RxStampMode::Replace),
+            // A receiver counts stamped frames only.
+            None => o.rx.is_some().then_some(RxStampMode::Replace),
+        },
         ..EngineConfig::default()
     }
 }
@@ -264,9 +274,10 @@ fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
 /// Writes `--summary-json`, then prints the summary on stderr: the file
 /// comes first, so a reader that dies (or a stderr that blocks) never
 /// costs the run its summary.
-fn report(s: &Summary, out: Option<Dest>) -> Result<(), Failure> {
+fn report(s: &Summary, rx: Option<&RxDoc>, out: Option<Dest>) -> Result<(), Failure> {
+    let doc = WithRx { summary: s, rx };
     let written = match out {
-        Some(mut out) => crate::json::pretty(crate::json::Kind::Summary, s)
+        Some(mut out) => crate::json::pretty(crate::json::Kind::Summary, &doc)
             .and_then(|text| {
                 writeln!(out, "{text}")
                     .and_then(|_| out.commit())
@@ -276,6 +287,9 @@ fn report(s: &Summary, out: Option<Dest>) -> Result<(), Failure> {
         None => Ok(()),
     };
     eoutln!("{}", s.render());
+    if let Some(r) = rx {
+        eoutln!("{}", crate::cmd::rx::render(r));
+    }
     if s.packets >= 1000 && s.late * 20 > s.packets {
         eoutln!(
             "hint: {} of {} packets left late: `sluice doctor` checks the clock, \
@@ -294,22 +308,45 @@ fn conclude(
     mut progress: Progress,
     summary_out: Option<Dest>,
     result: Result<Summary, EngineError>,
+    rx: Option<RxDoc>,
 ) -> Result<u8, Failure> {
     progress.finish();
     let summary = match result {
         Ok(s) => s,
         Err(EngineError::AfterSending { error, summary }) => {
             // What was sent before the failure is reported all the same.
-            report(&summary, summary_out)?;
+            report(&summary, rx.as_ref(), summary_out)?;
             return Err(engine_failure(*error));
         }
         Err(e) => return Err(engine_failure(e)),
     };
-    report(&summary, summary_out)?;
+    report(&summary, rx.as_ref(), summary_out)?;
     if let Some(e) = progress.json_error {
         return Err(anyhow::Error::new(e).context("writing --stats-json").into());
     }
+    if let Some(r) = rx
+        .as_ref()
+        .filter(|r| r.frames() == 0 && summary.packets > 0)
+    {
+        return Err(Failure {
+            code: exit::FATAL,
+            error: anyhow!(
+                "--rx {}: none of the {} stamped frames sent arrived there ({} other frames did)",
+                r.iface(),
+                summary.packets,
+                r.unstamped()
+            ),
+        });
+    }
     Ok(exit_code(&summary))
+}
+
+/// A summary with what `--rx` counted (null without it).
+#[derive(serde::Serialize)]
+struct WithRx<'a> {
+    #[serde(flatten)]
+    summary: &'a Summary,
+    rx: Option<&'a RxDoc>,
 }
 
 /// An engine error with the exit code it deserves: bad input for what the

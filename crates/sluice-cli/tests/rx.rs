@@ -1,8 +1,8 @@
 //! The receive side through a real forwarding element: `replay
 //! --rx-stamp` sends 16 flows over two TX threads (two streams) into a
 //! veth pair whose far end, in a forwarding namespace, redirects every
-//! frame (tc mirred) out of a second veth pair to a receiver namespace
-//! where `sluice rx` counts them. On the forwarder's egress an HTB class
+//! frame (tc mirred) out of a second veth pair back into this namespace,
+//! where `sluice rx` counts them (and then `--rx`, beside the sender). On the forwarder's egress an HTB class
 //! whose queue holds nothing drops exactly the frames of stream 1 whose
 //! sequence number ends in 0x63 (a u32 filter on the stamp's bytes), and
 //! a slow class (500 kbit/s) holds every 16th frame of stream 0 back, so
@@ -34,7 +34,7 @@ fn ns(ns: &str, args: &[&str]) {
 }
 
 /// sender `<t>a` ↔ `<t>b` (namespace `<t>f`, forwarding) `<t>c` ↔ `<t>d`
-/// (namespace `<t>r`, receiving); removed on drop.
+/// (back here, receiving); removed on drop.
 struct Path3 {
     t: String,
 }
@@ -43,58 +43,34 @@ impl Path3 {
     fn up() -> Path3 {
         let t = format!("rx{}", std::process::id() % 100_000);
         let p = Path3 { t: t.clone() };
-        let (f, r) = (format!("{t}f"), format!("{t}r"));
+        let f = format!("{t}f");
         let name = |s: &str| format!("{t}{s}");
-        for n in [&f, &r] {
-            let _ = Command::new("ip").args(["netns", "del", n]).output();
-            sh(&["ip", "netns", "add", n]);
-        }
-        let _ = Command::new("ip")
-            .args(["link", "del", &name("a")])
-            .output();
-        sh(&[
-            "ip",
-            "link",
-            "add",
-            &name("a"),
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &name("b"),
-        ]);
-        sh(&["ip", "link", "set", &name("b"), "netns", &f]);
-        ns(
-            &f,
-            &[
-                "ip",
-                "link",
-                "add",
-                &name("c"),
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &name("d"),
-            ],
-        );
-        ns(&f, &["ip", "link", "set", &name("d"), "netns", &r]);
-        sh(&[
-            "sysctl",
-            "-qw",
-            &format!("net.ipv6.conf.{}.disable_ipv6=1", name("a")),
-        ]);
-        sh(&["ip", "link", "set", &name("a"), "up"]);
-        for (n, i) in [(&f, "b"), (&f, "c"), (&r, "d")] {
+        let _ = Command::new("ip").args(["netns", "del", &f]).output();
+        sh(&["ip", "netns", "add", &f]);
+        for (end, peer) in [("a", "b"), ("d", "c")] {
+            let _ = Command::new("ip")
+                .args(["link", "del", &name(end)])
+                .output();
+            let (end, peer) = (name(end), name(peer));
+            sh(&[
+                "ip", "link", "add", &end, "type", "veth", "peer", "name", &peer,
+            ]);
+            sh(&["ip", "link", "set", &peer, "netns", &f]);
             ns(
-                n,
+                &f,
                 &[
                     "sysctl",
                     "-qw",
-                    &format!("net.ipv6.conf.{}.disable_ipv6=1", name(i)),
+                    &format!("net.ipv6.conf.{peer}.disable_ipv6=1"),
                 ],
             );
-            ns(n, &["ip", "link", "set", &name(i), "up"]);
+            ns(&f, &["ip", "link", "set", &peer, "up"]);
+            sh(&[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{end}.disable_ipv6=1"),
+            ]);
+            sh(&["ip", "link", "set", &end, "up"]);
         }
         // Forward: everything arriving on b leaves by c.
         ns(&f, &["tc", "qdisc", "add", "dev", &name("b"), "ingress"]);
@@ -192,14 +168,14 @@ impl Path3 {
 
 impl Drop for Path3 {
     fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["link", "del", &format!("{}a", self.t)])
-            .output();
-        for n in ["f", "r"] {
+        for end in ["a", "d"] {
             let _ = Command::new("ip")
-                .args(["netns", "del", &format!("{}{n}", self.t)])
+                .args(["link", "del", &format!("{}{end}", self.t)])
                 .output();
         }
+        let _ = Command::new("ip")
+            .args(["netns", "del", &format!("{}f", self.t)])
+            .output();
     }
 }
 
@@ -227,9 +203,7 @@ fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
     trace(&input, n);
     let p = Path3::up();
     let summary = d.join("rx.json");
-    let mut rx = Command::new("ip")
-        .args(["netns", "exec", &format!("{}r", p.t)])
-        .arg(env!("CARGO_BIN_EXE_sluice"))
+    let mut rx = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args([
             "rx",
             &format!("{}d", p.t),
@@ -270,21 +244,53 @@ fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
     std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
     assert!(status.success(), "rx: {rest}");
     let s = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
+    let want = judge(&s, n, p.dropped());
+    assert!(
+        rest.contains("stream 1:") && rest.contains(&format!("{want} lost")),
+        "{rest}"
+    );
+
+    // The same through `--rx` beside the sender: its summary's rx section.
+    let before = p.dropped();
+    let sum2 = d.join("tx.json");
+    let o = run(&[
+        "replay",
+        input.to_str().unwrap(),
+        "--to",
+        &format!("afpacket:{}a", p.t),
+        "--threads",
+        "2",
+        "--cpu",
+        "0",
+        "--rx",
+        &format!("{}d", p.t),
+        "--rx-wait",
+        "1500ms",
+        "-q",
+        "--summary-json",
+        sum2.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("stream 1:"), "{}", stderr(&o));
+    let s = sluice_testkit::checked_json(&std::fs::read(&sum2).unwrap());
+    assert_eq!(s["packets"], n);
+    judge(&s["rx"], n, p.dropped() - before);
+}
+
+/// Checks a receiver's report (see the module docs) for `n` frames sent
+/// of which tc dropped `dropped`; returns the loss stream 1 must show.
+fn judge(s: &serde_json::Value, n: u64, dropped: u64) -> u64 {
     let streams = s["streams"].as_array().unwrap();
     assert_eq!(streams.len(), 2, "{s}");
     let (s0, s1) = (&streams[0], &streams[1]);
     let u = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap();
     // Every frame is in one stream or lost on purpose.
     let sent1 = u(s1, "last_seq") + 1;
-    assert_eq!(
-        u(s0, "received") + u(s1, "received") + p.dropped(),
-        n,
-        "{s}"
-    );
+    assert_eq!(u(s0, "received") + u(s1, "received") + dropped, n, "{s}");
     // Stream 1 lost exactly the frames tc dropped, numbers ending in 0x63.
     let want = (0..sent1).filter(|k| k % 256 == 0x63).count() as u64;
     assert!(want > 0);
-    assert_eq!(p.dropped(), want);
+    assert_eq!(dropped, want);
     assert_eq!(u(s1, "lost"), want, "{s1}");
     assert_eq!(u(s0, "lost"), 0, "{s0}");
     // Stream 0's held-back frames were overtaken; stream 1 kept its order.
@@ -301,10 +307,7 @@ fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
         u(&s0["latency"]["percentiles"], "max_ns") > 3_200_000,
         "{s0}"
     );
-    assert!(
-        rest.contains("stream 1:") && rest.contains(&format!("{want} lost")),
-        "{rest}"
-    );
+    want
 }
 
 #[test]

@@ -50,6 +50,12 @@ pub struct RunOpts {
     /// Put a receive stamp (stream, sequence, departure time; 24 bytes) at the end of each frame's payload, over its last bytes or in bytes added, for a receiver (`sluice rx`) to count loss, reordering and one-way latency.
     #[arg(long, value_name = "replace|append", value_parser = ["replace", "append"])]
     pub rx_stamp: Option<String>,
+    /// Count the stamped frames arriving on this interface while sending (loss, duplicates, reordering, one-way latency, jitter per stream, in the summary); implies --rx-stamp replace.
+    #[arg(long, value_name = "IFACE")]
+    pub rx: Option<String>,
+    /// With --rx: how long after the last frame left the receiver still counts arrivals.
+    #[arg(long, value_parser = duration, default_value = "200ms", requires = "rx")]
+    pub rx_wait: Nanos,
     /// Write one JSON object per second to PATH (- for stdout).
     #[arg(long)]
     pub stats_json: Option<String>,

@@ -288,6 +288,9 @@ mod tests {
         "exclude",
         "stats-json",
         "summary-json",
+        // A receiving interface is the worker's to choose, not a peer's.
+        "rx",
+        "rx-wait",
         "start-at",
         "share",
         "share-by",

@@ -99,6 +99,8 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
         tx_queues: None,
         launch_time: sluice_sink::LaunchTime::Off,
         rx_stamp: None,
+        rx: None,
+        rx_wait: sluice_core::Nanos::from_millis(200),
         stats_json: None,
         summary_json: None,
         quiet: true,

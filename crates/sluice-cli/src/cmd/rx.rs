@@ -15,10 +15,11 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// One `sluice.rx/1` document: a `--stats-json` line, or the summary.
+/// One `sluice.rx/1` document: a `--stats-json` line, or the summary
+/// (and a sending command's `rx` section).
 #[derive(Serialize)]
-struct RxDoc<'a> {
-    iface: &'a str,
+pub struct RxDoc {
+    iface: String,
     /// Seconds since the receiver started.
     t: f64,
     /// True for the summary, false for a statistics line.
@@ -37,6 +38,131 @@ struct RxDoc<'a> {
     streams: Vec<StreamReport>,
 }
 
+impl RxDoc {
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+    pub fn unstamped(&self) -> u64 {
+        self.unstamped
+    }
+    pub fn iface(&self) -> &str {
+        &self.iface
+    }
+}
+
+/// A receive socket and what it counted: `sluice rx`'s, and `--rx`'s
+/// beside a sending command.
+pub struct Receiver {
+    iface: String,
+    rx: PacketRx,
+    pub counter: StreamCounter,
+    drops: u64,
+    buf: Vec<u8>,
+    started: Instant,
+}
+
+impl Receiver {
+    /// Opens the receive socket on `iface` (a missing interface is bad
+    /// input, a refused socket the environment's).
+    pub fn open(iface: &str) -> Result<Receiver, Failure> {
+        let rx = PacketRx::receiver(iface).map_err(crate::open_failure)?;
+        let _ = rx.drops(); // counts from here
+        Ok(Receiver {
+            iface: iface.to_string(),
+            rx,
+            counter: StreamCounter::new(),
+            drops: 0,
+            buf: vec![0u8; 65_535],
+            started: Instant::now(),
+        })
+    }
+
+    pub fn stamps(&self) -> &'static str {
+        if self.rx.hardware_stamps() {
+            "hardware"
+        } else {
+            "kernel"
+        }
+    }
+
+    /// Takes one frame, waiting up to 20 ms for one; true when it carried
+    /// a stamp. What is waiting is drained without waiting.
+    pub fn poll(&mut self) -> Result<bool, Failure> {
+        let fatal = |e: std::io::Error| Failure {
+            code: exit::FATAL,
+            error: anyhow!(e),
+        };
+        let got = match self.rx.try_recv(&mut self.buf).map_err(fatal)? {
+            Some(r) => Some(r),
+            None => self
+                .rx
+                .recv(&mut self.buf, Duration::from_millis(20))
+                .map_err(fatal)?,
+        };
+        let Some(r) = got else {
+            return Ok(false);
+        };
+        let ts = r.ts_ns.unwrap_or_else(now_ns);
+        Ok(self.counter.frame(&self.buf[..r.len], ts))
+    }
+
+    /// What was counted so far (`last`: the final count).
+    pub fn doc(&mut self, last: bool) -> RxDoc {
+        self.drops += self.rx.drops().unwrap_or(0);
+        RxDoc {
+            iface: self.iface.clone(),
+            t: self.started.elapsed().as_secs_f64(),
+            last,
+            stamps: self.stamps(),
+            frames: self.counter.frames(),
+            unstamped: self.counter.unstamped,
+            other_streams: self.counter.other_streams,
+            kernel_drops: self.drops,
+            streams: self.counter.report(),
+        }
+    }
+}
+
+/// `--rx IFACE` beside a sending command: a receiver on its own thread
+/// from before the first frame leaves until [`Beside::finish`].
+pub struct Beside {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Result<RxDoc, Failure>>,
+}
+
+impl Beside {
+    pub fn start(iface: &str) -> Result<Beside, Failure> {
+        let mut r = Receiver::open(iface)?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("sluice-rx".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    r.poll()?;
+                }
+                // What arrived meanwhile is counted too.
+                while r.rx.try_recv(&mut r.buf).ok().flatten().is_some_and(|f| {
+                    let ts = f.ts_ns.unwrap_or_else(now_ns);
+                    r.counter.frame(&r.buf[..f.len], ts);
+                    true
+                }) {}
+                Ok(r.doc(true))
+            })
+            .context("starting the receiver")?;
+        Ok(Beside { stop, thread })
+    }
+
+    /// Waits `linger` for frames still on their way, then stops counting.
+    pub fn finish(self, linger: Duration) -> Result<RxDoc, Failure> {
+        std::thread::sleep(linger);
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread
+            .join()
+            .map_err(|_| Failure::from(anyhow!("the receiver thread panicked")))?
+    }
+}
+
 fn now_ns() -> u64 {
     sluice_sys::clock::realtime_ns()
 }
@@ -45,39 +171,30 @@ pub fn run(a: RxArgs) -> Result<u8, Failure> {
     let stop = signals::install().context("installing signal handlers")?;
     let summary_out = a.summary_json.as_deref().map(Dest::open).transpose()?;
     let mut stats_out = a.stats_json.as_deref().map(Dest::open).transpose()?;
-    let rx = PacketRx::receiver(&a.iface).map_err(crate::open_failure)?;
-    let stamps = if rx.hardware_stamps() {
-        "hardware"
-    } else {
-        "kernel"
-    };
+    let mut r = Receiver::open(&a.iface)?;
     let status = !a.quiet && std::io::stderr().is_terminal();
     eoutln!(
-        "rx: receiving on {} ({stamps} receive times); SIGINT ends it",
-        a.iface
+        "rx: receiving on {} ({} receive times); SIGINT ends it",
+        a.iface,
+        r.stamps()
     );
-    let _ = rx.drops(); // counts from here
-    let mut counter = StreamCounter::new();
-    let mut drops = 0u64;
     let started = Instant::now();
     let end = a.duration.map(|d| started + Duration::from_nanos(d.0));
     let idle = a.idle.map(|d| Duration::from_nanos(d.0));
     let mut last_stamped: Option<Instant> = None;
     let mut next_line = started + Duration::from_secs(1);
-    let mut buf = vec![0u8; 65_535];
     let mut stats_error = None;
     loop {
         let now = Instant::now();
         let over = end.is_some_and(|e| now >= e)
-            || a.count.is_some_and(|c| counter.frames() >= c)
+            || a.count.is_some_and(|c| r.counter.frames() >= c)
             || idle.zip(last_stamped).is_some_and(|(i, l)| now - l >= i)
             || stop.load(Ordering::Relaxed);
         if over {
             break;
         }
         if now >= next_line {
-            drops += rx.drops().unwrap_or(0);
-            let doc = doc(&a.iface, started, false, stamps, &counter, drops);
+            let doc = r.doc(false);
             if status {
                 eout!("\r{}\x1b[K", status_line(&doc));
             }
@@ -89,28 +206,14 @@ pub fn run(a: RxArgs) -> Result<u8, Failure> {
             }
             next_line = now + Duration::from_secs(1);
         }
-        // Drain what is waiting; wait (up to 20 ms) only once it is empty.
-        let fatal = |e: std::io::Error| Failure {
-            code: exit::FATAL,
-            error: anyhow!(e),
-        };
-        let got = match rx.try_recv(&mut buf).map_err(fatal)? {
-            Some(r) => Some(r),
-            None => rx.recv(&mut buf, Duration::from_millis(20)).map_err(fatal)?,
-        };
-        let Some(r) = got else {
-            continue;
-        };
-        let ts = r.ts_ns.unwrap_or_else(now_ns);
-        if counter.frame(&buf[..r.len], ts) {
+        if r.poll()? {
             last_stamped = Some(Instant::now());
         }
     }
     if status {
         eoutln!();
     }
-    drops += rx.drops().unwrap_or(0);
-    let doc = doc(&a.iface, started, true, stamps, &counter, drops);
+    let doc = r.doc(true);
     if let Some(w) = stats_out {
         w.commit().context("writing --stats-json")?;
     }
@@ -141,27 +244,6 @@ pub fn run(a: RxArgs) -> Result<u8, Failure> {
     Ok(exit::OK)
 }
 
-fn doc<'a>(
-    iface: &'a str,
-    started: Instant,
-    last: bool,
-    stamps: &'static str,
-    c: &StreamCounter,
-    drops: u64,
-) -> RxDoc<'a> {
-    RxDoc {
-        iface,
-        t: started.elapsed().as_secs_f64(),
-        last,
-        stamps,
-        frames: c.frames(),
-        unstamped: c.unstamped,
-        other_streams: c.other_streams,
-        kernel_drops: drops,
-        streams: c.report(),
-    }
-}
-
 fn us(ns: u64) -> String {
     format!("{:.1} µs", ns as f64 / 1e3)
 }
@@ -184,8 +266,8 @@ fn status_line(d: &RxDoc) -> String {
     )
 }
 
-/// The summary on stderr: one line per stream.
-fn render(d: &RxDoc) -> String {
+/// The receiver's part of a summary on stderr: one line per stream.
+pub fn render(d: &RxDoc) -> String {
     let mut s = format!(
         "received {} stamped frames on {} in {:.3} s ({} other frames, {} dropped by the kernel; {} receive times)",
         d.frames, d.iface, d.t, d.unstamped, d.kernel_drops, d.stamps

@@ -27,9 +27,9 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         _ => SeriesTiming::Conforming,
     };
     let topspeed = timing == SeriesTiming::TightLoop(Nanos(0));
-    if a.run.rx_stamp.is_some() {
+    if a.run.rx_stamp.is_some() || a.run.rx.is_some() {
         return Err(bad_input(anyhow!(
-            "--rx-stamp: series play does not stamp its records yet (replay, flows run, profile run and pace do)"
+            "--rx-stamp, --rx: series play does not stamp its records yet (replay, flows run, profile run, pace and inject do)"
         )));
     }
     let mut plan = SendPlan::new(&a.run, topspeed)?
