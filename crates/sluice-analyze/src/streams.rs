@@ -85,7 +85,25 @@ impl Stream {
         }
     }
 
+    /// A short stamp's 32-bit number as the 64-bit one nearest the highest
+    /// so far (RTP's extension of sequence numbers).
+    fn extend(&self, seq: u64) -> u64 {
+        if self.received == 0 {
+            return seq;
+        }
+        let base = self.highest & !0xffff_ffff;
+        [base.wrapping_sub(1 << 32), base, base + (1 << 32)]
+            .into_iter()
+            .map(|b| b.wrapping_add(seq))
+            .min_by_key(|&c| c.abs_diff(self.highest))
+            .unwrap_or(seq)
+    }
+
     fn frame(&mut self, s: &RxStamp, rx_ns: u64) {
+        let s = &RxStamp {
+            seq: if s.short { self.extend(s.seq) } else { s.seq },
+            ..*s
+        };
         self.last_rx_ns = self.last_rx_ns.max(rx_ns);
         self.first_rx_ns = self.first_rx_ns.min(rx_ns);
         if self.received == 0 {
@@ -232,6 +250,7 @@ mod tests {
                     stream,
                     seq,
                     tx_ns: tx,
+                    short: false,
                 },
                 tx + 500 + i as u64 * 10,
             );
@@ -282,6 +301,24 @@ mod tests {
         assert_eq!(r.reordered, 1);
         assert_eq!(r.received, 5);
         assert_eq!(r.lost, DUP_WINDOW * 3 + 66 - 5);
+    }
+
+    #[test]
+    fn short_stamps_extend_their_numbers_past_32_bits() {
+        let mut c = StreamCounter::new();
+        for seq in (1u64 << 32) - 3..(1 << 32) + 3 {
+            let short = RxStamp {
+                stream: 4,
+                seq: seq & 0xffff_ffff,
+                tx_ns: 1,
+                short: true,
+            };
+            c.stamped(&short, 2);
+        }
+        // 2^32 − 3 starts the stream as 4294967293; the rest follow it.
+        let r = &c.report()[0];
+        assert_eq!((r.received, r.lost, r.reordered), (6, 0, 0));
+        assert_eq!(r.last_seq, (1 << 32) + 2);
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub enum Kind {
     Pass,
     /// `sluice rx`: a `--stats-json` line or its `--summary-json`.
     Rx,
+    /// `sluice rfc2544 --json`.
+    Rfc2544,
     /// `analyze --json`.
     Analysis,
     /// `analyze --gap|--gaps --json`.
@@ -44,6 +46,7 @@ impl Kind {
             Kind::Interval => "sluice.interval/1",
             Kind::Pass => "sluice.pass/1",
             Kind::Rx => "sluice.rx/1",
+            Kind::Rfc2544 => "sluice.rfc2544/1",
             Kind::Analysis => "sluice.analysis/1",
             Kind::GapErrors => "sluice.gap-errors/1",
             Kind::Flows => "sluice.flows/1",
@@ -69,8 +72,11 @@ struct Tagged<'a, T: Serialize> {
 
 impl<'a, T: Serialize> Tagged<'a, T> {
     fn new(kind: Kind, body: &'a T) -> Self {
-        let run =
-            matches!(kind, Kind::Summary | Kind::Interval | Kind::Pass | Kind::Rx).then(run_info);
+        let run = matches!(
+            kind,
+            Kind::Summary | Kind::Interval | Kind::Pass | Kind::Rx | Kind::Rfc2544
+        )
+        .then(run_info);
         Tagged {
             schema: kind.tag(),
             run,

@@ -189,6 +189,8 @@ fn every_kind_of_output_follows_its_schema() {
         .into_iter()
         .filter(|(file, _)| !file.starts_with("control-"))
         .filter(|(file, _)| root || file != "rx.json")
+        // tests/rx.rs checks rfc2544's (it needs a forwarding path).
+        .filter(|(file, _)| file != "rfc2544.json")
         .map(|(_, tag)| tag)
         .collect();
     files.sort();

@@ -872,7 +872,8 @@ fn a_looped_replay_reports_each_pass_in_its_stats_lines() {
 /// `replace` writes over the payload's end; either way the stamps number
 /// the frames 0, 1, ... in one stream with departures in order, and every
 /// checksum stays right (checked here, and by tshark where present).
-/// `replace` leaves frames with too short a payload unstamped, and says so.
+/// A 64-byte frame takes the short stamp; `replace` leaves frames with
+/// too short a payload unstamped, and says so.
 #[test]
 fn rx_stamps_number_frames_and_keep_checksums() {
     use sluice_wire::rxstamp::{read, RX_STAMP_LEN};
@@ -910,7 +911,17 @@ fn rx_stamps_number_frames_and_keep_checksums() {
             assert_eq!((&f[..14], &f[26..34]), (&s[..14], &s[26..34]), "{mode}");
         }
     }
+    // 18 payload bytes take the short stamp; 12 have no room.
     let o = replay_to_pcap(&short, &out, &["--rx-stamp", "replace"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (k, (_, f)) in read_all(&out).iter().enumerate() {
+        let st = read(f).unwrap_or_else(|| panic!("short: frame {k} unstamped"));
+        assert!(st.short && st.seq == k as u64);
+        sluice_wire::verify_checksums(f).unwrap();
+    }
+    let tiny = d.join("tiny.pcap");
+    valid(&tiny, 54);
+    let o = replay_to_pcap(&tiny, &out, &["--rx-stamp", "replace"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("50 frames left without a stamp"),

@@ -40,7 +40,15 @@ struct Path3 {
 }
 
 impl Path3 {
+    /// The path with the drop and slow classes of the module docs.
     fn up() -> Path3 {
+        let p = Path3::bare();
+        p.classes();
+        p
+    }
+
+    /// The path, forwarding everything, with no qdisc on `c` yet.
+    fn bare() -> Path3 {
         let t = format!("rx{}", std::process::id() % 100_000);
         let p = Path3 { t: t.clone() };
         let f = format!("{t}f");
@@ -99,6 +107,12 @@ impl Path3 {
                 &name("c"),
             ],
         );
+        p
+    }
+
+    fn classes(&self) {
+        let (t, f) = (&self.t, format!("{}f", self.t));
+        let name = |s: &str| format!("{t}{s}");
         // On c: class 1 passes, class 2 drops (a queue of 0), class 3 is slow.
         let c = name("c");
         ns(
@@ -141,7 +155,6 @@ impl Path3 {
                 "at", "177", "flowid", "1:3",
             ],
         );
-        p
     }
 
     fn dropped(&self) -> u64 {
@@ -325,4 +338,83 @@ fn rx_without_stamped_frames_says_so_and_a_missing_interface_is_named() {
         "{}",
         stderr(&o)
     );
+}
+
+/// RFC 2544 through a bottleneck of known rate: a tbf on the forwarder's
+/// egress at 5 Mbit/s with a queue of about one 1514-byte frame. The
+/// throughput search must find the rate tbf lets through within 2 % for
+/// 64- and 1518-byte frames (tbf counts the frame without its FCS:
+/// 5e6 / (8 × (size − 4)) frames/s); at an overloaded rate (the first
+/// trial) frames are lost; the JSON follows its schema.
+/// Then a deep queue (50 ms at that rate): at an overloaded rate the
+/// one-way latency must show the queue's delay (frames wait for a full
+/// queue to drain), and well under it at the throughput.
+#[test]
+fn rfc2544_finds_a_tbf_bottleneck_and_its_queueing_delay() {
+    use sluice_testkit::{require, require_root};
+    if !(require_root("rfc2544 tests") && require("ip", "rfc2544") && require("tc", "rfc2544")) {
+        return;
+    }
+    let d = tmpdir("rfc2544");
+    let p = Path3::bare();
+    let (f, c) = (format!("{}f", p.t), format!("{}c", p.t));
+    let tbf = |extra: &[&str]| {
+        let mut a = vec![
+            "tc", "qdisc", "replace", "dev", &c, "root", "tbf", "rate", "5mbit",
+        ];
+        a.extend_from_slice(extra);
+        ns(&f, &a);
+    };
+    tbf(&["burst", "1600", "limit", "1600"]);
+    let json = d.join("r.json");
+    let rfc2544 = |size: &str, max: &str, trial: &str, tests: &str| {
+        let o = run(&[
+            "rfc2544",
+            "--to",
+            &format!("afpacket:{}a", p.t),
+            "--rx",
+            &format!("{}d", p.t),
+            "--sizes",
+            size,
+            "--trial",
+            trial,
+            "--wait",
+            "300ms",
+            "--max-pps",
+            max,
+            "--resolution",
+            "1",
+            "--tests",
+            tests,
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        sluice_testkit::checked_json(&std::fs::read(&json).unwrap())
+    };
+    for (size, max) in [("64", "16000"), ("1518", "700")] {
+        let r = rfc2544(size, max, "1s", "throughput");
+        let s = &r["sizes"][0];
+        let size = s["size"].as_f64().unwrap();
+        let want = 5e6 / (8.0 * (size - 4.0));
+        let got = s["throughput"]["pps"].as_f64().unwrap();
+        assert!(
+            (got - want).abs() / want <= 0.02,
+            "{size}: {got} frames/s, tbf passes {want}: {s}"
+        );
+        assert_eq!(s["throughput"]["converged"], true);
+        // The first trial, at the maximum, overloads the bottleneck.
+        let full = &s["throughput"]["trials"][0];
+        let u = |k: &str| full[k].as_u64().unwrap();
+        assert!(u("lost") > 0, "{full}");
+        // Counted by stamp: what the sender sent less what came back.
+        assert_eq!(u("sent") - u("received"), u("lost"));
+    }
+    // A deep queue: 50 ms of 1514-byte frames at 5 Mbit/s.
+    tbf(&["burst", "1600", "latency", "50ms"]);
+    let r = rfc2544("1518", "600", "1s", "loss");
+    let full = &r["sizes"][0]["loss"][0]["trial"];
+    let p50 = full["latency"]["percentiles"]["p50_ns"].as_f64().unwrap() / 1e6;
+    // 600 frames/s against 413: the queue stays full, 50 ms deep.
+    assert!((40.0..65.0).contains(&p50), "p50 {p50} ms: {full}");
 }

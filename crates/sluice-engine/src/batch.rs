@@ -219,7 +219,7 @@ impl Pipeline for BatchPipeline<'_> {
         if unstamped > 0 {
             warnings.push(format!(
                 "--rx-stamp: {unstamped} frames left without a stamp (not TCP, UDP or ICMP, \
-                 a fragment, or under 24 payload bytes with `replace`): a receiver does not count them"
+                 a fragment, or under 16 payload bytes with `replace`): a receiver does not count them"
             ));
         }
         if let Some(t) = &report.truncation {

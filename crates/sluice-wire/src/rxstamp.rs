@@ -9,6 +9,16 @@
 //! | 8-15 | sequence number in the stream, u64 big-endian, from 0 |
 //! | 16-23 | departure, ns since the UNIX epoch (CLOCK_REALTIME), u64 big-endian |
 //!
+//! A payload of 16 to 23 bytes (a 64-byte Ethernet frame of IPv4 and UDP
+//! holds 18) gets the short stamp instead, 16 bytes:
+//!
+//! | bytes | content |
+//! |---|---|
+//! | 0-1 | ASCII `Sr` |
+//! | 2-3 | stream id, u16 big-endian |
+//! | 4-7 | sequence number, u32 big-endian (the receiver extends it) |
+//! | 8-15 | departure, as above |
+//!
 //! The stamp sits at the end of the payload the IP length bounds (not the
 //! frame's end: Ethernet padding follows it), so a receiver finds it
 //! whatever headers a NAT, a tunnel end or a rewrite put in front. The
@@ -24,6 +34,10 @@ use crate::layers::{be16, parse_layers, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PRO
 pub const RX_STAMP_LEN: usize = 24;
 /// Its first four bytes.
 pub const RX_STAMP_MAGIC: [u8; 4] = *b"SLR1";
+/// Bytes of the short stamp, for payloads too small for the long one.
+pub const SHORT_STAMP_LEN: usize = 16;
+/// Its first two bytes.
+pub const SHORT_STAMP_MAGIC: [u8; 2] = *b"Sr";
 
 /// What a stamp says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,11 +46,21 @@ pub struct RxStamp {
     pub seq: u64,
     /// Departure, ns since the UNIX epoch.
     pub tx_ns: u64,
+    /// Read from a short stamp: `stream` and `seq` hold their low 16 and
+    /// 32 bits only.
+    pub short: bool,
 }
 
 impl RxStamp {
-    fn bytes(&self) -> [u8; RX_STAMP_LEN] {
+    fn bytes(&self, len: usize) -> [u8; RX_STAMP_LEN] {
         let mut b = [0u8; RX_STAMP_LEN];
+        if len == SHORT_STAMP_LEN {
+            b[..2].copy_from_slice(&SHORT_STAMP_MAGIC);
+            b[2..4].copy_from_slice(&(self.stream as u16).to_be_bytes());
+            b[4..8].copy_from_slice(&(self.seq as u32).to_be_bytes());
+            b[8..16].copy_from_slice(&self.tx_ns.to_be_bytes());
+            return b;
+        }
         b[..4].copy_from_slice(&RX_STAMP_MAGIC);
         b[4..8].copy_from_slice(&self.stream.to_be_bytes());
         b[8..16].copy_from_slice(&self.seq.to_be_bytes());
@@ -50,20 +74,28 @@ impl RxStamp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StampSpot {
     pub at: usize,
+    /// [`RX_STAMP_LEN`], or [`SHORT_STAMP_LEN`] for a short payload.
+    pub len: usize,
     /// (start of the checksummed L4 data, checksum field, is UDP).
     csum: Option<(usize, usize, bool)>,
 }
 
 /// The spot for a stamp in `frame` (Ethernet): an unfragmented IPv4 or
 /// IPv6 packet, captured whole, carrying TCP, UDP, ICMP or ICMPv6 with at
-/// least [`RX_STAMP_LEN`] payload bytes. None otherwise (not stamped).
+/// least [`SHORT_STAMP_LEN`] payload bytes (the long stamp from
+/// [`RX_STAMP_LEN`]). None otherwise (not stamped).
 pub fn spot(frame: &[u8]) -> Option<StampSpot> {
     let layers = parse_layers(frame);
     let ip = layers.ip?;
     let l4 = layers.l4?;
-    if ip.is_fragment() || l4.header_len == 0 || l4.payload_len < RX_STAMP_LEN {
+    if ip.is_fragment() || l4.header_len == 0 || l4.payload_len < SHORT_STAMP_LEN {
         return None;
     }
+    let len = if l4.payload_len >= RX_STAMP_LEN {
+        RX_STAMP_LEN
+    } else {
+        SHORT_STAMP_LEN
+    };
     if layers.ip_end()? != l4.end() {
         return None; // cut by the capture
     }
@@ -74,17 +106,19 @@ pub fn spot(frame: &[u8]) -> Option<StampSpot> {
         _ => return None,
     };
     Some(StampSpot {
-        at: l4.end() - RX_STAMP_LEN,
+        at: l4.end() - len,
+        len,
         csum: Some((l4.offset, l4.offset + at, l4.proto == PROTO_UDP)),
     })
 }
 
 /// Writes `s` at `spot` in `frame` and updates the L4 checksum.
 pub fn write(frame: &mut [u8], spot: &StampSpot, s: &RxStamp) {
-    let new = s.bytes();
-    let region = spot.at..spot.at + RX_STAMP_LEN;
+    let full = s.bytes(spot.len);
+    let new = &full[..spot.len];
+    let region = spot.at..spot.at + spot.len;
     let Some((start, at, udp)) = spot.csum else {
-        frame[region].copy_from_slice(&new);
+        frame[region].copy_from_slice(new);
         return;
     };
     let Some(stored) = be16(frame, at) else {
@@ -98,11 +132,11 @@ pub fn write(frame: &mut [u8], spot: &StampSpot, s: &RxStamp) {
         }
     };
     let old = swap(sum16(&frame[region.clone()], 0) as u16);
-    frame[region].copy_from_slice(&new);
+    frame[region].copy_from_slice(new);
     if udp && stored == 0 {
         return;
     }
-    let m2 = swap(sum16(&new, 0) as u16);
+    let m2 = swap(sum16(new, 0) as u16);
     let mut c = fold(u32::from(!stored) + u32::from(!old) + u32::from(m2));
     if udp && c == 0 {
         c = 0xffff;
@@ -114,18 +148,31 @@ pub fn write(frame: &mut [u8], spot: &StampSpot, s: &RxStamp) {
 pub fn read(frame: &[u8]) -> Option<RxStamp> {
     let layers = parse_layers(frame);
     let l4 = layers.l4?;
-    if l4.header_len == 0 || l4.payload_len < RX_STAMP_LEN {
+    if l4.header_len == 0 || l4.payload_len < SHORT_STAMP_LEN {
         return None;
     }
-    let b = frame.get(l4.end() - RX_STAMP_LEN..l4.end())?;
-    if b[..4] != RX_STAMP_MAGIC {
+    let u64_of = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));
+    if l4.payload_len >= RX_STAMP_LEN {
+        let b = frame.get(l4.end() - RX_STAMP_LEN..l4.end())?;
+        if b[..4] == RX_STAMP_MAGIC {
+            return Some(RxStamp {
+                stream: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+                seq: u64_of(&b[8..16]),
+                tx_ns: u64_of(&b[16..24]),
+                short: false,
+            });
+        }
         return None;
     }
-    let u64_at = |i: usize| u64::from_be_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+    let b = frame.get(l4.end() - SHORT_STAMP_LEN..l4.end())?;
+    if b[..2] != SHORT_STAMP_MAGIC {
+        return None;
+    }
     Some(RxStamp {
-        stream: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
-        seq: u64_at(8),
-        tx_ns: u64_at(16),
+        stream: u32::from(u16::from_be_bytes([b[2], b[3]])),
+        seq: u64::from(u32::from_be_bytes([b[4], b[5], b[6], b[7]])),
+        tx_ns: u64_of(&b[8..16]),
+        short: true,
     })
 }
 
@@ -193,6 +240,7 @@ mod tests {
                     stream: 7,
                     seq: u64::MAX - 1,
                     tx_ns: 1_795_000_000_123_456_789,
+                    short: false,
                 };
                 write(&mut f, &s, &st);
                 verify_checksums(&f).unwrap();
@@ -203,6 +251,7 @@ mod tests {
                 stream: 1,
                 seq: 42,
                 tx_ns: 5,
+                short: false,
             };
             write(&mut f, &s, &st);
             verify_checksums(&f).unwrap();
@@ -212,6 +261,7 @@ mod tests {
                 stream: 2,
                 seq: 43,
                 tx_ns: 6,
+                short: false,
             };
             write(&mut f, &s, &st2);
             verify_checksums(&f).unwrap();
@@ -247,10 +297,38 @@ mod tests {
             stream: 3,
             seq: 9,
             tx_ns: 77,
+            short: false,
         };
         write(&mut odd, &s, &st);
         verify_checksums(&odd).unwrap();
         assert_eq!(read(&odd), Some(st));
+        // A 64-byte frame (18 UDP payload bytes) takes the short stamp.
+        let mut small = udp4_frame();
+        small.truncate(14 + 20 + 8 + 18);
+        small[16..18].copy_from_slice(&46u16.to_be_bytes());
+        small[38..40].copy_from_slice(&26u16.to_be_bytes());
+        small[24..26].fill(0);
+        let c = crate::ipv4_header_checksum(&small[14..34]);
+        small[24..26].copy_from_slice(&c.to_be_bytes());
+        crate::complete_checksum(&mut small);
+        let s = spot(&small).unwrap();
+        assert_eq!(
+            (s.at, s.len),
+            (small.len() - SHORT_STAMP_LEN, SHORT_STAMP_LEN)
+        );
+        let st = RxStamp {
+            stream: 0x1_0005,
+            seq: (1 << 32) + 7,
+            tx_ns: 99,
+            short: false,
+        };
+        write(&mut small, &s, &st);
+        verify_checksums(&small).unwrap();
+        let got = read(&small).unwrap();
+        assert_eq!(
+            (got.stream, got.seq, got.tx_ns, got.short),
+            (5, 7, 99, true)
+        );
         // Nothing to stamp: no IP.
         assert_eq!(spot(&[0u8; 60]), None);
         assert_eq!(read(&[0u8; 60]), None);

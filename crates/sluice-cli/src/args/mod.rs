@@ -17,6 +17,7 @@ mod prep;
 mod profile;
 mod replay;
 mod report;
+mod rfc2544;
 mod rx;
 mod select;
 mod series;
@@ -39,6 +40,7 @@ pub use profile::{
 };
 pub use replay::ReplayArgs;
 pub use report::ReportArgs;
+pub use rfc2544::Rfc2544Args;
 pub use rx::RxArgs;
 pub use series::{ConvertArgs, DumpArgs, PlayArgs, SeriesArgs, SeriesCommand};
 
@@ -97,6 +99,8 @@ pub enum Command {
     /// Run it on the far side of the device under test, in another network
     /// namespace or on another host (with synchronised clocks for latency).
     Rx(RxArgs),
+    /// RFC 2544 benchmarks of a device between two interfaces: throughput by binary search, latency at that rate, the frame loss rate table; loss counted by stream and sequence number.
+    Rfc2544(Box<Rfc2544Args>),
     /// Serve as a worker of distributed runs: a controller holding a certificate of the same CA hands it tasks.
     Worker(WorkerArgs),
     /// Drive workers: run a plan's job split over several hosts, started together on corrected clocks.

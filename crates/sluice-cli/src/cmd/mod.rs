@@ -17,6 +17,7 @@ pub mod pace;
 pub mod prep;
 pub mod profile;
 pub mod replay;
+pub mod rfc2544;
 pub mod rx;
 pub mod series;
 mod series_play;

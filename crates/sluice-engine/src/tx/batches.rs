@@ -99,6 +99,7 @@ impl Stamper {
             stream: self.lane + 256 * p as u32,
             seq: self.seq[p],
             tx_ns: (i128::from(now.0) + self.realtime_offset).max(0) as u64,
+            short: false,
         };
         self.seq[p] += 1;
         sluice_wire::rxstamp::write(&mut self.scratch, &spot, &s);
