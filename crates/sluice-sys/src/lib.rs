@@ -10,7 +10,8 @@
 //! - [`net`]: facts about network interfaces (the MTU, queues), and
 //!   [`ethtool`]: what their drivers offer (timestamps, checksum offload).
 //! - [`tap`]: TAP devices (`sluice pace`), and [`packet_rx`]: receiving
-//!   the frames of one interface (the return path to a TAP).
+//!   the frames of one interface (the return path to a TAP), and
+//!   [`rx_ring`]: a TPACKET_V3 receive ring (`sluice rx`, `--rx`).
 //! - [`process`]: a worker's jobs: stopped by SIGTERM, and dying with it.
 //! - [`output`]: file outputs written to a temporary file and renamed into
 //!   place, locked while written, never aliasing an input.
@@ -29,6 +30,7 @@ pub mod packet_rx;
 pub mod peer;
 pub mod poll;
 pub mod process;
+pub mod rx_ring;
 pub mod sched;
 pub mod secret;
 pub mod tap;

@@ -37,16 +37,6 @@ impl PacketRx {
         Self::open_with(iface, true)
     }
 
-    /// A capture socket ([`PacketRx::capture`]) that ignores the frames
-    /// this host sends there: a receiver counting what arrives.
-    pub fn receiver(iface: &str) -> io::Result<PacketRx> {
-        let rx = Self::open_with(iface, true)?;
-        if setsockopt_int(&rx.fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, 1) < 0 {
-            return Err(os_err(format!("PACKET_IGNORE_OUTGOING on {iface}")));
-        }
-        Ok(rx)
-    }
-
     fn open_with(iface: &str, capture: bool) -> io::Result<PacketRx> {
         let cname = std::ffi::CString::new(iface)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in interface name"))?;

@@ -1,7 +1,8 @@
 //! `sluice rx IFACE`: receives frames carrying a receive stamp
 //! (`--rx-stamp` on the sender) and counts them per stream (received,
 //! lost, duplicated, reordered, one-way latency, jitter), with the
-//! kernel's (or the NIC's) receive time of each frame.
+//! kernel's (or the NIC's) receive time of each frame, read from a
+//! TPACKET_V3 ring.
 
 use crate::args::RxArgs;
 use crate::dest::Dest;
@@ -10,7 +11,7 @@ use crate::{exit, signals, Failure};
 use anyhow::{anyhow, Context};
 use serde::Serialize;
 use sluice_analyze::streams::{StreamCounter, StreamReport};
-use sluice_sys::packet_rx::PacketRx;
+use sluice_sys::rx_ring::RxRing;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -54,10 +55,9 @@ impl RxDoc {
 /// beside a sending command.
 pub struct Receiver {
     iface: String,
-    rx: PacketRx,
+    rx: RxRing,
     pub counter: StreamCounter,
     drops: u64,
-    buf: Vec<u8>,
     started: Instant,
 }
 
@@ -65,14 +65,13 @@ impl Receiver {
     /// Opens the receive socket on `iface` (a missing interface is bad
     /// input, a refused socket the environment's).
     pub fn open(iface: &str) -> Result<Receiver, Failure> {
-        let rx = PacketRx::receiver(iface).map_err(crate::open_failure)?;
+        let rx = RxRing::open(iface).map_err(crate::open_failure)?;
         let _ = rx.drops(); // counts from here
         Ok(Receiver {
             iface: iface.to_string(),
             rx,
             counter: StreamCounter::new(),
             drops: 0,
-            buf: vec![0u8; 65_535],
             started: Instant::now(),
         })
     }
@@ -85,25 +84,18 @@ impl Receiver {
         }
     }
 
-    /// Takes one frame, waiting up to 20 ms for one; true when it carried
-    /// a stamp. What is waiting is drained without waiting.
-    pub fn poll(&mut self) -> Result<bool, Failure> {
-        let fatal = |e: std::io::Error| Failure {
-            code: exit::FATAL,
-            error: anyhow!(e),
-        };
-        let got = match self.rx.try_recv(&mut self.buf).map_err(fatal)? {
-            Some(r) => Some(r),
-            None => self
-                .rx
-                .recv(&mut self.buf, Duration::from_millis(20))
-                .map_err(fatal)?,
-        };
-        let Some(r) = got else {
-            return Ok(false);
-        };
-        let ts = r.ts_ns.unwrap_or_else(now_ns);
-        Ok(self.counter.frame(&self.buf[..r.len], ts))
+    /// Takes the frames the ring holds, waiting up to `wait` for some;
+    /// true when one carried a stamp.
+    pub fn poll(&mut self, wait: Duration) -> Result<bool, Failure> {
+        let counter = &mut self.counter;
+        let mut stamped = false;
+        self.rx
+            .drain(wait, |f| stamped |= counter.frame(f.data, f.ts_ns))
+            .map_err(|e| Failure {
+                code: exit::FATAL,
+                error: anyhow!("receiving on {}: {e}", self.iface),
+            })?;
+        Ok(stamped)
     }
 
     /// What was counted so far (`last`: the final count).
@@ -139,14 +131,10 @@ impl Beside {
             .name("sluice-rx".into())
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
-                    r.poll()?;
+                    r.poll(Duration::from_millis(20))?;
                 }
-                // What arrived meanwhile is counted too.
-                while r.rx.try_recv(&mut r.buf).ok().flatten().is_some_and(|f| {
-                    let ts = f.ts_ns.unwrap_or_else(now_ns);
-                    r.counter.frame(&r.buf[..f.len], ts);
-                    true
-                }) {}
+                // What the ring still holds, its last block retired.
+                r.poll(Duration::from_millis(20))?;
                 Ok(r.doc(true))
             })
             .context("starting the receiver")?;
@@ -161,10 +149,6 @@ impl Beside {
             .join()
             .map_err(|_| Failure::from(anyhow!("the receiver thread panicked")))?
     }
-}
-
-fn now_ns() -> u64 {
-    sluice_sys::clock::realtime_ns()
 }
 
 pub fn run(a: RxArgs) -> Result<u8, Failure> {
@@ -206,7 +190,7 @@ pub fn run(a: RxArgs) -> Result<u8, Failure> {
             }
             next_line = now + Duration::from_secs(1);
         }
-        if r.poll()? {
+        if r.poll(Duration::from_millis(20))? {
             last_stamped = Some(Instant::now());
         }
     }
