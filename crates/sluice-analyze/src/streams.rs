@@ -41,6 +41,8 @@ struct Stream {
     /// within DUP_WINDOW below the highest).
     seen: Vec<u64>,
     latency: ErrorHistogram,
+    /// Latency since the last report.
+    interval: ErrorHistogram,
     /// (receive, departure) of the last arrival, for jitter.
     last: Option<(u64, u64)>,
     jitter_ns: f64,
@@ -58,6 +60,7 @@ impl Stream {
             highest: seq,
             seen: vec![0; (DUP_WINDOW / 64) as usize],
             latency: ErrorHistogram::new(),
+            interval: ErrorHistogram::new(),
             last: None,
             jitter_ns: 0.0,
             first_rx_ns: rx_ns,
@@ -129,6 +132,7 @@ impl Stream {
         }
         self.received += 1;
         self.latency.record(rx_ns as i64 - s.tx_ns as i64);
+        self.interval.record(rx_ns as i64 - s.tx_ns as i64);
         if let Some((r, t)) = self.last {
             let d = (rx_ns as i64 - r as i64) - (s.tx_ns as i64 - t as i64);
             self.jitter_ns += (d.unsigned_abs() as f64 - self.jitter_ns) / 16.0;
@@ -156,6 +160,8 @@ pub struct StreamReport {
     /// before they left by the two clocks (an offset between hosts), whose
     /// latency is recorded as 0.
     pub latency: Dist,
+    /// Latency of the frames received since the report before.
+    pub interval_latency: Dist,
     pub early: u64,
     /// RFC 3550 interarrival jitter, ns.
     pub jitter_ns: f64,
@@ -216,10 +222,10 @@ impl StreamCounter {
         self.stamped
     }
 
-    /// Every stream, by id.
-    pub fn report(&self) -> Vec<StreamReport> {
+    /// Every stream, by id; the interval latency starts again.
+    pub fn report(&mut self) -> Vec<StreamReport> {
         self.streams
-            .iter()
+            .iter_mut()
             .map(|(&id, s)| StreamReport {
                 stream: id,
                 received: s.received,
@@ -229,6 +235,11 @@ impl StreamCounter {
                 first_seq: s.lowest,
                 last_seq: s.highest,
                 latency: s.latency.percentiles(),
+                interval_latency: {
+                    let d = s.interval.percentiles();
+                    s.interval.reset();
+                    d
+                },
                 early: s.latency.early(),
                 jitter_ns: s.jitter_ns,
                 first_rx_ns: s.first_rx_ns,

@@ -217,6 +217,7 @@ fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
     trace(&input, n);
     let p = Path3::up();
     let summary = d.join("rx.json");
+    let lines = d.join("rx.jsonl");
     let mut rx = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args([
             "rx",
@@ -229,6 +230,8 @@ fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
         ])
         .arg("--summary-json")
         .arg(&summary)
+        .arg("--stats-json")
+        .arg(&lines)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -259,6 +262,20 @@ fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
     assert!(status.success(), "rx: {rest}");
     let s = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
     let want = judge(&s, n, p.dropped());
+    // Its lines make a report: the streams' counts, latency over time.
+    let per_second = sluice_testkit::checked_json_lines(&std::fs::read(&lines).unwrap());
+    assert!(!per_second.is_empty());
+    let o = run(&["report", lines.to_str().unwrap(), "-o", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        page.contains("<h2>Received</h2>") && page.contains(&format!("<td>{want}</td>")),
+        "{page}"
+    );
+    assert!(
+        page.contains("one-way latency") && page.matches("<svg").count() >= 2,
+        "{page}"
+    );
     assert!(
         rest.contains("stream 1:") && rest.contains(&format!("{want} lost")),
         "{rest}"

@@ -115,6 +115,7 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
         .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?;
     let mut rows = Vec::new();
     let mut passes = Vec::new();
+    let mut received = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -127,6 +128,10 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
             passes.push(v);
             continue;
         }
+        if schema == Some(crate::json::Kind::Rx.tag()) && v.get("streams").is_some() {
+            received.push(v);
+            continue;
+        }
         if schema != Some(tag) || num(&v, "t").is_none() {
             return Err(bad_input(anyhow!(
                 "{}: line {}: not a --stats-json line (\"schema\": \"{tag}\" expected)",
@@ -135,6 +140,15 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
             )));
         }
         rows.push(v);
+    }
+    if !received.is_empty() {
+        if !rows.is_empty() {
+            return Err(bad_input(anyhow!(
+                "{}: sending and receiving lines mixed: report each file on its own",
+                path.display()
+            )));
+        }
+        return rx_report(&received);
     }
     if rows.is_empty() && passes.is_empty() {
         return Err(bad_input(anyhow!(
@@ -230,6 +244,140 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
     if !passes.is_empty() {
         out += "<h2>Passes</h2>\n";
         out += &pass_table(&passes);
+    }
+    Ok(out)
+}
+
+/// `sluice rx` lines (and its summary): per stream, one-way latency over
+/// time and how its intervals' p99 is spread, loss over time, and the
+/// last counts.
+fn rx_report(lines: &[Value]) -> Result<String, Failure> {
+    let t = |v: &Value| num(v, "t").unwrap_or(0.0);
+    let last = lines.last().expect("one line at least");
+    let streams = |v: &Value| v["streams"].as_array().cloned().unwrap_or_default();
+    let ids: Vec<u64> = streams(last)
+        .iter()
+        .filter_map(|s| s["stream"].as_u64())
+        .collect();
+    let mut out = String::from("<h2>Received</h2>\n");
+    let f = |v: &Value, k: &str| num(v, k).map_or("–".into(), |x| format!("{x:.0}"));
+    let us = |v: &Value, k: &str| {
+        v["latency"]["percentiles"][k]
+            .as_f64()
+            .map_or("–".into(), |x| format!("{:.1}", x / 1e3))
+    };
+    let rows: Vec<Vec<String>> = streams(last)
+        .iter()
+        .map(|s| {
+            vec![
+                f(s, "stream"),
+                f(s, "received"),
+                f(s, "lost"),
+                f(s, "duplicates"),
+                f(s, "reordered"),
+                us(s, "p50_ns"),
+                us(s, "p99_ns"),
+                us(s, "max_ns"),
+                num(s, "jitter_ns").map_or("–".into(), |j| format!("{:.1}", j / 1e3)),
+            ]
+        })
+        .collect();
+    out += &table(
+        &[
+            "stream",
+            "received",
+            "lost",
+            "duplicated",
+            "reordered",
+            "latency p50 µs",
+            "p99 µs",
+            "max µs",
+            "jitter µs",
+        ],
+        &rows,
+    );
+    // Interval latency of each stream over time (the summary, a line
+    // after the last interval, is left out of the time axis).
+    let timed: Vec<&Value> = lines.iter().filter(|v| v["final"] != true).collect();
+    let of = |id: u64, k: &str| -> Vec<(f64, f64)> {
+        timed
+            .iter()
+            .filter_map(|v| {
+                let s = streams(v)
+                    .into_iter()
+                    .find(|s| s["stream"].as_u64() == Some(id))?;
+                let d = &s["interval_latency"];
+                (d["count"].as_u64()? > 0)
+                    .then(|| d["percentiles"][k].as_f64())
+                    .flatten()
+                    .map(|y| (t(v), y / 1e3))
+            })
+            .collect()
+    };
+    let names: Vec<String> = ids
+        .iter()
+        .flat_map(|id| [format!("{id} p50"), format!("{id} p99")])
+        .collect();
+    let series: Vec<Line<'_>> = ids
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &id)| {
+            [
+                Line {
+                    name: &names[2 * i],
+                    points: of(id, "p50_ns"),
+                },
+                Line {
+                    name: &names[2 * i + 1],
+                    points: of(id, "p99_ns"),
+                },
+            ]
+        })
+        .collect();
+    if series.iter().any(|l| !l.points.is_empty()) {
+        let svg = charts::lines(
+            "one-way latency",
+            "s since the start",
+            "µs (log)",
+            &series,
+            true,
+        )?;
+        out += &figure(
+            &svg,
+            "Per stream, the latency of the frames received in each second (p50, p99).",
+        );
+        let mut p99: Vec<f64> = ids
+            .iter()
+            .flat_map(|&id| of(id, "p99_ns"))
+            .map(|p| p.1)
+            .collect();
+        p99.sort_by(f64::total_cmp);
+        let hi = p99.last().copied().unwrap_or(1.0);
+        out += &figure(
+            &charts::histogram("latency p99 per second", "µs", &p99, hi, 40)?,
+            "How the seconds' latency p99 is spread (every stream).",
+        );
+    }
+    let lost_names: Vec<String> = ids.iter().map(|id| format!("stream {id}")).collect();
+    let lost: Vec<Line<'_>> = ids
+        .iter()
+        .zip(&lost_names)
+        .map(|(&id, name)| Line {
+            name,
+            points: timed
+                .iter()
+                .filter_map(|v| {
+                    let s = streams(v)
+                        .into_iter()
+                        .find(|s| s["stream"].as_u64() == Some(id))?;
+                    Some((t(v), s["lost"].as_f64()?))
+                })
+                .collect(),
+        })
+        .collect();
+    if lost.iter().any(|l| l.points.len() > 1) {
+        let svg = charts::lines("frames lost", "s since the start", "frames", &lost, false)?;
+        out += &figure(&svg, "Per stream, frames lost so far (by sequence number).");
     }
     Ok(out)
 }
