@@ -367,7 +367,8 @@ fn rx_without_stamped_frames_says_so_and_a_missing_interface_is_named() {
 /// frames to bursts and finds less: how close it gets is bench/rfc2544.sh's
 /// to measure, not a test's). Every trial's loss is what the sender sent
 /// less what came back by stamp, and a trial at the maximum loses frames;
-/// the JSON follows its schema. Then a deep queue (50 ms): at an overloaded
+/// the JSON follows its schema. The longest burst it takes is its bucket
+/// and queue in frames. Then a deep queue (50 ms): at an overloaded
 /// rate the one-way latency must show the queue's delay.
 #[test]
 fn rfc2544_finds_a_tbf_bottleneck_and_its_queueing_delay() {
@@ -437,6 +438,35 @@ fn rfc2544_finds_a_tbf_bottleneck_and_its_queueing_delay() {
             );
         }
     }
+    // Back to back (§26.4): tbf takes a burst into its bucket (1600
+    // bytes: one frame) and its queue (20 ms at 5 Mbit/s, plus the bucket:
+    // 14 100 bytes, nine more); a burst spread out by a busy sender
+    // drains a little meanwhile, so a few more may pass.
+    let o = run(&[
+        "rfc2544",
+        "--to",
+        &format!("afpacket:{}a", p.t),
+        "--rx",
+        &format!("{}d", p.t),
+        "--sizes",
+        "1518",
+        "--wait",
+        "300ms",
+        "--tests",
+        "b2b",
+        "--b2b-max",
+        "200",
+        "--b2b-repeats",
+        "1",
+        "--max-pps",
+        "1000",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = sluice_testkit::checked_json(&std::fs::read(&json).unwrap());
+    let b2b = r["sizes"][0]["back_to_back"]["frames"].as_f64().unwrap();
+    assert!((9.0..=20.0).contains(&b2b), "back to back {b2b}: {r}");
     // A deep queue: 50 ms of 1514-byte frames at 5 Mbit/s.
     tbf(&["burst", "1600", "latency", "50ms"]);
     let r = rfc2544("1518", "600", "1s", "loss");

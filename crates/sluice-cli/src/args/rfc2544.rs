@@ -37,9 +37,15 @@ pub struct Rfc2544Args {
     /// Trials per size before the throughput search gives up (its result is then marked not converged).
     #[arg(long, default_value_t = 24)]
     pub max_trials: u32,
-    /// The tests to run: throughput, latency (at the throughput found), loss (the frame loss rate table).
+    /// The tests to run: throughput, latency (at the throughput found), loss (the frame loss rate table), b2b (back-to-back bursts).
     #[arg(long, value_delimiter = ',', default_value = "throughput,latency,loss")]
     pub tests: Vec<String>,
+    /// b2b: the longest burst tried, in frames (default: the frames of one trial at the highest rate).
+    #[arg(long)]
+    pub b2b_max: Option<u64>,
+    /// b2b: searches per size, their burst lengths averaged (RFC 2544 asks 50).
+    #[arg(long, default_value_t = 3)]
+    pub b2b_repeats: u32,
     /// Source MAC of the test frames.
     #[arg(long, default_value = "02:00:00:00:00:01")]
     pub src_mac: MacAddr,

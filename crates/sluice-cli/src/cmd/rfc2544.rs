@@ -64,6 +64,18 @@ struct Throughput {
     trials: Vec<Trial>,
 }
 
+/// RFC 2544 §26.4: the longest burst at the highest rate the device
+/// takes without loss.
+#[derive(Serialize)]
+struct BackToBack {
+    /// Mean of the searches' results, frames.
+    frames: f64,
+    /// Each search's longest clean burst (0 when none was).
+    searches: Vec<u64>,
+    /// Every burst tried, in order.
+    trials: Vec<Trial>,
+}
+
 #[derive(Serialize)]
 struct LossRow {
     percent: u32,
@@ -81,6 +93,7 @@ struct SizeResult {
     throughput: Option<Throughput>,
     latency: Option<Trial>,
     loss: Vec<LossRow>,
+    back_to_back: Option<BackToBack>,
 }
 
 #[derive(Serialize)]
@@ -153,9 +166,9 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
         return Err(bad_input(anyhow!("--max-pps must be a positive rate")));
     }
     for t in &a.tests {
-        if !matches!(t.as_str(), "throughput" | "latency" | "loss") {
+        if !matches!(t.as_str(), "throughput" | "latency" | "loss" | "b2b") {
             return Err(bad_input(anyhow!(
-                "--tests: '{t}' is not throughput, latency or loss"
+                "--tests: '{t}' is not throughput, latency, loss or b2b"
             )));
         }
     }
@@ -199,6 +212,7 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
             throughput: None,
             latency: None,
             loss: Vec::new(),
+            back_to_back: None,
         };
         let want = |t: &str| a.tests.iter().any(|x| x == t);
         if want("throughput") {
@@ -216,6 +230,13 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
         }
         if want("loss") {
             r.loss = runner.loss_table(max)?;
+        }
+        if want("b2b") {
+            let most = a
+                .b2b_max
+                .unwrap_or((max * a.trial.0 as f64 / 1e9).ceil() as u64)
+                .max(1);
+            r.back_to_back = Some(runner.back_to_back(most)?);
         }
         eoutln!("{}", render(&name, &r));
         results.sizes.push(r);
@@ -399,6 +420,80 @@ impl Runner<'_> {
         })
     }
 
+    /// A burst of `frames` frames sent back to back (top speed).
+    fn burst(&self, frames: u64) -> Result<Trial, Failure> {
+        let passes = frames.div_ceil(self.set as u64);
+        let s = self.replay(&["--topspeed", "--limit", &frames.to_string()], passes)?;
+        let sent = s["packets"].as_u64().unwrap_or(0);
+        let streams = s["rx"]["streams"].as_array().cloned().unwrap_or_default();
+        let sum = |k: &str| {
+            streams
+                .iter()
+                .map(|x| x[k].as_u64().unwrap_or(0))
+                .sum::<u64>()
+        };
+        let received = sum("received");
+        let lost = sent.saturating_sub(received);
+        let t = Trial {
+            pps: s["pps"].as_f64().unwrap_or(0.0),
+            sent_pps: s["pps"].as_f64(),
+            sent,
+            received,
+            lost,
+            lost_in_sequence: sum("lost"),
+            reordered: sum("reordered"),
+            duplicates: sum("duplicates"),
+            loss_ratio: if sent > 0 {
+                lost as f64 / sent as f64
+            } else {
+                1.0
+            },
+            pass: sent == frames && lost == 0,
+            sender_short: sent < frames,
+            latency: streams.first().map(|x| x["latency"].clone()),
+        };
+        eoutln!(
+            "  burst {frames:>10} frames: {sent} sent, {lost} lost -> {}",
+            if t.pass { "pass" } else { "fail" }
+        );
+        Ok(t)
+    }
+
+    /// RFC 2544 §26.4: the longest burst without loss, by binary search
+    /// up to `most` frames, `--b2b-repeats` times.
+    fn back_to_back(&self, most: u64) -> Result<BackToBack, Failure> {
+        let mut trials = Vec::new();
+        let mut searches = Vec::new();
+        for _ in 0..self.a.b2b_repeats.max(1) {
+            let (mut lo, mut hi) = (0u64, most);
+            let first = self.burst(most)?;
+            let clean = first.pass;
+            trials.push(first);
+            if clean {
+                lo = most;
+            }
+            let close = |lo: u64, hi: u64| {
+                hi - lo <= ((self.a.resolution / 100.0 * hi as f64) as u64).max(1)
+            };
+            while !close(lo, hi) && trials.len() < 64 * self.a.b2b_repeats as usize {
+                let mid = lo + (hi - lo) / 2;
+                let t = self.burst(mid)?;
+                if t.pass {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+                trials.push(t);
+            }
+            searches.push(lo);
+        }
+        Ok(BackToBack {
+            frames: searches.iter().sum::<u64>() as f64 / searches.len() as f64,
+            searches,
+            trials,
+        })
+    }
+
     /// RFC 2544 §26.3: loss at 100 %, 90 %, ... of `max` until two
     /// successive trials lose nothing.
     fn loss_table(&self, max: f64) -> Result<Vec<LossRow>, Failure> {
@@ -439,6 +534,12 @@ fn render(name: &str, r: &SizeResult) -> String {
             us("p50_ns"),
             us("p99_ns"),
             us("max_ns")
+        );
+    }
+    if let Some(b) = &r.back_to_back {
+        s += &format!(
+            "\n  back-to-back: {:.1} frames (searches {:?})",
+            b.frames, b.searches
         );
     }
     for row in &r.loss {
