@@ -467,6 +467,19 @@ fn rfc2544_finds_a_tbf_bottleneck_and_its_queueing_delay() {
     let r = sluice_testkit::checked_json(&std::fs::read(&json).unwrap());
     let b2b = r["sizes"][0]["back_to_back"]["frames"].as_f64().unwrap();
     assert!((9.0..=20.0).contains(&b2b), "back to back {b2b}: {r}");
+    // The results make a report laid out as RFC 2544 §26.
+    let o = run(&["report", json.to_str().unwrap(), "-o", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = String::from_utf8_lossy(&o.stdout);
+    let b2b_table = page
+        .split("Back-to-back frames (§26.4)")
+        .nth(1)
+        .expect("§26.4");
+    assert!(b2b_table.contains(&format!("<td>{b2b:.1}</td>")), "{page}");
+    assert!(
+        page.contains("Throughput (§26.1)") && page.contains("Every trial"),
+        "{page}"
+    );
     // A deep queue: 50 ms of 1514-byte frames at 5 Mbit/s.
     tbf(&["burst", "1600", "latency", "50ms"]);
     let r = rfc2544("1518", "600", "1s", "loss");

@@ -113,6 +113,12 @@ fn num(v: &Value, k: &str) -> Option<f64> {
 fn stats_report(path: &Path) -> Result<String, Failure> {
     let text = sluice_source::text::read_bounded(path, 1 << 30)
         .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?;
+    // One pretty-printed document: `rfc2544 --json`.
+    if let Ok(v) = serde_json::from_str::<Value>(&text) {
+        if v["schema"] == crate::json::Kind::Rfc2544.tag() {
+            return rfc2544_report(&v);
+        }
+    }
     let mut rows = Vec::new();
     let mut passes = Vec::new();
     let mut received = Vec::new();
@@ -379,6 +385,185 @@ fn rx_report(lines: &[Value]) -> Result<String, Failure> {
         let svg = charts::lines("frames lost", "s since the start", "frames", &lost, false)?;
         out += &figure(&svg, "Per stream, frames lost so far (by sequence number).");
     }
+    Ok(out)
+}
+
+/// `rfc2544 --json` laid out as RFC 2544 §26 reports: throughput per
+/// frame size (table and graph), latency at it, the frame loss rate
+/// table and back-to-back bursts, then every trial.
+fn rfc2544_report(r: &Value) -> Result<String, Failure> {
+    let sizes = r["sizes"].as_array().cloned().unwrap_or_default();
+    let name = |s: &Value| {
+        if s["imix"] == true {
+            "IMIX".to_string()
+        } else {
+            format!("{}", s["size"].as_u64().unwrap_or(0))
+        }
+    };
+    let x = |v: &Value, k: &str, scale: f64, d: usize| {
+        num(v, k).map_or("–".into(), |n| format!("{:.*}", d, n * scale))
+    };
+    let mut out = format!(
+        "<h2>RFC 2544 benchmarks</h2>\n<p>Frames leave by {} and come back on {}; trials of {} s, \
+         loss tolerance {} %, search resolution {} %. Loss is counted by stream and sequence number.</p>\n",
+        esc(r["to"].as_str().unwrap_or("")),
+        esc(r["rx"].as_str().unwrap_or("")),
+        r["trial_s"],
+        r["loss_tolerance_percent"],
+        r["resolution_percent"]
+    );
+    out += "<h2>Throughput (§26.1)</h2>\n";
+    let rows: Vec<Vec<String>> = sizes
+        .iter()
+        .map(|s| {
+            let t = &s["throughput"];
+            vec![
+                name(s),
+                x(t, "pps", 1.0, 0),
+                x(t, "bps", 1e-6, 2),
+                x(t, "l1_bps", 1e-6, 2),
+                if t["converged"] == true { "yes" } else { "no" }.into(),
+                t["trials"].as_array().map_or(0, Vec::len).to_string(),
+            ]
+        })
+        .collect();
+    out += &table(
+        &[
+            "frame size B",
+            "frames/s",
+            "Mbit/s frames",
+            "Mbit/s on the wire",
+            "converged",
+            "trials",
+        ],
+        &rows,
+    );
+    let points: Vec<(f64, f64)> = sizes
+        .iter()
+        .filter(|s| s["imix"] != true)
+        .filter_map(|s| Some((num(s, "size")?, num(&s["throughput"], "pps")?)))
+        .collect();
+    if points.len() > 1 {
+        let svg = charts::lines(
+            "throughput",
+            "frame size (bytes)",
+            "frames/s",
+            &[Line {
+                name: "throughput",
+                points,
+            }],
+            false,
+        )?;
+        out += &figure(
+            &svg,
+            "Throughput against frame size, as RFC 2544 §26.1 asks it drawn.",
+        );
+    }
+    out += "<h2>Latency at the throughput (§26.2)</h2>\n";
+    let us = |t: &Value, k: &str| {
+        t["latency"]["percentiles"][k]
+            .as_f64()
+            .map_or("–".into(), |n| format!("{:.1}", n / 1e3))
+    };
+    let rows: Vec<Vec<String>> = sizes
+        .iter()
+        .filter(|s| !s["latency"].is_null())
+        .map(|s| {
+            let t = &s["latency"];
+            vec![
+                name(s),
+                x(t, "pps", 1.0, 0),
+                us(t, "p50_ns"),
+                us(t, "p99_ns"),
+                us(t, "max_ns"),
+            ]
+        })
+        .collect();
+    out += &table(
+        &["frame size B", "frames/s", "p50 µs", "p99 µs", "max µs"],
+        &rows,
+    );
+    out += "<h2>Frame loss rate (§26.3)</h2>\n";
+    let rows: Vec<Vec<String>> = sizes
+        .iter()
+        .flat_map(|s| {
+            let n = name(s);
+            s["loss"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |row| {
+                    let t = &row["trial"];
+                    vec![
+                        n.clone(),
+                        x(&row, "percent", 1.0, 0),
+                        x(t, "pps", 1.0, 0),
+                        x(t, "sent", 1.0, 0),
+                        x(t, "lost", 1.0, 0),
+                        x(t, "loss_ratio", 100.0, 4),
+                    ]
+                })
+        })
+        .collect();
+    out += &table(
+        &[
+            "frame size B",
+            "% of max",
+            "frames/s",
+            "sent",
+            "lost",
+            "loss %",
+        ],
+        &rows,
+    );
+    out += "<h2>Back-to-back frames (§26.4)</h2>\n";
+    let rows: Vec<Vec<String>> = sizes
+        .iter()
+        .filter(|s| !s["back_to_back"].is_null())
+        .map(|s| {
+            let b = &s["back_to_back"];
+            vec![name(s), x(b, "frames", 1.0, 1), b["searches"].to_string()]
+        })
+        .collect();
+    out += &table(&["frame size B", "frames (mean)", "searches"], &rows);
+    out += "<h2>Every trial</h2>\n";
+    let rows: Vec<Vec<String>> = sizes
+        .iter()
+        .flat_map(|s| {
+            let n = name(s);
+            s["throughput"]["trials"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |t| {
+                    vec![
+                        n.clone(),
+                        x(&t, "pps", 1.0, 1),
+                        x(&t, "sent_pps", 1.0, 1),
+                        x(&t, "sent", 1.0, 0),
+                        x(&t, "received", 1.0, 0),
+                        x(&t, "lost", 1.0, 0),
+                        x(&t, "reordered", 1.0, 0),
+                        if t["pass"] == true { "pass" } else { "fail" }.into(),
+                    ]
+                })
+        })
+        .collect();
+    out += &table(
+        &[
+            "frame size B",
+            "frames/s asked",
+            "frames/s sent",
+            "sent",
+            "received",
+            "lost",
+            "reordered",
+            "verdict",
+        ],
+        &rows,
+    );
     Ok(out)
 }
 
