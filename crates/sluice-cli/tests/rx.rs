@@ -81,33 +81,19 @@ impl Path3 {
             ]);
             sh(&["ip", "link", "set", &end, "up"]);
         }
-        // Forward: everything arriving on b leaves by c.
-        ns(&f, &["tc", "qdisc", "add", "dev", &name("b"), "ingress"]);
-        ns(
-            &f,
-            &[
-                "tc",
-                "filter",
-                "add",
-                "dev",
-                &name("b"),
-                "parent",
-                "ffff:",
-                "protocol",
-                "all",
-                "u32",
-                "match",
-                "u32",
-                "0",
-                "0",
-                "action",
-                "mirred",
-                "egress",
-                "redirect",
-                "dev",
-                &name("c"),
-            ],
-        );
+        // Forward: everything arriving on b leaves by c, and back.
+        for (from, to) in [("b", "c"), ("c", "b")] {
+            let (from, to) = (name(from), name(to));
+            ns(&f, &["tc", "qdisc", "add", "dev", &from, "ingress"]);
+            ns(
+                &f,
+                &[
+                    "tc", "filter", "add", "dev", &from, "parent", "ffff:", "protocol", "all",
+                    "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect",
+                    "dev", &to,
+                ],
+            );
+        }
         p
     }
 
@@ -438,6 +424,58 @@ fn rfc2544_finds_a_tbf_bottleneck_and_its_queueing_delay() {
             );
         }
     }
+    // Both directions at once: the way back (b's egress) is slower, at
+    // 2 Mbit/s, and the pair of directions is held to it.
+    ns(
+        &f,
+        &[
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+            &format!("{}b", p.t),
+            "root",
+            "tbf",
+            "rate",
+            "2mbit",
+            "burst",
+            "1600",
+            "latency",
+            "20ms",
+        ],
+    );
+    let o = run(&[
+        "rfc2544",
+        "--to",
+        &format!("afpacket:{}a", p.t),
+        "--rx",
+        &format!("{}d", p.t),
+        "--both",
+        "--sizes",
+        "1518",
+        "--trial",
+        "1s",
+        "--wait",
+        "300ms",
+        "--tests",
+        "throughput",
+        "--max-pps",
+        "700",
+        "--resolution",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = sluice_testkit::checked_json(&std::fs::read(&json).unwrap());
+    let got = r["sizes"][0]["throughput"]["pps"].as_f64().unwrap();
+    let want = 2e6 / (8.0 * 1514.0);
+    assert!(
+        got <= want * 1.02 && got >= want * 0.5,
+        "both ways: {got} for {want}: {r}"
+    );
+    let first = &r["sizes"][0]["throughput"]["trials"][0];
+    assert!(first["reverse"]["lost"].as_u64().unwrap() > 0, "{first}");
     // Back to back (§26.4): tbf takes a burst into its bucket (1600
     // bytes: one frame) and its queue (20 ms at 5 Mbit/s, plus the bucket:
     // 14 100 bytes, nine more); a burst spread out by a busy sender

@@ -17,6 +17,7 @@ use anyhow::{anyhow, Context};
 use serde::Serialize;
 use serde_json::Value;
 use sluice_capture::{LinkType, PcapWriter};
+use sluice_sink::SinkSpec;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -49,6 +50,9 @@ struct Trial {
     /// trial does not pass, whatever the device did.
     sender_short: bool,
     latency: Option<Value>,
+    /// With --both: the other direction's trial, held at the same time
+    /// (the trial passes when both do); the fields above are --to's.
+    reverse: Option<Box<Trial>>,
 }
 
 #[derive(Serialize)]
@@ -100,6 +104,7 @@ struct SizeResult {
 struct Results {
     to: String,
     rx: String,
+    both: bool,
     trial_s: f64,
     loss_tolerance_percent: f64,
     resolution_percent: f64,
@@ -108,18 +113,23 @@ struct Results {
 
 /// A UDP/IPv4 test frame of `size` bytes with the FCS (so `size − 4`
 /// built), checksums right; the stamp goes at the end of its payload.
-fn test_frame(a: &Rfc2544Args, size: usize) -> Vec<u8> {
+fn test_frame(a: &Rfc2544Args, size: usize, reverse: bool) -> Vec<u8> {
     let len = size - 4;
+    let (src_mac, dst_mac, src_ip, dst_ip) = if reverse {
+        (a.dst_mac, a.src_mac, a.dst_ip, a.src_ip)
+    } else {
+        (a.src_mac, a.dst_mac, a.src_ip, a.dst_ip)
+    };
     let mut f = Vec::with_capacity(len);
-    f.extend_from_slice(&a.dst_mac.0);
-    f.extend_from_slice(&a.src_mac.0);
+    f.extend_from_slice(&dst_mac.0);
+    f.extend_from_slice(&src_mac.0);
     f.extend_from_slice(&0x0800u16.to_be_bytes());
     let ip_len = (len - 14) as u16;
     f.extend_from_slice(&[0x45, 0]);
     f.extend_from_slice(&ip_len.to_be_bytes());
     f.extend_from_slice(&[0, 0, 0, 0, 64, 17, 0, 0]);
-    f.extend_from_slice(&a.src_ip.octets());
-    f.extend_from_slice(&a.dst_ip.octets());
+    f.extend_from_slice(&src_ip.octets());
+    f.extend_from_slice(&dst_ip.octets());
     let c = sluice_wire::ipv4_header_checksum(&f[14..34]);
     f[24..26].copy_from_slice(&c.to_be_bytes());
     // UDP 49184 -> 7 (RFC 2544 Appendix C.2.6.4: UDP echo).
@@ -172,12 +182,19 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
             )));
         }
     }
+    if !matches!(a.to, SinkSpec::AfPacket(_) | SinkSpec::Xdp(_)) {
+        return Err(bad_input(anyhow!(
+            "--to {}: the test frames leave by an interface (afpacket:IFACE or xdp:IFACE)",
+            a.to
+        )));
+    }
     let json_out = a.json.as_deref().map(Dest::open).transpose()?;
     let dir = tempfile::tempdir().context("a scratch directory for the trials")?;
     let stop = crate::signals::install().context("installing signal handlers")?;
     let mut results = Results {
         to: a.to.to_string(),
         rx: a.rx.clone(),
+        both: a.both,
         trial_s: a.trial.0 as f64 / 1e9,
         loss_tolerance_percent: a.loss,
         resolution_percent: a.resolution,
@@ -185,7 +202,9 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
     };
     for (size, frames) in sizes(&a)? {
         let trace = dir.path().join(format!("frames-{size}.pcap"));
-        write_frames(&a, &frames, &trace)?;
+        write_frames(&a, &frames, &trace, false)?;
+        let back = dir.path().join(format!("frames-{size}-back.pcap"));
+        write_frames(&a, &frames, &back, true)?;
         let mean = frames.iter().sum::<usize>() as f64 / frames.len() as f64;
         let name = if size == 0 {
             "imix".to_string()
@@ -195,6 +214,7 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
         let runner = Runner {
             a: &a,
             trace: &trace,
+            back: a.both.then_some(back.as_path()),
             set: frames.len(),
             dir: dir.path(),
             stop: &stop,
@@ -256,13 +276,18 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
     Ok(exit::OK)
 }
 
-fn write_frames(a: &Rfc2544Args, sizes: &[usize], path: &Path) -> Result<(), Failure> {
+fn write_frames(
+    a: &Rfc2544Args,
+    sizes: &[usize],
+    path: &Path,
+    reverse: bool,
+) -> Result<(), Failure> {
     let file =
         std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let mut w = PcapWriter::new(std::io::BufWriter::new(file), LinkType::ETHERNET, 65_535)
         .context("writing the test frames")?;
     for (i, &s) in sizes.iter().enumerate() {
-        let f = test_frame(a, s);
+        let f = test_frame(a, s, reverse);
         w.write_packet(i as u64 * 1000, &f, f.len() as u32)
             .context("writing the test frames")?;
     }
@@ -273,6 +298,8 @@ fn write_frames(a: &Rfc2544Args, sizes: &[usize], path: &Path) -> Result<(), Fai
 struct Runner<'a> {
     a: &'a Rfc2544Args,
     trace: &'a Path,
+    /// With --both: the frames of the other direction.
+    back: Option<&'a Path>,
     /// Frames in the trace (one pass).
     set: usize,
     dir: &'a Path,
@@ -281,52 +308,81 @@ struct Runner<'a> {
 
 impl Runner<'_> {
     /// Runs `sluice replay` with `timing` for `passes` passes; its summary.
-    fn replay(&self, timing: &[&str], passes: u64) -> Result<Value, Failure> {
+    /// Runs `sluice replay` with `timing` for `passes` passes, in both
+    /// directions at once with --both; their summaries.
+    fn replay(&self, timing: &[&str], passes: u64) -> Result<(Value, Option<Value>), Failure> {
         if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Failure {
                 code: exit::INTERRUPTED,
                 error: anyhow!("stopped"),
             });
         }
-        let summary: PathBuf = self.dir.join("trial.json");
-        let _ = std::fs::remove_file(&summary);
+        let to_iface = self.a.to.to_string();
+        let to_iface = to_iface.split_once(':').map_or("", |(_, i)| i).to_string();
+        let kind = self.a.to.to_string();
+        let kind = kind
+            .split_once(':')
+            .map_or("afpacket", |(k, _)| k)
+            .to_string();
+        let mut legs = vec![(
+            self.trace,
+            self.a.to.to_string(),
+            self.a.rx.clone(),
+            "trial.json",
+        )];
+        if let Some(back) = self.back {
+            legs.push((
+                back,
+                format!("{kind}:{}", self.a.rx),
+                to_iface,
+                "trial-back.json",
+            ));
+        }
         let exe = std::env::current_exe().context("finding sluice itself")?;
         let wait = format!("{}ns", self.a.wait.0);
-        let o = Command::new(exe)
-            .arg("replay")
-            .arg(self.trace)
-            .args(timing)
-            .args(["--loop", &passes.to_string(), "--preload", "-q"])
-            .args([
-                "--to",
-                &self.a.to.to_string(),
-                "--rx",
-                &self.a.rx,
-                "--rx-wait",
-                &wait,
-            ])
-            .arg("--summary-json")
-            .arg(&summary)
-            .output()
-            .context("running a trial")?;
-        let text = std::fs::read(&summary).map_err(|_| {
-            let err = String::from_utf8_lossy(&o.stderr);
-            Failure {
-                code: if o.status.code() == Some(2) {
-                    exit::BAD_INPUT
-                } else {
-                    exit::FATAL
-                },
-                error: anyhow!("a trial failed: {}", err.trim()),
-            }
-        })?;
-        Ok(serde_json::from_slice(&text).context("reading a trial's summary")?)
+        let mut children = Vec::new();
+        for (trace, to, rx, name) in &legs {
+            let summary: PathBuf = self.dir.join(name);
+            let _ = std::fs::remove_file(&summary);
+            let child = Command::new(&exe)
+                .arg("replay")
+                .arg(trace)
+                .args(timing)
+                .args(["--loop", &passes.to_string(), "--preload", "-q"])
+                .args(["--to", to, "--rx", rx, "--rx-wait", &wait])
+                .arg("--summary-json")
+                .arg(&summary)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .context("running a trial")?;
+            children.push((child, summary));
+        }
+        let mut out = Vec::new();
+        for (child, summary) in children {
+            let o = child.wait_with_output().context("running a trial")?;
+            let text = std::fs::read(&summary).map_err(|_| {
+                let err = String::from_utf8_lossy(&o.stderr);
+                Failure {
+                    code: if o.status.code() == Some(2) {
+                        exit::BAD_INPUT
+                    } else {
+                        exit::FATAL
+                    },
+                    error: anyhow!("a trial failed: {}", err.trim()),
+                }
+            })?;
+            let v: Value = serde_json::from_slice(&text).context("reading a trial's summary")?;
+            out.push(v);
+        }
+        let back = (out.len() > 1).then(|| out.pop()).flatten();
+        Ok((out.pop().expect("one leg at least"), back))
     }
 
     /// The sender's top speed with these frames (frames per second).
     fn top_speed(&self) -> Result<f64, Failure> {
         let passes = (200_000 / self.set).max(1) as u64;
-        let s = self.replay(&["--topspeed"], passes)?;
+        let (s, _) = self.replay(&["--topspeed"], passes)?;
         s["pps"]
             .as_f64()
             .filter(|p| *p > 0.0)
@@ -338,51 +394,36 @@ impl Runner<'_> {
         let frames = (pps * self.a.trial.0 as f64 / 1e9).ceil().max(1.0);
         let passes = (frames / self.set as f64).ceil() as u64;
         let rate = format!("{pps}");
-        let s = self.replay(&["--pps", &rate], passes)?;
-        let sent = s["packets"].as_u64().unwrap_or(0);
-        let streams = s["rx"]["streams"].as_array().cloned().unwrap_or_default();
-        let sum = |k: &str| {
-            streams
-                .iter()
-                .map(|x| x[k].as_u64().unwrap_or(0))
-                .sum::<u64>()
+        let (s, back) = self.replay(&["--pps", &rate], passes)?;
+        let judge = |s: &Value| {
+            let mut t = trial_of(s, pps, self.a.loss);
+            let sent_pps = t.sent_pps;
+            t.sender_short = sent_pps.is_some_and(|p| p < 0.99 * pps) || t.sent == 0;
+            t.pass &= !t.sender_short;
+            t
         };
-        let received = sum("received");
-        let lost = sent.saturating_sub(received);
-        let loss_ratio = if sent > 0 {
-            lost as f64 / sent as f64
-        } else {
-            1.0
-        };
-        let sent_pps = s["pps"].as_f64();
-        let sender_short = sent_pps.is_some_and(|p| p < 0.99 * pps) || sent == 0;
-        let pass = !sender_short && loss_ratio * 100.0 <= self.a.loss;
-        let t = Trial {
-            pps,
-            sent_pps,
-            sent,
-            received,
-            lost,
-            lost_in_sequence: sum("lost"),
-            reordered: sum("reordered"),
-            duplicates: sum("duplicates"),
-            loss_ratio,
-            pass,
-            sender_short,
-            latency: streams.first().map(|x| x["latency"].clone()),
-        };
+        let mut t = judge(&s);
+        if let Some(b) = back {
+            let r = judge(&b);
+            t.pass &= r.pass;
+            t.reverse = Some(Box::new(r));
+        }
         eoutln!(
-            "  trial {:>12.0} frames/s: {} sent, {} lost ({:.4} %){} -> {}",
+            "  trial {:>12.0} frames/s: {} sent, {} lost ({:.4} %){}{} -> {}",
             pps,
-            sent,
-            lost,
-            loss_ratio * 100.0,
-            if sender_short {
+            t.sent,
+            t.lost,
+            t.loss_ratio * 100.0,
+            t.reverse.as_ref().map_or(String::new(), |r| format!(
+                "; back: {} sent, {} lost",
+                r.sent, r.lost
+            )),
+            if t.sender_short {
                 ", the sender fell short"
             } else {
                 ""
             },
-            if pass { "pass" } else { "fail" }
+            if t.pass { "pass" } else { "fail" }
         );
         Ok(t)
     }
@@ -423,37 +464,27 @@ impl Runner<'_> {
     /// A burst of `frames` frames sent back to back (top speed).
     fn burst(&self, frames: u64) -> Result<Trial, Failure> {
         let passes = frames.div_ceil(self.set as u64);
-        let s = self.replay(&["--topspeed", "--limit", &frames.to_string()], passes)?;
-        let sent = s["packets"].as_u64().unwrap_or(0);
-        let streams = s["rx"]["streams"].as_array().cloned().unwrap_or_default();
-        let sum = |k: &str| {
-            streams
-                .iter()
-                .map(|x| x[k].as_u64().unwrap_or(0))
-                .sum::<u64>()
+        let (s, back) = self.replay(&["--topspeed", "--limit", &frames.to_string()], passes)?;
+        let judge = |s: &Value| {
+            let mut t = trial_of(s, s["pps"].as_f64().unwrap_or(0.0), 0.0);
+            t.sender_short = t.sent < frames;
+            t.pass = t.sent == frames && t.lost == 0;
+            t
         };
-        let received = sum("received");
-        let lost = sent.saturating_sub(received);
-        let t = Trial {
-            pps: s["pps"].as_f64().unwrap_or(0.0),
-            sent_pps: s["pps"].as_f64(),
-            sent,
-            received,
-            lost,
-            lost_in_sequence: sum("lost"),
-            reordered: sum("reordered"),
-            duplicates: sum("duplicates"),
-            loss_ratio: if sent > 0 {
-                lost as f64 / sent as f64
-            } else {
-                1.0
-            },
-            pass: sent == frames && lost == 0,
-            sender_short: sent < frames,
-            latency: streams.first().map(|x| x["latency"].clone()),
-        };
+        let mut t = judge(&s);
+        if let Some(b) = back {
+            let r = judge(&b);
+            t.pass &= r.pass;
+            t.reverse = Some(Box::new(r));
+        }
         eoutln!(
-            "  burst {frames:>10} frames: {sent} sent, {lost} lost -> {}",
+            "  burst {frames:>10} frames: {} sent, {} lost{} -> {}",
+            t.sent,
+            t.lost,
+            t.reverse.as_ref().map_or(String::new(), |r| format!(
+                "; back: {} sent, {} lost",
+                r.sent, r.lost
+            )),
             if t.pass { "pass" } else { "fail" }
         );
         Ok(t)
@@ -507,6 +538,41 @@ impl Runner<'_> {
             }
         }
         Ok(rows)
+    }
+}
+
+/// A trial as one replay's summary (with its `rx` section) tells it, at
+/// `pps` asked, passing with no more than `tolerance` percent lost.
+fn trial_of(s: &Value, pps: f64, tolerance: f64) -> Trial {
+    let sent = s["packets"].as_u64().unwrap_or(0);
+    let streams = s["rx"]["streams"].as_array().cloned().unwrap_or_default();
+    let sum = |k: &str| {
+        streams
+            .iter()
+            .map(|x| x[k].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let received = sum("received");
+    let lost = sent.saturating_sub(received);
+    let loss_ratio = if sent > 0 {
+        lost as f64 / sent as f64
+    } else {
+        1.0
+    };
+    Trial {
+        pps,
+        sent_pps: s["pps"].as_f64(),
+        sent,
+        received,
+        lost,
+        lost_in_sequence: sum("lost"),
+        reordered: sum("reordered"),
+        duplicates: sum("duplicates"),
+        loss_ratio,
+        pass: loss_ratio * 100.0 <= tolerance,
+        sender_short: false,
+        latency: streams.first().map(|x| x["latency"].clone()),
+        reverse: None,
     }
 }
 
