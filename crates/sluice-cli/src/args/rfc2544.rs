@@ -46,7 +46,7 @@ pub struct Rfc2544Args {
     /// b2b: searches per size, their burst lengths averaged (RFC 2544 asks 50).
     #[arg(long, default_value_t = 3)]
     pub b2b_repeats: u32,
-    /// Both directions at once: frames also leave by --rx's interface (at the same rate, addresses swapped) and are counted where they come back on --to's.
+    /// Both directions at once: frames also leave by the receiving interface (at the same rate, addresses swapped) and are counted where they come back on the sending one.
     #[arg(long)]
     pub both: bool,
     /// Source MAC of the test frames.
