@@ -555,3 +555,36 @@ fn max_gap_names_a_bad_record_as_the_play_does() {
         stderr(&plain)
     );
 }
+
+/// `--rx-stamp append`: every datagram leaves with the record's payload
+/// and a receive stamp after it, numbered in one stream, its UDP checksum
+/// right; `replace` writes over the payload's end and keeps its length.
+#[test]
+fn rx_stamps_ride_on_the_datagrams() {
+    use sluice_wire::rxstamp::{read, RX_STAMP_LEN};
+    let d = tmpdir("series-rx-stamp");
+    let arc = archive(&d, 3, 10, 1000);
+    // Whole records (30 bytes and more) have room for `replace`.
+    for (mode, grow, payload) in [("append", RX_STAMP_LEN, "data"), ("replace", 0, "record")] {
+        let plain = d.join(format!("plain-{payload}.pcap"));
+        let (o, _) = play(&arc, &plain, &["--payload", payload]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = d.join(format!("{mode}.pcap"));
+        let (o, s) = play(&arc, &out, &["--rx-stamp", mode, "--payload", payload]);
+        assert!(o.status.success(), "{mode}: {}", stderr(&o));
+        let (want, got) = (frames_of(&plain), frames_of(&out));
+        assert_eq!(s["packets"], want.len(), "{mode}");
+        assert_eq!(got.len(), want.len());
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.len(), w.len() + grow, "{mode} {k}");
+            sluice_wire::verify_checksums(g).unwrap_or_else(|e| panic!("{mode} {k}: {e:?}"));
+            let st = read(g).unwrap_or_else(|| panic!("{mode}: datagram {k} unstamped"));
+            assert_eq!((st.stream, st.seq), (0, k as u64), "{mode}");
+            if grow > 0 {
+                // The record's payload comes first, as it was.
+                let n = udp_payload(w).len();
+                assert_eq!(&udp_payload(g)[..n], udp_payload(w), "{mode} {k}");
+            }
+        }
+    }
+}

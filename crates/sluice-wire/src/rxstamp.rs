@@ -176,6 +176,27 @@ pub fn read(frame: &[u8]) -> Option<RxStamp> {
     })
 }
 
+/// A datagram payload with its stamp (the kernel or a template builds the
+/// headers and checksums around it): `payload` into `out`, 24 zero bytes
+/// added with `append`, then the stamp over its end (the short one for 16
+/// to 23 bytes). False when the payload has no room (under 16 bytes):
+/// `out` then holds it unstamped.
+pub fn stamp_payload(out: &mut Vec<u8>, payload: &[u8], append: bool, s: &RxStamp) -> bool {
+    out.clear();
+    out.extend_from_slice(payload);
+    if append {
+        out.extend_from_slice(&[0; RX_STAMP_LEN]);
+    }
+    let len = match out.len() {
+        n if n >= RX_STAMP_LEN => RX_STAMP_LEN,
+        n if n >= SHORT_STAMP_LEN => SHORT_STAMP_LEN,
+        _ => return false,
+    };
+    let at = out.len() - len;
+    out[at..].copy_from_slice(&s.bytes(len)[..len]);
+    true
+}
+
 /// `--rx-stamp append`: makes room for a stamp by lengthening the L4
 /// payload of the frame at `data[start..]` (the last one in `data`) by
 /// [`RX_STAMP_LEN`] zero bytes, IP and UDP lengths and checksums set (an

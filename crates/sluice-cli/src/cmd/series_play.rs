@@ -27,11 +27,6 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         _ => SeriesTiming::Conforming,
     };
     let topspeed = timing == SeriesTiming::TightLoop(Nanos(0));
-    if a.run.rx_stamp.is_some() || a.run.rx.is_some() {
-        return Err(bad_input(anyhow!(
-            "--rx-stamp, --rx: series play does not stamp its records yet (replay, flows run, profile run, pace and inject do)"
-        )));
-    }
     let mut plan = SendPlan::new(&a.run, topspeed)?
         .datagrams()
         .reads(&a.archive);

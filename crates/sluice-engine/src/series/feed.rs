@@ -90,6 +90,35 @@ pub(crate) struct SeriesFeed {
     pub frames: u64,
     /// Records sent out of order.
     pub out_of_order: u64,
+    /// `--rx-stamp`: each datagram's payload leaves with a receive stamp.
+    pub stamper: Option<PayloadStamper>,
+}
+
+/// Receive stamps on datagram payloads: one stream per TX thread,
+/// numbered in send order, the departure the pacer released it at.
+pub(crate) struct PayloadStamper {
+    stream: u32,
+    seq: u64,
+    append: bool,
+    /// CLOCK_REALTIME − the run's monotonic clock, in ns.
+    realtime_offset: i128,
+    buf: Vec<u8>,
+    pub unstamped: u64,
+}
+
+impl PayloadStamper {
+    pub fn new(stream: u32, append: bool, clock: &sluice_core::MonotonicClock) -> Self {
+        use sluice_core::Clock;
+        let mono = i128::from(clock.now().0);
+        PayloadStamper {
+            stream,
+            seq: 0,
+            append,
+            realtime_offset: i128::from(sluice_sys::clock::realtime_ns()) - mono,
+            buf: Vec::with_capacity(2048),
+            unstamped: 0,
+        }
+    }
 }
 
 /// Where a time-series TX thread stands among the others.
@@ -127,6 +156,7 @@ impl SeriesFeed {
             seq: 0,
             frames: 0,
             out_of_order: 0,
+            stamper: None,
         }
     }
 
@@ -161,11 +191,36 @@ impl SeriesFeed {
             SeriesPayload::Record => rec,
         };
         let stamp = core.stamp();
-        match self.build_and_send(core, e.flow, payload, stamp) {
+        // The stamped copy is taken out of the stamper while it is sent.
+        let mut stamped = Vec::new();
+        let payload = match self.stamper.as_mut() {
+            Some(st) => {
+                let s = sluice_wire::rxstamp::RxStamp {
+                    stream: st.stream,
+                    seq: st.seq,
+                    tx_ns: (i128::from(core.now.0) + st.realtime_offset).max(0) as u64,
+                    short: false,
+                };
+                std::mem::swap(&mut stamped, &mut st.buf);
+                if sluice_wire::rxstamp::stamp_payload(&mut stamped, payload, st.append, &s) {
+                    st.seq += 1;
+                } else {
+                    st.unstamped += 1;
+                }
+                &stamped[..]
+            }
+            None => payload,
+        };
+        let sent = self.build_and_send(core, e.flow, payload, stamp);
+        let payload_len = payload.len();
+        if let Some(st) = self.stamper.as_mut() {
+            st.buf = stamped;
+        }
+        match sent {
             Ok((frames, frame_bytes)) => {
                 self.frames += frames;
                 count.sent = 1;
-                count.bytes = payload.len() as u64;
+                count.bytes = payload_len as u64;
                 if ooo {
                     self.out_of_order += 1;
                 }

@@ -28,7 +28,7 @@ use crate::config::EngineConfig;
 use crate::run::{join, EngineError, Pipeline, Run};
 use crate::stats::{FlowStats, IntervalStats, Observer, SeriesSummary, Summary};
 use crate::tx::Board;
-use feed::{FeedPlace, SeriesFeed, Templates};
+use feed::{FeedPlace, PayloadStamper, SeriesFeed, Templates};
 use lanes::{Chunk, Lanes};
 use perflow::{FlowCount, FlowCounters};
 use sluice_core::{MonoTime, MonotonicClock, VirtualClock};
@@ -76,6 +76,8 @@ struct SeriesPipeline<'a> {
     preload: bool,
     /// Set by the IO thread while it waits for a buffer back.
     starved: Arc<AtomicBool>,
+    /// The run's clock, for the receive stamps' departure times.
+    clock: Option<MonotonicClock>,
     warnings: Vec<String>,
     workers: Vec<thread::JoinHandle<worker::WorkerOut>>,
     io: Option<thread::JoinHandle<Result<io::IoOut, SeriesError>>>,
@@ -107,6 +109,7 @@ impl<'a> SeriesPipeline<'a> {
             lanes: None,
             preload: false,
             starved: Arc::default(),
+            clock: None,
             warnings: Vec::new(),
             workers: Vec::new(),
             io: None,
@@ -209,8 +212,9 @@ impl Pipeline for SeriesPipeline<'_> {
         &mut self,
         n: usize,
         _start: Option<MonoTime>,
-        _clock: MonotonicClock,
+        clock: MonotonicClock,
     ) -> Result<u64, EngineError> {
+        self.clock = Some(clock);
         let ecfg = self.ecfg;
         let workers = self.cfg.workers.max(1);
         let queues = self.cfg.queues.clamp(1, n.min(workers));
@@ -262,7 +266,7 @@ impl Pipeline for SeriesPipeline<'_> {
             queue: i % cfg.queues,
             ooo: cfg.ooo.is_some() && i < cfg.ooo_threads.max(1),
         };
-        SeriesFeed::new(
+        let mut feed = SeriesFeed::new(
             place,
             self.lanes().clone(),
             self.flow_counts[i].clone(),
@@ -270,7 +274,12 @@ impl Pipeline for SeriesPipeline<'_> {
             self.table.clone(),
             cfg.clone(),
             sink.takes(),
-        )
+        );
+        if let (Some(mode), Some(clock)) = (self.ecfg.rx_stamp, &self.clock) {
+            let append = mode == crate::config::RxStampMode::Append;
+            feed.stamper = Some(PayloadStamper::new(i as u32, append, clock));
+        }
+        feed
     }
 
     fn tally(feed: SeriesFeed) -> SeriesFeed {
@@ -324,6 +333,17 @@ impl Pipeline for SeriesPipeline<'_> {
         let mut warnings = self.warnings;
         warnings.extend(read?.truncation);
         warnings.extend(gaps.notes(&self.file, "record", true));
+        let unstamped: u64 = feeds
+            .iter()
+            .filter_map(|f| f.stamper.as_ref())
+            .map(|s| s.unstamped)
+            .sum();
+        if unstamped > 0 {
+            warnings.push(format!(
+                "--rx-stamp: {unstamped} datagrams left without a stamp (under 16 payload bytes with \
+                 `replace`): a receiver does not count them"
+            ));
+        }
         Ok(warnings)
     }
 }
