@@ -36,6 +36,10 @@ pub struct RxDoc {
     other_streams: u64,
     /// Frames the kernel dropped before the receiver read them.
     kernel_drops: u64,
+    /// How far CLOCK_REALTIME stepped against the monotonic clock while
+    /// receiving (an NTP step, a date set): latency across the step is off
+    /// by that much. 0 when it kept pace (within 1 ms).
+    clock_step_ns: i64,
     streams: Vec<StreamReport>,
 }
 
@@ -59,6 +63,15 @@ pub struct Receiver {
     pub counter: StreamCounter,
     drops: u64,
     started: Instant,
+    /// CLOCK_REALTIME − CLOCK_MONOTONIC when receiving began, ns.
+    realtime_offset: i128,
+}
+
+/// CLOCK_REALTIME − CLOCK_MONOTONIC now, ns: constant unless the wall
+/// clock is stepped (receive times are on the wall clock).
+fn realtime_offset() -> i128 {
+    let mono = sluice_sys::clock::monotonic_ns();
+    i128::from(sluice_sys::clock::realtime_ns()) - i128::from(mono)
 }
 
 impl Receiver {
@@ -73,6 +86,7 @@ impl Receiver {
             counter: StreamCounter::new(),
             drops: 0,
             started: Instant::now(),
+            realtime_offset: realtime_offset(),
         })
     }
 
@@ -110,6 +124,14 @@ impl Receiver {
             unstamped: self.counter.unstamped,
             other_streams: self.counter.other_streams,
             kernel_drops: self.drops,
+            clock_step_ns: {
+                let step = realtime_offset() - self.realtime_offset;
+                if step.abs() > 1_000_000 {
+                    step as i64
+                } else {
+                    0
+                }
+            },
             streams: self.counter.report(),
         }
     }
@@ -276,6 +298,13 @@ pub fn render(d: &RxDoc) -> String {
                 st.early
             );
         }
+    }
+    if d.clock_step_ns != 0 {
+        s += &format!(
+            "\nwarning: the wall clock stepped by {:.3} ms while receiving (NTP, a date set): \
+             one-way latency across the step is off by that much",
+            d.clock_step_ns as f64 / 1e6
+        );
     }
     if d.other_streams > 0 {
         s += &format!(
