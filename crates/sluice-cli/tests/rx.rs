@@ -13,19 +13,11 @@
 //! Needs root, ip and tc: skipped with a note without them, unless `CI`.
 
 mod common;
+mod netns;
 use common::*;
+use netns::sh;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-
-fn sh(args: &[&str]) {
-    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
 
 fn ns(ns: &str, args: &[&str]) {
     let mut a = vec!["ip", "netns", "exec", ns];
@@ -225,22 +217,17 @@ fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
     assert!(line.contains("receiving on"), "rx: {line}");
-    let o = run(&[
-        "replay",
-        input.to_str().unwrap(),
-        "--to",
-        &format!("afpacket:{}a", p.t),
-        "--threads",
-        "2",
-        // One CPU: a thread that moved between CPUs would leave frames in
-        // two CPUs' receive backlogs, which the kernel may drain out of
-        // order (reordering of its own).
-        "--cpu",
-        "0",
-        "--rx-stamp",
-        "replace",
-        "-q",
-    ]);
+    // Two TX threads on one CPU: a thread that moved between CPUs would
+    // leave frames in two CPUs' receive backlogs, which the kernel may
+    // drain out of order (reordering of its own).
+    let to = format!("afpacket:{}a", p.t);
+    let send = |extra: &[&str]| {
+        let mut args = vec!["replay", input.to_str().unwrap(), "--to", &to];
+        args.extend_from_slice(&["--threads", "2", "--cpu", "0", "-q"]);
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let o = send(&["--rx-stamp", "replace"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let status = rx.wait().unwrap();
     let mut rest = String::new();
@@ -270,20 +257,12 @@ fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
     // The same through `--rx` beside the sender: its summary's rx section.
     let before = p.dropped();
     let sum2 = d.join("tx.json");
-    let o = run(&[
-        "replay",
-        input.to_str().unwrap(),
-        "--to",
-        &format!("afpacket:{}a", p.t),
-        "--threads",
-        "2",
-        "--cpu",
-        "0",
+    let rx_iface = format!("{}d", p.t);
+    let o = send(&[
         "--rx",
-        &format!("{}d", p.t),
+        &rx_iface,
         "--rx-wait",
         "1500ms",
-        "-q",
         "--summary-json",
         sum2.to_str().unwrap(),
     ]);

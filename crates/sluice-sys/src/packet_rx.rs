@@ -230,24 +230,31 @@ impl PacketRx {
     /// Frames the kernel dropped for want of buffer since the last call
     /// (`PACKET_STATISTICS`).
     pub fn drops(&self) -> io::Result<u64> {
-        // SAFETY: tpacket_stats is plain old data; all zeroes is valid.
-        let mut st: libc::tpacket_stats = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
-        // SAFETY: the option fills a tpacket_stats of `len` bytes.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_STATISTICS,
-                (&mut st as *mut libc::tpacket_stats).cast(),
-                &mut len,
-            )
-        };
-        if rc < 0 {
-            return Err(os_err(format!("PACKET_STATISTICS on {}", self.iface)));
-        }
-        Ok(u64::from(st.tp_drops))
+        dropped(&self.fd).map_err(|e| io::Error::new(e.kind(), format!("{e} on {}", self.iface)))
     }
+}
+
+/// Frames a packet socket's kernel side dropped for want of room since
+/// the last call (`PACKET_STATISTICS`; a TPACKET_V3 socket's answer is
+/// longer, and its first two fields are the same).
+pub(crate) fn dropped(fd: &OwnedFd) -> io::Result<u64> {
+    // SAFETY: tpacket_stats_v3 is plain old data; all zeroes is valid.
+    let mut st: libc::tpacket_stats_v3 = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
+    // SAFETY: the option fills at most `len` bytes of the struct.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            (&mut st as *mut libc::tpacket_stats_v3).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(os_err("PACKET_STATISTICS".into()));
+    }
+    Ok(u64::from(st.tp_drops))
 }
 
 fn setsockopt_int(fd: &OwnedFd, level: i32, opt: i32, value: i32) -> i32 {

@@ -284,23 +284,7 @@ impl RxRing {
 
     /// Frames the kernel dropped (no free block) since the last call.
     pub fn drops(&self) -> io::Result<u64> {
-        // SAFETY: tpacket_stats_v3 is plain old data; all zeroes is valid.
-        let mut st: libc::tpacket_stats_v3 = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
-        // SAFETY: the option fills a tpacket_stats_v3 of `len` bytes.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_STATISTICS,
-                (&mut st as *mut libc::tpacket_stats_v3).cast(),
-                &mut len,
-            )
-        };
-        if rc < 0 {
-            return Err(os_err("PACKET_STATISTICS".into()));
-        }
-        Ok(u64::from(st.tp_drops))
+        crate::packet_rx::dropped(&self.fd)
     }
 }
 

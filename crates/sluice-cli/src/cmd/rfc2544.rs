@@ -414,10 +414,7 @@ impl Runner<'_> {
             t.sent,
             t.lost,
             t.loss_ratio * 100.0,
-            t.reverse.as_ref().map_or(String::new(), |r| format!(
-                "; back: {} sent, {} lost",
-                r.sent, r.lost
-            )),
+            back_note(&t),
             if t.sender_short {
                 ", the sender fell short"
             } else {
@@ -481,10 +478,7 @@ impl Runner<'_> {
             "  burst {frames:>10} frames: {} sent, {} lost{} -> {}",
             t.sent,
             t.lost,
-            t.reverse.as_ref().map_or(String::new(), |r| format!(
-                "; back: {} sent, {} lost",
-                r.sent, r.lost
-            )),
+            back_note(&t),
             if t.pass { "pass" } else { "fail" }
         );
         Ok(t)
@@ -539,6 +533,13 @@ impl Runner<'_> {
         }
         Ok(rows)
     }
+}
+
+/// The other direction's counts, for a trial's line.
+fn back_note(t: &Trial) -> String {
+    t.reverse.as_ref().map_or(String::new(), |r| {
+        format!("; back: {} sent, {} lost", r.sent, r.lost)
+    })
 }
 
 /// A trial as one replay's summary (with its `rx` section) tells it, at
