@@ -353,33 +353,18 @@ fn rfc2544_finds_a_tbf_bottleneck_and_its_queueing_delay() {
     };
     tbf(&["burst", "1600", "latency", "20ms"]);
     let json = d.join("r.json");
-    let rfc2544 = |size: &str, max: &str, trial: &str, tests: &str| {
-        let o = run(&[
-            "rfc2544",
-            "--to",
-            &format!("afpacket:{}a", p.t),
-            "--rx",
-            &format!("{}d", p.t),
-            "--sizes",
-            size,
-            "--trial",
-            trial,
-            "--wait",
-            "300ms",
-            "--max-pps",
-            max,
-            "--resolution",
-            "1",
-            "--tests",
-            tests,
-            "--json",
-            json.to_str().unwrap(),
-        ]);
+    let (to, rx) = (format!("afpacket:{}a", p.t), format!("{}d", p.t));
+    let rfc2544 = |size: &str, max: &str, tests: &str, extra: &[&str]| {
+        let mut args = vec!["rfc2544", "--to", &to, "--rx", &rx, "--sizes", size];
+        args.extend_from_slice(&["--wait", "300ms", "--max-pps", max, "--resolution", "1"]);
+        args.extend_from_slice(&["--tests", tests, "--json", json.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        let o = run(&args);
         assert!(o.status.success(), "{}", stderr(&o));
         sluice_testkit::checked_json(&std::fs::read(&json).unwrap())
     };
     for (size, max) in [("64", "16000"), ("1518", "700")] {
-        let r = rfc2544(size, max, "2s", "throughput");
+        let r = rfc2544(size, max, "throughput", &["--trial", "2s"]);
         let s = &r["sizes"][0];
         let size = s["size"].as_f64().unwrap();
         let want = 5e6 / (8.0 * (size - 4.0));
@@ -423,30 +408,7 @@ fn rfc2544_finds_a_tbf_bottleneck_and_its_queueing_delay() {
             "20ms",
         ],
     );
-    let o = run(&[
-        "rfc2544",
-        "--to",
-        &format!("afpacket:{}a", p.t),
-        "--rx",
-        &format!("{}d", p.t),
-        "--both",
-        "--sizes",
-        "1518",
-        "--trial",
-        "1s",
-        "--wait",
-        "300ms",
-        "--tests",
-        "throughput",
-        "--max-pps",
-        "700",
-        "--resolution",
-        "1",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let r = sluice_testkit::checked_json(&std::fs::read(&json).unwrap());
+    let r = rfc2544("1518", "700", "throughput", &["--both", "--trial", "1s"]);
     let got = r["sizes"][0]["throughput"]["pps"].as_f64().unwrap();
     let want = 2e6 / (8.0 * 1514.0);
     assert!(
@@ -459,29 +421,12 @@ fn rfc2544_finds_a_tbf_bottleneck_and_its_queueing_delay() {
     // bytes: one frame) and its queue (20 ms at 5 Mbit/s, plus the bucket:
     // 14 100 bytes, nine more); a burst spread out by a busy sender
     // drains a little meanwhile, so a few more may pass.
-    let o = run(&[
-        "rfc2544",
-        "--to",
-        &format!("afpacket:{}a", p.t),
-        "--rx",
-        &format!("{}d", p.t),
-        "--sizes",
+    let r = rfc2544(
         "1518",
-        "--wait",
-        "300ms",
-        "--tests",
-        "b2b",
-        "--b2b-max",
-        "200",
-        "--b2b-repeats",
-        "1",
-        "--max-pps",
         "1000",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let r = sluice_testkit::checked_json(&std::fs::read(&json).unwrap());
+        "b2b",
+        &["--b2b-max", "200", "--b2b-repeats", "1"],
+    );
     let b2b = r["sizes"][0]["back_to_back"]["frames"].as_f64().unwrap();
     assert!((9.0..=20.0).contains(&b2b), "back to back {b2b}: {r}");
     // The results make a report laid out as RFC 2544 §26.
@@ -499,7 +444,7 @@ fn rfc2544_finds_a_tbf_bottleneck_and_its_queueing_delay() {
     );
     // A deep queue: 50 ms of 1514-byte frames at 5 Mbit/s.
     tbf(&["burst", "1600", "latency", "50ms"]);
-    let r = rfc2544("1518", "600", "1s", "loss");
+    let r = rfc2544("1518", "600", "loss", &["--trial", "1s"]);
     let full = &r["sizes"][0]["loss"][0]["trial"];
     let p50 = full["latency"]["percentiles"]["p50_ns"].as_f64().unwrap() / 1e6;
     // 600 frames/s against 413: the queue stays full, 50 ms deep.

@@ -38,13 +38,7 @@ impl PacketRx {
     }
 
     fn open_with(iface: &str, capture: bool) -> io::Result<PacketRx> {
-        let cname = std::ffi::CString::new(iface)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in interface name"))?;
-        // SAFETY: a valid NUL-terminated string.
-        let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
-        if index == 0 {
-            return Err(os_err(format!("no interface {iface}")));
-        }
+        let index = ifindex(iface)?;
         let proto = (libc::ETH_P_ALL as u16).to_be();
         // SAFETY: socket(2) takes no pointers; the result is checked.
         let fd = unsafe {
@@ -232,6 +226,18 @@ impl PacketRx {
     pub fn drops(&self) -> io::Result<u64> {
         dropped(&self.fd).map_err(|e| io::Error::new(e.kind(), format!("{e} on {}", self.iface)))
     }
+}
+
+/// The index of interface `iface` (an error naming it when there is none).
+pub(crate) fn ifindex(iface: &str) -> io::Result<u32> {
+    let cname = std::ffi::CString::new(iface)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in interface name"))?;
+    // SAFETY: a valid NUL-terminated string.
+    let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+    if index == 0 {
+        return Err(os_err(format!("no interface {iface}")));
+    }
+    Ok(index)
 }
 
 /// Frames a packet socket's kernel side dropped for want of room since

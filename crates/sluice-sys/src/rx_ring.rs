@@ -72,13 +72,7 @@ pub struct RingFrame<'a> {
 impl RxRing {
     /// Opens a receive ring on `iface`.
     pub fn open(iface: &str) -> io::Result<RxRing> {
-        let cname = std::ffi::CString::new(iface)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in interface name"))?;
-        // SAFETY: a valid NUL-terminated string.
-        let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
-        if index == 0 {
-            return Err(os_err(format!("no interface {iface}")));
-        }
+        let index = crate::packet_rx::ifindex(iface)?;
         let proto = (libc::ETH_P_ALL as u16).to_be();
         // Protocol 0: nothing arrives before the bind to `iface` below
         // (ETH_P_ALL here would fill the ring from every interface).

@@ -402,12 +402,7 @@ impl Runner<'_> {
             t.pass &= !t.sender_short;
             t
         };
-        let mut t = judge(&s);
-        if let Some(b) = back {
-            let r = judge(&b);
-            t.pass &= r.pass;
-            t.reverse = Some(Box::new(r));
-        }
+        let t = both_ways(&s, back.as_ref(), judge);
         eoutln!(
             "  trial {:>12.0} frames/s: {} sent, {} lost ({:.4} %){}{} -> {}",
             pps,
@@ -468,12 +463,7 @@ impl Runner<'_> {
             t.pass = t.sent == frames && t.lost == 0;
             t
         };
-        let mut t = judge(&s);
-        if let Some(b) = back {
-            let r = judge(&b);
-            t.pass &= r.pass;
-            t.reverse = Some(Box::new(r));
-        }
+        let t = both_ways(&s, back.as_ref(), judge);
         eoutln!(
             "  burst {frames:>10} frames: {} sent, {} lost{} -> {}",
             t.sent,
@@ -533,6 +523,18 @@ impl Runner<'_> {
         }
         Ok(rows)
     }
+}
+
+/// A trial from its summaries: --to's, with the other direction's (if
+/// any) kept beside it; it passes when both do.
+fn both_ways(s: &Value, back: Option<&Value>, judge: impl Fn(&Value) -> Trial) -> Trial {
+    let mut t = judge(s);
+    if let Some(b) = back {
+        let r = judge(b);
+        t.pass &= r.pass;
+        t.reverse = Some(Box::new(r));
+    }
+    t
 }
 
 /// The other direction's counts, for a trial's line.
