@@ -92,22 +92,7 @@ impl PacketRx {
                 setsockopt_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 64 << 20);
             }
         }
-        // SAFETY: sockaddr_ll is plain old data; all zeroes is valid.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = proto;
-        sll.sll_ifindex = index as i32;
-        // SAFETY: `sll` is a sockaddr_ll passed with its size.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(os_err(format!("cannot bind a packet socket to {iface}")));
-        }
+        bind_all(&fd, index, iface)?;
         if capture {
             // SAFETY: packet_mreq is plain old data; all zeroes is valid.
             let mut mr: libc::packet_mreq = unsafe { std::mem::zeroed() };
@@ -226,6 +211,27 @@ impl PacketRx {
     pub fn drops(&self) -> io::Result<u64> {
         dropped(&self.fd).map_err(|e| io::Error::new(e.kind(), format!("{e} on {}", self.iface)))
     }
+}
+
+/// Binds packet socket `fd` to every protocol on interface `index`.
+pub(crate) fn bind_all(fd: &OwnedFd, index: u32, iface: &str) -> io::Result<()> {
+    // SAFETY: sockaddr_ll is plain old data; all zeroes is valid.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+    sll.sll_ifindex = index as i32;
+    // SAFETY: `sll` is a sockaddr_ll passed with its size.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(os_err(format!("cannot bind a packet socket to {iface}")));
+    }
+    Ok(())
 }
 
 /// The index of interface `iface` (an error naming it when there is none).

@@ -73,7 +73,6 @@ impl RxRing {
     /// Opens a receive ring on `iface`.
     pub fn open(iface: &str) -> io::Result<RxRing> {
         let index = crate::packet_rx::ifindex(iface)?;
-        let proto = (libc::ETH_P_ALL as u16).to_be();
         // Protocol 0: nothing arrives before the bind to `iface` below
         // (ETH_P_ALL here would fill the ring from every interface).
         // SAFETY: socket(2) takes no pointers; the result is checked.
@@ -155,22 +154,7 @@ impl RxRing {
             next: 0,
             hardware_stamps,
         };
-        // SAFETY: sockaddr_ll is plain old data; all zeroes is valid.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = proto;
-        sll.sll_ifindex = index as i32;
-        // SAFETY: `sll` is a sockaddr_ll passed with its size.
-        let rc = unsafe {
-            libc::bind(
-                ring.fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(os_err(format!("cannot bind a packet socket to {iface}")));
-        }
+        crate::packet_rx::bind_all(&ring.fd, index, iface)?;
         // SAFETY: packet_mreq is plain old data; all zeroes is valid.
         let mut mr: libc::packet_mreq = unsafe { std::mem::zeroed() };
         mr.mr_ifindex = index as i32;
