@@ -192,7 +192,7 @@ impl Pipeline for BatchPipeline<'_> {
     }
 
     fn tally(feed: BatchFeed) -> u64 {
-        feed.stamper.map_or(0, |s| s.unstamped)
+        feed.stamper.map_or(0, |s| s.departures.unstamped)
     }
 
     fn finish(

@@ -178,10 +178,15 @@ pub fn read(frame: &[u8]) -> Option<RxStamp> {
 
 /// A datagram payload with its stamp (the kernel or a template builds the
 /// headers and checksums around it): `payload` into `out`, 24 zero bytes
-/// added with `append`, then the stamp over its end (the short one for 16
-/// to 23 bytes). False when the payload has no room (under 16 bytes):
-/// `out` then holds it unstamped.
-pub fn stamp_payload(out: &mut Vec<u8>, payload: &[u8], append: bool, s: &RxStamp) -> bool {
+/// added with `append`, then the stamp `s` gives over its end (the short
+/// one for 16 to 23 bytes). False when the payload has no room (under 16
+/// bytes): `out` then holds it unstamped, and `s` is not asked.
+pub fn stamp_payload(
+    out: &mut Vec<u8>,
+    payload: &[u8],
+    append: bool,
+    s: impl FnOnce() -> RxStamp,
+) -> bool {
     out.clear();
     out.extend_from_slice(payload);
     if append {
@@ -193,7 +198,7 @@ pub fn stamp_payload(out: &mut Vec<u8>, payload: &[u8], append: bool, s: &RxStam
         _ => return false,
     };
     let at = out.len() - len;
-    out[at..].copy_from_slice(&s.bytes(len)[..len]);
+    out[at..].copy_from_slice(&s().bytes(len)[..len]);
     true
 }
 

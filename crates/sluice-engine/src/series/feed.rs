@@ -94,29 +94,21 @@ pub(crate) struct SeriesFeed {
     pub stamper: Option<PayloadStamper>,
 }
 
-/// Receive stamps on datagram payloads: one stream per TX thread,
-/// numbered in send order, the departure the pacer released it at.
+/// Receive stamps on datagram payloads: one stream per TX thread.
 pub(crate) struct PayloadStamper {
     stream: u32,
-    seq: u64,
     append: bool,
-    /// CLOCK_REALTIME − the run's monotonic clock, in ns.
-    realtime_offset: i128,
+    pub departures: crate::tx::Departures,
     buf: Vec<u8>,
-    pub unstamped: u64,
 }
 
 impl PayloadStamper {
     pub fn new(stream: u32, append: bool, clock: &sluice_core::MonotonicClock) -> Self {
-        use sluice_core::Clock;
-        let mono = i128::from(clock.now().0);
         PayloadStamper {
             stream,
-            seq: 0,
             append,
-            realtime_offset: i128::from(sluice_sys::clock::realtime_ns()) - mono,
+            departures: crate::tx::Departures::new(clock),
             buf: Vec::with_capacity(2048),
-            unstamped: 0,
         }
     }
 }
@@ -195,17 +187,15 @@ impl SeriesFeed {
         let mut stamped = Vec::new();
         let payload = match self.stamper.as_mut() {
             Some(st) => {
-                let s = sluice_wire::rxstamp::RxStamp {
-                    stream: st.stream,
-                    seq: st.seq,
-                    tx_ns: (i128::from(core.now.0) + st.realtime_offset).max(0) as u64,
-                    short: false,
-                };
                 std::mem::swap(&mut stamped, &mut st.buf);
-                if sluice_wire::rxstamp::stamp_payload(&mut stamped, payload, st.append, &s) {
-                    st.seq += 1;
-                } else {
-                    st.unstamped += 1;
+                let (stream, deps) = (st.stream, &mut st.departures);
+                let now = core.now;
+                let room =
+                    sluice_wire::rxstamp::stamp_payload(&mut stamped, payload, st.append, || {
+                        deps.take(stream, 0, now)
+                    });
+                if !room {
+                    deps.unstamped += 1;
                 }
                 &stamped[..]
             }

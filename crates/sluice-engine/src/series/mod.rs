@@ -336,7 +336,7 @@ impl Pipeline for SeriesPipeline<'_> {
         let unstamped: u64 = feeds
             .iter()
             .filter_map(|f| f.stamper.as_ref())
-            .map(|s| s.unstamped)
+            .map(|s| s.departures.unstamped)
             .sum();
         if unstamped > 0 {
             warnings.push(format!(

@@ -4,6 +4,7 @@
 
 use super::core::{TxCore, Verdict};
 use super::send::{Feed, Next, Unit};
+use super::stamps::Departures;
 use crate::passes::{PassBoard, PassTally};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use sluice_core::{Batch, Nanos, Work};
@@ -59,54 +60,6 @@ pub(crate) struct BatchFeed {
     pub stamper: Option<Stamper>,
 }
 
-/// Writes receive stamps (`sluice_wire::rxstamp`) into frames as they
-/// leave: one stream per TX thread and port, numbered in send order, the
-/// departure the pacer released the frame at, on the realtime clock.
-pub(crate) struct Stamper {
-    lane: u32,
-    seq: [u64; 2],
-    /// CLOCK_REALTIME − the run's monotonic clock, in ns.
-    realtime_offset: i128,
-    scratch: Vec<u8>,
-    pub unstamped: u64,
-}
-
-impl Stamper {
-    pub fn new(lane: u32, clock: &sluice_core::MonotonicClock) -> Self {
-        use sluice_core::Clock;
-        let mono = i128::from(clock.now().0);
-        let real = i128::from(sluice_sys::clock::realtime_ns());
-        Stamper {
-            lane,
-            seq: [0; 2],
-            realtime_offset: real - mono,
-            scratch: Vec::with_capacity(2048),
-            unstamped: 0,
-        }
-    }
-
-    /// `frame` with its stamp, sent at `now` by `port`.
-    #[inline]
-    fn stamp(&mut self, frame: &[u8], now: sluice_core::MonoTime, port: u8) -> &[u8] {
-        self.scratch.clear();
-        self.scratch.extend_from_slice(frame);
-        let Some(spot) = sluice_wire::rxstamp::spot(&self.scratch) else {
-            self.unstamped += 1;
-            return &self.scratch;
-        };
-        let p = usize::from(port.min(1));
-        let s = sluice_wire::rxstamp::RxStamp {
-            stream: self.lane + 256 * p as u32,
-            seq: self.seq[p],
-            tx_ns: (i128::from(now.0) + self.realtime_offset).max(0) as u64,
-            short: false,
-        };
-        self.seq[p] += 1;
-        sluice_wire::rxstamp::write(&mut self.scratch, &spot, &s);
-        &self.scratch
-    }
-}
-
 impl BatchFeed {
     pub fn new(
         batches: Receiver<Work>,
@@ -121,6 +74,41 @@ impl BatchFeed {
             tally: PassTally::default(),
             stamper: None,
         }
+    }
+}
+
+/// Writes receive stamps (`sluice_wire::rxstamp`) into frames as they
+/// leave: one stream per TX thread and port (+256 for the second).
+pub(crate) struct Stamper {
+    lane: u32,
+    pub departures: Departures,
+    scratch: Vec<u8>,
+}
+
+impl Stamper {
+    pub fn new(lane: u32, clock: &sluice_core::MonotonicClock) -> Self {
+        Stamper {
+            lane,
+            departures: Departures::new(clock),
+            scratch: Vec::with_capacity(2048),
+        }
+    }
+
+    /// `frame` with its stamp, sent at `now` by `port`.
+    #[inline]
+    fn stamp(&mut self, frame: &[u8], now: sluice_core::MonoTime, port: u8) -> &[u8] {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(frame);
+        let Some(spot) = sluice_wire::rxstamp::spot(&self.scratch) else {
+            self.departures.unstamped += 1;
+            return &self.scratch;
+        };
+        let slot = usize::from(port.min(1));
+        let s = self
+            .departures
+            .take(self.lane + 256 * slot as u32, slot, now);
+        sluice_wire::rxstamp::write(&mut self.scratch, &spot, &s);
+        &self.scratch
     }
 }
 

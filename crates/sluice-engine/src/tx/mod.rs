@@ -8,8 +8,10 @@ mod batches;
 mod board;
 mod core;
 mod send;
+mod stamps;
 
 pub(crate) use self::core::{TxCore, TxReport, TxSetup, Verdict};
 pub(crate) use batches::{BatchFeed, Stamper};
 pub(crate) use board::Board;
 pub(crate) use send::{Feed, Next, TxLoop, Unit};
+pub(crate) use stamps::Departures;
