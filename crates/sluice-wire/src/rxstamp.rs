@@ -85,31 +85,36 @@ pub struct StampSpot {
 /// least [`SHORT_STAMP_LEN`] payload bytes (the long stamp from
 /// [`RX_STAMP_LEN`]). None otherwise (not stamped).
 pub fn spot(frame: &[u8]) -> Option<StampSpot> {
-    let layers = parse_layers(frame);
-    let ip = layers.ip?;
-    let l4 = layers.l4?;
-    if ip.is_fragment() || l4.header_len == 0 || l4.payload_len < SHORT_STAMP_LEN {
-        return None;
-    }
-    let len = if l4.payload_len >= RX_STAMP_LEN {
-        RX_STAMP_LEN
-    } else {
-        SHORT_STAMP_LEN
-    };
-    if layers.ip_end()? != l4.end() {
-        return None; // cut by the capture
-    }
-    let at = match l4.proto {
-        PROTO_TCP => 16,
-        PROTO_UDP => 6,
-        PROTO_ICMP | PROTO_ICMPV6 => 2,
+    let (_, _, l4, csum_at) = stampable(frame)?;
+    let len = match l4.payload_len {
+        n if n >= RX_STAMP_LEN => RX_STAMP_LEN,
+        n if n >= SHORT_STAMP_LEN => SHORT_STAMP_LEN,
         _ => return None,
     };
     Some(StampSpot {
         at: l4.end() - len,
         len,
-        csum: Some((l4.offset, l4.offset + at, l4.proto == PROTO_UDP)),
+        csum: Some((l4.offset, l4.offset + csum_at, l4.proto == PROTO_UDP)),
     })
+}
+
+/// The layers of a frame a stamp can go into (an unfragmented IPv4 or
+/// IPv6 packet, captured whole, carrying TCP, UDP, ICMP or ICMPv6), with
+/// the offset of its L4 checksum within the L4 header.
+fn stampable(frame: &[u8]) -> Option<(crate::Layers, crate::Ip, crate::L4, usize)> {
+    let layers = parse_layers(frame);
+    let (ip, l4) = (layers.ip?, layers.l4?);
+    // A cut frame (the capture's snap length) has no end to stamp.
+    if ip.is_fragment() || l4.header_len == 0 || layers.ip_end()? != l4.end() {
+        return None;
+    }
+    let csum_at = match l4.proto {
+        PROTO_TCP => 16,
+        PROTO_UDP => 6,
+        PROTO_ICMP | PROTO_ICMPV6 => 2,
+        _ => return None,
+    };
+    Some((layers, ip, l4, csum_at))
 }
 
 /// Writes `s` at `spot` in `frame` and updates the L4 checksum.
@@ -208,17 +213,10 @@ pub fn stamp_payload(
 /// appended frame's checksums are computed). A frame [`spot`] would not
 /// stamp, or that would grow past 65 535 bytes of IP, is left alone.
 pub fn append_room(data: &mut Vec<u8>, start: usize) {
-    let frame = &data[start..];
-    let layers = parse_layers(frame);
-    let (Some(ip), Some(l4)) = (layers.ip, layers.l4) else {
+    let Some((layers, ip, l4, _)) = stampable(&data[start..]) else {
         return;
     };
-    if ip.is_fragment()
-        || l4.header_len == 0
-        || layers.ip_end() != Some(l4.end())
-        || !matches!(l4.proto, PROTO_TCP | PROTO_UDP | PROTO_ICMP | PROTO_ICMPV6)
-        || ip.packet_len() + RX_STAMP_LEN > 65_535
-    {
+    if ip.packet_len() + RX_STAMP_LEN > 65_535 {
         return;
     }
     let end = start + l4.end();
