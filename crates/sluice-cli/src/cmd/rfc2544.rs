@@ -203,8 +203,27 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
     for (size, frames) in sizes(&a)? {
         let trace = dir.path().join(format!("frames-{size}.pcap"));
         write_frames(&a, &frames, &trace, false)?;
-        let back = dir.path().join(format!("frames-{size}-back.pcap"));
-        write_frames(&a, &frames, &back, true)?;
+        let mut legs = vec![Leg {
+            trace,
+            to: a.to.to_string(),
+            rx: a.rx.clone(),
+        }];
+        if a.both {
+            // The way back: out of the receiving interface, counted on
+            // the sending one.
+            let (to, rx) = match &a.to {
+                SinkSpec::AfPacket(i) => (SinkSpec::AfPacket(a.rx.clone()), i),
+                SinkSpec::Xdp(i) => (SinkSpec::Xdp(a.rx.clone()), i),
+                _ => unreachable!("--to was checked to be an interface"),
+            };
+            let trace = dir.path().join(format!("frames-{size}-back.pcap"));
+            write_frames(&a, &frames, &trace, true)?;
+            legs.push(Leg {
+                trace,
+                to: to.to_string(),
+                rx: rx.clone(),
+            });
+        }
         let mean = frames.iter().sum::<usize>() as f64 / frames.len() as f64;
         let name = if size == 0 {
             "imix".to_string()
@@ -213,8 +232,7 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
         };
         let runner = Runner {
             a: &a,
-            trace: &trace,
-            back: a.both.then_some(back.as_path()),
+            legs,
             set: frames.len(),
             dir: dir.path(),
             stop: &stop,
@@ -295,11 +313,18 @@ fn write_frames(
     Ok(())
 }
 
+/// One direction of a trial: its frames, where they leave, where they
+/// are counted.
+struct Leg {
+    trace: PathBuf,
+    to: String,
+    rx: String,
+}
+
 struct Runner<'a> {
     a: &'a Rfc2544Args,
-    trace: &'a Path,
-    /// With --both: the frames of the other direction.
-    back: Option<&'a Path>,
+    /// --to's direction, then with --both the other.
+    legs: Vec<Leg>,
     /// Frames in the trace (one pass).
     set: usize,
     dir: &'a Path,
@@ -317,39 +342,18 @@ impl Runner<'_> {
                 error: anyhow!("stopped"),
             });
         }
-        let to_iface = self.a.to.to_string();
-        let to_iface = to_iface.split_once(':').map_or("", |(_, i)| i).to_string();
-        let kind = self.a.to.to_string();
-        let kind = kind
-            .split_once(':')
-            .map_or("afpacket", |(k, _)| k)
-            .to_string();
-        let mut legs = vec![(
-            self.trace,
-            self.a.to.to_string(),
-            self.a.rx.clone(),
-            "trial.json",
-        )];
-        if let Some(back) = self.back {
-            legs.push((
-                back,
-                format!("{kind}:{}", self.a.rx),
-                to_iface,
-                "trial-back.json",
-            ));
-        }
         let exe = std::env::current_exe().context("finding sluice itself")?;
         let wait = format!("{}ns", self.a.wait.0);
         let mut children = Vec::new();
-        for (trace, to, rx, name) in &legs {
-            let summary: PathBuf = self.dir.join(name);
+        for (k, leg) in self.legs.iter().enumerate() {
+            let summary: PathBuf = self.dir.join(format!("trial-{k}.json"));
             let _ = std::fs::remove_file(&summary);
             let child = Command::new(&exe)
                 .arg("replay")
-                .arg(trace)
+                .arg(&leg.trace)
                 .args(timing)
                 .args(["--loop", &passes.to_string(), "--preload", "-q"])
-                .args(["--to", to, "--rx", rx, "--rx-wait", &wait])
+                .args(["--to", &leg.to, "--rx", &leg.rx, "--rx-wait", &wait])
                 .arg("--summary-json")
                 .arg(&summary)
                 .stdout(std::process::Stdio::null())
