@@ -346,6 +346,20 @@ pub fn rewrite_payload(frame: &mut [u8], mode: PayloadMode) -> Rewrite {
     }
 }
 
+/// Computes the IPv4 header checksum (where there is one) and the TCP,
+/// UDP, ICMP or ICMPv6 checksum of a frame, whatever they held.
+pub(crate) fn recompute_checksums(frame: &mut [u8]) {
+    let layers = crate::layers::parse_layers(frame);
+    let l3 = layers.l3_offset;
+    if let Some(Ip::V4 { header_len, .. }) = layers.ip {
+        if frame.len() >= l3 + header_len {
+            let c = ipv4_header_checksum(&frame[l3..l3 + header_len]);
+            frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
+        }
+    }
+    complete_checksum(frame);
+}
+
 /// Completes the TCP, UDP, ICMP or ICMPv6 checksum of a frame whose
 /// checksum was left to offload (`CHECKSUM_PARTIAL`: a frame taken from a
 /// veth or loopback before the device computed it). True when a checksum

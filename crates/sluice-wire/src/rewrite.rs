@@ -11,10 +11,10 @@
 //! alone for the destination's part of the pseudo header (the checksum
 //! covers that final hop, not the rewritten address).
 
-use crate::checksum::{incremental_update, ipv4_header_checksum};
+use crate::checksum::incremental_update;
 use crate::ethernet::MacAddr;
 use crate::layers::{parse_full, Ip, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, VLAN_TPIDS};
-use crate::payload::complete_checksum;
+use crate::payload::recompute_checksums;
 use crate::tunnel::{self, TunnelMode};
 use std::fmt;
 use std::net::IpAddr;
@@ -589,7 +589,7 @@ impl HeaderRewrite {
         } else if level.recompute {
             // The outer headers are not rewritten, but their checksums
             // are computed as --fixcsum (or a length change) asks.
-            recompute_ip(frame);
+            recompute_checksums(frame);
             changed = true;
         }
         if level.recompute {
@@ -689,7 +689,7 @@ impl HeaderRewrite {
         self.edit_ports(frame, layers.l4, &mut d);
         changed |= !d.ip.is_empty() || !d.l4.is_empty();
         if recompute {
-            recompute_ip(frame);
+            recompute_checksums(frame);
             return true;
         }
         update_checksums(frame, at.v4, l3, layers.l4, &d);
@@ -844,19 +844,6 @@ struct Level {
     depth: u8,
 }
 
-/// Computes the IPv4 header checksum and the L4 checksum of a frame.
-fn recompute_ip(frame: &mut [u8]) {
-    let layers = crate::layers::parse_layers(frame);
-    let l3 = layers.l3_offset;
-    if let Some(Ip::V4 { header_len, .. }) = layers.ip {
-        if frame.len() >= l3 + header_len {
-            let c = ipv4_header_checksum(&frame[l3..l3 + header_len]);
-            frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
-        }
-    }
-    complete_checksum(frame);
-}
-
 /// `--unique-ip` for pass `k`: the lower of the two 32-bit address tails
 /// moves down by k and the higher up by k (tcpreplay's rule), so both
 /// directions of a flow map onto the same new pair.
@@ -955,7 +942,8 @@ fn set_ip_len(frame: &mut Vec<u8>, mtu: Option<usize>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::payload::verify_checksums;
+    use crate::checksum::ipv4_header_checksum;
+    use crate::payload::{complete_checksum, verify_checksums};
 
     /// Ethernet + IPv4 + TCP or UDP with 6 payload bytes, checksums right.
     fn frame(proto: u8) -> Vec<u8> {

@@ -228,18 +228,13 @@ pub fn append_room(data: &mut Vec<u8>, start: usize) {
         f[at..at + 2].copy_from_slice(&v.to_be_bytes());
     };
     match ip {
-        crate::Ip::V4 { header_len, .. } => {
-            grow(frame, l3 + 2);
-            frame[l3 + 10..l3 + 12].fill(0);
-            let c = crate::ipv4_header_checksum(&frame[l3..l3 + header_len]);
-            frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
-        }
+        crate::Ip::V4 { .. } => grow(frame, l3 + 2),
         crate::Ip::V6 { .. } => grow(frame, l3 + 4),
     }
     if l4.proto == PROTO_UDP {
         grow(frame, l4.offset + 4);
     }
-    crate::complete_checksum(frame);
+    crate::payload::recompute_checksums(frame);
 }
 
 #[cfg(test)]
