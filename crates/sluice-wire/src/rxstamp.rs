@@ -27,8 +27,8 @@
 //! bytes (RFC 1624 over their sums): a checksum right before is right
 //! after, a UDP checksum of 0 (none, IPv4) stays 0.
 
-use crate::checksum::{fold, sum16};
-use crate::layers::{be16, parse_layers, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP};
+use crate::checksum::Cover;
+use crate::layers::{parse_layers, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP};
 
 /// Bytes of a stamp.
 pub const RX_STAMP_LEN: usize = 24;
@@ -76,8 +76,8 @@ pub struct StampSpot {
     pub at: usize,
     /// [`RX_STAMP_LEN`], or [`SHORT_STAMP_LEN`] for a short payload.
     pub len: usize,
-    /// (start of the checksummed L4 data, checksum field, is UDP).
-    csum: Option<(usize, usize, bool)>,
+    /// The L4 checksum, which covers the stamp's bytes.
+    cover: Cover,
 }
 
 /// The spot for a stamp in `frame` (Ethernet): an unfragmented IPv4 or
@@ -94,7 +94,11 @@ pub fn spot(frame: &[u8]) -> Option<StampSpot> {
     Some(StampSpot {
         at: l4.end() - len,
         len,
-        csum: Some((l4.offset, l4.offset + csum_at, l4.proto == PROTO_UDP)),
+        cover: Cover {
+            start: l4.offset,
+            at: l4.offset + csum_at,
+            udp: l4.proto == PROTO_UDP,
+        },
     })
 }
 
@@ -119,34 +123,11 @@ fn stampable(frame: &[u8]) -> Option<(crate::Layers, crate::Ip, crate::L4, usize
 
 /// Writes `s` at `spot` in `frame` and updates the L4 checksum.
 pub fn write(frame: &mut [u8], spot: &StampSpot, s: &RxStamp) {
-    let full = s.bytes(spot.len);
-    let new = &full[..spot.len];
     let region = spot.at..spot.at + spot.len;
-    let Some((start, at, udp)) = spot.csum else {
-        frame[region].copy_from_slice(new);
-        return;
-    };
-    let Some(stored) = be16(frame, at) else {
-        return;
-    };
-    let swap = |x: u16| {
-        if (spot.at - start) % 2 == 1 {
-            x.swap_bytes()
-        } else {
-            x
-        }
-    };
-    let old = swap(sum16(&frame[region.clone()], 0) as u16);
-    frame[region].copy_from_slice(new);
-    if udp && stored == 0 {
-        return;
-    }
-    let m2 = swap(sum16(new, 0) as u16);
-    let mut c = fold(u32::from(!stored) + u32::from(!old) + u32::from(m2));
-    if udp && c == 0 {
-        c = 0xffff;
-    }
-    frame[at..at + 2].copy_from_slice(&c.to_be_bytes());
+    let mut old = [0u8; RX_STAMP_LEN];
+    old[..spot.len].copy_from_slice(&frame[region.clone()]);
+    frame[region].copy_from_slice(&s.bytes(spot.len)[..spot.len]);
+    spot.cover.update(frame, spot.at, &old[..spot.len]);
 }
 
 /// The stamp `frame` carries, if any.

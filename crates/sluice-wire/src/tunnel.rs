@@ -17,7 +17,7 @@
 //! number); IPv4 or IPv6 carried directly in IPv4 or IPv6 (protocols 4 and
 //! 41). Fragments are not looked into: their inner headers are cut.
 
-use crate::checksum::{fold, sum16};
+pub use crate::checksum::Cover;
 use crate::layers::{be16, parse_layers, PROTO_UDP};
 
 /// UDP destination port of VXLAN (IANA).
@@ -69,18 +69,6 @@ pub enum InnerStart {
     Ethernet,
     Ipv4,
     Ipv6,
-}
-
-/// An outer checksum whose data include the tunnelled bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cover {
-    /// Where the checksummed data start (the UDP or GRE header).
-    pub start: usize,
-    /// Where the checksum field sits.
-    pub at: usize,
-    /// A UDP checksum: 0 means none and stays 0; a computed 0 is sent as
-    /// 0xffff (RFC 768).
-    pub udp: bool,
 }
 
 /// Where a tunnelled packet sits in its carrier.
@@ -224,53 +212,10 @@ fn gre(frame: &[u8], at: usize) -> Option<(InnerStart, usize, Option<Cover>)> {
     Some((inner, at + len, cover))
 }
 
-impl Cover {
-    /// Updates the checksum after the bytes at `start` changed from `old`
-    /// to what `frame` holds there now (RFC 1624 equation 3 over the sums
-    /// of the two versions): a checksum that was wrong stays as wrong.
-    pub fn update(&self, frame: &mut [u8], start: usize, old: &[u8]) {
-        let Some(stored) = be16(frame, self.at) else {
-            return;
-        };
-        if self.udp && stored == 0 {
-            return;
-        }
-        let sums = |b: &[u8]| {
-            let s = sum16(b, 0) as u16;
-            // Data at an odd distance from the checksum's start sit in the
-            // other byte of each word.
-            if (start - self.start) % 2 == 1 {
-                s.swap_bytes()
-            } else {
-                s
-            }
-        };
-        let (m, m2) = (sums(old), sums(&frame[start..start + old.len()]));
-        let c = fold(u32::from(!stored) + u32::from(!m) + u32::from(m2));
-        self.store(frame, c);
-    }
-
-    /// Computes a GRE checksum over `start..end`; UDP checksums are left
-    /// to the caller's full recompute (they need the pseudo header).
-    pub fn recompute_gre(&self, frame: &mut [u8], end: usize) {
-        if self.udp || self.at + 2 > end || end > frame.len() {
-            return;
-        }
-        frame[self.at..self.at + 2].fill(0);
-        let c = fold(sum16(&frame[self.start..end], 0));
-        self.store(frame, c);
-    }
-
-    fn store(&self, frame: &mut [u8], c: u16) {
-        let c = if self.udp && c == 0 { 0xffff } else { c };
-        frame[self.at..self.at + 2].copy_from_slice(&c.to_be_bytes());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checksum::{pseudo_header_v4, sum16};
+    use crate::checksum::{fold, pseudo_header_v4, sum16};
 
     fn ipv4(proto: u8, payload: &[u8]) -> Vec<u8> {
         let mut h = vec![0x45, 0, 0, 0, 0, 1, 0, 0, 64, proto, 0, 0];
