@@ -53,8 +53,7 @@ pub(crate) struct BatchFeed {
     pub free: Sender<Batch>,
     /// Per-pass statistics: the board and this feed's lane.
     pub passes: Option<(Arc<PassBoard>, usize)>,
-    /// The current unit's frames handled and what they did.
-    pub handled: u64,
+    /// What the current unit's frames did.
     pub tally: PassTally,
     /// `--rx-stamp`: stamps each frame as it leaves.
     pub stamper: Option<Stamper>,
@@ -70,7 +69,6 @@ impl BatchFeed {
             batches,
             free,
             passes,
-            handled: 0,
             tally: PassTally::default(),
             stamper: None,
         }
@@ -137,8 +135,7 @@ impl Feed for BatchFeed {
 
     fn recycle(&mut self, work: Work) {
         if let Some((board, lane)) = &self.passes {
-            board.done(*lane, work.pass(), self.handled, &self.tally);
-            self.handled = 0;
+            board.done(*lane, work.pass(), &self.tally);
             self.tally = PassTally::default();
         }
         if let Work::Owned(batch) = work {
@@ -149,9 +146,6 @@ impl Feed for BatchFeed {
     #[inline(always)]
     fn send(&mut self, core: &mut TxCore, work: &Work, i: usize, verdict: Verdict) {
         let tracked = self.passes.is_some();
-        if tracked {
-            self.handled += 1;
-        }
         let Verdict::Send { eps } = verdict else {
             core.dropped();
             self.tally.dropped += u64::from(tracked);
@@ -164,7 +158,6 @@ impl Feed for BatchFeed {
             frame = st.stamp(frame, core.now, port);
         }
         let stamp = core.stamp();
-        let at = core.due_now();
         let sent = if port == 0 {
             core.sink.send(frame, stamp)
         } else {
@@ -172,8 +165,10 @@ impl Feed for BatchFeed {
         };
         match sent {
             Ok(()) => {
+                // Read before `sent` moves the clock on.
+                let at = tracked.then(|| core.due_now());
                 let late = core.sent(eps, frame.len());
-                if tracked {
+                if let Some(at) = at {
                     let eps = (!core.topspeed).then_some((eps, late));
                     self.tally.sent(at, frame.len(), eps);
                 }
