@@ -324,17 +324,14 @@ fn conclude(
     if let Some(e) = progress.json_error {
         return Err(anyhow::Error::new(e).context("writing --stats-json").into());
     }
-    if let Some(r) = rx
-        .as_ref()
-        .filter(|r| r.frames() == 0 && summary.packets > 0)
-    {
+    if let Some(r) = rx.as_ref().filter(|r| r.frames == 0 && summary.packets > 0) {
         return Err(Failure {
             code: exit::FATAL,
             error: anyhow!(
                 "--rx {}: none of the {} stamped frames sent arrived there ({} other frames did)",
-                r.iface(),
+                r.iface,
                 summary.packets,
-                r.unstamped()
+                r.unstamped
             ),
         });
     }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 /// (and a sending command's `rx` section).
 #[derive(Serialize)]
 pub struct RxDoc {
-    iface: String,
+    pub(crate) iface: String,
     /// Seconds since the receiver started.
     t: f64,
     /// True for the summary, false for a statistics line.
@@ -29,9 +29,9 @@ pub struct RxDoc {
     /// Where receive times come from: `kernel` or `hardware`.
     stamps: &'static str,
     /// Stamped frames received (duplicates included).
-    frames: u64,
+    pub(crate) frames: u64,
     /// Frames without a stamp (other traffic).
-    unstamped: u64,
+    pub(crate) unstamped: u64,
     /// Stamped frames of streams past the 512 told apart.
     other_streams: u64,
     /// Frames the kernel dropped before the receiver read them.
@@ -41,18 +41,6 @@ pub struct RxDoc {
     /// by that much. 0 when it kept pace (within 1 ms).
     clock_step_ns: i64,
     streams: Vec<StreamReport>,
-}
-
-impl RxDoc {
-    pub fn frames(&self) -> u64 {
-        self.frames
-    }
-    pub fn unstamped(&self) -> u64 {
-        self.unstamped
-    }
-    pub fn iface(&self) -> &str {
-        &self.iface
-    }
 }
 
 /// A receive socket and what it counted: `sluice rx`'s, and `--rx`'s
