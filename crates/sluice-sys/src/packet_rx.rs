@@ -94,23 +94,7 @@ impl PacketRx {
         }
         bind_all(&fd, index, iface)?;
         if capture {
-            // SAFETY: packet_mreq is plain old data; all zeroes is valid.
-            let mut mr: libc::packet_mreq = unsafe { std::mem::zeroed() };
-            mr.mr_ifindex = index as i32;
-            mr.mr_type = libc::PACKET_MR_PROMISC as u16;
-            // SAFETY: the option takes a packet_mreq, passed with its size.
-            let rc = unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_PACKET,
-                    libc::PACKET_ADD_MEMBERSHIP,
-                    (&mr as *const libc::packet_mreq).cast(),
-                    std::mem::size_of::<libc::packet_mreq>() as libc::socklen_t,
-                )
-            };
-            if rc < 0 {
-                return Err(os_err(format!("promiscuous mode on {iface}")));
-            }
+            promiscuous(&fd, index, iface)?;
         }
         Ok(PacketRx {
             fd,
@@ -135,12 +119,6 @@ impl PacketRx {
         if !crate::tap::wait_readable(self.fd.as_fd(), timeout)? {
             return Ok(None);
         }
-        self.try_recv(buf)
-    }
-
-    /// One frame into `buf` if one is waiting, without waiting: a reader
-    /// draining a busy socket makes one system call per frame, not two.
-    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Option<Received>> {
         let mut iov = libc::iovec {
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: buf.len(),
@@ -230,6 +208,29 @@ pub(crate) fn bind_all(fd: &OwnedFd, index: u32, iface: &str) -> io::Result<()> 
     };
     if rc < 0 {
         return Err(os_err(format!("cannot bind a packet socket to {iface}")));
+    }
+    Ok(())
+}
+
+/// Puts interface `index` in promiscuous mode for as long as packet
+/// socket `fd` is open.
+pub(crate) fn promiscuous(fd: &OwnedFd, index: u32, iface: &str) -> io::Result<()> {
+    // SAFETY: packet_mreq is plain old data; all zeroes is valid.
+    let mut mr: libc::packet_mreq = unsafe { std::mem::zeroed() };
+    mr.mr_ifindex = index as i32;
+    mr.mr_type = libc::PACKET_MR_PROMISC as u16;
+    // SAFETY: the option takes a packet_mreq, passed with its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_ADD_MEMBERSHIP,
+            (&mr as *const libc::packet_mreq).cast(),
+            std::mem::size_of::<libc::packet_mreq>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(os_err(format!("promiscuous mode on {iface}")));
     }
     Ok(())
 }

@@ -155,17 +155,7 @@ impl RxRing {
             hardware_stamps,
         };
         crate::packet_rx::bind_all(&ring.fd, index, iface)?;
-        // SAFETY: packet_mreq is plain old data; all zeroes is valid.
-        let mut mr: libc::packet_mreq = unsafe { std::mem::zeroed() };
-        mr.mr_ifindex = index as i32;
-        mr.mr_type = libc::PACKET_MR_PROMISC as u16;
-        setsockopt(
-            &ring.fd,
-            libc::SOL_PACKET,
-            libc::PACKET_ADD_MEMBERSHIP,
-            &mr,
-            &format!("promiscuous mode on {iface}"),
-        )?;
+        crate::packet_rx::promiscuous(&ring.fd, index, iface)?;
         Ok(ring)
     }
 
