@@ -75,9 +75,7 @@ impl PacketRx {
             ]
         };
         for &(level, opt, value, name) in opts {
-            if setsockopt_int(&fd, level, opt, value) < 0 {
-                return Err(os_err(format!("{name} on {iface}")));
-            }
+            setsockopt(&fd, level, opt, &value, &format!("{name} on {iface}"))?;
         }
         let mut hardware_stamps = false;
         if capture {
@@ -88,8 +86,9 @@ impl PacketRx {
                 hardware_stamps = crate::ethtool::enable_rx_hw_stamps(iface).unwrap_or(false);
             }
             // Without privilege the kernel caps the buffer: that is fine.
-            if setsockopt_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 64 << 20) < 0 {
-                setsockopt_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 64 << 20);
+            let size: libc::c_int = 64 << 20;
+            if setsockopt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &size, "").is_err() {
+                let _ = setsockopt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &size, "");
             }
         }
         bind_all(&fd, index, iface)?;
@@ -270,17 +269,28 @@ pub(crate) fn dropped(fd: &OwnedFd) -> io::Result<u64> {
     Ok(u64::from(st.tp_drops))
 }
 
-fn setsockopt_int(fd: &OwnedFd, level: i32, opt: i32, value: i32) -> i32 {
-    // SAFETY: the option takes an int, passed with its size.
-    unsafe {
+/// Sets socket option `opt` to `value`; an error names `name`.
+pub(crate) fn setsockopt<T>(
+    fd: &OwnedFd,
+    level: i32,
+    opt: i32,
+    value: &T,
+    name: &str,
+) -> io::Result<()> {
+    // SAFETY: `value` points at a live T, passed with its size.
+    let rc = unsafe {
         libc::setsockopt(
             fd.as_raw_fd(),
             level,
             opt,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
         )
+    };
+    if rc < 0 {
+        return Err(os_err(name.to_string()));
     }
+    Ok(())
 }
 
 /// One received frame.

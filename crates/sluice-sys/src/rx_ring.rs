@@ -10,6 +10,7 @@
 //! host sends there. Receive times are the kernel's (ns), or the NIC's
 //! where the driver stamps in hardware and was told to.
 
+use crate::packet_rx::setsockopt;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
@@ -39,23 +40,6 @@ unsafe impl Send for RxRing {}
 fn os_err(what: String) -> io::Error {
     let e = io::Error::last_os_error();
     io::Error::new(e.kind(), format!("{what}: {e}"))
-}
-
-fn setsockopt<T>(fd: &OwnedFd, level: i32, opt: i32, value: &T, name: &str) -> io::Result<()> {
-    // SAFETY: `value` points at a live T, passed with its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            opt,
-            (value as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(os_err(name.to_string()));
-    }
-    Ok(())
 }
 
 /// One frame the ring held.
