@@ -1,16 +1,18 @@
-//! The receive side through a real forwarding element: `replay
-//! --rx-stamp` sends 16 flows over two TX threads (two streams) into a
-//! veth pair whose far end, in a forwarding namespace, redirects every
-//! frame (tc mirred) out of a second veth pair back into this namespace,
-//! where `sluice rx` counts them (and then `--rx`, beside the sender). On the forwarder's egress an HTB class
-//! whose queue holds nothing drops exactly the frames of stream 1 whose
-//! sequence number ends in 0x63 (a u32 filter on the stamp's bytes), and
-//! a slow class (500 kbit/s) holds every 16th frame of stream 0 back, so
-//! later ones overtake it. `sluice rx` must count stream 1's lost frames
-//! exactly as tc dropped them and none for stream 0, see stream 0's
-//! reordering and no other, and give every received frame a latency.
+//! The receive side through a real router: `replay --rx-stamp` sends 16
+//! flows over two TX threads (two streams) into a veth pair whose far
+//! end, in a router namespace with IP forwarding, routes every frame out
+//! of a second veth pair back into this namespace, where `sluice rx`
+//! counts them (and then `--rx`, beside the sender). In the router's
+//! forward hook an nftables rule drops every 100th packet of stream 1
+//! (matched on the stamp's stream id, counted by the rule), and on its
+//! egress an HTB class at 500 kbit/s holds every 16th frame of stream 0
+//! back, so later ones overtake it. `sluice rx` must count stream 1's
+//! lost frames exactly as nftables dropped them and none for stream 0,
+//! see stream 0's reordering and no other, and give every received frame
+//! a latency.
 //!
-//! Needs root, ip and tc: skipped with a note without them, unless `CI`.
+//! Needs root, ip, tc and nft: skipped with a note without them, unless
+//! `CI`.
 
 mod common;
 mod netns;
@@ -25,22 +27,33 @@ fn ns(ns: &str, args: &[&str]) {
     sh(&a);
 }
 
-/// sender `<t>a` ↔ `<t>b` (namespace `<t>f`, forwarding) `<t>c` ↔ `<t>d`
-/// (back here, receiving); removed on drop.
+/// The MAC the router's ports answer to: the test frames' destination
+/// (common::frame's, and `sluice rfc2544 --dst-mac`).
+const ROUTER_MAC: &str = "02:00:00:00:00:99";
+/// The second port's MAC: the reverse frames' destination (`sluice
+/// rfc2544 --src-mac`, which `--both` swaps in).
+const ROUTER_MAC2: &str = "02:00:00:00:00:98";
+/// The next hop the router sends to: no interface here has this MAC, so
+/// this namespace's IP stack drops what arrives (a packet socket still
+/// sees it).
+const NEXT_HOP_MAC: &str = "02:00:00:00:00:97";
+
+/// sender `<t>a` ↔ `<t>b` (namespace `<t>f`, an IPv4 router) `<t>c` ↔
+/// `<t>d` (back here, receiving); removed on drop.
 struct Path3 {
     t: String,
 }
 
 impl Path3 {
-    /// The path with the drop and slow classes of the module docs.
+    /// The path with the drop rule and slow class of the module docs.
     fn up() -> Path3 {
         let p = Path3::bare("rx");
         p.classes();
         p
     }
 
-    /// The path, forwarding everything, with no qdisc on `c` yet.
-    /// Names start with `tag`: tests of one binary run side by side.
+    /// The path, routing the test frames both ways, with no qdisc on `c`
+    /// yet. Names start with `tag`: tests of one binary run side by side.
     fn bare(tag: &str) -> Path3 {
         let t = format!("{tag}{}", std::process::id() % 100_000);
         let p = Path3 { t: t.clone() };
@@ -48,7 +61,10 @@ impl Path3 {
         let name = |s: &str| format!("{t}{s}");
         let _ = Command::new("ip").args(["netns", "del", &f]).output();
         sh(&["ip", "netns", "add", &f]);
-        for (end, peer) in [("a", "b"), ("d", "c")] {
+        for (end, peer, mac, addr) in [
+            ("a", "b", ROUTER_MAC, "192.0.2.1/30"),
+            ("d", "c", ROUTER_MAC2, "192.0.2.5/30"),
+        ] {
             let _ = Command::new("ip")
                 .args(["link", "del", &name(end)])
                 .output();
@@ -57,14 +73,14 @@ impl Path3 {
                 "ip", "link", "add", &end, "type", "veth", "peer", "name", &peer,
             ]);
             sh(&["ip", "link", "set", &peer, "netns", &f]);
-            ns(
-                &f,
-                &[
-                    "sysctl",
-                    "-qw",
-                    &format!("net.ipv6.conf.{peer}.disable_ipv6=1"),
-                ],
-            );
+            for k in [
+                format!("ipv6.conf.{peer}.disable_ipv6=1"),
+                format!("ipv4.conf.{peer}.rp_filter=0"),
+            ] {
+                ns(&f, &["sysctl", "-qw", &format!("net.{k}")]);
+            }
+            ns(&f, &["ip", "link", "set", &peer, "address", mac]);
+            ns(&f, &["ip", "addr", "add", addr, "dev", &peer]);
             ns(&f, &["ip", "link", "set", &peer, "up"]);
             sh(&[
                 "sysctl",
@@ -73,18 +89,43 @@ impl Path3 {
             ]);
             sh(&["ip", "link", "set", &end, "up"]);
         }
-        // Forward: everything arriving on b leaves by c, and back.
-        for (from, to) in [("b", "c"), ("c", "b")] {
-            let (from, to) = (name(from), name(to));
-            ns(&f, &["tc", "qdisc", "add", "dev", &from, "ingress"]);
-            ns(
-                &f,
-                &[
-                    "tc", "filter", "add", "dev", &from, "parent", "ffff:", "protocol", "all",
-                    "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect",
-                    "dev", &to,
-                ],
-            );
+        for k in ["ipv4.ip_forward=1", "ipv4.conf.all.rp_filter=0"] {
+            ns(&f, &["sysctl", "-qw", &format!("net.{k}")]);
+        }
+        // Routes to the test frames' destinations (common::frame's, and
+        // rfc2544's defaults) by c, to their sources by b.
+        for (via, hosts) in [
+            ("c", ["10.99.0.2", "198.19.0.1"]),
+            ("b", ["10.99.0.1", "198.18.0.1"]),
+        ] {
+            for host in hosts {
+                ns(
+                    &f,
+                    &[
+                        "ip",
+                        "route",
+                        "add",
+                        &format!("{host}/32"),
+                        "dev",
+                        &name(via),
+                    ],
+                );
+                ns(
+                    &f,
+                    &[
+                        "ip",
+                        "neigh",
+                        "replace",
+                        host,
+                        "lladdr",
+                        NEXT_HOP_MAC,
+                        "nud",
+                        "permanent",
+                        "dev",
+                        &name(via),
+                    ],
+                );
+            }
         }
         p
     }
@@ -92,7 +133,45 @@ impl Path3 {
     fn classes(&self) {
         let (t, f) = (&self.t, format!("{}f", self.t));
         let name = |s: &str| format!("{t}{s}");
-        // On c: class 1 passes, class 2 drops (a queue of 0), class 3 is slow.
+        // Every 100th forwarded frame of stream 1 is dropped (the 51st,
+        // 151st, ...: neither the first nor, for 2020 frames, the last,
+        // which a receiver cannot know lost). The stamp is the last 24
+        // bytes of a 200-byte frame: its stream id is 146 bytes into the
+        // UDP header.
+        ns(&f, &["nft", "add", "table", "ip", "t"]);
+        ns(
+            &f,
+            &[
+                "nft",
+                "add",
+                "chain",
+                "ip",
+                "t",
+                "relay",
+                "{ type filter hook forward priority 0; }",
+            ],
+        );
+        ns(
+            &f,
+            &[
+                "nft",
+                "add",
+                "rule",
+                "ip",
+                "t",
+                "relay",
+                "@th,1168,32",
+                "1",
+                "numgen",
+                "inc",
+                "mod",
+                "100",
+                "50",
+                "counter",
+                "drop",
+            ],
+        );
+        // On c: class 1 passes, class 3 is slow.
         let c = name("c");
         ns(
             &f,
@@ -100,7 +179,7 @@ impl Path3 {
                 "tc", "qdisc", "add", "dev", &c, "root", "handle", "1:", "htb", "default", "1",
             ],
         );
-        for (class, rate) in [("1:1", "10gbit"), ("1:2", "10gbit"), ("1:3", "500kbit")] {
+        for (class, rate) in [("1:1", "10gbit"), ("1:3", "500kbit")] {
             ns(
                 &f,
                 &[
@@ -109,23 +188,7 @@ impl Path3 {
                 ],
             );
         }
-        ns(
-            &f,
-            &[
-                "tc", "qdisc", "add", "dev", &c, "parent", "1:2", "handle", "20:", "pfifo",
-                "limit", "0",
-            ],
-        );
-        // The stamp is the last 24 bytes of a 200-byte frame (IP offsets:
-        // stream id 166-169, sequence number 170-177).
-        ns(
-            &f,
-            &[
-                "tc", "filter", "add", "dev", &c, "parent", "1:", "protocol", "ip", "prio", "1",
-                "u32", "match", "u8", "0x01", "0xff", "at", "169", "match", "u8", "0x63", "0xff",
-                "at", "177", "flowid", "1:2",
-            ],
-        );
+        // IP offsets of the stamp: stream id 166-169, sequence 170-177.
         ns(
             &f,
             &[
@@ -136,25 +199,16 @@ impl Path3 {
         );
     }
 
+    /// The frames the nftables rule dropped.
     fn dropped(&self) -> u64 {
         let o = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &format!("{}f", self.t),
-                "tc",
-                "-s",
-                "class",
-                "show",
-                "dev",
-            ])
-            .arg(format!("{}c", self.t))
+            .args(["netns", "exec", &format!("{}f", self.t)])
+            .args(["nft", "list", "chain", "ip", "t", "relay"])
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&o.stdout);
-        let class = text.split("class htb 1:2").nth(1).expect("class 1:2");
-        let d = class.split("dropped ").nth(1).expect("a drop count");
-        d.split(',').next().unwrap().trim().parse().unwrap()
+        let n = text.split("counter packets ").nth(1).expect("a counter");
+        n.split(' ').next().unwrap().parse().unwrap()
     }
 }
 
@@ -171,12 +225,15 @@ impl Drop for Path3 {
     }
 }
 
-/// 16 UDP flows of 200-byte frames, 50 µs apart.
+/// 16 UDP flows of 200-byte frames, 50 µs apart, IP checksums right.
 fn trace(path: &std::path::Path, n: u64) {
     let frames: Vec<(u64, Vec<u8>)> = (0..n)
         .map(|i| {
             let mut f = frame(i, 200);
             f[34..36].copy_from_slice(&(1000 + (i % 16) as u16).to_be_bytes());
+            // A router drops a header whose checksum is wrong.
+            let c = sluice_wire::ipv4_header_checksum(&f[14..34]);
+            f[24..26].copy_from_slice(&c.to_be_bytes());
             (1_000_000_000 + i * 50_000, f)
         })
         .collect();
@@ -186,12 +243,16 @@ fn trace(path: &std::path::Path, n: u64) {
 #[test]
 fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
     use sluice_testkit::{require, require_root};
-    if !(require_root("rx tests") && require("ip", "rx tests") && require("tc", "rx tests")) {
+    if !(require_root("rx tests")
+        && require("ip", "rx tests")
+        && require("tc", "rx tests")
+        && require("nft", "rx tests"))
+    {
         return;
     }
     let d = tmpdir("rx");
     let input = d.join("t.pcap");
-    let n = 4000;
+    let n = 4040;
     trace(&input, n);
     let p = Path3::up();
     let summary = d.join("rx.json");
@@ -274,7 +335,8 @@ fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
 }
 
 /// Checks a receiver's report (see the module docs) for `n` frames sent
-/// of which tc dropped `dropped`; returns the loss stream 1 must show.
+/// of which nftables dropped `dropped`; returns the loss stream 1 must
+/// show.
 fn judge(s: &serde_json::Value, n: u64, dropped: u64) -> u64 {
     let streams = s["streams"].as_array().unwrap();
     assert_eq!(streams.len(), 2, "{s}");
@@ -283,8 +345,8 @@ fn judge(s: &serde_json::Value, n: u64, dropped: u64) -> u64 {
     // Every frame is in one stream or lost on purpose.
     let sent1 = u(s1, "last_seq") + 1;
     assert_eq!(u(s0, "received") + u(s1, "received") + dropped, n, "{s}");
-    // Stream 1 lost exactly the frames tc dropped, numbers ending in 0x63.
-    let want = (0..sent1).filter(|k| k % 256 == 0x63).count() as u64;
+    // Stream 1 lost exactly the frames nftables dropped: every 100th.
+    let want = (0..sent1).filter(|k| k % 100 == 50).count() as u64;
     assert!(want > 0);
     assert_eq!(dropped, want);
     assert_eq!(u(s1, "lost"), want, "{s1}");
@@ -356,6 +418,7 @@ fn rfc2544_finds_a_tbf_bottleneck_and_its_queueing_delay() {
     let (to, rx) = (format!("afpacket:{}a", p.t), format!("{}d", p.t));
     let rfc2544 = |size: &str, max: &str, tests: &str, extra: &[&str]| {
         let mut args = vec!["rfc2544", "--to", &to, "--rx", &rx, "--sizes", size];
+        args.extend_from_slice(&["--dst-mac", ROUTER_MAC, "--src-mac", ROUTER_MAC2]);
         args.extend_from_slice(&["--wait", "300ms", "--max-pps", max, "--resolution", "1"]);
         args.extend_from_slice(&["--tests", tests, "--json", json.to_str().unwrap()]);
         args.extend_from_slice(extra);
