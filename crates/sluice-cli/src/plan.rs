@@ -139,6 +139,7 @@ impl<'a> SendPlan<'a> {
             o.rx.as_deref()
                 .map(crate::cmd::rx::Beside::start)
                 .transpose()?;
+        progress.rx = beside.as_ref().map(|b| b.live.clone());
         let result = go(sinks, &cfg, &mut progress);
         let rx = beside
             .map(|b| b.finish(std::time::Duration::from_nanos(o.rx_wait.0)))

@@ -10,6 +10,9 @@ pub struct Progress {
     pub json_error: Option<std::io::Error>,
     /// The run's length where it is known: `--duration`, `--limit`.
     pub length: Length,
+    /// `--rx`: the receiver's latest count, shown and written after each
+    /// interval.
+    pub rx: Option<crate::cmd::rx::SharedLive>,
 }
 
 /// What ends a run, when the user said: the status line shows how far it
@@ -44,6 +47,7 @@ impl Progress {
             json,
             json_error: None,
             length: Length::default(),
+            rx: None,
         }
     }
 
@@ -116,10 +120,21 @@ fn clock(secs: f64) -> String {
 
 impl Observer for Progress {
     fn interval(&mut self, s: &IntervalStats) {
+        let (doc, glance) = match &self.rx {
+            Some(live) => {
+                let mut l = live.lock().unwrap_or_else(|e| e.into_inner());
+                (l.doc.take(), l.glance.clone())
+            }
+            None => (None, None),
+        };
         if self.status {
-            eout!("\r{}\x1b[K", status_line(s, &self.length));
+            let rx = glance.map(|g| format!("  {g}")).unwrap_or_default();
+            eout!("\r{}{rx}\x1b[K", status_line(s, &self.length));
         }
         self.json_line(crate::json::Kind::Interval, s);
+        if let Some(doc) = doc {
+            self.json_line(crate::json::Kind::Rx, &doc);
+        }
     }
 
     fn pass(&mut self, p: &PassStats) {

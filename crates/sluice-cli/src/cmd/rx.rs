@@ -125,30 +125,55 @@ impl Receiver {
     }
 }
 
+/// What a receiver beside a sending command counted lately, for the
+/// sender's status line and `--stats-json` (a `sluice.rx/1` line after
+/// each interval line).
+#[derive(Default)]
+pub struct RxLive {
+    /// The latest count not yet written as a line.
+    pub doc: Option<RxDoc>,
+    /// The status line's part: stamped frames, lost, worst p99 latency.
+    pub glance: Option<String>,
+}
+
+/// Shared between the receiver's thread and the sender's observer.
+pub type SharedLive = std::sync::Arc<std::sync::Mutex<RxLive>>;
+
 /// `--rx IFACE` beside a sending command: a receiver on its own thread
-/// from before the first frame leaves until [`Beside::finish`].
+/// from before the first frame leaves until [`Beside::finish`], its
+/// count published once a second in [`Beside::live`].
 pub struct Beside {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: std::thread::JoinHandle<Result<RxDoc, Failure>>,
+    pub live: SharedLive,
 }
 
 impl Beside {
     pub fn start(iface: &str) -> Result<Beside, Failure> {
         let mut r = Receiver::open(iface)?;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stop.clone();
+        let live = SharedLive::default();
+        let (flag, shared) = (stop.clone(), live.clone());
         let thread = std::thread::Builder::new()
             .name("sluice-rx".into())
             .spawn(move || {
+                let mut next = Instant::now() + Duration::from_secs(1);
                 while !flag.load(Ordering::Relaxed) {
                     r.poll(Duration::from_millis(20))?;
+                    if Instant::now() >= next {
+                        let doc = r.doc(false);
+                        let mut l = shared.lock().unwrap_or_else(|e| e.into_inner());
+                        l.glance = Some(glance(&doc));
+                        l.doc = Some(doc);
+                        next += Duration::from_secs(1);
+                    }
                 }
                 // What the ring still holds, its last block retired.
                 r.poll(Duration::from_millis(20))?;
                 Ok(r.doc(true))
             })
             .context("starting the receiver")?;
-        Ok(Beside { stop, thread })
+        Ok(Beside { stop, thread, live })
     }
 
     /// Waits `linger` for frames still on their way, then stops counting.
@@ -243,6 +268,17 @@ fn us(ns: u64) -> String {
 }
 
 fn status_line(d: &RxDoc) -> String {
+    format!(
+        "{:>8.1}s {:>12} stamped  {}  {} streams",
+        d.t,
+        d.frames,
+        glance_counts(d),
+        d.streams.len(),
+    )
+}
+
+/// Lost frames and the worst stream's p99 latency.
+fn glance_counts(d: &RxDoc) -> String {
     let lost: u64 = d.streams.iter().map(|s| s.lost).sum();
     let worst = d
         .streams
@@ -250,14 +286,12 @@ fn status_line(d: &RxDoc) -> String {
         .map(|s| s.latency.percentiles.p99_ns)
         .max()
         .unwrap_or(0);
-    format!(
-        "{:>8.1}s {:>12} stamped  {:>8} lost  {} streams  latency p99 {}",
-        d.t,
-        d.frames,
-        lost,
-        d.streams.len(),
-        us(worst)
-    )
+    format!("{lost:>8} lost  latency p99 {}", us(worst))
+}
+
+/// A sender's status line's receive part.
+fn glance(d: &RxDoc) -> String {
+    format!("rx {} {}", d.frames, glance_counts(d))
 }
 
 /// The receiver's part of a summary on stderr: one line per stream.
