@@ -15,6 +15,11 @@
 //! - **jitter** J is smoothed |D| with D = (R_j − R_i) − (S_j − S_i) for
 //!   consecutive arrivals: J += (|D| − J) / 16.
 //!
+//! Stamps from a clock other than the receiver's (another host) are moved
+//! onto the receiver's clock by a [`ClockCorrection`] for their streams
+//! before anything is counted: latency is then one-way, to within the
+//! correction's own error.
+//!
 //! Memory is bounded: at most [`MAX_STREAMS`] streams are told apart
 //! (frames of further streams are counted together), each with a fixed
 //! window of sequence bits and one histogram.
@@ -29,9 +34,61 @@ pub const MAX_STREAMS: usize = 512;
 /// Sequence numbers below the highest kept to recognise duplicates.
 pub const DUP_WINDOW: u64 = 1 << 16;
 
+/// Stamps of streams `first..=last` come from a clock `ahead_ns` ahead
+/// of the receiver's (negative: behind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockCorrection {
+    pub first: u32,
+    pub last: u32,
+    pub ahead_ns: i64,
+}
+
+impl std::str::FromStr for ClockCorrection {
+    type Err = String;
+
+    /// `FIRST[-LAST]=NS`, NS in ns with an optional unit (ns, us, ms, s)
+    /// and sign.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (streams, ahead) = s
+            .split_once('=')
+            .ok_or_else(|| format!("'{s}': FIRST[-LAST]=OFFSET expected, e.g. 1024-1279=-2.5ms"))?;
+        let id = |t: &str| {
+            t.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("'{s}': '{t}' is not a stream id (0 to 4294967295)"))
+        };
+        let (first, last) = match streams.split_once('-') {
+            Some((a, b)) => (id(a)?, id(b)?),
+            None => (id(streams)?, id(streams)?),
+        };
+        if last < first {
+            return Err(format!("'{s}': the last stream is below the first"));
+        }
+        let (neg, mag) = match ahead.trim().strip_prefix('-') {
+            Some(m) => (true, m),
+            None => (
+                false,
+                ahead.trim().strip_prefix('+').unwrap_or(ahead.trim()),
+            ),
+        };
+        let n = sluice_core::parse_duration(mag)
+            .map_err(|e| format!("'{s}': offset: {e}"))?
+            .0;
+        let n = i64::try_from(n).map_err(|_| format!("'{s}': offset too large"))?;
+        Ok(ClockCorrection {
+            first,
+            last,
+            ahead_ns: if neg { -n } else { n },
+        })
+    }
+}
+
 /// One stream's state.
 #[derive(Clone, Debug)]
 struct Stream {
+    /// Its senders' clock ahead of the receiver's, ns: taken off every
+    /// departure stamp.
+    clock_ns: i64,
     received: u64,
     duplicates: u64,
     reordered: u64,
@@ -51,8 +108,9 @@ struct Stream {
 }
 
 impl Stream {
-    fn new(seq: u64, rx_ns: u64) -> Self {
+    fn new(seq: u64, rx_ns: u64, clock_ns: i64) -> Self {
         Stream {
+            clock_ns,
             received: 0,
             duplicates: 0,
             reordered: 0,
@@ -105,6 +163,8 @@ impl Stream {
     fn frame(&mut self, s: &RxStamp, rx_ns: u64) {
         let s = &RxStamp {
             seq: if s.short { self.extend(s.seq) } else { s.seq },
+            tx_ns: (i128::from(s.tx_ns) - i128::from(self.clock_ns)).clamp(0, u64::MAX as i128)
+                as u64,
             ..*s
         };
         self.last_rx_ns = self.last_rx_ns.max(rx_ns);
@@ -165,6 +225,9 @@ pub struct StreamReport {
     pub early: u64,
     /// RFC 3550 interarrival jitter, ns.
     pub jitter_ns: f64,
+    /// The correction its departure stamps took: their clock's offset
+    /// ahead of the receiver's, ns (0: none given).
+    pub clock_correction_ns: i64,
     /// First and last arrival, ns since the epoch.
     pub first_rx_ns: u64,
     pub last_rx_ns: u64,
@@ -180,11 +243,21 @@ pub struct StreamCounter {
     pub other_streams: u64,
     /// Stamped frames, duplicates included.
     stamped: u64,
+    clocks: Vec<ClockCorrection>,
 }
 
 impl StreamCounter {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A counter that moves the stamps of the streams `clocks` name onto
+    /// the receiver's clock (the first that names a stream applies).
+    pub fn with_clocks(clocks: Vec<ClockCorrection>) -> Self {
+        StreamCounter {
+            clocks,
+            ..Self::default()
+        }
     }
 
     /// Counts `frame` (Ethernet), received at `rx_ns` (ns since the
@@ -209,11 +282,17 @@ impl StreamCounter {
         match self.streams.get_mut(&s.stream) {
             Some(st) => st.frame(s, rx_ns),
             None if full => self.other_streams += 1,
-            None => self
-                .streams
-                .entry(s.stream)
-                .or_insert_with(|| Stream::new(s.seq, rx_ns))
-                .frame(s, rx_ns),
+            None => {
+                let clock = self
+                    .clocks
+                    .iter()
+                    .find(|c| (c.first..=c.last).contains(&s.stream))
+                    .map_or(0, |c| c.ahead_ns);
+                self.streams
+                    .entry(s.stream)
+                    .or_insert_with(|| Stream::new(s.seq, rx_ns, clock))
+                    .frame(s, rx_ns)
+            }
         }
     }
 
@@ -242,6 +321,7 @@ impl StreamCounter {
                 },
                 early: s.latency.early(),
                 jitter_ns: s.jitter_ns,
+                clock_correction_ns: s.clock_ns,
                 first_rx_ns: s.first_rx_ns,
                 last_rx_ns: s.last_rx_ns,
             })
@@ -330,6 +410,47 @@ mod tests {
         let r = &c.report()[0];
         assert_eq!((r.received, r.lost, r.reordered), (6, 0, 0));
         assert_eq!(r.last_seq, (1 << 32) + 2);
+    }
+
+    #[test]
+    fn a_clock_correction_moves_its_streams_stamps_onto_the_receivers_clock() {
+        // Stream 7's sender reads 3 ms ahead: uncorrected, its frames
+        // arrive before they left. Stream 8's reads 2 ms behind.
+        let c = |s: &str| s.parse::<ClockCorrection>().unwrap();
+        let mut k = StreamCounter::with_clocks(vec![c("7=3ms"), c("8-9=-2ms")]);
+        let frame = |k: &mut StreamCounter, stream, seq: u64, tx: u64, rx| {
+            let s = RxStamp {
+                stream,
+                seq,
+                tx_ns: tx,
+                short: false,
+            };
+            k.stamped(&s, rx)
+        };
+        for seq in 0..4 {
+            let t = 10_000_000 + seq * 1_000_000;
+            // One-way 40 µs on the receiver's clock.
+            frame(&mut k, 7, seq, t + 3_000_000, t + 40_000);
+            frame(&mut k, 8, seq, t - 2_000_000, t + 40_000);
+            frame(&mut k, 10, seq, t, t + 40_000);
+        }
+        for r in k.report() {
+            let p = &r.latency.percentiles;
+            assert_eq!((r.early, p.max_ns / 1000), (0, 40), "{r:?}");
+            let want = [(7, 3_000_000), (8, -2_000_000), (10, 0)];
+            assert!(want.contains(&(r.stream, r.clock_correction_ns)), "{r:?}");
+        }
+        // Its text names what is wrong.
+        for (bad, says) in [
+            ("7", "FIRST[-LAST]=OFFSET"),
+            ("x=1ms", "'x' is not a stream id"),
+            ("9-8=1ms", "below the first"),
+            ("1=soon", "offset"),
+        ] {
+            let e = bad.parse::<ClockCorrection>().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        assert_eq!(c("1-2=+5us").ahead_ns, 5_000);
     }
 
     #[test]

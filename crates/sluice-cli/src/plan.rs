@@ -135,10 +135,11 @@ impl<'a> SendPlan<'a> {
             stop,
             ..self.engine
         };
-        let beside =
-            o.rx.as_deref()
-                .map(crate::cmd::rx::Beside::start)
-                .transpose()?;
+        let beside = o
+            .rx
+            .as_deref()
+            .map(|iface| crate::cmd::rx::Beside::start(iface, o.rx_clock.clone(), o.clock_shift))
+            .transpose()?;
         progress.rx = beside.as_ref().map(|b| b.live.clone());
         let result = go(sinks, &cfg, &mut progress);
         let rx = beside
@@ -268,6 +269,8 @@ fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
             // A receiver counts stamped frames only.
             None => o.rx.is_some().then_some(RxStampMode::Replace),
         },
+        stamp_streams_from: o.rx_streams_from,
+        stamp_clock_shift_ns: o.clock_shift,
         ..EngineConfig::default()
     }
 }

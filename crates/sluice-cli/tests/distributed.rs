@@ -406,6 +406,111 @@ fn three_workers_split_a_replay_exactly_once_on_corrected_clocks() {
     assert!(skew > 5_000_000, "uncorrected start skew {skew} ns");
 }
 
+/// One-way latency across hosts: two workers send stamped frames onto
+/// one bridge, which floods each one's frames to the other, and each
+/// counts the other's on its own interface (`rx:` in the plan). Worker 1's
+/// clock reads 20 ms ahead (of its stamps and receive times alike): the
+/// controller measures both offsets and has each receiver move the other's
+/// stamps onto its own clock, so the latency is the path's (µs), with a
+/// bound; uncorrected, worker 1 sees 20 ms and worker 0 sees frames
+/// arrive before they left.
+#[test]
+fn receiving_workers_correct_one_way_latency_by_the_measured_offsets() {
+    if !netns::can_run() {
+        return;
+    }
+    let _one = serial();
+    const N: u64 = 2000;
+    let (d, keys, trace) = keyed("distributed-rx", N);
+    // The bridge checks IPv4 headers (br_netfilter): checksums right.
+    let frames: Vec<(u64, Vec<u8>)> = read_all(&trace)
+        .into_iter()
+        .map(|(t, mut f)| {
+            let c = sluice_wire::ipv4_header_checksum(&f[14..34]);
+            f[24..26].copy_from_slice(&c.to_be_bytes());
+            (t, f)
+        })
+        .collect();
+    write_frames(&trace, &frames);
+    let mut lab = Lab::up(2);
+    let shift = 20_000_000i64;
+    for i in 0..2 {
+        let k = keys.to_str().unwrap().to_string();
+        let off = format!("{}ns", if i == 1 { shift } else { 0 });
+        lab.worker(i, &d, &["--tls", &k, "--clock-offset", &off]);
+    }
+    let mut y = String::from("workers:\n");
+    for i in 0..2 {
+        let (addr, tx) = (lab.addr(i), lab.tx(i));
+        y += &format!("  - {{name: w{i}, address: \"{addr}\", to: \"afpacket:{tx}\", rx: {tx}}}\n");
+    }
+    y += "job:\n  command: replay\n  file: t.pcap\n  args: [\"--pps\", \"2k\"]\n  duration: 2s\n";
+    let p = d.join("plan.yaml");
+    std::fs::write(&p, y).unwrap();
+    let ms = |v: &Value| v.as_f64().unwrap() / 1e6;
+    // (worker, its streams from the other): one per TX thread.
+    let streams = |s: &Value, i: usize| -> Vec<Value> {
+        let w = &s["workers"][i];
+        assert!(w["error"].is_null(), "{w}");
+        w["summary"]["rx"]["streams"].as_array().unwrap().clone()
+    };
+
+    let (o, s) = control(&p, &keys, &d.join("c.json"), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let w = s["workers"].as_array().unwrap();
+    let measured = w[1]["offset_ns"].as_i64().unwrap() - w[0]["offset_ns"].as_i64().unwrap();
+    assert!((measured - shift).abs() < 1_000_000, "{measured}");
+    for (i, from) in [(0, 1024), (1, 0)] {
+        let st = streams(&s, i);
+        assert_eq!(
+            st.len(),
+            1,
+            "one stream from the other: {}",
+            w[i]["summary"]["rx"]
+        );
+        let st = &st[0];
+        assert_eq!(st["stream"], from);
+        // Every frame the other sent came (a bridge floods; no loss on
+        // the way); as many as the other's summary says it sent.
+        let sent = w[1 - i]["summary"]["packets"].as_u64().unwrap();
+        assert_eq!(
+            st["received"].as_u64().unwrap() + st["lost"].as_u64().unwrap(),
+            sent
+        );
+        assert_eq!(st["early"], 0, "{st}");
+        let p50 = ms(&st["latency"]["percentiles"]["p50_ns"]);
+        assert!(
+            p50 > 0.0 && p50 < 10.0,
+            "corrected one-way p50 {p50} ms: {st}"
+        );
+        // The correction the receiver took is the measured one, its bound
+        // the two uncertainties'.
+        let ahead = if i == 0 { measured } else { -measured };
+        assert_eq!(st["clock_correction_ns"].as_i64().unwrap(), ahead, "{st}");
+        let c = &w[i]["rx_clocks"][1 - i];
+        assert_eq!(
+            (c["from"].as_str().unwrap(), c["ahead_ns"].as_i64().unwrap()),
+            (format!("w{}", 1 - i).as_str(), ahead)
+        );
+        let bound = w[0]["offset_uncertainty_ns"].as_u64().unwrap()
+            + w[1]["offset_uncertainty_ns"].as_u64().unwrap();
+        assert_eq!(c["bound_ns"], bound);
+    }
+    assert!(stderr(&o).contains("stream 1024 from w1"), "{}", stderr(&o));
+
+    // Uncorrected, the 20 ms shows: worker 1 sees it as latency, worker 0
+    // sees every frame arrive before it left.
+    let (o, s) = control(&p, &keys, &d.join("u.json"), &["--no-clock-correction"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let late = &streams(&s, 1)[0];
+    assert!(
+        ms(&late["latency"]["percentiles"]["p50_ns"]) > 15.0,
+        "{late}"
+    );
+    let early = &streams(&s, 0)[0];
+    assert_eq!(early["early"], early["received"], "{early}");
+}
+
 /// Workers send on `xdp:` as well (AF_XDP copy mode on their veths):
 /// every frame exactly once across them, each saying which mode ran.
 #[test]

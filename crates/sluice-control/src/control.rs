@@ -125,6 +125,33 @@ pub struct WorkerResult {
     /// The packets its last statistics line reported (a lost worker's
     /// last word).
     pub last_packets: Option<u64>,
+    /// When a worker of the plan receives: the first stream id of this
+    /// worker's stamps (it stamps up to `plan::STREAMS_PER_WORKER`).
+    pub streams_from: Option<u32>,
+    /// The interface it counted stamped frames on (`rx:` in the plan);
+    /// what it counted is its summary's `rx`.
+    pub rx: Option<String>,
+    /// With `rx`: each sender's clock against this worker's, by which
+    /// the one-way latency of its streams was corrected.
+    pub rx_clocks: Vec<SenderClock>,
+}
+
+/// A sender's streams as one receiving worker saw them.
+#[derive(Clone, Debug, Serialize)]
+pub struct SenderClock {
+    /// The sending worker.
+    pub from: String,
+    pub first_stream: u32,
+    pub last_stream: u32,
+    /// Its clock ahead of the receiver's, from the two measured offsets
+    /// (sender − receiver); taken off its departure stamps. 0 when the
+    /// offsets were not applied (`--no-correct`) or it is the receiver.
+    pub ahead_ns: i64,
+    /// The correction's error bound: the sum of the two offsets'
+    /// uncertainties (half the minimum round trip of each). The one-way
+    /// latency of these streams is known to ± this (plus the drift of the
+    /// two clocks since they were measured).
+    pub bound_ns: u64,
 }
 
 impl WorkerResult {
@@ -148,6 +175,9 @@ impl WorkerResult {
             refused: false,
             lost: false,
             last_packets: None,
+            streams_from: None,
+            rx: None,
+            rx_clocks: Vec::new(),
         }
     }
 }
@@ -210,6 +240,9 @@ struct Conn {
 
 /// Grace after t_tos + duration before a worker stops a job by itself.
 const GRACE: Duration = Duration::from_secs(3);
+/// How long a receiving worker counts after its own last frame left: the
+/// others' frames still on their way (well inside GRACE).
+const RX_WAIT: Duration = Duration::from_millis(500);
 /// Past a worker's deadline, how long its summary may take (the worker
 /// kills its job 2 s after the deadline's SIGTERM) before it is lost.
 const LOST_AFTER: Duration = Duration::from_secs(5);
@@ -569,6 +602,7 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
     let lead = cfg
         .start_in
         .unwrap_or_else(|| Duration::from_millis(1500) + Duration::from_nanos(20 * max_rtt));
+    plan_receivers(&cfg, &mut conns);
     let start_ns = now_ns() + lead.as_nanos() as i64;
     let deadline_ns = start_ns + cfg.plan.duration_ns as i64 + GRACE.as_nanos() as i64;
     let events = start_all(&cfg, &conns, &ids, start_ns, deadline_ns);
@@ -588,6 +622,42 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
     })
 }
 
+/// When a worker of the plan receives: every worker's stamp streams, and
+/// each receiver's corrections for the others' clocks.
+fn plan_receivers(cfg: &ControlConfig, conns: &mut [Conn]) {
+    let entries = &cfg.plan.workers;
+    if entries.iter().all(|w| w.rx.is_none()) {
+        return;
+    }
+    let clocks: Vec<(String, i64, u64)> = conns
+        .iter()
+        .map(|c| {
+            let r = &c.result;
+            (r.name.clone(), r.offset_ns, r.offset_uncertainty_ns)
+        })
+        .collect();
+    let per = crate::plan::STREAMS_PER_WORKER;
+    for (i, c) in conns.iter_mut().enumerate() {
+        c.result.streams_from = Some(i as u32 * per);
+        let Some(rx) = entries.get(i).and_then(|w| w.rx.clone()) else {
+            continue;
+        };
+        let (_, own, own_unc) = clocks[i];
+        c.result.rx_clocks = clocks
+            .iter()
+            .enumerate()
+            .map(|(k, (from, off, unc))| SenderClock {
+                from: from.clone(),
+                first_stream: k as u32 * per,
+                last_stream: k as u32 * per + per - 1,
+                ahead_ns: if cfg.correct && k != i { off - own } else { 0 },
+                bound_ns: if k == i { 0 } else { unc + own_unc },
+            })
+            .collect();
+        c.result.rx = Some(rx);
+    }
+}
+
 /// Gives every worker its task, starting at `start_ns`; each worker's
 /// updates arrive as (worker index, event) on the channel returned.
 fn start_all(
@@ -604,6 +674,10 @@ fn start_all(
         let mut args = plan.args.clone();
         args.push("--duration".into());
         args.push(format!("{}ns", plan.duration_ns));
+        let stamping = c.result.streams_from.is_some();
+        if stamping && !args.iter().any(|a| a.starts_with("--rx-stamp")) {
+            args.extend(["--rx-stamp".into(), "replace".into()]);
+        }
         let task = pb::Task {
             command: plan.command as i32,
             file_id: ids[i].clone(),
@@ -616,6 +690,24 @@ fn start_all(
             offset_ns: if cfg.correct { c.result.offset_ns } else { 0 },
             deadline_ns,
             seed: 0,
+            streams_from: c.result.streams_from.unwrap_or(0),
+            rx: c
+                .result
+                .rx
+                .as_ref()
+                .map(|r| format!("afpacket:{r}"))
+                .unwrap_or_default(),
+            rx_wait_ns: RX_WAIT.as_nanos() as u64,
+            rx_clocks: c
+                .result
+                .rx_clocks
+                .iter()
+                .map(|s| pb::RxClock {
+                    first: s.first_stream,
+                    last: s.last_stream,
+                    ahead_ns: s.ahead_ns,
+                })
+                .collect(),
         };
         tokio::spawn(follow(i, c.client.clone(), task, tx.clone()));
     }

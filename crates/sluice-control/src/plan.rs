@@ -25,6 +25,11 @@ pub struct WorkerEntry {
     pub address: String,
     /// The sink this worker sends on: afpacket:IFACE, xdp:IFACE or null.
     pub to: String,
+    /// An interface this worker counts stamped frames on while it sends
+    /// (every worker's, one-way latency corrected by the measured clock
+    /// offsets).
+    #[serde(default)]
+    pub rx: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -59,6 +64,12 @@ pub struct Plan {
     pub split: pb::Split,
 }
 
+/// Stream ids each worker stamps with when one receives: worker i takes
+/// `i × STREAMS_PER_WORKER ..` (its TX threads, on one or two ports).
+pub const STREAMS_PER_WORKER: u32 = 1024;
+/// Workers whose streams fit a short stamp's 16-bit stream id.
+pub const MAX_STAMPING: usize = (1 << 16) / STREAMS_PER_WORKER as usize;
+
 pub fn load(path: &Path) -> Result<Plan> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).with_context(|| format!("{name}: cannot read"))?;
@@ -80,12 +91,30 @@ pub fn parse(name: &str, text: &str, base: &Path) -> Result<Plan> {
                 w.name
             ));
         }
+        if let Some(rx) = &w.rx {
+            let plain = !rx.is_empty()
+                && rx.len() < 16
+                && !rx.contains(['/', ':'])
+                && !rx.chars().any(|c| c.is_whitespace() || c.is_control());
+            if !plain {
+                return Err(input!(
+                    "{name}: workers[{i}].rx: '{}': an interface name expected",
+                    rx.escape_default()
+                ));
+            }
+        }
         if w.to != "null" && !w.to.starts_with("afpacket:") && !w.to.starts_with("xdp:") {
             return Err(input!(
                 "{name}: workers[{i}].to: '{}': afpacket:IFACE, xdp:IFACE or null expected",
                 w.to
             ));
         }
+    }
+    if f.workers.iter().any(|w| w.rx.is_some()) && f.workers.len() > MAX_STAMPING {
+        return Err(input!(
+            "{name}: workers: {} with a receiver: at most {MAX_STAMPING} keep their stamp streams apart",
+            f.workers.len()
+        ));
     }
     let command = match f.job.command.as_str() {
         "replay" => pb::Command::Replay,

@@ -720,6 +720,56 @@ struct Admitted {
 }
 
 impl Service {
+    /// The job's stamp and receive options: its first stream, the
+    /// interface it counts on (one this worker announced), the others'
+    /// clocks against this one.
+    fn receive_args(&self, task: &pb::Task) -> Result<Vec<String>, Status> {
+        let mut args = Vec::new();
+        if task.streams_from > 0 {
+            args.extend(["--rx-streams-from".into(), task.streams_from.to_string()]);
+        }
+        if self.cfg.clock_offset_ns != 0 {
+            // Stamps and receive times on the clock this worker pretends.
+            args.push(format!("--clock-shift={}ns", self.cfg.clock_offset_ns));
+        }
+        if task.rx.is_empty() {
+            return Ok(args);
+        }
+        let iface = task
+            .rx
+            .strip_prefix("afpacket:")
+            .filter(|_| ports().iter().any(|p| p.sink == task.rx))
+            .ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "rx '{}' is not an interface this worker announced",
+                    shown(&task.rx)
+                ))
+            })?;
+        args.extend([
+            "--rx".into(),
+            iface.to_string(),
+            "--rx-wait".into(),
+            format!("{}ns", task.rx_wait_ns.clamp(1, 10_000_000_000)),
+        ]);
+        if task.rx_clocks.len() > crate::plan::MAX_STAMPING {
+            return Err(Status::invalid_argument(
+                "more rx clocks than senders a plan may have",
+            ));
+        }
+        for c in &task.rx_clocks {
+            if c.last < c.first {
+                return Err(Status::invalid_argument(
+                    "an rx clock's streams run backwards",
+                ));
+            }
+            args.push(format!(
+                "--rx-clock={}-{}={}ns",
+                c.first, c.last, c.ahead_ns
+            ));
+        }
+        Ok(args)
+    }
+
     /// Checks a task against the lease (its uploads, its port map, the
     /// allow-list of options, a start still ahead) and builds the job's
     /// command line.
@@ -788,6 +838,7 @@ impl Service {
             }
         }
         args.extend(job_args);
+        args.extend(self.receive_args(&task)?);
         if task.command() == pb::Command::Profile {
             // A profile's `from:` captures are uploads beside it, nothing else.
             args.push("--confine-inputs".into());

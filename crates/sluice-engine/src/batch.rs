@@ -182,7 +182,8 @@ impl Pipeline for BatchPipeline<'_> {
         );
         if self.cfg.rx_stamp.is_some() {
             let clock = self.clock.expect("primed first");
-            feed.stamper = Some(Stamper::new(i as u32, &clock));
+            let (from, shift) = (self.cfg.stamp_streams_from, self.cfg.stamp_clock_shift_ns);
+            feed.stamper = Some(Stamper::new(from.wrapping_add(i as u32), &clock, shift));
         }
         feed
     }

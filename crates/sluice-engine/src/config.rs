@@ -75,6 +75,13 @@ pub struct EngineConfig {
     /// `--rx-stamp`: each frame leaves with a receive stamp (stream,
     /// sequence, departure) at the end of its payload.
     pub rx_stamp: Option<RxStampMode>,
+    /// The first stamp stream: TX thread k of port p stamps stream
+    /// `stamp_streams_from + k + 256 p` (senders on several hosts keep
+    /// their streams apart for one receiver).
+    pub stamp_streams_from: u32,
+    /// Added to the wall clock the stamps read (tests only: a host whose
+    /// clock is off by this much).
+    pub stamp_clock_shift_ns: i64,
 }
 
 /// Where a receive stamp goes (see `sluice_wire::rxstamp`).
@@ -106,6 +113,8 @@ impl Default for EngineConfig {
             start_at: None,
             pass_stats: false,
             rx_stamp: None,
+            stamp_streams_from: 0,
+            stamp_clock_shift_ns: 0,
         }
     }
 }

@@ -56,6 +56,20 @@ pub struct RunOpts {
     /// With --rx: how long after the last frame left the receiver still counts arrivals.
     #[arg(long, value_parser = duration, default_value = "200ms", requires = "rx")]
     pub rx_wait: Nanos,
+    /// The first stream id of this sender's stamps: TX thread k stamps stream N + k (+256 on a second port), so that senders on several hosts stay apart at one receiver.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub rx_streams_from: u32,
+    /// With --rx: stamps of streams FIRST to LAST come from a clock OFFSET ahead of this host's (negative: behind), e.g. 1024-1279=-2.5ms; their one-way latency is corrected by it. Repeatable.
+    #[arg(
+        long,
+        value_name = "FIRST[-LAST]=OFFSET",
+        requires = "rx",
+        allow_hyphen_values = true
+    )]
+    pub rx_clock: Vec<sluice_analyze::streams::ClockCorrection>,
+    /// Test only: this process's wall clock, as stamps and receive times read it, is this much ahead of the host's.
+    #[arg(long, value_parser = super::values::signed_duration, allow_hyphen_values = true, hide = true, default_value_t = 0)]
+    pub clock_shift: i64,
     /// Write one JSON object per second to PATH (- for stdout).
     #[arg(long)]
     pub stats_json: Option<String>,

@@ -1,6 +1,6 @@
 //! `sluice keygen`, `sluice worker`, `sluice control run`.
 
-use super::values::{duration, named};
+use super::values::{duration, named, signed_duration};
 use clap::{Args, Subcommand};
 use sluice_control::control::OnLoss;
 use sluice_core::Nanos;
@@ -35,13 +35,6 @@ pub struct WorkerArgs {
     /// Directory the worker keeps its uploads in (a private sub-directory is made there; default: the system's temporary directory).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
-}
-
-fn signed_duration(s: &str) -> Result<i64, String> {
-    match s.strip_prefix('-') {
-        Some(rest) => duration(rest).map(|n| -(n.0 as i64)),
-        None => duration(s.strip_prefix('+').unwrap_or(s)).map(|n| n.0 as i64),
-    }
 }
 
 #[derive(Args, Debug)]

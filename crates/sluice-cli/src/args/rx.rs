@@ -23,6 +23,12 @@ pub struct RxArgs {
     /// Write the final per-stream counts as JSON to PATH (- for stdout).
     #[arg(long)]
     pub summary_json: Option<String>,
+    /// Stamps of streams FIRST to LAST come from a clock OFFSET ahead of this host's (negative: behind), e.g. 1024-1279=-2.5ms; their one-way latency is corrected by it. Repeatable.
+    #[arg(long, value_name = "FIRST[-LAST]=OFFSET", allow_hyphen_values = true)]
+    pub rx_clock: Vec<sluice_analyze::streams::ClockCorrection>,
+    /// Test only: this process's wall clock, as receive times read it, is this much ahead of the host's.
+    #[arg(long, value_parser = super::values::signed_duration, allow_hyphen_values = true, hide = true, default_value_t = 0)]
+    pub clock_shift: i64,
     /// No live status line.
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -88,6 +88,14 @@ where
     PossibleValuesParser::new(names).try_map(|s| s.parse::<T>())
 }
 
+/// A duration with an optional sign (`-2ms`, `+5us`), in ns.
+pub fn signed_duration(s: &str) -> Result<i64, String> {
+    match s.strip_prefix('-') {
+        Some(rest) => duration(rest).map(|n| -(n.0 as i64)),
+        None => duration(s.strip_prefix('+').unwrap_or(s)).map(|n| n.0 as i64),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

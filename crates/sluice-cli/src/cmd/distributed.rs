@@ -212,6 +212,49 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
     })
 }
 
+/// A receiving worker's streams, by sender: counts and one-way latency,
+/// corrected by the clocks' measured offsets, with the correction's bound.
+fn received(w: &control::WorkerResult) -> String {
+    let (Some(iface), Some(rx)) = (&w.rx, w.summary.as_ref().map(|s| &s["rx"])) else {
+        return String::new();
+    };
+    let mut out = format!(
+        "         received on {iface}: {} stamped frames\n",
+        rx["frames"]
+    );
+    let streams = rx["streams"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    for st in streams {
+        let id = st["stream"].as_u64().unwrap_or(0);
+        let from = w
+            .rx_clocks
+            .iter()
+            .find(|c| (u64::from(c.first_stream)..=u64::from(c.last_stream)).contains(&id));
+        let p = &st["latency"]["percentiles"];
+        let ms = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0) / 1e6;
+        let (who, bound) = match from {
+            Some(c) if c.bound_ns > 0 => (
+                c.from.as_str(),
+                format!(
+                    " ±{:.3} ms (clock {:+.3} ms)",
+                    c.bound_ns as f64 / 1e6,
+                    c.ahead_ns as f64 / 1e6
+                ),
+            ),
+            Some(c) => (c.from.as_str(), String::new()),
+            None => ("?", String::new()),
+        };
+        out += &format!(
+            "           stream {id} from {who}: {} received, {} lost, {} reordered; one-way p50 {:.3} ms p99 {:.3} ms{bound}\n",
+            st["received"],
+            st["lost"],
+            st["reordered"],
+            ms(&p["p50_ns"]),
+            ms(&p["p99_ns"]),
+        );
+    }
+    out
+}
+
 fn render(s: &control::ControlSummary) -> String {
     let mut out = format!(
         "{} split by {} over {} workers, t_tos {} (clock offsets {}):\n",
@@ -247,6 +290,7 @@ fn render(s: &control::ControlSummary) -> String {
         ) {
             out += &format!("         {c}: offset {o:+} ns, bound {b} ns\n");
         }
+        out += &received(w);
     }
     let t = &s.total;
     out += &format!(
@@ -291,6 +335,10 @@ mod tests {
         // A receiving interface is the worker's to choose, not a peer's.
         "rx",
         "rx-wait",
+        // Set by the worker from its task: streams apart, clocks measured.
+        "rx-streams-from",
+        "rx-clock",
+        "clock-shift",
         "start-at",
         "share",
         "share-by",

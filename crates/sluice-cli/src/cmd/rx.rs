@@ -10,7 +10,7 @@ use crate::json::Kind;
 use crate::{exit, signals, Failure};
 use anyhow::{anyhow, Context};
 use serde::Serialize;
-use sluice_analyze::streams::{StreamCounter, StreamReport};
+use sluice_analyze::streams::{ClockCorrection, StreamCounter, StreamReport};
 use sluice_sys::rx_ring::RxRing;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
@@ -50,6 +50,8 @@ pub struct Receiver {
     rx: RxRing,
     pub counter: StreamCounter,
     drops: u64,
+    /// Added to every receive time (tests only: `--clock-shift`).
+    shift_ns: i64,
     started: Instant,
     /// CLOCK_REALTIME − CLOCK_MONOTONIC when receiving began, ns.
     realtime_offset: i128,
@@ -64,15 +66,21 @@ fn realtime_offset() -> i128 {
 
 impl Receiver {
     /// Opens the receive socket on `iface` (a missing interface is bad
-    /// input, a refused socket the environment's).
-    pub fn open(iface: &str) -> Result<Receiver, Failure> {
+    /// input, a refused socket the environment's); `clocks` correct the
+    /// stamps of other hosts' streams, `shift_ns` moves receive times.
+    pub fn open(
+        iface: &str,
+        clocks: Vec<ClockCorrection>,
+        shift_ns: i64,
+    ) -> Result<Receiver, Failure> {
         let rx = RxRing::open(iface).map_err(crate::open_failure)?;
         let _ = rx.drops(); // counts from here
         Ok(Receiver {
             iface: iface.to_string(),
             rx,
-            counter: StreamCounter::new(),
+            counter: StreamCounter::with_clocks(clocks),
             drops: 0,
+            shift_ns,
             started: Instant::now(),
             realtime_offset: realtime_offset(),
         })
@@ -90,9 +98,13 @@ impl Receiver {
     /// true when one carried a stamp.
     pub fn poll(&mut self, wait: Duration) -> Result<bool, Failure> {
         let counter = &mut self.counter;
+        let shift = self.shift_ns;
         let mut stamped = false;
         self.rx
-            .drain(wait, |f| stamped |= counter.frame(f.data, f.ts_ns))
+            .drain(wait, |f| {
+                let ts = f.ts_ns.saturating_add_signed(shift);
+                stamped |= counter.frame(f.data, ts)
+            })
             .map_err(|e| Failure {
                 code: exit::FATAL,
                 error: anyhow!("receiving on {}: {e}", self.iface),
@@ -149,8 +161,12 @@ pub struct Beside {
 }
 
 impl Beside {
-    pub fn start(iface: &str) -> Result<Beside, Failure> {
-        let mut r = Receiver::open(iface)?;
+    pub fn start(
+        iface: &str,
+        clocks: Vec<ClockCorrection>,
+        shift_ns: i64,
+    ) -> Result<Beside, Failure> {
+        let mut r = Receiver::open(iface, clocks, shift_ns)?;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let live = SharedLive::default();
         let (flag, shared) = (stop.clone(), live.clone());
@@ -190,7 +206,7 @@ pub fn run(a: RxArgs) -> Result<u8, Failure> {
     let stop = signals::install().context("installing signal handlers")?;
     let summary_out = a.summary_json.as_deref().map(Dest::open).transpose()?;
     let mut stats_out = a.stats_json.as_deref().map(Dest::open).transpose()?;
-    let mut r = Receiver::open(&a.iface)?;
+    let mut r = Receiver::open(&a.iface, a.rx_clock.clone(), a.clock_shift)?;
     let status = !a.quiet && std::io::stderr().is_terminal();
     eoutln!(
         "rx: receiving on {} ({} receive times); SIGINT ends it",
@@ -314,6 +330,12 @@ pub fn render(d: &RxDoc) -> String {
             us(p.max_ns),
             us(st.jitter_ns as u64)
         );
+        if st.clock_correction_ns != 0 {
+            s += &format!(
+                " (departures moved by {:.3} ms onto this clock)",
+                -st.clock_correction_ns as f64 / 1e6
+            );
+        }
         if st.early > 0 {
             s += &format!(
                 " ({} frames arrived before their departure stamp: the clocks differ)",

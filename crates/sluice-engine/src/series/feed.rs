@@ -103,11 +103,16 @@ pub(crate) struct PayloadStamper {
 }
 
 impl PayloadStamper {
-    pub fn new(stream: u32, append: bool, clock: &sluice_core::MonotonicClock) -> Self {
+    pub fn new(
+        stream: u32,
+        append: bool,
+        clock: &sluice_core::MonotonicClock,
+        shift_ns: i64,
+    ) -> Self {
         PayloadStamper {
             stream,
             append,
-            departures: crate::tx::Departures::new(clock),
+            departures: crate::tx::Departures::new(clock, shift_ns),
             buf: Vec::with_capacity(2048),
         }
     }

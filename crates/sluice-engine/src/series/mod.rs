@@ -277,7 +277,9 @@ impl Pipeline for SeriesPipeline<'_> {
         );
         if let (Some(mode), Some(clock)) = (self.ecfg.rx_stamp, &self.clock) {
             let append = mode == crate::config::RxStampMode::Append;
-            feed.stamper = Some(PayloadStamper::new(i as u32, append, clock));
+            let stream = self.ecfg.stamp_streams_from.wrapping_add(i as u32);
+            let shift = self.ecfg.stamp_clock_shift_ns;
+            feed.stamper = Some(PayloadStamper::new(stream, append, clock, shift));
         }
         feed
     }

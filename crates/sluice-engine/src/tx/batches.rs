@@ -84,10 +84,11 @@ pub(crate) struct Stamper {
 }
 
 impl Stamper {
-    pub fn new(lane: u32, clock: &sluice_core::MonotonicClock) -> Self {
+    /// Stamps of stream `lane` (+256 on the second port).
+    pub fn new(lane: u32, clock: &sluice_core::MonotonicClock, shift_ns: i64) -> Self {
         Stamper {
             lane,
-            departures: Departures::new(clock),
+            departures: Departures::new(clock, shift_ns),
             scratch: Vec::with_capacity(2048),
         }
     }

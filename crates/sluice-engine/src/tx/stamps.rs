@@ -17,10 +17,12 @@ pub(crate) struct Departures {
 }
 
 impl Departures {
-    pub fn new(clock: &MonotonicClock) -> Self {
+    /// Departures on the wall clock, moved by `shift_ns`.
+    pub fn new(clock: &MonotonicClock, shift_ns: i64) -> Self {
         let mono = i128::from(clock.now().0);
+        let real = i128::from(sluice_sys::clock::realtime_ns()) + i128::from(shift_ns);
         Departures {
-            realtime_offset: i128::from(sluice_sys::clock::realtime_ns()) - mono,
+            realtime_offset: real - mono,
             next: [0; 2],
             unstamped: 0,
         }
