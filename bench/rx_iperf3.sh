@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Loss and jitter side by side with iperf3 on one path: a sender
-# namespace, a forwarding namespace (tc mirred both ways, a tbf at RATE
-# on the forward egress) and a receiver namespace. iperf3 (-u -b, 1000-
-# byte datagrams) and then `sluice replay --rx-stamp` + `sluice rx` (the
-# same datagrams as frames, at the same rate) cross it in turn; each
-# tool's loss is set beside tbf's drop count for its run, and the two
-# RFC 3550 jitters beside each other (iperf3 stamps in µs, user space;
-# sluice rx takes the kernel's ns receive times).
+# Loss and jitter side by side with iperf3 on one routed path: a sender
+# namespace, a router namespace (IPv4 forwarding; an nftables rule in its
+# forward hook drops every 100th UDP datagram to port 5201, counting
+# them) and a receiver namespace. iperf3 (-u -b, 1000-byte datagrams) and
+# then `sluice replay --rx-stamp` + `sluice rx` (the same datagrams as
+# frames, at the same rate) cross it in turn; each tool's loss is set
+# beside the rule's drop count for its run, and the two RFC 3550 jitters
+# beside each other and beside a third party's (tcpdump's receive times
+# against sluice's stamps). iperf3 stamps in µs, in user space; sluice rx
+# takes the kernel's ns receive times.
 #
-#   bench/rx_iperf3.sh [SLUICE] [RATE] [OFFERED] [SECONDS]
-#   (default: target/release/sluice 5mbit 5.5M 5)
+#   bench/rx_iperf3.sh [SLUICE] [OFFERED] [SECONDS]
+#   (default: target/release/sluice 5.5M 5)
 set -euo pipefail
-S=${1:-target/release/sluice} RATE=${2:-5mbit} OFFER=${3:-5.5M} SECS=${4:-5}
+S=${1:-target/release/sluice} OFFER=${2:-5.5M} SECS=${3:-5}
 t=ri$$ out=$(mktemp -d)
 cleanup() {
   [ -n "${dump:-}" ] && kill "$dump" 2>/dev/null || true
@@ -23,31 +25,32 @@ trap cleanup EXIT
 for n in s f r; do ip netns add $t$n; done
 ip link add ${t}a netns ${t}s type veth peer name ${t}b netns ${t}f
 ip link add ${t}d netns ${t}r type veth peer name ${t}c netns ${t}f
-for x in "s a" "f b" "f c" "r d"; do
+for x in "s a 10.88.0.1/24" "f b 10.88.0.254/24" "f c 10.88.1.254/24" "r d 10.88.1.2/24"; do
   set -- $x
   ip netns exec $t$1 sysctl -qw net.ipv6.conf.$t$2.disable_ipv6=1
+  ip netns exec $t$1 ip addr add $3 dev $t$2
   ip netns exec $t$1 ip link set $t$2 up
   ip netns exec $t$1 ip link set lo up
 done
-ip netns exec ${t}s ip addr add 10.88.0.1/24 dev ${t}a
-ip netns exec ${t}r ip addr add 10.88.0.2/24 dev ${t}d
-for pair in "b c" "c b"; do
-  set -- $pair
-  ip netns exec ${t}f tc qdisc add dev $t$1 ingress
-  ip netns exec ${t}f tc filter add dev $t$1 parent ffff: protocol all u32 match u32 0 0 \
-    action mirred egress redirect dev $t$2
-done
-ip netns exec ${t}f tc qdisc add dev ${t}c root tbf rate $RATE burst 1600 latency 20ms
-drops() { ip netns exec ${t}f tc -s qdisc show dev ${t}c | grep -A1 "qdisc tbf" | sed -n 's/.*dropped \([0-9]*\),.*/\1/p'; }
+ip netns exec ${t}s ip route add default via 10.88.0.254
+ip netns exec ${t}r ip route add default via 10.88.1.254
+ip netns exec ${t}f sysctl -qw net.ipv4.ip_forward=1
+ip netns exec ${t}f nft add table ip t
+ip netns exec ${t}f nft add chain ip t relay '{ type filter hook forward priority 0; }'
+ip netns exec ${t}f nft add rule ip t relay udp dport 5201 numgen inc mod 100 99 counter drop
+drops() { ip netns exec ${t}f nft list chain ip t relay | sed -n 's/.*counter packets \([0-9]*\) .*/\1/p'; }
 # iperf3: one test, its server ending with it.
-ip netns exec ${t}r iperf3 -s -1 -B 10.88.0.2 > /dev/null 2>&1 & srv=$!
+ip netns exec ${t}r iperf3 -s -1 -B 10.88.1.2 > /dev/null 2>&1 & srv=$!
 sleep 0.5
 d0=$(drops)
-ip netns exec ${t}s iperf3 -c 10.88.0.2 -u -b "$OFFER" -l 1000 -t "$SECS" --json > "$out/iperf3.json"
+ip netns exec ${t}r tcpdump -i ${t}d -n -U --time-stamp-precision=nano -B 65536 -w "$out/cap_i.pcap" udp 2>/dev/null & dump=$!
+sleep 0.5
+ip netns exec ${t}s iperf3 -c 10.88.1.2 -u -b "$OFFER" -l 1000 -t "$SECS" --json > "$out/iperf3.json"
 wait "$srv" || true; srv=
+kill -INT $dump; wait $dump || true; dump=
 d1=$(drops)
 # sluice: the same datagrams at the same rate, stamped.
-dmac=$(ip netns exec ${t}r cat /sys/class/net/${t}d/address)
+dmac=$(ip netns exec ${t}f cat /sys/class/net/${t}b/address)
 smac=$(ip netns exec ${t}s cat /sys/class/net/${t}a/address)
 pps=$(python3 -c "
 import re,sys
@@ -58,7 +61,7 @@ import struct, sys
 mac = lambda s: bytes(int(x, 16) for x in s.split(':'))
 out = open(sys.argv[1], 'wb')
 out.write(struct.pack('<IHHiIII', 0xa1b23c4d, 2, 4, 0, 0, 65535, 1))
-ip = bytearray([0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 88, 0, 1, 10, 88, 0, 2])
+ip = bytearray([0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 88, 0, 1, 10, 88, 1, 2])
 ip[2:4] = struct.pack('>H', 20 + 8 + 1000)
 s = sum(ip[k] << 8 | ip[k + 1] for k in range(0, 20, 2))
 while s >> 16: s = (s & 0xffff) + (s >> 16)
@@ -84,8 +87,8 @@ r = json.load(open(out + '/rx.json'))
 tx = json.load(open(out + '/tx.json'))
 lost = sum(s['lost'] for s in r['streams']) + (tx['packets'] - sum(s['last_seq'] + 1 for s in r['streams']))
 jit = r['streams'][0]['jitter_ns'] / 1e3
-print(f"iperf3: {i['packets']} datagrams, lost {i['lost_packets']} ({i['lost_percent']:.2f} %), tbf dropped {di}, jitter {i['jitter_ms'] * 1e3:.1f} µs")
-print(f"sluice: {tx['packets']} frames, lost {lost} ({100 * lost / tx['packets']:.2f} %), tbf dropped {ds}, jitter {jit:.1f} µs")
+print(f"iperf3: {i['packets']} datagrams, lost {i['lost_packets']} ({i['lost_percent']:.2f} %), nft dropped {di}, jitter {i['jitter_ms'] * 1e3:.1f} µs")
+print(f"sluice: {tx['packets']} frames, lost {lost} ({100 * lost / tx['packets']:.2f} %), nft dropped {ds}, jitter {jit:.1f} µs")
 # RFC 3550 jitter of the capture: tcpdump's receive time against the
 # departure in each frame's stamp (its last 24 bytes), in arrival order.
 b = open(out + '/cap.pcap', 'rb').read()
@@ -102,5 +105,22 @@ while at + 16 <= len(b):
         j += (abs(d) - j) / 16
     prev = (rx, tx)
 print(f"capture (tcpdump, ns): jitter of the same frames {j / 1e3:.1f} µs; sluice rx / capture {jit / (j / 1e3):.3f}")
-print(f"loss = tbf drops: iperf3 {i['lost_packets'] == di}, sluice {lost == ds}; jitter ratio sluice/iperf3 {jit / (i['jitter_ms'] * 1e3):.2f}")
+# iperf3's own datagrams the same way: tcpdump's receive time against the
+# departure iperf3 wrote in each (its payload's first 8 bytes: s, µs).
+b = open(out + '/cap_i.pcap', 'rb').read()
+at, ji, prev = 24, 0.0, None
+while at + 16 <= len(b):
+    sec, frac, cl, _ = struct.unpack('<IIII', b[at:at + 16])
+    f = b[at + 16:at + 16 + cl]
+    at += 16 + cl
+    if len(f) < 42 + 12 or f[36:38] != struct.pack('>H', 5201):
+        continue
+    s_, us = struct.unpack('>II', f[42:50])
+    rx, tx = sec * 10**9 + frac, s_ * 10**9 + us * 1000
+    if prev:
+        d = (rx - prev[0]) - (tx - prev[1])
+        ji += (abs(d) - ji) / 16
+    prev = (rx, tx)
+print(f"capture (tcpdump, ns): jitter of iperf3's datagrams {ji / 1e3:.1f} µs; iperf3's own / capture {i['jitter_ms'] * 1e3 / (ji / 1e3):.3f}")
+print(f"loss = nft drops: iperf3 {i['lost_packets'] == di}, sluice {lost == ds}; jitter ratio sluice/iperf3 {jit / (i['jitter_ms'] * 1e3):.2f}")
 PY
