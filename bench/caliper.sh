@@ -58,6 +58,10 @@ ip link set slcb netns slcsink
 sysctl -qw net.ipv6.conf.slca.disable_ipv6=1
 ip link set slca address 02:00:00:00:77:01 up
 ip netns exec slcsink sh -c 'sysctl -qw net.ipv6.conf.slcb.disable_ipv6=1; ip link set slcb address 02:00:00:00:77:02; ip addr add 10.77.0.2/24 dev slcb; ip link set slcb up; ip link set lo up'
+# The receiver's work (TCP, ACKs, the capture) on CPU 0 (RPS mask, RPS=0
+# for none), as a separate host would do it, not inside the sender's send
+# on the TX CPU.
+ip netns exec slcsink sh -c "echo ${RPS:-1} > /sys/class/net/slcb/queues/rx-0/rps_cpus"
 ip tuntap add dev slcap0 mode tap
 sysctl -qw net.ipv6.conf.slcap0.disable_ipv6=1
 ip link set slcap0 address 02:00:00:00:77:03

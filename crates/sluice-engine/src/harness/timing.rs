@@ -54,36 +54,44 @@ fn without_a_drift_window_late_frames_catch_up_at_once() {
 }
 
 #[test]
-fn a_chained_gap_holds_after_a_late_frame() {
+fn a_chained_gap_holds_and_catches_up_only_after_a_stall() {
     let mut b = Bench::new(1);
     b.sinks[0].stall = Some((10, Nanos(100_000)));
-    // Every frame keeps 1 µs after the one before it (sluice pace).
-    let steps: Vec<Step> = (0..50u64)
+    // Every frame keeps 10 µs after the one before it (sluice pace).
+    let steps: Vec<Step> = (0..150u64)
         .map(|i| Step {
             frame: frame(i),
-            due: Due::at(Nanos(i * 1_000)).with_spacing(1_000),
+            due: Due::at(Nanos(i * 10_000)).with_spacing(10_000),
             flow: 0,
         })
         .collect();
     let out = b.run(Script::new(steps));
     let f = &out.sent[0];
-    assert_eq!(f.len(), 50);
-    // The first frame keeps its gap after the start: each leaves 1 µs
-    // after its due time. Frame 10 was let go at 11 µs and stalled the
-    // link inside its send until 111 µs; frame 11, late, leaves then, and
-    // every frame after it keeps its gap behind the one before.
-    assert_eq!((f[0].at, f[9].at, f[11].at), (1_000, 10_000, 111_000));
-    for w in f[11..].windows(2) {
+    assert_eq!(f.len(), 150);
+    // The first frame keeps its gap after the start: each leaves 10 µs
+    // after its plan, a steady lateness (up to STALL_NS) that no gap
+    // gives anything up for.
+    assert_eq!((f[0].at, f[9].at), (10_000, 100_000));
+    for w in f[..10].windows(2) {
+        assert_eq!(w[1].at - w[0].at, 10_000);
+    }
+    // Frame 10 was let go at 110 µs and stalled the link inside its send
+    // until 210 µs; frame 11, whose spacing put it at 120 µs, leaves then,
+    // its chain 90 µs behind.
+    assert_eq!(f[11].at, 210_000);
+    // Then each gap gives up a tenth (1 µs) until the chain is back to
+    // STALL_NS behind (frame 91), never in a burst; then gaps are whole.
+    for (k, w) in f[11..].windows(2).enumerate() {
+        let want = if k + 12 <= 91 { 9_000 } else { 10_000 };
         assert_eq!(
             w[1].at - w[0].at,
-            1_000,
+            want,
             "frames {} and {}",
             w[0].seq,
             w[1].seq
         );
     }
-    // The stall pushed the rest back instead of squeezing their gaps.
-    assert_eq!(f[49].at, 149_000);
+    assert_eq!(f[149].at, 150 * 10_000 + 10_000);
 }
 
 #[test]

@@ -58,6 +58,18 @@ pub(crate) struct TxReport {
     pub error: Option<SinkError>,
 }
 
+/// Lateness of a departure, against its plan, that a spacing absorbs
+/// whole (a pipeline's delay between planning and sending); beyond it the
+/// frames after catch up (see [`TxCore::keep_spacing`]), ns.
+pub(crate) const STALL_NS: u64 = 10_000;
+/// Most a spacing is shortened by to catch up, ns: each shortened gap is
+/// an error of that size.
+pub(crate) const MAX_CATCH_UP_NS: u64 = 2_000;
+/// Most a chain is ever behind, ns: a longer stall's excess is given up,
+/// so one stall shortens at most (this − STALL_NS) / MAX_CATCH_UP_NS
+/// gaps.
+pub(crate) const MAX_CHAIN_LATE_NS: u64 = 50_000;
+
 /// Pacing, sending and counting of one TX thread.
 pub(crate) struct TxCore {
     pub sink: Box<dyn Sink>,
@@ -78,6 +90,14 @@ pub(crate) struct TxCore {
     /// When the last packet was let go (its pacing decision): chained
     /// gaps count from here.
     pub last_departure: MonoTime,
+    /// Where the last packet would have left had every spacing of its
+    /// chain been kept from the chain's first departure (a packet without
+    /// a spacing starts a chain where it leaves), as an offset: the chain
+    /// is `chain_late` ns behind that.
+    chain_at: u64,
+    chain_late: u64,
+    /// The spacing of the packet being paced now.
+    pending_spacing: u32,
     last_handoff: MonoTime,
     /// The first fatal sink error; the thread stops on it.
     pub error: Option<SinkError>,
@@ -102,6 +122,9 @@ impl TxCore {
             hist: ErrorHistogram::new(),
             last_send: start,
             last_departure: start,
+            chain_at: 0,
+            chain_late: 0,
+            pending_spacing: 0,
             last_handoff: start,
             error: None,
         }
@@ -127,15 +150,56 @@ impl TxCore {
         self.error.is_some() || self.interrupted() || self.past_duration()
     }
 
-    /// The due offset of a packet due at `due` that must also leave
+    /// The due offset of a packet planned at `due` that must also leave
     /// `spacing` ns after the last departure (0: no such constraint).
+    ///
+    /// Packets chained by their spacings keep them from the chain's first
+    /// departure, not from their own plans: how late that first one left
+    /// (a pipeline's delay between planning and sending) moves the chain
+    /// and never shortens a gap. A spacing is kept whole while the chain
+    /// is at most [`STALL_NS`] behind; past that (a stall inside the
+    /// chain: a VM pause, a preempted thread) it gives up what the
+    /// lateness exceeds the stall by, at most a tenth of itself and
+    /// [`MAX_CATCH_UP_NS`], so the chain catches up over the packets that
+    /// follow, never in a burst.
     #[inline(always)]
-    pub fn keep_spacing(&self, due: Nanos, spacing: u32) -> Nanos {
+    pub fn keep_spacing(&mut self, due: Nanos, spacing: u32) -> Nanos {
+        self.pending_spacing = spacing;
         if spacing == 0 {
             return due;
         }
-        let after = self.last_departure.since(self.pacer.start()).0 + u64::from(spacing);
-        due.max(Nanos(after))
+        let left = self.last_departure.since(self.pacer.start()).0;
+        let give = self
+            .chain_late
+            .saturating_sub(STALL_NS)
+            .min(u64::from(spacing / 10))
+            .min(MAX_CATCH_UP_NS);
+        due.max(Nanos(left + u64::from(spacing) - give))
+    }
+
+    /// A packet paced without [`keep_spacing`](Self::keep_spacing) (it
+    /// starts a chain).
+    #[inline(always)]
+    pub fn unspaced(&mut self) {
+        self.pending_spacing = 0;
+    }
+
+    /// The packet being paced left now.
+    #[inline(always)]
+    pub fn departed(&mut self) {
+        self.last_departure = self.now;
+        let left = self.now.since(self.pacer.start()).0;
+        self.chain_at = match self.pending_spacing {
+            0 => left,
+            s => self.chain_at + u64::from(s),
+        };
+        self.chain_late = left.saturating_sub(self.chain_at);
+        if self.chain_late > MAX_CHAIN_LATE_NS {
+            // What a long stall took beyond this is given up, not caught
+            // up: catching it up would shorten that many more gaps.
+            self.chain_at = left - MAX_CHAIN_LATE_NS;
+            self.chain_late = MAX_CHAIN_LATE_NS;
+        }
     }
 
     /// Due offset of a packet that is due now.

@@ -214,6 +214,7 @@ impl<F: Feed> TxLoop<F> {
             if !self.ready_for(due) {
                 break;
             }
+            self.core.unspaced();
             let Some(verdict) = self.pace(due) else {
                 break;
             };
@@ -265,7 +266,7 @@ impl<F: Feed> TxLoop<F> {
             d => Verdict::of(d),
         };
         if let Some(Verdict::Send { .. }) = v {
-            self.core.last_departure = self.core.now;
+            self.core.departed();
         }
         v
     }

@@ -100,9 +100,6 @@ impl Ord for Held {
     }
 }
 
-/// Most a chained gap is shortened by to catch up, ns: each shortened gap
-/// is an error of that size, so it stays small at long gaps too.
-const MAX_CATCH_UP_NS: f64 = 2_000.0;
 /// Flows forgotten once this many are tracked (the idle ones first).
 const MAX_FLOWS: usize = 1 << 16;
 /// A flow idle this long is forgotten at the next sweep, ns.
@@ -111,9 +108,6 @@ const FLOW_IDLE_NS: u64 = 1_000_000_000;
 pub struct Departures {
     law: PaceLaw,
     per_flow: bool,
-    /// Fraction of a gap a frame chained behind a late one may give up
-    /// to catch up with the schedule.
-    catch_up: f64,
     burst: u32,
     queue_limit: usize,
     link: Slot,
@@ -134,7 +128,6 @@ impl Departures {
         Departures {
             law,
             per_flow,
-            catch_up: 0.1,
             burst: burst.max(1),
             queue_limit: queue_limit.max(1),
             link: Slot::default(),
@@ -145,16 +138,6 @@ impl Departures {
             spare: Vec::new(),
             stats: PaceStats::default(),
         }
-    }
-
-    /// After a late departure, frames chained behind it leave at gaps
-    /// shortened by at most `fraction` of a gap, and never by more than
-    /// 2 µs (0: the gaps are kept and the
-    /// schedule slips; 1: the schedule is kept and the gaps collapse into
-    /// a burst) until they are back on schedule.
-    pub fn with_catch_up(mut self, fraction: f64) -> Self {
-        self.catch_up = fraction.clamp(0.0, 1.0);
-        self
     }
 
     /// Frames whose departure is after `now`.
@@ -217,8 +200,7 @@ impl Departures {
             let due = slot.next;
             slot.next += gap;
             if !self.per_flow {
-                let keep = gap - (gap * self.catch_up).min(MAX_CATCH_UP_NS);
-                chained = keep.round().clamp(0.0, f64::from(u32::MAX)) as u32;
+                chained = gap.round().clamp(0.0, f64::from(u32::MAX)) as u32;
             }
             due.round() as u64
         };
@@ -246,10 +228,11 @@ impl Departures {
     /// keep after the frame before it, 0 for none); it returns false to
     /// stop (the frame is kept and released next time).
     ///
-    /// A frame queued behind another (global pacing) is chained to it: if
-    /// the one before leaves late, it leaves at most one gap after that
-    /// less the catch-up fraction, not at its own slot: a late departure
-    /// does not squeeze the gaps behind it into a burst.
+    /// A frame queued behind another (global pacing) is chained to it: it
+    /// leaves one gap after the one before actually left, not at its own
+    /// slot, so a late departure does not squeeze the gaps behind it into
+    /// a burst (the TX thread shortens a chained gap a little only after
+    /// a real stall, to catch up: `TxCore::keep_spacing`).
     pub fn release(&mut self, horizon: u64, mut send: impl FnMut(u64, u32, &[u8]) -> bool) -> bool {
         while let Some(Reverse(h)) = self.held.peek() {
             if h.due > horizon {
@@ -316,7 +299,7 @@ mod tests {
             got.push((d, g));
             true
         });
-        assert_eq!(got, [(0, 0), (20_000, 18_000), (40_000, 18_000)]);
+        assert_eq!(got, [(0, 0), (20_000, 20_000), (40_000, 20_000)]);
     }
 
     #[test]
