@@ -2,6 +2,7 @@
 # Seeds the fuzz corpora from the shared test data:
 #   *.pcap   -> fuzz/corpus/pcap_reader/
 #   *.pcapng -> fuzz/corpus/pcapng_reader/
+#   testdata/traces ERF and TSH -> fuzz/corpus/erf_reader/, tsh_reader/
 #   timeseries CSVs, converted by `sluice series convert` (text and i32/f64
 #   data), first 64 KiB of each -> fuzz/corpus/archive_reader/
 #   flow-record CSVs, time-series CSV heads, example sessions, a mapping,
@@ -21,6 +22,10 @@ if [ ! -d "$src/pcap" ]; then
     exit 1
 fi
 mkdir -p "$here/corpus/pcap_reader" "$here/corpus/pcapng_reader" "$here/corpus/archive_reader"
+# ERF and TSH: libtrace's test traces (the repository's testdata/traces).
+mkdir -p "$here/corpus/erf_reader" "$here/corpus/tsh_reader"
+cp "$here"/../testdata/traces/*.erf "$here/corpus/erf_reader/"
+gzip -dc "$here"/../testdata/traces/*.tsh.gz > "$here/corpus/tsh_reader/libtrace_10_packets"
 cp "$src"/pcap/*.pcap "$here/corpus/pcap_reader/"
 cp "$src"/pcap/*.pcapng "$here/corpus/pcapng_reader/"
 if [ -d "$src/tcpprep" ]; then

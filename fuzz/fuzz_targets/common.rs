@@ -12,6 +12,12 @@ pub use sluice_testkit::Trickle;
 /// out more than the input holds, does not end, or does not repeat an error.
 #[allow(dead_code)] // not every target drains captures
 pub fn drain(data: &[u8]) {
+    drain_as(data, "fuzz");
+}
+
+/// [`drain`] for a capture named `name` (ERF and TSH are known by name).
+#[allow(dead_code)]
+pub fn drain_as(data: &[u8], name: &str) {
     let gzip = data.starts_with(&[0x1f, 0x8b]);
     for chunk in [0, 1 + data.len() % 61] {
         let src: Box<dyn Read + Send> = if chunk == 0 {
@@ -22,7 +28,7 @@ pub fn drain(data: &[u8]) {
                 chunk,
             })
         };
-        let Ok(mut r) = CaptureReader::from_reader(src, "fuzz") else {
+        let Ok(mut r) = CaptureReader::from_reader(src, name) else {
             continue;
         };
         let mut bytes = 0usize;

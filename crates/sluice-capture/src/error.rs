@@ -105,7 +105,10 @@ pub enum ErrorKind {
     Empty,
     /// The first bytes are no pcap, pcapng or gzip magic. `magic` holds the
     /// first four bytes, big-endian (as `xxd` shows them), zero-padded.
-    #[error("not a pcap or pcapng capture (file starts with bytes {magic:08x})")]
+    #[error(
+        "not a pcap or pcapng capture (file starts with bytes {magic:08x}); ERF and TSH traces are \
+         read by their name: .erf, .tsh (or .erf.gz, .tsh.gz)"
+    )]
     NotACapture {
         /// First four bytes of the stream, read big-endian.
         magic: u32,
@@ -242,6 +245,20 @@ pub enum ErrorKind {
         /// Bytes available for packet data in the block.
         room: u64,
     },
+    /// An ERF record whose framing is wrong.
+    #[error("ERF record of length {rlen}: {reason}")]
+    BadErfRecord {
+        /// The record length from its header.
+        rlen: u16,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A TSH record whose IP header is not IPv4.
+    #[error("TSH record holds IP version {version}: TSH keeps IPv4 headers only")]
+    BadTshRecord {
+        /// The version nibble.
+        version: u8,
+    },
     /// More interface description blocks in one section than we keep.
     #[error("more than {limit} interface description blocks in one pcapng section")]
     TooManyInterfaces {
@@ -338,6 +355,11 @@ impl ErrorKind {
                 room: *room,
             },
             TooManyInterfaces { limit } => TooManyInterfaces { limit: *limit },
+            BadErfRecord { rlen, reason } => BadErfRecord {
+                rlen: *rlen,
+                reason,
+            },
+            BadTshRecord { version } => BadTshRecord { version: *version },
         }
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! [`CaptureReader`] reads classic pcap (microsecond or nanosecond, either
 //! byte order) and pcapng (any number of sections and interfaces, either
-//! byte order per section), transparently gunzipping `.gz` input, and hands
+//! byte order per section), Endace ERF and NLANR TSH traces (known by their
+//! names, `.erf` and `.tsh`: neither has a magic number), transparently
+//! gunzipping `.gz` input, and hands
 //! out one [`Packet`] at a time as a slice of its own buffer. [`PcapWriter`]
 //! writes little-endian nanosecond pcap. [`StreamBuf`], the bounded read
 //! buffer under the readers, is public so that the archive format
@@ -31,6 +33,7 @@
 
 mod buffer;
 mod bytes;
+mod erf;
 mod error;
 mod interface;
 mod linktype;
@@ -39,9 +42,11 @@ mod packet;
 mod pcap;
 mod pcapng;
 mod reader;
+mod tsh;
 mod writer;
 
 pub use buffer::StreamBuf;
+pub use erf::LINKTYPE_ERF;
 pub use error::{CaptureError, ErrorKind};
 pub use linktype::LinkType;
 pub use packet::{Format, Packet};

@@ -38,6 +38,10 @@ pub enum Format {
     },
     /// pcapng (byte order is per section).
     Pcapng,
+    /// Endace ERF (a `.erf` file).
+    Erf,
+    /// NLANR TSH (a `.tsh` file).
+    Tsh,
 }
 
 impl fmt::Display for Format {
@@ -50,6 +54,8 @@ impl fmt::Display for Format {
                 if *nanos { "nanosecond" } else { "microsecond" }
             ),
             Format::Pcapng => f.write_str("pcapng"),
+            Format::Erf => f.write_str("ERF"),
+            Format::Tsh => f.write_str("TSH"),
         }
     }
 }

@@ -28,6 +28,21 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 enum State {
     Pcap(PcapHeader),
     Pcapng(PcapngState),
+    Erf,
+    Tsh,
+}
+
+/// A trace format known by its file name (ERF and TSH have no magic).
+fn named_format(name: &str) -> Option<Format> {
+    let lower = name.to_ascii_lowercase();
+    let base = lower.strip_suffix(".gz").unwrap_or(&lower);
+    if base.ends_with(".erf") {
+        Some(Format::Erf)
+    } else if base.ends_with(".tsh") {
+        Some(Format::Tsh)
+    } else {
+        None
+    }
 }
 
 /// Streaming reader of pcap, pcapng and gzip-compressed captures.
@@ -113,6 +128,25 @@ impl CaptureReader {
             compressed = true;
             have = buf.fill(4).map_err(|e| fail(ErrorKind::Io(e)))?;
         }
+        if let Some(format) = named_format(name) {
+            if have == 0 {
+                return Err(fail(ErrorKind::Empty));
+            }
+            let state = if format == Format::Erf {
+                State::Erf
+            } else {
+                State::Tsh
+            };
+            return Ok(CaptureReader {
+                name: name.to_owned(),
+                buf,
+                state,
+                format,
+                compressed,
+                packets: 0,
+                failed: None,
+            });
+        }
         let head = buf.avail();
         if have < 4 {
             if have == 0 {
@@ -183,6 +217,14 @@ impl CaptureReader {
                 let r = st.next_packet(&mut self.buf);
                 self.packet(r)
             }
+            State::Erf => {
+                let r = crate::erf::next_record(&mut self.buf);
+                self.packet(r)
+            }
+            State::Tsh => {
+                let r = crate::tsh::next_record(&mut self.buf);
+                self.packet(r)
+            }
         }
     }
 
@@ -248,6 +290,9 @@ impl CaptureReader {
         match &self.state {
             State::Pcap(h) => Some(h.linktype),
             State::Pcapng(st) => st.first_linktype(),
+            // Per record in ERF; always raw IPv4 in TSH.
+            State::Erf => None,
+            State::Tsh => Some(LinkType::IPV4),
         }
     }
 
@@ -256,7 +301,7 @@ impl CaptureReader {
     pub fn snaplen(&self) -> Option<u32> {
         match &self.state {
             State::Pcap(h) => Some(h.snaplen),
-            State::Pcapng(_) => None,
+            State::Pcapng(_) | State::Erf | State::Tsh => None,
         }
     }
 }
