@@ -25,7 +25,7 @@ WELCOME, ACKS, FRAME, ERROR, DONE = 0x81, 0x82, 0x83, 0x84, 0x85
 SESSION, MONOTONIC, REALTIME = 0, 1, 2
 
 STATUS = {0: "sent", 1: "sent_late", 2: "dropped_queue_full", 3: "refused",
-          4: "dropped_late", 5: "not_sent"}
+          4: "dropped_late", 5: "not_sent", 6: "left_late"}
 
 DESC_HEAD = struct.Struct("<QQHHHBB")       # seq time total head_len prefix_len kind flags
 FIELDS = struct.Struct("<BBBBBBH16s16sHHII")  # 52 bytes

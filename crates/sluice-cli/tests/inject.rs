@@ -187,6 +187,70 @@ fn described_frames_leave_once_in_order_at_acknowledged_times() {
     assert_eq!(n, N, "frames whose checksums tshark accepts");
 }
 
+/// An acknowledgement never says `sent` for a frame the engine itself sent
+/// later than `--late-threshold` after its (on-time) description: with a
+/// threshold of 1 ns, the wake-up error alone makes nearly every frame
+/// `left_late`, and the summary counts exactly as many.
+#[test]
+fn frames_the_engine_sent_late_are_acknowledged_left_late() {
+    let t = "frames_the_engine_sent_late_are_acknowledged_left_late";
+    if !require("python3", t) {
+        return;
+    }
+    const N: usize = 2_000;
+    let d = tmpdir("inject-late");
+    let (sock, acks) = (d.join("i.sock"), d.join("acks.txt"));
+    let inject = start_inject(
+        &sock,
+        &[
+            "--to",
+            "null",
+            "--sessions",
+            "1",
+            "-q",
+            "--late-threshold",
+            "1ns",
+        ],
+    );
+    let client = Command::new("python3")
+        .arg(python("inject_schedule.py"))
+        .args(["--connect", &format!("unix:{}", sock.display())])
+        .args([
+            "--count",
+            &N.to_string(),
+            "--pps",
+            "20000",
+            "--start-ms",
+            "300",
+        ])
+        .arg("--acks")
+        .arg(&acks)
+        .output()
+        .unwrap();
+    assert!(
+        client.status.success(),
+        "{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    let summary = finish(inject);
+    let text = std::fs::read_to_string(&acks).unwrap();
+    let mut left_late = 0;
+    for line in text.lines() {
+        let status = line.split_whitespace().nth(2).unwrap();
+        assert!(
+            ["left_late", "sent", "sent_late"].contains(&status),
+            "{line}"
+        );
+        left_late += usize::from(status == "left_late");
+    }
+    assert_eq!(text.lines().count(), N);
+    assert!(left_late >= N / 2, "{left_late} of {N} left late");
+    assert!(
+        summary.contains(&format!("left_late {left_late}")),
+        "{summary}"
+    );
+}
+
 /// Sends raw bytes after a HELLO; returns everything sluice answered.
 fn session(sock: &Path, tail: &[u8]) -> Vec<u8> {
     let mut s = UnixStream::connect(sock).unwrap();

@@ -69,6 +69,9 @@ pub struct InjectConfig {
     pub queue_bytes: usize,
     /// Clients connected at once, at most; more are closed as they come.
     pub max_clients: usize,
+    /// A frame sent later than this after its time is acknowledged
+    /// `left_late`, never `sent` (`--late-threshold`), ns.
+    pub late_threshold_ns: u64,
 }
 
 /// A description waiting for its time.
@@ -103,6 +106,8 @@ struct InFlight {
     session: u64,
     seq: u64,
     late: bool,
+    /// When it was due, as an offset from the run's start.
+    due: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -118,6 +123,9 @@ struct Counts {
     errors: u64,
     /// Frames handed to the engine after their time (this thread was late).
     released_late: u64,
+    /// Frames the engine sent later than the late threshold after their
+    /// time (acknowledged `left_late`).
+    left_late: u64,
     /// Descriptions dropped because the held frames' bytes were at
     /// --queue-bytes.
     dropped_queue_bytes: u64,
@@ -422,6 +430,7 @@ impl InjectSource {
                     session: id,
                     seq: d.seq,
                     late,
+                    due,
                 });
                 continue;
             }
@@ -479,6 +488,7 @@ impl InjectSource {
                 session: w.session,
                 seq: w.seq,
                 late: w.late,
+                due: w.due,
             });
             self.recycle(w.frame);
         }
@@ -495,6 +505,12 @@ impl InjectSource {
             };
             let (t, status) = match fate {
                 Fate::Sent(at) if f.late => (at.0, Status::SentLate),
+                // On time as described, late by the engine's own doing (a
+                // stall, a busy machine): never acknowledged as `sent`.
+                Fate::Sent(at) if at.0.saturating_sub(f.due) > self.cfg.late_threshold_ns => {
+                    self.counts.left_late += 1;
+                    (at.0, Status::LeftLate)
+                }
                 Fate::Sent(at) => (at.0, Status::Sent),
                 Fate::Dropped => {
                     self.counts.dropped_late += 1;
@@ -776,6 +792,7 @@ impl Source for InjectSource {
                 ("dropped_late", c.dropped_late),
                 ("returned", c.returned),
                 ("released_late", c.released_late),
+                ("left_late", c.left_late),
                 ("protocol_errors", c.errors),
                 ("dropped_queue_bytes", c.dropped_queue_bytes),
                 ("dropped_departed", c.dropped_departed),

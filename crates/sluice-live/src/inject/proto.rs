@@ -459,6 +459,9 @@ pub enum Status {
     DroppedLate = 4,
     /// The run stopped first.
     NotSent = 5,
+    /// Sent, but later than the late threshold after its time: the
+    /// description was on time, the engine was not (a stall).
+    LeftLate = 6,
 }
 
 /// Appends one acknowledgement to an ACKS body being built.
