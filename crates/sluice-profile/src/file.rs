@@ -4,7 +4,7 @@
 //! seed: 7
 //! duration: 5s            # or packets: N
 //! rate: 100k              # mean packets/s; or bitrate: 50M (frame bits/s)
-//! ipd:  {dist: poisson}   # constant poisson uniform normal lognormal pareto weibull gamma empirical
+//! ipd:  {dist: poisson}   # constant poisson uniform normal lognormal pareto weibull gamma empirical mixture
 //! size: {dist: constant, bytes: 64}   # constant uniform normal mix imix empirical
 //! packet: {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, sport: 1024, dport: 9, flows: 1}
 //! ```
@@ -13,7 +13,10 @@
 //! `shape` (pareto, weibull, gamma): at most one. `ipd.mean` (a duration)
 //! may replace `rate`. `empirical` laws read `from:` a capture (relative to
 //! the profile); an empirical gap law keeps the capture's mean unless a
-//! rate is given. Errors name the file and the key.
+//! rate is given. A `mixture` lists its parts in `of:`, each `{weight,
+//! dist, mean, std|variance|cv|shape}`; it keeps its parts' mean unless a
+//! rate is given, which scales every part alike. Errors name the file and
+//! the key.
 
 use super::gaps::{GapLaw, Spread};
 use super::sizes::SizeLaw;
@@ -88,6 +91,42 @@ struct GapSpec {
     shape: Option<f64>,
     #[serde(default)]
     from: Option<PathBuf>,
+    /// A mixture's parts.
+    #[serde(default)]
+    of: Option<Vec<PartSpec>>,
+}
+
+/// One part of a `mixture` gap law: a weight and a whole law of its own
+/// mean (not empirical, not a mixture).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartSpec {
+    weight: f64,
+    dist: String,
+    mean: Time,
+    #[serde(default)]
+    std: Option<Time>,
+    #[serde(default)]
+    variance: Option<f64>,
+    #[serde(default)]
+    cv: Option<f64>,
+    #[serde(default)]
+    shape: Option<f64>,
+}
+
+impl PartSpec {
+    fn spec(&self) -> GapSpec {
+        GapSpec {
+            dist: self.dist.clone(),
+            mean: Some(self.mean),
+            std: self.std,
+            variance: self.variance,
+            cv: self.cv,
+            shape: self.shape,
+            from: None,
+            of: None,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -479,7 +518,66 @@ fn spread(g: &GapSpec, mean: f64) -> Result<Spread, KeyError> {
     })
 }
 
+/// A `mixture` law from its parts (`ipd.of`), each of its own mean; with
+/// `mean_ns` (a rate), every part scaled alike so the mixture has it.
+fn mixture_law(g: &GapSpec, mean_ns: Option<f64>, dir: &Path) -> Result<GapLaw, KeyError> {
+    if let Some(k) = spread_keys(g).first() {
+        return Err((
+            (*k).into(),
+            "a mixture takes its spread from its parts (ipd.of)".into(),
+        ));
+    }
+    if g.from.is_some() {
+        return Err(("ipd.from".into(), "a mixture reads no capture".into()));
+    }
+    let parts = g.of.as_deref().unwrap_or_default();
+    if parts.len() < 2 {
+        return Err((
+            "ipd.of".into(),
+            "a mixture needs at least two parts: [{weight, dist, mean, ...}, ...]".into(),
+        ));
+    }
+    let rekey =
+        |i: usize| move |(k, w): KeyError| (k.replacen("ipd", &format!("ipd.of[{i}]"), 1), w);
+    let mut laws = Vec::with_capacity(parts.len());
+    for (i, p) in parts.iter().enumerate() {
+        if matches!(p.dist.as_str(), "mixture" | "empirical") {
+            return Err((
+                format!("ipd.of[{i}].dist"),
+                format!("a part is one of the families, not {}", p.dist),
+            ));
+        }
+        let spec = p.spec();
+        let law = gap_law(&spec, Some(p.mean.0 .0 as f64), dir).map_err(rekey(i))?;
+        laws.push((p.weight, law));
+    }
+    let mix = GapLaw::mixture(laws.clone()).map_err(key("ipd.of"))?;
+    let Some(m) = mean_ns else {
+        return Ok(mix);
+    };
+    let scaled = parts
+        .iter()
+        .zip(laws)
+        .enumerate()
+        .map(|(i, (p, (w, law)))| {
+            rescale(&p.spec(), law, mix.mean / m, dir)
+                .map(|l| (w, l))
+                .map_err(rekey(i))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    GapLaw::mixture(scaled).map_err(key("ipd.of"))
+}
+
 fn gap_law(g: &GapSpec, mean_ns: Option<f64>, dir: &Path) -> Result<GapLaw, KeyError> {
+    if g.dist == "mixture" {
+        return mixture_law(g, mean_ns, dir);
+    }
+    if g.of.is_some() {
+        return Err((
+            "ipd.of".into(),
+            format!("only a mixture has parts, not {}", g.dist),
+        ));
+    }
     if g.dist == "empirical" {
         if let Some(k) = spread_keys(g).first() {
             return Err((
@@ -523,7 +621,7 @@ fn gap_law(g: &GapSpec, mean_ns: Option<f64>, dir: &Path) -> Result<GapLaw, KeyE
 fn rescale(g: &GapSpec, gap: GapLaw, scale: f64, dir: &Path) -> Result<GapLaw, KeyError> {
     let mean = gap.mean / scale;
     let spread = match g.dist.as_str() {
-        "empirical" => return gap_law(g, Some(mean), dir),
+        "empirical" | "mixture" => return gap_law(g, Some(mean), dir),
         "constant" | "poisson" => Spread::None,
         "uniform" if g.std.is_none() && g.variance.is_none() && g.cv.is_none() => Spread::None,
         "pareto" | "weibull" | "gamma" => Spread::Shape(gap.shape().unwrap_or(1.0)),
@@ -661,4 +759,59 @@ pub fn read_capture(path: &Path) -> Result<(Vec<f64>, Vec<u16>), String> {
         return Err(format!("{}: the capture has no packets", path.display()));
     }
     Ok((gaps, sizes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(ipd: &str, rate: &str) -> Result<Profile, ProfileError> {
+        let text = format!(
+            "seed: 1\npackets: 10\n{rate}ipd: {ipd}\nsize: {{dist: constant, bytes: 64}}\n"
+        );
+        Profile::parse("p.yaml", &text, true, Path::new("."), 1.0)
+    }
+
+    const SPIKE_BUMP: &str = "{dist: mixture, of: [{weight: 0.7, dist: constant, mean: 10us}, \
+                              {weight: 0.3, dist: normal, mean: 100us, std: 10us}]}";
+
+    #[test]
+    fn a_mixture_keeps_its_parts_mean_or_takes_the_rate() {
+        let own = profile(SPIKE_BUMP, "").unwrap();
+        assert_eq!(own.gap.name(), "mixture");
+        assert!((own.gap.mean - 37_000.0).abs() < 1e-6, "{}", own.gap.mean);
+        // At 50k packets/s every part is scaled alike: 20 µs on average.
+        let rated = profile(SPIKE_BUMP, "rate: 50k\n").unwrap();
+        assert!(
+            (rated.gap.mean - 20_000.0).abs() < 1e-6,
+            "{}",
+            rated.gap.mean
+        );
+        let parts = rated.gap.parts();
+        assert!((parts[0].1.mean - 10_000.0 * 20.0 / 37.0).abs() < 1e-6);
+        assert!((parts[1].1.variance.sqrt() / parts[1].1.mean - 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_bad_mixture_names_its_key() {
+        for (ipd, key, says) in [
+            ("{dist: mixture, of: [{weight: 1, dist: poisson, mean: 1ms}]}", "ipd.of", "at least two"),
+            ("{dist: mixture, std: 1us, of: []}", "ipd.std", "from its parts"),
+            (
+                "{dist: mixture, of: [{weight: 1, dist: poisson, mean: 1ms}, {weight: 1, dist: empirical, mean: 1ms}]}",
+                "ipd.of[1].dist",
+                "not empirical",
+            ),
+            (
+                "{dist: mixture, of: [{weight: 1, dist: poisson, mean: 1ms}, {weight: 1, dist: normal, mean: 1ms}]}",
+                "ipd.of[1]",
+                "std",
+            ),
+            ("{dist: poisson, of: []}", "ipd.of", "only a mixture"),
+        ] {
+            let e = profile(ipd, "rate: 1k\n").unwrap_err();
+            assert_eq!(e.key, key, "{ipd}: {e}");
+            assert!(e.to_string().contains(says), "{ipd}: {e}");
+        }
+    }
 }

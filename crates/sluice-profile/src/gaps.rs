@@ -12,7 +12,10 @@
 //! - `pareto`: `Pareto` (inverse transform) of shape α, scale x(α − 1)/α;
 //! - `weibull`: `Weibull` (inverse transform) of shape k, scale x/Γ(1 + 1/k);
 //! - `gamma`: `Gamma` (Marsaglia–Tsang) of shape k, scale x/k;
-//! - `empirical`: a gap of the capture, uniformly.
+//! - `empirical`: a gap of the capture, uniformly;
+//! - `mixture`: a part chosen by its weight, then a gap of its law (the
+//!   spike-bump laws of Caliper's evaluation are a constant spike and a
+//!   normal bump); mean, variance and CDF are the weighted parts'.
 
 use super::math::{exp_nonneg, gamma_fn, gamma_p, normal_cdf};
 use rand::rngs::SmallRng;
@@ -69,6 +72,8 @@ enum Sampler {
         scale: f64,
     },
     Empirical(Vec<f64>),
+    /// Parts with their cumulative weights (the last 1).
+    Mixture(Vec<(f64, GapLaw)>),
 }
 
 /// How a family's spread is given (at most one, where the family has one).
@@ -343,6 +348,71 @@ impl GapLaw {
             Sampler::Weibull { d, .. } => d.sample(rng),
             Sampler::Gamma { d, .. } => d.sample(rng),
             Sampler::Empirical(v) => v[rng.random_range(0..v.len())],
+            Sampler::Mixture(parts) => {
+                let u: f64 = rng.random();
+                let i = parts.partition_point(|(c, _)| *c <= u).min(parts.len() - 1);
+                parts[i].1.sample(rng)
+            }
+        }
+    }
+
+    /// A mixture: each gap drawn from one of `parts`, chosen with
+    /// probability proportional to its weight. The parts are whole laws
+    /// (their own means); a mixture is not a part.
+    pub fn mixture(parts: Vec<(f64, GapLaw)>) -> Result<GapLaw, String> {
+        if parts.len() < 2 {
+            return Err("a mixture needs at least two parts".into());
+        }
+        if let Some((i, (w, _))) = parts
+            .iter()
+            .enumerate()
+            .find(|(_, (w, _))| !(w.is_finite() && *w > 0.0))
+        {
+            return Err(format!("part {i}: weight must be positive, got {w}"));
+        }
+        if let Some(i) = parts
+            .iter()
+            .position(|(_, l)| matches!(l.sampler, Sampler::Mixture(_)))
+        {
+            return Err(format!("part {i}: a mixture cannot be a part of one"));
+        }
+        let total: f64 = parts.iter().map(|(w, _)| w).sum();
+        let mean = parts.iter().map(|(w, l)| w / total * l.mean).sum::<f64>();
+        let second = parts
+            .iter()
+            .map(|(w, l)| w / total * (l.variance + l.mean * l.mean))
+            .sum::<f64>();
+        let mut cum = 0.0;
+        let mut out = Vec::with_capacity(parts.len());
+        for (w, l) in parts {
+            cum += w / total;
+            out.push((cum, l));
+        }
+        if let Some(last) = out.last_mut() {
+            last.0 = 1.0;
+        }
+        GapLaw {
+            sampler: Sampler::Mixture(out),
+            mean,
+            variance: (second - mean * mean).max(0.0),
+        }
+        .usable()
+    }
+
+    /// The parts of a mixture: (weight, law).
+    pub fn parts(&self) -> Vec<(f64, &GapLaw)> {
+        match &self.sampler {
+            Sampler::Mixture(v) => {
+                let mut prev = 0.0;
+                v.iter()
+                    .map(|(c, l)| {
+                        let w = c - prev;
+                        prev = *c;
+                        (w, l)
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -400,6 +470,7 @@ impl GapLaw {
             Sampler::Weibull { .. } => "weibull",
             Sampler::Gamma { .. } => "gamma",
             Sampler::Empirical(_) => "empirical",
+            Sampler::Mixture(_) => "mixture",
         }
     }
 
@@ -439,6 +510,17 @@ impl GapLaw {
             }
             Sampler::Gamma { shape, scale, .. } => gamma_p(*shape, x.max(0.0) / scale),
             Sampler::Empirical(v) => v.partition_point(|g| *g <= x) as f64 / v.len() as f64,
+            Sampler::Mixture(parts) => {
+                let mut prev = 0.0;
+                parts
+                    .iter()
+                    .map(|(c, l)| {
+                        let w = c - prev;
+                        prev = *c;
+                        w * l.cdf(x)
+                    })
+                    .sum()
+            }
         }
     }
 }
@@ -519,6 +601,57 @@ mod tests {
         assert!((p.variance.sqrt() - 2_000.0).abs() < 1e-6);
         let w = GapLaw::new("weibull", m, Spread::Std(3_000.0)).unwrap();
         assert!((w.variance.sqrt() - 3_000.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_mixture_draws_its_parts_by_weight_and_matches_its_theory() {
+        // Caliper's spike-bump: a spike at 10 µs, a normal bump at 50 µs,
+        // and a tail (pareto, shape 3) at 1 ms.
+        let law = |d: &str, m: f64, s: Spread| GapLaw::new(d, m, s).unwrap();
+        let mix = GapLaw::mixture(vec![
+            (5.0, law("constant", 10_000.0, Spread::None)),
+            (4.0, law("normal", 50_000.0, Spread::Std(5_000.0))),
+            (1.0, law("pareto", 1_000_000.0, Spread::Shape(3.0))),
+        ])
+        .unwrap();
+        assert_eq!(mix.name(), "mixture");
+        let mean = 0.5 * 10_000.0 + 0.4 * 50_000.0 + 0.1 * 1_000_000.0;
+        assert!((mix.mean - mean).abs() < 1e-6);
+        let weights: Vec<f64> = mix.parts().iter().map(|(w, _)| *w).collect();
+        assert!((weights[0] - 0.5).abs() < 1e-12 && (weights[2] - 0.1).abs() < 1e-12);
+        let mut rng = <SmallRng as rand::SeedableRng>::seed_from_u64(9);
+        let mut v: Vec<f64> = (0..200_000).map(|_| mix.sample(&mut rng)).collect();
+        let spike = v.iter().filter(|g| **g == 10_000.0).count() as f64 / v.len() as f64;
+        assert!((spike - 0.5).abs() < 0.01, "{spike}");
+        let got = v.iter().sum::<f64>() / v.len() as f64;
+        assert!((got / mean - 1.0).abs() < 0.03, "{got} against {mean}");
+        // KS against the weighted CDF (the spike's step taken at its top).
+        v.sort_by(f64::total_cmp);
+        let n = v.len() as f64;
+        let ks = v
+            .iter()
+            .enumerate()
+            .filter(|(i, g)| v.get(i + 1) != Some(g))
+            .map(|(i, g)| (mix.cdf(*g) - (i + 1) as f64 / n).abs())
+            .fold(0.0, f64::max);
+        assert!(ks < 0.01, "KS {ks}");
+        // What a mixture may not be.
+        let one = vec![(1.0, law("constant", 1_000.0, Spread::None))];
+        assert!(GapLaw::mixture(one).unwrap_err().contains("at least two"));
+        let zero = vec![
+            (1.0, law("constant", 1_000.0, Spread::None)),
+            (0.0, law("poisson", 1_000.0, Spread::None)),
+        ];
+        assert!(GapLaw::mixture(zero)
+            .unwrap_err()
+            .contains("part 1: weight"));
+        let nested = vec![
+            (1.0, mix.clone()),
+            (1.0, law("constant", 1.0e3, Spread::None)),
+        ];
+        assert!(GapLaw::mixture(nested)
+            .unwrap_err()
+            .contains("cannot be a part"));
     }
 
     #[test]
