@@ -32,6 +32,9 @@ pub enum Kind {
     Doctor,
     /// One worker's statistics line of `control run --stats-json`.
     ControlInterval,
+    /// A worker's clock offset measured during the run (`control run
+    /// --stats-json`).
+    ControlClock,
     /// `control run --summary-json`.
     ControlSummary,
     /// The line a failed command prints on stdout for its worker
@@ -54,6 +57,7 @@ impl Kind {
             Kind::Spectrum => "sluice.spectrum/1",
             Kind::Doctor => "sluice.doctor/1",
             Kind::ControlInterval => "sluice.control-interval/1",
+            Kind::ControlClock => "sluice.control-clock/1",
             Kind::ControlSummary => "sluice.control-summary/1",
             Kind::Failure => sluice_control::failure::FAILURE_SCHEMA,
         }

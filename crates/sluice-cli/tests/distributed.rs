@@ -455,9 +455,47 @@ fn receiving_workers_correct_one_way_latency_by_the_measured_offsets() {
         w["summary"]["rx"]["streams"].as_array().unwrap().clone()
     };
 
-    let (o, s) = control(&p, &keys, &d.join("c.json"), &[]);
+    // Offsets measured again every 500 ms while the job runs: the drift
+    // of two clocks of one host stays within the checks' uncertainty.
+    let lines = d.join("c.jsonl");
+    let (o, s) = control(
+        &p,
+        &keys,
+        &d.join("c.json"),
+        &[
+            "--clock-every",
+            "500ms",
+            "--stats-json",
+            lines.to_str().unwrap(),
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
+    let lines = sluice_testkit::checked_json_lines(&std::fs::read(&lines).unwrap());
+    let checks: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["schema"] == "sluice.control-clock/1")
+        .collect();
     let w = s["workers"].as_array().unwrap();
+    for (i, wk) in w.iter().enumerate() {
+        let mine: Vec<&&Value> = checks
+            .iter()
+            .filter(|c| c["worker"] == format!("w{i}"))
+            .collect();
+        assert!(!mine.is_empty(), "no clock check of w{i}: {lines:?}");
+        assert_eq!(wk["clock_checks"].as_u64().unwrap(), mine.len() as u64);
+        for c in &mine {
+            let c = &c["check"];
+            let off = c["offset_ns"].as_i64().unwrap();
+            assert_eq!(
+                c["drift_ns"].as_i64().unwrap(),
+                off - wk["offset_ns"].as_i64().unwrap()
+            );
+            assert!(c["drift_ns"].as_i64().unwrap().abs() < 2_000_000, "{c}");
+        }
+        assert_eq!(wk["drift_ns"], mine.last().unwrap()["check"]["drift_ns"]);
+    }
+    // A receiving worker's lines ride along as its stats.
+    assert!(lines.iter().any(|l| l["stats"]["schema"] == "sluice.rx/1"));
     let measured = w[1]["offset_ns"].as_i64().unwrap() - w[0]["offset_ns"].as_i64().unwrap();
     assert!((measured - shift).abs() < 1_000_000, "{measured}");
     for (i, from) in [(0, 1024), (1, 0)] {

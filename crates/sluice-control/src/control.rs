@@ -61,6 +61,21 @@ sluice_core::named_values!(OnLoss {
 
 /// Receives (worker name, global port, statistics line).
 pub type StatsSink = Box<dyn FnMut(&str, u32, &Value) + Send>;
+/// Receives (worker name, global port, a clock check during the run).
+pub type ClockSink = Box<dyn FnMut(&str, u32, &ClockCheck) + Send>;
+
+/// A worker's clock offset measured again while its job runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClockCheck {
+    /// Seconds since t_tos.
+    pub t: f64,
+    /// Worker − controller now, ns.
+    pub offset_ns: i64,
+    /// Half the minimum round trip of this check, ns.
+    pub uncertainty_ns: u64,
+    /// How far the offset moved since the one the start used, ns.
+    pub drift_ns: i64,
+}
 
 pub struct ControlConfig {
     pub plan: Plan,
@@ -79,6 +94,11 @@ pub struct ControlConfig {
     pub stop: Arc<AtomicBool>,
     /// Called with each worker's statistics line (`--stats-json`).
     pub on_stats: StatsSink,
+    /// How often each worker's clock offset is measured again while the
+    /// job runs (None: only before the start).
+    pub clock_every: Option<Duration>,
+    /// Called with each such measurement.
+    pub on_clock: ClockSink,
     /// Called once a second with the live totals.
     pub on_status: Box<dyn FnMut(&Status) + Send>,
 }
@@ -125,6 +145,12 @@ pub struct WorkerResult {
     /// The packets its last statistics line reported (a lost worker's
     /// last word).
     pub last_packets: Option<u64>,
+    /// Clock offsets measured again during the run (`--clock-every`): how
+    /// many, the last one's move from the start's offset, and the largest
+    /// move seen (its clock drifting from the controller's).
+    pub clock_checks: u64,
+    pub drift_ns: Option<i64>,
+    pub drift_max_abs_ns: Option<u64>,
     /// When a worker of the plan receives: the first stream id of this
     /// worker's stamps (it stamps up to `plan::STREAMS_PER_WORKER`).
     pub streams_from: Option<u32>,
@@ -175,6 +201,9 @@ impl WorkerResult {
             refused: false,
             lost: false,
             last_packets: None,
+            clock_checks: 0,
+            drift_ns: None,
+            drift_max_abs_ns: None,
             streams_from: None,
             rx: None,
             rx_clocks: Vec::new(),
@@ -243,6 +272,9 @@ const GRACE: Duration = Duration::from_secs(3);
 /// How long a receiving worker counts after its own last frame left: the
 /// others' frames still on their way (well inside GRACE).
 const RX_WAIT: Duration = Duration::from_millis(500);
+/// Clock exchanges of a check during the run (fewer than before the
+/// start: it is a running worker's time).
+const CHECK_ROUNDS: usize = 8;
 /// Past a worker's deadline, how long its summary may take (the worker
 /// kills its job 2 s after the deadline's SIGTERM) before it is lost.
 const LOST_AFTER: Duration = Duration::from_secs(5);
@@ -792,11 +824,53 @@ impl Gather {
     ) {
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         let mut ticks = 0u64;
+        // Clock checks: each worker's offset again, every `clock_every`.
+        let every = cfg
+            .clock_every
+            .unwrap_or(Duration::from_secs(3600 * 24 * 365));
+        let first = tokio::time::Instant::now() + every;
+        let mut check = tokio::time::interval_at(first, every);
+        let (ctx, mut crx) = tokio::sync::mpsc::channel::<(usize, i64, u64)>(64);
         while self.open > 0 {
             tokio::select! {
                 ev = events.recv() => {
                     let Some((i, ev)) = ev else { break };
                     self.on_event(cfg, &mut conns[i].result, i, ev);
+                }
+                _ = check.tick(), if cfg.clock_every.is_some() => {
+                    for (i, c) in conns.iter().enumerate() {
+                        if self.done[i] {
+                            continue;
+                        }
+                        let (mut client, tx) = (c.client.clone(), ctx.clone());
+                        tokio::spawn(async move {
+                            let m = tokio::time::timeout(
+                                CALL_TIMEOUT,
+                                measure_offset(&mut client, CHECK_ROUNDS),
+                            );
+                            if let Ok(Ok((off, unc))) = m.await {
+                                let _ = tx.send((i, off, unc)).await;
+                            }
+                        });
+                    }
+                }
+                m = crx.recv() => {
+                    let Some((i, off, unc)) = m else { continue };
+                    if self.done[i] {
+                        continue;
+                    }
+                    let r = &mut conns[i].result;
+                    let drift = off - r.offset_ns;
+                    r.clock_checks += 1;
+                    r.drift_ns = Some(drift);
+                    r.drift_max_abs_ns = Some(r.drift_max_abs_ns.unwrap_or(0).max(drift.unsigned_abs()));
+                    let c = ClockCheck {
+                        t: (now_ns() - start_ns) as f64 / 1e9,
+                        offset_ns: off,
+                        uncertainty_ns: unc,
+                        drift_ns: drift,
+                    };
+                    (cfg.on_clock)(&r.name, r.port, &c);
                 }
                 _ = tick.tick() => {
                     if cfg.stop.load(Ordering::Relaxed) && !self.interrupted {
@@ -826,8 +900,10 @@ impl Gather {
             Event::Stats(line) => {
                 if let Ok(v) = serde_json::from_str::<Value>(&line) {
                     (cfg.on_stats)(&r.name, r.port, &v);
-                    // A pass line counts one pass; the status is the run's.
-                    if v["schema"] != "sluice.pass/1" {
+                    // Interval lines make the status (a pass line counts
+                    // one pass, a receiver's line counts what arrived).
+                    let other = ["sluice.pass/1", "sluice.rx/1"];
+                    if !other.iter().any(|k| v["schema"] == *k) {
                         r.last_packets = v["packets"].as_u64();
                         self.last[i] = Some(v);
                     }

@@ -62,6 +62,7 @@ fn config(dir: &Path, address: &str, to: &str) -> ControlConfig {
                 name: "w1".into(),
                 address: address.into(),
                 to: to.into(),
+                rx: None,
             }],
             command: pb::Command::Replay,
             file,
@@ -78,6 +79,8 @@ fn config(dir: &Path, address: &str, to: &str) -> ControlConfig {
         rounds: 4,
         stop: Arc::default(),
         on_stats: Box::new(|_, _, _| {}),
+        clock_every: None,
+        on_clock: Box::new(|_, _, _| {}),
         on_status: Box::new(|_| {}),
     }
 }

@@ -68,6 +68,9 @@ pub struct ControlRunArgs {
     /// Clock exchanges per worker (the one with the smallest delay gives the offset).
     #[arg(long, default_value_t = 32)]
     pub clock_rounds: usize,
+    /// Measure every worker's clock offset again this often while the job runs, reporting its drift (0: only before the start).
+    #[arg(long, value_parser = duration, default_value = "10s")]
+    pub clock_every: Nanos,
     /// Start every worker at t_tos on its own clock, uncorrected (shows what correction does).
     #[arg(long, hide = true)]
     pub no_clock_correction: bool,

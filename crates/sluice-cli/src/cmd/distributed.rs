@@ -135,7 +135,7 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
     let summary_out = a.summary_json.as_deref().map(Dest::open).transpose()?;
     let stop = crate::signals::install().context("installing signal handlers")?;
     let stats = Arc::new(Mutex::new(stats_out));
-    let stats_w = stats.clone();
+    let (stats_w, clock_w) = (stats.clone(), stats.clone());
     let live = !a.quiet && std::io::stderr().is_terminal();
     let cfg = ControlConfig {
         plan,
@@ -152,6 +152,19 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
                 let line = json::line(
                     Kind::ControlInterval,
                     &serde_json::json!({"worker": worker, "port": port, "stats": v}),
+                )
+                .unwrap_or_default();
+                let _ = writeln!(w, "{line}").and_then(|_| w.flush());
+            }
+        }),
+        clock_every: (a.clock_every.0 > 0)
+            .then(|| std::time::Duration::from_nanos(a.clock_every.0)),
+        on_clock: Box::new(move |worker, port, c| {
+            let mut g = clock_w.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(w) = g.as_mut() {
+                let line = json::line(
+                    Kind::ControlClock,
+                    &serde_json::json!({"worker": worker, "port": port, "check": c}),
                 )
                 .unwrap_or_default();
                 let _ = writeln!(w, "{line}").and_then(|_| w.flush());
@@ -289,6 +302,12 @@ fn render(s: &control::ControlSummary) -> String {
             w.clock_service_bound_ns,
         ) {
             out += &format!("         {c}: offset {o:+} ns, bound {b} ns\n");
+        }
+        if let (Some(d), Some(m)) = (w.drift_ns, w.drift_max_abs_ns) {
+            out += &format!(
+                "         clock checked {} times during the run: drift {d:+} ns (largest {m} ns)\n",
+                w.clock_checks
+            );
         }
         out += &received(w);
     }
