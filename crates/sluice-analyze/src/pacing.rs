@@ -38,13 +38,17 @@ pub struct GapErrors {
     /// The 95th percentile of |D_R − D_M| (the paper's headline figure,
     /// same rank rule), beside the five of every distribution.
     pub p95_ns: u64,
+    /// Two-sample Kolmogorov–Smirnov distance between the requested and
+    /// the measured gaps as distributions (Caliper's CDF overlays).
+    pub ks: f64,
 }
 
 impl GapErrors {
     pub fn render_text(&self) -> String {
         let mut s = format!(
             "{} gaps compared ({} frames, {} shorter than the size floor); requested mean {:.0} ns, measured mean {:.0} ns\n\
-             |D_R - D_M| ns: p50 {} p90 {} p95 {} p99 {} p99.9 {} max {} mean {:.0}\n",
+             |D_R - D_M| ns: p50 {} p90 {} p95 {} p99 {} p99.9 {} max {} mean {:.0}\n\
+             requested and measured gaps as distributions: KS distance {:.4}\n",
             self.gaps,
             self.frames,
             self.short_frames,
@@ -56,7 +60,8 @@ impl GapErrors {
             self.error.percentiles.p99_ns,
             self.error.percentiles.p999_ns,
             self.error.percentiles.max_ns,
-            self.error.mean_ns
+            self.error.mean_ns,
+            self.ks
         );
         if self.count_mismatch != 0 {
             s.push_str(&format!(
@@ -68,44 +73,92 @@ impl GapErrors {
     }
 }
 
-/// |D_R − D_M| over consecutive frames at `times` (ns, capture order) of
-/// lengths `lens`. A gap is compared when both its frames are at least
-/// `min_len` bytes (a constant request only: a list is indexed by
-/// departure, so every frame counts). None when no gap was compared.
+/// The gaps compared: (requested, measured) pairs, ns.
+#[derive(Clone, Debug, Default)]
+pub struct Compared {
+    pub requested: Vec<u64>,
+    pub measured: Vec<u64>,
+    /// Frames shorter than the size floor.
+    pub short: u64,
+    /// Departures the list has and the capture does not (or the reverse).
+    pub mismatch: i64,
+}
+
+/// The gaps of consecutive frames at `times` (ns, capture order) of
+/// lengths `lens` beside the requested ones. A gap is compared when both
+/// its frames are at least `min_len` bytes (a constant request only: a
+/// list is indexed by departure, so every frame counts).
+pub fn compare(times: &[u64], lens: &[u32], requested: Requested<'_>, min_len: u32) -> Compared {
+    let mut c = Compared::default();
+    match requested {
+        Requested::Constant(r) => {
+            c.short = lens.iter().filter(|&&l| l < min_len).count() as u64;
+            for i in 1..times.len() {
+                if lens[i] < min_len || lens[i - 1] < min_len {
+                    continue;
+                }
+                c.requested.push(r);
+                c.measured.push(times[i].saturating_sub(times[i - 1]));
+            }
+        }
+        Requested::List(list) => {
+            c.mismatch = list.len() as i64 - times.len() as i64;
+            let n = list.len().min(times.len());
+            for i in 1..n {
+                c.requested.push(list[i]);
+                c.measured.push(times[i].saturating_sub(times[i - 1]));
+            }
+        }
+    }
+    c
+}
+
+/// Two-sample Kolmogorov–Smirnov distance: the largest gap between the
+/// empirical CDFs of `a` and `b` (0 when either is empty).
+pub fn ks_distance(a: &[u64], b: &[u64]) -> f64 {
+    if a.is_empty() || b.is_empty() {
+        return 0.0;
+    }
+    let (mut a, mut b) = (a.to_vec(), b.to_vec());
+    a.sort_unstable();
+    b.sort_unstable();
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (mut i, mut j, mut d) = (0usize, 0usize, 0f64);
+    while i < a.len() && j < b.len() {
+        let x = a[i].min(b[j]);
+        while i < a.len() && a[i] <= x {
+            i += 1;
+        }
+        while j < b.len() && b[j] <= x {
+            j += 1;
+        }
+        d = d.max((i as f64 / na - j as f64 / nb).abs());
+    }
+    d
+}
+
+/// |D_R − D_M| over the gaps [`compare`] pairs. None when no gap was
+/// compared.
 pub fn gap_errors(
     times: &[u64],
     lens: &[u32],
     requested: Requested<'_>,
     min_len: u32,
 ) -> Option<GapErrors> {
-    let mut errs = Vec::with_capacity(times.len());
-    let (mut req_sum, mut meas_sum) = (0f64, 0f64);
-    let mut short = 0u64;
-    let mut mismatch = 0i64;
-    match requested {
-        Requested::Constant(r) => {
-            short = lens.iter().filter(|&&l| l < min_len).count() as u64;
-            for i in 1..times.len() {
-                if lens[i] < min_len || lens[i - 1] < min_len {
-                    continue;
-                }
-                let m = times[i].saturating_sub(times[i - 1]);
-                errs.push(m.abs_diff(r));
-                req_sum += r as f64;
-                meas_sum += m as f64;
-            }
-        }
-        Requested::List(list) => {
-            mismatch = list.len() as i64 - times.len() as i64;
-            let n = list.len().min(times.len());
-            for i in 1..n {
-                let m = times[i].saturating_sub(times[i - 1]);
-                errs.push(m.abs_diff(list[i]));
-                req_sum += list[i] as f64;
-                meas_sum += m as f64;
-            }
-        }
-    }
+    gap_errors_of(&compare(times, lens, requested, min_len), times.len())
+}
+
+/// [`gap_errors`] of gaps already compared, of a capture of `frames`.
+pub fn gap_errors_of(c: &Compared, frames: usize) -> Option<GapErrors> {
+    let mut errs: Vec<u64> = c
+        .requested
+        .iter()
+        .zip(&c.measured)
+        .map(|(r, m)| r.abs_diff(*m))
+        .collect();
+    let req_sum: f64 = c.requested.iter().map(|&r| r as f64).sum();
+    let meas_sum: f64 = c.measured.iter().map(|&m| m as f64).sum();
+    let (short, mismatch) = (c.short, c.mismatch);
     if errs.is_empty() {
         return None;
     }
@@ -117,12 +170,13 @@ pub fn gap_errors(
     }
     Some(GapErrors {
         gaps: n as u64,
-        frames: times.len() as u64,
+        frames: frames as u64,
         short_frames: short,
         count_mismatch: mismatch,
         requested_mean_ns: req_sum / n as f64,
         measured_mean_ns: meas_sum / n as f64,
         p95_ns: errs[rank(95.0, n)],
+        ks: ks_distance(&c.requested, &c.measured),
         error: all.finish()?,
     })
 }
@@ -181,6 +235,16 @@ mod tests {
         assert_eq!(e.error.percentiles.max_ns, 0);
         assert_eq!(e.count_mismatch, 1);
         assert!(e.render_text().contains("differ by 1"));
+    }
+
+    #[test]
+    fn the_ks_distance_is_the_largest_cdf_gap() {
+        assert_eq!(ks_distance(&[1, 2, 3, 4], &[1, 2, 3, 4]), 0.0);
+        assert_eq!(ks_distance(&[1, 2], &[3, 4]), 1.0);
+        // a: half at 1, half at 3; b: all at 2: at x = 1, 0.5 against 0.
+        assert_eq!(ks_distance(&[1, 3], &[2, 2, 2]), 0.5);
+        let e = gap_errors(&[0, 10, 30], &[60; 3], Requested::List(&[0, 10, 10]), 0).unwrap();
+        assert_eq!(e.ks, 0.5);
     }
 
     #[test]

@@ -140,3 +140,97 @@ fn reports_render_in_a_real_browser_with_their_charts() {
         assert!(dom.contains("<figcaption>"), "{name}");
     }
 }
+
+/// `analyze --gaps --plot`: the requested and measured gaps' CDFs overlaid
+/// (Caliper's Figures 5, 6, 8, 10) with their KS distance. A capture
+/// against its own gaps is KS 0; against gaps all twice as long, the two
+/// CDFs part (KS of an exponential law against itself doubled: 0.25). The
+/// SVG opens in a real browser with both curves.
+#[test]
+fn requested_and_measured_gap_cdfs_are_overlaid_with_their_ks_distance() {
+    let d = tmpdir("gap-cdf");
+    let profile = d.join("p.yaml");
+    std::fs::write(
+        &profile,
+        "seed: 4\npackets: 5000\nrate: 20k\nipd: {dist: poisson}\nsize: {dist: constant, bytes: 64}\n",
+    )
+    .unwrap();
+    let trace = d.join("t.pcap");
+    let o = run(&[
+        "profile",
+        "synth",
+        profile.to_str().unwrap(),
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let times: Vec<u64> = read_all(&trace).iter().map(|(t, _)| *t).collect();
+    let list = |k: u64| {
+        let mut s = String::from("0\n");
+        for w in times.windows(2) {
+            s += &format!("{}\n", (w[1] - w[0]) * k);
+        }
+        s
+    };
+    let (same, double) = (d.join("same.txt"), d.join("double.txt"));
+    std::fs::write(&same, list(1)).unwrap();
+    std::fs::write(&double, list(2)).unwrap();
+    let judge = |gaps: &Path, svg: &Path| {
+        let o = run(&[
+            "analyze",
+            trace.to_str().unwrap(),
+            "--gaps",
+            gaps.to_str().unwrap(),
+            "--plot",
+            svg.to_str().unwrap(),
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        sluice_testkit::checked_json(&o.stdout)
+    };
+    let (svg1, svg2) = (d.join("same.svg"), d.join("double.svg"));
+    let e = judge(&same, &svg1);
+    assert_eq!(
+        (e["ks"].as_f64().unwrap(), e["p95_ns"].as_u64().unwrap()),
+        (0.0, 0)
+    );
+    let e = judge(&double, &svg2);
+    let ks = e["ks"].as_f64().unwrap();
+    assert!((ks - 0.25).abs() < 0.03, "KS {ks}");
+    let text = std::fs::read_to_string(&svg2).unwrap();
+    assert!(text.contains("requested") && text.contains("measured") && text.contains("KS 0.2"));
+    // --plot alone draws nothing: it is refused, and never over an input.
+    let o = run(&[
+        "analyze",
+        trace.to_str().unwrap(),
+        "--plot",
+        svg1.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run(&[
+        "analyze",
+        trace.to_str().unwrap(),
+        "--gaps",
+        same.to_str().unwrap(),
+        "--plot",
+    ])
+    .status
+    .code();
+    assert_eq!(o, Some(2));
+
+    if !require("chromium", "gap CDF rendering") {
+        return;
+    }
+    let html = d.join("cdf.html");
+    std::fs::write(&html, format!("<html><body>{text}</body></html>")).unwrap();
+    let url = format!("file://{}", html.display());
+    let o = Command::new("chromium")
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(&url)
+        .output()
+        .expect("chromium runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dom = String::from_utf8_lossy(&o.stdout);
+    // Both curves are polylines in the DOM the browser built.
+    assert!(dom.matches("<polyline").count() >= 2, "{dom}");
+}

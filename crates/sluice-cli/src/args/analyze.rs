@@ -44,8 +44,8 @@ pub struct AnalyzeArgs {
     /// With --target: the capture is aligned to the target by a lag of at most this many bins.
     #[arg(long, default_value_t = 50, requires = "target")]
     pub max_lag: i64,
-    /// With --target: draw the target and generated rate histograms and CDFs into this SVG.
-    #[arg(long, requires = "target")]
+    /// With --target: draw the target and generated rate histograms and CDFs into this SVG; with --gap or --gaps: the requested and measured gaps' CDFs, overlaid.
+    #[arg(long)]
     pub plot: Option<PathBuf>,
     /// Requested constant gap between departures: report |D_R − D_M| percentiles of consecutive frames (Caliper's measure; p95 is its headline).
     #[arg(long, value_parser = positive_duration, conflicts_with_all = ["reference", "flows", "target", "gaps"])]

@@ -39,6 +39,11 @@ pub fn run(mut a: AnalyzeArgs) -> Result<u8, Failure> {
         super::live_capture::capture(&iface, period, &path)?;
         a.capture = Some(path);
     }
+    if a.plot.is_some() && a.target.is_none() && a.gap.is_none() && a.gaps.is_none() {
+        return Err(bad_input(anyhow!(
+            "--plot draws what --target, --gap or --gaps compares: give one"
+        )));
+    }
     if a.flows {
         return super::analyze_flows::run(&a);
     }
@@ -97,9 +102,15 @@ fn judge(
     })
 }
 
-/// `analyze CAPTURE --gap T | --gaps FILE`: |D_R − D_M| percentiles.
+/// `analyze CAPTURE --gap T | --gaps FILE`: |D_R − D_M| percentiles
+/// (and with `--plot`, the two CDFs overlaid).
 fn gap_errors(a: &AnalyzeArgs, gate: Option<&[Condition]>) -> Result<u8, Failure> {
-    use sluice_analyze::pacing::{gap_errors, parse_gaps, Requested};
+    use sluice_analyze::pacing::{compare, gap_errors_of, parse_gaps, Requested};
+    if let Some(p) = &a.plot {
+        let mut reads = vec![a.capture_path()];
+        reads.extend(a.gaps.as_deref());
+        crate::dest::check(&reads, &[&p.to_string_lossy()])?;
+    }
     let cap = sluice_analyze::judge::Packets::read(a.capture_path()).map_err(bad_input)?;
     let list;
     let requested = match (&a.gap, &a.gaps) {
@@ -112,13 +123,24 @@ fn gap_errors(a: &AnalyzeArgs, gate: Option<&[Condition]>) -> Result<u8, Failure
         }
         (None, None) => unreachable!("called with --gap or --gaps"),
     };
-    let Some(e) = gap_errors(&cap.times, &cap.lens, requested, a.min_size) else {
+    let compared = compare(&cap.times, &cap.lens, requested, a.min_size);
+    let Some(e) = gap_errors_of(&compared, cap.times.len()) else {
         return Err(bad_input(anyhow!(
             "{}: no gap to compare (fewer than two frames of at least {} bytes)",
             a.capture_path().display(),
             a.min_size
         )));
     };
+    if let Some(p) = &a.plot {
+        let title = format!(
+            "{}: requested and measured gaps (KS {:.4}, |D_R − D_M| p95 {} ns)",
+            a.capture_path().display(),
+            e.ks,
+            e.p95_ns
+        );
+        crate::plot::gap_cdf_plot(&compared, p, &title)
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
     if a.json {
         outln!("{}", json::pretty(Kind::GapErrors, &e)?)?;
     } else {
