@@ -5,13 +5,17 @@
 # the same path. Per row: p50/p95/p99 of |D_R - D_M| over consecutive
 # full-size frames captured in the sink namespace (bench/caliper_judge.py,
 # not sluice's analyzer), the goodput, and for Poisson the KS distance of
-# the captured gaps from the requested exponential law. None of the peers
-# paces Poisson gaps: those rows have sluice alone.
+# the captured gaps from the requested exponential law (s_ks); for every
+# drawn law (poisson, pareto, spikebump) the KS distance between the
+# requested and the measured gaps (ks_rm, sluice's analyzer). None of the
+# peers paces drawn gaps: those rows have sluice alone.
 #
 #   bench/caliper.sh                  all rows
 #   RATES="10 50 100 200"             Mbit/s of 1514-byte frames (default)
 #   GAPS="20"                         requested mean gaps in µs instead
 #   SOURCES="tcp udp" LAWS="constant poisson" PEERS="tbf fq app"
+#   (LAWS also pareto and spikebump: drawn laws, judged gap by gap)
+#   FIGS=DIR                          keep each drawn law's CDF overlay
 #   SECS=3 (seconds per run), SLUICE=path (the binary)
 #   SINK=afpacket (default) or xdp: how pace sends onto the veth
 #
@@ -126,7 +130,7 @@ else
 fi
 
 col() { printf '%-9s ' "$@"; }
-col src law gap_us mbps_max s_p50 s_p95 s_p99 s_mbps s_ks tbf_p95 tbf_mbps fq_p95 fq_mbps app_p95 app_mbps ratio; echo
+col src law gap_us mbps_max s_p50 s_p95 s_p99 s_mbps s_ks ks_rm tbf_p95 tbf_mbps fq_p95 fq_mbps app_p95 app_mbps ratio; echo
 for src in "${sources[@]}"; do
 for law in "${laws[@]}"; do
 for g in "${gaps[@]}"; do
@@ -139,10 +143,22 @@ for g in "${gaps[@]}"; do
   # sluice pace: the TAP holds the address, --return closes the loop.
   law_args=(--gap "${gap_ns}ns")
   judge_args=(--gap "$gap_ns")
-  if [ "$law" = poisson ]; then
-    printf 'seed: 11\nduration: 1h\nrate: %s\nipd: {dist: poisson}\n' "$(python3 -c "print(1e9 / $gap_ns)")" > "$work/ipd.yaml"
+  # Drawn laws (Caliper §4.2, Figs. 5, 6, 8): the gaps pace requested are
+  # logged and judged one by one; FIGS=DIR keeps each run's requested and
+  # measured gap CDFs overlaid (`sluice analyze --gaps --plot`).
+  ipd=
+  case $law in
+    poisson) ipd='{dist: poisson}' ;;
+    pareto) ipd='{dist: pareto, shape: 1.5}' ;;
+    # A spike at a fifth of the mean gap and a bump at twice it (±10 %),
+    # scaled to the mean: Caliper's spike-bump law, as a mixture.
+    spikebump) ipd='{dist: mixture, of: [{weight: 0.6, dist: constant, mean: 20us}, {weight: 0.4, dist: normal, mean: 200us, std: 20us}]}' ;;
+  esac
+  if [ -n "$ipd" ]; then
+    printf 'seed: 11\nduration: 1h\nrate: %s\nipd: %s\n' "$(python3 -c "print(1e9 / $gap_ns)")" "$ipd" > "$work/ipd.yaml"
     law_args=(--ipd "$work/ipd.yaml" --log-requested "$work/requested.txt")
-    judge_args=(--gaps "$work/requested.txt" --ks-mean "$gap_ns")
+    judge_args=(--gaps "$work/requested.txt")
+    [ "$law" = poisson ] && judge_args+=(--ks-mean "$gap_ns")
   fi
   "$sluice" pace --tap slcap0 --to "$sink:slca" "${law_args[@]}" --return -q \
     --duration "$((secs + 60))s" > "$work/pace.out" 2>&1 &
@@ -155,6 +171,15 @@ for g in "${gaps[@]}"; do
   kill -INT "$pace_pid" 2>/dev/null || true
   wait "$pace_pid" || true
   read -r s50 s95 s99 smb sks _ <<< "$(judge sluice "$src" "${judge_args[@]}")"
+  ks_rm=-
+  if [ -n "$ipd" ]; then
+    # KS between the requested and measured gaps (sluice's analyzer), and
+    # the overlay under FIGS.
+    plot=()
+    [ -n "${FIGS:-}" ] && mkdir -p "$FIGS" && plot=(--plot "$FIGS/cdf-$src-$law-$g.svg")
+    ks_rm=$("$sluice" analyze "$work/sluice.pcap" --gaps "$work/requested.txt" --json "${plot[@]}" \
+      | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["ks"], 4))')
+  fi
   t95=- tmb=- f95=- fmb=- a95=- amb=-
   if [ "$law" = constant ]; then
     rate_bps=$(python3 -c "print(round(1514 * 8 / ($gap_ns / 1e9)))")
@@ -188,7 +213,7 @@ for g in "${gaps[@]}"; do
 import sys
 s, peers = float(sys.argv[1]), [float(x) for x in sys.argv[2:] if x not in ("-", "-1")]
 print(round(s / max(1.0, min(peers)), 3) if peers else "-")' "$s95" "$t95" "$f95" "$a95")
-  col "$src" "$law" "$g" "$allowed" "$s50" "$s95" "$s99" "$smb" "$sks" "$t95" "$tmb" "$f95" "$fmb" "$a95" "$amb" "$ratio"; echo
+  col "$src" "$law" "$g" "$allowed" "$s50" "$s95" "$s99" "$smb" "$sks" "$ks_rm" "$t95" "$tmb" "$f95" "$fmb" "$a95" "$amb" "$ratio"; echo
 done
 done
 done

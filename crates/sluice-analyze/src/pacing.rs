@@ -31,6 +31,9 @@ pub struct GapErrors {
     /// With a list: departures the list has and the capture does not (or
     /// the reverse, negative). Compared pairwise up to the shorter.
     pub count_mismatch: i64,
+    /// With a list: departures the capture missed at its start (the list
+    /// aligned past them, at most 10).
+    pub skipped: u64,
     pub requested_mean_ns: f64,
     pub measured_mean_ns: f64,
     /// |D_R − D_M|.
@@ -63,6 +66,12 @@ impl GapErrors {
             self.error.mean_ns,
             self.ks
         );
+        if self.skipped > 0 {
+            s.push_str(&format!(
+                "the capture missed the first {} departures: the list is aligned past them\n",
+                self.skipped
+            ));
+        }
         if self.count_mismatch != 0 {
             s.push_str(&format!(
                 "warning: the requested list and the capture differ by {} departures: compared up to the shorter\n",
@@ -80,9 +89,16 @@ pub struct Compared {
     pub measured: Vec<u64>,
     /// Frames shorter than the size floor.
     pub short: u64,
-    /// Departures the list has and the capture does not (or the reverse).
+    /// Departures the list has and the capture does not (or the reverse),
+    /// after the ones it missed at its start.
     pub mismatch: i64,
+    /// Departures of the list the capture missed at its start (a capture
+    /// started a little late), found by alignment.
+    pub skipped: u64,
 }
+
+/// Most departures a capture may have missed at its start.
+const MAX_SKIPPED: usize = 10;
 
 /// The gaps of consecutive frames at `times` (ns, capture order) of
 /// lengths `lens` beside the requested ones. A gap is compared when both
@@ -102,11 +118,26 @@ pub fn compare(times: &[u64], lens: &[u32], requested: Requested<'_>, min_len: u
             }
         }
         Requested::List(list) => {
-            c.mismatch = list.len() as i64 - times.len() as i64;
-            let n = list.len().min(times.len());
+            // The capture may have started a few departures late: align
+            // the list at the shift with the smallest median error over
+            // the first pairs (the first departure has no gap before it).
+            let gap = |i: usize| times[i].saturating_sub(times[i - 1]);
+            let median_err = |k: usize| {
+                let mut e: Vec<u64> = (1..times.len().min(list.len().saturating_sub(k)).min(1001))
+                    .map(|i| gap(i).abs_diff(list[i + k]))
+                    .collect();
+                e.sort_unstable();
+                e.get(e.len() / 2).copied().unwrap_or(u64::MAX)
+            };
+            let k = (0..=MAX_SKIPPED.min(list.len()))
+                .min_by_key(|&k| median_err(k))
+                .unwrap_or(0);
+            c.skipped = k as u64;
+            c.mismatch = (list.len() - k) as i64 - times.len() as i64;
+            let n = (list.len() - k).min(times.len());
             for i in 1..n {
-                c.requested.push(list[i]);
-                c.measured.push(times[i].saturating_sub(times[i - 1]));
+                c.requested.push(list[i + k]);
+                c.measured.push(gap(i));
             }
         }
     }
@@ -173,6 +204,7 @@ pub fn gap_errors_of(c: &Compared, frames: usize) -> Option<GapErrors> {
         frames: frames as u64,
         short_frames: short,
         count_mismatch: mismatch,
+        skipped: c.skipped,
         requested_mean_ns: req_sum / n as f64,
         measured_mean_ns: meas_sum / n as f64,
         p95_ns: errs[rank(95.0, n)],
@@ -238,13 +270,37 @@ mod tests {
     }
 
     #[test]
+    fn a_capture_that_missed_the_first_departures_is_aligned() {
+        // Requested gaps of no period; the capture starts at the third
+        // departure.
+        let list: Vec<u64> = (0..40u64)
+            .map(|i| if i == 0 { 0 } else { 100 + 37 * (i * i % 11) })
+            .collect();
+        let mut t = vec![0u64];
+        for g in &list[3..] {
+            t.push(t.last().unwrap() + g);
+        }
+        let e = gap_errors(&t, &vec![60; t.len()], Requested::List(&list), 0).unwrap();
+        assert_eq!((e.skipped, e.error.percentiles.max_ns), (2, 0));
+        assert_eq!(e.count_mismatch, 0);
+    }
+
+    #[test]
     fn the_ks_distance_is_the_largest_cdf_gap() {
         assert_eq!(ks_distance(&[1, 2, 3, 4], &[1, 2, 3, 4]), 0.0);
         assert_eq!(ks_distance(&[1, 2], &[3, 4]), 1.0);
         // a: half at 1, half at 3; b: all at 2: at x = 1, 0.5 against 0.
         assert_eq!(ks_distance(&[1, 3], &[2, 2, 2]), 0.5);
-        let e = gap_errors(&[0, 10, 30], &[60; 3], Requested::List(&[0, 10, 10]), 0).unwrap();
-        assert_eq!(e.ks, 0.5);
+        // Measured gaps all over twice the requested: the CDFs never meet.
+        let req: Vec<u64> = (0..30u64)
+            .map(|i| if i == 0 { 0 } else { 10 + i % 7 })
+            .collect();
+        let mut t = vec![0u64];
+        for g in &req[1..] {
+            t.push(t.last().unwrap() + 2 * g + 100);
+        }
+        let e = gap_errors(&t, &[60; 30], Requested::List(&req), 0).unwrap();
+        assert_eq!(e.ks, 1.0);
     }
 
     #[test]
