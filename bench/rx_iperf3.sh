@@ -89,38 +89,36 @@ lost = sum(s['lost'] for s in r['streams']) + (tx['packets'] - sum(s['last_seq']
 jit = r['streams'][0]['jitter_ns'] / 1e3
 print(f"iperf3: {i['packets']} datagrams, lost {i['lost_packets']} ({i['lost_percent']:.2f} %), nft dropped {di}, jitter {i['jitter_ms'] * 1e3:.1f} µs")
 print(f"sluice: {tx['packets']} frames, lost {lost} ({100 * lost / tx['packets']:.2f} %), nft dropped {ds}, jitter {jit:.1f} µs")
-# RFC 3550 jitter of the capture: tcpdump's receive time against the
-# departure in each frame's stamp (its last 24 bytes), in arrival order.
-b = open(out + '/cap.pcap', 'rb').read()
-at, j, prev = 24, 0.0, None
-while at + 16 <= len(b):
-    sec, frac, cl, _ = struct.unpack('<IIII', b[at:at + 16])
-    f = b[at + 16:at + 16 + cl]
-    at += 16 + cl
-    if len(f) < 24 or f[-24:-20] != b'SLR1':
-        continue
-    rx, tx = sec * 10**9 + frac, struct.unpack('>Q', f[-8:])[0]
-    if prev:
-        d = (rx - prev[0]) - (tx - prev[1])
-        j += (abs(d) - j) / 16
-    prev = (rx, tx)
+def jitter(path, departure):
+    """RFC 3550 jitter, ns: tcpdump's receive time of each frame against
+    the departure `departure(frame)` gives (None: not one of ours)."""
+    b = open(path, 'rb').read()
+    at, j, prev = 24, 0.0, None
+    while at + 16 <= len(b):
+        sec, frac, cl, _ = struct.unpack('<IIII', b[at:at + 16])
+        f = b[at + 16:at + 16 + cl]
+        at += 16 + cl
+        tx = departure(f)
+        if tx is None:
+            continue
+        rx = sec * 10**9 + frac
+        if prev:
+            d = (rx - prev[0]) - (tx - prev[1])
+            j += (abs(d) - j) / 16
+        prev = (rx, tx)
+    return j
+
+# sluice's frames: the departure in the stamp (its last 24 bytes).
+j = jitter(out + '/cap.pcap',
+           lambda f: struct.unpack('>Q', f[-8:])[0] if len(f) >= 24 and f[-24:-20] == b'SLR1' else None)
 print(f"capture (tcpdump, ns): jitter of the same frames {j / 1e3:.1f} µs; sluice rx / capture {jit / (j / 1e3):.3f}")
-# iperf3's own datagrams the same way: tcpdump's receive time against the
-# departure iperf3 wrote in each (its payload's first 8 bytes: s, µs).
-b = open(out + '/cap_i.pcap', 'rb').read()
-at, ji, prev = 24, 0.0, None
-while at + 16 <= len(b):
-    sec, frac, cl, _ = struct.unpack('<IIII', b[at:at + 16])
-    f = b[at + 16:at + 16 + cl]
-    at += 16 + cl
-    if len(f) < 42 + 12 or f[36:38] != struct.pack('>H', 5201):
-        continue
+# iperf3's datagrams: the departure iperf3 wrote (payload's s and µs).
+def iperf_departure(f):
+    if len(f) < 54 or f[36:38] != struct.pack('>H', 5201):
+        return None
     s_, us = struct.unpack('>II', f[42:50])
-    rx, tx = sec * 10**9 + frac, s_ * 10**9 + us * 1000
-    if prev:
-        d = (rx - prev[0]) - (tx - prev[1])
-        ji += (abs(d) - ji) / 16
-    prev = (rx, tx)
+    return s_ * 10**9 + us * 1000
+ji = jitter(out + '/cap_i.pcap', iperf_departure)
 print(f"capture (tcpdump, ns): jitter of iperf3's datagrams {ji / 1e3:.1f} µs; iperf3's own / capture {i['jitter_ms'] * 1e3 / (ji / 1e3):.3f}")
 print(f"loss = nft drops: iperf3 {i['lost_packets'] == di}, sluice {lost == ds}; jitter ratio sluice/iperf3 {jit / (i['jitter_ms'] * 1e3):.2f}")
 PY

@@ -128,25 +128,31 @@ impl CaptureReader {
             compressed = true;
             have = buf.fill(4).map_err(|e| fail(ErrorKind::Io(e)))?;
         }
-        if let Some(format) = named_format(name) {
-            if have == 0 {
-                return Err(fail(ErrorKind::Empty));
-            }
-            let state = if format == Format::Erf {
-                State::Erf
-            } else {
-                State::Tsh
-            };
-            return Ok(CaptureReader {
-                name: name.to_owned(),
-                buf,
-                state,
-                format,
-                compressed,
-                packets: 0,
-                failed: None,
-            });
-        }
+        let (state, format) = match named_format(name) {
+            Some(_) if have == 0 => return Err(fail(ErrorKind::Empty)),
+            Some(Format::Erf) => (State::Erf, Format::Erf),
+            Some(_) => (State::Tsh, Format::Tsh),
+            None => Self::by_magic(&mut buf, have, name)?,
+        };
+        Ok(CaptureReader {
+            name: name.to_owned(),
+            buf,
+            state,
+            format,
+            compressed,
+            packets: 0,
+            failed: None,
+        })
+    }
+
+    /// The parser the first bytes name (a pcap magic or a pcapng section
+    /// header), its file header read; `have` bytes are buffered.
+    fn by_magic(
+        buf: &mut StreamBuf,
+        have: usize,
+        name: &str,
+    ) -> Result<(State, Format), CaptureError> {
+        let fail = |kind| error(name, 0, None, kind);
         let head = buf.avail();
         if have < 4 {
             if have == 0 {
@@ -163,7 +169,7 @@ impl CaptureReader {
         let n = head.len().min(4);
         first4[..n].copy_from_slice(&head[..n]);
 
-        let (state, format) = if let Some((big_endian, nanos)) = pcap::magic(first4) {
+        let found = if let Some((big_endian, nanos)) = pcap::magic(first4) {
             let have = buf
                 .fill(FILE_HEADER_LEN)
                 .map_err(|e| fail(ErrorKind::Io(e)))?;
@@ -177,23 +183,14 @@ impl CaptureReader {
             buf.consume(FILE_HEADER_LEN);
             (State::Pcap(h), Format::Pcap { nanos, big_endian })
         } else if first4 == pcapng::SHB.to_le_bytes() {
-            let st =
-                PcapngState::open(&mut buf).map_err(|f| error(name, f.offset, None, f.kind))?;
+            let st = PcapngState::open(buf).map_err(|f| error(name, f.offset, None, f.kind))?;
             (State::Pcapng(st), Format::Pcapng)
         } else {
             return Err(fail(ErrorKind::NotACapture {
                 magic: u32::from_be_bytes(first4),
             }));
         };
-        Ok(CaptureReader {
-            name: name.to_owned(),
-            buf,
-            state,
-            format,
-            compressed,
-            packets: 0,
-            failed: None,
-        })
+        Ok(found)
     }
 
     /// The next packet, `Ok(None)` at the end of the capture. The packet

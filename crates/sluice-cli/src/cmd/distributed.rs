@@ -147,28 +147,14 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
         rounds: a.clock_rounds,
         stop,
         on_stats: Box::new(move |worker, port, v| {
-            let mut g = stats_w.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(w) = g.as_mut() {
-                let line = json::line(
-                    Kind::ControlInterval,
-                    &serde_json::json!({"worker": worker, "port": port, "stats": v}),
-                )
-                .unwrap_or_default();
-                let _ = writeln!(w, "{line}").and_then(|_| w.flush());
-            }
+            let body = serde_json::json!({"worker": worker, "port": port, "stats": v});
+            write_line(&stats_w, Kind::ControlInterval, &body);
         }),
         clock_every: (a.clock_every.0 > 0)
             .then(|| std::time::Duration::from_nanos(a.clock_every.0)),
         on_clock: Box::new(move |worker, port, c| {
-            let mut g = clock_w.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(w) = g.as_mut() {
-                let line = json::line(
-                    Kind::ControlClock,
-                    &serde_json::json!({"worker": worker, "port": port, "check": c}),
-                )
-                .unwrap_or_default();
-                let _ = writeln!(w, "{line}").and_then(|_| w.flush());
-            }
+            let body = serde_json::json!({"worker": worker, "port": port, "check": c});
+            write_line(&clock_w, Kind::ControlClock, &body);
         }),
         on_status: Box::new(move |s| {
             if live {
@@ -223,6 +209,15 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
     } else {
         exit::OK
     })
+}
+
+/// One `--stats-json` line of `kind` to `out`, if open.
+fn write_line(out: &Mutex<Option<Dest>>, kind: Kind, body: &serde_json::Value) {
+    let mut g = out.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(w) = g.as_mut() {
+        let line = json::line(kind, body).unwrap_or_default();
+        let _ = writeln!(w, "{line}").and_then(|_| w.flush());
+    }
 }
 
 /// A receiving worker's streams, by sender: counts and one-way latency,
