@@ -153,7 +153,7 @@ mod tests {
         body.extend([0, 0]);
         body.extend_from_slice(frame);
         body.extend([0xde, 0xad, 0xbe, 0xef]);
-        while (HEADER_LEN + body.len()) % 8 != 0 {
+        while !(HEADER_LEN + body.len()).is_multiple_of(8) {
             body.push(0);
         }
         let mut r = ts.to_le_bytes().to_vec();
@@ -166,7 +166,10 @@ mod tests {
         r
     }
 
-    fn read_all(bytes: Vec<u8>) -> Result<Vec<(u64, Vec<u8>, u32, u32)>, Fault> {
+    /// (ts_ns, bytes, orig_len, interface) of a packet.
+    type Read = (u64, Vec<u8>, u32, u32);
+
+    fn read_all(bytes: Vec<u8>) -> Result<Vec<Read>, Fault> {
         let mut b = StreamBuf::new(Box::new(Cursor::new(bytes)));
         let mut out = Vec::new();
         while let Some(p) = next_record(&mut b)? {

@@ -21,8 +21,11 @@ fn trace(name: &str) -> PathBuf {
     p
 }
 
-/// (ts_ns, bytes, orig_len, link type) of every packet.
-fn read(path: &std::path::Path) -> (Vec<(u64, Vec<u8>, u32, LinkType)>, CaptureReader) {
+/// (ts_ns, bytes, orig_len, link type) of a packet.
+type Read = (u64, Vec<u8>, u32, LinkType);
+
+/// Every packet of `path`, and the reader after the last.
+fn read(path: &std::path::Path) -> (Vec<Read>, CaptureReader) {
     let mut r = CaptureReader::open(path).unwrap_or_else(|e| panic!("{e}"));
     let mut out = Vec::new();
     while let Some(p) = r.next_packet().unwrap_or_else(|e| panic!("{e}")) {
