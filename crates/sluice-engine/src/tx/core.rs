@@ -58,9 +58,8 @@ pub(crate) struct TxReport {
     pub error: Option<SinkError>,
 }
 
-/// Lateness of a departure, against its plan, that a spacing absorbs
-/// whole (a pipeline's delay between planning and sending); beyond it the
-/// frames after catch up (see [`TxCore::keep_spacing`]), ns.
+/// How far a chain of spaced packets may fall behind its own spacings
+/// before the packets after catch up (see [`TxCore::keep_spacing`]), ns.
 pub(crate) const STALL_NS: u64 = 10_000;
 /// Most a spacing is shortened by to catch up, ns: each shortened gap is
 /// an error of that size.
@@ -92,10 +91,9 @@ pub(crate) struct TxCore {
     pub last_departure: MonoTime,
     /// Where the last packet would have left had every spacing of its
     /// chain been kept from the chain's first departure (a packet without
-    /// a spacing starts a chain where it leaves), as an offset: the chain
-    /// is `chain_late` ns behind that.
+    /// a spacing starts a chain where it leaves), as an offset; the last
+    /// departure is at most MAX_CHAIN_LATE_NS behind it.
     chain_at: u64,
-    chain_late: u64,
     /// The spacing of the packet being paced now.
     pending_spacing: u32,
     last_handoff: MonoTime,
@@ -123,7 +121,6 @@ impl TxCore {
             last_send: start,
             last_departure: start,
             chain_at: 0,
-            chain_late: 0,
             pending_spacing: 0,
             last_handoff: start,
             error: None,
@@ -169,8 +166,8 @@ impl TxCore {
             return due;
         }
         let left = self.last_departure.since(self.pacer.start()).0;
-        let give = self
-            .chain_late
+        let give = left
+            .saturating_sub(self.chain_at)
             .saturating_sub(STALL_NS)
             .min(u64::from(spacing / 10))
             .min(MAX_CATCH_UP_NS);
@@ -193,13 +190,9 @@ impl TxCore {
             0 => left,
             s => self.chain_at + u64::from(s),
         };
-        self.chain_late = left.saturating_sub(self.chain_at);
-        if self.chain_late > MAX_CHAIN_LATE_NS {
-            // What a long stall took beyond this is given up, not caught
-            // up: catching it up would shorten that many more gaps.
-            self.chain_at = left - MAX_CHAIN_LATE_NS;
-            self.chain_late = MAX_CHAIN_LATE_NS;
-        }
+        // What a long stall took beyond MAX_CHAIN_LATE_NS is given up, not
+        // caught up: catching it up would shorten that many more gaps.
+        self.chain_at = self.chain_at.max(left.saturating_sub(MAX_CHAIN_LATE_NS));
     }
 
     /// Due offset of a packet that is due now.
