@@ -4,7 +4,7 @@
 # rate, veth throughput with 2^16 flows next to trafgen, and FLOR's timing
 # test (100 flows × 100 packets at 10 pps) judged from a tcpdump capture.
 #
-#   bench/flows.sh [all|scale|insert|veth|timing|records|timing10k]   (default: all;
+#   bench/flows.sh [all|scale|planners|insert|veth|timing|records|timing10k]   (default: all;
 #   timing10k, FLOR's 10 000-flow test, takes 17 minutes and is not in all;
 #   TO=pcap runs it into a pcap file, as FLOR did, instead of through veth)
 #
@@ -51,6 +51,29 @@ scale() {
       "$(json "$work/s1.json" "['pps']" | cut -d. -f1)" "$(json "$work/s2.json" "['pps']" | cut -d. -f1)" \
       $(( rss / 1024 )) "$(python3 -c "print(round(($rss-$base)*1024/$n) if $n > 1000 else '-')")" \
       "$(json "$work/s3.json" "['pps']" | cut -d. -f1)")"
+  done
+}
+
+planners() {
+  # FLOR §5.3: packets built by 1, 2 (and more, where the machine has the
+  # cores: PLANNERS="1 2 4 8") planner threads, alternated, median of $RUNS.
+  local e=${FLOWS_EXP:-20} ppf=${PPF:-16} runs=${RUNS:-3} list=${PLANNERS:-1 2}
+  local n=$(( 1 << e ))
+  say "== planner threads: 2^$e flows x $ppf packets, --to null --topspeed, 64-byte frames, median of $runs =="
+  meta "$work/p.yaml" "$n" "$ppf"
+  declare -A got
+  for r in $(seq "$runs"); do
+    for p in $list; do
+      "$sluice" flows run "$work/p.yaml" --to null --topspeed -q --planners "$p" --threads "$p" \
+        --summary-json "$work/p.json" 2>/dev/null
+      got[$p]="${got[$p]:-} $(json "$work/p.json" "['pps']" | cut -d. -f1)"
+    done
+  done
+  local base=""
+  for p in $list; do
+    local med; med=$(echo ${got[$p]} | tr ' ' '\n' | sort -n | sed -n "$(( (runs + 1) / 2 ))p")
+    [ -z "$base" ] && base=$med
+    say "$(printf 'planners %-2s  pps %10s  x%.2f   runs:%s' "$p" "$med" "$(python3 -c "print($med/$base)")" "${got[$p]}")"
   done
 }
 
@@ -142,6 +165,6 @@ records() {
 : > "$results"
 say "# sluice flows benchmark $(date -u +%FT%TZ) on $(nproc) cores, kernel $(uname -r)"
 case "${1:-all}" in
-  all) scale; insert; veth; timing; records ;;
+  all) scale; planners; insert; veth; timing; records ;;
   *) "$1" ;;
 esac

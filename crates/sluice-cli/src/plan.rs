@@ -72,7 +72,10 @@ impl<'a> SendPlan<'a> {
     pub fn second_port(mut self, to2: &'a SinkSpec) -> Result<Self, Failure> {
         check_sink(self.opts, to2)?;
         if let SinkSpec::Pcap(p) = to2 {
-            self.outputs.push(p.to_string_lossy().into_owned());
+            for k in 0..self.opts.threads {
+                self.outputs
+                    .push(pcap_path(p, k).to_string_lossy().into_owned());
+            }
         }
         self.to2 = Some(to2);
         Ok(self)
@@ -152,14 +155,35 @@ impl<'a> SendPlan<'a> {
 /// The files a sending command writes: `--to pcap:`, `--stats-json`,
 /// `--summary-json`.
 fn run_outputs(o: &RunOpts) -> Vec<String> {
-    let pcap = match &o.to {
-        SinkSpec::Pcap(p) => Some(p.to_string_lossy().into_owned()),
-        _ => None,
+    let pcaps = match &o.to {
+        SinkSpec::Pcap(p) => (0..o.threads)
+            .map(|k| pcap_path(p, k).to_string_lossy().into_owned())
+            .collect(),
+        _ => Vec::new(),
     };
-    [pcap, o.stats_json.clone(), o.summary_json.clone()]
+    pcaps
         .into_iter()
-        .flatten()
+        .chain(
+            [o.stats_json.clone(), o.summary_json.clone()]
+                .into_iter()
+                .flatten(),
+        )
         .collect()
+}
+
+/// `--to pcap:DIR/` (a path ending in `/`): one file per TX thread,
+/// `DIR/tx-K.pcap`, written by that thread alone.
+fn pcap_dir(p: &Path) -> bool {
+    p.as_os_str().as_encoded_bytes().ends_with(b"/")
+}
+
+/// The pcap file TX thread `k` writes under `--to pcap:P`.
+fn pcap_path(p: &Path, k: usize) -> std::path::PathBuf {
+    if pcap_dir(p) {
+        p.join(format!("tx-{k}.pcap"))
+    } else {
+        p.to_path_buf()
+    }
 }
 
 /// Checks the thread count, `--tx-queues` and `--launch-time` against
@@ -168,10 +192,18 @@ fn check_sink(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
     if o.threads == 0 || o.threads > 256 {
         return Err(bad_input(anyhow!("--threads must be between 1 and 256")));
     }
-    if matches!(to, SinkSpec::Pcap(_)) && o.threads > 1 {
-        return Err(bad_input(anyhow!(
-            "--threads > 1 needs a network or null sink: one pcap file cannot take several writers"
-        )));
+    if let SinkSpec::Pcap(p) = to {
+        if o.threads > 1 && !pcap_dir(p) {
+            return Err(bad_input(anyhow!(
+                "--threads > 1 needs a network or null sink, or pcap:DIR/ (one file per TX thread): one pcap file cannot take several writers"
+            )));
+        }
+        if pcap_dir(p) && !p.is_dir() {
+            return Err(bad_input(anyhow!(
+                "--to pcap:{}: not a directory (pcap:DIR/ writes DIR/tx-K.pcap per TX thread)",
+                p.display()
+            )));
+        }
     }
     check_queues(o, to)?;
     sluice_sink::launch::check(o.launch_time, to, o.xdp_mode).map_err(|e| bad_input(anyhow!(e)))
@@ -208,11 +240,13 @@ fn open_sinks(o: &RunOpts, to: &SinkSpec) -> Result<Vec<Box<dyn Sink>>, Failure>
         .map(|k| -> Result<Box<dyn Sink>, Failure> {
             Ok(match to {
                 SinkSpec::Null => Box::new(NullSink::default()),
-                SinkSpec::Pcap(p) => Box::new(PcapSink::create(p).map_err(|e| match e {
-                    // Like every file output: unwritable is exit 1, aliasing 2.
-                    SinkError::Output(e) => crate::dest::output_failure(e),
-                    other => bad_input(other),
-                })?),
+                SinkSpec::Pcap(p) => {
+                    Box::new(PcapSink::create(&pcap_path(p, k)).map_err(|e| match e {
+                        // Like every file output: unwritable is exit 1, aliasing 2.
+                        SinkError::Output(e) => crate::dest::output_failure(e),
+                        other => bad_input(other),
+                    })?)
+                }
                 SinkSpec::AfPacket(iface) => {
                     Box::new(AfPacketSink::open(iface, o.tx_mode).map_err(crate::open_failure)?)
                 }

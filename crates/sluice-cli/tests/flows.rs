@@ -639,3 +639,122 @@ fn large_imports_and_sessions_stream_in_bounded_memory() {
         stderr(&o)
     );
 }
+
+/// Per flow (addresses and ports), tshark's view of each frame in file
+/// order: (raw sequence number, payload length, SYN, flagged by tshark's
+/// stream analysis as out of order or a retransmission).
+type TcpRows = BTreeMap<String, Vec<(u64, u64, bool, bool)>>;
+
+fn tcp_flows(pcap: &Path) -> TcpRows {
+    let mut m = TcpRows::new();
+    let fields = [
+        "ip.src",
+        "tcp.srcport",
+        "ip.dst",
+        "tcp.dstport",
+        "tcp.seq_raw",
+        "tcp.len",
+        "tcp.flags.syn",
+        "tcp.analysis.out_of_order",
+        "tcp.analysis.retransmission",
+        "tcp.checksum.status",
+    ];
+    for r in tshark(pcap, &fields) {
+        assert_eq!(r[9], "1", "{}: TCP checksum good: {r:?}", pcap.display());
+        let flagged = !r[7].is_empty() || !r[8].is_empty();
+        m.entry(r[..4].join(" ")).or_default().push((
+            r[4].parse().unwrap(),
+            r[5].parse().unwrap(),
+            r[6] == "1" || r[6] == "True",
+            flagged,
+        ));
+    }
+    m
+}
+
+#[test]
+fn planner_threads_keep_every_flow_whole_and_in_order_judged_by_tshark() {
+    if !have_tshark() {
+        return;
+    }
+    let d = tmpdir("flows-planners");
+    let session = d.join("s.yaml");
+    std::fs::write(
+        &session,
+        "flows:\n  - {proto: tcp4, src: 10.0.0.1, dst: 10.99.0.2, sport: 1000, dport: 80, start: 0, \
+         packets: 8, pps: 100000, payload: [20, 200], count: 10000, step: {src: 1, sport: 1}}\n",
+    )
+    .unwrap();
+    let (one, two) = (d.join("one"), d.join("two"));
+    std::fs::create_dir(&one).unwrap();
+    std::fs::create_dir(&two).unwrap();
+    let s = session.to_str().unwrap();
+    let dir = |p: &Path| format!("pcap:{}/", p.display());
+    let o = run(&["flows", "run", s, "--to", &dir(&one), "--topspeed", "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "flows",
+        "run",
+        s,
+        "--to",
+        &dir(&two),
+        "--topspeed",
+        "-q",
+        "--planners",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Two planners ran two TX threads, one file each.
+    let files = [two.join("tx-0.pcap"), two.join("tx-1.pcap")];
+    let mut union = TcpRows::new();
+    for f in &files {
+        let flows = tcp_flows(f);
+        // Each planner had about half of the flows (5-tuple hash).
+        assert!(
+            (3000..=7000).contains(&flows.len()),
+            "{}: {} flows",
+            f.display(),
+            flows.len()
+        );
+        for (k, rows) in flows {
+            assert!(union.insert(k.clone(), rows).is_none(), "{k} in both files");
+        }
+    }
+    assert_eq!(union.len(), 10_000, "every flow went out");
+    for (k, rows) in &union {
+        assert_eq!(rows.len(), 8, "{k}: every packet");
+        assert!(rows[0].2, "{k}: starts with its SYN");
+        for w in rows.windows(2) {
+            let next = w[0].0 + w[0].1 + u64::from(w[0].2);
+            assert_eq!(w[1].0, next % (1 << 32), "{k}: in sequence order");
+        }
+        assert!(rows.iter().all(|r| !r.3), "{k}: tshark flags none");
+    }
+    // The same frames as one planner makes, byte for byte.
+    let mut a = frames_of(&one.join("tx-0.pcap"));
+    let mut b: Vec<Vec<u8>> = files.iter().flat_map(|f| frames_of(f)).collect();
+    a.sort();
+    b.sort();
+    assert!(a == b, "two planners send one planner's frames");
+    // A limit counts packets in time order, which no planner knows.
+    let o = run(&[
+        "flows",
+        "run",
+        s,
+        "--to",
+        "null",
+        "--planners",
+        "2",
+        "--limit",
+        "5",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--limit needs --planners 1"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["flows", "run", s, "--to", &dir(&d.join("nodir")), "-q"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a directory"), "{}", stderr(&o));
+}

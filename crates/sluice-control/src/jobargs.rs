@@ -73,6 +73,7 @@ const REPLAY: &[(&str, bool)] = &[
 
 const FLOWS: &[(&str, bool)] = &[
     ("planner", true),
+    ("planners", true),
     ("seed", true),
     ("stamp", false),
     ("topspeed", false),

@@ -1,6 +1,12 @@
 //! The batch pipeline, which every [`Source`] runs on: the IO thread runs
 //! the source into batches (`io.rs`), each TX thread sends its lane's
 //! batches as they come ([`BatchFeed`]) and hands them back for reuse.
+//!
+//! Planner threads ([`run_sources`]): a stream given as several sources,
+//! each a disjoint part of it (every flow in exactly one), runs one IO
+//! thread per part. Part k owns the lanes l with l mod parts = k, so each
+//! lane is fed by one producer in due order and per-flow order holds as
+//! with one IO thread. The run starts once every part has queued its lead.
 
 use crate::config::{EngineConfig, RxStampMode};
 use crate::io::{self, IoContext, IoOutcome, PRIME_BATCHES};
@@ -11,7 +17,7 @@ use crate::tx::{BatchFeed, Stamper};
 use crossbeam_channel::{Receiver, Sender};
 use sluice_core::{Batch, Fates, MonoTime, MonotonicClock, Nanos, OutboxRules, VirtualClock, Work};
 use sluice_sink::Sink;
-use sluice_source::{Origin, RunContext, Source};
+use sluice_source::{Origin, RunContext, Source, SourceReport};
 use std::sync::Arc;
 use std::thread;
 
@@ -34,6 +40,21 @@ pub fn run_source(
     run_source_on(source, sinks, cfg, observer, clocks)
 }
 
+/// Runs a stream given as disjoint parts (`sources`, one planner thread
+/// each; every flow in exactly one part) into `sinks`, of which there are
+/// at least as many as parts: part k feeds the TX threads l with
+/// l mod parts = k. A limit on packets needs one part (the first N
+/// packets in time order are no one part's to count).
+pub fn run_sources(
+    sources: Vec<Box<dyn Source>>,
+    sinks: Vec<Box<dyn Sink>>,
+    cfg: &EngineConfig,
+    observer: &mut dyn Observer,
+) -> Result<Summary, EngineError> {
+    let clocks = (MonotonicClock::new(), VirtualClock::new(MonoTime(0)));
+    run_parts_on(sources, sinks, cfg, observer, clocks)
+}
+
 /// [`run_source`] on the given clocks (see [`Run::execute`]).
 pub(crate) fn run_source_on(
     source: impl Source + 'static,
@@ -42,6 +63,38 @@ pub(crate) fn run_source_on(
     observer: &mut dyn Observer,
     clocks: (MonotonicClock, VirtualClock),
 ) -> Result<Summary, EngineError> {
+    run_parts_on(vec![Box::new(source)], sinks, cfg, observer, clocks)
+}
+
+pub(crate) fn run_parts_on(
+    sources: Vec<Box<dyn Source>>,
+    sinks: Vec<Box<dyn Sink>>,
+    cfg: &EngineConfig,
+    observer: &mut dyn Observer,
+    clocks: (MonotonicClock, VirtualClock),
+) -> Result<Summary, EngineError> {
+    let parts = sources.len();
+    if parts == 0 || parts > sinks.len() {
+        return Err(EngineError::Parts {
+            parts,
+            lanes: sinks.len(),
+        });
+    }
+    if parts > 1 {
+        if cfg.limit.is_some() {
+            return Err(EngineError::PartsWithLimit(parts));
+        }
+        if sources
+            .iter()
+            .any(|s| s.origin() == Origin::Live || s.wants_fates())
+        {
+            return Err(EngineError::Parts {
+                parts,
+                lanes: sinks.len(),
+            });
+        }
+    }
+    let source = &sources[0];
     // A live source ends itself at the duration (it is told in
     // `RunContext`); the engine cuts neither its frames nor its TX threads.
     let live = source.origin() == Origin::Live;
@@ -57,12 +110,12 @@ pub(crate) fn run_source_on(
     };
     let pipeline = BatchPipeline {
         fates: source.wants_fates().then(|| Arc::new(Fates::new())),
-        source: Some(Box::new(source)),
+        sources,
         cfg,
         source_duration,
         lanes: Vec::new(),
-        free: None,
-        io: None,
+        free: Vec::new(),
+        io: Vec::new(),
         pass_board: None,
         clock: None,
     };
@@ -70,18 +123,22 @@ pub(crate) fn run_source_on(
 }
 
 struct BatchPipeline<'a> {
-    /// Until the IO thread takes it.
-    source: Option<Box<dyn Source>>,
+    /// The stream's parts, until their IO threads take them.
+    sources: Vec<Box<dyn Source>>,
     fates: Option<Arc<Fates>>,
     cfg: &'a EngineConfig,
     /// The duration a live source ends itself at (`RunContext::duration`).
     source_duration: Option<sluice_core::Nanos>,
     /// Each TX thread's batches, until its feed takes them.
     lanes: Vec<Option<Receiver<Work>>>,
-    /// Where sent batches go back; the last feed takes it, so that the IO
-    /// thread sees the channel close once every TX thread is gone.
-    free: Option<Sender<Batch>>,
-    io: Option<thread::JoinHandle<Result<IoOutcome, sluice_source::SourceError>>>,
+    /// Where sent batches go back, one channel per part: its own TX
+    /// threads return to it alone (a planner draining a shared pool at its
+    /// end would starve the others). Each part's last feed takes its
+    /// sender, so that the IO thread sees the channel close once its TX
+    /// threads are gone.
+    free: Vec<Option<Sender<Batch>>>,
+    /// One IO (planner) thread per part.
+    io: Vec<thread::JoinHandle<Result<IoOutcome, sluice_source::SourceError>>>,
     /// Per-pass statistics, when asked for and the source has passes.
     pass_board: Option<Arc<PassBoard>>,
     /// The run's clock, for the receive stamps' departure times.
@@ -97,9 +154,7 @@ impl Pipeline for BatchPipeline<'_> {
     const OVERSIZE: &'static str = "frames were larger than the interface accepts";
 
     fn live(&self) -> bool {
-        self.source
-            .as_ref()
-            .is_some_and(|s| s.origin() == Origin::Live)
+        self.sources.iter().any(|s| s.origin() == Origin::Live)
     }
 
     fn prime(
@@ -112,56 +167,79 @@ impl Pipeline for BatchPipeline<'_> {
             // Fates are matched to frames by order, which holds on one thread.
             return Err(EngineError::FatesOnOneThread(lanes));
         }
-        let mut source = self.source.take().expect("primed once");
+        let sources = std::mem::take(&mut self.sources);
+        assert!(!sources.is_empty(), "primed once");
+        let parts = sources.len();
         let cfg = self.cfg;
-        let (free_tx, free_rx) = crossbeam_channel::unbounded();
-        let (primed_tx, primed_rx) = crossbeam_channel::bounded(1);
-        let mut to_tx = Vec::with_capacity(lanes);
-        for _ in 0..lanes {
+        let (primed_tx, primed_rx) = crossbeam_channel::bounded(parts);
+        let mut to_tx: Vec<Vec<Sender<Work>>> = (0..parts).map(|_| Vec::new()).collect();
+        for l in 0..lanes {
             let (s, r) = crossbeam_channel::bounded(QUEUE_BATCHES);
-            to_tx.push(s);
+            to_tx[l % parts].push(s);
             self.lanes.push(Some(r));
         }
-        self.free = Some(free_tx);
         self.clock = Some(clock);
-        let repeats = cfg.passes != 1 && source.pass_period().is_some();
-        self.pass_board = (cfg.pass_stats && repeats).then(|| Arc::new(PassBoard::new(lanes)));
-        // A live source stamps arrivals on the run's clock from its start.
-        source.begin(&RunContext {
-            clock,
-            start,
-            lanes,
-            fates: self.fates.clone(),
-            duration: self.source_duration,
-        });
-        let io_cx = IoContext {
-            source,
-            to_tx,
-            free: free_rx,
-            pool_limit: lanes * (QUEUE_BATCHES + 2) + PRIME_BATCHES,
-            primed: primed_tx,
-            stop: cfg.stop.clone(),
-            rules: OutboxRules {
-                span: (!cfg.topspeed).then_some(BATCH_SPAN),
-                limit: cfg.limit,
-                max_due: cfg.duration,
-                grow: (cfg.rx_stamp == Some(RxStampMode::Append))
-                    .then_some(sluice_wire::rxstamp::append_room as fn(&mut Vec<u8>, usize)),
-            },
-            passes: cfg.passes,
-            pass_board: self.pass_board.clone(),
-            preload_budget: cfg.preload.then(|| {
-                cfg.preload_budget
-                    .unwrap_or_else(io::default_preload_budget)
-            }),
+        let repeats = cfg.passes != 1 && sources[0].pass_period().is_some();
+        // Pass ends are marked by one producer (per-pass statistics need
+        // every lane's count at the end of a pass).
+        self.pass_board =
+            (cfg.pass_stats && repeats && parts == 1).then(|| Arc::new(PassBoard::new(lanes)));
+        let rules = OutboxRules {
+            span: (!cfg.topspeed).then_some(BATCH_SPAN),
+            limit: cfg.limit,
+            max_due: cfg.duration,
+            grow: (cfg.rx_stamp == Some(RxStampMode::Append))
+                .then_some(sluice_wire::rxstamp::append_room as fn(&mut Vec<u8>, usize)),
         };
-        let io = thread::Builder::new()
-            .name("sluice-io".into())
-            .spawn(move || io::run(io_cx))
-            .map_err(EngineError::Spawn)?;
-        self.io = Some(io);
-        // The prefetch lead is queued (or the IO thread is done).
-        Ok(primed_rx.recv().ok().flatten().unwrap_or(0))
+        for (k, (mut source, to_tx)) in sources.into_iter().zip(to_tx).enumerate() {
+            let own = to_tx.len();
+            let (free_tx, free_rx) = crossbeam_channel::unbounded();
+            self.free.push(Some(free_tx));
+            // A live source stamps arrivals on the run's clock from its start.
+            source.begin(&RunContext {
+                clock,
+                start,
+                lanes: own,
+                fates: self.fates.clone(),
+                duration: self.source_duration,
+            });
+            let io_cx = IoContext {
+                source,
+                to_tx,
+                free: free_rx,
+                pool_limit: own * (QUEUE_BATCHES + 2) + PRIME_BATCHES,
+                primed: primed_tx.clone(),
+                stop: cfg.stop.clone(),
+                rules,
+                passes: cfg.passes,
+                pass_board: self.pass_board.clone(),
+                preload_budget: cfg.preload.then(|| {
+                    cfg.preload_budget
+                        .unwrap_or_else(io::default_preload_budget)
+                        / parts as u64
+                }),
+            };
+            let name = if parts == 1 {
+                "sluice-io".to_string()
+            } else {
+                format!("sluice-plan{k}")
+            };
+            let io = thread::Builder::new()
+                .name(name)
+                .spawn(move || io::run(io_cx))
+                .map_err(EngineError::Spawn)?;
+            self.io.push(io);
+        }
+        drop(primed_tx);
+        // Every part has queued its prefetch lead (or is done); the run is
+        // stamped from the earliest first packet.
+        let mut first = None::<u64>;
+        for _ in 0..parts {
+            if let Ok(Some(ts)) = primed_rx.recv() {
+                first = Some(first.map_or(ts, |f| f.min(ts)));
+            }
+        }
+        Ok(first.unwrap_or(0))
     }
 
     fn fates(&self) -> Option<Arc<Fates>> {
@@ -169,11 +247,15 @@ impl Pipeline for BatchPipeline<'_> {
     }
 
     fn feed(&mut self, i: usize, _sink: &dyn Sink) -> BatchFeed {
-        let last = i + 1 == self.lanes.len();
+        // Lane i belongs to part i mod parts; its last lane takes the
+        // sender, so the part's IO thread sees the channel close once
+        // every one of its TX threads is gone.
+        let parts = self.free.len();
+        let last = i + parts >= self.lanes.len();
         let free = if last {
-            self.free.take()
+            self.free[i % parts].take()
         } else {
-            self.free.clone()
+            self.free[i % parts].clone()
         };
         let mut feed = BatchFeed::new(
             self.lanes[i].take().expect("one feed per lane"),
@@ -204,12 +286,36 @@ impl Pipeline for BatchPipeline<'_> {
     ) -> Result<Vec<String>, EngineError> {
         // TX threads are gone: an IO thread blocked on a full queue sees the
         // disconnect and returns.
-        let io = self.io.expect("primed");
-        let read = io.join().map_err(|_| EngineError::Panic("IO"))??;
-        let report = read.report;
+        let mut report = SourceReport::default();
+        let mut passes = u64::MAX;
+        let mut failed = None;
+        for io in self.io {
+            match io.join().map_err(|_| EngineError::Panic("IO"))? {
+                Ok(read) => {
+                    let r = read.report;
+                    report.skipped_unsupported += r.skipped_unsupported;
+                    report.rewritten += r.rewritten;
+                    report.truncation = report.truncation.or(r.truncation);
+                    report.notes.extend(r.notes);
+                    for (k, v) in r.counters {
+                        match report.counters.iter_mut().find(|(n, _)| *n == k) {
+                            Some((_, sum)) => *sum += v,
+                            None => report.counters.push((k, v)),
+                        }
+                    }
+                    passes = passes.min(read.passes);
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
         summary.skipped_unsupported = report.skipped_unsupported;
         summary.rewritten = report.rewritten;
-        summary.passes = read.passes;
+        summary.passes = passes;
         summary.source = report
             .counters
             .iter()

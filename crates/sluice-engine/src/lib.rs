@@ -27,7 +27,7 @@ mod stats;
 mod tsc;
 mod tx;
 
-pub use batch::run_source;
+pub use batch::{run_source, run_sources};
 pub use config::{ClockChoice, EngineConfig, RxStampMode};
 pub use run::EngineError;
 pub use series::{run_series, SeriesConfig, SeriesPayload};

@@ -34,6 +34,12 @@ pub enum EngineError {
         "this source matches departures to its frames by order: it runs on one TX thread, not {0}"
     )]
     FatesOnOneThread(usize),
+    /// Planner threads: more parts than TX threads, or a source that
+    /// cannot be planned in parts (a live one, or one that learns fates).
+    #[error("{parts} planner threads need as many TX threads or more (there are {lanes}) and a generated source")]
+    Parts { parts: usize, lanes: usize },
+    #[error("a packet limit needs one planner thread, not {0}: no planner knows which packets are the first N in time")]
+    PartsWithLimit(usize),
     /// A run that failed after sending: the error, and what was sent.
     #[error("{error}")]
     AfterSending {
@@ -50,7 +56,9 @@ impl EngineError {
             EngineError::Source(s) => s.fault(),
             EngineError::Series(_) => Fault::Input,
             EngineError::AfterSending { error, .. } => error.fault(),
-            EngineError::FatesOnOneThread(_) => Fault::Input,
+            EngineError::FatesOnOneThread(_)
+            | EngineError::Parts { .. }
+            | EngineError::PartsWithLimit(_) => Fault::Input,
             EngineError::Sink(_) | EngineError::Panic(_) | EngineError::Spawn(_) => {
                 Fault::Environment
             }

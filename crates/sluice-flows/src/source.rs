@@ -30,6 +30,9 @@ pub struct FlowConfig {
     /// A distributed run's share: only flows whose symmetric 5-tuple key
     /// falls to it are sent.
     pub share: Option<sluice_source::Share>,
+    /// This planner thread's part of the flows (`--planners`): the flows
+    /// whose mixed 5-tuple key falls to it, independent of `share`.
+    pub part: Option<sluice_source::Share>,
 }
 
 impl Default for FlowConfig {
@@ -41,6 +44,7 @@ impl Default for FlowConfig {
             stamp: false,
             planner: Planner::default(),
             share: None,
+            part: None,
         }
     }
 }
@@ -128,6 +132,8 @@ impl FlowSource {
         )?;
         let seed = cfg.seed.or(session.seed).unwrap_or(1);
         let expander = Expander::new(session, seed)?;
+        // Each planner picks with its own stream.
+        let pick = seed ^ 0x5851_f42d_4c95_7f2d ^ u64::from(cfg.part.map_or(0, |p| p.index));
         // Captures are stamped from the wall clock at the start of the run.
         let first_ts = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -146,7 +152,7 @@ impl FlowSource {
             active: 0,
             tree: DistributionTree::new(),
             fast_next: 0.0,
-            pick: seed ^ 0x5851_f42d_4c95_7f2d,
+            pick,
             headers: None,
         })
     }
@@ -263,6 +269,23 @@ impl FlowSource {
     }
 }
 
+impl FlowSource {
+    /// Whether flow `f` is this source's: its worker's share of a
+    /// distributed run and its planner's part (both by 5-tuple, so the
+    /// packets of a 5-tuple stay in one planner and on one TX thread).
+    fn owns(&self, f: &Flow) -> bool {
+        let (share, part) = (self.cfg.share, self.cfg.part);
+        if share.is_none() && part.is_none() {
+            return true;
+        }
+        let key = share_key(f);
+        // The part's key is mixed again, so that it does not follow the
+        // share's (worker 1 of 2 would otherwise give planner 0 nothing).
+        let mut mixed = key;
+        share.is_none_or(|s| s.takes(key)) && part.is_none_or(|p| p.takes(splitmix(&mut mixed)))
+    }
+}
+
 impl Source for FlowSource {
     fn fill(&mut self, out: &mut Outbox<'_>) -> Result<End, SourceError> {
         out.set_first_ts(self.first_ts);
@@ -283,7 +306,7 @@ impl Source for FlowSource {
                 }
                 (Some(s), p) if p.is_none_or(|p| s <= p) => {
                     if let Some(f) = self.expander.next() {
-                        if self.cfg.share.is_none_or(|s| s.takes(share_key(&f))) {
+                        if self.owns(&f) {
                             self.activate(f, out);
                         }
                     }

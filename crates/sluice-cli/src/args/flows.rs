@@ -31,6 +31,9 @@ pub struct RunArgs {
     /// How packets of concurrent flows are scheduled: exact per-flow times from a calendar, or FLOR's stochastic planning.
     #[arg(long, value_parser = named::<Planner>(Planner::NAMES), default_value_t = FlowConfig::default().planner)]
     pub planner: Planner,
+    /// Planner threads building packets in parallel, each for its part of the flows (by 5-tuple) and its own TX threads (at least as many TX threads run); not with --limit.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub planners: u32,
     /// Seed of every random choice (overrides the session's `seed`).
     #[arg(long)]
     pub seed: Option<u64>,

@@ -6,8 +6,9 @@ use crate::dest::{self, Dest};
 use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
-use sluice_engine::run_source;
-use sluice_flows::{import_csv, FlowConfig, FlowSource, ImportError};
+use sluice_engine::run_sources;
+use sluice_flows::{import_csv, FlowConfig, FlowSource, ImportError, Session};
+use sluice_source::{Share, Source};
 use std::io::{BufReader, BufWriter, Read};
 
 pub fn run(a: FlowsArgs) -> Result<u8, Failure> {
@@ -17,22 +18,38 @@ pub fn run(a: FlowsArgs) -> Result<u8, Failure> {
     }
 }
 
-fn run_session(a: RunArgs) -> Result<u8, Failure> {
+fn run_session(mut a: RunArgs) -> Result<u8, Failure> {
+    let planners = a.planners;
+    if planners > 1 && a.run.limit.is_some() {
+        return Err(bad_input(anyhow!(
+            "--limit needs --planners 1: with {planners} planners no one of them knows which packets are the first N in time (use --duration)"
+        )));
+    }
+    // Each planner feeds TX threads of its own.
+    a.run.threads = a.run.threads.max(planners as usize);
     let mut plan = SendPlan::new(&a.run, a.topspeed)?.reads(&a.session);
     plan.engine.start_at = a.part.start_at;
-    let source = FlowSource::open(
-        &a.session,
-        FlowConfig {
-            seed: a.seed,
-            src_mac: a.src_mac,
-            dst_mac: a.dst_mac,
-            stamp: a.stamp,
-            planner: a.planner,
-            share: a.part.share,
-        },
-    )
-    .map_err(bad_input)?;
-    plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
+    let session = Session::load(&a.session).map_err(bad_input)?;
+    let sources = (0..planners)
+        .map(|k| -> Result<Box<dyn Source>, Failure> {
+            let cfg = FlowConfig {
+                seed: a.seed,
+                src_mac: a.src_mac,
+                dst_mac: a.dst_mac,
+                stamp: a.stamp,
+                planner: a.planner,
+                share: a.part.share,
+                part: (planners > 1).then_some(Share {
+                    index: k,
+                    count: planners,
+                }),
+            };
+            Ok(Box::new(
+                FlowSource::new(session.clone(), cfg).map_err(bad_input)?,
+            ))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    plan.run(|sinks, cfg, progress| run_sources(sources, sinks, cfg, progress))
 }
 
 /// Largest flow-record file `flows import` reads.

@@ -7,7 +7,7 @@
 //!   and the virtual time it was handed over; it can cost virtual time per
 //!   frame (a slow link), stall once, refuse oversize frames, fail, or stop
 //!   the run.
-//! - [`Bench`] runs them through the real engine (`run_source_on`: IO
+//! - [`Bench`] runs them through the real engine (`run_parts_on`: IO
 //!   thread, outbox, TX threads, pacer, aggregator) on a virtual clock the
 //!   recorders move, so lateness and drops happen on cue and every
 //!   assertion is exact.
@@ -15,11 +15,12 @@
 mod failures;
 mod fates;
 mod ordering;
+mod parts;
 mod passes;
 mod timing;
 
 use crate::ClockChoice;
-use crate::{batch::run_source_on, EngineConfig, EngineError, IntervalStats, Observer, Summary};
+use crate::{batch::run_parts_on, EngineConfig, EngineError, IntervalStats, Observer, Summary};
 use sluice_core::{Clock, Due, MonoTime, MonotonicClock, Nanos, VirtualClock};
 use sluice_sink::{Sink, SinkError};
 use sluice_source::{End, Fates, Origin, Outbox, RunContext, Source, SourceError, SourceReport};
@@ -329,6 +330,11 @@ impl Bench {
     }
 
     pub fn run(self, source: impl Source + 'static) -> Outcome {
+        self.run_parts(vec![Box::new(source)])
+    }
+
+    /// A stream given in parts, one planner thread each ([`crate::run_sources`]).
+    pub fn run_parts(self, sources: Vec<Box<dyn Source>>) -> Outcome {
         let sent: Vec<_> = self.sinks.iter().map(|s| s.sent.clone()).collect();
         let sinks: Vec<Box<dyn Sink>> = self
             .sinks
@@ -337,7 +343,7 @@ impl Bench {
             .collect();
         let mut obs = Intervals::default();
         let clocks = (MonotonicClock::new(), self.clock);
-        let result = run_source_on(source, sinks, &self.cfg, &mut obs, clocks);
+        let result = run_parts_on(sources, sinks, &self.cfg, &mut obs, clocks);
         Outcome {
             result,
             sent: sent
