@@ -200,6 +200,7 @@ fn frames_the_engine_sent_late_are_acknowledged_left_late() {
     const N: usize = 2_000;
     let d = tmpdir("inject-late");
     let (sock, acks) = (d.join("i.sock"), d.join("acks.txt"));
+    let log = d.join("requested.csv");
     let inject = start_inject(
         &sock,
         &[
@@ -210,6 +211,8 @@ fn frames_the_engine_sent_late_are_acknowledged_left_late() {
             "-q",
             "--late-threshold",
             "1ns",
+            "--log-requested",
+            log.to_str().unwrap(),
         ],
     );
     let client = Command::new("python3")
@@ -249,6 +252,25 @@ fn frames_the_engine_sent_late_are_acknowledged_left_late() {
         summary.contains(&format!("left_late {left_late}")),
         "{summary}"
     );
+    // --log-requested: the client's acks, each beside the time it asked
+    // for (its realtime base: the schedule's start plus seq gaps of 50 us).
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let mut lines = logged.lines();
+    assert_eq!(
+        lines.next(),
+        Some("session,seq,requested_ns,departure_ns,status")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), N);
+    let first: u64 = rows[0][2].parse().unwrap();
+    for (row, ack) in rows.iter().zip(text.lines()) {
+        let ack: Vec<&str> = ack.split_whitespace().collect();
+        assert_eq!(&row[1..2], &ack[..1], "{row:?} / {ack:?}");
+        assert_eq!(&row[3..5], &ack[1..3], "{row:?} / {ack:?}");
+        let seq: u64 = row[1].parse().unwrap();
+        let asked: u64 = row[2].parse().unwrap();
+        assert_eq!(asked - first, seq * 50_000, "{row:?}");
+    }
 }
 
 /// Sends raw bytes after a HELLO; returns everything sluice answered.

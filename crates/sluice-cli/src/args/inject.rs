@@ -32,6 +32,9 @@ pub struct InjectArgs {
     /// Descriptions one client may have unacknowledged before sluice stops reading it (its socket then pushes back).
     #[arg(long, value_parser = count, default_value_t = 262_144)]
     pub window: u64,
+    /// Write one CSV line per acknowledged description (session, seq, requested time, departure, status; times in the session's base): requested beside measured, as Caliper logs them.
+    #[arg(long, value_name = "FILE")]
+    pub log_requested: Option<String>,
     /// Source MAC of frames built from fields (default: the --to interface's, else 02:00:00:00:00:01); a client's HELLO may give its own.
     #[arg(long)]
     pub src_mac: Option<MacAddr>,

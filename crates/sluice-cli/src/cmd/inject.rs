@@ -2,12 +2,13 @@
 //! acknowledged with their departures.
 
 use crate::args::InjectArgs;
+use crate::dest::Dest;
 use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::run_source;
 use sluice_live::inject::TOKEN_LEN;
-use sluice_live::inject::{InjectConfig, InjectSource, Listen, Listener};
+use sluice_live::inject::{InjectConfig, InjectSource, Listen, Listener, LoggedAck, RequestLog};
 use sluice_sink::SinkSpec;
 use sluice_sys::packet_rx::PacketRx;
 
@@ -17,7 +18,10 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
             "inject runs one TX thread: acknowledgements follow the order frames leave in"
         )));
     }
-    let plan = SendPlan::new(&a.run, false)?;
+    let mut plan = SendPlan::new(&a.run, false)?;
+    if let Some(p) = &a.log_requested {
+        plan = plan.writes(p);
+    }
     // Checked before the listener is bound.
     plan.check_files()?;
     let src_mac = match (&a.src_mac, &a.run.to) {
@@ -69,6 +73,9 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
         late_threshold_ns: a.run.late_threshold.0,
     };
     let mut source = InjectSource::new(listener, cfg);
+    if let Some(p) = &a.log_requested {
+        source = source.with_log(Box::new(CsvLog::open(p)?));
+    }
     if let Some(rx) = rx {
         source = source.with_return(rx);
     }
@@ -85,6 +92,45 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
         );
     }
     plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
+}
+
+/// `--log-requested`: CSV, kept only once the run has ended (a failed
+/// run never replaces a good log).
+struct CsvLog(Option<std::io::BufWriter<Dest>>);
+
+impl CsvLog {
+    fn open(spec: &str) -> Result<Self, Failure> {
+        use std::io::Write;
+        let mut w = std::io::BufWriter::new(Dest::open(spec)?);
+        writeln!(w, "session,seq,requested_ns,departure_ns,status")
+            .map_err(|e| anyhow!("--log-requested {spec}: {e}"))?;
+        Ok(CsvLog(Some(w)))
+    }
+}
+
+impl RequestLog for CsvLog {
+    fn record(&mut self, l: &LoggedAck) -> std::io::Result<()> {
+        use std::io::Write;
+        match &mut self.0 {
+            Some(w) => writeln!(
+                w,
+                "{},{},{},{},{}",
+                l.session,
+                l.seq,
+                l.requested,
+                l.departure,
+                l.status.name()
+            ),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        match self.0.take() {
+            Some(w) => w.into_inner().map_err(|e| e.into_error())?.commit(),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The secret of a token file: 64 hex digits, the file a regular one that

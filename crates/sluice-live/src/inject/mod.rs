@@ -12,9 +12,9 @@ mod proto;
 mod session;
 
 pub use listen::{Listen, Listener};
-pub use proto::{walk_stream, TOKEN_LEN};
+pub use proto::{walk_stream, Status, TOKEN_LEN};
 
-use proto::{Message, ProtoError, Status, TimeBase};
+use proto::{Message, ProtoError, TimeBase};
 use session::Session;
 use sluice_core::{Clock, MonoTime, MonotonicClock, Nanos};
 use sluice_source::seam::{
@@ -74,9 +74,35 @@ pub struct InjectConfig {
     pub late_threshold_ns: u64,
 }
 
+/// Where `--log-requested` goes: one line per acknowledged description,
+/// its requested time beside its departure (Caliper's log of requested
+/// and actual times), both in the session's time base.
+pub trait RequestLog: Send {
+    /// Records one acknowledgement.
+    fn record(&mut self, line: &LoggedAck) -> std::io::Result<()>;
+    /// Ends the log (the run is over): flushed and kept.
+    fn finish(&mut self) -> std::io::Result<()>;
+}
+
+/// One line of the request log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoggedAck {
+    /// The server's number of the session (in order of connection).
+    pub session: u64,
+    pub seq: u64,
+    /// The time the client asked for, in its session's time base.
+    pub requested: u64,
+    /// The acknowledged time (departure, or when it was dropped), in the
+    /// same base.
+    pub departure: u64,
+    pub status: Status,
+}
+
 /// A description waiting for its time.
 struct Waiting {
     due: u64,
+    /// The time its client asked for, in the session's base.
+    requested: u64,
     order: u64,
     session: u64,
     seq: u64,
@@ -105,6 +131,7 @@ impl Ord for Waiting {
 struct InFlight {
     session: u64,
     seq: u64,
+    requested: u64,
     late: bool,
     /// When it was due, as an offset from the run's start.
     due: u64,
@@ -169,6 +196,9 @@ pub struct InjectSource {
     held_bytes: usize,
     /// Run offset before which the listener is not accepted on.
     accept_after: u64,
+    /// `--log-requested`, and the first error writing it.
+    log: Option<Box<dyn RequestLog>>,
+    log_failed: Option<String>,
 }
 
 impl InjectSource {
@@ -198,7 +228,15 @@ impl InjectSource {
             rx_buf: vec![0; 65_536],
             held_bytes: 0,
             accept_after: 0,
+            log: None,
+            log_failed: None,
         }
+    }
+
+    /// Logs every acknowledgement with the time its client asked for.
+    pub fn with_log(mut self, log: Box<dyn RequestLog>) -> Self {
+        self.log = Some(log);
+        self
     }
 
     /// Hands frames arriving on this socket's interface to the clients.
@@ -406,12 +444,16 @@ impl InjectSource {
                 self.counts.dropped_queue_full += 1;
                 let t = Self::from_run(s, mono0, real0, now);
                 s.ack(d.seq, t, Status::DroppedQueueFull);
+                let line = logged(id, d.seq, d.time, t, Status::DroppedQueueFull);
+                self.log_ack(&line);
                 continue;
             }
             if self.held_bytes >= self.cfg.queue_bytes {
                 self.counts.dropped_queue_bytes += 1;
                 let t = Self::from_run(s, mono0, real0, now);
                 s.ack(d.seq, t, Status::DroppedQueueFull);
+                let line = logged(id, d.seq, d.time, t, Status::DroppedQueueFull);
+                self.log_ack(&line);
                 continue;
             }
             let mut due = Self::to_run(s, mono0, real0, d.time);
@@ -429,6 +471,7 @@ impl InjectSource {
                 self.in_flight.push_back(InFlight {
                     session: id,
                     seq: d.seq,
+                    requested: d.time,
                     late,
                     due,
                 });
@@ -441,6 +484,7 @@ impl InjectSource {
             self.order += 1;
             self.waiting.push(Reverse(Waiting {
                 due,
+                requested: d.time,
                 order: self.order,
                 session: id,
                 seq: d.seq,
@@ -487,6 +531,7 @@ impl InjectSource {
             self.in_flight.push_back(InFlight {
                 session: w.session,
                 seq: w.seq,
+                requested: w.requested,
                 late: w.late,
                 due: w.due,
             });
@@ -524,6 +569,7 @@ impl InjectSource {
             if let Some(s) = self.session(f.session) {
                 let t = Self::from_run(s, mono0, real0, t);
                 s.ack(f.seq, t, status);
+                self.log_ack(&logged(f.session, f.seq, f.requested, t, status));
             }
         }
     }
@@ -684,6 +730,17 @@ impl InjectSource {
     /// At the end: what is still held is acknowledged as not sent, what
     /// the TX thread reported is acknowledged, and the answers are written
     /// (briefly waiting for slow readers).
+    /// Writes one line of the request log; the first error stops it (and
+    /// is noted at the end), never the run.
+    fn log_ack(&mut self, line: &LoggedAck) {
+        if let Some(log) = self.log.as_mut() {
+            if let Err(e) = log.record(line) {
+                self.log_failed = Some(e.to_string());
+                self.log = None;
+            }
+        }
+    }
+
     fn wind_up(&mut self) {
         let (mono0, real0, now) = (self.mono0, self.real0, self.now());
         while let Some(Reverse(w)) = self.waiting.pop() {
@@ -691,9 +748,18 @@ impl InjectSource {
             if let Some(s) = self.session(w.session) {
                 let t = Self::from_run(s, mono0, real0, now);
                 s.ack(w.seq, t, Status::NotSent);
+                self.log_ack(&logged(w.session, w.seq, w.requested, t, Status::NotSent));
             }
         }
         self.acknowledge();
+        if let Some(mut log) = self.log.take() {
+            if let Err(e) = log.finish() {
+                self.log_failed.get_or_insert(e.to_string());
+            }
+        }
+        if let Some(e) = self.log_failed.take() {
+            self.note(format!("--log-requested: {e} (the log is incomplete)"));
+        }
         let deadline = std::time::Instant::now() + Duration::from_millis(500);
         for s in &mut self.sessions {
             s.seal_acks();
@@ -704,6 +770,16 @@ impl InjectSource {
                 std::thread::sleep(Duration::from_micros(200));
             }
         }
+    }
+}
+
+fn logged(session: u64, seq: u64, requested: u64, departure: u64, status: Status) -> LoggedAck {
+    LoggedAck {
+        session,
+        seq,
+        requested,
+        departure,
+        status,
     }
 }
 

@@ -464,6 +464,21 @@ pub enum Status {
     LeftLate = 6,
 }
 
+impl Status {
+    /// The name docs/FORMATS.md gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Sent => "sent",
+            Status::SentLate => "sent_late",
+            Status::DroppedQueueFull => "dropped_queue_full",
+            Status::Refused => "refused",
+            Status::DroppedLate => "dropped_late",
+            Status::NotSent => "not_sent",
+            Status::LeftLate => "left_late",
+        }
+    }
+}
+
 /// Appends one acknowledgement to an ACKS body being built.
 pub fn ack(out: &mut Vec<u8>, seq: u64, departure: u64, status: Status) {
     out.extend_from_slice(&seq.to_le_bytes());
