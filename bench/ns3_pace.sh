@@ -10,6 +10,8 @@
 #
 #   bench/ns3_pace.sh              GAP_US=200 BYTES=2000000 SIM=1 FIGS=DIR
 #
+# With FIGS, `sluice analyze --gaps --plot` draws the two CDFs overlaid.
+#
 # Topology: namespace slcn3 holds pace's TAP slcapn (no address: the ns-3
 # node owns 10.77.0.1 and the TAP's MAC) and veth slcn3a; slcn3sink holds slcn3b
 # (10.77.0.2) and the receiver (python/examples/tcp_sink.py). Needs root,
@@ -93,6 +95,17 @@ def ks(a, b):
     return d
 meas = iats(sys.argv[1])
 sim = iats(sys.argv[2]) if sys.argv[6] == "1" else []
+if sim:
+    # The simulated gaps as requested ones, in order, for the overlay.
+    b = open(sys.argv[2], "rb").read()
+    o, ts = 24, []
+    while o + 16 <= len(b):
+        s, frac, cl, wl = struct.unpack("<IIII", b[o:o + 16])
+        if wl >= 1400:
+            ts.append(s * 10**9 + frac * 1000)
+        o += 16 + cl
+    with open(sys.argv[2] + ".gaps", "w") as f:
+        f.writelines("%d\n" % (y - x) for x, y in zip(ts, ts[1:]))
 # The simulated link spaces frames exactly (an atom at the gap): KS is then
 # at least the measured mass on either side of it, however close. The
 # Wasserstein distance (mean gap between matched quantiles, us) says how
@@ -107,3 +120,10 @@ print("%-6s  %-8s  %6d  %8.2f  %8.2f  %8.2f  %8.2f  %5d  %7.2f  %7.2f  %-5s  %s"
     pct(meas, .25), pct(meas, .5), pct(meas, .75), pct(meas, .95), len(sim), pct(sim, .5),
     pct(sim, .95), "%.3f" % ks(meas, sim) if both else "-", "%.2f" % w1(meas, sim) if both else "-"))
 PY
+if [ "$sim" = 1 ] && [ -n "${FIGS:-}" ]; then
+  # Fig. 10: simulated and measured gap CDFs overlaid by sluice's analyzer.
+  mkdir -p "$FIGS"
+  "$sluice" analyze "$work/measured.pcap" --gaps "$work/sim-1-0.pcap.gaps" --plot "$FIGS/fig10-ns3-pace.svg" \
+    --json > "$work/fig10.json"
+  echo "overlay: $FIGS/fig10-ns3-pace.svg"
+fi
