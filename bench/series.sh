@@ -4,7 +4,8 @@
 # time-violation table (Table II), and real seismic data judged by arrival
 # time, with tcpreplay replaying the very same datagrams side by side.
 #
-#   bench/series.sh [all|io|throughput|drift|real]   (default: all)
+#   bench/series.sh [all|io|throughput|sweep|drift|real]   (default: all;
+#   sweep: Fig. 10's records/s against TX threads, THREADS="1 2 3 4" RUNS=3)
 #
 # Needs root, tcpdump, tcpreplay, python3. Uses bench/netns.sh (vendored from shared/bench)
 # (veth va <-> vb in namespace "sink"); frames to 02:00:00:00:00:99 are
@@ -152,7 +153,36 @@ real() {
 
 : > "$results"
 say "# sluice series benchmark $(date -u +%FT%TZ) on $(nproc) cores, kernel $(uname -r)"
+sweep() {
+  # Fig. 10: records/s against TX threads (28-byte records, 16 devices,
+  # --tight-loop 0), to null and through veth, median of $RUNS, alternated.
+  local runs=${RUNS:-3} list=${THREADS:-1 2 3 4}
+  say "== records/s against TX threads ($(nproc) cores), 28-byte records, median of $runs =="
+  arc r28.arc 2000000 1 16 58
+  declare -A got
+  for r in $(seq "$runs"); do
+    for t in $list; do
+      for to in null afpacket:va; do
+        local a b
+        a=$(rx)
+        play r28.arc "$to" "$work/w.json" --tight-loop 0 --threads "$t"
+        b=$(rx)
+        if [ "$to" = null ]; then
+          got[$to/$t]="${got[$to/$t]:-} $(json "$work/w.json" "['pps']" | cut -d. -f1)"
+        else
+          got[$to/$t]="${got[$to/$t]:-} $(python3 -c "import json; s=json.load(open('$work/w.json')); print(round(($b-$a)/s['duration_s']))")"
+        fi
+      done
+    done
+  done
+  med() { echo $1 | tr ' ' '\n' | sort -n | sed -n "$(( (runs + 1) / 2 ))p"; }
+  say "tx_threads  null_rps  veth_rps  (runs null | veth)"
+  for t in $list; do
+    say "$t  $(med "${got[null/$t]}")  $(med "${got[afpacket:va/$t]}")  (${got[null/$t]} |${got[afpacket:va/$t]})"
+  done
+}
+
 case "${1:-all}" in
-  all) io; throughput; drift; real ;;
+  all) io; throughput; sweep; drift; real ;;
   *) "$1" ;;
 esac
