@@ -5,7 +5,8 @@
 # time, with tcpreplay replaying the very same datagrams side by side.
 #
 #   bench/series.sh [all|io|throughput|sweep|drift|real]   (default: all;
-#   sweep: Fig. 10's records/s against TX threads, THREADS="1 2 3 4" RUNS=3)
+#   sweep: Fig. 10's records/s against TX threads, THREADS="1 2 3 4" RUNS=3;
+#   readers: Fig. 9's mmap against double-buffered reads, warm and cold)
 #
 # Needs root, tcpdump, tcpreplay, python3. Uses bench/netns.sh (vendored from shared/bench)
 # (veth va <-> vb in namespace "sink"); frames to 02:00:00:00:00:99 are
@@ -153,6 +154,34 @@ real() {
 
 : > "$results"
 say "# sluice series benchmark $(date -u +%FT%TZ) on $(nproc) cores, kernel $(uname -r)"
+readers() {
+  # Fig. 9: the IO thread's double-buffered reads (64 MiB buffers) against
+  # mapping the archive and walking it in place; every record touched once
+  # either way. Warm: from the page cache; cold: the file's pages dropped
+  # first (POSIX_FADV_DONTNEED). Median of $RUNS, alternated.
+  local runs=${RUNS:-3}
+  arc r28.arc 2000000 1 16 58
+  arc r1472.arc 200000 1 1 1502
+  say "== archive readers: double-buffered read against mmap, GB/s, median of $runs =="
+  say "archive  cache  double_buffered  mmap  mmap/double"
+  local a cache
+  for a in r28.arc r1472.arc; do
+    for cache in warm cold; do
+      local db="" mm="" r
+      local flag=(); [ "$cache" = cold ] && flag=(--cold)
+      cat "$work/$a" > /dev/null
+      for r in $(seq "$runs"); do
+        db="$db $("$root/target/release/examples/archive_read" "$work/$a" 64 "${flag[@]}" | sed -n 's/.*: \([0-9.]*\) GB\/s.*/\1/p')"
+        mm="$mm $("$root/target/release/examples/archive_read" "$work/$a" 64 --mmap "${flag[@]}" | sed -n 's/.*: \([0-9.]*\) GB\/s.*/\1/p')"
+      done
+      local m1 m2
+      m1=$(echo $db | tr ' ' '\n' | sort -n | sed -n "$(( (runs + 1) / 2 ))p")
+      m2=$(echo $mm | tr ' ' '\n' | sort -n | sed -n "$(( (runs + 1) / 2 ))p")
+      say "$a  $cache  $m1  $m2  x$(python3 -c "print(f'{$m2/$m1:.2f}')")   (runs:$db |$mm)"
+    done
+  done
+}
+
 sweep() {
   # Fig. 10: records/s against TX threads (28-byte records, 16 devices,
   # --tight-loop 0), to null and through veth, median of $RUNS, alternated.
@@ -183,6 +212,6 @@ sweep() {
 }
 
 case "${1:-all}" in
-  all) io; throughput; sweep; drift; real ;;
+  all) io; readers; throughput; sweep; drift; real ;;
   *) "$1" ;;
 esac

@@ -13,6 +13,8 @@
 //!   the frames of one interface (the return path to a TAP), and
 //!   [`rx_ring`]: a TPACKET_V3 receive ring (`sluice rx`, `--rx`).
 //! - [`process`]: a worker's jobs: stopped by SIGTERM, and dying with it.
+//! - [`filemap`]: a file mapped read-only, and its pages dropped from the
+//!   page cache (benches of reading strategies).
 //! - [`output`]: file outputs written to a temporary file and renamed into
 //!   place, locked while written, never aliasing an input.
 //!
@@ -23,6 +25,7 @@
 pub mod clock;
 pub mod cpus;
 pub mod ethtool;
+pub mod filemap;
 pub mod mem;
 pub mod net;
 pub mod output;
