@@ -758,3 +758,67 @@ fn planner_threads_keep_every_flow_whole_and_in_order_judged_by_tshark() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("not a directory"), "{}", stderr(&o));
 }
+
+#[test]
+fn ip_only_flows_carry_their_protocol_number_and_no_ports() {
+    if !have_tshark() {
+        return;
+    }
+    let d = tmpdir("flows-ip-only");
+    let session = d.join("ip.yaml");
+    std::fs::write(
+        &session,
+        "flows:\n  - {proto: ip4, src: 10.0.0.1, dst: 10.99.0.2, ipproto: 50, start: 0, packets: 3, biflow: true, \
+         pps: 1000, payload: 30, count: 2, step: {src: 1}}\n  - {proto: ip6, src: '2001:db8::1', \
+         dst: '2001:db8::2', start: 0, packets: 2, pps: 1000, payload: 12}\n",
+    )
+    .unwrap();
+    let out = d.join("ip.pcap");
+    let o = flows_to_pcap(&session, &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = tshark(
+        &out,
+        &[
+            "ip.src",
+            "ip.proto",
+            "ip.checksum.status",
+            "ip.len",
+            "ipv6.nxt",
+            "ipv6.plen",
+            "frame.len",
+        ],
+    );
+    let v4: Vec<_> = rows.iter().filter(|r| !r[0].is_empty()).collect();
+    let v6: Vec<_> = rows.iter().filter(|r| r[0].is_empty()).collect();
+    assert_eq!(
+        (v4.len(), v6.len()),
+        (12, 2),
+        "{rows:?} (2 biflows of 3 packets each way)"
+    );
+    for r in v4 {
+        // Protocol 50, a good header checksum, the payload right after
+        // the 20-byte header (30 bytes: IP length 50, frame 64).
+        assert_eq!(&r[1..4], ["50", "1", "50"], "{r:?}");
+        assert_eq!(r[6], "64", "{r:?}");
+    }
+    for r in v6 {
+        // The default protocol number, 253 (RFC 3692), 12 payload bytes.
+        assert_eq!(&r[4..7], ["253", "12", "66"], "{r:?}");
+    }
+    // Ports and ipproto are refused where they mean nothing.
+    for (entry, says) in [
+        (
+            "{proto: ip4, src: 10.0.0.1, dst: 10.0.0.2, dport: 5, packets: 1}",
+            "have no ports",
+        ),
+        (
+            "{proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, ipproto: 5, packets: 1}",
+            "ipproto is for ip4 and ip6",
+        ),
+    ] {
+        std::fs::write(&session, format!("flows:\n  - {entry}\n")).unwrap();
+        let o = flows_to_pcap(&session, &d.join("no.pcap"), &[]);
+        assert_eq!(o.status.code(), Some(2), "{entry}");
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
+}

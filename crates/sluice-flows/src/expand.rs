@@ -67,6 +67,22 @@ pub struct Flow {
 }
 
 impl Flow {
+    /// Its L4 header (for `ip4`/`ip6`, none: its protocol number).
+    pub fn l4(&self) -> sluice_wire::FlowProto {
+        self.proto.l4(self.ipproto())
+    }
+
+    /// The IP protocol number of an `ip4`/`ip6` flow. Such a flow has no
+    /// ports (the session refuses them), so `dport` holds the number: a
+    /// field of its own would grow every active flow by 8 bytes.
+    pub fn ipproto(&self) -> u8 {
+        if self.proto.ip_only() {
+            self.dport as u8
+        } else {
+            0
+        }
+    }
+
     pub fn src_ip(&self) -> IpAddr {
         self.src.ip(self.proto.v6())
     }
@@ -189,6 +205,10 @@ impl Expander {
         let mut dst = add(e.dst, k.wrapping_mul(e.step.dst));
         let mut sport = e.sport.wrapping_add((k as u16).wrapping_mul(e.step.sport));
         let mut dport = e.dport.wrapping_add((k as u16).wrapping_mul(e.step.dport));
+        if e.proto.ip_only() {
+            // No ports: the protocol number rides in `dport` (Flow::ipproto).
+            dport = u16::from(e.ipproto.unwrap_or(super::session::DEFAULT_IPPROTO));
+        }
         let rng = &mut st.rng;
         if let Some(n) = e.vary.src {
             src = random_in(n, rng);
@@ -238,7 +258,9 @@ impl Expander {
             back.id = self.next_id;
             self.next_id = self.next_id.wrapping_add(1);
             std::mem::swap(&mut back.src, &mut back.dst);
-            std::mem::swap(&mut back.sport, &mut back.dport);
+            if !e.proto.ip_only() {
+                std::mem::swap(&mut back.sport, &mut back.dport);
+            }
             back.reverse = true;
             self.pending = Some(back);
         }

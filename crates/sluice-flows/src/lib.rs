@@ -13,5 +13,5 @@ mod stream;
 
 pub use expand::{Expander, Flow, NO_TOTAL};
 pub use import::{import_csv, import_text, ImportError, ImportStats};
-pub use session::{FlowEntry, Proto, Session, SessionError};
+pub use session::{FlowEntry, Proto, Session, SessionError, DEFAULT_IPPROTO};
 pub use source::{FlowConfig, FlowSource, Planner};

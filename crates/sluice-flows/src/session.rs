@@ -83,6 +83,10 @@ pub struct FlowEntry {
     pub sport: u16,
     #[serde(default)]
     pub dport: u16,
+    /// The IP protocol number of an `ip4`/`ip6` flow (default
+    /// [`DEFAULT_IPPROTO`]).
+    #[serde(default)]
+    pub ipproto: Option<u8>,
     #[serde(default)]
     pub start: Time,
     pub packets: u64,
@@ -119,18 +123,31 @@ pub enum Proto {
     Tcp6,
     Icmp4,
     Icmp6,
+    /// IP without an L4 header (FLOR's "L4 None"): the entry's `ipproto`.
+    Ip4,
+    Ip6,
 }
 
+/// The IP protocol number of `ip4`/`ip6` flows that name none: 253, for
+/// experimentation and testing (RFC 3692).
+pub const DEFAULT_IPPROTO: u8 = 253;
+
 impl Proto {
-    pub fn l4(self) -> FlowProto {
+    /// The L4 header, `ipproto` being the protocol number of `ip4`/`ip6`.
+    pub fn l4(self, ipproto: u8) -> FlowProto {
         match self {
             Proto::Udp4 | Proto::Udp6 => FlowProto::Udp,
             Proto::Tcp4 | Proto::Tcp6 => FlowProto::Tcp,
             Proto::Icmp4 | Proto::Icmp6 => FlowProto::Icmp,
+            Proto::Ip4 | Proto::Ip6 => FlowProto::Ip(ipproto),
         }
     }
     pub fn v6(self) -> bool {
-        matches!(self, Proto::Udp6 | Proto::Tcp6 | Proto::Icmp6)
+        matches!(self, Proto::Udp6 | Proto::Tcp6 | Proto::Icmp6 | Proto::Ip6)
+    }
+    /// True for `ip4`/`ip6`: no L4 header, no ports.
+    pub fn ip_only(self) -> bool {
+        matches!(self, Proto::Ip4 | Proto::Ip6)
     }
     /// The session-file spelling (`tcp4`, ...).
     pub fn name(self) -> &'static str {
@@ -141,13 +158,16 @@ impl Proto {
             Proto::Tcp6 => "tcp6",
             Proto::Icmp4 => "icmp4",
             Proto::Icmp6 => "icmp6",
+            Proto::Ip4 => "ip4",
+            Proto::Ip6 => "ip6",
         }
     }
     /// IP + L4 header bytes of every packet.
     pub fn header_len(self) -> usize {
         (if self.v6() { 40 } else { 20 })
-            + match self.l4() {
+            + match self.l4(0) {
                 FlowProto::Tcp => 20,
+                FlowProto::Ip(_) => 0,
                 _ => 8,
             }
     }
@@ -417,6 +437,25 @@ impl FlowEntry {
         }
         if self.packets == 0 {
             return Err("packets must be at least 1".into());
+        }
+        if self.proto.ip_only() {
+            let ports = self.sport != 0
+                || self.dport != 0
+                || self.step.sport != 0
+                || self.step.dport != 0
+                || self.vary.sport.is_some()
+                || self.vary.dport.is_some();
+            if ports {
+                return Err(format!(
+                    "{} flows have no ports: remove sport, dport and their step and vary",
+                    self.proto.name()
+                ));
+            }
+        } else if self.ipproto.is_some() {
+            return Err(format!(
+                "ipproto is for ip4 and ip6 flows; {} has its own",
+                self.proto.name()
+            ));
         }
         match (self.pps, self.spp) {
             (Some(_), Some(_)) => return Err("give pps or spp, not both".into()),

@@ -218,7 +218,7 @@ impl FlowSource {
             usize::from(f.payload.0) + r as usize
         };
         let last = a.sent + 1 == f.packets;
-        let l4 = f.proto.l4();
+        let l4 = f.l4();
         // The template of the flow that sent last is kept: a flow sending
         // several packets in a row (few flows, or one) skips rebuilding it.
         if self.headers.as_ref().is_none_or(|(s, _)| *s != slot) {
@@ -357,6 +357,7 @@ fn share_key(f: &Flow) -> u64 {
         Proto::Tcp4 | Proto::Tcp6 => (6, true),
         Proto::Icmp4 => (1, false),
         Proto::Icmp6 => (58, false),
+        Proto::Ip4 | Proto::Ip6 => (f.ipproto(), false),
     };
     let (sp, dp) = if ports { (f.sport, f.dport) } else { (0, 0) };
     sluice_source::flow_key(f.src_ip(), sp, f.dst_ip(), dp, proto)

@@ -28,6 +28,9 @@ pub enum FlowProto {
     Tcp,
     /// ICMP echo over IPv4, ICMPv6 echo over IPv6.
     Icmp,
+    /// No L4 header (FLOR's "L4 None"): the payload follows the IP header,
+    /// whose protocol field is this number.
+    Ip(u8),
 }
 
 /// Identifies a sequence-stamped payload: "SLF1" + flow id + packet index.
@@ -113,6 +116,7 @@ impl FlowHeaders {
                     FlowProto::Udp => 17,
                     FlowProto::Tcp => 6,
                     FlowProto::Icmp => 1,
+                    FlowProto::Ip(n) => n,
                 };
                 ip[9] = p;
                 let pseudo = sum16(&s.octets(), sum16(&d.octets(), 0)) + u32::from(p);
@@ -129,6 +133,7 @@ impl FlowHeaders {
                     FlowProto::Udp => 17,
                     FlowProto::Tcp => 6,
                     FlowProto::Icmp => 58,
+                    FlowProto::Ip(n) => n,
                 };
                 ip[6] = p;
                 let pseudo = sum16(&s.octets(), sum16(&d.octets(), 0)) + u32::from(p);
@@ -160,6 +165,7 @@ impl FlowHeaders {
                 l4[4..6].copy_from_slice(&sport.to_be_bytes()); // identifier
                 8
             }
+            FlowProto::Ip(_) => 0,
         };
         let ip_sum = if v6 { 0 } else { sum16(&h[ETH..l3_end], 0) };
         let l4_sum = sum16(&h[l3_end..l3_end + l4_len], 0);
@@ -218,6 +224,9 @@ impl FlowHeaders {
             let c = fold(self.ip_sum + u32::from(total) + u32::from(id));
             frame[ETH + 10..ETH + 12].copy_from_slice(&c.to_be_bytes());
         }
+        if let FlowProto::Ip(_) = self.proto {
+            return; // no L4 header, no checksum over the payload
+        }
         // L4 header: the changed words go into the checksum as they are written.
         let l4 = &mut frame[self.l3_end..self.l4_end];
         let mut sum = self.l4_sum + payload_sum;
@@ -251,6 +260,7 @@ impl FlowHeaders {
                 sum += u32::from(seq);
                 2
             }
+            FlowProto::Ip(_) => return,
         };
         if self.proto != FlowProto::Icmp || self.v6 {
             // ICMPv4 has no pseudo header.
@@ -288,7 +298,12 @@ mod tests {
     #[test]
     fn every_protocol_gets_valid_checksums() {
         for (s, d) in [("10.0.0.1", "10.0.0.2"), ("2001:db8::1", "2001:db8::2")] {
-            for proto in [FlowProto::Udp, FlowProto::Tcp, FlowProto::Icmp] {
+            for proto in [
+                FlowProto::Udp,
+                FlowProto::Tcp,
+                FlowProto::Icmp,
+                FlowProto::Ip(253),
+            ] {
                 let h = headers(s, d, proto);
                 for len in [0, 1, 11, 12, 13, 100, 1400] {
                     let mut out = Vec::new();
@@ -307,6 +322,30 @@ mod tests {
                     verify_checksums(&out).unwrap_or_else(|e| panic!("{s} {proto:?} {len}: {e:?}"));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn ip_only_flows_carry_the_payload_right_after_the_ip_header() {
+        for (s, d, l3) in [
+            ("10.0.0.1", "10.0.0.2", 34),
+            ("2001:db8::1", "2001:db8::2", 54),
+        ] {
+            let h = headers(s, d, FlowProto::Ip(47));
+            let mut out = Vec::new();
+            let fields = PacketFields {
+                index: 0,
+                last: false,
+                payload_len: 10,
+                tcp_seq: 0,
+                prefix: b"0123456789",
+                stamp: None,
+            };
+            h.write(&mut out, &fields);
+            assert_eq!(out.len(), l3 + 10);
+            assert_eq!(&out[l3..], b"0123456789");
+            let next = if l3 == 34 { out[14 + 9] } else { out[14 + 6] };
+            assert_eq!(next, 47, "{s}: the IP protocol field");
         }
     }
 

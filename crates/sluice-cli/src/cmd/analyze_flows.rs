@@ -48,6 +48,7 @@ fn key_of_flow(f: &Flow) -> Key {
         Proto::Tcp4 | Proto::Tcp6 => (6, false),
         Proto::Icmp4 => (1, true),
         Proto::Icmp6 => (58, true),
+        Proto::Ip4 | Proto::Ip6 => (f.ipproto(), true),
     };
     if icmp {
         (f.src_ip(), f.dst_ip(), 0, 0, proto)
