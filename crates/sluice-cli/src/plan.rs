@@ -72,10 +72,7 @@ impl<'a> SendPlan<'a> {
     pub fn second_port(mut self, to2: &'a SinkSpec) -> Result<Self, Failure> {
         check_sink(self.opts, to2)?;
         if let SinkSpec::Pcap(p) = to2 {
-            for k in 0..self.opts.threads {
-                self.outputs
-                    .push(pcap_path(p, k).to_string_lossy().into_owned());
-            }
+            self.outputs.extend(pcap_outputs(p, self.opts.threads));
         }
         self.to2 = Some(to2);
         Ok(self)
@@ -156,9 +153,7 @@ impl<'a> SendPlan<'a> {
 /// `--summary-json`.
 fn run_outputs(o: &RunOpts) -> Vec<String> {
     let pcaps = match &o.to {
-        SinkSpec::Pcap(p) => (0..o.threads)
-            .map(|k| pcap_path(p, k).to_string_lossy().into_owned())
-            .collect(),
+        SinkSpec::Pcap(p) => pcap_outputs(p, o.threads),
         _ => Vec::new(),
     };
     pcaps
@@ -175,6 +170,13 @@ fn run_outputs(o: &RunOpts) -> Vec<String> {
 /// `DIR/tx-K.pcap`, written by that thread alone.
 fn pcap_dir(p: &Path) -> bool {
     p.as_os_str().as_encoded_bytes().ends_with(b"/")
+}
+
+/// The pcap files `threads` TX threads write under `--to pcap:P`.
+fn pcap_outputs(p: &Path, threads: usize) -> Vec<String> {
+    (0..threads)
+        .map(|k| pcap_path(p, k).to_string_lossy().into_owned())
+        .collect()
 }
 
 /// The pcap file TX thread `k` writes under `--to pcap:P`.

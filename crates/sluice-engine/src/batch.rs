@@ -36,8 +36,7 @@ pub fn run_source(
     cfg: &EngineConfig,
     observer: &mut dyn Observer,
 ) -> Result<Summary, EngineError> {
-    let clocks = (MonotonicClock::new(), VirtualClock::new(MonoTime(0)));
-    run_source_on(source, sinks, cfg, observer, clocks)
+    run_sources(vec![Box::new(source)], sinks, cfg, observer)
 }
 
 /// Runs a stream given as disjoint parts (`sources`, one planner thread
@@ -55,17 +54,7 @@ pub fn run_sources(
     run_parts_on(sources, sinks, cfg, observer, clocks)
 }
 
-/// [`run_source`] on the given clocks (see [`Run::execute`]).
-pub(crate) fn run_source_on(
-    source: impl Source + 'static,
-    sinks: Vec<Box<dyn Sink>>,
-    cfg: &EngineConfig,
-    observer: &mut dyn Observer,
-    clocks: (MonotonicClock, VirtualClock),
-) -> Result<Summary, EngineError> {
-    run_parts_on(vec![Box::new(source)], sinks, cfg, observer, clocks)
-}
-
+/// [`run_sources`] on the given clocks (see [`Run::execute`]).
 pub(crate) fn run_parts_on(
     sources: Vec<Box<dyn Source>>,
     sinks: Vec<Box<dyn Sink>>,

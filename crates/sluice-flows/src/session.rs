@@ -165,9 +165,9 @@ impl Proto {
     /// IP + L4 header bytes of every packet.
     pub fn header_len(self) -> usize {
         (if self.v6() { 40 } else { 20 })
-            + match self.l4(0) {
-                FlowProto::Tcp => 20,
-                FlowProto::Ip(_) => 0,
+            + match self {
+                Proto::Tcp4 | Proto::Tcp6 => 20,
+                Proto::Ip4 | Proto::Ip6 => 0,
                 _ => 8,
             }
     }

@@ -224,9 +224,6 @@ impl FlowHeaders {
             let c = fold(self.ip_sum + u32::from(total) + u32::from(id));
             frame[ETH + 10..ETH + 12].copy_from_slice(&c.to_be_bytes());
         }
-        if let FlowProto::Ip(_) = self.proto {
-            return; // no L4 header, no checksum over the payload
-        }
         // L4 header: the changed words go into the checksum as they are written.
         let l4 = &mut frame[self.l3_end..self.l4_end];
         let mut sum = self.l4_sum + payload_sum;
@@ -260,7 +257,7 @@ impl FlowHeaders {
                 sum += u32::from(seq);
                 2
             }
-            FlowProto::Ip(_) => return,
+            FlowProto::Ip(_) => return, // no L4 header, no checksum over the payload
         };
         if self.proto != FlowProto::Icmp || self.v6 {
             // ICMPv4 has no pseudo header.
