@@ -161,6 +161,7 @@ mod tests {
             bps: 512_000.0,
             eps: None,
             flows: Vec::new(),
+            active_flows: None,
         }
     }
 

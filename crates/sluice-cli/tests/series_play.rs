@@ -210,6 +210,168 @@ fn devices_limit_and_multiply_and_mapping_applies() {
     assert!(stderr(&o).contains("bad.yaml"), "{}", stderr(&o));
 }
 
+/// Per-device records sent, from a summary's flows.
+fn sent_by_device(s: &serde_json::Value) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = s["series"]["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let name = match f["copy"].as_u64().unwrap() {
+                0 => f["device"].as_str().unwrap().to_string(),
+                c => format!("{}#{c}", f["device"].as_str().unwrap()),
+            };
+            (name, f["sent"].as_u64().unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn device_filters_choose_devices_before_the_count() {
+    let d = tmpdir("series-filter");
+    // DEV0..DEV7 round-robin, 100 records each.
+    let arc = archive(&d, 8, 800, 1000);
+    let out = d.join("out.pcap");
+    let (o, s) = play(
+        &arc,
+        &out,
+        &["--device-filter", "DEV?,!DEV3", "--device-filter", "!DEV5"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_all(&out).len(), 600);
+    assert_eq!(s["series"]["filtered"], 200);
+    let names: Vec<String> = sent_by_device(&s).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["DEV0", "DEV1", "DEV2", "DEV4", "DEV6", "DEV7"]);
+    // --devices N counts the devices the filter admits.
+    let (o, s) = play(&arc, &out, &["--device-filter", "!DEV0", "--devices", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        sent_by_device(&s),
+        [("DEV1".to_string(), 100), ("DEV2".to_string(), 100)]
+    );
+    assert_eq!(s["series"]["filtered"], 600);
+    let (o, _) = play(&arc, &out, &["--device-filter", "!"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--device-filter: device pattern '!'"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn device_steps_change_the_live_devices_over_play_time() {
+    let d = tmpdir("series-steps");
+    // Record i at i ms from DEV(i % 8): 1.6 s of play.
+    let arc = archive(&d, 8, 1600, 1000);
+    let out = d.join("out.pcap");
+    let (o, s) = play(&arc, &out, &["--device-steps", "0s=2,400ms=8,1200ms=1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Before 400 ms DEV0 and DEV1 (50 records each), then all eight (100
+    // each), from 1.2 s DEV0 alone (50).
+    let want: Vec<(String, u64)> = (0..8)
+        .map(|k| {
+            let n = match k {
+                0 => 200,
+                1 => 150,
+                _ => 100,
+            };
+            (format!("DEV{k}"), n)
+        })
+        .collect();
+    assert_eq!(sent_by_device(&s), want);
+    assert_eq!(s["series"]["inactive"], 650);
+    // Every record leaves at its own time, inside its device's steps.
+    let t0 = 1_704_067_199_500_000_000u64;
+    let got = read_all(&out);
+    assert_eq!(got.len(), 950);
+    // Each device's default source address, from the summary's flows.
+    let by_src: std::collections::HashMap<String, u8> = s["series"]["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let src = f["src"].as_str().unwrap();
+            let ip = src.split(':').next().unwrap().to_string();
+            let dev = f["device"].as_str().unwrap()[3..].parse().unwrap();
+            (ip, dev)
+        })
+        .collect();
+    assert_eq!(by_src.len(), 8, "distinct sources: {by_src:?}");
+    for (ts, frame) in &got {
+        let at_ms = (ts - t0) / 1_000_000;
+        let live = match at_ms {
+            0..400 => 2,
+            400..1200 => 8,
+            _ => 1,
+        };
+        let src = std::net::Ipv4Addr::new(frame[26], frame[27], frame[28], frame[29]);
+        let dev = by_src[&src.to_string()];
+        assert!(dev < live, "DEV{dev} sent at {at_ms} ms with {live} live");
+    }
+    // With copies, a simulated device is a flow: device x copies + copy.
+    let (o, s) = play(&arc, &out, &["--devices", "x2", "--device-steps", "0s=3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let names: Vec<String> = sent_by_device(&s).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["DEV0", "DEV0#1", "DEV1"]);
+    for (bad, want) in [
+        ("0s=2,0s=3", "times must rise"),
+        ("2s", "expected TIME=COUNT"),
+    ] {
+        let (o, _) = play(&arc, &out, &["--device-steps", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(stderr(&o).contains(want), "{bad}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn stats_lines_count_the_live_devices() {
+    let d = tmpdir("series-live");
+    // Record i at i ms from DEV(i % 8): 2.4 s of play on the real clock.
+    let arc = archive(&d, 8, 2400, 1000);
+    let stats = d.join("stats.jsonl");
+    let o = run(&[
+        "series",
+        "play",
+        arc.to_str().unwrap(),
+        "--to",
+        "null",
+        "-q",
+        "--device-steps",
+        "0s=2,1200ms=6",
+        "--stats-json",
+        stats.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&stats).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| sluice_testkit::checked_json(l.as_bytes()))
+        .collect();
+    assert!(!lines.is_empty());
+    for l in &lines {
+        let t = l["t"].as_f64().unwrap();
+        let active = l["active_flows"].as_u64().expect("a count");
+        // A record never leaves before its time, so before 1.2 s only the
+        // first two devices can have sent; a busy machine only delays.
+        let most = if t < 1.2 { 2 } else { 6 };
+        assert!(active <= most, "{active} flows live at {t} s: {l}");
+    }
+    let seen: u64 = lines
+        .iter()
+        .map(|l| l["active_flows"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(seen >= 1, "{text}");
+    // The records of the whole play are all accounted for.
+    let last = lines.last().unwrap();
+    let flows = last["flows"].as_array().unwrap();
+    let sent: u64 = flows.iter().map(|f| f["sent"].as_u64().unwrap()).sum();
+    assert_eq!(sent, 2 * 150 + 6 * 150, "{last}");
+}
+
 #[test]
 fn long_records_are_fragmented_and_tshark_reassembles_them() {
     if !sluice_testkit::require("tshark", "fragment reassembly") {

@@ -87,6 +87,8 @@ const SERIES: &[(&str, bool)] = &[
     ("ooo-window", true),
     ("ooo-threads", true),
     ("devices", true),
+    ("device-filter", true),
+    ("device-steps", true),
     ("dst-ip", true),
     ("dst-port", true),
     ("payload", true),

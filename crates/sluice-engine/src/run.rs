@@ -473,6 +473,7 @@ pub(crate) fn aggregate(
                     bps: (cur.bytes - last.bytes) as f64 * 8.0 / dt,
                     eps: (!cfg.topspeed && !interval.is_empty()).then(|| interval.percentiles()),
                     flows: Vec::new(),
+                    active_flows: None,
                 };
                 if observer.wants_flows() {
                     extra(&mut stats);

@@ -167,6 +167,9 @@ pub struct IntervalStats {
     pub eps: Option<Dist>,
     /// Per-flow totals so far (time-series play).
     pub flows: Vec<FlowStats>,
+    /// Flows that sent a record in this interval: the live simulated
+    /// devices (time-series play; None for other commands).
+    pub active_flows: Option<u64>,
 }
 
 /// Counters of one flow (time-series play): records sent, payload bytes,
@@ -289,8 +292,11 @@ pub struct SeriesSummary {
     /// Records sent (or dropped) by another TX thread than their own,
     /// which was interrupted; present when rescue was on.
     pub rescued: Option<u64>,
-    /// Records left out by `--devices N`.
+    /// Records left out by `--devices N` or `--device-filter`.
     pub filtered: u64,
+    /// Records (one per simulated copy) of devices `--device-steps` had
+    /// not made live at their due time.
+    pub inactive: u64,
     /// Per-flow counters.
     pub flows: Vec<FlowStats>,
 }
@@ -299,8 +305,8 @@ impl SeriesSummary {
     /// Its lines of the human-readable summary.
     fn render(&self, s: &mut String) {
         s.push_str(&format!(
-            "\nframes {}  out of order {}  filtered by --devices {}",
-            self.frames, self.out_of_order, self.filtered
+            "\nframes {}  out of order {}  filtered {}  inactive {}",
+            self.frames, self.out_of_order, self.filtered, self.inactive
         ));
         if let Some(r) = self.rescued {
             s.push_str(&format!("  rescued {r}"));

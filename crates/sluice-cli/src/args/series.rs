@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use sluice_archive::DataEncoding;
 use sluice_core::Nanos;
 use sluice_engine::{SeriesConfig, SeriesPayload};
-use sluice_source::series::{DeviceCount, FlowMap, Ooo};
+use sluice_source::series::{DeviceCount, DeviceSteps, FlowMap, Ooo};
 use sluice_wire::MacAddr;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -85,6 +85,12 @@ pub struct PlayArgs {
     /// Simulated devices: N plays only the first N devices, xK plays each device K times on K flows.
     #[arg(long)]
     pub devices: Option<DeviceCount>,
+    /// Play only the devices whose name matches GLOB (`*`, `?`); `!GLOB` leaves matching devices out. Repeatable or comma-separated; decided before --devices N counts.
+    #[arg(long, value_name = "GLOB", value_delimiter = ',')]
+    pub device_filter: Vec<String>,
+    /// Simulated devices live over play time, e.g. 0s=4,2s=16,5s=8: from each time on, only the first COUNT simulated devices (flows: device × copies + copy) send; none before the first step.
+    #[arg(long, value_name = "TIME=COUNT,...")]
+    pub device_steps: Option<DeviceSteps>,
     /// Destination address of flows the mapping does not set.
     #[arg(long, default_value_t = FlowMap::DEFAULT_DST_IP)]
     pub dst_ip: Ipv4Addr,

@@ -8,7 +8,9 @@ use anyhow::anyhow;
 use sluice_core::Nanos;
 use sluice_engine::{run_series, SeriesConfig};
 use sluice_sink::SinkSpec;
-use sluice_source::series::{DeviceCount, FlowMap, Ooo, SeriesTiming, MIN_BUFFER};
+use sluice_source::series::{
+    DeviceCount, DeviceFilter, DeviceSelect, FlowMap, Ooo, SeriesTiming, MIN_BUFFER,
+};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
@@ -78,6 +80,11 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
             "--mtu must be between 68 and 65535, got {mtu}"
         )));
     }
+    let select = DeviceSelect {
+        filter: DeviceFilter::new(&a.device_filter)
+            .map_err(|e| bad_input(anyhow!("--device-filter: {e}")))?,
+        steps: a.device_steps.clone(),
+    };
     let cfg = SeriesConfig {
         buffer_size,
         workers: a.workers,
@@ -89,6 +96,7 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         }),
         ooo_threads: a.ooo_threads,
         devices: a.devices.unwrap_or(DeviceCount::All),
+        select,
         payload: a.payload,
         mtu,
         src_mac: a.src_mac,

@@ -1,7 +1,7 @@
 //! Settings of a time-series play run.
 
 use sluice_core::Nanos;
-use sluice_source::series::{DeviceCount, FlowMap, Ooo, SeriesTiming};
+use sluice_source::series::{DeviceCount, DeviceSelect, FlowMap, Ooo, SeriesTiming};
 use sluice_wire::MacAddr;
 use std::path::PathBuf;
 
@@ -35,6 +35,8 @@ pub struct SeriesConfig {
     pub ooo_threads: usize,
     pub flows: FlowMap,
     pub devices: DeviceCount,
+    /// `--device-filter` and `--device-steps`.
+    pub select: DeviceSelect,
     pub payload: SeriesPayload,
     /// IP MTU of the link: larger datagrams are fragmented.
     pub mtu: usize,
@@ -76,6 +78,7 @@ impl Default for SeriesConfig {
             ooo_threads: 1,
             flows: FlowMap::new(FlowMap::DEFAULT_DST_IP, FlowMap::DEFAULT_DST_PORT),
             devices: DeviceCount::All,
+            select: DeviceSelect::default(),
             payload: SeriesPayload::Data,
             mtu: 1500,
             src_mac: MacAddr::LOCAL_SRC,

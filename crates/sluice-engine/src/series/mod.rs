@@ -84,6 +84,8 @@ struct SeriesPipeline<'a> {
     /// Each TX thread's per-flow counters and frame templates.
     flow_counts: Vec<Arc<FlowCounters>>,
     templates: Vec<Option<Templates>>,
+    /// Each flow's records at the last interval, to count live flows.
+    last_counts: Mutex<Vec<u64>>,
 }
 
 impl<'a> SeriesPipeline<'a> {
@@ -115,6 +117,7 @@ impl<'a> SeriesPipeline<'a> {
             io: None,
             flow_counts: Vec::new(),
             templates: Vec::new(),
+            last_counts: Mutex::default(),
         })
     }
 
@@ -127,6 +130,7 @@ impl<'a> SeriesPipeline<'a> {
         let cfg = self.cfg.clone();
         let (back_tx, back_rx) = crossbeam_channel::unbounded();
         let mut to_workers = Vec::new();
+        let select = Arc::new(cfg.select.clone());
         for w in 0..cfg.workers {
             let (s, r) = crossbeam_channel::bounded(1);
             to_workers.push(s);
@@ -140,6 +144,7 @@ impl<'a> SeriesPipeline<'a> {
                 self.cuts.clone(),
             );
             indexer.share = cfg.share;
+            indexer.select = select.clone();
             let (lanes, back) = (lanes.clone(), back_tx.clone());
             let queue = w % cfg.queues;
             let h = thread::Builder::new()
@@ -290,6 +295,21 @@ impl Pipeline for SeriesPipeline<'_> {
 
     fn interval(&self, stats: &mut IntervalStats) {
         stats.flows = merge_flows(&self.flow_counts, &self.table, &self.cfg);
+        // A flow is live in an interval if its count of records sent (or
+        // dropped as late) grew in it.
+        if let Ok(mut last) = self.last_counts.lock() {
+            let mut active = 0;
+            for f in &stats.flows {
+                let i = f.flow as usize;
+                if last.len() <= i {
+                    last.resize(i + 1, 0);
+                }
+                let n = f.sent + f.dropped;
+                active += u64::from(n > last[i]);
+                last[i] = n;
+            }
+            stats.active_flows = Some(active);
+        }
     }
 
     fn finish(
@@ -301,7 +321,7 @@ impl Pipeline for SeriesPipeline<'_> {
         let lanes = self.lanes().clone();
         // TX threads are gone; a worker blocked on a full queue sees `stop`.
         lanes.stop.store(true, Ordering::Relaxed);
-        let mut filtered = 0;
+        let (mut filtered, mut inactive) = (0, 0);
         // The earliest long gap and step back any worker saw, by record.
         let mut gaps = sluice_pace::GapWatch::new(self.cfg.max_gap);
         gaps.capped = self.cuts.len() as u64;
@@ -310,6 +330,7 @@ impl Pipeline for SeriesPipeline<'_> {
         let mut keep = Vec::new();
         for out in join(std::mem::take(&mut self.workers), "worker")? {
             filtered += out.filtered;
+            inactive += out.inactive;
             let earliest = |a: Option<(u64, u64)>, b: Option<(u64, u64)>| match (a, b) {
                 (Some(x), Some(y)) => Some(if y.0 < x.0 { y } else { x }),
                 (x, y) => x.or(y),
@@ -327,6 +348,7 @@ impl Pipeline for SeriesPipeline<'_> {
             out_of_order: feeds.iter().map(|f| f.out_of_order).sum(),
             rescued,
             filtered,
+            inactive,
             flows: merge_flows(&self.flow_counts, &self.table, &self.cfg),
         });
         if let Some(e) = lanes.error.lock().ok().and_then(|mut e| e.take()) {

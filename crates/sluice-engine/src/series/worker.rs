@@ -11,6 +11,8 @@ use std::time::Duration;
 
 pub(crate) struct WorkerOut {
     pub filtered: u64,
+    /// Records `--device-steps` left out.
+    pub inactive: u64,
     /// Implausible time this worker saw in its buffers.
     pub gaps: sluice_pace::GapWatch,
     /// Buffers still referenced by queued chunks at the end: dropped by the
@@ -102,6 +104,7 @@ pub(crate) fn run(
     lanes.workers_left.fetch_sub(1, Ordering::Release);
     WorkerOut {
         filtered: indexer.filtered,
+        inactive: indexer.inactive,
         gaps: indexer.gaps,
         keep: retiring,
     }

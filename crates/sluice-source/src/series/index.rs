@@ -5,7 +5,8 @@
 //! out-of-order delivery get a random extra delay in [0, T_w].
 
 use super::chunker::Filled;
-use super::devices::{DeviceId, DeviceTable};
+use super::devices::{device_name, DeviceId, DeviceTable};
+use super::select::DeviceSelect;
 use super::GapCuts;
 use super::SeriesError;
 use rand::rngs::SmallRng;
@@ -67,7 +68,7 @@ pub struct Indexer {
     table: Arc<Mutex<DeviceTable>>,
     cache: HashMap<DeviceId, Option<u32>>,
     copies: u32,
-    /// Records left out by `--devices N`.
+    /// Records left out by `--devices N` or `--device-filter`.
     pub filtered: u64,
     /// Long gaps and steps back in the records' time (reported).
     pub gaps: sluice_pace::GapWatch,
@@ -77,6 +78,11 @@ pub struct Indexer {
     /// (counted as filtered) after their device got its flow, so flow
     /// addresses are those of the whole run.
     pub share: Option<crate::Share>,
+    /// `--device-filter` and `--device-steps`.
+    pub select: Arc<DeviceSelect>,
+    /// Records (copies) of simulated devices `--device-steps` had not
+    /// made live at their due time.
+    pub inactive: u64,
 }
 
 /// Where an entry goes.
@@ -110,6 +116,8 @@ impl Indexer {
             gaps: sluice_pace::GapWatch::new(cuts.max_gap),
             cuts,
             share: None,
+            select: Arc::default(),
+            inactive: 0,
         }
     }
 
@@ -119,9 +127,12 @@ impl Indexer {
         }
         // Checked once per device: the id `series convert` would write.
         sluice_archive::pack_device(sluice_archive::trim_device(id)).map_err(|e| e.to_string())?;
+        // A filtered device never gets an index: `--devices N` counts
+        // the devices the filter admits.
+        let admitted = self.select.filter.admits(&device_name(id));
         let dev = match self.table.lock() {
-            Ok(mut t) => t.assign(id)?,
-            Err(_) => None,
+            Ok(mut t) if admitted => t.assign(id)?,
+            _ => None,
         };
         // Below MAX_DEVICE_FLOWS (2^26): the product fits.
         let mine = self.share.is_none_or(|s| {
@@ -177,7 +188,15 @@ impl Indexer {
                 at += len;
                 continue;
             };
+            let live = match &self.select.steps {
+                Some(steps) => steps.live_at(due),
+                None => u32::MAX,
+            };
             for copy in 0..self.copies {
+                if base + copy >= live {
+                    self.inactive += 1;
+                    continue;
+                }
                 let mut e = DueRecord {
                     offset: at as u32,
                     len: len as u16,

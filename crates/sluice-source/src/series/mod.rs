@@ -4,18 +4,21 @@
 //!
 //! This module holds the source side: reading the archive into buffers of
 //! whole records ([`chunker`]), turning records into queue entries with due
-//! times ([`index`]), and the device → flow mapping ([`devices`]). The
+//! times ([`index`]), the device → flow mapping ([`devices`]) and which
+//! devices play when ([`select`]). The
 //! threads (IO, workers, TX) live in the engine.
 
 pub mod chunker;
 pub mod cuts;
 pub mod devices;
 pub mod index;
+pub mod select;
 
 pub use chunker::{ArchiveChunker, Filled, MIN_BUFFER};
 pub use cuts::GapCuts;
 pub use devices::{device_id, device_name, DeviceCount, DeviceId, DeviceTable, FlowMap};
 pub use index::{DueRecord, Indexer, Lane, Ooo, SeriesTiming};
+pub use select::{DeviceFilter, DeviceSelect, DeviceSteps};
 pub use sluice_archive::HEADER_LEN;
 
 #[derive(Debug, thiserror::Error)]
