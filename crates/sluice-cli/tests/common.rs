@@ -271,3 +271,17 @@ pub fn assert_16_flows_in_order(got: &[(u64, Vec<u8>)]) {
         last[flow] = Some(seq);
     }
 }
+
+/// A bench script's first result row by column name: its output's first
+/// non-blank line names the columns, the next holds the values.
+pub fn bench_row(text: &str) -> std::collections::HashMap<String, String> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let names: Vec<&str> = lines.next().expect("a header").split_whitespace().collect();
+    let row: Vec<&str> = lines.next().expect("a row").split_whitespace().collect();
+    assert_eq!(names.len(), row.len(), "{text}");
+    names
+        .iter()
+        .zip(&row)
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}

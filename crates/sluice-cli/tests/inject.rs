@@ -273,6 +273,58 @@ fn frames_the_engine_sent_late_are_acknowledged_left_late() {
     }
 }
 
+/// inject's own pcap output is stamped on the wall clock, in the time base
+/// of a realtime session's acknowledgements: each frame's stamp lies just
+/// before its acknowledged departure (the stamp is taken as the frame is
+/// built, the departure as it is flushed), never after it.
+#[test]
+fn inject_pcap_output_lines_up_with_realtime_acks() {
+    let t = "inject_pcap_output_lines_up_with_realtime_acks";
+    if !require("python3", t) {
+        return;
+    }
+    const N: usize = 500;
+    let d = tmpdir("inject-pcap");
+    let (sock, acks, cap) = (d.join("i.sock"), d.join("acks.txt"), d.join("out.pcap"));
+    let to = format!("pcap:{}", cap.display());
+    let inject = start_inject(&sock, &["--to", &to, "--sessions", "1", "-q"]);
+    let client = Command::new("python3")
+        .arg(python("inject_schedule.py"))
+        .args(["--connect", &format!("unix:{}", sock.display())])
+        .args(["--count", &N.to_string(), "--pps", "10000"])
+        .args(["--start-ms", "200", "--time-base", "realtime"])
+        .arg("--acks")
+        .arg(&acks)
+        .output()
+        .unwrap();
+    assert!(
+        client.status.success(),
+        "{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    finish(inject);
+    let mut dep = vec![None; N];
+    for line in std::fs::read_to_string(&acks).unwrap().lines() {
+        let v: Vec<&str> = line.split_whitespace().collect();
+        if v[2] != "not_sent" && !v[2].starts_with("dropped") && v[2] != "refused" {
+            dep[v[0].parse::<usize>().unwrap()] = Some(v[1].parse::<u64>().unwrap());
+        }
+    }
+    let got = read_all(&cap);
+    assert_eq!(got.len(), N);
+    let mut lag: Vec<u64> = Vec::new();
+    for (ts, f) in &got {
+        let seq = u64::from_be_bytes(f[42..50].try_into().unwrap()) as usize;
+        let at = dep[seq].expect("a sent frame is acknowledged with its departure");
+        assert!(*ts <= at, "frame {seq} stamped {ts}, acknowledged at {at}");
+        lag.push(at - ts);
+    }
+    lag.sort_unstable();
+    eprintln!("ack - pcap stamp: p50 {} p99 {} ns", lag[N / 2], lag[N * 99 / 100]);
+    // Both on CLOCK_REALTIME: a different time base would be decades off.
+    assert!(lag[N / 2] < 1_000_000_000, "median lag {} ns", lag[N / 2]);
+}
+
 /// Sends raw bytes after a HELLO; returns everything sluice answered.
 fn session(sock: &Path, tail: &[u8]) -> Vec<u8> {
     let mut s = UnixStream::connect(sock).unwrap();

@@ -6,6 +6,8 @@
 //! bench/ns3_pace.sh (which also runs the simulated-only side of Fig. 10);
 //! judged from the receiver's byte count and a tcpdump capture.
 
+mod common;
+
 use sluice_testkit::{bench_script, require, require_root};
 use std::process::Command;
 
@@ -48,10 +50,8 @@ fn an_ns3_tcp_sender_completes_a_transfer_through_pace() {
         "ns3_pace.sh failed:\n{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let names: Vec<&str> = lines.next().expect("a header").split_whitespace().collect();
-    let row: Vec<&str> = lines.next().expect("a row").split_whitespace().collect();
-    let col = |k: &str| row[names.iter().position(|n| *n == k).expect(k)];
+    let row = common::bench_row(&text);
+    let col = |k: &str| row.get(k).map(String::as_str).expect(k);
     // Every byte the simulated sender offered reached the kernel receiver.
     assert_eq!(col("bytes_ok"), "yes", "{text}");
     // Full-size segments arrived through pace, never closer than its gap

@@ -35,20 +35,7 @@ fn caliper(t: &str, env: &[(&str, &str)]) -> Option<(HashMap<String, String>, St
         "caliper.sh failed:\n{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let names: Vec<&str> = lines.next().expect("a header").split_whitespace().collect();
-    let row: Vec<&str> = lines
-        .next()
-        .expect("a result row")
-        .split_whitespace()
-        .collect();
-    assert_eq!(names.len(), row.len(), "{text}");
-    let map = names
-        .iter()
-        .zip(&row)
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    Some((map, text))
+    Some((common::bench_row(&text), text))
 }
 
 fn num(row: &HashMap<String, String>, k: &str, text: &str) -> f64 {

@@ -180,6 +180,11 @@ impl Pipeline for BatchPipeline<'_> {
             grow: (cfg.rx_stamp == Some(RxStampMode::Append))
                 .then_some(sluice_wire::rxstamp::append_room as fn(&mut Vec<u8>, usize)),
         };
+        let realtime_start = start.map(|s| {
+            // The start may lie ahead (the engine's start lead): signed.
+            let ahead = s.0 as i128 - sluice_core::Clock::now(&clock).0 as i128;
+            (sluice_sys::clock::realtime_ns() as i128 + ahead).max(0) as u64
+        });
         for (k, (mut source, to_tx)) in sources.into_iter().zip(to_tx).enumerate() {
             let own = to_tx.len();
             let (free_tx, free_rx) = crossbeam_channel::unbounded();
@@ -188,6 +193,7 @@ impl Pipeline for BatchPipeline<'_> {
             source.begin(&RunContext {
                 clock,
                 start,
+                realtime_start,
                 lanes: own,
                 fates: self.fates.clone(),
                 duration: self.source_duration,
@@ -202,6 +208,7 @@ impl Pipeline for BatchPipeline<'_> {
                 rules,
                 passes: cfg.passes,
                 pass_board: self.pass_board.clone(),
+                live_origin: realtime_start,
                 preload_budget: cfg.preload.then(|| {
                     cfg.preload_budget
                         .unwrap_or_else(io::default_preload_budget)

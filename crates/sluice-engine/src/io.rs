@@ -39,6 +39,10 @@ pub(crate) struct IoContext {
     pub preload_budget: Option<u64>,
     /// Where pass ends are recorded, for per-pass statistics.
     pub pass_board: Option<Arc<PassBoard>>,
+    /// A live source's stamp origin: CLOCK_REALTIME at the run's start, so
+    /// its pcap output is stamped with wall-clock departures (as tcpdump
+    /// stamps a capture, and as inject acknowledges in the realtime base).
+    pub live_origin: Option<u64>,
 }
 
 /// What the IO thread reports at the end.
@@ -60,6 +64,7 @@ pub(crate) fn run(cx: IoContext) -> Result<IoOutcome, SourceError> {
         passes,
         preload_budget,
         pass_board,
+        live_origin,
     } = cx;
     let lanes = to_tx.len();
     let split = pass_board.is_some();
@@ -87,7 +92,9 @@ pub(crate) fn run(cx: IoContext) -> Result<IoOutcome, SourceError> {
     if source.origin() == Origin::Live {
         // Nothing to prefetch: the run starts at once (its start is
         // already fixed, see `run_source`).
-        feed.borrow_mut().prime();
+        let mut f = feed.borrow_mut();
+        f.first_ts = live_origin;
+        f.prime();
     }
     let mut handoff = Shared(&feed);
     let mut out = Outbox::new(lanes, rules, &mut handoff);

@@ -79,6 +79,10 @@ pub struct RunContext {
     /// runs, so it can stamp arrivals on the run's time base). None for the
     /// others: their start is fixed once the TX queues are primed.
     pub start: Option<MonoTime>,
+    /// CLOCK_REALTIME at `start`, for a [`Origin::Live`] source: its pcap
+    /// output is stamped from it, so a live source that reports times on
+    /// the wall clock uses this same origin.
+    pub realtime_start: Option<u64>,
     /// Lanes (TX threads) the outbox spreads over.
     pub lanes: usize,
     /// Departure fates of the frames pushed, in order, when the source

@@ -442,18 +442,12 @@ impl InjectSource {
             let id = s.id;
             if self.waiting.len() + self.in_flight.len() >= self.cfg.queue_limit {
                 self.counts.dropped_queue_full += 1;
-                let t = Self::from_run(s, mono0, real0, now);
-                s.ack(d.seq, t, Status::DroppedQueueFull);
-                let line = logged(id, d.seq, d.time, t, Status::DroppedQueueFull);
-                self.log_ack(&line);
+                self.answer(id, d.seq, d.time, now, Status::DroppedQueueFull);
                 continue;
             }
             if self.held_bytes >= self.cfg.queue_bytes {
                 self.counts.dropped_queue_bytes += 1;
-                let t = Self::from_run(s, mono0, real0, now);
-                s.ack(d.seq, t, Status::DroppedQueueFull);
-                let line = logged(id, d.seq, d.time, t, Status::DroppedQueueFull);
-                self.log_ack(&line);
+                self.answer(id, d.seq, d.time, now, Status::DroppedQueueFull);
                 continue;
             }
             let mut due = Self::to_run(s, mono0, real0, d.time);
@@ -542,7 +536,6 @@ impl InjectSource {
 
     /// Acknowledges every frame whose fate the TX thread recorded.
     fn acknowledge(&mut self) {
-        let (mono0, real0) = (self.mono0, self.real0);
         while let Some(fate) = self.fates.take() {
             let Some(f) = self.in_flight.pop_front() else {
                 self.note("a departure without a description (more than one TX thread?)".into());
@@ -566,11 +559,7 @@ impl InjectSource {
                     (self.now(), Status::Refused)
                 }
             };
-            if let Some(s) = self.session(f.session) {
-                let t = Self::from_run(s, mono0, real0, t);
-                s.ack(f.seq, t, status);
-                self.log_ack(&logged(f.session, f.seq, f.requested, t, status));
-            }
+            self.answer(f.session, f.seq, f.requested, t, status);
         }
     }
 
@@ -727,9 +716,23 @@ impl InjectSource {
         }
     }
 
-    /// At the end: what is still held is acknowledged as not sent, what
-    /// the TX thread reported is acknowledged, and the answers are written
-    /// (briefly waiting for slow readers).
+    /// Acknowledges description `seq` of session `id` (requested at
+    /// `requested` in its time base) with run time `at`, and logs it. A
+    /// session already gone gets nothing.
+    fn answer(&mut self, id: u64, seq: u64, requested: u64, at: u64, status: Status) {
+        let (mono0, real0) = (self.mono0, self.real0);
+        let Some(s) = self.session(id) else { return };
+        let t = Self::from_run(s, mono0, real0, at);
+        s.ack(seq, t, status);
+        self.log_ack(&LoggedAck {
+            session: id,
+            seq,
+            requested,
+            departure: t,
+            status,
+        });
+    }
+
     /// Writes one line of the request log; the first error stops it (and
     /// is noted at the end), never the run.
     fn log_ack(&mut self, line: &LoggedAck) {
@@ -741,15 +744,14 @@ impl InjectSource {
         }
     }
 
+    /// At the end: what is still held is acknowledged as not sent, what
+    /// the TX thread reported is acknowledged, and the answers are written
+    /// (briefly waiting for slow readers).
     fn wind_up(&mut self) {
-        let (mono0, real0, now) = (self.mono0, self.real0, self.now());
+        let now = self.now();
         while let Some(Reverse(w)) = self.waiting.pop() {
             self.held_bytes -= w.frame.capacity();
-            if let Some(s) = self.session(w.session) {
-                let t = Self::from_run(s, mono0, real0, now);
-                s.ack(w.seq, t, Status::NotSent);
-                self.log_ack(&logged(w.session, w.seq, w.requested, t, Status::NotSent));
-            }
+            self.answer(w.session, w.seq, w.requested, now, Status::NotSent);
         }
         self.acknowledge();
         if let Some(mut log) = self.log.take() {
@@ -770,16 +772,6 @@ impl InjectSource {
                 std::thread::sleep(Duration::from_micros(200));
             }
         }
-    }
-}
-
-fn logged(session: u64, seq: u64, requested: u64, departure: u64, status: Status) -> LoggedAck {
-    LoggedAck {
-        session,
-        seq,
-        requested,
-        departure,
-        status,
     }
 }
 
@@ -818,7 +810,11 @@ impl Source for InjectSource {
         let ahead = start.0 as i128 - clock.now().0 as i128;
         let at = |now: u64| (now as i128 + ahead).max(0) as u64;
         self.mono0 = at(sluice_sys::clock::monotonic_ns());
-        self.real0 = at(sluice_sys::clock::realtime_ns());
+        // The engine's origin when it gives one: the pcap output is
+        // stamped from it, so realtime acks equal its stamps.
+        self.real0 = cx
+            .realtime_start
+            .unwrap_or_else(|| at(sluice_sys::clock::realtime_ns()));
     }
 
     fn report(&self) -> SourceReport {
