@@ -822,3 +822,82 @@ fn ip_only_flows_carry_their_protocol_number_and_no_ports() {
         assert!(stderr(&o).contains(says), "{}", stderr(&o));
     }
 }
+
+/// First-packet time (from the run's first packet) of each IPv4 UDP flow,
+/// by source address.
+fn flow_starts(pcap: &Path) -> BTreeMap<[u8; 4], (u64, usize)> {
+    let pkts = read_all(pcap);
+    let t0 = pkts[0].0;
+    let mut starts = BTreeMap::new();
+    for (ts, f) in &pkts {
+        let src: [u8; 4] = f[26..30].try_into().unwrap();
+        starts.entry(src).or_insert((ts - t0, 0)).1 += 1;
+    }
+    starts
+}
+
+#[test]
+fn onoff_meta_flows_start_only_in_on_periods() {
+    let d = tmpdir("flows-onoff");
+    let session = d.join("s.yaml");
+    std::fs::write(
+        &session,
+        "flows:\n  - {proto: udp4, src: 10.1.0.0, dst: 10.2.0.1, packets: 3, pps: 10000, count: 40, period: 1ms, step: {src: 1}, onoff: {on: 10ms, off: 5ms}}\n",
+    )
+    .unwrap();
+    let out = d.join("out.pcap");
+    let o = flows_to_pcap(&session, &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let starts = flow_starts(&out);
+    assert_eq!(starts.len(), 40);
+    for (k, (src, (t, packets))) in starts.iter().enumerate() {
+        assert_eq!(src[3] as usize, k);
+        assert_eq!(*packets, 3, "flow {k}");
+        // ON [0, 10) ms, OFF 5 ms, ON [15, 25), ...: flow k after k ms of
+        // ON time.
+        let k = k as u64;
+        assert_eq!(*t, (k + 5 * (k / 10)) * 1_000_000, "flow {k}");
+    }
+    // Drawn periods: exponential ON (mean 5 ms) and OFF (mean 20 ms).
+    std::fs::write(
+        &session,
+        "seed: 3\nflows:\n  - {proto: udp4, src: 10.1.0.0, dst: 10.2.0.1, packets: 1, count: 400, period: 1ms, step: {src: 1}, onoff: {on: {dist: exponential, mean: 5ms}, off: {dist: exponential, mean: 20ms}}}\n",
+    )
+    .unwrap();
+    let o = flows_to_pcap(&session, &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let times: Vec<u64> = flow_starts(&out).values().map(|v| v.0).collect();
+    assert_eq!(times.len(), 400);
+    let off: u64 = times.windows(2).map(|w| w[1] - w[0] - 1_000_000).sum();
+    let pauses = times.windows(2).filter(|w| w[1] - w[0] > 1_000_000).count();
+    // 399 ms of ON time hold ~80 ON periods, each followed by ~20 ms OFF.
+    let ratio = off as f64 / 399e6;
+    assert!((2.5..6.0).contains(&ratio), "OFF/ON {ratio}");
+    assert!((40..130).contains(&pauses), "{pauses} OFF periods");
+    // analyze plans the session the same way: every start exact.
+    let a = run(&[
+        "analyze",
+        out.to_str().unwrap(),
+        "--flows",
+        "--json",
+        "--session",
+        session.to_str().unwrap(),
+    ]);
+    assert!(a.status.success(), "{}", stderr(&a));
+    let v = sluice_testkit::checked_json(&a.stdout);
+    assert_eq!(v["session"]["matched"], 400);
+    assert_eq!(v["session"]["start_error"]["percentiles"]["max_ns"], 0);
+    // A single flow, or no period, cannot be ON/OFF.
+    std::fs::write(
+        &session,
+        "flows:\n  - {proto: udp4, src: 10.1.0.0, dst: 10.2.0.1, packets: 1, onoff: {on: 1s, off: 1s}}\n",
+    )
+    .unwrap();
+    let o = flows_to_pcap(&session, &out, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("flows[0]: onoff is for meta-flows"),
+        "{}",
+        stderr(&o)
+    );
+}

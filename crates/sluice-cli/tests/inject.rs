@@ -320,7 +320,11 @@ fn inject_pcap_output_lines_up_with_realtime_acks() {
         lag.push(at - ts);
     }
     lag.sort_unstable();
-    eprintln!("ack - pcap stamp: p50 {} p99 {} ns", lag[N / 2], lag[N * 99 / 100]);
+    eprintln!(
+        "ack - pcap stamp: p50 {} p99 {} ns",
+        lag[N / 2],
+        lag[N * 99 / 100]
+    );
     // Both on CLOCK_REALTIME: a different time base would be decades off.
     assert!(lag[N / 2] < 1_000_000_000, "median lag {} ns", lag[N / 2]);
 }

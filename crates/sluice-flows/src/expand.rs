@@ -3,6 +3,7 @@
 //! times, and a heap over the entries merges them. A million-flow meta-flow
 //! costs nothing until its flows start.
 
+use super::onoff::OnOffClock;
 use super::session::{FlowEntry, Net, Proto, Session, SessionError};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -100,6 +101,19 @@ struct EntryState {
     next: u64,
     rng: SmallRng,
     prefix: u16,
+    /// The ON/OFF clock of a meta-flow with `onoff`.
+    onoff: Option<Box<OnOffClock>>,
+}
+
+impl EntryState {
+    /// Start of flow `k` after the entry's own start.
+    fn offset(&mut self, k: u64) -> u64 {
+        let on_time = k.saturating_mul(self.period);
+        match &mut self.onoff {
+            Some(c) => c.place(on_time),
+            None => on_time,
+        }
+    }
 }
 
 pub struct Expander {
@@ -161,6 +175,11 @@ impl Expander {
                 next: 0,
                 rng: SmallRng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
                 prefix,
+                // Its own generator: adding `onoff` changes no varied field.
+                onoff: e.onoff.as_ref().map(|m| {
+                    let s = seed ^ (i as u64).wrapping_mul(0xd1b5_4a32_d192_ed03) ^ 0x0f0f;
+                    Box::new(OnOffClock::new(**m, s))
+                }),
             });
         }
         singles.sort_unstable();
@@ -200,7 +219,7 @@ impl Expander {
         let e = &self.entries[i];
         let k = st.next;
         st.next += 1;
-        let start = Nanos(e.start.0 .0.saturating_add(k.saturating_mul(st.period)));
+        let start = Nanos(e.start.0 .0.saturating_add(st.offset(k)));
         let mut src = add(e.src, k.wrapping_mul(e.step.src));
         let mut dst = add(e.dst, k.wrapping_mul(e.step.dst));
         let mut sport = e.sport.wrapping_add((k as u16).wrapping_mul(e.step.sport));
@@ -265,11 +284,7 @@ impl Expander {
             self.pending = Some(back);
         }
         if st.next < st.count {
-            let t = e
-                .start
-                .0
-                 .0
-                .saturating_add(st.next.saturating_mul(st.period));
+            let t = e.start.0 .0.saturating_add(st.offset(st.next));
             self.heap.push(Reverse((t, i)));
         }
         flow

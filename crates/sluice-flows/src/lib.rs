@@ -7,11 +7,13 @@ mod calendar;
 mod dtree;
 mod expand;
 mod import;
+mod onoff;
 mod session;
 mod source;
 mod stream;
 
 pub use expand::{Expander, Flow, NO_TOTAL};
 pub use import::{import_csv, import_text, ImportError, ImportStats};
+pub use onoff::OnOff;
 pub use session::{FlowEntry, Proto, Session, SessionError, DEFAULT_IPPROTO};
 pub use source::{FlowConfig, FlowSource, Planner};

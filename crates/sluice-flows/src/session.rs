@@ -108,6 +108,10 @@ pub struct FlowEntry {
     pub count: Option<u64>,
     #[serde(default)]
     pub period: Option<Time>,
+    /// Meta-flow arrivals only in ON periods (boxed: most entries have
+    /// none, and a streamed session keeps every entry).
+    #[serde(default)]
+    pub onoff: Option<Box<crate::onoff::OnOff>>,
     #[serde(default)]
     pub vary: Vary,
     #[serde(default)]
@@ -490,6 +494,12 @@ impl FlowEntry {
         }
         if self.count == Some(0) {
             return Err("count must be at least 1".into());
+        }
+        if let Some(m) = &self.onoff {
+            if self.count.unwrap_or(1) < 2 {
+                return Err("onoff is for meta-flows: give a count of 2 or more".into());
+            }
+            m.check(self.period.map_or(0, |p| p.0 .0))?;
         }
         for (what, range) in [
             ("vary.sport", self.vary.sport),
