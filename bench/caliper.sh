@@ -15,7 +15,10 @@
 #   RATES="10 50 100 200"             Mbit/s of 1514-byte frames (default)
 #   GAPS="20"                         requested mean gaps in µs instead
 #   SOURCES="tcp udp" LAWS="constant poisson" PEERS="tbf fq app"
-#   (LAWS also pareto and spikebump: drawn laws, judged gap by gap)
+#   (LAWS also pareto and spikebump: drawn laws, judged gap by gap; and
+#   tick: the constant gap through `pace --tick TICK_US` (default 122, NIST
+#   Net's timer), Caliper Fig. 8; s_ks is then "together/on_ticks", the
+#   shares of gaps inside one tick and at whole ticks)
 #   FIGS=DIR                          keep each drawn law's CDF overlay
 #   SECS=3 (seconds per run), SLUICE=path (the binary)
 #   SINK=afpacket (default) or xdp: how pace sends onto the veth
@@ -148,6 +151,7 @@ for g in "${gaps[@]}"; do
   # logged and judged one by one; FIGS=DIR keeps each run's requested and
   # measured gap CDFs overlaid (`sluice analyze --gaps --plot`).
   ipd=
+  logged=
   case $law in
     poisson) ipd='{dist: poisson}' ;;
     pareto) ipd='{dist: pareto, shape: 1.5}' ;;
@@ -155,7 +159,14 @@ for g in "${gaps[@]}"; do
     # scaled to the mean: Caliper's spike-bump law, as a mixture.
     spikebump) ipd='{dist: mixture, of: [{weight: 0.6, dist: constant, mean: 20us}, {weight: 0.4, dist: normal, mean: 200us, std: 20us}]}' ;;
   esac
+  if [ "$law" = tick ]; then
+    tick_ns=$((${TICK_US:-122} * 1000))
+    law_args+=(--tick "${tick_ns}ns" --log-requested "$work/requested.txt")
+    judge_args=(--gaps "$work/requested.txt" --tick "$tick_ns")
+    logged=1
+  fi
   if [ -n "$ipd" ]; then
+    logged=1
     printf 'seed: 11\nduration: 1h\nrate: %s\nipd: %s\n' "$(python3 -c "print(1e9 / $gap_ns)")" "$ipd" > "$work/ipd.yaml"
     law_args=(--ipd "$work/ipd.yaml" --log-requested "$work/requested.txt")
     judge_args=(--gaps "$work/requested.txt")
@@ -173,7 +184,7 @@ for g in "${gaps[@]}"; do
   wait "$pace_pid" || true
   read -r s50 s95 s99 smb sks _ <<< "$(judge sluice "$src" "${judge_args[@]}")"
   ks_rm=-
-  if [ -n "$ipd" ]; then
+  if [ -n "$logged" ]; then
     # KS between the requested and measured gaps (sluice's analyzer), and
     # the overlay under FIGS.
     plot=()

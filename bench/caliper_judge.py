@@ -12,13 +12,15 @@ frames (D_M measured, D_R requested):
                   the pacer sent, in order (it may miss the first few).
 --ks-mean NS adds the Kolmogorov-Smirnov distance between the measured
 gaps of adjacent full-size frames and the exponential law of that mean
-(a Poisson process). --iperf JSON takes the goodput from iperf3's report
+(a Poisson process). --tick NS instead gives, as "together/on_ticks", the
+shares of those gaps shorter than a quarter tick (sent in one tick) and
+within an eighth of a tick of a whole number of ticks (Caliper Fig. 8). --iperf JSON takes the goodput from iperf3's report
 (TCP); otherwise it is the captured UDP payload rate of full-size frames.
 
 Prints one line: p50_ns p95_ns p99_ns mbps ks pairs  (ks "-" when not asked)
 
 usage: caliper_judge.py CAPTURE.pcap (--gap NS | --gaps FILE)
-                        [--min-size N] [--ks-mean NS] [--iperf JSON]
+                        [--min-size N] [--ks-mean NS | --tick NS] [--iperf JSON]
 """
 import argparse
 import json
@@ -64,6 +66,7 @@ def main():
     p.add_argument('--gaps')
     p.add_argument('--min-size', type=int, default=1514)
     p.add_argument('--ks-mean', type=float)
+    p.add_argument('--tick', type=float)
     p.add_argument('--iperf')
     a = p.parse_args()
     fr = frames(a.capture)
@@ -91,6 +94,11 @@ def main():
             cdf = 1 - math.exp(-x / a.ks_mean)
             d = max(d, abs((i + 1) / n - cdf), abs(cdf - i / n))
         ks = f'{d:.4f}'
+    elif a.tick and full_gaps:
+        t = a.tick
+        together = sum(g < t / 4 for g in full_gaps)
+        on = sum(g >= t / 2 and abs(g / t - round(g / t)) * t <= t / 8 for g in full_gaps)
+        ks = f'{together / len(full_gaps):.3f}/{on / len(full_gaps):.3f}'
     mbps = float('nan')
     if a.iperf:
         try:

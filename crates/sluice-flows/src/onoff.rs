@@ -65,9 +65,11 @@ impl Period {
         if let Period::Drawn(l) = self {
             match (l.dist, l.shape) {
                 (Dist::Pareto, Some(a)) if a.is_finite() && a > 1.0 => {}
-                (Dist::Pareto, Some(a)) => return Err(format!(
+                (Dist::Pareto, Some(a)) => {
+                    return Err(format!(
                     "onoff.{what}.shape: a Pareto period needs shape > 1 (a finite mean), got {a}"
-                )),
+                ))
+                }
                 (Dist::Pareto, None) => {
                     return Err(format!("onoff.{what}: a Pareto period needs a shape (> 1)"))
                 }

@@ -39,6 +39,9 @@ pub struct PaceArgs {
     /// Write frames arriving on the --to interface for the TAP's MAC (and broadcasts) back into the TAP: TCP stays closed-loop.
     #[arg(long = "return")]
     pub return_path: bool,
+    /// Emulate a timer-driven emulator's scheduling (NIST Net's 122us, netem on a HZ kernel): each frame leaves at the first tick at or after its time, so frames due within one tick leave back to back; --log-requested keeps the untimed gaps (Caliper Fig. 8).
+    #[arg(long, value_parser = positive_duration)]
+    pub tick: Option<Nanos>,
     /// Write each departure's requested gap (ns, one per line) to PATH, for `analyze --gaps`.
     #[arg(long)]
     pub log_requested: Option<String>,

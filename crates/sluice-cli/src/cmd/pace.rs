@@ -85,6 +85,9 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
     if let Some(log) = log {
         source = source.with_log(Box::new(LogOut(Some(log))));
     }
+    if let Some(t) = a.tick {
+        source = source.with_tick(t);
+    }
     if a.return_path {
         let iface = iface.as_deref().expect("checked above");
         let relay = Relay::open(iface, tap.clone())
