@@ -9,8 +9,17 @@
 # tcpdump.
 #
 #   bench/ns3_pace.sh              GAP_US=200 BYTES=2000000 SIM=1 FIGS=DIR
+#   VIA=inject bench/ns3_pace.sh   the same sender through `sluice inject`
 #
 # With FIGS, `sluice analyze --gaps --plot` draws the two CDFs overlaid.
+#
+# VIA=inject: python/examples/ns3_inject.py stamps each frame the node
+# sends with its simulated time; inject sends it at base + that time, to
+# the real addresses of a node map (Caliper's table), and hands the
+# receiver's answers back into the simulation. ns-3 paces its TCP at the
+# rate GAP_US gives a full frame. The row then compares each measured gap
+# with the simulated one it stands for (bench/caliper_judge.py --gaps):
+# |D_R - D_M| percentiles, where D_R is ns-3's own gap.
 #
 # Topology: namespace slcn3 holds pace's TAP slcapn (no address: the ns-3
 # node owns 10.77.0.1 and the TAP's MAC) and veth slcn3a; slcn3sink holds slcn3b
@@ -41,6 +50,52 @@ ip netns exec slcn3sink sh -c 'sysctl -qw net.ipv6.conf.all.disable_ipv6=1; ip l
   ip addr add 10.77.0.2/24 dev slcn3b; ip link set slcn3b up; ip link set lo up'
 ip netns exec slcn3 sh -c 'sysctl -qw net.ipv6.conf.all.disable_ipv6=1; sysctl -qw net.ipv6.conf.default.disable_ipv6=1;
   ip link set slcn3a up; ip link set lo up; ip tuntap add dev slcapn mode tap; ip link set slcapn up'
+
+if [ "${VIA:-pace}" = inject ]; then
+  mac=$(ip netns exec slcn3 cat /sys/class/net/slcn3a/address)
+  printf 'node,sim_ip,real_ip,real_mac\n0,10.1.1.1,10.77.0.1,%s\n1,10.1.1.2,10.77.0.2,02:00:00:00:77:02\n' "$mac" \
+    > "$work/nodes.csv"
+  # The receiver's work (TCP, ACKs, the capture) on CPU 0, as a separate
+  # host would do it, not in the TX thread's send on the last CPU.
+  ip netns exec slcn3sink sh -c "echo ${RPS:-1} > /sys/class/net/slcn3b/queues/rx-0/rps_cpus"
+  ip netns exec slcn3sink python3 "$root/python/examples/tcp_sink.py" 10.77.0.2 5001 180 > "$work/sink.json" &
+  sink_pid=$!; pids+=("$sink_pid")
+  ip netns exec slcn3sink tcpdump -i slcn3b -Q in -w "$work/measured.pcap" -B 65536 --time-stamp-precision nano -q 2>/dev/null &
+  dump_pid=$!; pids+=("$dump_pid")
+  rm -f "$work/i.sock"
+  ip netns exec slcn3 "$sluice" inject --listen "unix:$work/i.sock" --to afpacket:slcn3a --return slcn3a \
+    --sessions 1 -q --summary-json "$work/inject.json" 2> "$work/inject.err" &
+  inject_pid=$!; pids+=("$inject_pid")
+  for _ in $(seq 100); do [ -S "$work/i.sock" ] && break; sleep 0.1; done
+  mbps=$(python3 -c "print(round(1514 * 8 / $gap, 3))")
+  secs=$(python3 -c "print(max(5, 3 + 4 * $bytes * 8 / (1448 * 8 / ($gap * 1e-6))))")
+  timeout 300 python3 "$root/python/examples/ns3_inject.py" --connect "unix:$work/i.sock" \
+    --map "$work/nodes.csv" --node 0 --to 1:5001 --bytes "$bytes" --seconds "$secs" \
+    --pacing-mbps "$mbps" --log "$work/requested.txt" > "$work/ns3.json" 2> "$work/ns3.err" \
+    || { echo "ns3_inject.py failed:"; grep -v -i 'materialize\|runStaticInit' "$work/ns3.err" | tail -20; exit 1; }
+  wait "$sink_pid" || { echo "the receiver failed"; exit 1; }
+  wait "$inject_pid" || { echo "inject failed"; tail -5 "$work/inject.err"; exit 1; }
+  sleep 0.5
+  kill -INT "$dump_pid" 2>/dev/null || true
+  wait "$dump_pid" 2>/dev/null || true
+  got=$(python3 -c "import json; print(json.load(open('$work/sink.json'))['bytes'])")
+  read -r p50 p95 p99 _ _ pairs <<< "$(python3 "$here/caliper_judge.py" "$work/measured.pcap" \
+    --gaps "$work/requested.txt" --min-size 0)"
+  acks=$(python3 -c "import json; a=json.load(open('$work/ns3.json'))['acks']; print(','.join('%s=%d' % kv for kv in sorted(a.items())))")
+  returned=$(python3 -c "import json; print(json.load(open('$work/ns3.json'))['returned'])")
+  echo "via     gap_us  bytes_ok  described  returned  pairs  err_p50_ns  err_p95_ns  err_p99_ns  acks"
+  printf '%-6s  %-6s  %-8s  %9s  %8s  %5s  %10s  %10s  %10s  %s\n' inject "$gap" \
+    "$([ "$got" = "$bytes" ] && echo yes || echo "NO($got)")" \
+    "$(python3 -c "import json; print(json.load(open('$work/ns3.json'))['described'])")" \
+    "$returned" "$pairs" "$p50" "$p95" "$p99" "$acks"
+  if [ -n "${FIGS:-}" ]; then
+    mkdir -p "$FIGS"
+    "$sluice" analyze "$work/measured.pcap" --gaps "$work/requested.txt" --plot "$FIGS/fig10-ns3-inject.svg" \
+      --json > "$work/fig10.json"
+    echo "overlay: $FIGS/fig10-ns3-inject.svg"
+  fi
+  exit 0
+fi
 
 ip netns exec slcn3sink python3 "$root/python/examples/tcp_sink.py" 10.77.0.2 5001 180 > "$work/sink.json" &
 sink_pid=$!; pids+=("$sink_pid")
