@@ -19,7 +19,9 @@
 # receiver's answers back into the simulation. ns-3 paces its TCP at the
 # rate GAP_US gives a full frame. The row then compares each measured gap
 # with the simulated one it stands for (bench/caliper_judge.py --gaps):
-# |D_R - D_M| percentiles, where D_R is ns-3's own gap.
+# |D_R - D_M| percentiles, where D_R is ns-3's own gap. Frames are
+# described 3 ms ahead of their time and handed to the TX thread LEAD (1ms)
+# ahead: ns-3's realtime scheduler, the bridge and inject share the CPUs.
 #
 # Topology: namespace slcn3 holds pace's TAP slcapn (no address: the ns-3
 # node owns 10.77.0.1 and the TAP's MAC) and veth slcn3a; slcn3sink holds slcn3b
@@ -64,14 +66,14 @@ if [ "${VIA:-pace}" = inject ]; then
   dump_pid=$!; pids+=("$dump_pid")
   rm -f "$work/i.sock"
   ip netns exec slcn3 "$sluice" inject --listen "unix:$work/i.sock" --to afpacket:slcn3a --return slcn3a \
-    --sessions 1 -q --summary-json "$work/inject.json" 2> "$work/inject.err" &
+    --sessions 1 --lead "${LEAD:-1ms}" -q --summary-json "$work/inject.json" 2> "$work/inject.err" &
   inject_pid=$!; pids+=("$inject_pid")
   for _ in $(seq 100); do [ -S "$work/i.sock" ] && break; sleep 0.1; done
   mbps=$(python3 -c "print(round(1514 * 8 / $gap, 3))")
   secs=$(python3 -c "print(max(5, 3 + 4 * $bytes * 8 / (1448 * 8 / ($gap * 1e-6))))")
   timeout 300 python3 "$root/python/examples/ns3_inject.py" --connect "unix:$work/i.sock" \
     --map "$work/nodes.csv" --node 0 --to 1:5001 --bytes "$bytes" --seconds "$secs" \
-    --pacing-mbps "$mbps" --log "$work/requested.txt" > "$work/ns3.json" 2> "$work/ns3.err" \
+    --pacing-mbps "$mbps" --lead-ms 3 --log "$work/requested.txt" > "$work/ns3.json" 2> "$work/ns3.err" \
     || { echo "ns3_inject.py failed:"; grep -v -i 'materialize\|runStaticInit' "$work/ns3.err" | tail -20; exit 1; }
   wait "$sink_pid" || { echo "the receiver failed"; exit 1; }
   wait "$inject_pid" || { echo "inject failed"; tail -5 "$work/inject.err"; exit 1; }

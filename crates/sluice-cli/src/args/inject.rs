@@ -1,7 +1,7 @@
 //! `sluice inject` arguments.
 
 use super::common::RunOpts;
-use super::values::count;
+use super::values::{count, positive_duration};
 use clap::Args;
 use sluice_live::inject::Listen;
 use sluice_wire::MacAddr;
@@ -29,6 +29,9 @@ pub struct InjectArgs {
     /// Clients connected at once, at most; more are closed as they connect.
     #[arg(long, value_parser = count, default_value_t = 64)]
     pub max_clients: u64,
+    /// How long before its time a frame is handed to the TX thread: longer rides out late wake-ups of a busy machine; a description arriving within it, due before frames already handed over, leaves behind them.
+    #[arg(long, value_parser = positive_duration, default_value_t = sluice_core::Nanos(sluice_live::inject::DEFAULT_LEAD_NS))]
+    pub lead: sluice_core::Nanos,
     /// Descriptions one client may have unacknowledged before sluice stops reading it (its socket then pushes back).
     #[arg(long, value_parser = count, default_value_t = 262_144)]
     pub window: u64,

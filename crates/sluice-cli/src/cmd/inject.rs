@@ -71,6 +71,7 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
         .unwrap_or(usize::MAX),
         max_clients: usize::try_from(a.max_clients).unwrap_or(usize::MAX).max(1),
         late_threshold_ns: a.run.late_threshold.0,
+        lead_ns: a.lead.0,
     };
     let mut source = InjectSource::new(listener, cfg);
     if let Some(p) = &a.log_requested {

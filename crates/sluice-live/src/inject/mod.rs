@@ -27,8 +27,9 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How long before its departure a frame is handed to the TX thread.
-const LEAD_NS: u64 = 200_000;
+/// How long before its departure a frame is handed to the TX thread, by
+/// default (`--lead`).
+pub const DEFAULT_LEAD_NS: u64 = 200_000;
 /// Descriptions built between two looks at what fell due.
 const RELEASE_EVERY: usize = 64;
 /// Longest wait with nothing due, so that a stop is noticed.
@@ -72,6 +73,11 @@ pub struct InjectConfig {
     /// A frame sent later than this after its time is acknowledged
     /// `left_late`, never `sent` (`--late-threshold`), ns.
     pub late_threshold_ns: u64,
+    /// How long before its departure a frame is handed to the TX thread
+    /// (`--lead`): the IO thread's wake-up must fit in it, and a
+    /// description arriving this close to its time, due before frames
+    /// already handed over, leaves behind them.
+    pub lead_ns: u64,
 }
 
 /// Where `--log-requested` goes: one line per acknowledged description,
@@ -457,7 +463,7 @@ impl InjectSource {
                 due = now;
             }
             let macs = s.macs;
-            if self.waiting.is_empty() && due <= now + LEAD_NS {
+            if self.waiting.is_empty() && due <= now + self.cfg.lead_ns {
                 // Nothing held before it: straight to the engine.
                 if !out.push(Lane(0), Nanos(due), |b| build::build(b, &d, macs)) {
                     return false;
@@ -507,7 +513,7 @@ impl InjectSource {
         while self
             .waiting
             .peek()
-            .is_some_and(|w| w.0.due <= now + LEAD_NS)
+            .is_some_and(|w| w.0.due <= now + self.cfg.lead_ns)
         {
             let Reverse(w) = self.waiting.pop().expect("peeked");
             self.held_bytes -= w.frame.capacity();
@@ -651,7 +657,9 @@ impl InjectSource {
 
     fn wait(&mut self, now: u64) -> Result<(), SourceError> {
         let mut timeout = match self.waiting.peek() {
-            Some(w) => Duration::from_nanos(w.0.due.saturating_sub(now + LEAD_NS)).min(IDLE_WAIT),
+            Some(w) => {
+                Duration::from_nanos(w.0.due.saturating_sub(now + self.cfg.lead_ns)).min(IDLE_WAIT)
+            }
             None => IDLE_WAIT,
         };
         if !self.in_flight.is_empty() {
