@@ -7,7 +7,13 @@
 #   split    Poisson 64 B at 0.67 and 0.92 x R_max (LOADS) for 3 s over 1, 2, 3
 #            workers, `packets` and `components` splits: the merged capture
 #            (tcpdump on every worker's port) judged by ratejudge.py against
-#            `profile synth`: hist NMSE, hist Pearson, series Pearson;
+#            `profile synth`: hist NMSE, hist Pearson, series Pearson; then
+#            again with each worker's capture realigned before the merge
+#            (bench/realign.py: first frames together, Fig. 14's perfect
+#            synchronization), NMSE over worker counts normalized to one
+#            worker (Figs. 16-17), and Table 7: per worker count, the
+#            highest load whose hist NMSE stays within one worker's at the
+#            lowest load (LOADS="0.3 0.6 0.9 1.2 1.5" makes it a search);
 #   skew     20 replays over 3 workers whose clocks are shifted -5 ms, 0,
 #            +3 ms (--clock-offset): start skew between workers, corrected,
 #            p50/p99/max (each worker's start = min(capture - due));
@@ -196,7 +202,8 @@ say "R_max (one worker, 64 B, top speed to veth): $r_max pps"
 if [ "$what" = all ] || [ "$what" = split ]; then
   workers 0 0 0
   say "-- split: Poisson 64 B, ratejudge.py of the merged capture against profile synth"
-  say "load workers split sent(summary) captured/target hist_nmse hist_pearson series_pearson"
+  say "load workers split sent(summary) captured/target hist_nmse hist_pearson series_pearson series_nmse | realigned: hist_nmse series_nmse shifts_ns | drops"
+  : > "$work/dnmse.txt"
   for load in ${LOADS:-0.67 0.92}; do
     rate=$(python3 -c "print(round($r_max * $load))")
     printf 'seed: 7\nduration: %ss\nrate: %s\nipd: {dist: poisson}\nsize: {dist: constant, bytes: 60}\npacket: {src: 10.99.0.1, dst: 10.99.0.2, dport: 9}\n' \
@@ -210,11 +217,21 @@ if [ "$what" = all ] || [ "$what" = split ]; then
         captured "$n" "$work/dall.pcap" "$sluice" control run "$work/plan.yaml" --tls "$work/dkeys" -q \
           --summary-json "$work/dsum.json"
         j=$(python3 "$here/ratejudge.py" "$work/dtarget.pcap" "$work/dall.pcap" --oneline)
+        # shellcheck disable=SC2046
+        shifts=$(python3 "$here/realign.py" "$work/dre.pcap" $(for i in $(seq 0 $((n - 1))); do echo "$work/dcap$i.pcap"; done) | field shift_ns)
+        jr=$(python3 "$here/ratejudge.py" "$work/dtarget.pcap" "$work/dre.pcap" --oneline)
         sent=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['total']['packets'])" "$work/dsum.json")
-        say "$load $n $split $sent $(field generated_packets <<< "$j")/$(field target_packets <<< "$j") $(field hist_nmse <<< "$j") $(field hist_pearson <<< "$j") $(field pearson <<< "$j") $(cat "$work/ddrops.txt")"
+        say "$load $n $split $sent $(field generated_packets <<< "$j")/$(field target_packets <<< "$j") $(field hist_nmse <<< "$j") $(field hist_pearson <<< "$j") $(field pearson <<< "$j") $(field nmse <<< "$j") | $(field hist_nmse <<< "$jr") $(field nmse <<< "$jr") $shifts | $(cat "$work/ddrops.txt")"
+        echo "$load $n $split $(field hist_nmse <<< "$j") $(field hist_nmse <<< "$jr") $(field nmse <<< "$j") $(field nmse <<< "$jr")" >> "$work/dnmse.txt"
       done
     done
   done
+fi
+
+if [ "$what" = all ] || [ "$what" = split ]; then
+  # Figs. 16-17: NMSE against worker count, normalized to one worker at the
+  # same load and split; Table 7: the highest load within the threshold.
+  python3 "$here/nmse_table.py" "$work/dnmse.txt" | tee -a "$results"
 fi
 
 if [ "$what" = all ] || [ "$what" = skew ]; then
