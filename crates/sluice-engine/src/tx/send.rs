@@ -143,6 +143,13 @@ impl<F: Feed> TxLoop<F> {
                     Some(unit)
                 }
             };
+            // The unit's last frame leaves now, before the unit goes back
+            // to the IO thread (a wake-up) and the next is fetched: left
+            // for the next frame's wait to flush, the last frame of every
+            // batch left microseconds after its time at low rates.
+            if !self.core.topspeed {
+                self.core.flush();
+            }
             // A unit a rescuer still holds is not recycled.
             if let Some(u) = done {
                 self.feed.recycle(u);
