@@ -9,6 +9,7 @@
 mod common;
 
 use sluice_testkit::{bench_script, require, require_root};
+use std::collections::HashMap;
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -31,31 +32,38 @@ fn require_ns3(test: &str) -> bool {
     found
 }
 
-#[test]
-fn an_ns3_tcp_sender_completes_a_transfer_through_pace() {
-    let t = "an_ns3_tcp_sender_completes_a_transfer_through_pace";
+/// Runs bench/ns3_pace.sh with `env` (one run at a time); its result row
+/// by column name, and its output for messages. None when SKIPPED.
+fn ns3_bench(t: &str, env: &[(&str, &str)]) -> Option<(HashMap<String, String>, String)> {
     if !require_root(t) || !require("tcpdump", t) || !require("python3", t) || !require_ns3(t) {
-        return;
+        return None;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let work = std::env::temp_dir().join(format!("sluice-test-ns3-{}", std::process::id()));
+    let work = std::env::temp_dir().join(format!("sluice-test-{t}-{}", std::process::id()));
     let out = Command::new("bash")
         .arg(bench_script("ns3_pace.sh"))
         .env("SLUICE", env!("CARGO_BIN_EXE_sluice"))
         .env("WORK", &work)
-        .env("SIM", "0")
-        .env("BYTES", "500000")
-        .env("GAP_US", "200")
+        .envs(env.iter().copied())
         .output()
         .expect("bench/ns3_pace.sh runs");
     let _ = std::fs::remove_dir_all(&work);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success(),
-        "ns3_pace.sh failed:\n{text}\n{}",
+        "ns3_pace.sh {env:?} failed:\n{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let row = common::bench_row(&text);
+    Some((common::bench_row(&text), text))
+}
+
+#[test]
+fn an_ns3_tcp_sender_completes_a_transfer_through_pace() {
+    let t = "an_ns3_tcp_sender_completes_a_transfer_through_pace";
+    let Some((row, text)) = ns3_bench(t, &[("SIM", "0"), ("BYTES", "500000"), ("GAP_US", "200")])
+    else {
+        return;
+    };
     let col = |k: &str| row.get(k).map(String::as_str).expect(k);
     // Every byte the simulated sender offered reached the kernel receiver.
     assert_eq!(col("bytes_ok"), "yes", "{text}");
@@ -76,28 +84,10 @@ fn an_ns3_tcp_sender_completes_a_transfer_through_pace() {
 #[test]
 fn an_ns3_tcp_sender_completes_a_transfer_through_inject() {
     let t = "an_ns3_tcp_sender_completes_a_transfer_through_inject";
-    if !require_root(t) || !require("tcpdump", t) || !require("python3", t) || !require_ns3(t) {
+    let env = [("VIA", "inject"), ("BYTES", "300000"), ("GAP_US", "200")];
+    let Some((row, text)) = ns3_bench(t, &env) else {
         return;
-    }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let work = std::env::temp_dir().join(format!("sluice-test-ns3i-{}", std::process::id()));
-    let out = Command::new("bash")
-        .arg(bench_script("ns3_pace.sh"))
-        .env("SLUICE", env!("CARGO_BIN_EXE_sluice"))
-        .env("WORK", &work)
-        .env("VIA", "inject")
-        .env("BYTES", "300000")
-        .env("GAP_US", "200")
-        .output()
-        .expect("bench/ns3_pace.sh runs");
-    let _ = std::fs::remove_dir_all(&work);
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "ns3_pace.sh VIA=inject failed:\n{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let row = common::bench_row(&text);
+    };
     let col = |k: &str| row.get(k).map(String::as_str).expect(k);
     // Every byte reached the kernel receiver: segments went out through
     // inject and its ACKs came back into the simulation.
