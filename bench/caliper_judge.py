@@ -33,7 +33,14 @@ MAGIC = {0xa1b23c4d: (1, '<'), 0xa1b2c3d4: (1000, '<'),
 
 def frames(path):
     """(time ns, original length) of every frame, in file order."""
-    out = []
+    return [(t, orig) for t, _, orig in records(path)]
+
+
+def records(path, data=False):
+    """Yields (time ns, captured bytes or None, original length) of every
+    frame, in file order. With `data` the bytes are read, and a last
+    record cut short (a capture stopped mid-write) ends the walk; without,
+    they are skipped and such a record still counts."""
     with open(path, 'rb') as f:
         hdr = f.read(24)
         if len(hdr) < 24:
@@ -48,9 +55,14 @@ def frames(path):
             if len(ph) < 16:
                 break
             sec, frac, incl, orig = rec.unpack(ph)
-            f.seek(incl, 1)
-            out.append((sec * 1_000_000_000 + frac * scale, orig))
-    return out
+            body = None
+            if data:
+                body = f.read(incl)
+                if len(body) < incl:
+                    break
+            else:
+                f.seek(incl, 1)
+            yield sec * 1_000_000_000 + frac * scale, body, orig
 
 
 def pct(sorted_values, p):

@@ -53,6 +53,14 @@ ip netns exec slcn3sink sh -c 'sysctl -qw net.ipv6.conf.all.disable_ipv6=1; ip l
 ip netns exec slcn3 sh -c 'sysctl -qw net.ipv6.conf.all.disable_ipv6=1; sysctl -qw net.ipv6.conf.default.disable_ipv6=1;
   ip link set slcn3a up; ip link set lo up; ip tuntap add dev slcapn mode tap; ip link set slcapn up'
 
+ip netns exec slcn3sink python3 "$root/python/examples/tcp_sink.py" 10.77.0.2 5001 180 > "$work/sink.json" &
+sink_pid=$!; pids+=("$sink_pid")
+ip netns exec slcn3sink tcpdump -i slcn3b -Q in -w "$work/measured.pcap" -B 65536 --time-stamp-precision nano -q 2>/dev/null &
+dump_pid=$!; pids+=("$dump_pid")
+# Realtime ns-3 for long enough to finish at the paced rate (plus its ~20 s
+# of loading before the clock starts).
+secs=$(python3 -c "print(max(5, 3 + 4 * $bytes * 8 / (1448 * 8 / ($gap * 1e-6))))")
+
 if [ "${VIA:-pace}" = inject ]; then
   mac=$(ip netns exec slcn3 cat /sys/class/net/slcn3a/address)
   printf 'node,sim_ip,real_ip,real_mac\n0,10.1.1.1,10.77.0.1,%s\n1,10.1.1.2,10.77.0.2,02:00:00:00:77:02\n' "$mac" \
@@ -60,17 +68,12 @@ if [ "${VIA:-pace}" = inject ]; then
   # The receiver's work (TCP, ACKs, the capture) on CPU 0, as a separate
   # host would do it, not in the TX thread's send on the last CPU.
   ip netns exec slcn3sink sh -c "echo ${RPS:-1} > /sys/class/net/slcn3b/queues/rx-0/rps_cpus"
-  ip netns exec slcn3sink python3 "$root/python/examples/tcp_sink.py" 10.77.0.2 5001 180 > "$work/sink.json" &
-  sink_pid=$!; pids+=("$sink_pid")
-  ip netns exec slcn3sink tcpdump -i slcn3b -Q in -w "$work/measured.pcap" -B 65536 --time-stamp-precision nano -q 2>/dev/null &
-  dump_pid=$!; pids+=("$dump_pid")
   rm -f "$work/i.sock"
   ip netns exec slcn3 "$sluice" inject --listen "unix:$work/i.sock" --to afpacket:slcn3a --return slcn3a \
     --sessions 1 --lead "${LEAD:-1ms}" -q --summary-json "$work/inject.json" 2> "$work/inject.err" &
   inject_pid=$!; pids+=("$inject_pid")
   for _ in $(seq 100); do [ -S "$work/i.sock" ] && break; sleep 0.1; done
   mbps=$(python3 -c "print(round(1514 * 8 / $gap, 3))")
-  secs=$(python3 -c "print(max(5, 3 + 4 * $bytes * 8 / (1448 * 8 / ($gap * 1e-6))))")
   timeout 300 python3 "$root/python/examples/ns3_inject.py" --connect "unix:$work/i.sock" \
     --map "$work/nodes.csv" --node 0 --to 1:5001 --bytes "$bytes" --seconds "$secs" \
     --pacing-mbps "$mbps" --lead-ms 3 --log "$work/requested.txt" > "$work/ns3.json" 2> "$work/ns3.err" \
@@ -99,17 +102,10 @@ if [ "${VIA:-pace}" = inject ]; then
   exit 0
 fi
 
-ip netns exec slcn3sink python3 "$root/python/examples/tcp_sink.py" 10.77.0.2 5001 180 > "$work/sink.json" &
-sink_pid=$!; pids+=("$sink_pid")
-ip netns exec slcn3sink tcpdump -i slcn3b -Q in -w "$work/measured.pcap" -B 65536 --time-stamp-precision nano -q 2>/dev/null &
-pids+=($!)
 ip netns exec slcn3 "$sluice" pace --tap slcapn --to afpacket:slcn3a --gap "${gap}us" --return -q \
   --summary-json "$work/pace.json" 2> "$work/pace.err" &
 pace_pid=$!; pids+=("$pace_pid")
 sleep 1
-# Realtime ns-3 for long enough to finish at the paced rate (plus its ~20 s
-# of loading before the clock starts).
-secs=$(python3 -c "print(max(5, 3 + 4 * $bytes * 8 / (1448 * 8 / ($gap * 1e-6))))")
 ip netns exec slcn3 timeout 300 python3 "$root/python/examples/ns3_pace.py" --iface slcapn --ip 10.77.0.1/24 \
   --to 10.77.0.2:5001 --bytes "$bytes" --seconds "$secs" > "$work/ns3.json" 2> "$work/ns3.err" \
   || { echo "ns3_pace.py failed:"; grep -v -i 'materialize\|runStaticInit' "$work/ns3.err" | tail -20; exit 1; }

@@ -17,32 +17,7 @@ import heapq
 import struct
 import sys
 
-MAGIC = {0xa1b23c4d: (1, '<'), 0xa1b2c3d4: (1000, '<'),
-         0x4d3cb2a1: (1, '>'), 0xd4c3b2a1: (1000, '>')}
-
-
-def frames(path):
-    """(time ns, frame bytes, original length) of every frame."""
-    out = []
-    with open(path, 'rb') as f:
-        hdr = f.read(24)
-        if len(hdr) < 24:
-            raise SystemExit(f'{path}: not a pcap file (too short)')
-        key = struct.unpack('<I', hdr[:4])[0]
-        if key not in MAGIC:
-            raise SystemExit(f'{path}: not a pcap file (magic {key:#x})')
-        scale, end = MAGIC[key]
-        rec = struct.Struct(end + 'IIII')
-        while True:
-            ph = f.read(16)
-            if len(ph) < 16:
-                break
-            sec, frac, incl, orig = rec.unpack(ph)
-            data = f.read(incl)
-            if len(data) < incl:
-                break  # a capture cut short: its last record is partial
-            out.append((sec * 1_000_000_000 + frac * scale, data, orig))
-    return out
+from caliper_judge import records
 
 
 def main(argv):
@@ -58,7 +33,7 @@ def main(argv):
             i += 1
     if len(args) < 2:
         raise SystemExit(__doc__)
-    out, caps = args[0], [frames(p) for p in args[1:]]
+    out, caps = args[0], [list(records(p, data=True)) for p in args[1:]]
     if offsets is not None:
         if len(offsets) != len(caps):
             raise SystemExit(f'--offsets: {len(offsets)} offsets for {len(caps)} captures')

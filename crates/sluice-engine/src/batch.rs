@@ -180,11 +180,8 @@ impl Pipeline for BatchPipeline<'_> {
             grow: (cfg.rx_stamp == Some(RxStampMode::Append))
                 .then_some(sluice_wire::rxstamp::append_room as fn(&mut Vec<u8>, usize)),
         };
-        let realtime_start = start.map(|s| {
-            // The start may lie ahead (the engine's start lead): signed.
-            let ahead = s.0 as i128 - sluice_core::Clock::now(&clock).0 as i128;
-            (sluice_sys::clock::realtime_ns() as i128 + ahead).max(0) as u64
-        });
+        let realtime_start = start
+            .map(|s| sluice_source::seam::at_start(&clock, s, sluice_sys::clock::realtime_ns()));
         for (k, (mut source, to_tx)) in sources.into_iter().zip(to_tx).enumerate() {
             let own = to_tx.len();
             let (free_tx, free_rx) = crossbeam_channel::unbounded();

@@ -95,6 +95,15 @@ pub struct RunContext {
     pub duration: Option<Nanos>,
 }
 
+/// `now_ns`, a reading of some system clock (CLOCK_MONOTONIC,
+/// CLOCK_REALTIME) taken just now, carried to the run's `start` on
+/// `clock`: what that clock read, or will read, at the start (which may
+/// lie ahead, the engine's start lead).
+pub fn at_start(clock: &MonotonicClock, start: MonoTime, now_ns: u64) -> u64 {
+    let ahead = start.0 as i128 - sluice_core::Clock::now(clock).0 as i128;
+    (now_ns as i128 + ahead).max(0) as u64
+}
+
 /// How a [`Source::fill`] ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {

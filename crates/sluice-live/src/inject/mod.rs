@@ -814,9 +814,7 @@ impl Source for InjectSource {
         self.clock = clock;
         self.start = start;
         self.duration = cx.duration;
-        // The start may lie ahead (the engine's start lead): signed.
-        let ahead = start.0 as i128 - clock.now().0 as i128;
-        let at = |now: u64| (now as i128 + ahead).max(0) as u64;
+        let at = |now_ns: u64| sluice_source::seam::at_start(&clock, start, now_ns);
         self.mono0 = at(sluice_sys::clock::monotonic_ns());
         // The engine's origin when it gives one: the pcap output is
         // stamped from it, so realtime acks equal its stamps.
