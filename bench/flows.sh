@@ -4,7 +4,7 @@
 # rate, veth throughput with 2^16 flows next to trafgen, and FLOR's timing
 # test (100 flows × 100 packets at 10 pps) judged from a tcpdump capture.
 #
-#   bench/flows.sh [all|scale|planners|insert|veth|timing|records|timing10k]   (default: all;
+#   bench/flows.sh [all|scale|planners|insert|veth|csum|timing|records|timing10k]   (default: all;
 #   timing10k, FLOR's 10 000-flow test, takes 17 minutes and is not in all;
 #   TO=pcap runs it into a pcap file, as FLOR did, instead of through veth)
 #
@@ -110,6 +110,24 @@ CFG
   a=$(rx); s0=$(date +%s.%N); trafgen --dev va --conf "$work/udp64r.cfg" --num 1000000 --cpus 1 >/dev/null 2>&1; e=$(date +%s.%N); b=$(rx)
   t=$(python3 -c "print(round(($b-$a)/($e-$s0)))")
   say "sluice 1 TX: $s pps; trafgen 1 cpu: $t pps; x$(python3 -c "print(f'{$s/$t:.2f}')")"
+}
+
+csum() { # checksum offload (--csum-offload) against checksums computed by sluice, alternated
+  say "== checksum offload, veth (tx-checksumming $(ethtool -k va 2>/dev/null | awk '/^tx-checksumming/ {print $2}')), 2^16 flows x 16 packets, frames counted by the sink =="
+  local pl o a b r
+  for pl in 18 1400; do
+    printf 'flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.99.0.2, sport: 1, dport: 9, start: 0, packets: 16, pps: 1000, payload: %d, prefix: "GET / HTTP/1.1 Host: example.com", count: 65536, step: {src: 1, sport: 1}}\n' "$pl" > "$work/c$pl.yaml"
+  done
+  for r in 1 2 3; do
+    for pl in 18 1400; do
+      for o in "" --csum-offload; do
+        a=$(rx)
+        "$sluice" flows run "$work/c$pl.yaml" --to afpacket:va --dst-mac "$sink_mac" --topspeed -q $o --summary-json "$work/c.json" 2>/dev/null
+        b=$(rx)
+        say "payload $pl ${o:-computed}: $(python3 -c "import json; s=json.load(open('$work/c.json')); print(round(($b-$a)/s['duration_s']))") pps"
+      done
+    done
+  done
 }
 
 timing() {

@@ -208,6 +208,11 @@ fn check_sink(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
         }
     }
     check_queues(o, to)?;
+    if o.csum_offload && !matches!(to, SinkSpec::AfPacket(_)) {
+        return Err(bad_input(anyhow!(
+            "--csum-offload needs an afpacket:IFACE sink (a file or null has no device to compute checksums; xdp has no checksum offload on this path)"
+        )));
+    }
     sluice_sink::launch::check(o.launch_time, to, o.xdp_mode).map_err(|e| bad_input(anyhow!(e)))
 }
 
@@ -249,9 +254,10 @@ fn open_sinks(o: &RunOpts, to: &SinkSpec) -> Result<Vec<Box<dyn Sink>>, Failure>
                         other => bad_input(other),
                     })?)
                 }
-                SinkSpec::AfPacket(iface) => {
-                    Box::new(AfPacketSink::open(iface, o.tx_mode).map_err(crate::open_failure)?)
-                }
+                SinkSpec::AfPacket(iface) => Box::new(
+                    AfPacketSink::open(iface, o.tx_mode, o.csum_offload)
+                        .map_err(crate::open_failure)?,
+                ),
                 SinkSpec::Xdp(iface) => {
                     let queue = o
                         .tx_queues

@@ -901,3 +901,26 @@ fn onoff_meta_flows_start_only_in_on_periods() {
         stderr(&o)
     );
 }
+
+#[test]
+fn checksum_offload_without_a_device_is_refused_with_the_reason() {
+    let d = tmpdir("flows-csum");
+    let session = d.join("s.yaml");
+    std::fs::write(
+        &session,
+        "flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, sport: 1, dport: 2, packets: 1}\n",
+    )
+    .unwrap();
+    let s = session.to_str().unwrap();
+    let out = format!("pcap:{}", d.join("o.pcap").display());
+    for to in ["null", out.as_str()] {
+        let o = run(&["flows", "run", s, "--to", to, "--csum-offload", "-q"]);
+        assert_eq!(o.status.code(), Some(2), "{to}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--csum-offload needs an afpacket"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert!(!d.join("o.pcap").exists());
+}

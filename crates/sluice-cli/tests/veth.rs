@@ -607,3 +607,96 @@ fn a_veth_deleted_mid_run_exits_1_with_what_was_sent() {
     assert!(err.contains(&tag), "the device is named: {err}");
     assert!(err.contains("sent "), "no summary of what was sent: {err}");
 }
+
+/// `--csum-offload`: the TCP and UDP checksums are left to the device.
+/// With the veth's tx-checksumming off the kernel computes them, and every
+/// one the capture holds is right; with it on, the veth hands them on
+/// uncomputed (the capture shows the pseudo-header sums) and the
+/// namespace's own UDP stack still takes every datagram.
+#[test]
+fn checksums_left_to_the_device_are_computed_or_trusted_downstream() {
+    if !can_run() || !sluice_testkit::require("ethtool", "checksum offload test") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let net = Net::up("slk");
+    let mac = net.address();
+    let d = tmpdir("veth-csum");
+    let session = d.join("s.yaml");
+    // To the receiver (10.77.0.2:9000): 40 UDP flows; beside it, TCP and
+    // IPv6 flows of random sizes and a prefixed UDP flow.
+    std::fs::write(
+        &session,
+        "flows:\n\
+         - {proto: udp4, src: 10.77.0.1, dst: 10.77.0.2, sport: 5000, dport: 9000, start: 0, \
+            packets: 10, pps: 1000, payload: [1, 1400], count: 40, step: {sport: 1}}\n\
+         - {proto: tcp4, src: 10.0.0.1, dst: 10.99.0.2, sport: 1000, dport: 80, start: 0, \
+            packets: 10, pps: 1000, payload: [0, 1400], count: 20, step: {src: 1, sport: 1}}\n\
+         - {proto: udp6, src: '2001:db8::1', dst: '2001:db8::2', sport: 1000, dport: 53, \
+            start: 0, packets: 10, pps: 1000, payload: [0, 1200], count: 20, step: {sport: 1}}\n\
+         - {proto: udp4, src: 10.0.0.1, dst: 10.99.0.2, sport: 7, dport: 53, start: 0, \
+            packets: 10, pps: 1000, payload: 33, prefix: 'odd-length prefix', count: 1}\n",
+    )
+    .unwrap();
+    let send = |cap: &Path| {
+        let dump = net.capture_small(cap);
+        let to = format!("afpacket:{}", net.tx());
+        let o = run(&[
+            "flows",
+            "run",
+            session.to_str().unwrap(),
+            "--to",
+            &to,
+            "--dst-mac",
+            &mac,
+            "--csum-offload",
+            "-q",
+            "--summary-json",
+            "-",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stop(dump);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["packets"], 810, "{v}");
+        // Only what sluice sent (its source MAC), not the kernels' own
+        // traffic (ARP, ICMP port unreachable while nothing listens).
+        read_all(cap)
+            .into_iter()
+            .filter(|(_, f)| f[6..12] == sluice_wire::MacAddr::LOCAL_SRC.0)
+            .collect::<Vec<_>>()
+    };
+    let l4 = |f: &[u8]| sluice_wire::parse_layers(f).l4.map(|l| l.proto);
+
+    // The kernel computes them.
+    sh(&["ethtool", "-K", &net.tx(), "tx", "off"]);
+    let got = send(&d.join("kernel.pcap"));
+    assert_eq!(got.len(), 810);
+    for (i, (_, f)) in got.iter().enumerate() {
+        assert!(matches!(l4(f), Some(6 | 17)), "frame {i}");
+        sluice_wire::verify_checksums(f).unwrap_or_else(|e| panic!("frame {i}: {e:?}"));
+    }
+
+    // The device (veth) leaves them; the receiving stack trusts them.
+    sh(&["ethtool", "-K", &net.tx(), "tx", "on"]);
+    let out = d.join("rx.txt");
+    let rx = net.udp_receiver(&out);
+    let got = send(&d.join("device.pcap"));
+    let mut rx = Reaped(rx);
+    assert!(rx.wait().unwrap().success());
+    let lines = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        lines.lines().count(),
+        400,
+        "datagrams the namespace's UDP stack took"
+    );
+    let partial = got
+        .iter()
+        .filter(|(_, f)| sluice_wire::verify_checksums(f).is_err())
+        .count();
+    // A pseudo-header sum may equal the right checksum by chance (1 in 65 536).
+    assert!(
+        partial >= 800,
+        "{partial} of {} frames left partial",
+        got.len()
+    );
+}

@@ -23,6 +23,7 @@ const RUN: &[(&str, bool)] = &[
     ("no-pin", false),
     ("rt", false),
     ("tx-mode", true),
+    ("csum-offload", false),
     ("xdp-mode", true),
     ("tx-queues", true),
     ("launch-time", true),

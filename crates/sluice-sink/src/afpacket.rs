@@ -6,6 +6,10 @@
 //! hands the whole batch to the driver: one syscall per batch at top speed,
 //! one per packet when pacing (the engine flushes before every wait). The
 //! qdisc bypass skips the traffic-control layer, as trafgen does.
+//!
+//! Checksum offload (`--csum-offload`): each frame is preceded by a
+//! virtio-net header (PACKET_VNET_HDR) that leaves its TCP or UDP checksum
+//! to the driver, or to the kernel where the driver cannot compute it.
 
 use crate::iface::{check_up, ifindex, read_mtu, ETH_HEADER, VLAN_TAG};
 use crate::sockopt::setsockopt;
@@ -34,6 +38,27 @@ const TP_STATUS_AVAILABLE: u32 = 0;
 const TP_STATUS_SEND_REQUEST: u32 = 1;
 const TP_STATUS_WRONG_FORMAT: u32 = 4;
 
+/// `PACKET_VNET_HDR` (linux/if_packet.h): frames carry a virtio_net_hdr.
+const PACKET_VNET_HDR: i32 = 15;
+/// `struct virtio_net_hdr`: flags, gso_type, hdr_len, gso_size,
+/// csum_start, csum_offset.
+const VNET_HDR_LEN: usize = 10;
+const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
+
+/// The virtio-net header in front of `frame`: the checksum to leave to the
+/// device (whose field then holds the pseudo-header sum), or none (the
+/// frame goes as it is: not TCP/UDP, a fragment, padded). Native byte
+/// order: packet sockets use the legacy virtio layout.
+fn vnet_header(frame: &mut [u8]) -> [u8; VNET_HDR_LEN] {
+    let mut h = [0u8; VNET_HDR_LEN];
+    if let Some(at) = sluice_wire::leave_checksum_to_device(frame) {
+        h[0] = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+        h[6..8].copy_from_slice(&at.start.to_ne_bytes());
+        h[8..10].copy_from_slice(&at.offset.to_ne_bytes());
+    }
+    h
+}
+
 /// How frames reach the kernel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TxMode {
@@ -61,6 +86,9 @@ pub struct AfPacketSink {
     pending: usize,
     /// Frames the kernel refused once queued (skipped and counted).
     rejected: u64,
+    /// Bytes of virtio-net header in front of each frame: 0, or
+    /// VNET_HDR_LEN with checksum offload.
+    vnet: usize,
 }
 
 enum Path {
@@ -81,7 +109,9 @@ struct Ring {
 unsafe impl Send for Ring {}
 
 struct Mmsg {
+    /// `MMSG_BATCH` slots of `stride` bytes.
     buf: Vec<u8>,
+    stride: usize,
     lens: Vec<usize>,
     slot: usize,
 }
@@ -91,7 +121,9 @@ fn last_err(what: String) -> SinkError {
 }
 
 impl AfPacketSink {
-    pub fn open(iface: &str, mode: TxMode) -> Result<Self, SinkError> {
+    /// Opens the interface; with `csum_offload`, TCP and UDP checksums are
+    /// left to the device.
+    pub fn open(iface: &str, mode: TxMode, csum_offload: bool) -> Result<Self, SinkError> {
         let mtu = read_mtu(iface)?;
         check_up(iface)?;
         let max_plain = mtu + ETH_HEADER;
@@ -129,12 +161,25 @@ impl AfPacketSink {
         // A frame of the ring the kernel cannot send is dropped and the
         // ring goes on (without it the kernel stops at that slot).
         let _ = setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_LOSS, &one);
+        // Before the ring: the kernel refuses the option once a ring exists.
+        let vnet = if csum_offload {
+            setsockopt(&fd, libc::SOL_PACKET, PACKET_VNET_HDR, &one).map_err(|e| {
+                SinkError::os(
+                    format!("checksum offload (PACKET_VNET_HDR) on '{iface}'"),
+                    e,
+                )
+            })?;
+            VNET_HDR_LEN
+        } else {
+            0
+        };
+        let slot = max_frame + vnet;
         let path = match mode {
-            TxMode::Auto => match Ring::setup(&fd, max_frame) {
+            TxMode::Auto => match Ring::setup(&fd, slot) {
                 Ok(r) => Path::Ring(r),
-                Err(_) => Path::Mmsg(Mmsg::new(max_frame)),
+                Err(_) => Path::Mmsg(Mmsg::new(slot)),
             },
-            TxMode::Sendmmsg => Path::Mmsg(Mmsg::new(max_frame)),
+            TxMode::Sendmmsg => Path::Mmsg(Mmsg::new(slot)),
         };
         Ok(AfPacketSink {
             iface: iface.to_string(),
@@ -144,6 +189,7 @@ impl AfPacketSink {
             path,
             pending: 0,
             rejected: 0,
+            vnet,
         })
     }
 
@@ -199,6 +245,7 @@ fn kick(fd: &OwnedFd, iface: &str, flags: i32, rejected: &mut u64) -> Result<(),
 }
 
 impl Ring {
+    /// A ring whose slots take `max_frame` bytes (virtio-net header included).
     fn setup(fd: &OwnedFd, max_frame: usize) -> io::Result<Ring> {
         let version: i32 = TPACKET_V2;
         setsockopt(fd, libc::SOL_PACKET, libc::PACKET_VERSION, &version)?;
@@ -245,23 +292,32 @@ impl Ring {
         unsafe { &*(self.base.add(i * self.frame_size) as *const AtomicU32) }
     }
 
-    /// Copies `head` then `body` into the head slot if it is free. Returns
-    /// false when the ring is full (the slot still belongs to the kernel).
-    fn push(&mut self, head: &[u8], body: &[u8]) -> bool {
+    /// Copies `head` then `body` into the head slot if it is free, behind a
+    /// virtio-net header when `vnet` is its length. Returns false when the
+    /// ring is full (the slot still belongs to the kernel).
+    fn push(&mut self, head: &[u8], body: &[u8], vnet: usize) -> bool {
         let status = self.status(self.head).load(Ordering::Acquire);
         if status != TP_STATUS_AVAILABLE && status != TP_STATUS_WRONG_FORMAT {
             return false;
         }
-        let len = head.len() + body.len();
+        let frame_len = head.len() + body.len();
+        let len = vnet + frame_len;
         // SAFETY: the slot is AVAILABLE, so the kernel does not touch it until
-        // we publish SEND_REQUEST below; head.len() + body.len() ≤ frame_size
-        // − 32 was checked by the caller (max_frame + 32 ≤ frame_size), so the
-        // copies and the tp_len/tp_snaplen writes stay inside this slot.
+        // we publish SEND_REQUEST below; vnet + head.len() + body.len() ≤
+        // frame_size − 32 was checked by the caller (max_frame + vnet + 32 ≤
+        // frame_size), so the copies, the slice over the frame and the
+        // tp_len/tp_snaplen writes stay inside this slot, which nothing else
+        // references meanwhile.
         unsafe {
             let slot = self.base.add(self.head * self.frame_size);
             let data = slot.add(TX_DATA_OFFSET);
-            std::ptr::copy_nonoverlapping(head.as_ptr(), data, head.len());
-            std::ptr::copy_nonoverlapping(body.as_ptr(), data.add(head.len()), body.len());
+            let frame = data.add(vnet);
+            std::ptr::copy_nonoverlapping(head.as_ptr(), frame, head.len());
+            std::ptr::copy_nonoverlapping(body.as_ptr(), frame.add(head.len()), body.len());
+            if vnet > 0 {
+                let h = vnet_header(std::slice::from_raw_parts_mut(frame, frame_len));
+                std::ptr::copy_nonoverlapping(h.as_ptr(), data, vnet);
+            }
             let hdr = slot as *mut u32;
             hdr.add(1).write_volatile(len as u32); // tp_len
             hdr.add(2).write_volatile(len as u32); // tp_snaplen
@@ -292,20 +348,21 @@ impl Drop for Ring {
 }
 
 impl Mmsg {
-    fn new(max_frame: usize) -> Mmsg {
+    fn new(stride: usize) -> Mmsg {
         Mmsg {
-            buf: vec![0; MMSG_BATCH * max_frame],
+            buf: vec![0; MMSG_BATCH * stride],
+            stride,
             lens: vec![0; MMSG_BATCH],
             slot: 0,
         }
     }
 
     /// Sends the gathered frames; returns how many the kernel refused.
-    fn send_all(&mut self, fd: &OwnedFd, iface: &str, max_frame: usize) -> Result<u64, SinkError> {
+    fn send_all(&mut self, fd: &OwnedFd, iface: &str) -> Result<u64, SinkError> {
         let n = self.slot;
         let mut iov: Vec<libc::iovec> = (0..n)
             .map(|i| libc::iovec {
-                iov_base: self.buf[i * max_frame..].as_mut_ptr().cast(),
+                iov_base: self.buf[i * self.stride..].as_mut_ptr().cast(),
                 iov_len: self.lens[i],
             })
             .collect();
@@ -340,7 +397,7 @@ impl Sink for AfPacketSink {
         match &mut self.path {
             Path::Ring(ring) => {
                 let mut stalled: Option<std::time::Instant> = None;
-                while !ring.push(head, body) {
+                while !ring.push(head, body, self.vnet) {
                     // Ring full: hand the queued frames over until a slot
                     // frees. A device that takes nothing (no carrier, a TAP
                     // nobody reads) would hold the thread here for ever.
@@ -367,13 +424,17 @@ impl Sink for AfPacketSink {
                 }
             }
             Path::Mmsg(m) => {
-                let at = m.slot * self.max_frame;
+                let at = m.slot * m.stride + self.vnet;
                 m.buf[at..at + head.len()].copy_from_slice(head);
                 m.buf[at + head.len()..at + len].copy_from_slice(body);
-                m.lens[m.slot] = len;
+                if self.vnet > 0 {
+                    let h = vnet_header(&mut m.buf[at..at + len]);
+                    m.buf[at - self.vnet..at].copy_from_slice(&h);
+                }
+                m.lens[m.slot] = self.vnet + len;
                 m.slot += 1;
                 if m.slot == MMSG_BATCH {
-                    self.rejected += m.send_all(&self.fd, &self.iface, self.max_frame)?;
+                    self.rejected += m.send_all(&self.fd, &self.iface)?;
                 }
             }
         }
@@ -389,7 +450,7 @@ impl Sink for AfPacketSink {
                 Ok(())
             }
             Path::Mmsg(m) => {
-                self.rejected += m.send_all(&self.fd, &self.iface, self.max_frame)?;
+                self.rejected += m.send_all(&self.fd, &self.iface)?;
                 Ok(())
             }
         }
@@ -427,6 +488,13 @@ impl Sink for AfPacketSink {
         } else {
             "sendmmsg"
         };
-        format!("afpacket:{} ({how}, qdisc bypass)", self.iface)
+        let csum = if self.vnet == 0 {
+            ""
+        } else if sluice_sys::ethtool::tx_checksum(&self.iface).unwrap_or(false) {
+            ", checksums by the device"
+        } else {
+            ", checksums by the kernel (the driver has no tx-checksumming)"
+        };
+        format!("afpacket:{} ({how}, qdisc bypass{csum})", self.iface)
     }
 }

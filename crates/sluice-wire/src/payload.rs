@@ -348,7 +348,10 @@ pub fn rewrite_payload(frame: &mut [u8], mode: PayloadMode) -> Rewrite {
 
 /// Computes the IPv4 header checksum (where there is one) and the TCP,
 /// UDP, ICMP or ICMPv6 checksum of a frame, whatever they held.
-pub(crate) fn recompute_checksums(frame: &mut [u8]) {
+///
+/// With `l4_by_device` (checksum offload), a TCP or UDP checksum the sink
+/// leaves to the device ([`leave_checksum_to_device`]) is not computed.
+pub(crate) fn recompute_checksums(frame: &mut [u8], l4_by_device: bool) {
     let layers = crate::layers::parse_layers(frame);
     let l3 = layers.l3_offset;
     if let Some(Ip::V4 { header_len, .. }) = layers.ip {
@@ -357,7 +360,9 @@ pub(crate) fn recompute_checksums(frame: &mut [u8]) {
             frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
         }
     }
-    complete_checksum(frame);
+    if !(l4_by_device && device_plan(frame).is_some()) {
+        complete_checksum(frame);
+    }
 }
 
 /// Completes the TCP, UDP, ICMP or ICMPv6 checksum of a frame whose
@@ -380,6 +385,50 @@ pub fn complete_checksum(frame: &mut [u8]) -> bool {
     let c = plan.compute(frame, ip_end);
     plan.store(frame, c);
     true
+}
+
+/// Where a device is to compute an L4 checksum left to it
+/// ([`leave_checksum_to_device`]): the sum runs from `start` to the end of
+/// the frame and is stored at `start + offset` (a virtio-net header's
+/// `csum_start` and `csum_offset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceChecksum {
+    pub start: u16,
+    pub offset: u16,
+}
+
+/// Leaves the TCP or UDP checksum of a frame to the device (checksum
+/// offload): the field gets the pseudo header's sum, not complemented,
+/// which is what a device that sums from the L4 header on expects
+/// (`CHECKSUM_PARTIAL`). Returns where the device must sum and store, or
+/// None for a frame left as it is: not TCP or UDP, an IP fragment, padded or
+/// cut short (the device sums to the end of the frame), or UDP over IPv4
+/// without a checksum (0).
+pub fn leave_checksum_to_device(frame: &mut [u8]) -> Option<DeviceChecksum> {
+    let plan = device_plan(frame)?;
+    let len = (frame.len() - plan.start) as u32;
+    let partial = !fold(plan.pseudo + (len >> 16) + (len & 0xffff));
+    plan.store(frame, partial);
+    Some(DeviceChecksum {
+        start: u16::try_from(plan.start).ok()?,
+        offset: u16::try_from(plan.field - plan.start).ok()?,
+    })
+}
+
+/// The checksum a device can compute for `frame`, summing from the L4
+/// header to the frame's end (see [`leave_checksum_to_device`]).
+fn device_plan(frame: &[u8]) -> Option<L4Checksum> {
+    let (layers, extra) = parse_full(frame);
+    let (ip, l4) = (layers.ip?, layers.l4?);
+    let ip_end = layers.l3_offset + ip.packet_len();
+    if ip.is_fragment() || ip_end != frame.len() || l4.end() != ip_end {
+        return None;
+    }
+    if l4.proto != PROTO_TCP && l4.proto != PROTO_UDP {
+        return None;
+    }
+    let plan = checksum_plan(frame, &layers, &extra, &l4).ok()?;
+    (!(plan.zero_means_none && plan.stored(frame) == 0)).then_some(plan)
 }
 
 /// Verifies the IPv4 header checksum and the TCP, UDP, ICMP or ICMPv6
@@ -795,6 +844,44 @@ mod tests {
         let mut short = udp4_frame();
         short.truncate(30);
         assert!(!complete_checksum(&mut short));
+    }
+
+    /// What a device does with a checksum left to it (the kernel's
+    /// `skb_checksum_help`): sum from `start` to the end, complement, store.
+    fn device_completes(f: &mut [u8], at: DeviceChecksum) {
+        let start = usize::from(at.start);
+        let c = fold(sum16(&f[start..], 0));
+        let field = start + usize::from(at.offset);
+        f[field..field + 2].copy_from_slice(&c.to_be_bytes());
+    }
+
+    #[test]
+    fn a_checksum_left_to_the_device_comes_out_right() {
+        for f in [udp4_frame(), tcp6_frame()] {
+            let good = f.clone();
+            let mut partial = f.clone();
+            let at = leave_checksum_to_device(&mut partial).expect("TCP/UDP offloaded");
+            assert_eq!(usize::from(at.start), parse_layers(&f).l4.unwrap().offset);
+            assert_ne!(partial, good, "the field holds the pseudo-header sum");
+            device_completes(&mut partial, at);
+            assert_eq!(partial, good);
+        }
+        // Left as they are: ICMP, UDP over IPv4 without a checksum, a frame
+        // with padding after the IP packet, a cut one.
+        let mut icmp = icmp4_frame();
+        assert_eq!(leave_checksum_to_device(&mut icmp), None);
+        assert_eq!(icmp, icmp4_frame());
+        let mut none = udp4_frame();
+        none[40..42].copy_from_slice(&[0, 0]);
+        let kept = none.clone();
+        assert_eq!(leave_checksum_to_device(&mut none), None);
+        assert_eq!(none, kept);
+        let mut padded = udp4_frame();
+        padded.extend_from_slice(&[0; 6]);
+        assert_eq!(leave_checksum_to_device(&mut padded), None);
+        let mut short = udp4_frame();
+        short.truncate(38);
+        assert_eq!(leave_checksum_to_device(&mut short), None);
     }
 
     #[test]

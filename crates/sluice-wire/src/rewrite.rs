@@ -269,6 +269,9 @@ pub struct HeaderRewrite {
     /// every pass holds new flows and a flow's two directions stay one.
     pub unique_ip: bool,
     pub fixcsum: bool,
+    /// `--csum-offload`: the sink leaves the outermost TCP or UDP checksum
+    /// to the device, so a recompute (`fixcsum`, a length change) skips it.
+    pub l4_csum_by_device: bool,
     /// `--tunnel`: whether the address, port, TTL and TOS options reach
     /// the headers inside VXLAN, GRE, GTP-U and IP-in-IP.
     pub tunnel: TunnelMode,
@@ -589,7 +592,7 @@ impl HeaderRewrite {
         } else if level.recompute {
             // The outer headers are not rewritten, but their checksums
             // are computed as --fixcsum (or a length change) asks.
-            recompute_checksums(frame);
+            recompute_checksums(frame, self.by_device(level));
             changed = true;
         }
         if level.recompute {
@@ -636,6 +639,12 @@ impl HeaderRewrite {
     }
 
     /// The IP (or ARP) headers of one layer.
+    /// Whether the device computes this level's L4 checksum: only the
+    /// outermost one's (a tunnelled packet's is part of the outer payload).
+    fn by_device(&self, level: Level) -> bool {
+        self.l4_csum_by_device && level.depth == 0
+    }
+
     fn edit_headers(&self, frame: &mut [u8], level: Level) -> bool {
         let Level {
             pass,
@@ -689,7 +698,7 @@ impl HeaderRewrite {
         self.edit_ports(frame, layers.l4, &mut d);
         changed |= !d.ip.is_empty() || !d.l4.is_empty();
         if recompute {
-            recompute_checksums(frame);
+            recompute_checksums(frame, self.by_device(level));
             return true;
         }
         update_checksums(frame, at.v4, l3, layers.l4, &d);
@@ -942,7 +951,7 @@ fn set_ip_len(frame: &mut Vec<u8>, mtu: Option<usize>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checksum::ipv4_header_checksum;
+    use crate::checksum::{fold, ipv4_header_checksum, sum16};
     use crate::payload::{complete_checksum, verify_checksums};
 
     /// Ethernet + IPv4 + TCP or UDP with 6 payload bytes, checksums right.
@@ -1032,6 +1041,30 @@ mod tests {
             ..all()
         };
         fix.apply(&mut f);
+        verify_checksums(&f).unwrap();
+    }
+
+    #[test]
+    fn fixcsum_leaves_the_l4_checksum_to_a_device_that_computes_it() {
+        let mut f = frame(PROTO_TCP);
+        f[50] ^= 0x5a; // the TCP checksum
+        f[24] ^= 0x0f; // the IPv4 header checksum
+        let offload = HeaderRewrite {
+            fixcsum: true,
+            l4_csum_by_device: true,
+            ..all()
+        };
+        offload.apply(&mut f);
+        assert_eq!(fold(sum16(&f[14..34], 0)), 0, "the IPv4 header is fixed");
+        assert!(
+            verify_checksums(&f).is_err(),
+            "the TCP checksum is not computed"
+        );
+        // What the sink and then the device do with the TCP checksum.
+        let at = crate::payload::leave_checksum_to_device(&mut f).unwrap();
+        let start = usize::from(at.start);
+        let c = fold(sum16(&f[start..], 0));
+        f[start + 16..start + 18].copy_from_slice(&c.to_be_bytes());
         verify_checksums(&f).unwrap();
     }
 

@@ -215,7 +215,7 @@ pub fn append_room(data: &mut Vec<u8>, start: usize) {
     if l4.proto == PROTO_UDP {
         grow(frame, l4.offset + 4);
     }
-    crate::payload::recompute_checksums(frame);
+    crate::payload::recompute_checksums(frame, false);
 }
 
 #[cfg(test)]

@@ -37,6 +37,9 @@ pub struct RunOpts {
     /// How frames reach an afpacket interface: a TX ring (falling back to sendmmsg), or sendmmsg batches.
     #[arg(long, value_parser = named::<TxMode>(TxMode::NAMES), default_value_t = TxMode::default())]
     pub tx_mode: TxMode,
+    /// Leave TCP and UDP checksums to the device (afpacket only): a virtio-net header asks the driver to compute them, or the kernel where the driver cannot.
+    #[arg(long)]
+    pub csum_offload: bool,
     /// How an xdp interface is bound: zero-copy where the driver has it, else copy mode (auto); copy only; zero-copy only.
     #[arg(long, value_parser = named::<XdpMode>(XdpMode::NAMES), default_value_t = XdpMode::default())]
     pub xdp_mode: XdpMode,

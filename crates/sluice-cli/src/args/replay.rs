@@ -248,6 +248,7 @@ impl ReplayArgs {
             seed: self.seed,
             unique_ip: self.unique_ip,
             fixcsum: self.fixcsum,
+            l4_csum_by_device: self.run.csum_offload,
             tunnel: self.tunnel.parse()?,
         })
     }

@@ -54,7 +54,7 @@ pub fn run(a: DemoArgs) -> Result<u8, Failure> {
     let summary = if veth {
         let net = DemoNet::up()?;
         let dump = net.capture(&capture)?;
-        let sink = AfPacketSink::open(&net.tx, TxMode::Auto)?;
+        let sink = AfPacketSink::open(&net.tx, TxMode::Auto, false)?;
         eoutln!(
             "demo: replaying through veth {} -> {} (namespace {}), captured by tcpdump",
             net.tx,

@@ -95,6 +95,7 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
         no_pin: true,
         rt: false,
         tx_mode: TxMode::default(),
+        csum_offload: false,
         xdp_mode: Default::default(),
         tx_queues: None,
         launch_time: sluice_sink::LaunchTime::Off,
