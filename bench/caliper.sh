@@ -22,6 +22,13 @@
 #   FIGS=DIR                          keep each drawn law's CDF overlay
 #   SECS=3 (seconds per run), SLUICE=path (the binary)
 #   SINK=afpacket (default) or xdp: how pace sends onto the veth
+#   PACE_ARGS="--rt": more options for sluice pace; PACE_OUT=FILE keeps
+#   what pace printed (its summary) there
+#   SNAPLEN=96: bytes captured per frame (headers: the judges read times
+#   and original lengths; whole frames cost the capture a tenth of a CPU,
+#   which on two vCPUs TCP misses)
+#   CAPTURE=0: tcpdump captures nothing (goodput alone, TCP only): on two
+#   vCPUs the capture's own CPU time is part of what TCP gets
 #
 # Topology (made and removed here): TAP slcap0 (10.77.0.1, the sender's
 # address) -> sluice pace -> veth slca <-> slcb in namespace slcsink
@@ -97,8 +104,11 @@ run() {
   # Wait for the listener and for tcpdump's "listening on" rather than for
   # fixed times: a loaded machine takes longer to start both.
   wait_until "iperf3 listening" ip netns exec slcsink ss -Hltn 'sport = :5201'
-  ip netns exec slcsink tcpdump -i slcb -w "$work/$name.pcap" -B 262144 --time-stamp-precision nano -q \
-    'ether src 02:00:00:00:77:03 or src host 10.77.0.1' 2> "$work/$name.tcpdump.err" &
+  local filter='ether src 02:00:00:00:77:03 or src host 10.77.0.1'
+  # CAPTURE=0: a filter nothing matches (IEEE's local experimental type).
+  [ "${CAPTURE:-1}" = 0 ] && filter='ether proto 0x88b5'
+  ip netns exec slcsink tcpdump -i slcb -w "$work/$name.pcap" -s "${SNAPLEN:-96}" -B 262144 --time-stamp-precision nano -q \
+    "$filter" 2> "$work/$name.tcpdump.err" &
   local tp=$!
   wait_until "tcpdump listening" grep -q "listening on" "$work/$name.tcpdump.err"
   taskset -c 0 iperf3 -c 10.77.0.2 -t "$secs" -J "$@" > "$work/$name.json" 2> "$work/$name.iperf.err" || true
@@ -115,6 +125,11 @@ judge() {
   local name=$1 src=$2; shift 2
   local ip=()
   [ "$src" = tcp ] && ip=(--iperf "$work/$name.json")
+  if [ "${CAPTURE:-1}" = 0 ]; then
+    # No capture to judge: the goodput alone.
+    python3 -c 'import json,sys; print("- - -", round(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e6, 1), "- -")' "$work/$name.json"
+    return
+  fi
   python3 "$here/caliper_judge.py" "$work/$name.pcap" "${ip[@]}" "$@"
 }
 
@@ -172,7 +187,8 @@ for g in "${gaps[@]}"; do
     judge_args=(--gaps "$work/requested.txt")
     [ "$law" = poisson ] && judge_args+=(--ks-mean "$gap_ns")
   fi
-  "$sluice" pace --tap slcap0 --to "$sink:slca" "${law_args[@]}" --return -q \
+  # shellcheck disable=SC2086
+  "$sluice" pace --tap slcap0 --to "$sink:slca" "${law_args[@]}" --return -q ${PACE_ARGS:-} \
     --duration "$((secs + 60))s" > "$work/pace.out" 2>&1 &
   pace_pid=$!
   # A TAP has no carrier until a process opens it: wait for pace's.
@@ -182,6 +198,7 @@ for g in "${gaps[@]}"; do
   # The transfer is over: stop pace (--duration is only a safety net).
   kill -INT "$pace_pid" 2>/dev/null || true
   wait "$pace_pid" || true
+  [ -n "${PACE_OUT:-}" ] && cat "$work/pace.out" >> "$PACE_OUT"
   read -r s50 s95 s99 smb sks _ <<< "$(judge sluice "$src" "${judge_args[@]}")"
   ks_rm=-
   if [ -n "$logged" ]; then
@@ -223,8 +240,8 @@ for g in "${gaps[@]}"; do
   fi
   ratio=$(python3 -c '
 import sys
-s, peers = float(sys.argv[1]), [float(x) for x in sys.argv[2:] if x not in ("-", "-1")]
-print(round(s / max(1.0, min(peers)), 3) if peers else "-")' "$s95" "$t95" "$f95" "$a95")
+s, peers = sys.argv[1], [float(x) for x in sys.argv[2:] if x not in ("-", "-1")]
+print(round(float(s) / max(1.0, min(peers)), 3) if peers and s != "-" else "-")' "$s95" "$t95" "$f95" "$a95")
   col "$src" "$law" "$g" "$allowed" "$s50" "$s95" "$s99" "$smb" "$sks" "$ks_rm" "$t95" "$tmb" "$f95" "$fmb" "$a95" "$amb" "$ratio"; echo
 done
 done
