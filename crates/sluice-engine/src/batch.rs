@@ -180,8 +180,8 @@ impl Pipeline for BatchPipeline<'_> {
             grow: (cfg.rx_stamp == Some(RxStampMode::Append))
                 .then_some(sluice_wire::rxstamp::append_room as fn(&mut Vec<u8>, usize)),
         };
-        let realtime_start = start
-            .map(|s| sluice_source::seam::at_start(&clock, s, sluice_sys::clock::realtime_ns()));
+        let realtime_start =
+            start.map(|s| sluice_source::seam::at_start(&clock, s, sluice_sys::clock::realtime_ns));
         for (k, (mut source, to_tx)) in sources.into_iter().zip(to_tx).enumerate() {
             let own = to_tx.len();
             let (free_tx, free_rx) = crossbeam_channel::unbounded();

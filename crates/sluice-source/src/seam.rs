@@ -95,13 +95,13 @@ pub struct RunContext {
     pub duration: Option<Nanos>,
 }
 
-/// `now_ns`, a reading of some system clock (CLOCK_MONOTONIC,
-/// CLOCK_REALTIME) taken just now, carried to the run's `start` on
-/// `clock`: what that clock read, or will read, at the start (which may
-/// lie ahead, the engine's start lead).
-pub fn at_start(clock: &MonotonicClock, start: MonoTime, now_ns: u64) -> u64 {
-    let ahead = start.0 as i128 - sluice_core::Clock::now(clock).0 as i128;
-    (now_ns as i128 + ahead).max(0) as u64
+/// What a system clock (`read`: CLOCK_MONOTONIC, CLOCK_REALTIME) read, or
+/// will read, at the run's `start` on `clock` (which may lie ahead, the
+/// engine's start lead). The two clocks are read as a pair
+/// ([`sluice_core::clock::paired_offset`]).
+pub fn at_start(clock: &MonotonicClock, start: MonoTime, read: impl FnMut() -> u64) -> u64 {
+    let offset = sluice_core::clock::paired_offset(|| sluice_core::Clock::now(clock).0, read);
+    (i128::from(start.0) + offset).max(0) as u64
 }
 
 /// How a [`Source::fill`] ended.

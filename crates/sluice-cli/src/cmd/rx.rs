@@ -60,8 +60,10 @@ pub struct Receiver {
 /// CLOCK_REALTIME − CLOCK_MONOTONIC now, ns: constant unless the wall
 /// clock is stepped (receive times are on the wall clock).
 fn realtime_offset() -> i128 {
-    let mono = sluice_sys::clock::monotonic_ns();
-    i128::from(sluice_sys::clock::realtime_ns()) - i128::from(mono)
+    sluice_core::clock::paired_offset(
+        sluice_sys::clock::monotonic_ns,
+        sluice_sys::clock::realtime_ns,
+    )
 }
 
 impl Receiver {

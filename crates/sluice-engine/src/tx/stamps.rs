@@ -19,10 +19,10 @@ pub(crate) struct Departures {
 impl Departures {
     /// Departures on the wall clock, moved by `shift_ns`.
     pub fn new(clock: &MonotonicClock, shift_ns: i64) -> Self {
-        let mono = i128::from(clock.now().0);
-        let real = i128::from(sluice_sys::clock::realtime_ns()) + i128::from(shift_ns);
+        let offset =
+            sluice_core::clock::paired_offset(|| clock.now().0, sluice_sys::clock::realtime_ns);
         Departures {
-            realtime_offset: real - mono,
+            realtime_offset: offset + i128::from(shift_ns),
             next: [0; 2],
             unstamped: 0,
         }

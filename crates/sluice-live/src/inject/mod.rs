@@ -814,13 +814,13 @@ impl Source for InjectSource {
         self.clock = clock;
         self.start = start;
         self.duration = cx.duration;
-        let at = |now_ns: u64| sluice_source::seam::at_start(&clock, start, now_ns);
-        self.mono0 = at(sluice_sys::clock::monotonic_ns());
+        let at = |read: fn() -> u64| sluice_source::seam::at_start(&clock, start, read);
+        self.mono0 = at(sluice_sys::clock::monotonic_ns);
         // The engine's origin when it gives one: the pcap output is
         // stamped from it, so realtime acks equal its stamps.
         self.real0 = cx
             .realtime_start
-            .unwrap_or_else(|| at(sluice_sys::clock::realtime_ns()));
+            .unwrap_or_else(|| at(sluice_sys::clock::realtime_ns));
     }
 
     fn report(&self) -> SourceReport {
