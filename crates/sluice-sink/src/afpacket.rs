@@ -89,6 +89,9 @@ pub struct AfPacketSink {
     /// Bytes of virtio-net header in front of each frame: 0, or
     /// VNET_HDR_LEN with checksum offload.
     vnet: usize,
+    /// With checksum offload, who computes the sums (for `describe`),
+    /// asked of the driver once at open.
+    csum_by: &'static str,
 }
 
 enum Path {
@@ -173,6 +176,13 @@ impl AfPacketSink {
         } else {
             0
         };
+        let csum_by = if !csum_offload {
+            ""
+        } else if sluice_sys::ethtool::tx_checksum(iface).unwrap_or(false) {
+            ", checksums by the device"
+        } else {
+            ", checksums by the kernel (the driver has no tx-checksumming)"
+        };
         let slot = max_frame + vnet;
         let path = match mode {
             TxMode::Auto => match Ring::setup(&fd, slot) {
@@ -190,6 +200,7 @@ impl AfPacketSink {
             pending: 0,
             rejected: 0,
             vnet,
+            csum_by,
         })
     }
 
@@ -488,13 +499,9 @@ impl Sink for AfPacketSink {
         } else {
             "sendmmsg"
         };
-        let csum = if self.vnet == 0 {
-            ""
-        } else if sluice_sys::ethtool::tx_checksum(&self.iface).unwrap_or(false) {
-            ", checksums by the device"
-        } else {
-            ", checksums by the kernel (the driver has no tx-checksumming)"
-        };
-        format!("afpacket:{} ({how}, qdisc bypass{csum})", self.iface)
+        format!(
+            "afpacket:{} ({how}, qdisc bypass{})",
+            self.iface, self.csum_by
+        )
     }
 }

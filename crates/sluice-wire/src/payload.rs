@@ -406,13 +406,15 @@ pub struct DeviceChecksum {
 /// without a checksum (0).
 pub fn leave_checksum_to_device(frame: &mut [u8]) -> Option<DeviceChecksum> {
     let plan = device_plan(frame)?;
+    // Offsets a virtio-net header can hold, before the field is touched.
+    let at = DeviceChecksum {
+        start: u16::try_from(plan.start).ok()?,
+        offset: u16::try_from(plan.field - plan.start).ok()?,
+    };
     let len = (frame.len() - plan.start) as u32;
     let partial = !fold(plan.pseudo + (len >> 16) + (len & 0xffff));
     plan.store(frame, partial);
-    Some(DeviceChecksum {
-        start: u16::try_from(plan.start).ok()?,
-        offset: u16::try_from(plan.field - plan.start).ok()?,
-    })
+    Some(at)
 }
 
 /// The checksum a device can compute for `frame`, summing from the L4
