@@ -92,14 +92,20 @@ for i in range(200000):
   say "standalone, 200k flow entries: $(json "$work/i2.json" "['pps']" | cut -d. -f1) flows/s once loaded; $(cat "$work/t") s in all with YAML parsing"
 }
 
+# sink_pps SESSION [ARGS...]: frames/s the sink counted for one run to va.
+sink_pps() {
+  local a b
+  a=$(rx)
+  "$sluice" flows run "$1" --to afpacket:va --dst-mac "$sink_mac" --topspeed -q "${@:2}" --summary-json "$work/v.json" 2>/dev/null
+  b=$(rx)
+  python3 -c "import json; s=json.load(open('$work/v.json')); print(round(($b-$a)/s['duration_s']))"
+}
+
 veth() {
   say "== veth, 64-byte frames, 2^16 concurrent flows, frames counted by the sink =="
   meta "$work/v16.yaml" 65536 16
-  local a b
-  a=$(rx)
-  "$sluice" flows run "$work/v16.yaml" --to afpacket:va --dst-mac "$sink_mac" --topspeed -q --summary-json "$work/v.json" 2>/dev/null
-  b=$(rx)
-  local s; s=$(python3 -c "import json; s=json.load(open('$work/v.json')); print(round(($b-$a)/s['duration_s']))")
+  local a b s
+  s=$(sink_pps "$work/v16.yaml")
   # trafgen: the same frame with a random 16-bit source port (~2^16 flows).
   cat > "$work/udp64r.cfg" <<'CFG'
 { 0x02,0x00,0x00,0x00,0x00,0x99, 0x02,0x00,0x00,0x00,0x00,0x01, 0x08,0x00,
@@ -114,19 +120,22 @@ CFG
 
 csum() { # checksum offload (--csum-offload) against checksums computed by sluice, alternated
   say "== checksum offload, veth (tx-checksumming $(ethtool -k va 2>/dev/null | awk '/^tx-checksumming/ {print $2}')), 2^16 flows x 16 packets, frames counted by the sink =="
-  local pl o a b r
+  local pl r
+  declare -A got=()
   for pl in 18 1400; do
     printf 'flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.99.0.2, sport: 1, dport: 9, start: 0, packets: 16, pps: 1000, payload: %d, prefix: "GET / HTTP/1.1 Host: example.com", count: 65536, step: {src: 1, sport: 1}}\n' "$pl" > "$work/c$pl.yaml"
   done
   for r in 1 2 3; do
     for pl in 18 1400; do
-      for o in "" --csum-offload; do
-        a=$(rx)
-        "$sluice" flows run "$work/c$pl.yaml" --to afpacket:va --dst-mac "$sink_mac" --topspeed -q $o --summary-json "$work/c.json" 2>/dev/null
-        b=$(rx)
-        say "payload $pl ${o:-computed}: $(python3 -c "import json; s=json.load(open('$work/c.json')); print(round(($b-$a)/s['duration_s']))") pps"
-      done
+      got[$pl-computed]+="$(sink_pps "$work/c$pl.yaml") "
+      got[$pl-offload]+="$(sink_pps "$work/c$pl.yaml" --csum-offload) "
     done
+  done
+  for pl in 18 1400; do
+    say "payload $pl: $(python3 -c '
+import statistics, sys
+c, o = ([int(x) for x in a.split()] for a in sys.argv[1:])
+print(f"computed {c} median {statistics.median(c):.0f} pps; offload {o} median {statistics.median(o):.0f} pps; x{statistics.median(o) / statistics.median(c):.2f}")' "${got[$pl-computed]}" "${got[$pl-offload]}")"
   done
 }
 
