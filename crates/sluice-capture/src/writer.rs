@@ -27,6 +27,8 @@ pub struct PcapWriter<W: Write> {
     out: W,
     buf: Vec<u8>,
     packets: u64,
+    /// Records in `written` (the rest are still buffered).
+    packets_written: u64,
     /// Bytes handed to `out` without error (whole records).
     written: u64,
 }
@@ -48,6 +50,7 @@ impl<W: Write> PcapWriter<W> {
             out: w,
             buf,
             packets: 0,
+            packets_written: 0,
             written: 0,
         })
     }
@@ -120,13 +123,20 @@ impl<W: Write> PcapWriter<W> {
         }
         self.out.write_all(&self.buf)?;
         self.written += self.buf.len() as u64;
+        self.packets_written = self.packets;
         self.buf.clear();
         Ok(())
     }
 
-    /// Records written so far.
+    /// Records written so far (buffered ones included).
     pub fn packets(&self) -> u64 {
         self.packets
+    }
+
+    /// Records handed to the inner writer without error: those in its
+    /// first [`PcapWriter::written`] bytes.
+    pub fn packets_written(&self) -> u64 {
+        self.packets_written
     }
 
     /// Flushes and returns the inner writer.

@@ -27,13 +27,52 @@ impl Dest {
         )))
     }
 
+    /// A log (`--stats-json`): a file readable while the run writes it
+    /// (`tail -f`). Where a file is there already, the new log goes to
+    /// `NAME.partial` until the run ends well, and stderr says so now.
+    pub fn open_log(spec: &str, option: &str) -> Result<Dest, Failure> {
+        if spec == "-" {
+            return Ok(Dest::Stdout(io::stdout()));
+        }
+        let out = Output::create_log(Path::new(spec)).map_err(output_failure)?;
+        if out.writing_to() != out.target() {
+            eoutln!(
+                "sluice: {option} is written to {} while the run lasts; it replaces {} once \
+                 the run ends well",
+                out.writing_to().display(),
+                spec
+            );
+        }
+        Ok(Dest::File(BufWriter::new(out)))
+    }
+
     /// Flushes and, for a file, renames it into place.
     pub fn commit(self) -> io::Result<()> {
+        self.end(true)
+    }
+
+    /// Ends the output of a run: `complete`, as [`Dest::commit`]; else a
+    /// file replaces nothing that existed (it stays beside the target as
+    /// `NAME.partial`, named on stderr).
+    pub fn end(self, complete: bool) -> io::Result<()> {
         match self {
             Dest::Stdout(mut s) => s.flush(),
             Dest::File(w) => {
                 let out = w.into_inner().map_err(|e| e.into_error())?;
-                out.commit().map_err(io::Error::other)
+                if complete {
+                    return out.commit().map_err(io::Error::other);
+                }
+                let target = out.target().to_path_buf();
+                let went = out.commit_partial().map_err(io::Error::other)?;
+                if went != target {
+                    eoutln!(
+                        "sluice: the run did not complete: {} keeps what it held; this run's \
+                         is in {}",
+                        target.display(),
+                        went.display()
+                    );
+                }
+                Ok(())
             }
         }
     }

@@ -115,7 +115,11 @@ impl<'a> SendPlan<'a> {
         self.check_files()?;
         crate::json::set_inputs(&self.inputs);
         let summary_out = o.summary_json.as_deref().map(Dest::open).transpose()?;
-        let stats_out = o.stats_json.as_deref().map(Dest::open).transpose()?;
+        let stats_out = o
+            .stats_json
+            .as_deref()
+            .map(|p| Dest::open_log(p, "--stats-json"))
+            .transpose()?;
         let mut sinks = open_sinks(o, &o.to)?;
         if let Some(to2) = self.to2 {
             let second = open_sinks(o, to2)?;
@@ -320,13 +324,18 @@ fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
 /// Writes `--summary-json`, then prints the summary on stderr: the file
 /// comes first, so a reader that dies (or a stderr that blocks) never
 /// costs the run its summary.
-fn report(s: &Summary, rx: Option<&RxDoc>, out: Option<Dest>) -> Result<(), Failure> {
+fn report(
+    s: &Summary,
+    rx: Option<&RxDoc>,
+    out: Option<Dest>,
+    complete: bool,
+) -> Result<(), Failure> {
     let doc = WithRx { summary: s, rx };
     let written = match out {
         Some(mut out) => crate::json::pretty(crate::json::Kind::Summary, &doc)
             .and_then(|text| {
                 writeln!(out, "{text}")
-                    .and_then(|_| out.commit())
+                    .and_then(|_| out.end(complete))
                     .context("writing --summary-json")
             })
             .map_err(Failure::from),
@@ -356,17 +365,19 @@ fn conclude(
     result: Result<Summary, EngineError>,
     rx: Option<RxDoc>,
 ) -> Result<u8, Failure> {
-    progress.finish();
+    // Only a run that ended well replaces earlier outputs.
+    let complete = matches!(&result, Ok(s) if !s.interrupted);
+    progress.finish(complete);
     let summary = match result {
         Ok(s) => s,
         Err(EngineError::AfterSending { error, summary }) => {
             // What was sent before the failure is reported all the same.
-            report(&summary, rx.as_ref(), summary_out)?;
+            report(&summary, rx.as_ref(), summary_out, false)?;
             return Err(engine_failure(*error));
         }
         Err(e) => return Err(engine_failure(e)),
     };
-    report(&summary, rx.as_ref(), summary_out)?;
+    report(&summary, rx.as_ref(), summary_out, complete)?;
     if let Some(e) = progress.json_error {
         return Err(anyhow::Error::new(e).context("writing --stats-json").into());
     }

@@ -51,13 +51,15 @@ impl Progress {
         }
     }
 
-    /// Ends the status line so the summary starts on a fresh line.
-    pub fn finish(&mut self) {
+    /// Ends the status line so the summary starts on a fresh line, and
+    /// the `--stats-json` log: put in place when the run is `complete`,
+    /// else kept beside an earlier log.
+    pub fn finish(&mut self, complete: bool) {
         if self.status {
             eoutln!();
         }
         if let Some(w) = self.json.take() {
-            if let Err(e) = w.commit() {
+            if let Err(e) = w.end(complete) {
                 self.json_error.get_or_insert(e);
             }
         }

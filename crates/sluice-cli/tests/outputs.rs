@@ -398,3 +398,101 @@ fn outputs_that_are_not_regular_files_are_never_replaced() {
         );
     }
 }
+
+/// Issue 42, item 1: a run that fails part-way (a record length of
+/// 0xffffffff in its input) replaces no existing output; what it wrote
+/// goes beside it, named with the true count of records.
+#[test]
+fn a_run_that_fails_part_way_replaces_no_output() {
+    let d = tmpdir("out-fail-midway");
+    let bad = d.join("bad.pcap");
+    write_trace(&bad, 50, 1000, 64);
+    let mut bytes = std::fs::read(&bad).unwrap();
+    // Record 10's caplen: after the 24-byte header and ten 80-byte records.
+    let at = 24 + 10 * 80 + 8;
+    bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    std::fs::write(&bad, &bytes).unwrap();
+    let keep = d.join("keep.pcap");
+    write_trace(&keep, 20, 1000, 64);
+    let summary = d.join("s.json");
+    let stats = d.join("st.jsonl");
+    std::fs::write(&summary, b"{\"good\": 1}\n").unwrap();
+    std::fs::write(&stats, b"{\"good\": 2}\n").unwrap();
+    let before = std::fs::read(&keep).unwrap();
+    let to = format!("pcap:{}", s(&keep));
+    let o = run(&[
+        "replay",
+        s(&bad),
+        "--clock",
+        "virtual",
+        "-q",
+        "--to",
+        &to,
+        "--summary-json",
+        s(&summary),
+        "--stats-json",
+        s(&stats),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(std::fs::read(&keep).unwrap(), before, "{err}");
+    assert_eq!(std::fs::read(&summary).unwrap(), b"{\"good\": 1}\n");
+    assert_eq!(std::fs::read(&stats).unwrap(), b"{\"good\": 2}\n");
+    let partial = d.join("keep.pcap.partial");
+    let got = read_all(&partial);
+    assert_eq!(got.len(), 10, "{err}");
+    assert!(
+        err.contains("this run's 10 packets are in") && err.contains("keep.pcap.partial"),
+        "{err}"
+    );
+    assert!(d.join("s.json.partial").exists(), "{err}");
+    // Nothing hidden is left behind.
+    for e in std::fs::read_dir(&d).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(!name.starts_with('.'), "left behind: {name}");
+    }
+}
+
+/// Issue 42, item 1: `--stats-json` is a log, readable while the run
+/// goes; a run killed outright leaves its pcap in a hidden temporary
+/// file that the next run to the same target names and keeps.
+#[test]
+fn stats_json_is_readable_while_the_run_goes_and_a_killed_runs_pcap_is_rescued() {
+    let d = tmpdir("out-stats-live");
+    let t = d.join("t.pcap");
+    // 60 frames 100 ms apart: a 6-second run.
+    write_trace(&t, 60, 100_000_000, 64);
+    let stats = d.join("st.jsonl");
+    let cap = d.join("cap.pcap");
+    write_trace(&cap, 3, 1000, 64);
+    let to = format!("pcap:{}", s(&cap));
+    let mut child = sluice()
+        .args([
+            "replay",
+            s(&t),
+            "-q",
+            "--to",
+            &to,
+            "--stats-json",
+            s(&stats),
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    // An interval line reaches the file while the run goes.
+    while std::fs::read_to_string(&stats).map_or(true, |t| !t.contains("sluice.interval/1")) {
+        assert!(t0.elapsed().as_secs() < 60, "no interval line within 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(read_all(&cap).len(), 3, "the old pcap is kept");
+    // The next run to that target keeps the killed run's frames.
+    let o = run(&["replay", s(&t), "--clock", "virtual", "-q", "--to", &to]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("was killed before it ended"), "{err}");
+    assert!(!read_all(&d.join("cap.pcap.partial")).is_empty(), "{err}");
+    assert_eq!(read_all(&cap).len(), 60);
+}

@@ -192,10 +192,21 @@ pub fn resolve(
         } else if let Some(short) = w.strip_prefix('-').filter(|s| !s.is_empty()) {
             let mut chars = short.chars();
             let c = chars.next().unwrap_or_default();
-            match SHORT.iter().find(|(s, _)| *s == c) {
-                Some((_, long)) => (long.to_string(), chars.next().is_some()),
-                None => return Err(refused(w)),
+            let Some((_, long)) = SHORT.iter().find(|(s, _)| *s == c) else {
+                return Err(refused(w));
+            };
+            let rest = chars.next().is_some();
+            let takes_value = allowed.iter().any(|(n, v)| n == long && *v);
+            if rest && !takes_value {
+                // clap reads `-qtX` as `-q -t X`: the rest is more options,
+                // which this check would otherwise not see.
+                return Err(format!(
+                    "'{}': short options bundled in one word are not allowed in a \
+                     distributed job; write each apart",
+                    shown(w)
+                ));
             }
+            (long.to_string(), rest)
         } else {
             return Err(format!(
                 "'{}': a distributed job takes options only (its input is uploaded)",
@@ -282,6 +293,7 @@ mod tests {
             &["/etc/shadow"],
             &["--no-such-option"],
             &["-t", "pcap:/x"],
+            &["-qtpcap:/tmp/x"],
         ] {
             let e = check(pb::Command::Replay, &words(bad)).unwrap_err();
             assert!(e.contains(bad[0].split('=').next().unwrap()), "{e}");

@@ -854,6 +854,9 @@ impl Service {
     }
 }
 
+/// How much of a job's stderr the worker keeps (its end).
+const STDERR_TAIL: usize = 64 * 1024;
+
 /// The job's process: `exe args` in `dir`, output piped, killed with the
 /// worker.
 fn job_command(exe: &Path, args: &[String], dir: &Path) -> tokio::process::Command {
@@ -862,6 +865,8 @@ fn job_command(exe: &Path, args: &[String], dir: &Path) -> tokio::process::Comma
         .current_dir(dir)
         // A failure is told as one JSON line on stdout (sluice.failure/1).
         .env(FAILURE_ENV, "1")
+        // A crash reports its message, never a backtrace with build paths.
+        .env("RUST_BACKTRACE", "0")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -902,7 +907,20 @@ async fn watch(
     let mut lines = BufReader::new(stdout).lines();
     let err_text = tokio::spawn(async move {
         let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s).await;
+        // Only the end is kept: a job that writes without end costs the
+        // worker a bounded buffer.
+        let mut buf = [0u8; 8192];
+        let mut tail: Vec<u8> = Vec::new();
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            tail.extend_from_slice(&buf[..n]);
+            if tail.len() > STDERR_TAIL {
+                tail.drain(..tail.len() - STDERR_TAIL);
+            }
+        }
+        s.push_str(&String::from_utf8_lossy(&tail));
         s
     });
     let until = Duration::from_nanos(job.deadline.saturating_sub(now_ns()).max(0) as u64);
@@ -954,10 +972,57 @@ fn outcome(summary: &Path, ended: Ended) -> update::Kind {
         Some(f) => update::Kind::Failed(format!("{} (exit status: {})", f.error, f.exit)),
         None => update::Kind::Failed(format!(
             "{} ({})",
-            ended.stderr.trim(),
+            last_error_line(&ended.stderr),
             ended.status.map_or("killed".into(), |s| s.to_string())
         )),
     }
+}
+
+/// What a job that died without a failure line said last: a panic's
+/// message, else its last line that is not part of a backtrace, at most
+/// 300 characters. A backtrace (build paths, frames) never reaches the
+/// controller.
+fn last_error_line(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().map(str::trim).collect();
+    let panic = lines.iter().rposition(|l| l.contains("panicked at"));
+    let line = match panic {
+        // The message is the line after `thread 'x' panicked at FILE:L:C:`.
+        Some(i) => lines
+            .get(i + 1)
+            .filter(|l| !l.is_empty() && !l.starts_with("note:"))
+            .map(|m| format!("the job panicked: {m}"))
+            .unwrap_or_else(|| "the job panicked".into()),
+        None => lines
+            .iter()
+            .rev()
+            .find(|l| !l.is_empty() && !backtrace_line(l))
+            .map_or_else(|| "no error message".into(), |l| l.to_string()),
+    };
+    shown_long(&line, 300)
+}
+
+/// A line of a Rust backtrace or its notes.
+fn backtrace_line(l: &str) -> bool {
+    let frame = l
+        .split_once(':')
+        .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    frame || l.starts_with("at ") || l.starts_with("stack backtrace") || l.starts_with("note: ")
+}
+
+/// `text` with control characters escaped, cut at `max` characters.
+fn shown_long(text: &str, max: usize) -> String {
+    let mut s = String::new();
+    for c in text.chars().take(max) {
+        if c.is_control() {
+            s.extend(c.escape_default());
+        } else {
+            s.push(c);
+        }
+    }
+    if text.chars().count() > max {
+        s.push('…');
+    }
+    s
 }
 
 /// Ends leases nobody used for `idle`, with their uploads.
@@ -1062,4 +1127,29 @@ fn accept_tls(
         }
     });
     rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_error_line;
+
+    #[test]
+    fn a_crashed_job_reports_its_message_not_its_backtrace() {
+        let panic = "thread 'main' panicked at /build/sluice/crates/x/src/a.rs:3:5:\n\
+                     index out of bounds\nstack backtrace:\n   0: rust_begin_unwind\n\
+                     \x20            at /rustc/abc/library/std/src/panicking.rs:652:5\n\
+                     note: Some details are omitted\n";
+        let l = last_error_line(panic);
+        assert_eq!(l, "the job panicked: index out of bounds");
+        let abort = "memory allocation of 34359738368 bytes failed\n";
+        assert_eq!(
+            last_error_line(abort),
+            "memory allocation of 34359738368 bytes failed"
+        );
+        let chatty = "progress\nsluice: cannot open x\n  12: main\n      at /b/main.rs:1\n";
+        assert_eq!(last_error_line(chatty), "sluice: cannot open x");
+        assert_eq!(last_error_line(""), "no error message");
+        assert!(last_error_line(&"y".repeat(1000)).chars().count() <= 301);
+        assert!(!last_error_line("bad\x1b[2Jline").contains('\x1b'));
+    }
 }

@@ -157,6 +157,19 @@ pub(crate) fn keep_helpers_off_tx_cpus(cfg: &EngineConfig) {
     }
 }
 
+/// Settles every sink of a run (see [`Sink::settle`]); the first error.
+fn settle(outputs: Vec<Box<dyn Sink>>, complete: bool) -> Result<(), SinkError> {
+    let mut first = Ok(());
+    for mut s in outputs {
+        if let Err(e) = s.settle(complete) {
+            if first.is_ok() {
+                first = Err(e);
+            }
+        }
+    }
+    first
+}
+
 /// Joins threads of one kind.
 pub(crate) fn join<T>(
     handles: Vec<thread::JoinHandle<T>>,
@@ -232,8 +245,10 @@ impl<'a> Run<'a> {
         let interrupted = cfg.stop.load(Ordering::Relaxed);
         let mut reports = Vec::with_capacity(n);
         let mut tallies = Vec::with_capacity(n);
+        let mut outputs = Vec::with_capacity(n);
         let mut rescued = 0;
-        for (report, tally, r) in outs {
+        for (mut report, tally, r) in outs {
+            outputs.extend(report.output.take());
             reports.push(report);
             tallies.push(tally);
             rescued += r;
@@ -241,10 +256,15 @@ impl<'a> Run<'a> {
         let (mut summary, sink_error) = run.summary(reports, &hist);
         // Helpers are joined whatever failed: a sink error comes first.
         let finished = pipeline.finish(tallies, board.is_some().then_some(rescued), &mut summary);
-        let warnings = match (sink_error, finished) {
-            (Some(e), _) => return Err(EngineError::after(e.into(), summary)),
-            (None, Err(e)) => return Err(EngineError::after(e, summary)),
-            (None, Ok(w)) => w,
+        // One rule for every file output: only a run that ended well in
+        // every part replaces what was there.
+        let complete = !interrupted && sink_error.is_none() && finished.is_ok();
+        let settled = settle(outputs, complete);
+        let warnings = match (sink_error, finished, settled) {
+            (Some(e), _, _) => return Err(EngineError::after(e.into(), summary)),
+            (None, Err(e), _) => return Err(EngineError::after(e, summary)),
+            (None, Ok(_), Err(e)) => return Err(EngineError::after(e.into(), summary)),
+            (None, Ok(w), Ok(())) => w,
         };
         Ok(Summary {
             interrupted,

@@ -52,6 +52,12 @@ impl Sink for DualSink {
         a.and(b)
     }
 
+    fn settle(&mut self, complete: bool) -> Result<(), SinkError> {
+        let a = self.first.settle(complete);
+        let b = self.second.settle(complete);
+        a.and(b)
+    }
+
     fn describe(&self) -> String {
         format!("{} + {}", self.first.describe(), self.second.describe())
     }

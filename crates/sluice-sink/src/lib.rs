@@ -126,6 +126,14 @@ pub trait Sink: Send {
     fn finish_incomplete(&mut self) -> Result<(), SinkError> {
         self.finish()
     }
+    /// Puts a file output in place once the whole run's outcome is known:
+    /// `complete` when no thread, source or helper failed and nothing
+    /// stopped the run. Called once, after `finish` or
+    /// `finish_incomplete`, by whoever knows the outcome; sinks that send
+    /// have nothing to do.
+    fn settle(&mut self, _complete: bool) -> Result<(), SinkError> {
+        Ok(())
+    }
     /// Human-readable name for messages and the summary.
     fn describe(&self) -> String;
     /// How frames reach a network device (`tx-ring`, `sendmmsg`,

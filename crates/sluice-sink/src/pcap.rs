@@ -1,11 +1,15 @@
 //! The pcap sink: a nanosecond pcap file, stamped with send times.
 //!
 //! The file is written atomically (`sluice_sys::output`): into a temporary
-//! file beside the target, renamed over it when the sink finishes with at
-//! least one frame written, so a run that sends nothing (it failed before
-//! its first frame) leaves an existing file as it was. Records reach the
-//! file whole, at least once a second and at every stop; after a failed
-//! write the file is cut back to its last whole record.
+//! file beside the target, put in place by [`Sink::settle`] once the whole
+//! run's outcome is known: renamed over the target when the run completed
+//! with at least one frame written, kept beside an existing target as
+//! `NAME.partial` when anything failed or stopped it (another thread, the
+//! source, a helper, a signal), so a failed run never replaces a good
+//! file; a run that sends nothing leaves an existing file as it was.
+//! Records reach the file whole, at least once a second and at every
+//! stop; after a failed write the file is cut back to its last whole
+//! record, and the count named is that of the records in the file.
 
 use crate::{Sink, SinkError};
 use sluice_capture::{LinkType, PcapWriter};
@@ -24,6 +28,9 @@ pub struct PcapSink {
     /// None once finished.
     writer: Option<PcapWriter<Output>>,
     last_flush: Instant,
+    /// This thread's own part failed or was stopped (`finish_incomplete`,
+    /// or a failed last flush).
+    incomplete: bool,
 }
 
 impl PcapSink {
@@ -35,6 +42,7 @@ impl PcapSink {
             path: path.to_path_buf(),
             writer: Some(writer),
             last_flush: Instant::now(),
+            incomplete: false,
         })
     }
 
@@ -49,9 +57,24 @@ impl PcapSink {
             .ok_or_else(|| SinkError::Config(format!("{} is already finished", path.display())))
     }
 
-    /// Writes the rest and, if the file holds a frame, puts it in place:
-    /// over the target, or (`incomplete`, with a file there) beside it,
-    /// named on stderr.
+    /// Writes every buffered record to the file (the file stays hidden
+    /// until [`Sink::settle`]).
+    fn end(&mut self, incomplete: bool) -> Result<(), SinkError> {
+        self.incomplete |= incomplete;
+        let Some(w) = self.writer.as_mut() else {
+            return Ok(());
+        };
+        if let Err(e) = w.flush() {
+            Self::cut(w);
+            self.incomplete = true;
+            return Err(self.io(e));
+        }
+        Ok(())
+    }
+
+    /// If the file holds a frame, puts it in place: over the target, or
+    /// (`incomplete`) beside an existing target, named on stderr with the
+    /// number of records it holds.
     fn close(&mut self, incomplete: bool) -> Result<(), SinkError> {
         let Some(mut w) = self.writer.take() else {
             return Ok(());
@@ -60,22 +83,31 @@ impl PcapSink {
         if flushed.is_err() {
             Self::cut(&mut w);
         }
-        let packets = w.packets();
+        let incomplete = incomplete || flushed.is_err();
+        // Whole records in the file: those still buffered after a failed
+        // write are not.
+        let packets = w.packets_written();
         let out = w.into_written();
         if packets > 0 && !incomplete {
             out.commit()?;
         } else if packets > 0 {
             let went = out.commit_partial()?;
-            if went != self.path {
-                use std::io::Write as _;
-                let _ = writeln!(
+            use std::io::Write as _;
+            let _ = if went != self.path {
+                writeln!(
                     std::io::stderr(),
-                    "sluice: the run did not complete: {} keeps what it held; this run's {packets} \
-                     packets are in {}",
+                    "sluice: the run did not complete: {} keeps what it held; this run's \
+                     {packets} packets are in {}",
                     self.path.display(),
                     went.display()
-                );
-            }
+                )
+            } else {
+                writeln!(
+                    std::io::stderr(),
+                    "sluice: the run did not complete: {} holds the {packets} packets it sent",
+                    went.display()
+                )
+            };
         }
         flushed.map_err(|e| self.io(e))
     }
@@ -85,6 +117,15 @@ impl PcapSink {
         let len = w.written();
         let f: &mut File = w.get_mut().file();
         let _ = f.set_len(len);
+    }
+}
+
+/// A sink dropped before it was settled (a panic, a path that never
+/// learned the outcome) keeps its frames as an incomplete run's: nothing
+/// existing is replaced, nothing written is lost.
+impl Drop for PcapSink {
+    fn drop(&mut self) {
+        let _ = self.close(true);
     }
 }
 
@@ -118,15 +159,19 @@ impl Sink for PcapSink {
         Ok(())
     }
 
-    /// Writes the rest and renames the file into place, if it holds a
-    /// frame; else the temporary file goes and the target stays as it was.
+    /// Writes the rest; [`Sink::settle`] puts the file in place.
     fn finish(&mut self) -> Result<(), SinkError> {
-        self.close(false)
+        self.end(false)
     }
 
     /// A run cut short: the frames it wrote replace no existing file.
     fn finish_incomplete(&mut self) -> Result<(), SinkError> {
-        self.close(true)
+        self.end(true)
+    }
+
+    fn settle(&mut self, complete: bool) -> Result<(), SinkError> {
+        let incomplete = !complete || self.incomplete;
+        self.close(incomplete)
     }
 
     fn describe(&self) -> String {

@@ -59,20 +59,49 @@ impl OutputError {
 /// character device or FIFO, written in place).
 pub struct Output {
     target: PathBuf,
-    /// Taken by the commit.
-    tmp: Option<tempfile::NamedTempFile>,
-    /// A character device or FIFO, written where it is.
-    in_place: Option<File>,
+    state: State,
     /// The lock file, held until the output ends, and its path.
     lock: Option<(File, PathBuf)>,
     /// The target existed when the output was made.
     existed: bool,
+    /// Earlier runs' output found left behind, and where it was put.
+    rescued: Vec<PathBuf>,
+}
+
+/// Where an output's bytes go until it ends.
+enum State {
+    /// A hidden temporary file beside the target.
+    Hidden(tempfile::NamedTempFile),
+    /// A character device or FIFO, written where it is.
+    InPlace(File),
+    /// A log, readable while it is written: the target itself when it did
+    /// not exist (`over` None), else `TARGET.partial`, renamed over the
+    /// target on commit.
+    Visible {
+        file: File,
+        at: PathBuf,
+        over: Option<PathBuf>,
+    },
+    /// Committed.
+    Done,
 }
 
 impl Output {
     /// Prepares `target`: refuses a symlink, locks the target, creates the
     /// temporary file beside it; opens a character device or FIFO in place.
     pub fn create(target: &Path) -> Result<Output, OutputError> {
+        Self::open(target, false)
+    }
+
+    /// Prepares a log `target` that can be read while it is written
+    /// (`tail -f`): written in place when nothing is there, else into
+    /// `TARGET.partial`, which replaces the target only on commit (see
+    /// [`Output::writing_to`]). Otherwise as [`Output::create`].
+    pub fn create_log(target: &Path) -> Result<Output, OutputError> {
+        Self::open(target, true)
+    }
+
+    fn open(target: &Path, visible: bool) -> Result<Output, OutputError> {
         use std::os::unix::fs::FileTypeExt;
         let fail = |e| OutputError::io(target, e);
         if let Ok(m) = fs::symlink_metadata(target) {
@@ -90,10 +119,10 @@ impl Output {
                     .map_err(fail)?;
                 return Ok(Output {
                     target: target.to_path_buf(),
-                    tmp: None,
-                    in_place: Some(file),
+                    state: State::InPlace(file),
                     lock: None,
                     existed: true,
+                    rescued: Vec::new(),
                 });
             }
             let kind = if t.is_block_device() {
@@ -119,24 +148,45 @@ impl Output {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let lock = lock_beside(dir, &name, target)?;
+        // The lock is ours: a temporary file of this target is an earlier
+        // writer's that died (a live one holds the lock).
+        let rescued = rescue_stale(dir, &name, target);
         // Like File::create: 0666 less the umask, or the mode of the file
         // it replaces.
         let mode = fs::metadata(target)
             .ok()
             .filter(|_| existed)
             .map_or(0o666, |m| m.mode() & 0o7777);
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".sluice-tmp")
-            .permissions(fs::Permissions::from_mode(mode))
-            .tempfile_in(dir);
-        let tmp = tmp.map_err(fail)?;
+        let state = if visible {
+            let (at, over) = if existed {
+                let at = free_partial(target).ok_or_else(|| no_partial(target))?;
+                (at, Some(target.to_path_buf()))
+            } else {
+                (target.to_path_buf(), None)
+            };
+            let file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(mode)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&at)
+                .map_err(|e| OutputError::io(&at, e))?;
+            State::Visible { file, at, over }
+        } else {
+            let tmp = tempfile::Builder::new()
+                .prefix(&format!(".{name}."))
+                .suffix(TMP_SUFFIX)
+                .permissions(fs::Permissions::from_mode(mode))
+                .tempfile_in(dir);
+            State::Hidden(tmp.map_err(fail)?)
+        };
         Ok(Output {
             target: target.to_path_buf(),
-            tmp: Some(tmp),
-            in_place: None,
+            state,
             lock: Some(lock),
             existed,
+            rescued,
         })
     }
 
@@ -145,59 +195,169 @@ impl Output {
         &self.target
     }
 
+    /// Where a log is written while the run lasts (the target, or
+    /// `TARGET.partial` when a file was there); the target for the rest.
+    pub fn writing_to(&self) -> &Path {
+        match &self.state {
+            State::Visible { at, .. } => at,
+            _ => &self.target,
+        }
+    }
+
+    /// Output of earlier runs that were killed before they ended, found
+    /// beside the target and kept under these names.
+    pub fn rescued(&self) -> &[PathBuf] {
+        &self.rescued
+    }
+
     /// The file to write into.
     pub fn file(&mut self) -> &mut File {
-        if let Some(f) = self.in_place.as_mut() {
-            return f;
+        match &mut self.state {
+            State::Hidden(t) => t.as_file_mut(),
+            State::InPlace(f) | State::Visible { file: f, .. } => f,
+            State::Done => unreachable!("only a commit ends the output, and it takes it"),
         }
-        self.tmp
-            .as_mut()
-            .expect("only a commit takes the file")
-            .as_file_mut()
     }
 
     /// Syncs what was written and renames it over the target (a device or
     /// FIFO written in place has nothing to rename).
     pub fn commit(mut self) -> Result<(), OutputError> {
-        if let Some(mut f) = self.in_place.take() {
-            return io::Write::flush(&mut f).map_err(|e| OutputError::io(&self.target, e));
+        match std::mem::replace(&mut self.state, State::Done) {
+            State::InPlace(mut f) => {
+                io::Write::flush(&mut f).map_err(|e| OutputError::io(&self.target, e))
+            }
+            State::Hidden(tmp) => {
+                let target = self.target.clone();
+                persist(tmp, &target)
+            }
+            State::Visible { file, at, over } => {
+                file.sync_data().map_err(|e| OutputError::io(&at, e))?;
+                match over {
+                    Some(target) => {
+                        fs::rename(&at, &target).map_err(|e| OutputError::io(&target, e))
+                    }
+                    None => Ok(()),
+                }
+            }
+            State::Done => Ok(()),
         }
-        let target = self.target.clone();
-        self.persist(&target)
-    }
-
-    /// Syncs the temporary file and renames it to `to`.
-    fn persist(&mut self, to: &Path) -> Result<(), OutputError> {
-        let Some(tmp) = self.tmp.take() else {
-            return Ok(());
-        };
-        let fail = |e| OutputError::io(to, e);
-        tmp.as_file().sync_data().map_err(fail)?;
-        tmp.persist(to).map_err(|e| fail(e.error))?;
-        Ok(())
     }
 
     /// Ends the output of a run that failed or was stopped: written to the
     /// target when nothing was there, else kept beside it as
-    /// `NAME.partial` (an earlier partial one replaced), the target left
-    /// as it was. Returns where the output went.
+    /// `NAME.partial` (an earlier partial one replaced; a name that is not
+    /// a regular file is passed over for `NAME.partial.1` and on), the
+    /// target left as it was. Returns where the output went.
     pub fn commit_partial(mut self) -> Result<PathBuf, OutputError> {
-        if self.in_place.is_some() || !self.existed {
-            let target = self.target.clone();
-            return self.commit().map(|()| target);
+        match std::mem::replace(&mut self.state, State::Done) {
+            State::InPlace(mut f) => {
+                io::Write::flush(&mut f).map_err(|e| OutputError::io(&self.target, e))?;
+                Ok(self.target.clone())
+            }
+            State::Visible { file, at, .. } => {
+                file.sync_data().map_err(|e| OutputError::io(&at, e))?;
+                Ok(at)
+            }
+            State::Hidden(tmp) if !self.existed => {
+                let target = self.target.clone();
+                persist(tmp, &target)?;
+                Ok(target)
+            }
+            State::Hidden(tmp) => match free_partial(&self.target) {
+                Some(beside) => {
+                    persist(tmp, &beside)?;
+                    Ok(beside)
+                }
+                // No name is free: the data stays where it is, named.
+                None => {
+                    let (_, path) = tmp
+                        .keep()
+                        .map_err(|e| OutputError::io(&self.target, e.error))?;
+                    Ok(path)
+                }
+            },
+            State::Done => Ok(self.target.clone()),
         }
-        let mut name = self.target.as_os_str().to_os_string();
-        name.push(".partial");
-        let beside = PathBuf::from(name);
-        if fs::symlink_metadata(&beside).is_ok_and(|m| !m.file_type().is_file()) {
-            return Err(OutputError::NotAFile {
-                path: beside.display().to_string(),
-                kind: "non-file",
-            });
-        }
-        self.persist(&beside)?;
-        Ok(beside)
     }
+}
+
+/// The suffix of the hidden temporary files.
+const TMP_SUFFIX: &str = ".sluice-tmp";
+
+/// Syncs a temporary file and renames it to `to`.
+fn persist(tmp: tempfile::NamedTempFile, to: &Path) -> Result<(), OutputError> {
+    let fail = |e| OutputError::io(to, e);
+    tmp.as_file().sync_data().map_err(fail)?;
+    tmp.persist(to).map_err(|e| fail(e.error))?;
+    Ok(())
+}
+
+/// Where a run's incomplete output of `target` may go: `NAME.partial`,
+/// else `NAME.partial.1` to `.9`: the first that is absent or a regular
+/// file (a symlink, directory, FIFO or device planted there is never
+/// written through or replaced).
+fn free_partial(target: &Path) -> Option<PathBuf> {
+    (0..10)
+        .map(|k| partial_name(target, k))
+        .find(|p| match fs::symlink_metadata(p) {
+            Err(e) => e.kind() == io::ErrorKind::NotFound,
+            Ok(m) => m.file_type().is_file(),
+        })
+}
+
+fn partial_name(target: &Path, k: usize) -> PathBuf {
+    let mut name = target.as_os_str().to_os_string();
+    name.push(".partial");
+    if k > 0 {
+        name.push(format!(".{k}"));
+    }
+    PathBuf::from(name)
+}
+
+fn no_partial(target: &Path) -> OutputError {
+    OutputError::NotAFile {
+        path: partial_name(target, 0).display().to_string(),
+        kind: "non-file (and so are .partial.1 to .9)",
+    }
+}
+
+/// Renames every temporary file of output `name` in `dir` (left by a
+/// writer that was killed; the caller holds the lock) to a free
+/// `NAME.partial` name, and says so on stderr. Returns the new names.
+fn rescue_stale(dir: &Path, name: &str, target: &Path) -> Vec<PathBuf> {
+    let prefix = format!(".{name}.");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut rescued = Vec::new();
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let file = file.to_string_lossy();
+        // tempfile's names: the prefix, six random characters, the suffix.
+        let stale = file
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(TMP_SUFFIX))
+            .is_some_and(|mid| mid.len() == 6 && !mid.contains('.'));
+        if !stale || !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let Some(to) = free_partial(target) else {
+            break;
+        };
+        if fs::rename(e.path(), &to).is_ok() {
+            let bytes = fs::metadata(&to).map_or(0, |m| m.len());
+            use io::Write as _;
+            let _ = writeln!(
+                io::stderr(),
+                "sluice: an earlier run to {} was killed before it ended: what it wrote \
+                 ({bytes} bytes) is kept as {}",
+                target.display(),
+                to.display()
+            );
+            rescued.push(to);
+        }
+    }
+    rescued
 }
 
 /// Writes go to the temporary file.
@@ -212,10 +372,13 @@ impl io::Write for Output {
 }
 
 impl Drop for Output {
-    /// Not committed: the temporary file goes (tempfile removes it). The
-    /// lock file goes while still locked, so no later writer can lock the
-    /// removed one.
+    /// Not committed: the temporary file goes (a log stays: it is the
+    /// record of a run that did not end). The temporary file goes before
+    /// the lock file, so no later writer can take it for a dead writer's;
+    /// the lock file goes while still locked, so no later writer can lock
+    /// the removed one.
     fn drop(&mut self) {
+        self.state = State::Done;
         if let Some((_, path)) = &self.lock {
             let _ = fs::remove_file(path);
         }
@@ -353,6 +516,82 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         assert_eq!(names.len(), 2, "no lock or temporary file left: {names:?}");
+    }
+
+    #[test]
+    fn a_planted_partial_name_cannot_cost_the_frames() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.pcap");
+        fs::write(&target, b"good").unwrap();
+        // A directory and a symlink where the partial output would go.
+        fs::create_dir(dir.path().join("out.pcap.partial")).unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, b"keep").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("out.pcap.partial.1")).unwrap();
+        let mut o = Output::create(&target).unwrap();
+        o.write_all(b"frames").unwrap();
+        let went = o.commit_partial().unwrap();
+        assert_eq!(went, dir.path().join("out.pcap.partial.2"));
+        assert_eq!(fs::read(&went).unwrap(), b"frames");
+        assert_eq!(fs::read(&target).unwrap(), b"good");
+        assert_eq!(fs::read(&victim).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn a_killed_writers_temporary_file_is_kept_as_partial_by_the_next_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.pcap");
+        fs::write(&target, b"good").unwrap();
+        let mut o = Output::create(&target).unwrap();
+        o.write_all(b"cut short").unwrap();
+        // A SIGKILL: no destructor runs, the temporary file and the lock
+        // file stay (the lock itself goes with the process's descriptor).
+        let State::Hidden(tmp) = std::mem::replace(&mut o.state, State::Done) else {
+            panic!("a file output is hidden")
+        };
+        let (_, stale) = tmp.keep().unwrap();
+        let lock = o.lock.take();
+        std::mem::forget(o);
+        drop(lock);
+        let mut o = Output::create(&target).unwrap();
+        assert!(!stale.exists());
+        assert_eq!(o.rescued(), &[dir.path().join("out.pcap.partial")]);
+        assert_eq!(fs::read(&o.rescued()[0]).unwrap(), b"cut short");
+        o.write_all(b"new").unwrap();
+        o.commit().unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"new");
+        // A temporary file of another target is not touched.
+        let other = dir.path().join(".out.pcap.x.abcdef.sluice-tmp");
+        fs::write(&other, b"x").unwrap();
+        let o = Output::create(&target).unwrap();
+        assert!(o.rescued().is_empty());
+        assert!(other.exists());
+    }
+
+    #[test]
+    fn a_log_is_readable_while_written_and_replaces_only_when_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("stats.jsonl");
+        // Nothing there: written in place, readable at once.
+        let mut o = Output::create_log(&target).unwrap();
+        assert_eq!(o.writing_to(), target);
+        o.write_all(b"line 1\n").unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"line 1\n");
+        o.commit().unwrap();
+        // A file there: the new log goes to .partial while it runs.
+        let mut o = Output::create_log(&target).unwrap();
+        let partial = dir.path().join("stats.jsonl.partial");
+        assert_eq!(o.writing_to(), partial);
+        o.write_all(b"line A\n").unwrap();
+        assert_eq!(fs::read(&partial).unwrap(), b"line A\n");
+        assert_eq!(o.commit_partial().unwrap(), partial);
+        assert_eq!(fs::read(&target).unwrap(), b"line 1\n");
+        // Complete: it replaces the old one.
+        let mut o = Output::create_log(&target).unwrap();
+        o.write_all(b"line B\n").unwrap();
+        o.commit().unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"line B\n");
+        assert!(!partial.exists());
     }
 
     #[test]

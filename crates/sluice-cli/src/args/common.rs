@@ -2,7 +2,7 @@
 //! `flows run`), defined once. Defaults shown in `--help` are the
 //! libraries' own (`EngineConfig::default()`, `TxMode::default()`).
 
-use super::values::{count, cpus, duration, named, positive_duration, CpuList};
+use super::values::{count, cpus, duration, named, positive_duration, queues, CpuList};
 use clap::Args;
 use sluice_core::Nanos;
 use sluice_engine::{ClockChoice, EngineConfig};
@@ -44,9 +44,9 @@ pub struct RunOpts {
     #[arg(long, value_parser = named::<XdpMode>(XdpMode::NAMES), default_value_t = XdpMode::default())]
     pub xdp_mode: XdpMode,
     /// Interface queues of an xdp sink, one per TX thread, e.g. 0,1 or 2-3 (default: thread k on queue k).
-    #[arg(long, value_parser = cpus)]
+    #[arg(long, value_parser = queues)]
     pub tx_queues: Option<CpuList>,
-    /// Departures timed by the NIC: auto (where the platform offers it), on (refused where it does not, with the reason), off.
+    /// Departures timed by the NIC: not built yet, so on is refused on every platform (with the reason); auto (default) and off pace in software.
     #[arg(long, value_parser = named::<LaunchTime>(LaunchTime::NAMES), default_value_t = LaunchTime::default())]
     pub launch_time: LaunchTime,
 

@@ -44,6 +44,11 @@ pub fn cpus(s: &str) -> Result<CpuList, String> {
     sluice_sys::cpus::parse_cpu_list(s).map(CpuList)
 }
 
+/// A comma-separated list of interface queues (written as a CPU list).
+pub fn queues(s: &str) -> Result<CpuList, String> {
+    sluice_sys::cpus::parse_queue_list(s).map(CpuList)
+}
+
 /// Bytes, written with an optional binary suffix: 65536, 512K, 64M, 1G.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Size(pub usize);

@@ -107,7 +107,7 @@ fn replay(
     };
     let mut progress = Progress::new(false, None);
     let s = run_source(source, vec![sink], &cfg, &mut progress);
-    progress.finish();
+    progress.finish(s.is_ok());
     Ok(s?)
 }
 

@@ -131,7 +131,11 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
         .collect();
     crate::dest::check(&reads, &outputs)?;
     check_job_options(&plan).map_err(bad_input)?;
-    let stats_out = a.stats_json.as_deref().map(Dest::open).transpose()?;
+    let stats_out = a
+        .stats_json
+        .as_deref()
+        .map(|p| Dest::open_log(p, "--stats-json"))
+        .transpose()?;
     let summary_out = a.summary_json.as_deref().map(Dest::open).transpose()?;
     let stop = crate::signals::install().context("installing signal handlers")?;
     let stats = Arc::new(Mutex::new(stats_out));
@@ -171,6 +175,7 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
         }),
     };
     let rt = runtime()?;
+    let stopped = cfg.stop.clone();
     let summary = rt.block_on(control::run(cfg)).map_err(|e| {
         // An unreachable worker or a poor clock is the environment's
         // fault (exit 1); anything else the plan's (exit 2).
@@ -183,14 +188,18 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
     if live {
         eoutln!();
     }
+    // A run stopped by a signal or with a failed worker replaces no
+    // earlier output.
+    let complete = !stopped.load(std::sync::atomic::Ordering::Relaxed)
+        && summary.workers.iter().all(|w| w.error.is_none());
     if let Some(w) = stats.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        w.commit().context("writing --stats-json")?;
+        w.end(complete).context("writing --stats-json")?;
     }
     // The summary file first: a closed stderr cannot lose it.
     if let Some(mut out) = summary_out {
         let text = json::pretty(Kind::ControlSummary, &summary)?;
         writeln!(out, "{text}")
-            .and_then(|_| out.commit())
+            .and_then(|_| out.end(complete))
             .context("writing --summary-json")?;
     }
     eout!("{}", render(&summary));

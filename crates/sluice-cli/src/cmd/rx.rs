@@ -207,7 +207,11 @@ impl Beside {
 pub fn run(a: RxArgs) -> Result<u8, Failure> {
     let stop = signals::install().context("installing signal handlers")?;
     let summary_out = a.summary_json.as_deref().map(Dest::open).transpose()?;
-    let mut stats_out = a.stats_json.as_deref().map(Dest::open).transpose()?;
+    let mut stats_out = a
+        .stats_json
+        .as_deref()
+        .map(|p| Dest::open_log(p, "--stats-json"))
+        .transpose()?;
     let mut r = Receiver::open(&a.iface, a.rx_clock.clone(), a.clock_shift)?;
     let status = !a.quiet && std::io::stderr().is_terminal();
     eoutln!(
@@ -251,13 +255,16 @@ pub fn run(a: RxArgs) -> Result<u8, Failure> {
         eoutln!();
     }
     let doc = r.doc(true);
+    // A receiver stopped by a signal (rather than by its count, duration
+    // or idle time) replaces no earlier output.
+    let complete = !stop.load(Ordering::Relaxed);
     if let Some(w) = stats_out {
-        w.commit().context("writing --stats-json")?;
+        w.end(complete).context("writing --stats-json")?;
     }
     if let Some(mut out) = summary_out {
         let text = crate::json::pretty(Kind::Rx, &doc)?;
         writeln!(out, "{text}")
-            .and_then(|_| out.commit())
+            .and_then(|_| out.end(complete))
             .context("writing --summary-json")?;
     }
     eoutln!("{}", render(&doc));

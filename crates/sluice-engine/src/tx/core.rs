@@ -56,6 +56,9 @@ pub(crate) struct TxReport {
     pub sink: String,
     pub tx_path: Option<&'static str>,
     pub error: Option<SinkError>,
+    /// The finished sink, for the run to settle once every thread, the
+    /// source and the helpers have ended (taken by [`crate::run`]).
+    pub output: Option<Box<dyn Sink>>,
 }
 
 /// How far a chain of spaced packets may fall behind its own spacings
@@ -337,6 +340,7 @@ impl TxCore {
             sink: self.sink.describe(),
             tx_path: self.sink.tx_path(),
             error: self.error,
+            output: Some(self.sink),
         }
     }
 }
