@@ -92,6 +92,47 @@ fn every_file_a_command_reads_is_protected_from_its_outputs() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("is also the input"), "{}", stderr(&o));
     assert_eq!(std::fs::read(&cap).unwrap(), before);
+    // Keys and certificates (issue 42, item 2): the controller reads them.
+    let keys = d.join("keys");
+    let o = run(&["keygen", keys.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (opt, name) in [("--stats-json", "controller.key"), ("--summary-json", "ca.pem")] {
+        let key = keys.join(name);
+        let kept = std::fs::read(&key).unwrap();
+        let o = run(&[
+            "control",
+            "run",
+            plan.to_str().unwrap(),
+            "--tls",
+            keys.to_str().unwrap(),
+            opt,
+            key.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{opt}: {}", stderr(&o));
+        assert!(stderr(&o).contains("is also the input"), "{}", stderr(&o));
+        assert_eq!(std::fs::read(&key).unwrap(), kept);
+    }
+    // inject's token.
+    let tok = d.join("tok");
+    std::fs::write(&tok, format!("{}\n", "0123456789abcdef".repeat(4))).unwrap();
+    std::fs::set_permissions(&tok, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let kept = std::fs::read(&tok).unwrap();
+    for opt in ["--summary-json", "--log-requested", "--stats-json"] {
+        let o = run(&[
+            "inject",
+            "--listen",
+            "tcp:127.0.0.1:0",
+            "--token-file",
+            tok.to_str().unwrap(),
+            "--to",
+            "null",
+            opt,
+            tok.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{opt}: {}", stderr(&o));
+        assert!(stderr(&o).contains("is also the input"), "{}", stderr(&o));
+        assert_eq!(std::fs::read(&tok).unwrap(), kept);
+    }
 }
 
 /// A replay of `trace` at 2 kpps to `to`, its stderr to `err`.

@@ -26,6 +26,15 @@ pub const WORKER_CERT: &str = "worker.pem";
 pub const WORKER_KEY: &str = "worker.key";
 pub const CONTROLLER_CERT: &str = "controller.pem";
 pub const CONTROLLER_KEY: &str = "controller.key";
+/// Every file of a key directory.
+pub const FILES: [&str; 6] = [
+    CA_CERT,
+    CA_KEY,
+    WORKER_CERT,
+    WORKER_KEY,
+    CONTROLLER_CERT,
+    CONTROLLER_KEY,
+];
 
 /// Writes a CA and a worker and a controller certificate into `dir`
 /// (created if missing). Refuses to overwrite: an existing key directory

@@ -124,10 +124,17 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
         .collect();
     crate::dest::check(&[&a.plan], &outputs)?;
     let plan = sluice_control::plan::load(&a.plan).map_err(bad_input)?;
-    // The job's files are inputs too: no output may be one of them.
+    // The job's files and the TLS keys and certificates are inputs too:
+    // no output may be one of them.
+    let keys: Vec<std::path::PathBuf> = a
+        .tls
+        .iter()
+        .flat_map(|d| sluice_control::tls::FILES.iter().map(move |n| d.join(n)))
+        .collect();
     let reads: Vec<&std::path::Path> = std::iter::once(a.plan.as_path())
         .chain(std::iter::once(plan.file.as_path()))
         .chain(plan.files.iter().map(|p| p.as_path()))
+        .chain(keys.iter().map(|p| p.as_path()))
         .collect();
     crate::dest::check(&reads, &outputs)?;
     check_job_options(&plan).map_err(bad_input)?;

@@ -22,6 +22,10 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
     if let Some(p) = &a.log_requested {
         plan = plan.writes(p);
     }
+    // The token is read (or made): no output may be it.
+    if let Some(f) = &a.token_file {
+        plan = plan.reads(f);
+    }
     // Checked before the listener is bound.
     plan.check_files()?;
     let src_mac = match (&a.src_mac, &a.run.to) {
