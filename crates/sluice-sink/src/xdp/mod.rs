@@ -15,6 +15,7 @@
 //! Socket set-up goes through rustix's typed calls; the rings are the hand
 //! written hot path ([`ring`]).
 
+mod index;
 mod ring;
 
 use crate::iface::{check_up, ifindex, read_mtu, ETH_HEADER, VLAN_TAG};

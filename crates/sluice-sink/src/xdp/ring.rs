@@ -6,7 +6,10 @@
 //! single consumer, free-running u32 indices, `size` a power of two; the
 //! producer writes entries, then publishes its index with release order;
 //! the consumer reads the index with acquire order, then the entries.
+//! The index arithmetic is in [`super::index`] (pure, tested under Miri);
+//! this file adds the memory: the mappings and the entries' layout.
 
+use super::index::{ConsIndex, ProdIndex};
 use rustix::mm::{mmap, mmap_anonymous, munmap, MapFlags, ProtFlags};
 use rustix::net::xdp::XdpRingOffset;
 use std::io;
@@ -19,12 +22,14 @@ const NEED_WAKEUP: u32 = 1;
 /// One ring mapped from the socket.
 struct Mapped {
     base: *mut u8,
+    /// 0 for a ring in memory the tests own ([`Mapped::over`]): not unmapped.
     len: usize,
     producer: *const AtomicU32,
     consumer: *const AtomicU32,
     flags: *const AtomicU32,
     desc: *mut u8,
-    mask: u32,
+    /// Entries in the ring (a power of two).
+    size: u32,
 }
 
 impl Mapped {
@@ -52,19 +57,44 @@ impl Mapped {
             )
         }?
         .cast::<u8>();
+        // SAFETY: the mapping holds `len` bytes, laid out as `off` says.
+        Ok(unsafe { Mapped::at(base, len, off, size) })
+    }
+
+    /// The ring laid out as `off` says from `base`.
+    ///
+    /// # Safety
+    /// `base` points to memory that holds the whole ring (`off.desc +
+    /// size·entry` bytes), with the indices and flags 4-byte aligned and
+    /// the entries aligned to their size; it stays valid as long as the
+    /// ring, and is accessed by others only as the ring protocol allows.
+    /// `len` is the mapping's length, to unmap on drop, or 0 for memory
+    /// the caller owns.
+    unsafe fn at(base: *mut u8, len: usize, off: &XdpRingOffset, size: u32) -> Mapped {
         let flags = off.flags.unwrap_or(off.producer);
-        // SAFETY: the kernel's offsets lie inside the mapping of `len` bytes
-        // (they precede `desc`, and desc + size·entry = len).
+        // SAFETY: the offsets lie inside the ring (they precede `desc`, and
+        // the caller vouches for desc + size·entry bytes).
         let at = |o: u64| unsafe { base.add(o as usize) };
-        Ok(Mapped {
+        Mapped {
             base,
             len,
             producer: at(off.producer).cast(),
             consumer: at(off.consumer).cast(),
             flags: at(flags).cast(),
             desc: at(off.desc),
-            mask: size - 1,
-        })
+            size,
+        }
+    }
+
+    /// A ring in memory the caller owns (tests: a simulated kernel on the
+    /// other side).
+    ///
+    /// # Safety
+    /// As for [`Mapped::at`]; the memory is not freed by the ring.
+    #[cfg(test)]
+    unsafe fn over(base: *mut u8, off: &XdpRingOffset, size: u32) -> Mapped {
+        // SAFETY: the caller's promise, with nothing to unmap.
+        unsafe { Mapped::at(base, 0, off, size) }
     }
 
     fn producer(&self) -> &AtomicU32 {
@@ -89,6 +119,9 @@ impl Mapped {
 
 impl Drop for Mapped {
     fn drop(&mut self) {
+        if self.len == 0 {
+            return;
+        }
         // SAFETY: base/len are what mmap returned; no reference into the
         // mapping outlives its ring.
         let _ = unsafe { munmap(self.base.cast(), self.len) };
@@ -99,11 +132,8 @@ impl Drop for Mapped {
 pub(super) struct TxRing {
     ring: Mapped,
     /// Our producer index, ahead of the published one by the entries not
-    /// yet submitted.
-    head: u32,
-    /// The kernel's consumer index as last read.
-    cached_cons: u32,
-    size: u32,
+    /// yet submitted, and the kernel's consumer index as last read.
+    index: ProdIndex,
 }
 
 const DESC_BYTES: usize = 16;
@@ -115,56 +145,47 @@ impl TxRing {
         pgoff: u64,
         size: u32,
     ) -> io::Result<TxRing> {
-        let ring = Mapped::map(fd, off, pgoff, size, DESC_BYTES)?;
-        let head = ring.producer().load(Ordering::Relaxed);
-        let cached_cons = ring.consumer().load(Ordering::Acquire);
-        Ok(TxRing {
-            ring,
-            head,
-            cached_cons,
-            size,
-        })
+        Ok(TxRing::new(Mapped::map(fd, off, pgoff, size, DESC_BYTES)?))
+    }
+
+    fn new(ring: Mapped) -> TxRing {
+        let index = ProdIndex::new(ring.size, ring.producer(), ring.consumer());
+        TxRing { ring, index }
     }
 
     /// Entries free for us to fill, reading the kernel's index only when
     /// the cached one says the ring is full.
     #[inline]
     pub(super) fn free(&mut self) -> u32 {
-        let free = self.size - self.head.wrapping_sub(self.cached_cons);
-        if free > 0 {
-            return free;
-        }
-        self.cached_cons = self.ring.consumer().load(Ordering::Acquire);
-        self.size - self.head.wrapping_sub(self.cached_cons)
+        self.index.free(self.ring.consumer())
     }
 
     /// Writes one descriptor at the head (the caller checked `free() > 0`).
     #[inline]
     pub(super) fn write(&mut self, addr: u64, len: u32, options: u32) {
-        let at = (self.head & self.ring.mask) as usize * DESC_BYTES;
-        // SAFETY: the entry lies inside the descriptor array (index masked
-        // to size); it is ours until the producer index passes it, because
-        // free() > 0 means the kernel has consumed it.
+        let at = self.index.reserve() * DESC_BYTES;
+        // SAFETY: the slot is < the ring's size, so the entry lies inside
+        // the descriptor array (16-byte entries, aligned); it is ours until
+        // the producer index passes it, because free() > 0 means the kernel
+        // has consumed it (its consumer index, read with acquire order).
         unsafe {
             let d = self.ring.desc.add(at);
             d.cast::<u64>().write(addr);
             d.add(8).cast::<u32>().write(len);
             d.add(12).cast::<u32>().write(options);
         }
-        self.head = self.head.wrapping_add(1);
     }
 
     /// Publishes every written descriptor to the kernel.
     #[inline]
     pub(super) fn submit(&self) {
-        self.ring.producer().store(self.head, Ordering::Release);
+        self.index.submit(self.ring.producer());
     }
 
-    /// Descriptors published and not yet consumed by the kernel.
+    /// Descriptors written and not yet consumed by the kernel.
     #[inline]
     pub(super) fn outstanding(&mut self) -> u32 {
-        self.cached_cons = self.ring.consumer().load(Ordering::Acquire);
-        self.head.wrapping_sub(self.cached_cons)
+        self.index.outstanding(self.ring.consumer())
     }
 
     #[inline]
@@ -177,7 +198,7 @@ impl TxRing {
 /// with.
 pub(super) struct CompRing {
     ring: Mapped,
-    tail: u32,
+    index: ConsIndex,
 }
 
 impl CompRing {
@@ -187,25 +208,28 @@ impl CompRing {
         pgoff: u64,
         size: u32,
     ) -> io::Result<CompRing> {
-        let ring = Mapped::map(fd, off, pgoff, size, 8)?;
-        let tail = ring.consumer().load(Ordering::Relaxed);
-        Ok(CompRing { ring, tail })
+        Ok(CompRing::new(Mapped::map(fd, off, pgoff, size, 8)?))
+    }
+
+    fn new(ring: Mapped) -> CompRing {
+        let index = ConsIndex::new(ring.size, ring.consumer());
+        CompRing { ring, index }
     }
 
     /// Moves every completed address into `free`; returns how many.
     #[inline]
     pub(super) fn reap(&mut self, free: &mut Vec<u64>) -> u32 {
-        let prod = self.ring.producer().load(Ordering::Acquire);
-        let n = prod.wrapping_sub(self.tail);
+        let n = self.index.peek(self.ring.producer());
         for i in 0..n {
-            let at = (self.tail.wrapping_add(i) & self.ring.mask) as usize * 8;
-            // SAFETY: entries between our index and the kernel's producer
-            // index (read with acquire above) are written and ours to read.
+            let at = self.index.slot(i) * 8;
+            // SAFETY: the slot is < the ring's size, inside the array of
+            // 8-byte entries; peeked entries are written (the kernel's
+            // producer index, read with acquire order) and ours until
+            // released.
             free.push(unsafe { self.ring.desc.add(at).cast::<u64>().read() });
         }
         if n > 0 {
-            self.tail = prod;
-            self.ring.consumer().store(prod, Ordering::Release);
+            self.index.release(n, self.ring.consumer());
         }
         n
     }
@@ -275,3 +299,160 @@ unsafe impl Send for TxRing {}
 unsafe impl Send for CompRing {}
 // SAFETY: as for TxRing.
 unsafe impl Send for Umem {}
+
+#[cfg(test)]
+mod tests {
+    //! The TX and completion rings over ordinary memory, with a simulated
+    //! kernel on another thread: under Miri this checks the pointer
+    //! arithmetic of the entries and that the orderings leave no data race.
+
+    use super::*;
+
+    const SIZE: u32 = 4;
+    /// Indices and flags on their own cache lines, as the kernel lays them.
+    const OFF: XdpRingOffset = XdpRingOffset {
+        producer: 0,
+        consumer: 64,
+        desc: 192,
+        flags: Some(128),
+    };
+
+    /// The memory of one ring, 8-byte aligned, owned by the test.
+    fn memory(entry: usize) -> Vec<u64> {
+        vec![0; (OFF.desc as usize + SIZE as usize * entry) / 8]
+    }
+
+    /// A raw view of one ring for the simulated kernel (and for setting
+    /// the starting indices).
+    #[derive(Clone, Copy)]
+    struct Raw(*mut u8);
+    // SAFETY: the memory outlives the scoped threads that use it, and both
+    // sides access it as the ring protocol allows.
+    unsafe impl Send for Raw {}
+
+    impl Raw {
+        fn index(&self, off: u64) -> &AtomicU32 {
+            // SAFETY: a 4-byte aligned u32 inside the ring's memory, which
+            // outlives the test's threads; every access to it is atomic.
+            unsafe { &*self.0.add(off as usize).cast::<AtomicU32>() }
+        }
+        fn producer(&self) -> &AtomicU32 {
+            self.index(OFF.producer)
+        }
+        fn consumer(&self) -> &AtomicU32 {
+            self.index(OFF.consumer)
+        }
+    }
+
+    /// Sends `total` frames through the rings as the sink does, while a
+    /// "kernel" consumes the descriptors and completes their frames. Every
+    /// descriptor arrives once, in order, and every frame comes back.
+    fn send_through(start: u32, total: u64) {
+        let mut tx_mem = memory(DESC_BYTES);
+        let mut cq_mem = memory(8);
+        let (tx_raw, cq_raw) = (
+            Raw(tx_mem.as_mut_ptr().cast()),
+            Raw(cq_mem.as_mut_ptr().cast()),
+        );
+        for r in [tx_raw, cq_raw] {
+            r.producer().store(start, Ordering::Relaxed);
+            r.consumer().store(start, Ordering::Relaxed);
+        }
+        // SAFETY: each memory holds its whole ring, aligned (a Vec<u64>),
+        // and outlives the rings (dropped at the end of this function).
+        let mut tx = TxRing::new(unsafe { Mapped::over(tx_raw.0, &OFF, SIZE) });
+        // SAFETY: as for the TX ring.
+        let mut cq = CompRing::new(unsafe { Mapped::over(cq_raw.0, &OFF, SIZE) });
+        // Two frames per descriptor, as the sink's UMEM.
+        let frames = 2 * u64::from(SIZE);
+        let mut free: Vec<u64> = (0..frames).rev().map(|i| i * 4096).collect();
+
+        std::thread::scope(|s| {
+            // The kernel: takes descriptors, checks them, completes frames.
+            s.spawn(move || {
+                let mut txc = ConsIndex::new(SIZE, tx_raw.consumer());
+                let mut cqp = ProdIndex::new(SIZE, cq_raw.producer(), cq_raw.consumer());
+                let mut seen = 0u64;
+                while seen < total {
+                    let n = txc.peek(tx_raw.producer());
+                    if n == 0 || cqp.free(cq_raw.consumer()) == 0 {
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    let at = txc.slot(0) * DESC_BYTES + OFF.desc as usize;
+                    // SAFETY: a peeked descriptor, inside the ring: the
+                    // producer published it (acquire in peek()).
+                    let (addr, len) = unsafe {
+                        let d = tx_raw.0.add(at);
+                        (d.cast::<u64>().read(), d.add(8).cast::<u32>().read())
+                    };
+                    assert_eq!(u64::from(len), 60 + seen % 100, "descriptor {seen}");
+                    assert_eq!(addr % 4096, 0);
+                    let at = cqp.reserve() * 8 + OFF.desc as usize;
+                    // SAFETY: a reserved completion entry, inside the ring:
+                    // the sink released it (acquire in free()).
+                    unsafe { cq_raw.0.add(at).cast::<u64>().write(addr) };
+                    cqp.submit(cq_raw.producer());
+                    txc.release(1, tx_raw.consumer());
+                    seen += 1;
+                }
+            });
+            // The sink's send path, reduced to the rings.
+            for k in 0..total {
+                while tx.free() == 0 {
+                    tx.submit();
+                    cq.reap(&mut free);
+                    std::thread::yield_now();
+                }
+                let addr = loop {
+                    if let Some(a) = free.pop() {
+                        break a;
+                    }
+                    tx.submit();
+                    cq.reap(&mut free);
+                    std::thread::yield_now();
+                };
+                tx.write(addr, 60 + (k % 100) as u32, 0);
+                if k % 3 == 2 {
+                    tx.submit();
+                }
+            }
+            tx.submit();
+            while tx.outstanding() > 0 {
+                cq.reap(&mut free);
+                std::thread::yield_now();
+            }
+        });
+        cq.reap(&mut free);
+        free.sort_unstable();
+        let all: Vec<u64> = (0..frames).map(|i| i * 4096).collect();
+        assert_eq!(free, all, "every frame comes back once");
+        let end = start.wrapping_add(total as u32);
+        for r in [tx_raw, cq_raw] {
+            assert_eq!(r.producer().load(Ordering::Relaxed), end);
+            assert_eq!(r.consumer().load(Ordering::Relaxed), end);
+        }
+        drop((tx, cq));
+        drop((tx_mem, cq_mem));
+    }
+
+    #[test]
+    fn frames_go_round_the_rings_across_the_index_wrap() {
+        let total = if cfg!(miri) { 60 } else { 100_000 };
+        send_through(u32::MAX - 13, total);
+        send_through(0, total);
+    }
+
+    #[test]
+    fn need_wakeup_reads_the_flags_word() {
+        let mut mem = memory(DESC_BYTES);
+        let raw = Raw(mem.as_mut_ptr().cast());
+        // SAFETY: the memory holds the ring, aligned, and outlives it.
+        let tx = TxRing::new(unsafe { Mapped::over(raw.0, &OFF, SIZE) });
+        assert!(!tx.needs_wakeup());
+        raw.index(128).store(NEED_WAKEUP, Ordering::Relaxed);
+        assert!(tx.needs_wakeup());
+        drop(tx);
+        drop(mem);
+    }
+}
