@@ -41,6 +41,8 @@ impl<'a> SendPlan<'a> {
     /// Checks the shared options (threads against the sink, `--tx-queues`,
     /// `--launch-time`, `--clock tsc`) and types the engine settings.
     pub fn new(opts: &'a RunOpts, topspeed: bool) -> Result<Self, Failure> {
+        sluice_sys::mem::check_address_space(sluice_sys::mem::MIN_ADDRESS_SPACE, "a sending run")
+            .map_err(|e| bad_input(anyhow!(e)))?;
         if opts.clock == sluice_engine::ClockChoice::Tsc {
             sluice_sys::tsc::invariant().map_err(|e| bad_input(anyhow!("--clock tsc: {e}")))?;
         }
@@ -367,6 +369,9 @@ fn conclude(
 ) -> Result<u8, Failure> {
     // Only a run that ended well replaces earlier outputs.
     let complete = matches!(&result, Ok(s) if !s.interrupted);
+    if let Some(r) = &rx {
+        progress.rx_final(r);
+    }
     progress.finish(complete);
     let summary = match result {
         Ok(s) => s,

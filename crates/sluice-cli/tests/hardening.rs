@@ -96,7 +96,10 @@ fn every_file_a_command_reads_is_protected_from_its_outputs() {
     let keys = d.join("keys");
     let o = run(&["keygen", keys.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    for (opt, name) in [("--stats-json", "controller.key"), ("--summary-json", "ca.pem")] {
+    for (opt, name) in [
+        ("--stats-json", "controller.key"),
+        ("--summary-json", "ca.pem"),
+    ] {
         let key = keys.join(name);
         let kept = std::fs::read(&key).unwrap();
         let o = run(&[
@@ -357,4 +360,49 @@ fn the_memory_budget_follows_the_address_space_limit() {
     let err = streamed(&o);
     assert!(err.contains("budget of 1000000 bytes"), "{err}");
     std::fs::remove_file(&trace).unwrap();
+}
+
+/// Issue 42, item 4: a limit below what a command needs is refused at
+/// its start, naming it; never an abort on a failed allocation.
+#[test]
+fn a_memory_limit_below_the_need_is_refused_at_start() {
+    if !sluice_testkit::require("prlimit", "memory limits refused at start") {
+        return;
+    }
+    let profile = sluice_testkit::repo_root().join("examples/profiles/poisson.yaml");
+    let limited = |mb: u64, args: &[&str]| {
+        Command::new("prlimit")
+            .arg(format!("--as={}", mb * 1_000_000))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_sluice"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let p = profile.to_str().unwrap();
+    let fourier = [
+        "profile", "run", p, "--mode", "fourier", "--to", "null", "-q",
+    ];
+    let trial = [
+        "rfc2544",
+        "--to",
+        "afpacket:lo",
+        "--rx",
+        "lo",
+        "--sizes",
+        "64",
+        "--trial",
+        "100ms",
+    ];
+    for args in [&fourier[..], &trial[..]] {
+        let o = limited(100, args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("address-space limit"), "{err}");
+    }
+    // Room for the run, not for a plan at 1 µs (two million bins).
+    let o = limited(300, &[&fourier[..], &["--sample", "1us"]].concat());
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("more than the memory budget"), "{err}");
 }

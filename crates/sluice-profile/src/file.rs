@@ -275,6 +275,15 @@ impl Profile {
         }
     }
 
+    /// Bytes a Fourier plan (or a spectrum) of this profile takes at
+    /// `sample_ns` with `queues` queues, about: per bin the count, its
+    /// transform and scratch, its component, and each queue's rate.
+    pub fn fourier_bytes(&self, sample_ns: u64, queues: usize) -> f64 {
+        let span_ns = self.expected_packets() * self.gap.mean;
+        let bins = span_ns / sample_ns.max(1) as f64 + 1.0;
+        bins * (8.0 + 16.0 * 3.0 + 48.0 + 8.0 * queues.max(1) as f64)
+    }
+
     /// Refuses a sequence too long to synthesize whole before a run (the
     /// Fourier plan and spectra need every packet's time first).
     pub fn check_analyzable(&self) -> Result<(), ProfileError> {

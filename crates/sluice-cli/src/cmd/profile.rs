@@ -152,6 +152,7 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
             }
             let sel = selection(&a.select)?;
             profile.check_analyzable().map_err(bad_input)?;
+            fits_in_memory(&profile, a.select.sample.0, a.queues, &a.profile)?;
             let f = FourierPlan::new(profile, a.select.sample.0, sel, a.queues)
                 .map_err(|e| bad_input(anyhow!("{}: {e}", a.profile.display())))?;
             if sluice_profile::stop_asked() {
@@ -244,11 +245,37 @@ fn capture_series(path: &Path, sample_ns: u64) -> Result<RateSeries, Failure> {
         .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))
 }
 
+/// Refuses, before planning, a Fourier plan or spectrum larger than the
+/// memory budget (`--max-memory`, or half of what the machine, the
+/// process's limits and its cgroup leave), naming both.
+fn fits_in_memory(
+    p: &Profile,
+    sample_ns: u64,
+    queues: usize,
+    file: &std::path::Path,
+) -> Result<(), Failure> {
+    let need = p.fourier_bytes(sample_ns, queues);
+    let budget = sluice_sys::mem::default_budget();
+    if need > budget as f64 {
+        return Err(bad_input(anyhow!(
+            "{}: a Fourier plan at t_sample {} takes about {:.0} MB, more than the memory \
+             budget of {:.0} MB (half of what the machine, ulimit -v and the cgroup leave, \
+             or --max-memory): sample more coarsely (--sample) or shorten the profile",
+            file.display(),
+            sluice_core::Nanos(sample_ns),
+            need / 1e6,
+            budget as f64 / 1e6
+        )));
+    }
+    Ok(())
+}
+
 fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
     let sample = a.select.sample.0;
     let series = if Profile::is_profile_path(&a.input) {
         let p = load(&a.input, a.scale, None)?;
         p.check_analyzable().map_err(bad_input)?;
+        fits_in_memory(&p, sample, 1, &a.input)?;
         let series = RateSeries::from_times(Synth::new(p).map(|p| p.due), sample, None)
             .map_err(|e| bad_input(anyhow!("{}: {e}", a.input.display())))?;
         if sluice_profile::stop_asked() {
