@@ -51,6 +51,12 @@ impl Progress {
         }
     }
 
+    /// `--rx`: the receiver's final count (`final: true`) as the last
+    /// line, so that the lines end with the counts the summary gives.
+    pub fn rx_final(&mut self, doc: &crate::cmd::rx::RxDoc) {
+        self.json_line(crate::json::Kind::Rx, doc);
+    }
+
     /// Ends the status line so the summary starts on a fresh line, and
     /// the `--stats-json` log: put in place when the run is `complete`,
     /// else kept beside an earlier log.

@@ -255,6 +255,15 @@ pub fn run(a: RxArgs) -> Result<u8, Failure> {
         eoutln!();
     }
     let doc = r.doc(true);
+    // The summary closes the lines too (`final: true`): what arrived
+    // after the last second's line is counted there, so the file ends
+    // with the counts the summary gives.
+    if let Some(w) = &mut stats_out {
+        let line = crate::json::line(Kind::Rx, &doc).unwrap_or_default();
+        if let Err(e) = writeln!(w, "{line}").and_then(|_| w.flush()) {
+            stats_error.get_or_insert(e);
+        }
+    }
     // A receiver stopped by a signal (rather than by its count, duration
     // or idle time) replaces no earlier output.
     let complete = !stop.load(Ordering::Relaxed);
