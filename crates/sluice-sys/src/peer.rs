@@ -30,16 +30,35 @@ pub fn bind_private(path: &Path) -> io::Result<UnixListener> {
         }
         std::fs::remove_file(path).map_err(named)?;
     }
-    let dir = crate::output::parent_dir(path);
-    let private = tempfile::Builder::new()
-        .prefix(".sluice-sock.")
-        .tempdir_in(dir)
-        .map_err(named)?;
+    let private = private_dir(crate::output::parent_dir(path)).map_err(named)?;
     let tmp = private.path().join("s");
     let s = UnixListener::bind(&tmp).map_err(named)?;
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).map_err(named)?;
     std::fs::rename(&tmp, path).map_err(named)?;
     Ok(s)
+}
+
+/// A staging directory beside `dir`'s entries that only this user can
+/// enter, whatever the umask: made 0700 (a umask only takes bits away),
+/// then checked to be a directory of ours with no access for others.
+fn private_dir(dir: &Path) -> io::Result<tempfile::TempDir> {
+    let d = tempfile::Builder::new()
+        .prefix(".sluice-sock.")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(dir)?;
+    let m = std::fs::symlink_metadata(d.path())?;
+    use std::os::unix::fs::MetadataExt;
+    if !m.is_dir() || m.uid() != euid() || m.mode() & 0o077 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{}: the staging directory is not private (mode {:o})",
+                d.path().display(),
+                m.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(d)
 }
 
 /// Whether a peer of uid `uid` may use this process's private socket:
@@ -91,6 +110,23 @@ mod tests {
         assert_eq!(peer_uid(a.as_fd()).unwrap(), euid());
         let f = std::fs::File::open("/dev/null").unwrap();
         assert!(peer_uid(f.as_fd()).is_err());
+    }
+
+    #[test]
+    fn the_staging_directory_is_private_under_any_umask() {
+        let d = tempfile::tempdir().unwrap();
+        // SAFETY: umask has no preconditions; it is put back at once.
+        let old = unsafe { libc::umask(0) };
+        let staged = private_dir(d.path());
+        // SAFETY: as above.
+        unsafe { libc::umask(old) };
+        let staged = staged.unwrap();
+        let mode = std::fs::metadata(staged.path())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o700);
     }
 
     #[test]
