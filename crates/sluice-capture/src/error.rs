@@ -19,7 +19,7 @@ use std::io;
 /// captured bytes, only 30 left in the file`. The record part is present
 /// when the error concerns a packet record (1-based packet number).
 #[derive(Debug, thiserror::Error)]
-#[error("{file}: byte {offset}{}: {kind}", RecordSuffix(*record))]
+#[error("{file}: {}{kind}", Location(*offset, *record, kind))]
 pub struct CaptureError {
     /// Name of the capture (the path, or the name given to `from_reader`).
     pub file: String,
@@ -32,13 +32,18 @@ pub struct CaptureError {
     pub kind: ErrorKind,
 }
 
-struct RecordSuffix(Option<u64>);
+/// `byte N (record M): `, or nothing for a file that did not open.
+struct Location<'a>(u64, Option<u64>, &'a ErrorKind);
 
-impl fmt::Display for RecordSuffix {
+impl fmt::Display for Location<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(n) => write!(f, " (record {n})"),
-            None => Ok(()),
+        if matches!(self.2, ErrorKind::Open(_)) {
+            return Ok(());
+        }
+        write!(f, "byte {}", self.0)?;
+        match self.1 {
+            Some(n) => write!(f, " (record {n}): "),
+            None => write!(f, ": "),
         }
     }
 }
@@ -97,6 +102,10 @@ impl CaptureError {
 /// What is wrong with a capture.
 #[derive(Debug, thiserror::Error)]
 pub enum ErrorKind {
+    /// The file could not be opened (missing, no permission, a FIFO whose
+    /// wait for a writer a signal ended).
+    #[error("cannot open it: {0}")]
+    Open(io::Error),
     /// Reading (or decompressing) the underlying stream failed.
     #[error("I/O error: {0}")]
     Io(io::Error),
@@ -284,6 +293,7 @@ impl ErrorKind {
         use ErrorKind::*;
         match self {
             Io(e) => Io(io::Error::new(e.kind(), e.to_string())),
+            Open(e) => Open(io::Error::new(e.kind(), e.to_string())),
             Empty => Empty,
             NotACapture { magic } => NotACapture { magic: *magic },
             TruncatedHeader { need, got } => TruncatedHeader {

@@ -110,7 +110,7 @@ impl CaptureReader {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
         let path = path.as_ref();
         let name = path.display().to_string();
-        let file = File::open(path).map_err(|e| error(&name, 0, None, ErrorKind::Io(e)))?;
+        let file = open_input(path).map_err(|e| error(&name, 0, None, ErrorKind::Open(e)))?;
         advise_sequential(&file);
         Self::from_reader(Box::new(file), &name)
     }
@@ -303,6 +303,40 @@ impl CaptureReader {
     }
 }
 
+/// Opens a file to read. A FIFO is opened without blocking and then
+/// waited on until a writer has written (or come and gone): a blocking
+/// open would wait for its writer in the kernel past any SIGINT/SIGTERM
+/// (the handlers restart it); the wait ends with `Interrupted` when a
+/// signal arrives.
+pub fn open_input(path: &Path) -> std::io::Result<File> {
+    use rustix::event::{poll, PollFd, PollFlags};
+    use rustix::fs::{fcntl_getfl, fcntl_setfl, Mode, OFlags};
+    use std::os::unix::fs::FileTypeExt;
+    let fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+    if !fifo {
+        return File::open(path);
+    }
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let file = File::from(rustix::fs::open(path, flags, Mode::empty())?);
+    loop {
+        let mut fds = [PollFd::new(&file, PollFlags::IN)];
+        match poll(&mut fds, None) {
+            Ok(_) if !fds[0].revents().is_empty() => break,
+            Ok(_) => continue,
+            Err(rustix::io::Errno::INTR) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "a FIFO: interrupted while waiting for its writer",
+                ))
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let flags = fcntl_getfl(&file)?;
+    fcntl_setfl(&file, flags - OFlags::NONBLOCK)?;
+    Ok(file)
+}
+
 /// Tells the kernel we read front to back (bigger read-ahead). Best effort.
 #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
 fn advise_sequential(file: &File) {
@@ -480,9 +514,9 @@ mod tests {
         fn send<T: Send>() {}
         send::<CaptureReader>();
         let e = CaptureReader::open("/nonexistent/x.pcap").unwrap_err();
-        assert!(matches!(e.kind, ErrorKind::Io(_)));
+        assert!(matches!(e.kind, ErrorKind::Open(_)));
         assert!(e
             .to_string()
-            .starts_with("/nonexistent/x.pcap: byte 0: I/O error"));
+            .starts_with("/nonexistent/x.pcap: cannot open it: No such file"));
     }
 }

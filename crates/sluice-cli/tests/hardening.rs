@@ -406,3 +406,64 @@ fn a_memory_limit_below_the_need_is_refused_at_start() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("more than the memory budget"), "{err}");
 }
+
+/// Issue 42, item 6: a FIFO input is waited on in a way SIGTERM ends,
+/// and one that replay would read twice is refused.
+#[test]
+fn a_fifo_input_honours_sigterm_and_is_never_read_twice() {
+    let d = tmpdir("hardening-fifo");
+    let fifo = d.join("in.pcap");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        sluice_testkit::skip("FIFO inputs", "mkfifo");
+        return;
+    }
+    let f = fifo.to_str().unwrap();
+    let o = run(&["replay", f, "--loop", "2", "--to", "null", "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("can be read once"), "{}", stderr(&o));
+    let o = run(&["replay", f, f, "--to", "null", "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // A profile whose law reads the FIFO: no writer comes; SIGTERM ends
+    // the wait (a blocking open restarted after every signal).
+    let profile = d.join("p.yaml");
+    std::fs::write(
+        &profile,
+        "seed: 1\npackets: 10\nipd: {dist: empirical, from: in.pcap}\n\
+         size: {dist: constant, bytes: 64}\n",
+    )
+    .unwrap();
+    let mut c = sluice()
+        .args([
+            "profile",
+            "run",
+            profile.to_str().unwrap(),
+            "--to",
+            "null",
+            "-q",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    signal(c.id(), "-TERM");
+    let status = wait_within(&mut c, Duration::from_secs(30));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut c.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(matches!(status.code(), Some(2 | 130)), "{status:?}: {err}");
+    assert!(err.contains("waiting for its writer"), "{err}");
+}
+
+/// Issue 42, item 11: a missing trace says it cannot be opened, with no
+/// byte offset.
+#[test]
+fn a_missing_trace_is_named_plainly() {
+    let o = run(&["replay", "/nonexistent/t.pcap", "--to", "null", "-q"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("/nonexistent/t.pcap: cannot open it: No such file"),
+        "{err}"
+    );
+    assert!(!err.contains("byte 0"), "{err}");
+}

@@ -15,6 +15,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     for t in &a.traces {
         plan = plan.reads(t);
     }
+    read_once_inputs(&a)?;
     if let Some(to2) = &a.to2 {
         if a.split.is_none() && !a.dualfile {
             return Err(bad_input(anyhow!(
@@ -117,4 +118,37 @@ fn loop_delay(a: &ReplayArgs) -> Result<Option<sluice_core::Nanos>, Failure> {
         )));
     }
     Ok(d)
+}
+
+/// A trace that can be read only once (a FIFO, a pipe, a device) is
+/// refused where replay would read it again: every pass of `--loop`, a
+/// split computed from the trace before it is sent, the same trace named
+/// twice.
+fn read_once_inputs(a: &ReplayArgs) -> Result<(), Failure> {
+    use std::os::unix::fs::FileTypeExt;
+    for (i, t) in a.traces.iter().enumerate() {
+        let once = std::fs::metadata(t).is_ok_and(|m| {
+            let k = m.file_type();
+            k.is_fifo() || k.is_char_device() || k.is_socket()
+        });
+        if !once {
+            continue;
+        }
+        let again = if a.loops != 1 {
+            Some("--loop reads it once per pass")
+        } else if a.split.as_ref().is_some_and(|m| m.file().is_none()) {
+            Some("--split reads it once to compute the split, then again to send")
+        } else if a.traces[..i].iter().any(|u| u == t) {
+            Some("it is named twice")
+        } else {
+            None
+        };
+        if let Some(why) = again {
+            return Err(bad_input(anyhow!(
+                "{}: a FIFO, pipe or device can be read once, and {why}: give a file",
+                t.display()
+            )));
+        }
+    }
+    Ok(())
 }
