@@ -924,3 +924,65 @@ fn checksum_offload_without_a_device_is_refused_with_the_reason() {
     }
     assert!(!d.join("o.pcap").exists());
 }
+
+/// Issue 42, item 8: on the virtual clock, each TX thread's pcap carries
+/// its packets' planned departures; one thread's schedule never moves
+/// another's (it made tx-1.pcap one instant, late by milliseconds).
+#[test]
+fn per_thread_pcaps_on_the_virtual_clock_carry_the_planned_departures() {
+    let session = repo("examples/sessions/mixed.yaml");
+    let d = tmpdir("flows-virtual-threads");
+    let offsets = |files: &[PathBuf]| -> Vec<u64> {
+        let mut all: Vec<u64> = files
+            .iter()
+            .flat_map(|f| {
+                let t: Vec<u64> = read_all(f).into_iter().map(|(ts, _)| ts).collect();
+                assert!(
+                    t.windows(2).all(|w| w[0] <= w[1]),
+                    "{}: in order",
+                    f.display()
+                );
+                t
+            })
+            .collect();
+        all.sort_unstable();
+        let first = all[0];
+        all.iter().map(|t| t - first).collect()
+    };
+    let one = d.join("one.pcap");
+    let o = flows_to_pcap(&session, &one, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = d.join("two");
+    std::fs::create_dir(&dir).unwrap();
+    let to = format!("pcap:{}/", dir.display());
+    let s = session.to_str().unwrap();
+    let o = run(&[
+        "flows",
+        "run",
+        s,
+        "--planners",
+        "2",
+        "--threads",
+        "2",
+        "--clock",
+        "virtual",
+        "--to",
+        &to,
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (t0, t1) = (dir.join("tx-0.pcap"), dir.join("tx-1.pcap"));
+    for f in [&t0, &t1] {
+        let times: std::collections::BTreeSet<u64> =
+            read_all(f).into_iter().map(|(ts, _)| ts).collect();
+        assert!(
+            times.len() > 10,
+            "{}: {} distinct stamps",
+            f.display(),
+            times.len()
+        );
+    }
+    let (a, b) = (offsets(&[one]), offsets(&[t0, t1]));
+    assert_eq!(a.len(), b.len());
+    assert_eq!(a, b, "the same planned departures, however many threads");
+}

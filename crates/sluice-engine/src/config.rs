@@ -82,6 +82,11 @@ pub struct EngineConfig {
     /// Added to the wall clock the stamps read (tests only: a host whose
     /// clock is off by this much).
     pub stamp_clock_shift_ns: i64,
+    /// On the virtual clock, every TX thread shares one clock (a harness
+    /// that moves it from its sinks); by default each thread has its own,
+    /// from the common start, so one thread's schedule never makes
+    /// another's packets late or stamps them with its time.
+    pub shared_virtual_clock: bool,
 }
 
 /// Where a receive stamp goes (see `sluice_wire::rxstamp`).
@@ -115,6 +120,7 @@ impl Default for EngineConfig {
             rx_stamp: None,
             stamp_streams_from: 0,
             stamp_clock_shift_ns: 0,
+            shared_virtual_clock: false,
         }
     }
 }

@@ -190,6 +190,10 @@ pub(crate) struct Run<'a> {
     /// `--clock tsc`: the counter, calibrated against `mono`.
     tsc: Option<TscClock>,
     virtual_clock: VirtualClock,
+    /// Each TX thread's virtual clock: clones of `virtual_clock`, or with
+    /// several threads and no `shared_virtual_clock`, one each from the
+    /// common start.
+    lane_clocks: Vec<VirtualClock>,
     /// The common start: every due time is an offset from it.
     pub start: MonoTime,
     starter: TxStarter,
@@ -287,11 +291,21 @@ impl<'a> Run<'a> {
             }
             ClockChoice::Virtual => Clock::now(&virtual_clock),
         };
+        let lane_clocks = (0..threads)
+            .map(|i| {
+                if i == 0 || cfg.shared_virtual_clock {
+                    virtual_clock.clone()
+                } else {
+                    VirtualClock::new(Clock::now(&virtual_clock))
+                }
+            })
+            .collect();
         Run {
             cfg,
             mono,
             tsc,
             virtual_clock,
+            lane_clocks,
             start,
             starter: TxStarter::new(threads, cfg),
             counters: (0..threads).map(|_| Arc::default()).collect(),
@@ -301,7 +315,13 @@ impl<'a> Run<'a> {
 
     fn now(&self) -> MonoTime {
         match (self.cfg.clock, self.tsc) {
-            (ClockChoice::Virtual, _) => Clock::now(&self.virtual_clock),
+            // The run is as far as its furthest thread.
+            (ClockChoice::Virtual, _) => self
+                .lane_clocks
+                .iter()
+                .map(Clock::now)
+                .max()
+                .unwrap_or_else(|| Clock::now(&self.virtual_clock)),
             (_, Some(t)) => t.now(),
             _ => self.mono.now(),
         }
@@ -311,7 +331,12 @@ impl<'a> Run<'a> {
     pub fn setup(&self, i: usize, sink: Box<dyn Sink>, stamp_base: u64) -> TxSetup {
         let cfg = self.cfg;
         let waiter: Box<dyn Waiter + Send> = match (cfg.clock, self.tsc) {
-            (ClockChoice::Virtual, _) => Box::new(self.virtual_clock.clone()),
+            (ClockChoice::Virtual, _) => Box::new(
+                self.lane_clocks
+                    .get(i)
+                    .unwrap_or(&self.virtual_clock)
+                    .clone(),
+            ),
             (_, Some(t)) => Box::new(SpinSleep::new(t, cfg.spin)),
             _ => Box::new(SpinSleep::new(self.mono, cfg.spin)),
         };

@@ -33,6 +33,9 @@ pub struct FlowConfig {
     /// This planner thread's part of the flows (`--planners`): the flows
     /// whose mixed 5-tuple key falls to it, independent of `share`.
     pub part: Option<sluice_source::Share>,
+    /// A pcap output's stamp of the run's start (ns since the epoch, the
+    /// `--start-at` instant); None: the wall clock when the source is made.
+    pub stamp_from: Option<u64>,
 }
 
 impl Default for FlowConfig {
@@ -45,6 +48,7 @@ impl Default for FlowConfig {
             planner: Planner::default(),
             share: None,
             part: None,
+            stamp_from: None,
         }
     }
 }
@@ -135,9 +139,11 @@ impl FlowSource {
         // Each planner picks with its own stream.
         let pick = seed ^ 0x5851_f42d_4c95_7f2d ^ u64::from(cfg.part.map_or(0, |p| p.index));
         // Captures are stamped from the wall clock at the start of the run.
-        let first_ts = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
+        let first_ts = cfg.stamp_from.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
         Ok(FlowSource {
             cfg,
             expander,

@@ -43,6 +43,7 @@ fn run_session(mut a: RunArgs) -> Result<u8, Failure> {
                     index: k,
                     count: planners,
                 }),
+                stamp_from: a.part.start_at,
             };
             Ok(Box::new(
                 FlowSource::new(session.clone(), cfg).map_err(bad_input)?,

@@ -182,12 +182,22 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
             Sequence::Fourier(f)
         }
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let source = ProfileSource::new(sequence, &packet, a.frame.src_mac, a.frame.dst_mac, now)
-        .map_err(bad_input)?
-        .with_share(a.part.share, a.share_by == ShareBy::Components);
+    // A pcap output is stamped from the run's start: the --start-at
+    // instant (CLOCK_REALTIME) when given, else now (the run starts a
+    // moment after, once planned).
+    let first_ts = a
+        .part
+        .start_at
+        .unwrap_or_else(sluice_sys::clock::realtime_ns);
+    let source = ProfileSource::new(
+        sequence,
+        &packet,
+        a.frame.src_mac,
+        a.frame.dst_mac,
+        first_ts,
+    )
+    .map_err(bad_input)?
+    .with_share(a.part.share, a.share_by == ShareBy::Components);
     for path in read_paths(&a.profile, &reads) {
         plan = plan.reads(path);
     }

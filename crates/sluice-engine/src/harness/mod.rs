@@ -321,6 +321,8 @@ impl Bench {
         Bench {
             cfg: EngineConfig {
                 clock: ClockChoice::Virtual,
+                // The recorders move the clock every thread waits on.
+                shared_virtual_clock: true,
                 stats_interval: Nanos::from_millis(1),
                 ..EngineConfig::default()
             },
