@@ -18,6 +18,7 @@ mod common;
 mod netns;
 use common::*;
 use netns::sh;
+use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
@@ -540,4 +541,286 @@ fn rfc2544_finds_a_tbf_bottleneck_and_its_queueing_delay() {
     let p50 = full["latency"]["percentiles"]["p50_ns"].as_f64().unwrap() / 1e6;
     // 600 frames/s against 413: the queue stays full, 50 ms deep.
     assert!((30.0..65.0).contains(&p50), "p50 {p50} ms: {full}");
+}
+
+/// A veth pair `<tag><pid>a` ↔ `<tag><pid>b`, both ends in this
+/// namespace; removed on drop.
+struct Pair {
+    t: String,
+}
+
+impl Pair {
+    fn up(tag: &str) -> Pair {
+        let t = format!("{tag}{}", std::process::id() % 100_000);
+        let (a, b) = (format!("{t}a"), format!("{t}b"));
+        let _ = Command::new("ip").args(["link", "del", &a]).output();
+        sh(&["ip", "link", "add", &a, "type", "veth", "peer", "name", &b]);
+        let p = Pair { t };
+        for end in [&a, &b] {
+            sh(&[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{end}.disable_ipv6=1"),
+            ]);
+            sh(&["ip", "link", "set", end, "up"]);
+        }
+        p
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["link", "del", &format!("{}a", self.t)])
+            .output();
+    }
+}
+
+/// The report's per-stream table: (stream, received) of each row.
+fn report_received(page: &str) -> Vec<(u64, u64)> {
+    let table = page
+        .split("<h2>Received</h2>")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no Received section: {page}"));
+    let table = table.split("<table>").nth(1).expect("a table");
+    let table = table.split("</table>").next().unwrap();
+    table
+        .split("<tr>")
+        .skip(2)
+        .map(|row| {
+            let cells: Vec<u64> = row
+                .split("<td>")
+                .skip(1)
+                .take(2)
+                .map(|c| c.split("</td>").next().unwrap().parse().unwrap())
+                .collect();
+            (cells[0], cells[1])
+        })
+        .collect()
+}
+
+/// A summary's streams: (stream, received).
+fn summary_received(rx: &serde_json::Value) -> Vec<(u64, u64)> {
+    rx["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["stream"].as_u64().unwrap(),
+                s["received"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The report's tables agree with the summaries: `sluice rx` stopped by
+/// its count between two of its per-second lines ends its lines with its
+/// final count, and the report gives that count; `replay --rx`'s lines,
+/// the sender's and the receiver's mixed, make one report of both, whose
+/// counts are the summary's.
+#[test]
+fn reports_of_what_rx_counted_agree_with_its_summaries() {
+    use sluice_testkit::{require, require_root};
+    if !(require_root("rx report tests") && require("ip", "rx report tests")) {
+        return;
+    }
+    let d = tmpdir("rx-report");
+    // 1000 frames, then 2000 more 1.2 s later: a per-second line falls
+    // between the two bursts, none after the second.
+    let input = d.join("t.pcap");
+    let frames: Vec<(u64, Vec<u8>)> = (0..3000u64)
+        .map(|i| {
+            let gap = if i < 1000 { 0 } else { 1_200_000_000 };
+            (1_000_000_000 + gap + i * 20_000, frame(i, 200))
+        })
+        .collect();
+    write_frames(&input, &frames);
+    let p = Pair::up("rr");
+    let (to, rx_if) = (format!("afpacket:{}a", p.t), format!("{}b", p.t));
+    let (summary, lines) = (d.join("rx.json"), d.join("rx.jsonl"));
+    let mut rx = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["rx", &rx_if, "--count", "3000", "--duration", "30s", "-q"])
+        .arg("--summary-json")
+        .arg(&summary)
+        .arg("--stats-json")
+        .arg(&lines)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(rx.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("receiving on"), "rx: {line}");
+    let send = |extra: &[&str]| {
+        let mut args = vec!["replay", input.to_str().unwrap(), "--to", &to];
+        args.extend_from_slice(&["--rx-stamp", "replace", "-q"]);
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let o = send(&[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let status = wait_within(&mut rx, std::time::Duration::from_secs(60));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(status.success(), "rx: {rest}");
+    let s = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
+    let want = summary_received(&s);
+    assert_eq!(s["frames"], 3000, "{s}");
+    // The lines end with the summary's counts.
+    let all = sluice_testkit::checked_json_lines(&std::fs::read(&lines).unwrap());
+    let last = all.last().expect("a line at least");
+    assert_eq!(last["final"], true, "{last}");
+    assert_eq!(summary_received(last), want);
+    assert_eq!(all.iter().filter(|l| l["final"] == true).count(), 1);
+    let o = run(&["report", lines.to_str().unwrap(), "-o", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(report_received(&page), want, "{page}");
+    assert!(!page.contains("Not the final count"), "{page}");
+    // Its summary makes the same table.
+    let o = run(&["report", summary.to_str().unwrap(), "-o", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(report_received(&String::from_utf8_lossy(&o.stdout)), want);
+
+    // Beside the sender: one file of both, both rendered.
+    let (sum2, lines2) = (d.join("tx.json"), d.join("tx.jsonl"));
+    let o = send(&[
+        "--rx",
+        &rx_if,
+        "--rx-wait",
+        "300ms",
+        "--summary-json",
+        sum2.to_str().unwrap(),
+        "--stats-json",
+        lines2.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = sluice_testkit::checked_json(&std::fs::read(&sum2).unwrap());
+    let want = summary_received(&s["rx"]);
+    let all = sluice_testkit::checked_json_lines(&std::fs::read(&lines2).unwrap());
+    let last = all.last().unwrap();
+    assert_eq!(
+        (&last["schema"], &last["final"]),
+        (&json!("sluice.rx/1"), &json!(true))
+    );
+    assert_eq!(summary_received(last), want);
+    let o = run(&["report", lines2.to_str().unwrap(), "-o", "-"]);
+    assert!(o.status.success(), "mixed lines: {}", stderr(&o));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        page.contains("<h2>Run</h2>")
+            && page.contains(&format!("<td>packets</td><td>{}</td>", s["packets"])),
+        "{page}"
+    );
+    assert_eq!(report_received(&page), want, "{page}");
+    // And the sender's summary with its rx section.
+    let o = run(&["report", sum2.to_str().unwrap(), "-o", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(report_received(&String::from_utf8_lossy(&o.stdout)), want);
+}
+
+/// RFC 2544 asking far more than any sender here reaches (20 M frames/s of
+/// 64 bytes into a veth): every trial's sender falls short, and the text,
+/// the JSON and the report say so on every trial, with the rate asked and
+/// the rate reached, and name the sender, not the device, as the limit.
+/// The loss tolerance is wide (99 %) so that the receiving ring, not the
+/// point here, cannot make a trial the device's.
+#[test]
+fn rfc2544_marks_every_trial_whose_sender_fell_short() {
+    use sluice_testkit::{require, require_root};
+    if !(require_root("rfc2544 tests") && require("ip", "rfc2544")) {
+        return;
+    }
+    let d = tmpdir("rfc2544-short");
+    let p = Pair::up("rs");
+    let json_out = d.join("r.json");
+    let o = run(&[
+        "rfc2544",
+        "--to",
+        &format!("afpacket:{}a", p.t),
+        "--rx",
+        &format!("{}b", p.t),
+        "--sizes",
+        "64",
+        "--max-pps",
+        "20000000",
+        "--trial",
+        "10ms",
+        "--wait",
+        "100ms",
+        "--loss",
+        "99",
+        "--max-trials",
+        "2",
+        "--tests",
+        "throughput,loss",
+        "--json",
+        json_out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stderr(&o);
+    let r = sluice_testkit::checked_json(&std::fs::read(&json_out).unwrap());
+    let s = &r["sizes"][0];
+    assert_eq!(s["max_from"], "max_pps", "{s}");
+    let t = &s["throughput"];
+    assert_eq!(
+        (&t["limit"], &t["pps"]),
+        (&json!("sender"), &json!(null)),
+        "{t}"
+    );
+    let trials = t["trials"].as_array().unwrap();
+    let loss = s["loss"].as_array().unwrap();
+    assert_eq!((trials.len(), loss.len()), (2, 10), "{s}");
+    for tr in trials.iter().chain(loss.iter().map(|r| &r["trial"])) {
+        let (asked, sent) = (
+            tr["pps"].as_f64().unwrap(),
+            tr["sent_pps"].as_f64().unwrap(),
+        );
+        assert!(sent < 0.99 * asked, "{tr}");
+        assert_eq!(
+            (&tr["sender_short"], &tr["pass"]),
+            (&json!(true), &json!(false)),
+            "{tr}"
+        );
+        // Its own line: asked and reached.
+        let said = format!(", the sender fell short: {sent:.0} of {asked:.0} frames/s reached");
+        assert!(text.contains(&said), "{said}: {text}");
+    }
+    for row in loss {
+        let (pct, got) = (
+            row["percent"].as_f64().unwrap(),
+            row["achieved_percent"].as_f64().unwrap(),
+        );
+        assert!(got < 0.99 * pct && row["sender_short"] == true, "{row}");
+    }
+    // The summary's loss lines are each marked; the bound is named.
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("frame loss at"))
+        .collect();
+    assert_eq!(rows.len(), 10, "{text}");
+    assert!(rows.iter().all(|l| l.contains("SENDER SHORT")), "{text}");
+    assert!(
+        text.contains("LIMITED BY THE SENDER, not the device")
+            && text.contains("the sender, not the device, fell short in 10 of 10 loss trials"),
+        "{text}"
+    );
+    // The report: the bound, every short trial, and no section of a test
+    // that did not run.
+    let o = run(&["report", json_out.to_str().unwrap(), "-o", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        page.contains("64 bytes: limited by the sender, not the device under test"),
+        "{page}"
+    );
+    let every = page
+        .split("<h2>Every trial</h2>")
+        .nth(1)
+        .expect("every trial");
+    assert_eq!(every.matches("fail: SENDER SHORT").count(), 12, "{every}");
+    for absent in ["Back-to-back", "Latency at"] {
+        assert!(!page.contains(absent), "{absent}: {page}");
+    }
 }

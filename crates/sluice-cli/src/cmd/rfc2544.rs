@@ -46,9 +46,13 @@ struct Trial {
     /// lost / sent.
     loss_ratio: f64,
     pass: bool,
-    /// The sender fell short of the rate asked by more than 1 %: the
-    /// trial does not pass, whatever the device did.
+    /// The sender fell short of the rate asked by more than 1 % (a
+    /// burst: sent fewer frames than asked): the trial does not pass,
+    /// whatever the device did, and its loss is at the rate the sender
+    /// reached (`sent_pps`), not at `pps`.
     sender_short: bool,
+    /// b2b: the burst length asked, frames (null for a timed trial).
+    burst: Option<u64>,
     latency: Option<Value>,
     /// With --both: the other direction's trial, held at the same time
     /// (the trial passes when both do); the fields above are --to's.
@@ -65,7 +69,26 @@ struct Throughput {
     l1_bps: Option<f64>,
     /// The search ended within its resolution (not at --max-trials).
     converged: bool,
+    /// What bounds the result from above (see [`Limit`]).
+    limit: Limit,
     trials: Vec<Trial>,
+}
+
+/// What bounds a throughput search's result from above.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Limit {
+    /// The device: the lowest failing trial above the result lost more
+    /// than the tolerance.
+    Device,
+    /// The sender: the lowest failing trial above the result failed
+    /// only because the sender fell short of its rate (its loss within
+    /// the tolerance), or the result is the top of the search and that
+    /// top was the sender's own top speed. The device may forward more.
+    Sender,
+    /// `--max-pps`: the top of the search passed. The device may
+    /// forward more.
+    MaxPps,
 }
 
 /// RFC 2544 §26.4: the longest burst at the highest rate the device
@@ -82,7 +105,14 @@ struct BackToBack {
 
 #[derive(Serialize)]
 struct LossRow {
+    /// The rate asked, in percent of the highest rate.
     percent: u32,
+    /// The rate the sender reached, in percent of the highest rate (null
+    /// when it measured none): below `percent` by more than 1 % when the
+    /// trial's sender fell short, and the loss is then at this rate.
+    achieved_percent: Option<f64>,
+    /// The trial's sender fell short (its `sender_short`).
+    sender_short: bool,
     trial: Trial,
 }
 
@@ -94,10 +124,20 @@ struct SizeResult {
     /// Mean frame size of the set (FCS included).
     mean_size: f64,
     max_pps: f64,
+    /// Where `max_pps` comes from: `top_speed` (the sender's, measured
+    /// by a first trial) or `max_pps` (--max-pps).
+    max_from: MaxFrom,
     throughput: Option<Throughput>,
     latency: Option<Trial>,
     loss: Vec<LossRow>,
     back_to_back: Option<BackToBack>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum MaxFrom {
+    TopSpeed,
+    MaxPps,
 }
 
 #[derive(Serialize)]
@@ -237,9 +277,9 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
             dir: dir.path(),
             stop: &stop,
         };
-        let max = match a.max_pps {
-            Some(m) => m,
-            None => runner.top_speed()?,
+        let (max, max_from) = match a.max_pps {
+            Some(m) => (m, MaxFrom::MaxPps),
+            None => (runner.top_speed()?, MaxFrom::TopSpeed),
         };
         eoutln!("rfc2544: {name}-byte frames, up to {max:.0} frames/s");
         let mut r = SizeResult {
@@ -247,6 +287,7 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
             imix: size == 0,
             mean_size: mean,
             max_pps: max,
+            max_from,
             throughput: None,
             latency: None,
             loss: Vec::new(),
@@ -254,7 +295,7 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
         };
         let want = |t: &str| a.tests.iter().any(|x| x == t);
         if want("throughput") {
-            let t = runner.search(max)?;
+            let t = runner.search(max, max_from)?;
             if want("latency") {
                 if let Some(pps) = t.pps {
                     r.latency = Some(runner.trial(pps)?);
@@ -414,18 +455,14 @@ impl Runner<'_> {
             t.lost,
             t.loss_ratio * 100.0,
             back_note(&t),
-            if t.sender_short {
-                ", the sender fell short"
-            } else {
-                ""
-            },
+            short_note(&t),
             if t.pass { "pass" } else { "fail" }
         );
         Ok(t)
     }
 
     /// RFC 2544 §26.1: binary search for the highest passing rate.
-    fn search(&self, max: f64) -> Result<Throughput, Failure> {
+    fn search(&self, max: f64, max_from: MaxFrom) -> Result<Throughput, Failure> {
         let mut trials = Vec::new();
         let first = self.trial(max)?;
         let top_passes = first.pass;
@@ -453,6 +490,7 @@ impl Runner<'_> {
             bps: None,
             l1_bps: None,
             converged: hi - lo <= self.a.resolution / 100.0 * hi,
+            limit: limit_of(&trials, best, max_from, self.a.loss),
             trials,
         })
     }
@@ -464,15 +502,17 @@ impl Runner<'_> {
         let judge = |s: &Value| {
             let mut t = trial_of(s, s["pps"].as_f64().unwrap_or(0.0), 0.0);
             t.sender_short = t.sent < frames;
+            t.burst = Some(frames);
             t.pass = t.sent == frames && t.lost == 0;
             t
         };
         let t = both_ways(&s, back.as_ref(), judge);
         eoutln!(
-            "  burst {frames:>10} frames: {} sent, {} lost{} -> {}",
+            "  burst {frames:>10} frames: {} sent, {} lost{}{} -> {}",
             t.sent,
             t.lost,
             back_note(&t),
+            short_note(&t),
             if t.pass { "pass" } else { "fail" }
         );
         Ok(t)
@@ -519,7 +559,7 @@ impl Runner<'_> {
         let mut rows: Vec<LossRow> = Vec::new();
         for percent in (1..=10).rev().map(|k| k * 10) {
             let t = self.trial(max * f64::from(percent) / 100.0)?;
-            rows.push(LossRow { percent, trial: t });
+            rows.push(loss_row(percent, max, t));
             let clean = |r: &LossRow| r.trial.lost == 0 && !r.trial.sender_short;
             if rows.len() >= 2 && rows[rows.len() - 2..].iter().all(clean) {
                 break;
@@ -539,6 +579,70 @@ fn both_ways(s: &Value, back: Option<&Value>, judge: impl Fn(&Value) -> Trial) -
         t.reverse = Some(Box::new(r));
     }
     t
+}
+
+/// A row of the loss table: the trial at `percent` of `max`.
+fn loss_row(percent: u32, max: f64, trial: Trial) -> LossRow {
+    // Both directions: the slower sender is the rate reached.
+    let reached = std::iter::once(&trial)
+        .chain(trial.reverse.as_deref())
+        .map(|t| t.sent_pps)
+        .try_fold(f64::INFINITY, |m, p| p.map(|p| m.min(p)));
+    LossRow {
+        percent,
+        achieved_percent: reached.filter(|_| max > 0.0).map(|p| p / max * 100.0),
+        sender_short: sender_short(&trial),
+        trial,
+    }
+}
+
+/// The sender of either direction fell short.
+fn sender_short(t: &Trial) -> bool {
+    t.sender_short || t.reverse.as_ref().is_some_and(|r| r.sender_short)
+}
+
+/// A trial failed only because its sender fell short of the rate: in
+/// each direction the loss (of what was sent) is within `tolerance`
+/// percent, or nothing was sent at all.
+fn failed_by_sender(t: &Trial, tolerance: f64) -> bool {
+    let within = |t: &Trial| t.sent == 0 || t.loss_ratio * 100.0 <= tolerance;
+    !t.pass && sender_short(t) && within(t) && t.reverse.as_deref().is_none_or(within)
+}
+
+/// What bounds a search that found `best` from above: the lowest failing
+/// trial above it, or with none (the top passed) the top's origin.
+fn limit_of(trials: &[Trial], best: Option<f64>, max_from: MaxFrom, tolerance: f64) -> Limit {
+    let lowest_fail = trials
+        .iter()
+        .filter(|t| !t.pass && best.is_none_or(|b| t.pps > b))
+        .min_by(|a, b| a.pps.total_cmp(&b.pps));
+    match lowest_fail {
+        Some(t) if failed_by_sender(t, tolerance) => Limit::Sender,
+        Some(_) => Limit::Device,
+        None if max_from == MaxFrom::TopSpeed => Limit::Sender,
+        None => Limit::MaxPps,
+    }
+}
+
+/// A trial's line's note when its sender fell short: what it reached.
+fn short_note(t: &Trial) -> String {
+    let one = |t: &Trial, dir: &str| -> Option<String> {
+        t.sender_short.then(|| match (t.burst, t.sent_pps) {
+            (Some(n), _) => format!(
+                ", the sender{dir} fell short: {} of {n} frames sent",
+                t.sent
+            ),
+            (None, Some(p)) => format!(
+                ", the sender{dir} fell short: {p:.0} of {:.0} frames/s reached",
+                t.pps
+            ),
+            (None, None) => format!(", the sender{dir} fell short: no rate measured"),
+        })
+    };
+    one(t, "")
+        .into_iter()
+        .chain(t.reverse.as_deref().and_then(|r| one(r, " back")))
+        .collect()
 }
 
 /// The other direction's counts, for a trial's line.
@@ -578,50 +682,318 @@ fn trial_of(s: &Value, pps: f64, tolerance: f64) -> Trial {
         loss_ratio,
         pass: loss_ratio * 100.0 <= tolerance,
         sender_short: false,
+        burst: None,
         latency: streams.first().map(|x| x["latency"].clone()),
         reverse: None,
     }
 }
 
-/// One size's results on stderr, RFC 2544 §26's figures.
+/// One size's results on stderr, RFC 2544 §26's figures: every trial
+/// whose sender fell short is marked with the rate it reached, and a
+/// throughput the sender bounded says so.
 fn render(name: &str, r: &SizeResult) -> String {
-    let mut s = String::new();
+    let mut s = format!("{name} bytes:");
     if let Some(t) = &r.throughput {
         match t.pps {
             Some(p) => {
                 s += &format!(
-                    "{name} bytes: throughput {p:.0} frames/s, {:.2} Mbit/s of frames, {:.2} Mbit/s on the wire{}",
+                    " throughput {p:.0} frames/s, {:.2} Mbit/s of frames, {:.2} Mbit/s on the wire{}",
                     t.bps.unwrap_or(0.0) / 1e6,
                     t.l1_bps.unwrap_or(0.0) / 1e6,
                     if t.converged { "" } else { " (not converged: --max-trials reached)" }
                 );
             }
-            None => s += &format!("{name} bytes: no rate passed ({} trials)", t.trials.len()),
+            None => s += &format!(" no rate passed ({} trials)", t.trials.len()),
+        }
+        if let Some(note) = limit_note(r, t) {
+            s += &format!("\n  {note}");
         }
     }
-    if let Some(l) = r.latency.as_ref().and_then(|t| t.latency.as_ref()) {
-        let p = &l["percentiles"];
-        let us = |k: &str| p[k].as_f64().unwrap_or(0.0) / 1e3;
-        s += &format!(
-            "\n  latency at the throughput: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
-            us("p50_ns"),
-            us("p99_ns"),
-            us("max_ns")
-        );
+    if let Some(t) = &r.latency {
+        if let Some(l) = &t.latency {
+            let p = &l["percentiles"];
+            let us = |k: &str| p[k].as_f64().unwrap_or(0.0) / 1e3;
+            s += &format!(
+                "\n  latency at the throughput: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs{}",
+                us("p50_ns"),
+                us("p99_ns"),
+                us("max_ns"),
+                short_note(t)
+            );
+        }
     }
     if let Some(b) = &r.back_to_back {
+        let short = b.trials.iter().filter(|t| sender_short(t)).count();
         s += &format!(
-            "\n  back-to-back: {:.1} frames (searches {:?})",
-            b.frames, b.searches
+            "\n  back-to-back: {:.1} frames (searches {:?}){}",
+            b.frames,
+            b.searches,
+            if short > 0 {
+                format!(
+                    "; in {short} of {} bursts the sender fell short (sent fewer frames than asked)",
+                    b.trials.len()
+                )
+            } else {
+                String::new()
+            }
         );
     }
     for row in &r.loss {
+        let t = &row.trial;
         s += &format!(
             "\n  frame loss at {:>3} % ({:.0} frames/s): {:.4} %",
             row.percent,
-            row.trial.pps,
-            row.trial.loss_ratio * 100.0
+            t.pps,
+            t.loss_ratio * 100.0
+        );
+        if row.sender_short {
+            s += &format!(
+                " SENDER SHORT: it reached {}, so this is the loss at that rate, not at {} %",
+                row.achieved_percent
+                    .map_or("no measured rate".into(), |a| format!(
+                        "{:.0} frames/s ({a:.1} %)",
+                        a / 100.0 * r.max_pps
+                    )),
+                row.percent
+            );
+        }
+    }
+    let short_rows = r.loss.iter().filter(|row| row.sender_short).count();
+    if short_rows > 0 {
+        s += &format!(
+            "\n  the sender, not the device, fell short in {short_rows} of {} loss trials: \
+             their rates were not offered to the device",
+            r.loss.len()
         );
     }
     s
+}
+
+/// What a throughput search's bound says about the device, when it is
+/// not the device's own limit.
+fn limit_note(r: &SizeResult, t: &Throughput) -> Option<String> {
+    match t.limit {
+        Limit::Device => None,
+        Limit::Sender => {
+            let above = t
+                .trials
+                .iter()
+                .filter(|x| !x.pass && t.pps.is_none_or(|b| x.pps > b))
+                .min_by(|a, b| a.pps.total_cmp(&b.pps));
+            Some(match above {
+                Some(x) => format!(
+                    "LIMITED BY THE SENDER, not the device: at {:.0} frames/s asked the sender {}, \
+                     and the device lost no more than allowed; the device's throughput is not measured{}",
+                    x.pps,
+                    match (x.sent_pps, x.sent) {
+                        (_, 0) => "sent nothing".to_string(),
+                        (Some(p), _) => format!("reached only {p:.0}"),
+                        (None, _) => "reached no measured rate".to_string(),
+                    },
+                    t.pps.map_or(String::new(), |p| format!(" above {p:.0} frames/s"))
+                ),
+                None => format!(
+                    "LIMITED BY THE SENDER, not the device: the search's top, {:.0} frames/s, is the \
+                     sender's top speed, and the device took it; the device may forward more",
+                    r.max_pps
+                ),
+            })
+        }
+        Limit::MaxPps => Some(format!(
+            "the search's top, --max-pps {:.0} frames/s, passed: the device may forward more",
+            r.max_pps
+        )),
+    }
+}
+
+/// Results that cannot mislead: a sender that fell short is marked on
+/// every trial, and a bound the sender set is named as the sender's.
+#[cfg(test)]
+mod sender_limits {
+    use super::*;
+
+    /// A trial at `pps` asked whose sender reached `sent_pps`, losing
+    /// `lost` of 1000 frames, judged as `Runner::trial` judges.
+    fn trial(pps: f64, sent_pps: f64, lost: u64, tolerance: f64) -> Trial {
+        let s = serde_json::json!({
+            "packets": 1000, "pps": sent_pps,
+            "rx": {"streams": [{"received": 1000 - lost, "lost": lost}]},
+        });
+        let mut t = trial_of(&s, pps, tolerance);
+        t.sender_short = sent_pps < 0.99 * pps;
+        t.pass &= !t.sender_short;
+        t
+    }
+
+    fn size(max: f64, max_from: MaxFrom, throughput: Option<Throughput>) -> SizeResult {
+        SizeResult {
+            size: 64,
+            imix: false,
+            mean_size: 64.0,
+            max_pps: max,
+            max_from,
+            throughput,
+            latency: None,
+            loss: Vec::new(),
+            back_to_back: None,
+        }
+    }
+
+    fn search(trials: Vec<Trial>, max_from: MaxFrom) -> Throughput {
+        let best = trials
+            .iter()
+            .filter(|t| t.pass)
+            .map(|t| t.pps)
+            .max_by(f64::total_cmp);
+        Throughput {
+            pps: best,
+            bps: best.map(|p| p * 480.0),
+            l1_bps: best.map(|p| p * 672.0),
+            converged: true,
+            limit: limit_of(&trials, best, max_from, 0.0),
+            trials,
+        }
+    }
+
+    /// The audit's case: 100 % of 48 446 frames/s asked, 17 117 reached,
+    /// nothing lost. The row must not read as the device's loss at 100 %.
+    #[test]
+    fn a_loss_row_whose_sender_fell_short_is_marked_with_the_rate_reached() {
+        let max = 48_446.0;
+        let mut r = size(max, MaxFrom::TopSpeed, None);
+        r.loss = vec![
+            loss_row(100, max, trial(max, 17_117.0, 0, 0.0)),
+            loss_row(90, max, trial(0.9 * max, 0.9 * max, 0, 0.0)),
+        ];
+        let row = &r.loss[0];
+        assert!(row.sender_short);
+        let got = row.achieved_percent.unwrap();
+        assert!((got - 35.33).abs() < 0.01, "{got}");
+        assert!(!r.loss[1].sender_short);
+        let text = render("64", &r);
+        let first = text.lines().nth(1).unwrap();
+        assert!(
+            first.contains("frame loss at 100 %")
+                && first.contains("SENDER SHORT")
+                && first.contains("17117 frames/s (35.3 %)"),
+            "{text}"
+        );
+        let second = text.lines().nth(2).unwrap();
+        assert!(!second.contains("SENDER"), "{text}");
+        assert!(
+            text.contains("the sender, not the device, fell short in 1 of 2 loss trials"),
+            "{text}"
+        );
+        // The JSON carries the mark on the row and the trial.
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["loss"][0]["sender_short"], true, "{v}");
+        assert_eq!(v["loss"][0]["trial"]["sender_short"], true, "{v}");
+        assert_eq!(v["loss"][0]["trial"]["sent_pps"], 17_117.0, "{v}");
+        assert_eq!(v["loss"][1]["sender_short"], false, "{v}");
+        assert_eq!(v["max_from"], "top_speed", "{v}");
+    }
+
+    /// A search bounded by trials the sender could not send is the
+    /// sender's limit, said in the text and the JSON; one bounded by loss
+    /// is the device's; a top that passed is the top's.
+    #[test]
+    fn a_throughput_the_sender_bounded_says_so() {
+        let max = 48_446.0;
+        // Top and half fell short with nothing lost; a quarter passed.
+        let t = search(
+            vec![
+                trial(max, 17_117.0, 0, 0.0),
+                trial(max / 2.0, 17_050.0, 0, 0.0),
+                trial(max / 4.0, max / 4.0, 0, 0.0),
+            ],
+            MaxFrom::TopSpeed,
+        );
+        assert_eq!(t.limit, Limit::Sender);
+        let r = size(max, MaxFrom::TopSpeed, Some(t));
+        let text = render("64", &r);
+        assert!(
+            text.contains("LIMITED BY THE SENDER, not the device")
+                && text.contains("at 24223 frames/s asked the sender reached only 17050"),
+            "{text}"
+        );
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["throughput"]["limit"], "sender", "{v}");
+
+        // The top failed by loss: the device's limit, nothing said.
+        let t = search(
+            vec![
+                trial(max, max, 50, 0.0),
+                trial(max / 2.0, max / 2.0, 0, 0.0),
+            ],
+            MaxFrom::TopSpeed,
+        );
+        assert_eq!(t.limit, Limit::Device);
+        let text = render("64", &size(max, MaxFrom::TopSpeed, Some(t)));
+        assert!(!text.contains("LIMITED") && !text.contains("top"), "{text}");
+
+        // The sender short *and* the device losing more than allowed:
+        // the device's.
+        let t = search(
+            vec![
+                trial(max, 17_000.0, 50, 0.0),
+                trial(max / 2.0, max / 2.0, 0, 0.0),
+            ],
+            MaxFrom::TopSpeed,
+        );
+        assert_eq!(t.limit, Limit::Device);
+
+        // The top passed: the sender's top speed, or --max-pps.
+        let t = search(vec![trial(max, max, 0, 0.0)], MaxFrom::TopSpeed);
+        assert_eq!(t.limit, Limit::Sender);
+        let text = render("64", &size(max, MaxFrom::TopSpeed, Some(t)));
+        assert!(
+            text.contains("the search's top, 48446 frames/s, is the sender's top speed"),
+            "{text}"
+        );
+        let t = search(vec![trial(max, max, 0, 0.0)], MaxFrom::MaxPps);
+        assert_eq!(t.limit, Limit::MaxPps);
+        let text = render("64", &size(max, MaxFrom::MaxPps, Some(t)));
+        assert!(text.contains("--max-pps 48446 frames/s, passed"), "{text}");
+
+        // No rate passed, every trial short with nothing lost.
+        let t = search(
+            vec![trial(max, 900.0, 0, 0.0), trial(max / 2.0, 900.0, 0, 0.0)],
+            MaxFrom::MaxPps,
+        );
+        assert_eq!((t.pps, t.limit), (None, Limit::Sender));
+    }
+
+    /// A trial's own line names the rate reached; a burst, the frames.
+    #[test]
+    fn each_short_trial_line_shows_asked_and_reached() {
+        let t = trial(48_446.0, 17_117.0, 0, 0.0);
+        assert_eq!(
+            short_note(&t),
+            ", the sender fell short: 17117 of 48446 frames/s reached"
+        );
+        let mut b = trial(0.0, 1e6, 0, 0.0);
+        b.sender_short = true;
+        b.burst = Some(2000);
+        assert_eq!(
+            short_note(&b),
+            ", the sender fell short: 1000 of 2000 frames sent"
+        );
+        assert_eq!(short_note(&trial(100.0, 100.0, 0, 0.0)), "");
+    }
+
+    /// Only the tests that ran appear, under the size's name.
+    #[test]
+    fn no_empty_sections_in_the_text() {
+        let mut r = size(1000.0, MaxFrom::MaxPps, None);
+        r.back_to_back = Some(BackToBack {
+            frames: 12.0,
+            searches: vec![12],
+            trials: Vec::new(),
+        });
+        let text = render("1518", &r);
+        assert_eq!(
+            text,
+            "1518 bytes:\n  back-to-back: 12.0 frames (searches [12])"
+        );
+    }
 }

@@ -109,62 +109,308 @@ fn num(v: &Value, k: &str) -> Option<f64> {
     v.get(k).and_then(Value::as_f64)
 }
 
-/// Rate over time and ε over time from per-second `--stats-json` lines.
+/// What one sender (or one worker of `control run`) wrote to
+/// `--stats-json`: its interval lines, pass lines and, with a receiver,
+/// what the receiver counted.
+#[derive(Default)]
+struct Lines {
+    rows: Vec<Value>,
+    passes: Vec<Value>,
+    received: Vec<Value>,
+}
+
+impl Lines {
+    fn is_empty(&self) -> bool {
+        self.rows.is_empty() && self.passes.is_empty() && self.received.is_empty()
+    }
+
+    /// Files one line by its kind; false for a line of no kind it holds.
+    fn take(&mut self, v: Value) -> bool {
+        use crate::json::Kind;
+        let schema = v.get("schema").and_then(Value::as_str);
+        if schema == Some(Kind::Pass.tag()) && num(&v, "pass").is_some() {
+            self.passes.push(v);
+        } else if schema == Some(Kind::Rx.tag()) && v.get("streams").is_some() {
+            self.received.push(v);
+        } else if schema == Some(Kind::Interval.tag()) && num(&v, "t").is_some() {
+            self.rows.push(v);
+        } else {
+            return false;
+        }
+        true
+    }
+}
+
+/// A section's heading: `title` for the run itself, or for one worker of
+/// `control run` its name and port before it.
+fn heading(who: &str, title: &str) -> String {
+    if who.is_empty() {
+        format!("<h2>{title}</h2>\n")
+    } else {
+        format!("<h2>{}: {}</h2>\n", esc(who), title.to_lowercase())
+    }
+}
+
+/// Every file a run writes: `--stats-json` lines (a sender's, with its
+/// receiver's lines mixed in; `sluice rx`'s; `control run`'s, worker by
+/// worker), a `--summary-json` document (a sending command's, `sluice
+/// rx`'s, `control run`'s) or `rfc2544 --json`.
 fn stats_report(path: &Path) -> Result<String, Failure> {
+    use crate::json::Kind;
     let text = sluice_source::text::read_bounded(path, 1 << 30)
         .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?;
-    // One pretty-printed document: `rfc2544 --json`.
+    // One document: a summary or `rfc2544 --json` (pretty-printed; a
+    // one-line statistics file is read as lines below).
     if let Ok(v) = serde_json::from_str::<Value>(&text) {
-        if v["schema"] == crate::json::Kind::Rfc2544.tag() {
+        let schema = v["schema"].as_str().unwrap_or_default();
+        if schema == Kind::Rfc2544.tag() {
             return rfc2544_report(&v);
         }
+        if schema == Kind::Summary.tag() {
+            return summary_report(&v);
+        }
+        if schema == Kind::ControlSummary.tag() {
+            return control_summary_report(&v);
+        }
+        if schema == Kind::Rx.tag() && v.get("streams").is_some() {
+            return rx_report(std::slice::from_ref(&v), "");
+        }
     }
-    let mut rows = Vec::new();
-    let mut passes = Vec::new();
-    let mut received = Vec::new();
+    let mut own = Lines::default();
+    // `control run --stats-json`: each worker's lines, by port.
+    let mut workers: std::collections::BTreeMap<(u64, String), Lines> = Default::default();
+    let mut clocks: std::collections::BTreeMap<(u64, String), Vec<Value>> = Default::default();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let v: Value = serde_json::from_str(line)
             .map_err(|e| bad_input(anyhow!("{}: line {}: {e}", path.display(), i + 1)))?;
-        let tag = crate::json::Kind::Interval.tag();
         let schema = v.get("schema").and_then(Value::as_str);
-        if schema == Some(crate::json::Kind::Pass.tag()) && num(&v, "pass").is_some() {
-            passes.push(v);
-            continue;
-        }
-        if schema == Some(crate::json::Kind::Rx.tag()) && v.get("streams").is_some() {
-            received.push(v);
-            continue;
-        }
-        if schema != Some(tag) || num(&v, "t").is_none() {
+        let worker = || {
+            (
+                v["port"].as_u64().unwrap_or(0),
+                v["worker"].as_str().unwrap_or("?").to_string(),
+            )
+        };
+        let filed = if schema == Some(Kind::ControlInterval.tag()) {
+            workers
+                .entry(worker())
+                .or_default()
+                .take(v["stats"].clone())
+        } else if schema == Some(Kind::ControlClock.tag()) && v["check"].is_object() {
+            clocks.entry(worker()).or_default().push(v["check"].clone());
+            true
+        } else {
+            own.take(v)
+        };
+        if !filed {
             return Err(bad_input(anyhow!(
-                "{}: line {}: not a --stats-json line (\"schema\": \"{tag}\" expected)",
+                "{}: line {}: not a --stats-json line (\"schema\": \"{}\", \"{}\" or \"{}\" expected)",
                 path.display(),
-                i + 1
+                i + 1,
+                Kind::Interval.tag(),
+                Kind::Rx.tag(),
+                Kind::ControlInterval.tag()
             )));
         }
-        rows.push(v);
     }
-    if !received.is_empty() {
-        if !rows.is_empty() {
-            return Err(bad_input(anyhow!(
-                "{}: sending and receiving lines mixed: report each file on its own",
-                path.display()
-            )));
-        }
-        return rx_report(&received);
-    }
-    if rows.is_empty() && passes.is_empty() {
+    if own.is_empty() && workers.is_empty() && clocks.is_empty() {
         return Err(bad_input(anyhow!(
             "{}: no --stats-json lines",
             path.display()
         )));
     }
+    let mut out = String::new();
+    if !own.is_empty() {
+        out += &lines_report(&own, "")?;
+    }
+    let mut names: Vec<&(u64, String)> = workers.keys().chain(clocks.keys()).collect();
+    names.sort();
+    names.dedup();
+    for key in names {
+        let who = format!("{} (port {})", key.1, key.0);
+        if let Some(l) = workers.get(key).filter(|l| !l.is_empty()) {
+            out += &lines_report(l, &who)?;
+        }
+        if let Some(c) = clocks.get(key) {
+            out += &heading(&who, "Clock checks");
+            let f = |v: &Value, k: &str| v[k].as_i64().map_or("–".into(), |x| x.to_string());
+            let rows: Vec<Vec<String>> = c
+                .iter()
+                .map(|v| {
+                    vec![
+                        num(v, "t").map_or("–".into(), |t| format!("{t:.3}")),
+                        f(v, "offset_ns"),
+                        f(v, "uncertainty_ns"),
+                        f(v, "drift_ns"),
+                    ]
+                })
+                .collect();
+            out += &table(
+                &["s since the start", "offset ns", "± ns", "drift ns"],
+                &rows,
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// A sending command's `--summary-json`: its figures, and what its
+/// receiver (`--rx`) counted.
+fn summary_report(v: &Value) -> Result<String, Failure> {
+    let f = |k: &str| num(v, k).map_or("–".into(), |x| format!("{x:.0}"));
+    let mut out = String::from("<h2>Run</h2>\n");
+    out += &table(
+        &["figure", "value"],
+        &[
+            vec![
+                "seconds".into(),
+                num(v, "duration_s").map_or("–".into(), |x| format!("{x:.3}")),
+            ],
+            vec!["packets".into(), f("packets")],
+            vec!["frame bytes".into(), f("frame_bytes")],
+            vec!["packets/s".into(), f("pps")],
+            vec![
+                "Mbit/s".into(),
+                num(v, "bps").map_or("–".into(), |x| format!("{:.3}", x / 1e6)),
+            ],
+            vec!["late".into(), f("late")],
+            vec!["dropped (time violations)".into(), f("dropped")],
+            vec![
+                "interrupted".into(),
+                if v["interrupted"] == true {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .into(),
+            ],
+        ],
+    );
+    let warnings: Vec<&str> = v["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if !warnings.is_empty() {
+        out += "<h2>Warnings</h2>\n<ul>";
+        for w in warnings {
+            let _ = write!(out, "<li>{}</li>", esc(w));
+        }
+        out += "</ul>\n";
+    }
+    if v["rx"].is_object() {
+        out += &rx_report(std::slice::from_ref(&v["rx"]), "")?;
+    }
+    Ok(out)
+}
+
+/// `control run --summary-json`: each worker, how it ended and what it
+/// sent (a lost worker's last report as a lower bound), the totals, and
+/// what receiving workers counted.
+fn control_summary_report(v: &Value) -> Result<String, Failure> {
+    let workers = v["workers"].as_array().cloned().unwrap_or_default();
+    let mut out = format!(
+        "<h2>Distributed run</h2>\n<p>{} split by {} over {} workers (clock offsets {}).</p>\n",
+        esc(v["command"].as_str().unwrap_or("?")),
+        esc(v["split"].as_str().unwrap_or("?")),
+        workers.len(),
+        if v["clock_corrected"] == true {
+            "corrected"
+        } else {
+            "NOT corrected"
+        }
+    );
+    let rows: Vec<Vec<String>> = workers
+        .iter()
+        .map(|w| {
+            let s = &w["summary"];
+            let (state, packets) = if s.is_object() {
+                ("finished".to_string(), format!("{}", s["packets"]))
+            } else {
+                let state = if w["lost"] == true {
+                    "LOST"
+                } else if w["refused"] == true {
+                    "refused"
+                } else {
+                    "failed"
+                };
+                let last = w["last_packets"]
+                    .as_u64()
+                    .map_or("unknown".into(), |p| format!("at least {p}"));
+                (state.to_string(), last)
+            };
+            vec![
+                w["name"].as_str().unwrap_or("?").to_string(),
+                format!("{}", w["port"]),
+                w["sink"].as_str().unwrap_or("").to_string(),
+                state,
+                packets,
+                num(s, "pps").map_or("–".into(), |p| format!("{p:.0}")),
+                w["error"].as_str().unwrap_or("").to_string(),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        out += &table(
+            &["worker", "port", "sink", "ended", "packets", "pps", "error"],
+            &rows,
+        );
+    }
+    let t = &v["total"];
+    let at_least = if t["at_least"] == true {
+        "at least "
+    } else {
+        ""
+    };
+    out += &table(
+        &["total", "value"],
+        &[
+            vec![
+                "workers finished".into(),
+                format!("{} of {}", t["finished"], t["workers"]),
+            ],
+            vec!["packets".into(), format!("{at_least}{}", t["packets"])],
+            vec![
+                "frame bytes".into(),
+                format!("{at_least}{}", t["frame_bytes"]),
+            ],
+        ],
+    );
+    if t["at_least"] == true {
+        out += "<p><strong>Lower bounds</strong>: a worker did not finish, and only what it last \
+                reported is counted.</p>\n";
+    }
+    for w in &workers {
+        if w["summary"]["rx"].is_object() {
+            let who = format!("{} (port {})", w["name"].as_str().unwrap_or("?"), w["port"]);
+            out += &rx_report(std::slice::from_ref(&w["summary"]["rx"]), &who)?;
+        }
+    }
+    if let Some(a) = v["aborted"].as_str() {
+        let _ = writeln!(out, "<p>Aborted: {}</p>", esc(a));
+    }
+    Ok(out)
+}
+
+/// One sender's lines: its run (rate, ε), its passes, and what its
+/// receiver counted; under `who`'s name for a worker of `control run`.
+fn lines_report(l: &Lines, who: &str) -> Result<String, Failure> {
+    let mut out = String::new();
+    let rows = &l.rows;
+    let passes = &l.passes;
     if rows.is_empty() {
         // A run shorter than its first interval line: its passes alone.
-        return Ok(format!("<h2>Passes</h2>\n{}", pass_table(&passes)));
+        if !passes.is_empty() {
+            out += &heading(who, "Passes");
+            out += &pass_table(passes);
+        }
+        if !l.received.is_empty() {
+            out += &rx_report(&l.received, who)?;
+        }
+        return Ok(out);
     }
     let t = |v: &Value| num(v, "t").unwrap_or(0.0);
     let series = |k: &str, scale: f64| -> Vec<(f64, f64)> {
@@ -183,7 +429,7 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
             .collect()
     };
     let last = rows.last().expect("one line at least");
-    let mut out = String::from("<h2>Run</h2>\n");
+    out += &heading(who, "Run");
     let f = |k: &str| num(last, k).map_or("–".into(), |x| format!("{x:.0}"));
     out += &table(
         &["figure", "value"],
@@ -248,24 +494,51 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
         out += "<p>No ε in these lines (top speed, or nothing sent).</p>\n";
     }
     if !passes.is_empty() {
-        out += "<h2>Passes</h2>\n";
-        out += &pass_table(&passes);
+        out += &heading(who, "Passes");
+        out += &pass_table(passes);
+    }
+    if !l.received.is_empty() {
+        out += &rx_report(&l.received, who)?;
     }
     Ok(out)
 }
 
 /// `sluice rx` lines (and its summary): per stream, one-way latency over
 /// time and how its intervals' p99 is spread, loss over time, and the
-/// last counts.
-fn rx_report(lines: &[Value]) -> Result<String, Failure> {
+/// counts of the receiver's summary (its final line): the counts of the
+/// last line only when the file has no final one, and then said so.
+fn rx_report(lines: &[Value], who: &str) -> Result<String, Failure> {
     let t = |v: &Value| num(v, "t").unwrap_or(0.0);
-    let last = lines.last().expect("one line at least");
+    let last = lines
+        .iter()
+        .rev()
+        .find(|v| v["final"] == true)
+        .or(lines.last())
+        .expect("one line at least");
     let streams = |v: &Value| v["streams"].as_array().cloned().unwrap_or_default();
     let ids: Vec<u64> = streams(last)
         .iter()
         .filter_map(|s| s["stream"].as_u64())
         .collect();
-    let mut out = String::from("<h2>Received</h2>\n");
+    let mut out = heading(who, "Received");
+    let _ = writeln!(
+        out,
+        "<p>{} stamped frames received on {} in {:.3} s ({} other frames, {} dropped by the kernel; {} receive times).</p>",
+        last["frames"],
+        esc(last["iface"].as_str().unwrap_or("?")),
+        t(last),
+        last["unstamped"],
+        last["kernel_drops"],
+        esc(last["stamps"].as_str().unwrap_or("?"))
+    );
+    if last["final"] != true {
+        let _ = writeln!(
+            out,
+            "<p><strong>Not the final count</strong>: these are the counts of the last line, {:.3} s \
+             after the receiver started; what arrived after it is not in this file.</p>",
+            t(last)
+        );
+    }
     let f = |v: &Value, k: &str| num(v, k).map_or("–".into(), |x| format!("{x:.0}"));
     let us = |v: &Value, k: &str| {
         v["latency"]["percentiles"][k]
@@ -388,9 +661,37 @@ fn rx_report(lines: &[Value]) -> Result<String, Failure> {
     Ok(out)
 }
 
+/// A trial's verdict, with the sender's shortfall named: a trial whose
+/// sender fell short was not the rate its row names.
+fn verdict(t: &Value) -> String {
+    let pass = if t["pass"] == true { "pass" } else { "fail" };
+    let short = |t: &Value| t["sender_short"] == true;
+    if short(t) || short(&t["reverse"]) {
+        format!("{pass}: SENDER SHORT")
+    } else {
+        pass.to_string()
+    }
+}
+
+/// What a trial asked and what its sender reached: frames/s for a timed
+/// trial, frames for a burst.
+fn asked_reached(t: &Value) -> (String, String) {
+    match t["burst"].as_u64() {
+        Some(n) => (
+            format!("{n} frames"),
+            format!("{} frames", t["sent"].as_u64().unwrap_or(0)),
+        ),
+        None => (
+            num(t, "pps").map_or("–".into(), |p| format!("{p:.0}")),
+            num(t, "sent_pps").map_or("–".into(), |p| format!("{p:.0}")),
+        ),
+    }
+}
+
 /// `rfc2544 --json` laid out as RFC 2544 §26 reports: throughput per
 /// frame size (table and graph), latency at it, the frame loss rate
-/// table and back-to-back bursts, then every trial.
+/// table and back-to-back bursts, then every trial; only the tests that
+/// ran, and every trial whose sender fell short marked as such.
 fn rfc2544_report(r: &Value) -> Result<String, Failure> {
     let sizes = r["sizes"].as_array().cloned().unwrap_or_default();
     let name = |s: &Value| {
@@ -412,32 +713,79 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
         r["loss_tolerance_percent"],
         r["resolution_percent"]
     );
-    out += "<h2>Throughput (§26.1)</h2>\n";
-    let rows: Vec<Vec<String>> = sizes
+    let ran: Vec<&Value> = sizes
         .iter()
-        .map(|s| {
-            let t = &s["throughput"];
-            vec![
-                name(s),
-                x(t, "pps", 1.0, 0),
-                x(t, "bps", 1e-6, 2),
-                x(t, "l1_bps", 1e-6, 2),
-                if t["converged"] == true { "yes" } else { "no" }.into(),
-                t["trials"].as_array().map_or(0, Vec::len).to_string(),
-            ]
-        })
+        .filter(|s| !s["throughput"].is_null())
         .collect();
-    out += &table(
-        &[
-            "frame size B",
-            "frames/s",
-            "Mbit/s frames",
-            "Mbit/s on the wire",
-            "converged",
-            "trials",
-        ],
-        &rows,
-    );
+    if !ran.is_empty() {
+        out += "<h2>Throughput (§26.1)</h2>\n";
+        let limit = |s: &Value| match s["throughput"]["limit"].as_str() {
+            Some("device") => "the device".to_string(),
+            Some("sender") => "THE SENDER".to_string(),
+            Some("max_pps") => "--max-pps (the top passed)".to_string(),
+            _ => "–".to_string(),
+        };
+        let rows: Vec<Vec<String>> = ran
+            .iter()
+            .map(|s| {
+                let t = &s["throughput"];
+                vec![
+                    name(s),
+                    x(t, "pps", 1.0, 0),
+                    x(t, "bps", 1e-6, 2),
+                    x(t, "l1_bps", 1e-6, 2),
+                    if t["converged"] == true { "yes" } else { "no" }.into(),
+                    limit(s),
+                    t["trials"].as_array().map_or(0, Vec::len).to_string(),
+                ]
+            })
+            .collect();
+        out += &table(
+            &[
+                "frame size B",
+                "frames/s",
+                "Mbit/s frames",
+                "Mbit/s on the wire",
+                "converged",
+                "limited by",
+                "trials",
+            ],
+            &rows,
+        );
+        for s in ran.iter().filter(|s| s["throughput"]["limit"] == "sender") {
+            let t = &s["throughput"];
+            let best = num(t, "pps");
+            let above = t["trials"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|x| x["pass"] != true && num(x, "pps").zip(best).is_none_or(|(p, b)| p > b))
+                .min_by(|a, b| {
+                    num(a, "pps")
+                        .unwrap_or(0.0)
+                        .total_cmp(&num(b, "pps").unwrap_or(0.0))
+                });
+            let why = match above {
+                Some(a) => format!(
+                    "at {} frames/s asked the sender reached only {} frames/s, and the device lost no more than allowed",
+                    x(a, "pps", 1.0, 0),
+                    x(a, "sent_pps", 1.0, 0)
+                ),
+                None => format!(
+                    "the search's top, {} frames/s, is the sender's top speed, and the device took it",
+                    x(s, "max_pps", 1.0, 0)
+                ),
+            };
+            let _ = writeln!(
+                out,
+                "<p class=\"sender-limited\"><strong>{} bytes: limited by the sender, not the device under test</strong>: {}. \
+                 The device's throughput was not measured above {} frames/s.</p>",
+                esc(&name(s)),
+                esc(&why),
+                best.map_or("0".into(), |b| format!("{b:.0}"))
+            );
+        }
+    }
     let points: Vec<(f64, f64)> = sizes
         .iter()
         .filter(|s| s["imix"] != true)
@@ -459,7 +807,6 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
             "Throughput against frame size, as RFC 2544 §26.1 asks it drawn.",
         );
     }
-    out += "<h2>Latency at the throughput (§26.2)</h2>\n";
     let us = |t: &Value, k: &str| {
         t["latency"]["percentiles"][k]
             .as_f64()
@@ -470,21 +817,34 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
         .filter(|s| !s["latency"].is_null())
         .map(|s| {
             let t = &s["latency"];
+            let (asked, reached) = asked_reached(t);
             vec![
                 name(s),
-                x(t, "pps", 1.0, 0),
+                asked,
+                reached,
                 us(t, "p50_ns"),
                 us(t, "p99_ns"),
                 us(t, "max_ns"),
+                verdict(t),
             ]
         })
         .collect();
-    out += &table(
-        &["frame size B", "frames/s", "p50 µs", "p99 µs", "max µs"],
-        &rows,
-    );
-    out += "<h2>Frame loss rate (§26.3)</h2>\n";
-    let rows: Vec<Vec<String>> = sizes
+    if !rows.is_empty() {
+        out += "<h2>Latency at the throughput (§26.2)</h2>\n";
+        out += &table(
+            &[
+                "frame size B",
+                "frames/s asked",
+                "frames/s sent",
+                "p50 µs",
+                "p99 µs",
+                "max µs",
+                "verdict",
+            ],
+            &rows,
+        );
+    }
+    let loss_rows: Vec<(String, Value)> = sizes
         .iter()
         .flat_map(|s| {
             let n = name(s);
@@ -493,77 +853,142 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
                 .cloned()
                 .unwrap_or_default()
                 .into_iter()
-                .map(move |row| {
-                    let t = &row["trial"];
-                    vec![
-                        n.clone(),
-                        x(&row, "percent", 1.0, 0),
-                        x(t, "pps", 1.0, 0),
-                        x(t, "sent", 1.0, 0),
-                        x(t, "lost", 1.0, 0),
-                        x(t, "loss_ratio", 100.0, 4),
-                    ]
-                })
+                .map(move |row| (n.clone(), row))
         })
         .collect();
-    out += &table(
-        &[
-            "frame size B",
-            "% of max",
-            "frames/s",
-            "sent",
-            "lost",
-            "loss %",
-        ],
-        &rows,
-    );
-    out += "<h2>Back-to-back frames (§26.4)</h2>\n";
+    if !loss_rows.is_empty() {
+        out += "<h2>Frame loss rate (§26.3)</h2>\n";
+        let rows: Vec<Vec<String>> = loss_rows
+            .iter()
+            .map(|(n, row)| {
+                let t = &row["trial"];
+                vec![
+                    n.clone(),
+                    x(row, "percent", 1.0, 0),
+                    x(t, "pps", 1.0, 0),
+                    x(row, "achieved_percent", 1.0, 1),
+                    x(t, "sent_pps", 1.0, 0),
+                    x(t, "sent", 1.0, 0),
+                    x(t, "lost", 1.0, 0),
+                    x(t, "loss_ratio", 100.0, 4),
+                    if row["sender_short"] == true || t["sender_short"] == true {
+                        "SENDER SHORT: the loss at the rate sent, not at the % asked".into()
+                    } else {
+                        String::new()
+                    },
+                ]
+            })
+            .collect();
+        out += &table(
+            &[
+                "frame size B",
+                "% of max asked",
+                "frames/s asked",
+                "% of max sent",
+                "frames/s sent",
+                "sent",
+                "lost",
+                "loss %",
+                "sender",
+            ],
+            &rows,
+        );
+        let short = loss_rows
+            .iter()
+            .filter(|(_, row)| row["sender_short"] == true || row["trial"]["sender_short"] == true)
+            .count();
+        if short > 0 {
+            let _ = writeln!(
+                out,
+                "<p class=\"sender-limited\"><strong>In {short} of {} loss trials the sender, not the device under test, \
+                 fell short of the rate asked</strong>: those rows are the loss at the rate sent.</p>",
+                loss_rows.len()
+            );
+        }
+    }
     let rows: Vec<Vec<String>> = sizes
         .iter()
         .filter(|s| !s["back_to_back"].is_null())
         .map(|s| {
             let b = &s["back_to_back"];
-            vec![name(s), x(b, "frames", 1.0, 1), b["searches"].to_string()]
+            let short = b["trials"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|t| t["sender_short"] == true)
+                .count();
+            vec![
+                name(s),
+                x(b, "frames", 1.0, 1),
+                b["searches"].to_string(),
+                if short > 0 {
+                    format!("SENDER SHORT in {short} bursts")
+                } else {
+                    String::new()
+                },
+            ]
         })
         .collect();
-    out += &table(&["frame size B", "frames (mean)", "searches"], &rows);
-    out += "<h2>Every trial</h2>\n";
-    let rows: Vec<Vec<String>> = sizes
+    if !rows.is_empty() {
+        out += "<h2>Back-to-back frames (§26.4)</h2>\n";
+        out += &table(
+            &["frame size B", "frames (mean)", "searches", "sender"],
+            &rows,
+        );
+    }
+    let every: Vec<Vec<String>> = sizes
         .iter()
         .flat_map(|s| {
             let n = name(s);
-            s["throughput"]["trials"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
+            let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+            let trials = list(&s["throughput"]["trials"])
                 .into_iter()
-                .map(move |t| {
-                    vec![
-                        n.clone(),
-                        x(&t, "pps", 1.0, 1),
-                        x(&t, "sent_pps", 1.0, 1),
-                        x(&t, "sent", 1.0, 0),
-                        x(&t, "received", 1.0, 0),
-                        x(&t, "lost", 1.0, 0),
-                        x(&t, "reordered", 1.0, 0),
-                        if t["pass"] == true { "pass" } else { "fail" }.into(),
-                    ]
-                })
+                .map(|t| ("throughput", t))
+                .chain((!s["latency"].is_null()).then(|| ("latency", s["latency"].clone())))
+                .chain(
+                    list(&s["loss"])
+                        .into_iter()
+                        .map(|row| ("loss", row["trial"].clone())),
+                )
+                .chain(
+                    list(&s["back_to_back"]["trials"])
+                        .into_iter()
+                        .map(|t| ("b2b", t)),
+                )
+                .collect::<Vec<_>>();
+            trials.into_iter().map(move |(test, t)| {
+                let (asked, reached) = asked_reached(&t);
+                vec![
+                    n.clone(),
+                    test.into(),
+                    asked,
+                    reached,
+                    x(&t, "sent", 1.0, 0),
+                    x(&t, "received", 1.0, 0),
+                    x(&t, "lost", 1.0, 0),
+                    x(&t, "reordered", 1.0, 0),
+                    verdict(&t),
+                ]
+            })
         })
         .collect();
-    out += &table(
-        &[
-            "frame size B",
-            "frames/s asked",
-            "frames/s sent",
-            "sent",
-            "received",
-            "lost",
-            "reordered",
-            "verdict",
-        ],
-        &rows,
-    );
+    if !every.is_empty() {
+        out += "<h2>Every trial</h2>\n";
+        out += &table(
+            &[
+                "frame size B",
+                "test",
+                "asked",
+                "sender reached",
+                "sent",
+                "received",
+                "lost",
+                "reordered",
+                "verdict",
+            ],
+            &every,
+        );
+    }
     Ok(out)
 }
 
@@ -718,6 +1143,9 @@ fn capture_report(a: &ReportArgs) -> Result<String, Failure> {
         .map_err(bad_input)?;
     let mut flows: Vec<_> = flows.into_iter().collect();
     flows.sort_by_key(|f| std::cmp::Reverse(f.bytes));
+    if flows.is_empty() {
+        return Ok(out);
+    }
     let shown = flows.len().min(20);
     out += &format!(
         "<h2>Flows</h2>\n<p>{} flows (7-tuple, as a flow collector counts them); the {shown} largest by bytes:</p>\n",
