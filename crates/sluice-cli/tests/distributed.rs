@@ -1567,18 +1567,19 @@ fn a_frozen_or_silent_worker_is_given_up_and_the_first_sigint_ends_the_wait() {
         std::fs::write(&f, y).unwrap();
         f
     };
-    let start = |plan: &Path, summary: &Path| {
-        sluice()
-            .args(["control", "run"])
+    let start = |plan: &Path, summary: &Path, stats: Option<&Path>| {
+        let mut c = sluice();
+        c.args(["control", "run"])
             .arg(plan)
             .arg("--tls")
             .arg(&keys)
             .args(["-q", "--max-skew", "5ms", "--start-in", "1s"])
             .arg("--summary-json")
-            .arg(summary)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+            .arg(summary);
+        if let Some(p) = stats {
+            c.arg("--stats-json").arg(p);
+        }
+        c.stderr(Stdio::piped()).spawn().unwrap()
     };
     let err_of = |c: &mut Child| {
         let mut e = String::new();
@@ -1589,7 +1590,11 @@ fn a_frozen_or_silent_worker_is_given_up_and_the_first_sigint_ends_the_wait() {
     // An address that accepts TCP and never speaks TLS: given up (the
     // connect, handshake and Register have 10 s together), exit 1.
     let silent = std::net::TcpListener::bind(("127.0.0.1", port + 1)).unwrap();
-    let mut ctl = start(&plan("silent.yaml", port + 1, "2s"), &d.join("silent.json"));
+    let mut ctl = start(
+        &plan("silent.yaml", port + 1, "2s"),
+        &d.join("silent.json"),
+        None,
+    );
     let status = wait_within(&mut ctl, Duration::from_secs(60));
     let err = err_of(&mut ctl);
     assert_eq!(status.code(), Some(1), "{err}");
@@ -1599,15 +1604,25 @@ fn a_frozen_or_silent_worker_is_given_up_and_the_first_sigint_ends_the_wait() {
     );
     drop(silent);
 
-    // A worker frozen mid-run (SIGSTOP): lost at its deadline plus a
-    // margin (or when the keep-alive finds it), with what it last said.
+    // A worker frozen mid-run (SIGSTOP), once it has reported: lost at
+    // its deadline plus a margin or when the keep-alive finds it (which
+    // comes first is the machine's business: lost either way), with what
+    // it last said counted, as a lower bound.
     let log = d.join("worker.log");
     // SIGKILL ends it even while stopped, should the test fail midway.
     let worker = loopback_worker(port, &keys, &log);
     let pid = worker.id().to_string();
     let summary = d.join("frozen.json");
-    let mut ctl = start(&plan("frozen.yaml", port, "3s"), &summary);
-    std::thread::sleep(Duration::from_millis(2500));
+    let stats = d.join("frozen.jsonl");
+    let mut ctl = start(&plan("frozen.yaml", port, "3s"), &summary, Some(&stats));
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&stats)
+        .unwrap_or_default()
+        .contains("sluice.interval/1")
+    {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no statistics line");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     sh(&["kill", "-STOP", &pid]);
     let status = wait_within(&mut ctl, Duration::from_secs(90));
     let err = err_of(&mut ctl);
@@ -1617,6 +1632,18 @@ fn a_frozen_or_silent_worker_is_given_up_and_the_first_sigint_ends_the_wait() {
     let w = &s["workers"][0];
     assert!(w["error"].as_str().unwrap().contains("w0"), "{s}");
     assert!(w["summary"].is_null(), "{s}");
+    assert_eq!(w["lost"], true, "{s}");
+    let last = w["last_packets"].as_u64().expect("it reported");
+    assert!(last > 0, "{s}");
+    let t = &s["total"];
+    assert_eq!(t["lost"], 1, "{s}");
+    assert_eq!(t["at_least"], true, "{s}");
+    assert_eq!(t["packets"].as_u64(), Some(last), "{s}");
+    assert!(
+        err.contains(&format!("LOST: at least {last} packets"))
+            && err.contains(&format!("at least {last} packets,")),
+        "{err}"
+    );
     // Its job still ends on the worker, by the deadline, and the lease
     // with it: the next controller is served.
     let t0 = Instant::now();
@@ -1631,7 +1658,7 @@ fn a_frozen_or_silent_worker_is_given_up_and_the_first_sigint_ends_the_wait() {
     // The first SIGINT ends the wait even when a worker cannot answer:
     // the summary is written, the worker reported lost.
     let summary = d.join("int.json");
-    let mut ctl = start(&plan("long.yaml", port, "60s"), &summary);
+    let mut ctl = start(&plan("long.yaml", port, "60s"), &summary, None);
     std::thread::sleep(Duration::from_millis(2500));
     sh(&["kill", "-STOP", &pid]);
     sh(&["kill", "-INT", &ctl.id().to_string()]);

@@ -139,11 +139,12 @@ pub struct WorkerResult {
     pub error: Option<String>,
     /// The worker refused the job as bad input (`error` says why).
     pub refused: bool,
-    /// Given up: no summary by its deadline plus a margin, or none soon
-    /// after an interruption (`error` says which).
+    /// Given up: no summary by its deadline plus a margin, none soon
+    /// after an interruption, or its connection broke before it sent one
+    /// (`error` says which).
     pub lost: bool,
     /// The packets its last statistics line reported (a lost worker's
-    /// last word).
+    /// last word: it sent at least these).
     pub last_packets: Option<u64>,
     /// Clock offsets measured again during the run (`--clock-every`): how
     /// many, the last one's move from the start's offset, and the largest
@@ -232,11 +233,18 @@ fn network_failure(e: &tonic::transport::Error) -> bool {
     chain(e).any(io_kind) || describe(e).contains("timed out")
 }
 
-/// Sums over the workers that finished.
+/// Sums over the workers: their summaries, and for a worker that did not
+/// finish (lost, or its job failed) what its last statistics line said.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Totals {
     pub workers: usize,
     pub finished: usize,
+    /// Workers given up as lost.
+    pub lost: usize,
+    /// Some worker that was not refused did not finish: its last
+    /// statistics line (if any) is counted, not its end, so the counts
+    /// are lower bounds: at least this many were sent.
+    pub at_least: bool,
     pub packets: u64,
     pub frame_bytes: u64,
     pub late: u64,
@@ -647,7 +655,7 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
         split: format!("{:?}", plan.split).to_lowercase(),
         start_ns,
         clock_corrected: cfg.correct,
-        total: totals(&conns),
+        total: totals(conns.iter().map(|c| &c.result).zip(&g.last)),
         workers: conns.into_iter().map(|c| c.result).collect(),
         interrupted: g.interrupted,
         aborted: g.aborted,
@@ -771,11 +779,14 @@ async fn follow(
                 Some(update::Kind::Refused(error)) => Event::Failed {
                     error,
                     refused: true,
+                    lost: false,
                 },
                 None => continue,
             },
-            Some(Err(e)) => Event::failed(e.message()),
-            None => Event::failed("the stream ended without a summary"),
+            // The connection broke mid-run (the worker killed, frozen
+            // past the keep-alive, its network gone): lost.
+            Some(Err(e)) => Event::lost(&format!("its connection broke: {}", e.message())),
+            None => Event::lost("its stream ended without a summary"),
         };
         let end = matches!(ev, Event::Finished(_) | Event::Failed { .. });
         let _ = tx.send((i, ev)).await;
@@ -914,11 +925,24 @@ impl Gather {
                 self.done[i] = true;
                 self.open -= 1;
             }
-            Event::Failed { error, refused } => {
+            Event::Failed {
+                error,
+                refused,
+                lost,
+            } => {
                 r.refused = refused;
+                r.lost = lost;
                 self.done[i] = true;
                 self.open -= 1;
-                let e = format!("worker '{}': {error}", r.name);
+                let e = if lost {
+                    format!(
+                        "worker '{}': lost: {error} (it last reported {})",
+                        r.name,
+                        last_word(r.last_packets)
+                    )
+                } else {
+                    format!("worker '{}': {error}", r.name)
+                };
                 self.failed(r, e, cfg.on_loss);
             }
         }
@@ -940,9 +964,9 @@ impl Gather {
                 format!("no summary by its deadline plus {} s", LOST_AFTER.as_secs())
             };
             let e = format!(
-                "worker '{}': lost: {why} (it last reported {} packets)",
+                "worker '{}': lost: {why} (it last reported {})",
                 r.name,
-                r.last_packets.map_or("no".into(), |p| p.to_string())
+                last_word(r.last_packets)
             );
             self.failed(r, e, on_loss);
         }
@@ -992,22 +1016,42 @@ impl Gather {
     }
 }
 
-/// Sums over the workers that finished.
-fn totals(conns: &[Conn]) -> Totals {
-    let mut total = Totals {
-        workers: conns.len(),
-        ..Totals::default()
-    };
+/// What a lost worker last said, for its error.
+fn last_word(packets: Option<u64>) -> String {
+    packets.map_or("no packets".into(), |p| {
+        format!("at least {p} packets sent")
+    })
+}
+
+/// Sums over the workers, each with its last interval line: a finished
+/// worker's summary, or the last line of one that did not finish (its
+/// counts a lower bound, and the totals marked `at_least`).
+fn totals<'a>(workers: impl Iterator<Item = (&'a WorkerResult, &'a Option<Value>)>) -> Totals {
+    let mut total = Totals::default();
     let mut end_s: f64 = 0.0;
-    for c in conns {
-        let Some(s) = &c.result.summary else { continue };
-        total.finished += 1;
+    for (r, last) in workers {
+        total.workers += 1;
+        total.lost += usize::from(r.lost);
+        let (s, end) = match (&r.summary, last) {
+            (Some(s), _) => {
+                total.finished += 1;
+                (s, "duration_s")
+            }
+            (None, _) if r.refused => continue,
+            (None, last) => {
+                total.at_least = true;
+                match last {
+                    Some(l) => (l, "t"),
+                    None => continue,
+                }
+            }
+        };
         let u = |k: &str| s[k].as_u64().unwrap_or(0);
         total.packets += u("packets");
         total.frame_bytes += u("frame_bytes");
         total.late += u("late");
         total.dropped += u("dropped");
-        end_s = end_s.max(s["duration_s"].as_f64().unwrap_or(0.0));
+        end_s = end_s.max(s[end].as_f64().unwrap_or(0.0));
         if let Some(p) = s["eps"]["percentiles"]["p99_ns"].as_u64() {
             total.eps_p99_max_ns = Some(total.eps_p99_max_ns.unwrap_or(0).max(p));
         }
@@ -1025,9 +1069,12 @@ enum Event {
     Finished(String),
     /// The job failed or the worker was lost; `refused`: the job's input
     /// or options were refused, nothing was sent.
+    /// `lost`: the connection broke before a summary came (the worker
+    /// killed or frozen, its network gone), not the job failing.
     Failed {
         error: String,
         refused: bool,
+        lost: bool,
     },
 }
 
@@ -1036,6 +1083,15 @@ impl Event {
         Event::Failed {
             error: error.to_string(),
             refused: false,
+            lost: false,
+        }
+    }
+
+    fn lost(error: &str) -> Event {
+        Event::Failed {
+            error: error.to_string(),
+            refused: false,
+            lost: true,
         }
     }
 }

@@ -210,3 +210,67 @@ async fn a_job_that_dies_without_a_failure_line_is_failed_with_its_stderr() {
     assert!(e.contains("thread main panicked (exit status: 101)"), "{e}");
     assert_eq!((s.total.finished, s.total.packets), (0, 0));
 }
+
+/// A worker whose connection broke mid-run (killed, or frozen past the
+/// keep-alive) is lost, not merely failed, and what it last reported is
+/// counted in the totals, which are then marked as lower bounds.
+#[test]
+fn a_lost_worker_is_lost_and_counted_at_least_as_it_last_reported() {
+    let d = tempfile::tempdir().unwrap();
+    let mut cfg = config(d.path(), "unix:/nowhere", "null");
+    let entry = |name: &str| crate::plan::WorkerEntry {
+        name: name.into(),
+        address: "unix:/nowhere".into(),
+        to: "null".into(),
+        rx: None,
+    };
+    let reply = pb::RegisterReply::default();
+    let mut done = WorkerResult::registered(&entry("w0"), 0, &reply);
+    let mut frozen = WorkerResult::registered(&entry("w1"), 1, &reply);
+    let mut g = Gather::new(2, i64::MAX / 2, Vec::new());
+    let line = r#"{"schema":"sluice.interval/1","t":0.5,"packets":21,"frame_bytes":1344,"late":1,"dropped":0}"#;
+    g.on_event(&mut cfg, &mut frozen, 1, Event::Stats(line.into()));
+    g.on_event(
+        &mut cfg,
+        &mut done,
+        0,
+        Event::Finished(
+            r#"{"packets": 100, "frame_bytes": 6400, "late": 0, "dropped": 0, "duration_s": 1.0}"#
+                .into(),
+        ),
+    );
+    g.on_event(
+        &mut cfg,
+        &mut frozen,
+        1,
+        Event::lost("its connection broke: keep-alive timed out"),
+    );
+    assert!(frozen.lost, "{frozen:?}");
+    assert_eq!(frozen.last_packets, Some(21));
+    let e = frozen.error.as_deref().unwrap_or_default();
+    assert!(
+        e.contains("worker 'w1': lost: its connection broke")
+            && e.contains("at least 21 packets sent"),
+        "{e}"
+    );
+    let t = totals([(&done, &None), (&frozen, &g.last[1])].into_iter());
+    assert_eq!(
+        (t.workers, t.finished, t.lost, t.at_least),
+        (2, 1, 1, true),
+        "{t:?}"
+    );
+    assert_eq!((t.packets, t.frame_bytes, t.late), (121, 7744, 1), "{t:?}");
+    let v = serde_json::to_value(&t).unwrap();
+    assert_eq!(
+        (&v["at_least"], &v["lost"]),
+        (&Value::Bool(true), &Value::from(1))
+    );
+    // A job that failed on a live worker is not lost.
+    let mut failed = WorkerResult::registered(&entry("w2"), 2, &reply);
+    let mut g = Gather::new(1, i64::MAX / 2, Vec::new());
+    g.on_event(&mut cfg, &mut failed, 0, Event::failed("exit status: 1"));
+    assert!(!failed.lost && failed.error.is_some(), "{failed:?}");
+    // Every worker finished: the totals are exact.
+    let t = totals([(&done, &None)].into_iter());
+    assert_eq!((t.packets, t.lost, t.at_least), (100, 0, false));
+}

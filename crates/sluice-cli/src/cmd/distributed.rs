@@ -175,7 +175,7 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
                     s.packets,
                     s.pps,
                     s.bps / 1e6,
-                    s.eps_p99_ns.map_or("–".into(), |p| format!("{p} ns")),
+                    s.eps_p99_ns.map_or("–".into(), sluice_engine::duration),
                     s.workers_running
                 );
             }
@@ -294,12 +294,20 @@ fn render(s: &control::ControlSummary) -> String {
     );
     for w in &s.workers {
         let what = match (&w.summary, &w.error) {
+            (_, Some(e)) if w.lost => format!(
+                "LOST: {}; {e}",
+                w.last_packets.map_or("sent unknown".into(), |p| format!(
+                    "at least {p} packets (its last report)"
+                ))
+            ),
             (_, Some(e)) => format!("FAILED: {e}"),
             (Some(v), None) => format!(
-                "{} packets, {:.0} pps, ε p99 {} ns",
+                "{} packets, {:.0} pps, ε p99 {}",
                 v["packets"],
                 v["pps"].as_f64().unwrap_or(0.0),
                 v["eps"]["percentiles"]["p99_ns"]
+                    .as_u64()
+                    .map_or("–".into(), sluice_engine::duration)
             ),
             (None, None) => "no summary".into(),
         };
@@ -323,14 +331,22 @@ fn render(s: &control::ControlSummary) -> String {
         out += &received(w);
     }
     let t = &s.total;
+    // A worker that did not finish counts what it last reported: the
+    // totals are then lower bounds.
+    let least = if t.at_least { "at least " } else { "" };
     out += &format!(
-        "total: {} of {} workers finished, {} packets, {} frame bytes, {} pps, slowest ε p99 {}\n",
+        "total: {} of {} workers finished{}, {least}{} packets, {least}{} frame bytes, {} pps, slowest ε p99 {}\n",
         t.finished,
         t.workers,
+        if t.lost > 0 {
+            format!(" ({} lost)", t.lost)
+        } else {
+            String::new()
+        },
         t.packets,
         t.frame_bytes,
-        t.pps.map_or("–".into(), |p| format!("{p:.0}")),
-        t.eps_p99_max_ns.map_or("–".into(), |p| format!("{p} ns"))
+        t.pps.map_or("–".into(), |p| format!("{least}{p:.0}")),
+        t.eps_p99_max_ns.map_or("–".into(), sluice_engine::duration)
     );
     if let Some(a) = &s.aborted {
         out += &format!("aborted: {a}\n");
