@@ -63,6 +63,16 @@ impl Scale {
             }
         }
     }
+
+    /// [`to_ns`](Self::to_ns) without the `u64` limit (`ts * 1e9 < 2^94`),
+    /// for an offset to bring back into range.
+    fn to_ns_wide(self, ts: u64) -> u128 {
+        match self {
+            Scale::Mul(k) => u128::from(ts) * u128::from(k),
+            Scale::Div(k) => u128::from(ts / k),
+            Scale::PerSecond(u) => u128::from(ts) * 1_000_000_000 / u128::from(u),
+        }
+    }
 }
 
 /// One interface of a pcapng section.
@@ -105,11 +115,14 @@ impl Interface {
     /// not fit.
     #[inline]
     pub(crate) fn ts_ns(&self, ts: u64) -> Option<u64> {
-        let ns = self.scale.to_ns(ts)?;
         if self.offset_ns == 0 {
-            return Some(ns);
+            return self.scale.to_ns(ts);
         }
-        u64::try_from(i128::from(ns) + self.offset_ns).ok()
+        // Converted without a limit first: a time past u64 ns before a
+        // negative offset is in range after it. Both terms are below 2^94
+        // in magnitude, so neither the cast nor the sum can overflow.
+        let ns = self.scale.to_ns_wide(ts) as i128 + self.offset_ns;
+        u64::try_from(ns).ok()
     }
 }
 
@@ -146,6 +159,22 @@ mod tests {
         assert_eq!((i.linktype, i.snaplen), (LinkType::LINUX_SLL, 262_144));
         assert_eq!(i.ts_ns(1_000_000_007), Some(7));
         assert_eq!(i.ts_ns(999_999_999), None);
+        // Past u64 ns before the offset, in range after it.
+        let mut i = i;
+        i.scale = Scale::Mul(1_000);
+        i.offset_ns = -1_000_000_000_000;
+        let ts = u64::MAX / 1_000 + 5;
+        assert_eq!(
+            i.ts_ns(ts),
+            Some(u64::MAX / 1_000 * 1_000 - 1_000_000_000_000 + 5_000)
+        );
+        assert_eq!(i.ts_ns(u64::MAX), None);
+        i.scale = Scale::PerSecond(1 << 10);
+        let ts = (u64::MAX / 1_000_000_000 + 1) << 10;
+        assert_eq!(
+            i.ts_ns(ts),
+            Some((u64::MAX / 1_000_000_000 + 1 - 1_000) * 1_000_000_000)
+        );
 
         // Defaults: microseconds, no offset. Link type 14 read as RAW.
         let i = Interface::parse(&[0, 14, 0, 0, 0, 0, 0, 0], true).unwrap();
