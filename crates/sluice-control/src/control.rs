@@ -729,7 +729,6 @@ fn start_all(
             start_ns,
             offset_ns: if cfg.correct { c.result.offset_ns } else { 0 },
             deadline_ns,
-            seed: 0,
             streams_from: c.result.streams_from.unwrap_or(0),
             rx: c
                 .result

@@ -211,6 +211,38 @@ async fn a_job_that_dies_without_a_failure_line_is_failed_with_its_stderr() {
     assert_eq!((s.total.finished, s.total.packets), (0, 0));
 }
 
+/// `Task` has no seed: the field was never set (always 0) while its
+/// comment called it the shared seed. Workers share a seed through the
+/// job they all run (the profile's or session's `seed`, or `--seed` in the
+/// plan's args); the number and the name stay reserved, and a task from an
+/// older controller that set field 11 still decodes.
+#[test]
+fn a_task_carries_no_seed_and_keeps_its_number_reserved() {
+    use prost::Message;
+    let proto = include_str!("../../../proto/sluice/control/v1/worker.proto");
+    let start = proto.find("message Task {").expect("Task is declared");
+    let end = proto[start..].find("\n}\n").expect("Task ends");
+    let task = &proto[start..start + end];
+    let lines: Vec<&str> = task
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with("//"))
+        .collect();
+    assert!(!lines.iter().any(|l| l.contains(" seed = ")), "{task}");
+    assert!(
+        lines.contains(&"reserved 11;") && lines.contains(&"reserved \"seed\";"),
+        "{task}"
+    );
+    let mut old = pb::Task {
+        file_id: "f".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    old.extend([11 << 3, 7]);
+    let t = pb::Task::decode(old.as_slice()).expect("an old task decodes");
+    assert_eq!(t.file_id, "f");
+}
+
 /// A worker whose connection broke mid-run (killed, or frozen past the
 /// keep-alive) is lost, not merely failed, and what it last reported is
 /// counted in the totals, which are then marked as lower bounds.

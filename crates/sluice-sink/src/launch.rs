@@ -3,16 +3,18 @@
 //! device (or an ETF qdisc) would release it then. Two mechanisms exist:
 //! `SO_TXTIME` on a raw socket with an ETF qdisc (AF_PACKET), and AF_XDP TX
 //! metadata (`XDP_TXMD_FLAGS_LAUNCH_TIME`, Linux 6.15+) in zero-copy mode on
-//! a driver with launch-time offload. [`check`] says whether this platform
-//! and sink have one; `on` where none is refused with the reason, never
-//! faked by software pacing.
+//! a driver with launch-time offload. Neither hand-off is built into sluice
+//! yet: [`unavailable`] gives a reason on every platform and sink, so `on`
+//! is always refused with it (never faked by software pacing), and `auto`
+//! and `off` pace in software.
 
 use crate::{SinkSpec, XdpMode};
 
 /// The user's choice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LaunchTime {
-    /// NIC launch time where the platform has it, software pacing else.
+    /// NIC launch time where sluice and the platform have it (nowhere
+    /// yet: the hand-off is not built), software pacing else.
     #[default]
     Auto,
     On,
@@ -49,13 +51,15 @@ pub fn unavailable(to: &SinkSpec, mode: XdpMode) -> Option<String> {
         } else {
             format!(
                 "afpacket:{i}: this kernel has no ETF qdisc (sch_etf), which SO_TXTIME needs to \
-                 hold each frame until its launch time"
+                 hold each frame until its launch time (and sluice does not build the SO_TXTIME \
+                 hand-off yet)"
             )
         }),
         SinkSpec::Xdp(i) => Some(match mode {
             XdpMode::Copy => format!(
                 "xdp:{i} in copy mode: the kernel hands frames straight to the driver, past any \
-                 qdisc, so a launch time is ignored"
+                 qdisc, so a launch time is ignored (and sluice does not drive AF_XDP launch time \
+                 yet)"
             ),
             _ => format!(
                 "xdp:{i}: AF_XDP launch time (XDP_TXMD_FLAGS_LAUNCH_TIME) needs zero-copy on a \
@@ -96,5 +100,22 @@ mod tests {
         assert!(e.contains("ETF"), "{e}");
         let e = check(LaunchTime::On, &SinkSpec::Null, XdpMode::Auto).unwrap_err();
         assert!(e.contains("not a network interface"), "{e}");
+    }
+
+    /// What docs/CLI.md says: the hand-off is not built, so no sink in any
+    /// mode has launch time, whatever the kernel offers.
+    #[test]
+    fn no_sink_has_launch_time_until_the_hand_off_is_built() {
+        for to in [
+            SinkSpec::AfPacket("va".into()),
+            SinkSpec::Xdp("va".into()),
+            SinkSpec::Null,
+        ] {
+            for mode in [XdpMode::Auto, XdpMode::Copy, XdpMode::ZeroCopy] {
+                assert!(unavailable(&to, mode).is_some(), "{to} {mode:?}");
+                assert!(check(LaunchTime::On, &to, mode).is_err());
+                assert!(check(LaunchTime::Auto, &to, mode).is_ok());
+            }
+        }
     }
 }

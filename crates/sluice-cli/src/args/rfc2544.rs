@@ -15,7 +15,7 @@ pub struct Rfc2544Args {
     /// Where they come back (the device under test's output), counted by stream and sequence number.
     #[arg(long, value_name = "IFACE")]
     pub rx: String,
-    /// Frame sizes in bytes with the FCS, as RFC 2544 §9 counts them (64 to 1518), or imix (7:4:1 of 64, 594 and 1518).
+    /// Frame sizes in bytes with the FCS, as RFC 2544 §9 counts them (64 to 9018: §9's 64 to 1518, and jumbo frames above), or imix (7:4:1 of 64, 594 and 1518).
     #[arg(
         long,
         value_delimiter = ',',

@@ -33,7 +33,8 @@ pub(super) fn fast_path(name: &str, out: &mut Vec<Finding>) {
             "launch time",
             why.unwrap_or_else(|| format!("{to}: available")),
             "departures are timed by sluice's pacer (ε in the summary); NIC launch time needs \
-             an ETF qdisc with offload or an AF_XDP zero-copy driver with launch time (igc)",
+             an ETF qdisc with offload or an AF_XDP zero-copy driver with launch time (igc), \
+             and a sluice that hands frames to them, which is not built yet",
         ));
     }
     timestamps(name, out);

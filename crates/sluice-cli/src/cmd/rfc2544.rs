@@ -806,6 +806,44 @@ fn limit_note(r: &SizeResult, t: &Throughput) -> Option<String> {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command as Cmd};
+    use clap::{CommandFactory, Parser};
+
+    fn args(size: &str) -> Rfc2544Args {
+        let cli = Cli::try_parse_from([
+            "sluice", "rfc2544", "--to", "null", "--rx", "x", "--sizes", size,
+        ])
+        .expect("parses");
+        match cli.command {
+            Cmd::Rfc2544(a) => *a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// `--help` names the bounds the check enforces (64 to 9018).
+    #[test]
+    fn the_help_names_the_sizes_the_check_takes() {
+        let cmd = Cli::command();
+        let rfc = cmd.find_subcommand("rfc2544").expect("rfc2544");
+        let help = rfc
+            .get_arguments()
+            .find(|a| a.get_id() == "sizes")
+            .and_then(|a| a.get_help())
+            .expect("--sizes has help")
+            .to_string();
+        assert!(help.contains("64 to 9018"), "{help}");
+        for ok in ["64", "1518", "9018", "imix"] {
+            assert!(sizes(&args(ok)).is_ok(), "{ok}");
+        }
+        for bad in ["63", "9019"] {
+            assert!(sizes(&args(bad)).is_err(), "{bad}");
+        }
+    }
+}
+
 /// Results that cannot mislead: a sender that fell short is marked on
 /// every trial, and a bound the sender set is named as the sender's.
 #[cfg(test)]
