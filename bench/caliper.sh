@@ -30,10 +30,15 @@
 #   CAPTURE=0: tcpdump captures nothing (goodput alone, TCP only): on two
 #   vCPUs the capture's own CPU time is part of what TCP gets
 #
-# Topology (made and removed here): TAP slcap0 (10.77.0.1, the sender's
-# address) -> sluice pace -> veth slca <-> slcb in namespace slcsink
-# (10.77.0.2, iperf3 server); --return carries ACKs back into the TAP.
-# For the peers the address moves to slca and the qdisc (or iperf3) paces.
+# Topology (made and removed here): TAP slcapN (NET.1, the sender's
+# address) -> sluice pace -> veth slcaN <-> slcbN in namespace slcsinkN
+# (NET.2, iperf3 server); --return carries ACKs back into the TAP.
+# For the peers the address moves to slcaN and the qdisc (or iperf3) paces.
+# N is this script's PID; NET is a /24 no route or address of the host
+# uses (bench/subnet.sh: 10.77.0 where free, else the next free one;
+# SUBNET=a.b.c to give it, SLUICE_TEST_SUBNETS for the candidates); the
+# run refuses to start, naming the clash, when none is free or a name is
+# taken, and says on stderr which it uses.
 # UDP sources offer 10 % more than the paced rate, so the pacer always has
 # a frame waiting (the excess is dropped at its queue limit). iperf3 runs
 # on CPU 0, leaving the TX thread's CPU to it. Needs root, iperf3, tcpdump,
@@ -44,13 +49,22 @@ root=$(cd "$here/.." && pwd)
 sluice=${SLUICE:-$root/target/release/sluice}
 secs=${SECS:-3}
 sink=${SINK:-afpacket}
-work=$(mktemp -d)
 [ -n "${SLUICE:-}" ] || (cd "$root" && cargo build --release -q)
+# shellcheck source=bench/subnet.sh
+. "$here/subnet.sh"
+sfx=$(($$ % 100000))
+veth=slca$sfx sinkif=slcb$sfx tap=slcap$sfx sinkns=slcsink$sfx
+free_subnet net 10.77.0
+names_free "$veth" "$sinkif" "$tap" "$sinkns"
+src_ip=$net.1 dst_ip=$net.2
+echo "caliper.sh: subnet $net.0/24 ($tap $src_ip, $sinkif $dst_ip in $sinkns)" >&2
+work=$(mktemp -d)
 
+# Only what this run made (its names were free when it started).
 down() {
-  ip link del slca 2>/dev/null || true
-  ip link del slcap0 2>/dev/null || true
-  ip netns del slcsink 2>/dev/null || true
+  ip link del "$veth" 2>/dev/null || true
+  ip link del "$tap" 2>/dev/null || true
+  ip netns del "$sinkns" 2>/dev/null || true
 }
 # iperf3 -D daemonizes: its pid file says which process this script
 # started, and only that one is ended.
@@ -66,22 +80,21 @@ cleanup() {
   if [ -n "${KEEP:-}" ]; then echo "runs kept in $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
-down
-ip netns add slcsink
-ip link add slca type veth peer name slcb
-ip link set slcb netns slcsink
-sysctl -qw net.ipv6.conf.slca.disable_ipv6=1
-ip link set slca address 02:00:00:00:77:01 up
-ip netns exec slcsink sh -c 'sysctl -qw net.ipv6.conf.slcb.disable_ipv6=1; ip link set slcb address 02:00:00:00:77:02; ip addr add 10.77.0.2/24 dev slcb; ip link set slcb up; ip link set lo up'
+ip netns add "$sinkns"
+ip link add "$veth" type veth peer name "$sinkif"
+ip link set "$sinkif" netns "$sinkns"
+sysctl -qw "net.ipv6.conf.$veth.disable_ipv6=1"
+ip link set "$veth" address 02:00:00:00:77:01 up
+ip netns exec "$sinkns" sh -c "sysctl -qw net.ipv6.conf.$sinkif.disable_ipv6=1; ip link set $sinkif address 02:00:00:00:77:02; ip addr add $dst_ip/24 dev $sinkif; ip link set $sinkif up; ip link set lo up"
 # The receiver's work (TCP, ACKs, the capture) on CPU 0 (RPS mask, RPS=0
 # for none), as a separate host would do it, not inside the sender's send
 # on the TX CPU.
-ip netns exec slcsink sh -c "echo ${RPS:-1} > /sys/class/net/slcb/queues/rx-0/rps_cpus"
-ip tuntap add dev slcap0 mode tap
-sysctl -qw net.ipv6.conf.slcap0.disable_ipv6=1
-ip link set slcap0 address 02:00:00:00:77:03
-ip addr add 10.77.0.1/24 dev slcap0
-ip link set slcap0 up
+ip netns exec "$sinkns" sh -c "echo ${RPS:-1} > /sys/class/net/$sinkif/queues/rx-0/rps_cpus"
+ip tuntap add dev "$tap" mode tap
+sysctl -qw "net.ipv6.conf.$tap.disable_ipv6=1"
+ip link set "$tap" address 02:00:00:00:77:03
+ip addr add "$src_ip/24" dev "$tap"
+ip link set "$tap" up
 
 # wait_until WHAT CMD...: polls CMD (its output non-empty, or its status
 # 0 for grep -q) for up to 30 s.
@@ -96,29 +109,29 @@ wait_until() {
 }
 
 # run NAME IPERF_ARGS...: iperf3 for $secs s while tcpdump captures every
-# frame the sender emits on slcb; leaves $work/NAME.pcap and NAME.json.
+# frame the sender emits on the sink side; leaves $work/NAME.pcap and NAME.json.
 run() {
   local name=$1; shift
   stop_server
-  ip netns exec slcsink taskset -c 0 iperf3 -s -1 -D -I "$work/iperf3.pid"
+  ip netns exec "$sinkns" taskset -c 0 iperf3 -s -1 -D -I "$work/iperf3.pid"
   # Wait for the listener and for tcpdump's "listening on" rather than for
   # fixed times: a loaded machine takes longer to start both.
-  wait_until "iperf3 listening" ip netns exec slcsink ss -Hltn 'sport = :5201'
-  local filter='ether src 02:00:00:00:77:03 or src host 10.77.0.1'
+  wait_until "iperf3 listening" ip netns exec "$sinkns" ss -Hltn 'sport = :5201'
+  local filter="ether src 02:00:00:00:77:03 or src host $src_ip"
   # CAPTURE=0: a filter nothing matches (IEEE's local experimental type).
   [ "${CAPTURE:-1}" = 0 ] && filter='ether proto 0x88b5'
-  ip netns exec slcsink tcpdump -i slcb -w "$work/$name.pcap" -s "${SNAPLEN:-96}" -B 262144 --time-stamp-precision nano -q \
+  ip netns exec "$sinkns" tcpdump -i "$sinkif" -w "$work/$name.pcap" -s "${SNAPLEN:-96}" -B 262144 --time-stamp-precision nano -q \
     "$filter" 2> "$work/$name.tcpdump.err" &
   local tp=$!
   wait_until "tcpdump listening" grep -q "listening on" "$work/$name.tcpdump.err"
-  taskset -c 0 iperf3 -c 10.77.0.2 -t "$secs" -J "$@" > "$work/$name.json" 2> "$work/$name.iperf.err" || true
+  taskset -c 0 iperf3 -c "$dst_ip" -t "$secs" -J "$@" > "$work/$name.json" 2> "$work/$name.iperf.err" || true
   sleep 0.3
   kill -INT "$tp"; wait "$tp" 2>/dev/null || true
 }
 
 # to_tap / to_veth: where the sender's address lives.
-to_veth() { ip addr del 10.77.0.1/24 dev slcap0; ip addr add 10.77.0.1/24 dev slca; }
-to_tap() { ip addr del 10.77.0.1/24 dev slca; ip addr add 10.77.0.1/24 dev slcap0; }
+to_veth() { ip addr del "$src_ip/24" dev "$tap"; ip addr add "$src_ip/24" dev "$veth"; }
+to_tap() { ip addr del "$src_ip/24" dev "$veth"; ip addr add "$src_ip/24" dev "$tap"; }
 
 # judge NAME SRC ARGS...: "p50 p95 p99 mbps ks pairs" of a run.
 judge() {
@@ -188,11 +201,11 @@ for g in "${gaps[@]}"; do
     [ "$law" = poisson ] && judge_args+=(--ks-mean "$gap_ns")
   fi
   # shellcheck disable=SC2086
-  "$sluice" pace --tap slcap0 --to "$sink:slca" "${law_args[@]}" --return -q ${PACE_ARGS:-} \
+  "$sluice" pace --tap "$tap" --to "$sink:$veth" "${law_args[@]}" --return -q ${PACE_ARGS:-} \
     --duration "$((secs + 60))s" > "$work/pace.out" 2>&1 &
   pace_pid=$!
   # A TAP has no carrier until a process opens it: wait for pace's.
-  for _ in $(seq 300); do ip link show slcap0 | grep -q NO-CARRIER || break; sleep 0.1; done
+  for _ in $(seq 300); do ip link show "$tap" | grep -q NO-CARRIER || break; sleep 0.1; done
   # shellcheck disable=SC2046
   run sluice $(offer "$src" "$load")
   # The transfer is over: stop pace (--duration is only a safety net).
@@ -216,14 +229,14 @@ for g in "${gaps[@]}"; do
     for peer in "${peers[@]}"; do
       case $peer in
         tbf)
-          tc qdisc replace dev slca root tbf rate "$((rate_bps / 1000))kbit" burst 1514 latency 20ms
+          tc qdisc replace dev "$veth" root tbf rate "$((rate_bps / 1000))kbit" burst 1514 latency 20ms
           # shellcheck disable=SC2046
           run tbf $(offer "$src" "$load")
           read -r _ t95 _ tmb _ _ <<< "$(judge tbf "$src" --gap "$gap_ns")" ;;
         fq)
           # SO_MAX_PACING_RATE: fq paces any socket; where the kernel has
           # no fq, TCP still paces itself to it, UDP is not paced at all.
-          if tc qdisc replace dev slca root fq 2>/dev/null || [ "$src" = tcp ]; then
+          if tc qdisc replace dev "$veth" root fq 2>/dev/null || [ "$src" = tcp ]; then
             # shellcheck disable=SC2046
             run fq $(offer "$src" "$load") --fq-rate "$rate_bps"
             read -r _ f95 _ fmb _ _ <<< "$(judge fq "$src" --gap "$gap_ns")"
@@ -234,7 +247,7 @@ for g in "${gaps[@]}"; do
           run app $(offer "$src" "$(python3 -c "print(round($pay * 8 / ($gap_ns / 1e9)))")") --pacing-timer 1
           read -r _ a95 _ amb _ _ <<< "$(judge app "$src" --gap "$gap_ns")" ;;
       esac
-      tc qdisc del dev slca root 2>/dev/null || true
+      tc qdisc del dev "$veth" root 2>/dev/null || true
     done
     to_tap
   fi

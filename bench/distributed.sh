@@ -32,6 +32,11 @@
 # `control`). Results go to stdout and $WORK/distributed-results.txt.
 # R_MAX=PPS skips the measurement; SECS sets the split runs' length;
 # LOADS, COUNTS (worker counts) and SPLITS narrow the split runs.
+# Each worker's control link has its root-namespace end in a /24 the host
+# does not use (bench/subnet.sh: 10.79.0 where free, then the next ones;
+# SLUICE_TEST_SUBNETS for the candidates), and the namespaces and veths
+# carry this script's PID: a name or subnet the host has stops the run,
+# naming it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -40,7 +45,7 @@ results=$work/distributed-results.txt
 sluice=${SLUICE:-$root/target/release/sluice}
 secs=${SECS:-3}
 what=${1:-all}
-tag=db
+tag=db$(($$ % 100000))
 # Worker namespaces: 3, or for `scale` the largest count that fits.
 W=3
 scale_counts=""
@@ -50,6 +55,14 @@ if [ "$what" = scale ]; then
 fi
 
 (cd "$root" && cargo build --release -q)
+# shellcheck source=bench/subnet.sh
+. "$here/subnet.sh"
+nets=()
+for i in $(seq 0 $((W - 1))); do
+  free_subnet "nets[$i]" 10.79.0
+  names_free "w$i$tag" "t$i${tag}a" "t$i${tag}b" "c$i${tag}r" "c$i${tag}w"
+done
+names_free "s$tag"
 say() { echo "$*" | tee -a "$results"; }
 field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }
 ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
@@ -79,8 +92,8 @@ up() {
     ip link set "$tx" netns "$w"; ip link set "$rx" netns "s$tag"
     ip link add "$cr" type veth peer name "$cw"
     ip link set "$cw" netns "$w"
-    ip addr add "10.79.$i.1/24" dev "$cr"; ip link set "$cr" up
-    ns "$w" ip addr add "10.79.$i.2/24" dev "$cw"
+    ip addr add "${nets[$i]}.1/24" dev "$cr"; ip link set "$cr" up
+    ns "$w" ip addr add "${nets[$i]}.2/24" dev "$cw"
     for d in "$cw" "$tx" lo; do ns "$w" ip link set "$d" up; done
     ns "$w" sysctl -qw "net.ipv6.conf.$tx.disable_ipv6=1"
     ns "s$tag" sysctl -qw "net.ipv6.conf.$rx.disable_ipv6=1"
@@ -101,7 +114,7 @@ workers() {
   for off in "$@"; do
     pin=()
     [ -n "${PER:-}" ] && pin=(taskset -c "$((i * PER))-$((i * PER + PER - 1))")
-    "${pin[@]}" ip netns exec "w$i$tag" "$sluice" worker --listen "10.79.$i.2:7700" --tls "$work/dkeys" \
+    "${pin[@]}" ip netns exec "w$i$tag" "$sluice" worker --listen "${nets[$i]}.2:7700" --tls "$work/dkeys" \
       --clock-offset "$off" 2>"$work/dworker$i.log" &
     worker_pids+=("$!")
     i=$((i + 1))
@@ -117,7 +130,7 @@ plan() {
     echo "workers:"
     for i in $(seq 0 $((n - 1))); do
       local to=${TO:-afpacket:t$i${tag}a}
-      echo "  - {name: w$i, address: \"10.79.$i.2:7700\", to: \"$to\"}"
+      echo "  - {name: w$i, address: \"${nets[$i]}.2:7700\", to: \"$to\"}"
     done
     printf 'job:\n  command: %s\n  file: %s\n  args: [' "$cmd" "$file"
     local sep=""; for a in "$@"; do printf '%s"%s"' "$sep" "$a"; sep=", "; done
@@ -269,10 +282,10 @@ if [ "$what" = all ] || [ "$what" = control ]; then
   # The client as users get it: installed, its stubs compiled at build time.
   rm -rf "$work/pysite"
   python3 -m pip install -q --no-build-isolation --no-deps --target "$work/pysite" "$root/python"
-  PYTHONPATH="$work/pysite" python3 - "$work/dkeys" <<'EOF' | tee -a "$results"
+  PYTHONPATH="$work/pysite" python3 - "$work/dkeys" "${nets[0]}.2:7700" <<'EOF' | tee -a "$results"
 import sys, time
 from sluice_control import Worker, pb
-w = Worker("w0", "10.79.0.2:7700", "null", tls_dir=sys.argv[1])
+w = Worker("w0", sys.argv[2], "null", tls_dir=sys.argv[1])
 w.register()
 ports = pb.PortMap(ports=[pb.GlobalPort(id=0, worker="w0", sink="null")])
 lat = []

@@ -20,6 +20,12 @@ sluice=${SLUICE:-$root/target/release/sluice}
 sink_mac=02:00:00:00:00:99
 
 (cd "$root" && cargo build --release -q)
+# netns.sh (vendored from shared/bench) puts 10.99.0.1/24 on va in this
+# namespace: refuse a host that routes that /24 or already has the names.
+# shellcheck source=bench/subnet.sh
+. "$here/subnet.sh"
+SUBNET=10.99.0 free_subnet netns_net || exit 1
+names_free va vb sink || exit 1
 "$judges/netns.sh" up
 trap '"$judges/netns.sh" down' EXIT
 sysctl -qw net.ipv6.conf.va.disable_ipv6=1 || true

@@ -27,6 +27,12 @@ count=${COUNT:-2000000}
 secs=${SECS:-3}
 work=$(mktemp -d)
 [ -n "${SLUICE:-}" ] || (cd "$root" && cargo build --release -q)
+# netns.sh (vendored from shared/bench) puts 10.99.0.1/24 on va in this
+# namespace: refuse a host that routes that /24 or already has the names.
+# shellcheck source=bench/subnet.sh
+. "$here/subnet.sh"
+SUBNET=10.99.0 free_subnet netns_net || exit 1
+names_free va vb sink slcap1 || exit 1
 cleanup() { ip link del slcap1 2>/dev/null || true; sh "$here/netns.sh" down; rm -rf "$work"; }
 trap cleanup EXIT
 sh "$here/netns.sh" up

@@ -23,8 +23,8 @@
 # described 3 ms ahead of their time and handed to the TX thread LEAD (1ms)
 # ahead: ns-3's realtime scheduler, the bridge and inject share the CPUs.
 #
-# Topology: namespace slcn3 holds pace's TAP slcapn (no address: the ns-3
-# node owns 10.77.0.1 and the TAP's MAC) and veth slcn3a; slcn3sink holds slcn3b
+# Topology: namespace slcn3PID holds pace's TAP slcapn (no address: the ns-3
+# node owns 10.77.0.1 and the TAP's MAC) and veth slcn3a; slcn3sinkPID holds slcn3b
 # (10.77.0.2) and the receiver (python/examples/tcp_sink.py). Needs root,
 # tcpdump, python3 and `pip install ns3` (3.44). Prints a header and one row.
 set -euo pipefail
@@ -36,40 +36,45 @@ gap=${GAP_US:-200} bytes=${BYTES:-2000000} sim=${SIM:-1}
 [ -n "${SLUICE:-}" ] || (cd "$root" && cargo build --release -q)
 
 pids=()
+# The two namespaces carry this script's PID and must be free (the
+# addresses and interfaces inside them are private to them); cleanup
+# deletes only them.
+# shellcheck source=bench/subnet.sh
+. "$here/subnet.sh"
+ns_tx=slcn3$(($$ % 100000)) ns_rx=slcn3sink$(($$ % 100000))
+names_free "$ns_tx" "$ns_rx"
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  ip netns del slcn3 2>/dev/null || true
-  ip netns del slcn3sink 2>/dev/null || true
+  ip netns del "$ns_tx" 2>/dev/null || true
+  ip netns del "$ns_rx" 2>/dev/null || true
 }
 trap cleanup EXIT
-cleanup
-pids=()
-ip netns add slcn3
-ip netns add slcn3sink
-ip link add slcn3a netns slcn3 type veth peer name slcn3b netns slcn3sink
-ip netns exec slcn3sink sh -c 'sysctl -qw net.ipv6.conf.all.disable_ipv6=1; ip link set slcn3b address 02:00:00:00:77:02;
+ip netns add "$ns_tx"
+ip netns add "$ns_rx"
+ip link add slcn3a netns "$ns_tx" type veth peer name slcn3b netns "$ns_rx"
+ip netns exec "$ns_rx" sh -c 'sysctl -qw net.ipv6.conf.all.disable_ipv6=1; ip link set slcn3b address 02:00:00:00:77:02;
   ip addr add 10.77.0.2/24 dev slcn3b; ip link set slcn3b up; ip link set lo up'
-ip netns exec slcn3 sh -c 'sysctl -qw net.ipv6.conf.all.disable_ipv6=1; sysctl -qw net.ipv6.conf.default.disable_ipv6=1;
+ip netns exec "$ns_tx" sh -c 'sysctl -qw net.ipv6.conf.all.disable_ipv6=1; sysctl -qw net.ipv6.conf.default.disable_ipv6=1;
   ip link set slcn3a up; ip link set lo up; ip tuntap add dev slcapn mode tap; ip link set slcapn up'
 
-ip netns exec slcn3sink python3 "$root/python/examples/tcp_sink.py" 10.77.0.2 5001 180 > "$work/sink.json" &
+ip netns exec "$ns_rx" python3 "$root/python/examples/tcp_sink.py" 10.77.0.2 5001 180 > "$work/sink.json" &
 sink_pid=$!; pids+=("$sink_pid")
-ip netns exec slcn3sink tcpdump -i slcn3b -Q in -w "$work/measured.pcap" -B 65536 --time-stamp-precision nano -q 2>/dev/null &
+ip netns exec "$ns_rx" tcpdump -i slcn3b -Q in -w "$work/measured.pcap" -B 65536 --time-stamp-precision nano -q 2>/dev/null &
 dump_pid=$!; pids+=("$dump_pid")
 # Realtime ns-3 for long enough to finish at the paced rate (plus its ~20 s
 # of loading before the clock starts).
 secs=$(python3 -c "print(max(5, 3 + 4 * $bytes * 8 / (1448 * 8 / ($gap * 1e-6))))")
 
 if [ "${VIA:-pace}" = inject ]; then
-  mac=$(ip netns exec slcn3 cat /sys/class/net/slcn3a/address)
+  mac=$(ip netns exec "$ns_tx" cat /sys/class/net/slcn3a/address)
   printf 'node,sim_ip,real_ip,real_mac\n0,10.1.1.1,10.77.0.1,%s\n1,10.1.1.2,10.77.0.2,02:00:00:00:77:02\n' "$mac" \
     > "$work/nodes.csv"
   # The receiver's work (TCP, ACKs, the capture) on CPU 0, as a separate
   # host would do it, not in the TX thread's send on the last CPU.
-  ip netns exec slcn3sink sh -c "echo ${RPS:-1} > /sys/class/net/slcn3b/queues/rx-0/rps_cpus"
+  ip netns exec "$ns_rx" sh -c "echo ${RPS:-1} > /sys/class/net/slcn3b/queues/rx-0/rps_cpus"
   rm -f "$work/i.sock"
-  ip netns exec slcn3 "$sluice" inject --listen "unix:$work/i.sock" --to afpacket:slcn3a --return slcn3a \
+  ip netns exec "$ns_tx" "$sluice" inject --listen "unix:$work/i.sock" --to afpacket:slcn3a --return slcn3a \
     --sessions 1 --lead "${LEAD:-1ms}" -q --summary-json "$work/inject.json" 2> "$work/inject.err" &
   inject_pid=$!; pids+=("$inject_pid")
   for _ in $(seq 100); do [ -S "$work/i.sock" ] && break; sleep 0.1; done
@@ -102,11 +107,11 @@ if [ "${VIA:-pace}" = inject ]; then
   exit 0
 fi
 
-ip netns exec slcn3 "$sluice" pace --tap slcapn --to afpacket:slcn3a --gap "${gap}us" --return -q \
+ip netns exec "$ns_tx" "$sluice" pace --tap slcapn --to afpacket:slcn3a --gap "${gap}us" --return -q \
   --summary-json "$work/pace.json" 2> "$work/pace.err" &
 pace_pid=$!; pids+=("$pace_pid")
 sleep 1
-ip netns exec slcn3 timeout 300 python3 "$root/python/examples/ns3_pace.py" --iface slcapn --ip 10.77.0.1/24 \
+ip netns exec "$ns_tx" timeout 300 python3 "$root/python/examples/ns3_pace.py" --iface slcapn --ip 10.77.0.1/24 \
   --to 10.77.0.2:5001 --bytes "$bytes" --seconds "$secs" > "$work/ns3.json" 2> "$work/ns3.err" \
   || { echo "ns3_pace.py failed:"; grep -v -i 'materialize\|runStaticInit' "$work/ns3.err" | tail -20; exit 1; }
 wait "$sink_pid" || { echo "the receiver failed"; exit 1; }

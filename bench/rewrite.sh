@@ -20,6 +20,12 @@ work=${WORK:-/tmp/sluice-bench}; mkdir -p "$work"
 sluice=${SLUICE:-$root/target/release/sluice}
 runs=${RUNS:-5} count=${COUNT:-1000000}
 [ -x "$sluice" ] || (cd "$root" && cargo build --release -q)
+# netns.sh (vendored from shared/bench) puts 10.99.0.1/24 on va in this
+# namespace: refuse a host that routes that /24 or already has the names.
+# shellcheck source=bench/subnet.sh
+. "$here/subnet.sh"
+SUBNET=10.99.0 free_subnet netns_net || exit 1
+names_free va vb sink va2 vb2 || exit 1
 "$here/netns.sh" up
 ip link add va2 type veth peer name vb2 2>/dev/null || true
 ip link set vb2 netns sink 2>/dev/null || true

@@ -18,6 +18,12 @@ duration=${1:-3600} window=${2:-600}
 results=$work/soak-results.txt
 
 (cd "$root" && cargo build --release -q)
+# netns.sh (vendored from shared/bench) puts 10.99.0.1/24 on va in this
+# namespace: refuse a host that routes that /24 or already has the names.
+# shellcheck source=bench/subnet.sh
+. "$here/subnet.sh"
+SUBNET=10.99.0 free_subnet netns_net || exit 1
+names_free va vb sink || exit 1
 "$here/netns.sh" up
 trap '"$here/netns.sh" down' EXIT
 sysctl -qw net.ipv6.conf.va.disable_ipv6=1 || true

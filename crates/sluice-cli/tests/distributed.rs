@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 const PPS: u64 = 2000;
 
-/// One test at a time: they share the control subnets, and timing on two
-/// CPUs does not survive three labs at once.
+/// One test at a time: timing on two CPUs does not survive three labs at
+/// once (their names and control subnets are each lab's own).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -59,6 +59,9 @@ fn loopback_worker(port: u16, keys: &Path, log: &Path) -> Reaped {
 /// Sink namespace with a bridge, and one namespace per worker.
 struct Lab {
     tag: String,
+    /// Worker i's control link: a /24 the host does not use, held while
+    /// the lab exists (its root-namespace end has an address).
+    nets: Vec<sluice_testkit::SubnetLease>,
     workers: Vec<Child>,
     logs: Vec<PathBuf>,
 }
@@ -79,18 +82,35 @@ impl Lab {
         format!("t{i}{}b", self.tag)
     }
     fn addr(&self, i: usize) -> String {
-        format!("10.78.{i}.2:7700")
+        format!("{}:7700", self.nets[i].host(2))
     }
 
     fn up(n: usize) -> Lab {
-        let tag = format!("{}", std::process::id() % 100_000);
+        // Names no one on the host has (so only the lab's own are made
+        // and deleted), and control subnets the host does not route.
+        let stem = format!("{}", std::process::id() % 100_000);
+        let names = |t: &str| {
+            let mut v = vec![format!("s{t}")];
+            for i in 0..n {
+                v.extend([format!("w{i}{t}"), format!("c{i}{t}r"), format!("c{i}{t}w")]);
+                v.extend([format!("t{i}{t}a"), format!("t{i}{t}b")]);
+            }
+            v
+        };
+        let tag = std::iter::once(stem.clone())
+            .chain(('c'..='z').map(|c| format!("{stem}{c}")))
+            .find(|t| names(t).iter().all(|n| sluice_testkit::name_free(n)))
+            .unwrap_or_else(|| panic!("lab names {stem}..{stem}z are all taken on this host"));
+        let nets = (0..n)
+            .map(|_| sluice_testkit::free_subnet(sluice_testkit::Subnet([10, 78, 0])))
+            .collect();
         let lab = Lab {
             tag,
+            nets,
             workers: Vec::new(),
             logs: Vec::new(),
         };
         let s = lab.sink();
-        let _ = Command::new("ip").args(["netns", "del", &s]).output();
         sh(&["ip", "netns", "add", &s]);
         let ns = |ns: &str, args: &[&str]| {
             let mut v = vec!["ip", "netns", "exec", ns];
@@ -102,8 +122,6 @@ impl Lab {
         for i in 0..n {
             let (w, tx, rx) = (lab.wns(i), lab.tx(i), lab.rx(i));
             let (cr, cw) = (format!("c{i}{}r", lab.tag), format!("c{i}{}w", lab.tag));
-            let _ = Command::new("ip").args(["netns", "del", &w]).output();
-            let _ = Command::new("ip").args(["link", "del", &cr]).output();
             sh(&["ip", "netns", "add", &w]);
             sh(&[
                 "ip", "link", "add", &tx, "type", "veth", "peer", "name", &rx,
@@ -114,12 +132,9 @@ impl Lab {
                 "ip", "link", "add", &cr, "type", "veth", "peer", "name", &cw,
             ]);
             sh(&["ip", "link", "set", &cw, "netns", &w]);
-            sh(&["ip", "addr", "add", &format!("10.78.{i}.1/24"), "dev", &cr]);
+            sh(&["ip", "addr", "add", &lab.nets[i].cidr(1), "dev", &cr]);
             sh(&["ip", "link", "set", &cr, "up"]);
-            ns(
-                &w,
-                &["ip", "addr", "add", &format!("10.78.{i}.2/24"), "dev", &cw],
-            );
+            ns(&w, &["ip", "addr", "add", &lab.nets[i].cidr(2), "dev", &cw]);
             for dev in [&cw, &tx, &"lo".to_string()] {
                 ns(&w, &["ip", "link", "set", dev, "up"]);
             }
@@ -189,7 +204,7 @@ impl Drop for Lab {
             let _ = w.kill();
             let _ = w.wait();
         }
-        for i in 0..8 {
+        for i in 0..self.nets.len() {
             let _ = Command::new("ip")
                 .args(["netns", "del", &self.wns(i)])
                 .output();
@@ -1295,7 +1310,13 @@ fn workers_report_what_chrony_and_linuxptp_say_of_their_clocks() {
     // software timestamps, layer 2) for worker 1. Neither daemon steers
     // the host's clock (chronyd -x, ptp4l free_running).
     let ts = format!("k{}", lab.tag);
-    let _ = Command::new("ip").args(["netns", "del", &ts]).output();
+    for n in [
+        ts.clone(),
+        format!("k0{}s", lab.tag),
+        format!("k1{}s", lab.tag),
+    ] {
+        assert!(sluice_testkit::name_free(&n), "{n} is already on this host");
+    }
     sh(&["ip", "netns", "add", &ts]);
     let mut daemons = Daemons(Vec::new(), ts.clone());
     let ns = |n: &str, args: &[&str]| {

@@ -170,22 +170,16 @@ fn series_udp_sink_reaches_a_real_receiver_intact_with_per_flow_counts() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let net = Net::up("slu");
+    let mut net = Net::up("slu");
     net.address();
     let d = tmpdir("veth-series-udp");
     let arc = series_archive(&d, 500, 20);
+    let to = format!("udp:{}:9000", net.ip(2));
     let (got, summary) = play_into_receiver(
         &net,
         &d,
         &arc,
-        &[
-            "--to",
-            "udp:10.77.0.2:9000",
-            "--payload",
-            "record",
-            "--fast-forward",
-            "2",
-        ],
+        &["--to", &to, "--payload", "record", "--fast-forward", "2"],
     );
     let sent = archive_records(&arc);
     let got: Vec<Vec<u8>> = got.into_iter().map(|r| r.1).collect();
@@ -212,15 +206,18 @@ fn series_frames_through_afpacket_are_reassembled_by_the_receivers_kernel() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let net = Net::up("slr");
+    let mut net = Net::up("slr");
     let mac = net.address();
     let d = tmpdir("veth-series-frag");
     // 3000-byte values: every datagram is 3 IP fragments at MTU 1500.
     let arc = series_archive(&d, 100, 3000);
     let map = d.join("map.csv");
+    let (src, dst) = (net.ip(1), net.ip(2));
     std::fs::write(
         &map,
-        "device_id,src_ip,dst_ip,src_port,dst_port\nSENSOR0,10.77.0.1,10.77.0.2,4000,9000\nSENSOR1,10.77.0.1,10.77.0.2,4001,9000\nSENSOR2,10.77.0.1,10.77.0.2,4002,9000\n",
+        format!(
+            "device_id,src_ip,dst_ip,src_port,dst_port\nSENSOR0,{src},{dst},4000,9000\nSENSOR1,{src},{dst},4001,9000\nSENSOR2,{src},{dst},4002,9000\n"
+        ),
     )
     .unwrap();
     let to = format!("afpacket:{}", net.tx());
@@ -315,24 +312,28 @@ fn series_udp_sink_sends_each_mapped_device_from_its_own_port() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let net = Net::up("slp");
+    let mut net = Net::up("slp");
     net.address();
     let d = tmpdir("veth-series-udp-ports");
     let arc = series_archive(&d, 100, 20);
     let map = d.join("map.csv");
+    let (src, dst) = (net.ip(1), net.ip(2));
     // SENSOR2 is left to the defaults: the kernel's address, port 20000.
     std::fs::write(
         &map,
-        "device_id,src_ip,dst_ip,src_port,dst_port\nSENSOR0,10.77.0.1,10.77.0.2,4000,9000\nSENSOR1,10.77.0.1,10.77.0.2,4001,9000\n",
+        format!(
+            "device_id,src_ip,dst_ip,src_port,dst_port\nSENSOR0,{src},{dst},4000,9000\nSENSOR1,{src},{dst},4001,9000\n"
+        ),
     )
     .unwrap();
+    let to = format!("udp:{dst}:9000");
     let (got, summary) = play_into_receiver(
         &net,
         &d,
         &arc,
         &[
             "--to",
-            "udp:10.77.0.2:9000",
+            &to,
             "--map",
             map.to_str().unwrap(),
             "--payload",
@@ -365,7 +366,7 @@ fn series_udp_sink_sends_each_mapped_device_from_its_own_port() {
         })
         .collect();
     assert!(
-        flows.contains(&("SENSOR0".into(), "10.77.0.1:4000".into())),
+        flows.contains(&("SENSOR0".into(), format!("{src}:4000"))),
         "{flows:?}"
     );
     assert!(
@@ -619,23 +620,26 @@ fn checksums_left_to_the_device_are_computed_or_trusted_downstream() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let net = Net::up("slk");
+    let mut net = Net::up("slk");
     let mac = net.address();
     let d = tmpdir("veth-csum");
     let session = d.join("s.yaml");
-    // To the receiver (10.77.0.2:9000): 40 UDP flows; beside it, TCP and
+    let (src, dst) = (net.ip(1), net.ip(2));
+    // To the receiver (NET.2:9000): 40 UDP flows; beside it, TCP and
     // IPv6 flows of random sizes and a prefixed UDP flow.
     std::fs::write(
         &session,
-        "flows:\n\
-         - {proto: udp4, src: 10.77.0.1, dst: 10.77.0.2, sport: 5000, dport: 9000, start: 0, \
-            packets: 10, pps: 1000, payload: [1, 1400], count: 40, step: {sport: 1}}\n\
-         - {proto: tcp4, src: 10.0.0.1, dst: 10.99.0.2, sport: 1000, dport: 80, start: 0, \
-            packets: 10, pps: 1000, payload: [0, 1400], count: 20, step: {src: 1, sport: 1}}\n\
-         - {proto: udp6, src: '2001:db8::1', dst: '2001:db8::2', sport: 1000, dport: 53, \
-            start: 0, packets: 10, pps: 1000, payload: [0, 1200], count: 20, step: {sport: 1}}\n\
-         - {proto: udp4, src: 10.0.0.1, dst: 10.99.0.2, sport: 7, dport: 53, start: 0, \
-            packets: 10, pps: 1000, payload: 33, prefix: 'odd-length prefix', count: 1}\n",
+        format!(
+            "flows:\n\
+         - {{proto: udp4, src: {src}, dst: {dst}, sport: 5000, dport: 9000, start: 0, \
+            packets: 10, pps: 1000, payload: [1, 1400], count: 40, step: {{sport: 1}}}}\n\
+         - {{proto: tcp4, src: 10.0.0.1, dst: 10.99.0.2, sport: 1000, dport: 80, start: 0, \
+            packets: 10, pps: 1000, payload: [0, 1400], count: 20, step: {{src: 1, sport: 1}}}}\n\
+         - {{proto: udp6, src: '2001:db8::1', dst: '2001:db8::2', sport: 1000, dport: 53, \
+            start: 0, packets: 10, pps: 1000, payload: [0, 1200], count: 20, step: {{sport: 1}}}}\n\
+         - {{proto: udp4, src: 10.0.0.1, dst: 10.99.0.2, sport: 7, dport: 53, start: 0, \
+            packets: 10, pps: 1000, payload: 33, prefix: 'odd-length prefix', count: 1}}\n"
+        ),
     )
     .unwrap();
     let send = |cap: &Path| {

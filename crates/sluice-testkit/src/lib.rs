@@ -13,9 +13,16 @@
 //! capture either: each is written to stderr when it happens, and a test
 //! binary that skipped any prints one summary line after its `test result`
 //! line, naming every skipped test and what it lacked.
+//!
+//! A test network put in the root namespace takes its addresses from
+//! [`free_subnet`] and its names where [`name_free`] allows ([`net`]), so
+//! that it can neither take over a subnet the host routes nor delete an
+//! interface it did not make.
 
+pub mod net;
 mod schema;
 mod skips;
+pub use net::{free_subnet, name_free, Subnet, SubnetLease};
 pub use schema::{checked_json, checked_json_lines, schema_errors, schema_tags};
 pub use skips::skip;
 

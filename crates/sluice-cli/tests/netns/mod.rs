@@ -25,6 +25,8 @@ pub fn can_run() -> bool {
 /// A veth pair `<tag>a` (here) ↔ `<tag>b` (in namespace `<tag>`), removed on drop.
 pub struct Net {
     pub tag: String,
+    /// The /24 of [`Net::address`], held while the pair exists.
+    subnet: Option<sluice_testkit::SubnetLease>,
 }
 
 impl Net {
@@ -35,12 +37,13 @@ impl Net {
     /// As [`Net::up`], each side with `queues` TX and RX queues (one per
     /// XDP socket, so one per TX thread on `xdp:`).
     pub fn with_queues(tag: &str, queues: usize) -> Net {
-        let tag = format!("{tag}{}", std::process::id() % 100_000);
+        let tag = free_tag(tag);
         let (a, b) = (format!("{tag}a"), format!("{tag}b"));
-        let _ = Command::new("ip").args(["link", "del", &a]).output();
-        let _ = Command::new("ip").args(["netns", "del", &tag]).output();
         sh(&["ip", "netns", "add", &tag]);
-        let net = Net { tag: tag.clone() };
+        let net = Net {
+            tag: tag.clone(),
+            subnet: None,
+        };
         let q = queues.to_string();
         sh(&[
             "ip",
@@ -86,22 +89,20 @@ impl Net {
         format!("{}a", self.tag)
     }
 
-    /// Addresses 10.77.0.1/24 (here) and 10.77.0.2/24 (in the namespace);
-    /// returns the namespace side's MAC address.
-    pub fn address(&self) -> String {
+    /// Addresses NET.1/24 (here) and NET.2/24 (in the namespace), NET a
+    /// /24 the host does not use (10.77.0 where free: [`Net::ip`] says
+    /// which); returns the namespace side's MAC address.
+    pub fn address(&mut self) -> String {
         let b = format!("{}b", self.tag);
-        sh(&["ip", "addr", "add", "10.77.0.1/24", "dev", &self.tx()]);
+        let net = self
+            .subnet
+            .insert(sluice_testkit::free_subnet(sluice_testkit::Subnet([
+                10, 77, 0,
+            ])));
+        let (here, there) = (net.cidr(1), net.cidr(2));
+        sh(&["ip", "addr", "add", &here, "dev", &self.tx()]);
         sh(&[
-            "ip",
-            "netns",
-            "exec",
-            &self.tag,
-            "ip",
-            "addr",
-            "add",
-            "10.77.0.2/24",
-            "dev",
-            &b,
+            "ip", "netns", "exec", &self.tag, "ip", "addr", "add", &there, "dev", &b,
         ]);
         sh(&[
             "ip", "netns", "exec", &self.tag, "ip", "link", "set", "lo", "up",
@@ -114,7 +115,13 @@ impl Net {
         String::from_utf8_lossy(&o.stdout).trim().to_string()
     }
 
-    /// A UDP server on 10.77.0.2:9000 in the namespace (Python, the kernel's
+    /// Host `n` of the pair's /24 (1 here, 2 in the namespace), once
+    /// [`Net::address`] gave them.
+    pub fn ip(&self, n: u8) -> String {
+        self.subnet.as_ref().expect("Net::address first").host(n)
+    }
+
+    /// A UDP server on NET.2:9000 in the namespace (Python, the kernel's
     /// own UDP stack and reassembly) writing `src_ip src_port hex` per
     /// datagram to `out`; it exits after 2 s without traffic (60 s before
     /// the first datagram).
@@ -123,7 +130,7 @@ impl Net {
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
-s.bind(("10.77.0.2", 9000))
+s.bind((sys.argv[2], 9000))
 # The first datagram may take long on a loaded machine; then 2 s of
 # silence ends the stream.
 s.settimeout(60.0)
@@ -140,6 +147,7 @@ with open(sys.argv[1], "w") as out:
         let mut child = Command::new("ip")
             .args(["netns", "exec", &self.tag, "python3", "-c", script])
             .arg(out)
+            .arg(self.ip(2))
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
@@ -172,6 +180,22 @@ impl Drop for Net {
             .args(["netns", "del", &self.tag])
             .output();
     }
+}
+
+/// `<base><pid>`, or with a letter after it where that is taken: a tag
+/// whose namespace and interfaces (`<tag>a`, `<tag>b`) no one on the host
+/// has, so the pair never replaces, nor its drop deletes, anyone else's.
+pub fn free_tag(base: &str) -> String {
+    let stem = format!("{base}{}", std::process::id() % 100_000);
+    let free = |t: &String| {
+        [t.clone(), format!("{t}a"), format!("{t}b")]
+            .iter()
+            .all(|n| sluice_testkit::name_free(n))
+    };
+    std::iter::once(stem.clone())
+        .chain(('c'..='z').map(|c| format!("{stem}{c}")))
+        .find(free)
+        .unwrap_or_else(|| panic!("{stem}: every tag up to {stem}z is taken on this host"))
 }
 
 /// tcpdump on IFACE in namespace NS writing OUT (nanosecond stamps,
