@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 secs=${1:-300}
 bin=${2:-"$here/target/x86_64-unknown-linux-gnu/release"}
 out=${3:-"$here/artifacts/run"}
-targets="archive_reader control_plane erf_reader header_rewrite inject_decoder pcap_reader pcapng_reader tcpprep_cache text_inputs tsh_reader"
+targets="archive_reader control_plane erf_reader header_rewrite inject_decoder pcap_differential pcap_reader pcapng_reader tcpprep_cache text_inputs tsh_reader"
 mkdir -p "$out"
 for t in $targets; do
     mkdir -p "$here/corpus/$t" "$out/$t"
@@ -20,13 +20,13 @@ for t in $targets; do
         "$here/corpus/$t" > /dev/null 2> "$out/$t.log" &
 done
 wait || true
-printf '%-16s %12s %8s %8s\n' target executions corpus crashes
+printf '%-18s %12s %8s %8s\n' target executions corpus crashes
 fail=0
 for t in $targets; do
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/$t.log" | grep -o '[0-9]*$' || echo '?')
     corp=$(ls "$here/corpus/$t" | wc -l)
     crashes=$(ls "$out/$t" | grep -c -E '^(crash|leak|timeout|oom)-' || true)
     [ "$crashes" -eq 0 ] || fail=1
-    printf '%-16s %12s %8s %8s\n' "$t" "$execs" "$corp" "$crashes"
+    printf '%-18s %12s %8s %8s\n' "$t" "$execs" "$corp" "$crashes"
 done
 exit $fail

@@ -2,6 +2,7 @@
 # Seeds the fuzz corpora from the shared test data:
 #   *.pcap   -> fuzz/corpus/pcap_reader/
 #   *.pcapng -> fuzz/corpus/pcapng_reader/
+#   both     -> fuzz/corpus/pcap_differential/
 #   testdata/traces ERF and TSH -> fuzz/corpus/erf_reader/, tsh_reader/
 #   timeseries CSVs, converted by `sluice series convert` (text and i32/f64
 #   data), first 64 KiB of each -> fuzz/corpus/archive_reader/
@@ -28,6 +29,9 @@ cp "$here"/../testdata/traces/*.erf "$here/corpus/erf_reader/"
 gzip -dc "$here"/../testdata/traces/*.tsh.gz > "$here/corpus/tsh_reader/libtrace_10_packets"
 cp "$src"/pcap/*.pcap "$here/corpus/pcap_reader/"
 cp "$src"/pcap/*.pcapng "$here/corpus/pcapng_reader/"
+# The differential target reads both formats.
+mkdir -p "$here/corpus/pcap_differential"
+cp "$src"/pcap/*.pcap "$src"/pcap/*.pcapng "$here/corpus/pcap_differential/"
 if [ -d "$src/tcpprep" ]; then
     mkdir -p "$here/corpus/tcpprep_cache"
     cp "$src"/tcpprep/test.* "$here/corpus/tcpprep_cache/"
