@@ -141,6 +141,15 @@ impl<'a> SendPlan<'a> {
             stop,
             ..self.engine
         };
+        if let Some(at) = cfg.start_at {
+            let wait = at.saturating_sub(sluice_sys::clock::realtime_ns());
+            if wait >= 1_000_000_000 && !o.quiet {
+                eoutln!(
+                    "sluice: waiting {} for --start-at {at} (SIGINT stops)",
+                    sluice_core::Nanos(wait)
+                );
+            }
+        }
         let beside = o
             .rx
             .as_deref()

@@ -512,6 +512,11 @@ impl FlowEntry {
                 }
             }
         }
+        if let Length::Range([a, b]) = self.payload {
+            if b < a {
+                return Err(format!("payload [{a}, {b}] must be ordered (low, high)"));
+            }
+        }
         if let Some([a, b]) = self.vary.pps {
             if !(a.is_finite() && b.is_finite() && a > 0.0 && b >= a) {
                 return Err(format!("vary.pps [{a}, {b}] must be positive and ordered"));
@@ -557,6 +562,17 @@ mod tests {
         assert!(matches!(e, SessionError::Entry { index: 1, .. }), "{e:?}");
         assert!(
             e.to_string().starts_with("s.yaml: flows[1]: src ::1"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_payload_range_must_be_ordered() {
+        let text = "flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1, \
+                    payload: [900, 100]}\n";
+        let e = Session::parse("s.yaml", text, true).unwrap_err();
+        assert!(
+            e.to_string().contains("payload [900, 100] must be ordered"),
             "{e}"
         );
     }

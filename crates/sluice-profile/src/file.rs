@@ -257,6 +257,10 @@ pub struct Profile {
     pub inputs: Vec<PathBuf>,
 }
 
+/// Longest mean gap a profile may ask for, ns (a `MonoTime` holds 2^63 ns
+/// of a run).
+const MAX_GAP_NS: f64 = 9.223_372_036_854_776e18;
+
 /// Packets a whole-sequence analysis (the Fourier plan, a spectrum) may
 /// synthesize: about ten seconds of drawing.
 pub const MAX_ANALYZED: f64 = (1u64 << 30) as f64;
@@ -440,12 +444,35 @@ impl Profile {
                 Err(err(key, format!("must be positive, got {v}")))
             }
         };
+        // A mean gap sluice can pace: at least 1 ns, at most ~292 years.
+        let paceable = |key: &str, gap: f64, what: &str| {
+            if (1.0..=MAX_GAP_NS).contains(&gap) {
+                Ok(gap)
+            } else {
+                let shown = if gap.is_finite() {
+                    format!("{gap:.3e} ns")
+                } else {
+                    "beyond any number of ns".into()
+                };
+                Err(err(
+                    key,
+                    format!(
+                        "{what} gives a mean gap of {shown}: a gap must be between 1 ns \
+                         and {MAX_GAP_NS:.3e} ns (2^63 ns)"
+                    ),
+                ))
+            }
+        };
         let mean_ns = if let Some(r) = &f.rate {
             let r = positive("rate", r.rate().map_err(|w| err("rate", w))?)?;
-            Some(1e9 / r)
+            Some(paceable("rate", 1e9 / r, &format!("{r:e} packets/s"))?)
         } else if let Some(b) = &f.bitrate {
             let b = positive("bitrate", b.rate().map_err(|w| err("bitrate", w))?)?;
-            Some(1e9 * 8.0 * size.mean / b)
+            Some(paceable(
+                "bitrate",
+                1e9 * 8.0 * size.mean / b,
+                &format!("{b:e} bit/s"),
+            )?)
         } else if let Some(m) = g.mean {
             Some(positive("ipd.mean", m.0 .0 as f64)?)
         } else {

@@ -113,7 +113,7 @@ mod tests {
         assert!(e.contains("is not an interface queue (0-4095)"), "{e}");
         assert_eq!(parse_queue_list("4094-4095"), Ok(vec![4094, 4095]));
         // Repeated entries cannot grow it past the bound either.
-        let many = vec!["0-4095"; 3].join(",");
+        let many = ["0-4095"; 3].join(",");
         assert!(parse_queue_list(&many)
             .unwrap_err()
             .contains("more than 4096"));

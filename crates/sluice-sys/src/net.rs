@@ -30,6 +30,23 @@ pub fn queues(iface: &str, direction: &str) -> io::Result<usize> {
     Ok(n)
 }
 
+/// The interfaces of this network namespace, sorted, for an error about
+/// one that is not there: "(here: eth0, lo)".
+pub fn list_interfaces() -> String {
+    let mut names: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    if names.is_empty() {
+        return String::new();
+    }
+    format!(" (interfaces here: {})", names.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

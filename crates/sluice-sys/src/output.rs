@@ -107,6 +107,18 @@ impl Output {
         if let Ok(m) = fs::symlink_metadata(target) {
             let t = m.file_type();
             if t.is_symlink() {
+                // /dev/stdout and its kin: a link to this process's own
+                // descriptor, written in place when it is a terminal,
+                // a device or a pipe.
+                if let Some(file) = std_stream(target) {
+                    return Ok(Output {
+                        target: target.to_path_buf(),
+                        state: State::InPlace(file),
+                        lock: None,
+                        existed: true,
+                        rescued: Vec::new(),
+                    });
+                }
                 return Err(OutputError::Symlink {
                     path: target.display().to_string(),
                 });
@@ -279,6 +291,25 @@ impl Output {
             State::Done => Ok(self.target.clone()),
         }
     }
+}
+
+/// `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` or `/proc/self/fd/N` opened
+/// for writing when the descriptor it names is a character device, a
+/// FIFO or a pipe (never a regular file, which it would overwrite from
+/// its start); None otherwise.
+fn std_stream(target: &Path) -> Option<File> {
+    use std::os::unix::fs::FileTypeExt;
+    let s = target.to_str()?;
+    let ours = ["/dev/stdout", "/dev/stderr"].contains(&s)
+        || ["/dev/fd/", "/proc/self/fd/"]
+            .iter()
+            .any(|p| s.strip_prefix(p).is_some_and(|n| n.parse::<u32>().is_ok()));
+    if !ours {
+        return None;
+    }
+    let file = OpenOptions::new().write(true).open(target).ok()?;
+    let t = file.metadata().ok()?.file_type();
+    (t.is_char_device() || t.is_fifo()).then_some(file)
 }
 
 /// The suffix of the hidden temporary files.
@@ -592,6 +623,25 @@ mod tests {
         o.commit().unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"line B\n");
         assert!(!partial.exists());
+    }
+
+    #[test]
+    fn dev_stdout_is_written_in_place_when_it_is_a_pipe_or_device() {
+        // Whatever stdout is here, /dev/null through /proc/self/fd works.
+        let null = File::options().write(true).open("/dev/null").unwrap();
+        use std::os::fd::AsRawFd;
+        let path = PathBuf::from(format!("/proc/self/fd/{}", null.as_raw_fd()));
+        let mut o = Output::create(&path).unwrap();
+        o.write_all(b"x").unwrap();
+        o.commit().unwrap();
+        // A link to a regular file is still refused.
+        let dir = tempfile::tempdir().unwrap();
+        let f = File::create(dir.path().join("f")).unwrap();
+        let path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+        assert!(matches!(
+            Output::create(&path),
+            Err(OutputError::Symlink { .. })
+        ));
     }
 
     #[test]

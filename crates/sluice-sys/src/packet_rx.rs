@@ -241,7 +241,10 @@ pub(crate) fn ifindex(iface: &str) -> io::Result<u32> {
     // SAFETY: a valid NUL-terminated string.
     let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
     if index == 0 {
-        return Err(os_err(format!("no interface {iface}")));
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no interface {iface}{}", crate::net::list_interfaces()),
+        ));
     }
     Ok(index)
 }

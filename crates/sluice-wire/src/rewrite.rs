@@ -160,6 +160,10 @@ impl FromStr for TtlOp {
             Some(b'-') => (TtlOp::Sub, &s[1..]),
             _ => (TtlOp::Set, s),
         };
+        // Digits only: `u8::from_str` would take a second sign (`++1`).
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
         Ok(op(n.parse().map_err(|_| bad())?))
     }
 }
@@ -1096,6 +1100,9 @@ mod tests {
         assert_eq!("+3".parse::<TtlOp>().unwrap(), TtlOp::Add(3));
         assert_eq!("7".parse::<TtlOp>().unwrap(), TtlOp::Set(7));
         assert!("300".parse::<TtlOp>().is_err());
+        for bad in ["++1", "+-1", "--1", "+", ""] {
+            assert!(bad.parse::<TtlOp>().is_err(), "{bad}");
+        }
         assert!("2000-1000:5".parse::<PortMap>().is_err());
         assert!("80".parse::<PortMap>().is_err());
         assert_eq!(TtlOp::Sub(100).apply(64), 1);

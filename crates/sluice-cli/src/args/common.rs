@@ -135,7 +135,7 @@ impl RefTiming {
 #[derive(Args, Debug, Default)]
 pub struct ShareOpts {
     /// Start at this CLOCK_REALTIME instant, in ns since the epoch (hosts whose clocks agree start together).
-    #[arg(long, value_name = "NS")]
+    #[arg(long, value_name = "NS", value_parser = super::values::start_instant)]
     pub start_at: Option<u64>,
     /// Send only share K of N (1 <= K <= N) of the job: flows by symmetric 5-tuple (replay, flows run), devices (series play) or every Nth packet of the global schedule (profile run).
     #[arg(long, value_name = "K/N", value_parser = sluice_source::Share::parse)]

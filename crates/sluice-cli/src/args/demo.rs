@@ -1,6 +1,6 @@
 //! `sluice demo` arguments.
 
-use super::values::{count, rate};
+use super::values::{positive_count, rate};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -13,7 +13,7 @@ pub struct DemoArgs {
     #[arg(long, value_parser = rate, default_value = "20k")]
     pub pps: f64,
     /// Packets in the demo trace.
-    #[arg(long, value_parser = count, default_value = "20000")]
+    #[arg(long, value_parser = positive_count, default_value = "20000")]
     pub packets: u64,
     /// Never use a veth pair, even as root.
     #[arg(long)]

@@ -1,7 +1,7 @@
 //! `sluice pace` arguments.
 
 use super::common::RunOpts;
-use super::values::{count, positive_duration, rate};
+use super::values::{positive_count, positive_duration, rate};
 use clap::{ArgGroup, Args};
 use sluice_core::Nanos;
 use std::path::PathBuf;
@@ -31,10 +31,10 @@ pub struct PaceArgs {
     #[arg(long)]
     pub per_flow: bool,
     /// Most frames waiting to depart; one arriving to a full backlog is dropped and counted.
-    #[arg(long, value_parser = count, default_value_t = 1000)]
+    #[arg(long, value_parser = positive_count, default_value_t = 1000)]
     pub queue_limit: u64,
     /// Frames that may leave back to back after an idle spell (a token bucket's depth, in frames).
-    #[arg(long, value_parser = count, default_value_t = 1)]
+    #[arg(long, value_parser = positive_count, default_value_t = 1)]
     pub burst: u64,
     /// Write frames arriving on the --to interface for the TAP's MAC (and broadcasts) back into the TAP: TCP stays closed-loop.
     #[arg(long = "return")]

@@ -1,6 +1,6 @@
 //! `sluice rx` arguments.
 
-use super::values::{count, positive_duration};
+use super::values::{positive_count, positive_duration};
 use clap::Args;
 use sluice_core::Nanos;
 
@@ -12,7 +12,7 @@ pub struct RxArgs {
     #[arg(long, value_parser = positive_duration)]
     pub duration: Option<Nanos>,
     /// Stop once this many stamped frames arrived.
-    #[arg(long, value_parser = count)]
+    #[arg(long, value_parser = positive_count)]
     pub count: Option<u64>,
     /// Stop once no stamped frame arrived for this long, after the first.
     #[arg(long, value_parser = positive_duration)]

@@ -28,6 +28,35 @@ pub fn count(s: &str) -> Result<u64, String> {
     parse_count(s).map_err(|e| e.to_string())
 }
 
+/// Furthest ahead a `--start-at` instant may be.
+pub const MAX_START_AHEAD_NS: u64 = 7 * 24 * 3600 * 1_000_000_000;
+
+/// A `--start-at` instant: ns since the epoch, at most
+/// [`MAX_START_AHEAD_NS`] from now (a later one is a typo that would wait
+/// for years).
+pub fn start_instant(s: &str) -> Result<u64, String> {
+    let at: u64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not an instant in ns since the epoch"))?;
+    let now = sluice_sys::clock::realtime_ns();
+    if at > now.saturating_add(MAX_START_AHEAD_NS) {
+        return Err(format!(
+            "{at} is {:.1} days from now: a start may be at most 7 days ahead",
+            (at - now) as f64 / 86_400e9
+        ));
+    }
+    Ok(at)
+}
+
+/// A count of at least 1 (where 0 would make the run do nothing, or
+/// drop everything, without saying so).
+pub fn positive_count(s: &str) -> Result<u64, String> {
+    match count(s)? {
+        0 => Err(format!("'{s}': must be at least 1")),
+        n => Ok(n),
+    }
+}
+
 pub fn probability(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),

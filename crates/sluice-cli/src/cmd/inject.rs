@@ -62,6 +62,11 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
         _ => None,
     };
     let listener = Listener::bind(&a.listen).map_err(crate::open_failure)?;
+    let bound = listener.bound();
+    if matches!(&a.listen, Listen::Tcp(t) if t.port() == 0) {
+        // The port the kernel chose: clients cannot find it otherwise.
+        eoutln!("sluice: listening on {bound}");
+    }
     let cfg = InjectConfig {
         queue_limit: usize::try_from(a.queue_limit).unwrap_or(usize::MAX),
         window: a.window,
@@ -91,9 +96,8 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
             Listen::Tcp(_) => "loopback only, unauthenticated: --insecure-tcp",
         };
         eoutln!(
-            "sluice: injecting to {} for clients on {} ({access}; Ctrl-C stops)",
-            a.run.to,
-            a.listen
+            "sluice: injecting to {} for clients on {bound} ({access}; Ctrl-C stops)",
+            a.run.to
         );
     }
     plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))

@@ -200,6 +200,10 @@ fn sizes(a: &Rfc2544Args) -> Result<Vec<(usize, Vec<usize>)>, Failure> {
 }
 
 pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
+    // Trials are sending runs: a limit that would fail one part-way is
+    // refused before the first.
+    sluice_sys::mem::check_address_space(sluice_sys::mem::MIN_ADDRESS_SPACE, "an RFC 2544 trial")
+        .map_err(|e| bad_input(anyhow!(e)))?;
     if !(0.0..100.0).contains(&a.loss) {
         return Err(bad_input(anyhow!(
             "--loss must be at least 0 and below 100 (percent), got {}",

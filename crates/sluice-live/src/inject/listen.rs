@@ -113,6 +113,18 @@ impl Listener {
             Listener::Tcp(s) => s.as_fd(),
         }
     }
+
+    /// Where clients reach it, as bound: a TCP port 0 asked for is the
+    /// port the kernel chose.
+    pub fn bound(&self) -> Listen {
+        match self {
+            Listener::Unix(_, p) => Listen::Unix(p.clone()),
+            Listener::Tcp(s) => match s.local_addr() {
+                Ok(a) => Listen::Tcp(a),
+                Err(_) => Listen::Tcp(std::net::SocketAddr::from(([0, 0, 0, 0], 0))),
+            },
+        }
+    }
 }
 
 impl Drop for Listener {
