@@ -467,3 +467,49 @@ fn a_missing_trace_is_named_plainly() {
     );
     assert!(!err.contains("byte 0"), "{err}");
 }
+
+/// Issue 42, item 1: a full disk keeps the old output, and the count
+/// stderr names is the count of whole records in the `.partial` (it
+/// counted records still buffered when the write failed).
+#[test]
+fn a_full_disk_names_the_true_count_of_the_partial_output() {
+    let d = tmpdir("hardening-full");
+    let trace = d.join("t.pcap");
+    // About 2.4 MB of records, for a 1 MiB filesystem.
+    write_trace(&trace, 20_000, 1_000, 100);
+    let small = d.join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        sluice_testkit::skip("a full disk", "cannot mount a tmpfs (not root?)");
+        return;
+    }
+    let out = small.join("out.pcap");
+    write_trace(&out, 3, 1_000, 64);
+    let before = std::fs::read(&out).unwrap();
+    let o = run(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--clock",
+        "virtual",
+        "-q",
+        "--to",
+        &format!("pcap:{}", out.display()),
+    ]);
+    let err = stderr(&o);
+    let kept = std::fs::read(&out).unwrap();
+    let partial = read_all(&small.join("out.pcap.partial"));
+    let _ = Command::new("umount").arg(&small).status();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(kept, before, "{err}");
+    assert!(!partial.is_empty(), "{err}");
+    assert!(
+        err.contains(&format!("this run's {} packets are in", partial.len())),
+        "the partial holds {}: {err}",
+        partial.len()
+    );
+}
