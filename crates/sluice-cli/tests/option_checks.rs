@@ -71,6 +71,10 @@ fn values_out_of_range_are_refused_with_the_limit_named() {
     let d = tmpdir("opts-range");
     let t = d.join("t.pcap");
     write_trace(&t, 5, 1000, 64);
+    let o = run(&["replay", s(&t), "--to", "null", "-q", "-x", "1e-300"]);
+    refused(&o, "between 1e-9 and 1e9");
+    let o = run(&["replay", s(&t), "--to", "null", "-q", "--limit", "0"]);
+    refused(&o, "must be at least 1");
     let o = run(&["replay", s(&t), "--to", "null", "-q", "--ttl", "++1"]);
     refused(&o, "expected N, +N or -N");
     let o = run(&["pace", "--tap", "sl0", "--to", "null", "--queue-limit", "0"]);

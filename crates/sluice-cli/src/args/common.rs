@@ -2,7 +2,7 @@
 //! `flows run`), defined once. Defaults shown in `--help` are the
 //! libraries' own (`EngineConfig::default()`, `TxMode::default()`).
 
-use super::values::{count, cpus, duration, named, positive_duration, queues, CpuList};
+use super::values::{cpus, duration, named, positive_count, positive_duration, queues, CpuList};
 use clap::Args;
 use sluice_core::Nanos;
 use sluice_engine::{ClockChoice, EngineConfig};
@@ -17,7 +17,7 @@ pub struct RunOpts {
     #[arg(long, short = 't', default_value_t = SinkSpec::Null)]
     pub to: SinkSpec,
     /// Stop after N packets (series play: records).
-    #[arg(long, value_parser = count)]
+    #[arg(long, value_parser = positive_count)]
     pub limit: Option<u64>,
     /// Stop after this long, e.g. 10s.
     #[arg(long, value_parser = positive_duration)]

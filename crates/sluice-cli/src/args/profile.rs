@@ -1,7 +1,7 @@
 //! `sluice profile` arguments: synth, spectrum, run.
 
 use super::common::{RunOpts, ShareOpts};
-use super::values::{count, named, positive_duration};
+use super::values::{named, positive_count, positive_duration};
 use clap::{Args, Subcommand};
 use sluice_core::Nanos;
 use sluice_wire::MacAddr;
@@ -63,7 +63,7 @@ pub struct SynthArgs {
     #[command(flatten)]
     pub frame: FrameOpts,
     /// Stop after N packets (needed to write a trace larger than the free space the profile's expected size exceeds).
-    #[arg(long, value_parser = count)]
+    #[arg(long, value_parser = positive_count)]
     pub limit: Option<u64>,
 }
 

@@ -89,9 +89,11 @@ fn timing_mode(a: &ReplayArgs) -> Result<TimingMode, Failure> {
         TimingMode::Mbps(mbps)
     } else {
         let m = a.multiplier.unwrap_or(1.0);
-        if !(m.is_finite() && m > 0.0) {
+        // Gaps scaled by 1/m: beyond 1e9 either way a gap of a second
+        // becomes 30 years, or every gap rounds to 0 ns.
+        if !(m.is_finite() && (1e-9..=1e9).contains(&m)) {
             return Err(bad_input(anyhow!(
-                "--multiplier must be a positive number, got {m}"
+                "--multiplier must be between 1e-9 and 1e9, got {m}"
             )));
         }
         TimingMode::Recorded { multiplier: m }
