@@ -368,8 +368,13 @@ impl Profile {
         } else {
             serde_json::from_str(text).map_err(|e| err("", e.to_string()))?
         };
-        if !(scale.is_finite() && scale > 0.0) {
-            return Err(err("--scale", format!("must be positive, got {scale}")));
+        // A rate scaled past a million either way is a typo, not a lab's
+        // profile (and its gaps leave what sluice can pace).
+        if !(scale.is_finite() && (1e-6..=1e6).contains(&scale)) {
+            return Err(err(
+                "--scale",
+                format!("must be between 1e-6 and 1e6, got {scale:e}"),
+            ));
         }
         let packet = f.packet;
         if !matches!(packet.proto.as_str(), "udp4" | "udp6") {

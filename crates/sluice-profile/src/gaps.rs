@@ -246,7 +246,7 @@ impl GapLaw {
         let median = v[v.len() / 2];
         if median < 1.0 {
             return Err(format!(
-                "{}: half its gaps are under 1 ns (median {median:.3e} ns for a mean of {} ns): \
+                "{}: half its gaps are under 1 ns (median {median:.3e} ns for a mean of {:.3e} ns): \
                  no link sends frames that close; choose a larger shape or a smaller spread",
                 self.name(),
                 self.mean
