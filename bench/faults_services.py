@@ -108,8 +108,11 @@ def run(sluice, seconds, seed, work):
     counts, failures = {}, []
     held = []
     peak = {"inject": 0, "worker": 0}
-    end = time.time() + seconds
+    start = time.time()
+    end = start + seconds
     step = 0
+    # Resident memory at each tenth of the run: flat, not just bounded.
+    trace, next_mark = [], start
 
     def count(name):
         counts[name] = counts.get(name, 0) + 1
@@ -134,6 +137,9 @@ def run(sluice, seconds, seed, work):
                 peak[name] = max(peak[name], rss(p.pid))
         if end == 0:
             break
+        if time.time() >= next_mark:
+            trace.append((time.time() - start, rss(inject.pid), rss(worker.pid)))
+            next_mark += seconds / 10
         action = rng.randrange(10)
         try:
             if action == 0:
@@ -198,6 +204,16 @@ def run(sluice, seconds, seed, work):
         fail(f"worker peak resident {peak['worker'] >> 20} MiB")
     for name, n in sorted(counts.items()):
         print(f"{name:40} {n:6}")
+    for t, i, w in trace:
+        print(f"rss at {t:7.0f} s: inject {i >> 20:4} MiB, worker {w >> 20:4} MiB")
+    if len(trace) >= 4:
+        # Growth over the second half: a leak grows steadily, a cache or
+        # an allocator's arenas settle in the first half.
+        half = len(trace) // 2
+        for k, name in ((1, "inject"), (2, "worker")):
+            grew = trace[-1][k] - trace[half][k]
+            if grew > 32 << 20:
+                fail(f"{name} resident grew {grew >> 20} MiB over the second half")
     print(f"services: {seconds} s, {step} actions, peak resident inject "
           f"{peak['inject'] >> 20} MiB, worker {peak['worker'] >> 20} MiB, "
           f"{len(failures)} failures (seed {seed})")

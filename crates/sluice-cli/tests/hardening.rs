@@ -424,6 +424,24 @@ fn a_fifo_input_honours_sigterm_and_is_never_read_twice() {
     assert!(stderr(&o).contains("can be read once"), "{}", stderr(&o));
     let o = run(&["replay", f, f, "--to", "null", "-q"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // Both laws of a profile from one FIFO: refused before either reads.
+    let both = d.join("both.yaml");
+    std::fs::write(
+        &both,
+        "seed: 1\npackets: 10\nipd: {dist: empirical, from: in.pcap}\n\
+         size: {dist: empirical, from: in.pcap}\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "profile",
+        "run",
+        both.to_str().unwrap(),
+        "--to",
+        "null",
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("can be read once"), "{}", stderr(&o));
     // A profile whose law reads the FIFO: no writer comes; SIGTERM ends
     // the wait (a blocking open restarted after every signal).
     let profile = d.join("p.yaml");

@@ -409,6 +409,22 @@ impl Profile {
         .flatten()
         .map(|p| dir.join(p))
         .collect();
+        // Both laws from one FIFO or pipe: the second would wait for a
+        // writer that has gone.
+        if let [a, b] = &inputs[..] {
+            use std::os::unix::fs::FileTypeExt;
+            let once = std::fs::metadata(a).is_ok_and(|m| !m.file_type().is_file());
+            if once && (a == b || same_inode(a, b)) {
+                return Err(err(
+                    "size.from",
+                    format!(
+                        "{}: a FIFO, pipe or device can be read once, and ipd.from reads it \
+                         too: give a file",
+                        b.display()
+                    ),
+                ));
+            }
+        }
         let size = match f.size {
             None => SizeLaw::constant(64.max(packet.header_len())),
             Some(s) => size_law(&s, dir, packet.header_len()).map_err(|(k, w)| err(&k, w))?,
@@ -776,6 +792,15 @@ fn input(dir: &Path, from: &Path) -> Result<PathBuf, String> {
         }
     }
     Ok(dir.join(from))
+}
+
+/// Whether two existing paths are one file.
+fn same_inode(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
 }
 
 /// The gaps (ns, in order, steps back left out) and frame lengths of a

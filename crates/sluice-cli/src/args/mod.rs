@@ -58,7 +58,7 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SLUICE_
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// Memory budget of every large allocation (preloads, flow tables, inject's queue), e.g. 2G; default: half of the least of MemAvailable, the RLIMIT_AS/RLIMIT_DATA room and the cgroup's memory.max room.
+    /// Memory budget of every large allocation (preloads, flow tables, inject's queue), e.g. 2G; default: half of the least of MemAvailable, the RLIMIT_AS/RLIMIT_DATA room and the room every cgroup level (v1 or v2) leaves.
     #[arg(long, global = true, value_parser = values::count, value_name = "BYTES")]
     pub max_memory: Option<u64>,
 }
