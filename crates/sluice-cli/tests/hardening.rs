@@ -531,3 +531,49 @@ fn a_full_disk_names_the_true_count_of_the_partial_output() {
         partial.len()
     );
 }
+
+/// Issue 42, item 1: an interrupted run's summary and log replace no
+/// earlier ones either; they go beside them.
+#[test]
+fn an_interrupted_runs_summary_and_log_replace_nothing() {
+    let d = tmpdir("hardening-int-json");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 100_000, 1_000_000, 100);
+    let (summary, stats) = (d.join("s.json"), d.join("st.jsonl"));
+    std::fs::write(&summary, b"earlier summary\n").unwrap();
+    std::fs::write(&stats, b"earlier log\n").unwrap();
+    let mut c = sluice()
+        .args([
+            "replay",
+            trace.to_str().unwrap(),
+            "--pps",
+            "2000",
+            "-q",
+            "--to",
+            "null",
+            "--summary-json",
+            summary.to_str().unwrap(),
+            "--stats-json",
+            stats.to_str().unwrap(),
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The log is followed as it grows: its first line is in the partial.
+    let log = d.join("st.jsonl.partial");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&log).map_or(true, |t| t.is_empty()) {
+        assert!(t0.elapsed().as_secs() < 60, "no line in {}", log.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(c.id(), "-INT");
+    let status = wait_within(&mut c, Duration::from_secs(60));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut c.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert_eq!(std::fs::read(&summary).unwrap(), b"earlier summary\n");
+    assert_eq!(std::fs::read(&stats).unwrap(), b"earlier log\n");
+    let kept = std::fs::read_to_string(d.join("s.json.partial")).unwrap();
+    assert!(kept.contains("\"interrupted\": true"), "{kept}");
+    assert!(err.contains("st.jsonl.partial"), "{err}");
+}
