@@ -14,10 +14,13 @@ pub(crate) const ETH_P_8021Q: [u8; 2] = [0x81, 0x00];
 pub(crate) fn read_mtu(iface: &str) -> Result<usize, SinkError> {
     sluice_sys::net::interface_mtu(iface).map_err(|e| match e.kind() {
         std::io::ErrorKind::InvalidData => SinkError::Config(e.to_string()),
-        _ => SinkError::Config(format!(
-            "interface '{iface}' not found{}",
-            sluice_sys::net::list_interfaces()
-        )),
+        _ => SinkError::os(
+            format!(
+                "interface '{iface}' not found{}",
+                sluice_sys::net::list_interfaces()
+            ),
+            e,
+        ),
     })
 }
 

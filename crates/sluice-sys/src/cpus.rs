@@ -33,19 +33,24 @@ pub const MAX_QUEUE: usize = 4095;
 /// no value can make the list large).
 pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     let max = max_possible_cpu();
-    parse_bounded_list(s, max, &format!("a CPU of this host (0-{max})"))
+    parse_bounded_list(s, max, "CPU", &format!("a CPU of this host (0-{max})"))
 }
 
 /// Parses a list of interface queue numbers, written as a CPU list, each
 /// at most [`MAX_QUEUE`].
 pub fn parse_queue_list(s: &str) -> Result<Vec<usize>, String> {
-    parse_bounded_list(s, MAX_QUEUE, &format!("an interface queue (0-{MAX_QUEUE})"))
+    parse_bounded_list(
+        s,
+        MAX_QUEUE,
+        "queue",
+        &format!("an interface queue (0-{MAX_QUEUE})"),
+    )
 }
 
 /// A comma list of numbers and ranges, each number at most `max`
-/// (`what` says what they are in the error), with at most `max + 1`
-/// entries in all.
-fn parse_bounded_list(s: &str, max: usize, what: &str) -> Result<Vec<usize>, String> {
+/// (`noun` and `what` say what they are in errors), with at most
+/// `max + 1` entries in all.
+fn parse_bounded_list(s: &str, max: usize, noun: &str, what: &str) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
     for part in s.split(',') {
         let part = part.trim();
@@ -53,7 +58,7 @@ fn parse_bounded_list(s: &str, max: usize, what: &str) -> Result<Vec<usize>, Str
             let n = t
                 .trim()
                 .parse::<usize>()
-                .map_err(|_| format!("'{t}' is not a number (in '{s}')"))?;
+                .map_err(|_| format!("'{t}' is not a {noun} number"))?;
             if n > max {
                 return Err(format!("{n} is not {what}"));
             }
@@ -96,10 +101,7 @@ mod tests {
 
     #[test]
     fn a_bad_cpu_list_names_the_bad_part() {
-        assert_eq!(
-            parse_cpu_list("0,x"),
-            Err("'x' is not a number (in '0,x')".into())
-        );
+        assert_eq!(parse_cpu_list("0,x"), Err("'x' is not a CPU number".into()));
         assert!(parse_queue_list("3-1").unwrap_err().contains("'3-1'"));
         assert!(parse_cpu_list("").is_err());
     }
