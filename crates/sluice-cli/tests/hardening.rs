@@ -138,6 +138,23 @@ fn every_file_a_command_reads_is_protected_from_its_outputs() {
     }
 }
 
+/// A tmpfs of `size` mounted at `dir/small` (the caller unmounts it), or
+/// None with `test` skipped where it cannot be mounted (not root).
+fn small_tmpfs(dir: &std::path::Path, size: &str, test: &str) -> Option<std::path::PathBuf> {
+    let small = dir.join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        sluice_testkit::skip(test, "cannot mount a tmpfs (not root?)");
+        return None;
+    }
+    Some(small)
+}
+
 /// A replay of `trace` at 2 kpps to `to`, its stderr to `err`.
 fn replay(trace: &std::path::Path, to: &str, err: Stdio) -> std::process::Child {
     sluice()
@@ -191,18 +208,10 @@ fn an_incomplete_run_replaces_nothing_and_a_killed_one_leaves_no_empty_target() 
 #[test]
 fn keygen_is_all_or_nothing() {
     let d = tmpdir("hardening-keygen");
-    let small = d.join("small");
-    std::fs::create_dir_all(&small).unwrap();
     // A filesystem too small for the keys (as root: a 4 KiB tmpfs).
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=4k", "tmpfs"])
-        .arg(&small)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        sluice_testkit::skip("keygen on a full disk", "cannot mount a tmpfs (not root?)");
+    let Some(small) = small_tmpfs(&d, "4k", "keygen on a full disk") else {
         return;
-    }
+    };
     // Filled to the brim first.
     let _ = std::fs::write(small.join("fill"), vec![0u8; 4096]);
     let keys = small.join("keys");
@@ -495,17 +504,9 @@ fn a_full_disk_names_the_true_count_of_the_partial_output() {
     let trace = d.join("t.pcap");
     // About 2.4 MB of records, for a 1 MiB filesystem.
     write_trace(&trace, 20_000, 1_000, 100);
-    let small = d.join("small");
-    std::fs::create_dir_all(&small).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
-        .arg(&small)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        sluice_testkit::skip("a full disk", "cannot mount a tmpfs (not root?)");
+    let Some(small) = small_tmpfs(&d, "1m", "a full disk") else {
         return;
-    }
+    };
     let out = small.join("out.pcap");
     write_trace(&out, 3, 1_000, 64);
     let before = std::fs::read(&out).unwrap();

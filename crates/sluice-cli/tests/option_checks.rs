@@ -10,6 +10,13 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// A 5-frame trace in `d`.
+fn trace(d: &Path) -> std::path::PathBuf {
+    let t = d.join("t.pcap");
+    write_trace(&t, 5, 1000, 64);
+    t
+}
+
 /// Exit 2 (bad input, never a signal), with `what` in the message.
 fn refused(o: &std::process::Output, what: &str) {
     let err = stderr(o);
@@ -24,8 +31,7 @@ fn refused(o: &std::process::Output, what: &str) {
 #[test]
 fn huge_cpu_and_queue_lists_are_refused_not_aborted() {
     let d = tmpdir("opts-cpus");
-    let t = d.join("t.pcap");
-    write_trace(&t, 5, 1000, 64);
+    let t = trace(&d);
     let o = run(&[
         "replay",
         s(&t),
@@ -69,8 +75,7 @@ fn huge_cpu_and_queue_lists_are_refused_not_aborted() {
 #[test]
 fn values_out_of_range_are_refused_with_the_limit_named() {
     let d = tmpdir("opts-range");
-    let t = d.join("t.pcap");
-    write_trace(&t, 5, 1000, 64);
+    let t = trace(&d);
     let o = run(&["replay", s(&t), "--to", "null", "-q", "-x", "1e-300"]);
     refused(&o, "between 1e-9 and 1e9");
     let o = run(&["replay", s(&t), "--to", "null", "-q", "--limit", "0"]);
@@ -105,8 +110,7 @@ fn values_out_of_range_are_refused_with_the_limit_named() {
 #[test]
 fn a_summary_goes_to_dev_stdout_and_a_missing_interface_lists_the_others() {
     let d = tmpdir("opts-stdout");
-    let t = d.join("t.pcap");
-    write_trace(&t, 5, 1000, 64);
+    let t = trace(&d);
     // stdout is a pipe here: /dev/stdout names it.
     let o = run(&[
         "replay",

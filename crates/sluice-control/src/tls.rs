@@ -40,15 +40,7 @@ pub const FILES: [&str; 6] = [
 /// (created if missing). Refuses to overwrite: an existing key directory
 /// is someone's trust. Keys are written mode 0600, each file atomically.
 pub fn keygen(dir: &Path, sans: &[String]) -> Result<Vec<PathBuf>> {
-    let names = [
-        CA_CERT,
-        CA_KEY,
-        WORKER_CERT,
-        WORKER_KEY,
-        CONTROLLER_CERT,
-        CONTROLLER_KEY,
-    ];
-    for n in names {
+    for n in FILES {
         let p = dir.join(n);
         if p.exists() {
             return Err(input!(
