@@ -204,16 +204,20 @@ def run_job(workers, command, path, args=(), duration="2s", split=None, start_in
                        start_ns=start, offset_ns=w.offset_ns, deadline_ns=deadline)
         out = {"name": w.name, "port": w.port, "offset_ns": w.offset_ns,
                "offset_uncertainty_ns": w.uncertainty_ns, "summary": None, "error": None,
-               "refused": False}
+               "refused": False, "lost": False, "last": None}
         try:
             # Given up at the deadline plus a margin: a frozen worker
             # never holds the caller for ever.
             wait = max((deadline - now_ns()) / 1e9, 0) + 5
             for u in w.stub.Run(task, timeout=wait, metadata=w.meta):
                 kind = u.WhichOneof("kind")
-                if kind == "stats" and on_stats:
-                    with lock:
-                        on_stats(w, json.loads(u.stats))
+                if kind == "stats":
+                    v = json.loads(u.stats)
+                    if isinstance(v, dict) and "packets" in v:
+                        out["last"] = v
+                    if on_stats:
+                        with lock:
+                            on_stats(w, v)
                 elif kind == "finished":
                     out["summary"] = json.loads(u.finished)
                 elif kind == "failed":
@@ -221,7 +225,10 @@ def run_job(workers, command, path, args=(), duration="2s", split=None, start_in
                 elif kind == "refused":
                     out["error"], out["refused"] = u.refused, True
         except grpc.RpcError as e:
+            # The connection broke before the summary: the worker is
+            # lost, and what it last reported is a lower bound.
             out["error"] = str(_rpc_error(w, "run", e))
+            out["lost"] = True
         results[i] = out
 
     threads = [threading.Thread(target=one, args=(i, w)) for i, w in enumerate(workers)]
@@ -234,8 +241,14 @@ def run_job(workers, command, path, args=(), duration="2s", split=None, start_in
         raise JobRefused("; ".join(f"worker {r['name']!r} refused the job: "
                                    + " ".join(r["error"].split()) for r in refused))
     done = [r["summary"] for r in results if r["summary"]]
+    # A worker that did not finish counts with its last statistics line:
+    # the totals are then a lower bound (`at_least`), as the CLI's are.
+    unfinished = [r for r in results if not r["summary"]]
+    counted = done + [r["last"] for r in unfinished if r["last"]]
     total = {"workers": len(workers), "finished": len(done),
-             "packets": sum(s["packets"] for s in done),
-             "frame_bytes": sum(s["frame_bytes"] for s in done)}
+             "lost": sum(1 for r in results if r["lost"]),
+             "at_least": bool(unfinished),
+             "packets": sum(s.get("packets", 0) for s in counted),
+             "frame_bytes": sum(s.get("frame_bytes", 0) for s in counted)}
     return {"command": command, "split": split, "start_ns": start, "workers": results,
             "total": total}

@@ -1175,6 +1175,51 @@ fn the_python_client_drives_workers_over_mutual_tls() {
     // A worker nobody serves: one line naming it, exit 1.
     let gone = format!("--worker=w9=127.0.0.1:{}=null", base + 2);
     let unreachable = py(&[gone], &trace, &[]);
+    // A worker killed while its job runs: lost, and the totals a lower
+    // bound, as the CLI reports them.
+    let log1 = d.join("py-worker1.log");
+    let starts = || {
+        std::fs::read_to_string(&log1)
+            .unwrap_or_default()
+            .matches("': starting")
+            .count()
+    };
+    let before = starts();
+    let long = Command::new("python3")
+        .current_dir(&site)
+        .env("PYTHONPATH", &site)
+        .arg(&example)
+        .args(&specs)
+        .args([
+            "--command",
+            "replay",
+            "--duration",
+            "6s",
+            "--arg=--pps",
+            "--arg=100",
+        ])
+        .arg("--max-skew-ns=20000000")
+        .arg("--file")
+        .arg(&trace)
+        .arg("--tls")
+        .arg(&keys)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while starts() == before {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "w1 never started the job"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Past the start (1.5 s after the task), into the run.
+    std::thread::sleep(Duration::from_millis(2500));
+    let _ = workers[1].kill();
+    let _ = workers[1].wait();
+    let killed = long.wait_with_output().unwrap();
     // A hostile controller (holding a certificate of the CA): a sink the
     // worker did not announce and an option naming a file are refused.
     let evil = d.join("evil");
@@ -1221,6 +1266,17 @@ fn the_python_client_drives_workers_over_mutual_tls() {
         let _ = w.kill();
         let _ = w.wait();
     }
+    assert_eq!(killed.status.code(), Some(1), "{}", stderr(&killed));
+    let r: serde_json::Value = serde_json::from_slice(&killed.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&killed.stdout)));
+    let t = &r["total"];
+    assert_eq!(t["lost"], 1, "{r}");
+    assert_eq!(t["at_least"], true, "{r}");
+    assert_eq!(r["workers"][1]["lost"], true, "{r}");
+    let w0 = r["workers"][0]["summary"]["packets"]
+        .as_u64()
+        .expect("w0 finished");
+    assert!(t["packets"].as_u64().unwrap() >= w0, "{r}");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let err = stderr(&refused);
     assert_eq!(refused.status.code(), Some(2), "{err}");
@@ -1251,6 +1307,9 @@ fn the_python_client_drives_workers_over_mutual_tls() {
     );
     let lines = std::fs::read_to_string(&stats).unwrap();
     assert!(lines.lines().count() >= 2, "statistics streamed: {lines}");
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["total"]["lost"], 0, "{r}");
+    assert_eq!(r["total"]["at_least"], false, "{r}");
 }
 
 /// Polls `cmd` (in namespace `ns`) until its output satisfies `ready`.
