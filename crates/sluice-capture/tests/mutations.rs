@@ -1,10 +1,13 @@
 //! Deterministic mutation test: seeded random damage to every small
-//! testdata capture (flipped bytes, cuts, 4-byte fields set to 0 /
-//! 0xffffffff / random, deleted and duplicated ranges), each mutant read to
+//! testdata capture (`mutants`: flipped bytes, cuts, 4-byte fields set,
+//! deleted and duplicated ranges), each mutant read to
 //! the end through `from_reader`, sometimes in tiny read chunks. The reader
 //! must never panic, must end (packets <= bytes / 16 + 1), must not hand out
 //! more packet bytes than the input has, and after an error must repeat it.
 
+mod mutants;
+
+use mutants::{boundaries, mutate};
 use sluice_testkit::{Rng, Trickle};
 use std::io::{self, Cursor, Read};
 use std::mem::discriminant;
@@ -23,61 +26,6 @@ const MAX_FILE: u64 = 100 * 1024;
 const BYTES_PER_FILE: usize = 3_000_000;
 const MIN_MUTANTS: usize = 200;
 const MAX_MUTANTS: usize = 3_000;
-
-/// Record/block start offsets of the original file: mutations aimed here
-/// hit length and type fields instead of payload.
-fn boundaries(bytes: &[u8]) -> Vec<usize> {
-    let mut v = vec![0, 8, 16, 24];
-    if let Ok(mut r) = CaptureReader::from_reader(Box::new(Cursor::new(bytes.to_vec())), "orig") {
-        v.push(r.offset() as usize);
-        while let Ok(Some(_)) = r.next_packet() {
-            v.push(r.offset() as usize);
-        }
-    }
-    v
-}
-
-fn mutate(rng: &mut Rng, orig: &[u8], marks: &[usize]) -> Vec<u8> {
-    let mut v = orig.to_vec();
-    for _ in 0..1 + rng.below(3) {
-        if v.is_empty() {
-            break;
-        }
-        // Aim at a structural offset most of the time.
-        let at = if rng.below(4) == 0 {
-            rng.below(v.len())
-        } else {
-            (marks[rng.below(marks.len())] + rng.below(32)).min(v.len() - 1)
-        };
-        match rng.below(8) {
-            0 => v[at] ^= 1 << rng.below(8),
-            1 => v[at] = rng.next_u64() as u8,
-            2 => v.truncate(rng.below(v.len())),
-            3..=5 => {
-                let val = match rng.below(3) {
-                    0 => 0u32,
-                    1 => u32::MAX,
-                    _ => rng.next_u64() as u32,
-                };
-                for (i, b) in val.to_le_bytes().iter().enumerate() {
-                    if let Some(x) = v.get_mut(at + i) {
-                        *x = *b;
-                    }
-                }
-            }
-            6 => {
-                let end = (at + 1 + rng.below(64)).min(v.len());
-                v.drain(at..end);
-            }
-            _ => {
-                let end = (at + 1 + rng.below(64)).min(v.len());
-                let copy = v[at..end].to_vec();
-                v.splice(at..at, copy);
-            }
-        }
-    }
-    v
-}
 
 /// Reads a mutant to the end; returns a description of any misbehaviour.
 /// `expand` bounds how much larger the decoded stream can be (1 for plain
