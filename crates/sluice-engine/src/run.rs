@@ -189,10 +189,9 @@ pub(crate) struct Run<'a> {
     mono: MonotonicClock,
     /// `--clock tsc`: the counter, calibrated against `mono`.
     tsc: Option<TscClock>,
-    virtual_clock: VirtualClock,
-    /// Each TX thread's virtual clock: clones of `virtual_clock`, or with
-    /// several threads and no `shared_virtual_clock`, one each from the
-    /// common start.
+    /// Each TX thread's virtual clock: the run's virtual clock for thread
+    /// 0 (and for every thread with `shared_virtual_clock`), else one each
+    /// from the common start. Never empty.
     lane_clocks: Vec<VirtualClock>,
     /// The common start: every due time is an offset from it.
     pub start: MonoTime,
@@ -291,7 +290,7 @@ impl<'a> Run<'a> {
             }
             ClockChoice::Virtual => Clock::now(&virtual_clock),
         };
-        let lane_clocks = (0..threads)
+        let lane_clocks = (0..threads.max(1))
             .map(|i| {
                 if i == 0 || cfg.shared_virtual_clock {
                     virtual_clock.clone()
@@ -304,7 +303,6 @@ impl<'a> Run<'a> {
             cfg,
             mono,
             tsc,
-            virtual_clock,
             lane_clocks,
             start,
             starter: TxStarter::new(threads, cfg),
@@ -321,7 +319,7 @@ impl<'a> Run<'a> {
                 .iter()
                 .map(Clock::now)
                 .max()
-                .unwrap_or_else(|| Clock::now(&self.virtual_clock)),
+                .unwrap_or_default(),
             (_, Some(t)) => t.now(),
             _ => self.mono.now(),
         }
@@ -331,12 +329,9 @@ impl<'a> Run<'a> {
     pub fn setup(&self, i: usize, sink: Box<dyn Sink>, stamp_base: u64) -> TxSetup {
         let cfg = self.cfg;
         let waiter: Box<dyn Waiter + Send> = match (cfg.clock, self.tsc) {
-            (ClockChoice::Virtual, _) => Box::new(
-                self.lane_clocks
-                    .get(i)
-                    .unwrap_or(&self.virtual_clock)
-                    .clone(),
-            ),
+            (ClockChoice::Virtual, _) => {
+                Box::new(self.lane_clocks[i % self.lane_clocks.len()].clone())
+            }
             (_, Some(t)) => Box::new(SpinSleep::new(t, cfg.spin)),
             _ => Box::new(SpinSleep::new(self.mono, cfg.spin)),
         };

@@ -76,14 +76,11 @@ impl PcapSink {
     /// (`incomplete`) beside an existing target, named on stderr with the
     /// number of records it holds.
     fn close(&mut self, incomplete: bool) -> Result<(), SinkError> {
-        let Some(mut w) = self.writer.take() else {
-            return Ok(());
+        let flushed = self.end(incomplete);
+        let Some(w) = self.writer.take() else {
+            return flushed;
         };
-        let flushed = w.flush();
-        if flushed.is_err() {
-            Self::cut(&mut w);
-        }
-        let incomplete = incomplete || flushed.is_err();
+        let incomplete = self.incomplete;
         // Whole records in the file: those still buffered after a failed
         // write are not.
         let packets = w.packets_written();
@@ -109,7 +106,7 @@ impl PcapSink {
                 )
             };
         }
-        flushed.map_err(|e| self.io(e))
+        flushed
     }
 
     /// Cuts the file back to its last whole record after a failed write.

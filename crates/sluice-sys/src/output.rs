@@ -111,13 +111,7 @@ impl Output {
                 // descriptor, written in place when it is a terminal,
                 // a device or a pipe.
                 if let Some(file) = std_stream(target) {
-                    return Ok(Output {
-                        target: target.to_path_buf(),
-                        state: State::InPlace(file),
-                        lock: None,
-                        existed: true,
-                        rescued: Vec::new(),
-                    });
+                    return Ok(Output::in_place(target, file));
                 }
                 return Err(OutputError::Symlink {
                     path: target.display().to_string(),
@@ -129,13 +123,7 @@ impl Output {
                     .custom_flags(libc::O_NOFOLLOW)
                     .open(target)
                     .map_err(fail)?;
-                return Ok(Output {
-                    target: target.to_path_buf(),
-                    state: State::InPlace(file),
-                    lock: None,
-                    existed: true,
-                    rescued: Vec::new(),
-                });
+                return Ok(Output::in_place(target, file));
             }
             let kind = if t.is_block_device() {
                 Some("block device")
@@ -200,6 +188,18 @@ impl Output {
             existed,
             rescued,
         })
+    }
+
+    /// A character device, FIFO or pipe, written where it is: unlocked,
+    /// nothing to rename.
+    fn in_place(target: &Path, file: File) -> Output {
+        Output {
+            target: target.to_path_buf(),
+            state: State::InPlace(file),
+            lock: None,
+            existed: true,
+            rescued: Vec::new(),
+        }
     }
 
     /// The target this output is for.
