@@ -67,7 +67,7 @@ impl Dest {
                 if went != target {
                     eoutln!(
                         "sluice: the run did not complete: {} keeps what it held; this run's \
-                         is in {}",
+                         output is in {}",
                         target.display(),
                         went.display()
                     );
