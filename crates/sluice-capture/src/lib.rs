@@ -52,7 +52,7 @@ pub use linktype::LinkType;
 pub use packet::{Format, Packet};
 pub use pcap::MAX_RECORD;
 pub use pcapng::MAX_INTERFACES;
-pub use reader::{open_input, CaptureReader};
+pub use reader::{open_input, read_once, CaptureReader};
 pub use writer::{PcapWriter, WRITE_BUFFER};
 
 /// Where a parsed packet lies in the reader's buffer storage, and its

@@ -337,6 +337,17 @@ pub fn open_input(path: &Path) -> std::io::Result<File> {
     Ok(file)
 }
 
+/// Whether `path` can be read only once: a FIFO, a pipe (`/dev/fd/N`), a
+/// character device or a socket. A path that cannot be read says false
+/// (opening it reports why).
+pub fn read_once(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| {
+        let t = m.file_type();
+        t.is_fifo() || t.is_char_device() || t.is_socket()
+    })
+}
+
 /// Tells the kernel we read front to back (bigger read-ahead). Best effort.
 #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
 fn advise_sequential(file: &File) {

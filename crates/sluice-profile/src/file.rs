@@ -412,8 +412,7 @@ impl Profile {
         // Both laws from one FIFO or pipe: the second would wait for a
         // writer that has gone.
         if let [a, b] = &inputs[..] {
-            let once = std::fs::metadata(a).is_ok_and(|m| !m.file_type().is_file());
-            if once && (a == b || same_inode(a, b)) {
+            if sluice_capture::read_once(a) && (a == b || same_inode(a, b)) {
                 return Err(err(
                     "size.from",
                     format!(

@@ -127,13 +127,8 @@ fn loop_delay(a: &ReplayArgs) -> Result<Option<sluice_core::Nanos>, Failure> {
 /// split computed from the trace before it is sent, the same trace named
 /// twice.
 fn read_once_inputs(a: &ReplayArgs) -> Result<(), Failure> {
-    use std::os::unix::fs::FileTypeExt;
     for (i, t) in a.traces.iter().enumerate() {
-        let once = std::fs::metadata(t).is_ok_and(|m| {
-            let k = m.file_type();
-            k.is_fifo() || k.is_char_device() || k.is_socket()
-        });
-        if !once {
+        if !sluice_capture::read_once(t) {
             continue;
         }
         let again = if a.loops != 1 {

@@ -204,6 +204,17 @@ impl Beside {
     }
 }
 
+/// Writes `doc` as a `sluice.rx/1` line of `--stats-json`, keeping the
+/// first write error.
+fn log_line(out: &mut Option<Dest>, doc: &RxDoc, error: &mut Option<std::io::Error>) {
+    if let Some(w) = out {
+        let line = crate::json::line(Kind::Rx, doc).unwrap_or_default();
+        if let Err(e) = writeln!(w, "{line}").and_then(|_| w.flush()) {
+            error.get_or_insert(e);
+        }
+    }
+}
+
 pub fn run(a: RxArgs) -> Result<u8, Failure> {
     let stop = signals::install().context("installing signal handlers")?;
     let summary_out = a.summary_json.as_deref().map(Dest::open).transpose()?;
@@ -239,12 +250,7 @@ pub fn run(a: RxArgs) -> Result<u8, Failure> {
             if status {
                 eout!("\r{}\x1b[K", status_line(&doc));
             }
-            if let Some(w) = &mut stats_out {
-                let line = crate::json::line(Kind::Rx, &doc).unwrap_or_default();
-                if let Err(e) = writeln!(w, "{line}").and_then(|_| w.flush()) {
-                    stats_error.get_or_insert(e);
-                }
-            }
+            log_line(&mut stats_out, &doc, &mut stats_error);
             next_line = now + Duration::from_secs(1);
         }
         if r.poll(Duration::from_millis(20))? {
@@ -258,12 +264,7 @@ pub fn run(a: RxArgs) -> Result<u8, Failure> {
     // The summary closes the lines too (`final: true`): what arrived
     // after the last second's line is counted there, so the file ends
     // with the counts the summary gives.
-    if let Some(w) = &mut stats_out {
-        let line = crate::json::line(Kind::Rx, &doc).unwrap_or_default();
-        if let Err(e) = writeln!(w, "{line}").and_then(|_| w.flush()) {
-            stats_error.get_or_insert(e);
-        }
-    }
+    log_line(&mut stats_out, &doc, &mut stats_error);
     // A receiver stopped by a signal (rather than by its count, duration
     // or idle time) replaces no earlier output.
     let complete = !stop.load(Ordering::Relaxed);
