@@ -156,7 +156,7 @@ fn small_tmpfs(dir: &std::path::Path, size: &str, test: &str) -> Option<std::pat
 }
 
 /// A replay of `trace` at 2 kpps to `to`, its stderr to `err`.
-fn replay(trace: &std::path::Path, to: &str, err: Stdio) -> std::process::Child {
+fn replay(trace: &std::path::Path, to: &str, extra: &[&str], err: Stdio) -> std::process::Child {
     sluice()
         .args([
             "replay",
@@ -167,9 +167,20 @@ fn replay(trace: &std::path::Path, to: &str, err: Stdio) -> std::process::Child 
             "--to",
             to,
         ])
+        .args(extra)
         .stderr(err)
         .spawn()
         .unwrap()
+}
+
+/// SIGINT to a run spawned with its stderr piped: its exit status and
+/// what it said.
+fn interrupt(mut c: std::process::Child) -> (std::process::ExitStatus, String) {
+    signal(c.id(), "-INT");
+    let status = wait_within(&mut c, Duration::from_secs(60));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut c.stderr.take().unwrap(), &mut err).unwrap();
+    (status, err)
 }
 
 #[test]
@@ -181,13 +192,10 @@ fn an_incomplete_run_replaces_nothing_and_a_killed_one_leaves_no_empty_target() 
     std::fs::write(&out, b"a good earlier result").unwrap();
     let to = format!("pcap:{}", out.display());
     // Interrupted: the earlier file stays, this run's frames go beside.
-    let mut c = replay(&trace, &to, Stdio::piped());
+    let c = replay(&trace, &to, &[], Stdio::piped());
     let partial = d.join("out.pcap.partial");
     std::thread::sleep(Duration::from_millis(1500));
-    signal(c.id(), "-INT");
-    let status = wait_within(&mut c, Duration::from_secs(60));
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut c.stderr.take().unwrap(), &mut err).unwrap();
+    let (status, err) = interrupt(c);
     assert_eq!(status.code(), Some(130), "{err}");
     assert_eq!(std::fs::read(&out).unwrap(), b"a good earlier result");
     assert!(!read_all(&partial).is_empty(), "{err}");
@@ -198,7 +206,7 @@ fn an_incomplete_run_replaces_nothing_and_a_killed_one_leaves_no_empty_target() 
     // Killed outright, with no file there before: no empty target.
     let fresh = d.join("fresh.pcap");
     let to = format!("pcap:{}", fresh.display());
-    let mut c = replay(&trace, &to, Stdio::null());
+    let mut c = replay(&trace, &to, &[], Stdio::null());
     std::thread::sleep(Duration::from_millis(1000));
     c.kill().unwrap();
     c.wait().unwrap();
@@ -543,23 +551,17 @@ fn an_interrupted_runs_summary_and_log_replace_nothing() {
     let (summary, stats) = (d.join("s.json"), d.join("st.jsonl"));
     std::fs::write(&summary, b"earlier summary\n").unwrap();
     std::fs::write(&stats, b"earlier log\n").unwrap();
-    let mut c = sluice()
-        .args([
-            "replay",
-            trace.to_str().unwrap(),
-            "--pps",
-            "2000",
-            "-q",
-            "--to",
-            "null",
+    let c = replay(
+        &trace,
+        "null",
+        &[
             "--summary-json",
             summary.to_str().unwrap(),
             "--stats-json",
             stats.to_str().unwrap(),
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        ],
+        Stdio::piped(),
+    );
     // The log is followed as it grows: its first line is in the partial.
     let log = d.join("st.jsonl.partial");
     let t0 = std::time::Instant::now();
@@ -567,10 +569,7 @@ fn an_interrupted_runs_summary_and_log_replace_nothing() {
         assert!(t0.elapsed().as_secs() < 60, "no line in {}", log.display());
         std::thread::sleep(Duration::from_millis(50));
     }
-    signal(c.id(), "-INT");
-    let status = wait_within(&mut c, Duration::from_secs(60));
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut c.stderr.take().unwrap(), &mut err).unwrap();
+    let (status, err) = interrupt(c);
     assert_eq!(status.code(), Some(130), "{err}");
     assert_eq!(std::fs::read(&summary).unwrap(), b"earlier summary\n");
     assert_eq!(std::fs::read(&stats).unwrap(), b"earlier log\n");
