@@ -258,8 +258,8 @@ fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
     let p = Path3::up();
     let summary = d.join("rx.json");
     let lines = d.join("rx.jsonl");
-    let mut rx = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
+    let (mut rx, mut err) = start_rx(
+        &[
             "rx",
             &format!("{}d", p.t),
             "--idle",
@@ -267,18 +267,10 @@ fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
             "--duration",
             "60s",
             "-q",
-        ])
-        .arg("--summary-json")
-        .arg(&summary)
-        .arg("--stats-json")
-        .arg(&lines)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(rx.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    assert!(line.contains("receiving on"), "rx: {line}");
+        ],
+        &summary,
+        &lines,
+    );
     // Two TX threads on one CPU: a thread that moved between CPUs would
     // leave frames in two CPUs' receive backlogs, which the kernel may
     // drain out of order (reordering of its own).
@@ -366,6 +358,29 @@ fn rx_counts_loss_reordering_and_latency_per_stream_through_a_forwarder() {
 /// of which nftables dropped `dropped`; returns the loss stream 1 must
 /// show. `overtaken`: sent fast enough that the slow class queues what it
 /// holds (at a tenth of the speed its bucket lets each pass at once).
+/// `sluice rx` with `args`, its summary and lines to `summary` and
+/// `lines`, once it says it is receiving; its stderr, read past that line.
+fn start_rx(
+    args: &[&str],
+    summary: &std::path::Path,
+    lines: &std::path::Path,
+) -> (std::process::Child, BufReader<std::process::ChildStderr>) {
+    let mut rx = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .arg("--summary-json")
+        .arg(summary)
+        .arg("--stats-json")
+        .arg(lines)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(rx.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("receiving on"), "rx: {line}");
+    (rx, err)
+}
+
 fn judge(s: &serde_json::Value, n: u64, dropped: u64, overtaken: bool) -> u64 {
     let streams = s["streams"].as_array().unwrap();
     assert_eq!(streams.len(), 2, "{s}");
@@ -640,19 +655,11 @@ fn reports_of_what_rx_counted_agree_with_its_summaries() {
     let p = Pair::up("rr");
     let (to, rx_if) = (format!("afpacket:{}a", p.t), format!("{}b", p.t));
     let (summary, lines) = (d.join("rx.json"), d.join("rx.jsonl"));
-    let mut rx = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["rx", &rx_if, "--count", "3000", "--duration", "30s", "-q"])
-        .arg("--summary-json")
-        .arg(&summary)
-        .arg("--stats-json")
-        .arg(&lines)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(rx.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    assert!(line.contains("receiving on"), "rx: {line}");
+    let (mut rx, mut err) = start_rx(
+        &["rx", &rx_if, "--count", "3000", "--duration", "30s", "-q"],
+        &summary,
+        &lines,
+    );
     let send = |extra: &[&str]| {
         let mut args = vec!["replay", input.to_str().unwrap(), "--to", &to];
         args.extend_from_slice(&["--rx-stamp", "replace", "-q"]);
