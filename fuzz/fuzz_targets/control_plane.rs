@@ -122,11 +122,13 @@ async fn calls(sock: &Path, data: &[u8]) {
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = sluice_control::plan::parse("fuzz", text, Path::new("/nonexistent"));
-        let words: Vec<String> = text.split_whitespace().map(String::from).collect();
-        for cmd in [pb::Command::Replay, pb::Command::Series, pb::Command::Profile] {
-            // With no uploads, no option that reads a file gets through.
-            if let Ok(out) = sluice_control::jobargs::resolve(cmd, &words, |_| None) {
-                assert!(!out.iter().any(|w| w == "--map"), "{out:?}");
+        // A job from a peer: what its types take reads back the same,
+        // and every upload it names is a plain name.
+        if let Ok(job) = sluice_job::RemoteJob::from_json(text) {
+            let again = sluice_job::RemoteJob::from_json(&job.to_json()).expect("reads back");
+            assert_eq!(again, job);
+            for u in job.uploads() {
+                assert!(sluice_job::remote::plain_name(u.as_str()), "{u:?}");
             }
         }
     }

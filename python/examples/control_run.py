@@ -3,7 +3,8 @@
 
 usage: control_run.py --worker NAME=ADDR=SINK [--worker ...] --command replay
                       --file trace.pcap --duration 2s [--tls DIR]
-                      [--split flow] [--arg=--pps --arg=10k] [--stats PATH]
+                      [--split flow] [--job '{"pps": "10k"}']
+                      [--send '{"threads": 2}'] [--stats PATH]
 
 Needs the installed package (pip install ./python). Exit 0 when every
 worker finished, 1 when a worker could not be reached or failed, 2 when a
@@ -24,7 +25,8 @@ def main():
     ap.add_argument("--duration", required=True)
     ap.add_argument("--tls")
     ap.add_argument("--split")
-    ap.add_argument("--arg", action="append", default=[])
+    ap.add_argument("--job", default="{}", help="the command's options (JSON object)")
+    ap.add_argument("--send", default="{}", help="how it sends (JSON object)")
     ap.add_argument("--stats", help="write every worker's stats lines here")
     ap.add_argument("--max-skew-ns", type=int, default=100_000,
                     help="refuse to start when an offset is known no better than this")
@@ -40,8 +42,9 @@ def main():
             stats.write(json.dumps({"worker": w.name, "stats": line}) + "\n")
 
     try:
-        result = run_job(workers, a.command, a.file, a.arg, a.duration, split=a.split,
-                         max_skew_ns=a.max_skew_ns, on_stats=on_stats)
+        result = run_job(workers, a.command, a.file, json.loads(a.job), a.duration,
+                         split=a.split, max_skew_ns=a.max_skew_ns, on_stats=on_stats,
+                         send=json.loads(a.send))
     except ControlError as e:
         print(f"control_run: {e}", file=sys.stderr)
         return 2 if isinstance(e, JobRefused) else 1

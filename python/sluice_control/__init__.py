@@ -5,9 +5,17 @@ with `pip install ./python` (which also installs `sluice_inject`).
 
     from sluice_control import Worker, run_job
     ws = [Worker("w1", "192.0.2.10:7700", "afpacket:eth1", tls_dir="keys")]
-    result = run_job(ws, "replay", "trace.pcap", ["--pps", "10k"], "5s",
+    result = run_job(ws, "replay", "trace.pcap", {"pps": "10k"}, "5s",
                      on_stats=lambda w, line: print(w.name, line["pps"]))
     print(result["total"]["packets"])
+
+A job is typed data (schema sluice.job/1, docs/FORMATS.md): `options` are
+the command's own (`{"pps": "10k", "loop": 3}`), `send` how every command
+sends (`{"threads": 2, "cpu": "1-2"}`); keys are the command line's long
+option names with `_` for `-`, values as the command line writes them
+(strings; plain numbers and flags as JSON numbers and booleans). A worker
+refuses a key its types lack: there is none for a sink, an output or a
+path.
 
 Errors: `ControlError` (one line naming the worker) when a worker cannot
 be reached, refuses the TLS handshake or answers with an error;
@@ -55,7 +63,6 @@ def _rpc_error(w, what, e):
     return ControlError(f"worker {w.name!r} at {w.address}: {what}: {why}")
 
 
-COMMANDS = {"replay": pb.REPLAY, "flows": pb.FLOWS, "series": pb.SERIES, "profile": pb.PROFILE}
 SPLITS = {"flow": pb.BY_FLOW, "device": pb.BY_DEVICE, "packets": pb.PACKETS,
           "components": pb.COMPONENTS}
 DEFAULT_SPLIT = {"replay": "flow", "flows": "flow", "series": "device", "profile": "packets"}
@@ -156,8 +163,17 @@ class Worker:
         self.stub.Stop(pb.StopRequest(), timeout=2, metadata=self.meta)
 
 
-def run_job(workers, command, path, args=(), duration="2s", split=None, start_in=1.5,
-            max_skew_ns=100_000, on_stats=None):
+def job_json(command, options=None, send=None, duration_ns=None):
+    """The task's job (sluice.job/1) of `command` with `options` and
+    `send` (dicts), running for `duration_ns`."""
+    send = dict(send or {})
+    if duration_ns is not None:
+        send["duration"] = f"{duration_ns}ns"
+    return json.dumps({"work": {command: dict(options or {})}, "send": send})
+
+
+def run_job(workers, command, path, options=None, duration="2s", split=None, start_in=1.5,
+            max_skew_ns=100_000, on_stats=None, send=None):
     """Runs one job split over `workers` and returns the summary: per
     worker its offset, its job's summary (dict) or error, and totals."""
     split = split or DEFAULT_SPLIT[command]
@@ -198,8 +214,8 @@ def run_job(workers, command, path, args=(), duration="2s", split=None, start_in
     lock = threading.Lock()
 
     def one(i, w):
-        task = pb.Task(command=COMMANDS[command], file_id=ids[i],
-                       args=list(args) + ["--duration", f"{duration_ns}ns"], port=w.port,
+        task = pb.Task(file_id=ids[i], job=job_json(command, options, send, duration_ns),
+                       port=w.port,
                        split=SPLITS[split], share_index=i, share_count=len(workers),
                        start_ns=start, offset_ns=w.offset_ns, deadline_ns=deadline)
         out = {"name": w.name, "port": w.port, "offset_ns": w.offset_ns,

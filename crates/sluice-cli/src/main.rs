@@ -43,6 +43,7 @@ macro_rules! eout {
 mod args;
 mod cmd;
 mod dest;
+mod job;
 mod json;
 mod plan;
 mod plot;
@@ -170,6 +171,7 @@ fn main() -> ExitCode {
         args::Command::Rfc2544(a) => cmd::rfc2544::run(*a),
         args::Command::Completions(a) => cmd::docs::completions(a),
         args::Command::Man(a) => cmd::docs::man(a),
+        args::Command::Job(a) => job::run_worker_job(&a.file),
     };
     match result {
         Ok(code) => ExitCode::from(code),

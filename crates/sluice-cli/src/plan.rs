@@ -43,9 +43,10 @@ impl<'a> SendPlan<'a> {
     pub fn new(opts: &'a RunOpts, topspeed: bool) -> Result<Self, Failure> {
         sluice_sys::mem::check_address_space(sluice_sys::mem::MIN_ADDRESS_SPACE, "a sending run")
             .map_err(|e| bad_input(anyhow!(e)))?;
-        if opts.clock == sluice_engine::ClockChoice::Tsc {
+        if opts.send.clock == sluice_engine::ClockChoice::Tsc {
             sluice_sys::tsc::invariant().map_err(|e| bad_input(anyhow!("--clock tsc: {e}")))?;
         }
+        opts.send.check().map_err(|e| bad_input(anyhow!(e)))?;
         check_sink(opts, &opts.to)?;
         Ok(SendPlan {
             opts,
@@ -74,7 +75,7 @@ impl<'a> SendPlan<'a> {
     pub fn second_port(mut self, to2: &'a SinkSpec) -> Result<Self, Failure> {
         check_sink(self.opts, to2)?;
         if let SinkSpec::Pcap(p) = to2 {
-            self.outputs.extend(pcap_outputs(p, self.opts.threads));
+            self.outputs.extend(pcap_outputs(p, self.opts.send.threads));
         }
         self.to2 = Some(to2);
         Ok(self)
@@ -168,7 +169,7 @@ impl<'a> SendPlan<'a> {
 /// `--summary-json`.
 fn run_outputs(o: &RunOpts) -> Vec<String> {
     let pcaps = match &o.to {
-        SinkSpec::Pcap(p) => pcap_outputs(p, o.threads),
+        SinkSpec::Pcap(p) => pcap_outputs(p, o.send.threads),
         _ => Vec::new(),
     };
     pcaps
@@ -206,11 +207,11 @@ fn pcap_path(p: &Path, k: usize) -> std::path::PathBuf {
 /// Checks the thread count, `--tx-queues` and `--launch-time` against
 /// the sink `to`.
 fn check_sink(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
-    if o.threads == 0 || o.threads > 256 {
+    if o.send.threads == 0 || o.send.threads > 256 {
         return Err(bad_input(anyhow!("--threads must be between 1 and 256")));
     }
     if let SinkSpec::Pcap(p) = to {
-        if o.threads > 1 && !pcap_dir(p) {
+        if o.send.threads > 1 && !pcap_dir(p) {
             return Err(bad_input(anyhow!(
                 "--threads > 1 needs a network or null sink, or pcap:DIR/ (one file per TX thread): one pcap file cannot take several writers"
             )));
@@ -223,25 +224,26 @@ fn check_sink(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
         }
     }
     check_queues(o, to)?;
-    if o.csum_offload && !matches!(to, SinkSpec::AfPacket(_)) {
+    if o.send.csum_offload && !matches!(to, SinkSpec::AfPacket(_)) {
         return Err(bad_input(anyhow!(
             "--csum-offload needs an afpacket:IFACE sink (a file or null has no device to compute checksums; xdp has no checksum offload on this path)"
         )));
     }
-    sluice_sink::launch::check(o.launch_time, to, o.xdp_mode).map_err(|e| bad_input(anyhow!(e)))
+    sluice_sink::launch::check(o.send.launch_time, to, o.send.xdp_mode)
+        .map_err(|e| bad_input(anyhow!(e)))
 }
 
 /// `--tx-queues`: an xdp sink's, one distinct queue per TX thread.
 fn check_queues(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
-    if let Some(q) = &o.tx_queues {
+    if let Some(q) = &o.send.tx_queues {
         if !matches!(to, SinkSpec::Xdp(_)) {
             return Err(bad_input(anyhow!("--tx-queues needs an xdp:IFACE sink")));
         }
-        if q.0.len() != o.threads {
+        if q.0.len() != o.send.threads {
             return Err(bad_input(anyhow!(
                 "--tx-queues names {} queue(s) for {} TX thread(s): give one per thread",
                 q.0.len(),
-                o.threads
+                o.send.threads
             )));
         }
         let mut seen = q.0.clone();
@@ -258,7 +260,7 @@ fn check_queues(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
 
 /// One sink per TX thread (the sink was checked by [`check_sink`]).
 fn open_sinks(o: &RunOpts, to: &SinkSpec) -> Result<Vec<Box<dyn Sink>>, Failure> {
-    (0..o.threads)
+    (0..o.send.threads)
         .map(|k| -> Result<Box<dyn Sink>, Failure> {
             Ok(match to {
                 SinkSpec::Null => Box::new(NullSink::default()),
@@ -270,17 +272,21 @@ fn open_sinks(o: &RunOpts, to: &SinkSpec) -> Result<Vec<Box<dyn Sink>>, Failure>
                     })?)
                 }
                 SinkSpec::AfPacket(iface) => Box::new(
-                    AfPacketSink::open(iface, o.tx_mode, o.csum_offload)
+                    AfPacketSink::open(iface, o.send.tx_mode, o.send.csum_offload)
                         .map_err(crate::open_failure)?,
                 ),
                 SinkSpec::Xdp(iface) => {
                     let queue = o
+                        .send
                         .tx_queues
                         .as_ref()
                         .and_then(|q| q.0.get(k))
                         .copied()
                         .unwrap_or(k) as u32;
-                    Box::new(XdpSink::open(iface, queue, o.xdp_mode).map_err(crate::open_failure)?)
+                    Box::new(
+                        XdpSink::open(iface, queue, o.send.xdp_mode)
+                            .map_err(crate::open_failure)?,
+                    )
                 }
                 SinkSpec::Udp(target) => {
                     Box::new(UdpSink::open(target).map_err(crate::open_failure)?)
@@ -295,37 +301,36 @@ fn open_sinks(o: &RunOpts, to: &SinkSpec) -> Result<Vec<Box<dyn Sink>>, Failure>
 /// thread, the aggregator and the rest of the system: a TX thread that
 /// shares its CPU is late by whatever runs there.
 fn tx_cpus(o: &RunOpts) -> Vec<usize> {
-    if let Some(c) = &o.cpu {
+    if let Some(c) = &o.send.cpu {
         return c.0.clone();
     }
     let n = sluice_sys::cpus::online_cpus();
-    if o.no_pin || n <= o.threads {
+    if o.send.no_pin || n <= o.send.threads {
         return Vec::new();
     }
-    (0..o.threads).map(|i| n - 1 - i).collect()
+    (0..o.send.threads).map(|i| n - 1 - i).collect()
 }
 
 /// Engine settings from the shared options (the stop flag is wired by
 /// [`SendPlan::run`]).
 fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
     EngineConfig {
-        limit: o.limit,
-        duration: o.duration,
-        clock: o.clock,
-        spin: o.spin,
-        drift: o.drift,
-        late_threshold: o.late_threshold,
+        limit: o.send.limit,
+        duration: o.send.duration,
+        clock: o.send.clock,
+        spin: o.send.spin,
+        drift: o.send.drift,
+        late_threshold: o.send.late_threshold,
         cpus: tx_cpus(o),
-        realtime: o.rt,
+        realtime: o.send.rt,
         topspeed,
         // A pass line goes where the interval lines go.
         pass_stats: o.stats_json.is_some(),
-        rx_stamp: match o.rx_stamp.as_deref() {
-            Some("append") => Some(RxStampMode::Append),
-            Some(_) => Some(RxStampMode::Replace),
-            // A receiver counts stamped frames only.
-            None => o.rx.is_some().then_some(RxStampMode::Replace),
-        },
+        // A receiver counts stamped frames only.
+        rx_stamp: o
+            .send
+            .rx_stamp
+            .or(o.rx.is_some().then_some(RxStampMode::Replace)),
         stamp_streams_from: o.rx_streams_from,
         stamp_clock_shift_ns: o.clock_shift,
         ..EngineConfig::default()

@@ -1161,12 +1161,7 @@ fn the_python_client_drives_workers_over_mutual_tls() {
     let o = py(
         &specs,
         &trace,
-        &[
-            "--arg=--pps",
-            "--arg=2k",
-            "--stats",
-            stats.to_str().unwrap(),
-        ],
+        &[r#"--job={"pps": "2k"}"#, "--stats", stats.to_str().unwrap()],
     );
     // A job the workers refuse: JobRefused, one line, exit 2.
     let garbage = d.join("garbage.pcap");
@@ -1195,8 +1190,7 @@ fn the_python_client_drives_workers_over_mutual_tls() {
             "replay",
             "--duration",
             "6s",
-            "--arg=--pps",
-            "--arg=100",
+            r#"--job={"pps": "100"}"#,
         ])
         .arg("--max-skew-ns=20000000")
         .arg("--file")
@@ -1249,8 +1243,9 @@ fn the_python_client_drives_workers_over_mutual_tls() {
              w.stub.PublishPorts(pm('null'), timeout=5, metadata=w.meta)\n\
              fid = w.upload(trace)\n\
              t = s.now_ns()\n\
-             task = s.pb.Task(command=s.pb.REPLAY, file_id=fid, port=0, share_count=1,\n\
-             \x20   args=['--summary-json', evil], start_ns=t + 10**9, deadline_ns=t + 5 * 10**9)\n\
+             job = s.job_json('replay', {}, {'summary_json': evil})\n\
+             task = s.pb.Task(job=job, file_id=fid, port=0, share_count=1,\n\
+             \x20   start_ns=t + 10**9, deadline_ns=t + 5 * 10**9)\n\
              try:\n\
              \x20   [u for u in w.stub.Run(task, metadata=w.meta)]; print('ran')\n\
              except grpc.RpcError as e:\n\

@@ -79,6 +79,10 @@ pub struct ClockCheck {
 
 pub struct ControlConfig {
     pub plan: Plan,
+    /// The plan's job, typed (the CLI parses the plan's words into it
+    /// before any worker is contacted); each task sends it with the plan's
+    /// duration, and receive stamps where a worker receives.
+    pub job: sluice_job::RemoteJob,
     /// Key directory; None: plain TCP (workers on loopback only).
     pub tls: Option<PathBuf>,
     /// How far ahead t_tos is set; None: from the measured RTTs.
@@ -711,17 +715,14 @@ fn start_all(
     let n = conns.len() as u32;
     let (tx, rx) = tokio::sync::mpsc::channel::<(usize, Event)>(256);
     for (i, c) in conns.iter().enumerate() {
-        let mut args = plan.args.clone();
-        args.push("--duration".into());
-        args.push(format!("{}ns", plan.duration_ns));
-        let stamping = c.result.streams_from.is_some();
-        if stamping && !args.iter().any(|a| a.starts_with("--rx-stamp")) {
-            args.extend(["--rx-stamp".into(), "replace".into()]);
+        let mut job = cfg.job.clone();
+        job.send.duration = Some(sluice_job::Nanos(plan.duration_ns));
+        if c.result.streams_from.is_some() && job.send.rx_stamp.is_none() {
+            job.send.rx_stamp = Some(sluice_job::RxStampMode::Replace);
         }
         let task = pb::Task {
-            command: plan.command as i32,
             file_id: ids[i].clone(),
-            args,
+            job: job.to_json(),
             port: c.result.port,
             split: plan.split as i32,
             share_index: i as u32,

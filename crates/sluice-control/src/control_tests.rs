@@ -29,8 +29,8 @@ async fn worker(dir: &Path, exe: &Path) -> String {
     format!("unix:{}", sock.display())
 }
 
-/// A job script: one statistics line, then `summary` written where
-/// `--summary-json` says. With `summary` empty it fails as bad input and
+/// A job script: one statistics line, then `summary` written where the
+/// worker's job file (`job FILE`) says. With `summary` empty it fails as bad input and
 /// says so in a failure line; with `summary` "crash" it dies with only
 /// prose on stderr.
 fn job(dir: &Path, summary: &str) -> PathBuf {
@@ -43,7 +43,8 @@ fn job(dir: &Path, summary: &str) -> PathBuf {
         "echo 'thread main panicked' >&2; exit 101".to_string()
     } else {
         format!(
-            "while [ $# -gt 0 ]; do [ \"$1\" = --summary-json ] && out=$2; shift; done\n\
+            "[ \"$1\" = job ] || exit 3\n\
+             out=$(sed -n 's/.*\"summary_json\":\"\\([^\"]*\\)\".*/\\1/p' \"$2\")\n\
              echo '{{\"packets\": 3, \"pps\": 10}}'\n\
              echo '{summary}' > \"$out\""
         )
@@ -70,6 +71,10 @@ fn config(dir: &Path, address: &str, to: &str) -> ControlConfig {
             args: Vec::new(),
             duration_ns: 200_000_000,
             split: pb::Split::default(),
+        },
+        job: sluice_job::RemoteJob {
+            work: sluice_job::Work::Replay(Default::default()),
+            send: Default::default(),
         },
         tls: None,
         start_in: Some(Duration::from_millis(300)),

@@ -8,8 +8,8 @@ pub mod clocksvc;
 pub mod control;
 pub mod error;
 pub mod failure;
-pub mod jobargs;
 pub mod plan;
+pub mod shown;
 pub mod tls;
 pub mod worker;
 

@@ -159,7 +159,7 @@ pub fn parse(name: &str, text: &str, base: &Path) -> Result<Plan> {
             return Err(input!("{key}: {}: no such file", p.display()));
         }
         let n = upload_name(&p);
-        if !crate::jobargs::plain_name(&n) {
+        if !sluice_job::remote::plain_name(&n) {
             return Err(input!(
                 "{key}: '{}': a file name may not start with a dot or hold control characters",
                 n.escape_default()

@@ -1,24 +1,29 @@
-//! `sluice worker`: serves the control plane and runs each task as a
-//! `sluice` child process (the same binary), so a distributed job is
-//! exactly the job one host would run, started at the agreed instant with
-//! `--start-at` and given its part with `--share`. The child's
-//! `--stats-json` lines are streamed back as they come; its
-//! `--summary-json` ends the stream. A task carries a deadline: the worker
-//! stops the child at it whether or not a controller is still there.
+//! `sluice worker`: serves the control plane and runs each task's typed
+//! job (`sluice_job::RemoteJob`) in a `sluice job` child process (the same
+//! binary, so a distributed job is exactly the job one host would run,
+//! and a job that fails or is killed never takes the worker with it),
+//! started at the agreed instant and given its part of the job. The
+//! child's statistics lines are streamed back as they come; its summary
+//! ends the stream. A task carries a deadline: the worker stops the child
+//! at it whether or not a controller is still there.
 //!
-//! A worker acts only on what it was given: sinks it announced itself,
-//! options from an allow-list ([`crate::jobargs`]), files uploaded to it
-//! (never a path of its own). Registering takes a lease: the port map,
+//! A worker acts only on what it was given, and the job's types decide
+//! what that may be: sinks it announced itself, options that name no file
+//! and no device, files uploaded to it by their plain names (never a path
+//! of its own). Registering takes a lease: the port map,
 //! uploads, job and `Stop` belong to the controller that registered, and
 //! others are refused while it holds them. Without TLS it serves a 0600
 //! unix socket whose peers' uids are checked, never TCP.
 
 use crate::error::{input, Context, Result};
 use crate::failure::{JobFailure, FAILURE_ENV};
-use crate::jobargs::shown;
+use crate::now_ns;
 use crate::pb::worker_server::{Worker, WorkerServer};
 use crate::pb::{self, update};
-use crate::{command_words, now_ns, split_flag};
+use crate::shown::shown;
+use sluice_job::profile::ShareBy;
+use sluice_job::remote::{Receive, RxClock};
+use sluice_job::{RemoteJob, WorkerJob};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -372,7 +377,7 @@ impl Worker for Service {
         while let Some(c) = chunks.next().await {
             let c = c?;
             if file.is_none() {
-                if !crate::jobargs::plain_name(&c.name) {
+                if !sluice_job::remote::plain_name(&c.name) {
                     return Err(Status::invalid_argument(format!(
                         "upload '{}': not a plain file name (no directory, no leading dot, \
                          at most 128 characters)",
@@ -433,9 +438,7 @@ impl Worker for Service {
         let job = self.admit(req)?;
         log(&format!(
             "'{}': starting {} at {}",
-            job.name,
-            shown(&job.args.join(" ")),
-            job.start
+            job.name, job.what, job.start
         ));
         let mut cmd = job_command(&self.cfg.exe, &job.args, &job.dir);
         let mut child = {
@@ -708,9 +711,13 @@ pub async fn serve(cfg: WorkerConfig) -> Result<()> {
     Ok(())
 }
 
-/// A task admitted to run: its command line, where, and when.
+/// A task admitted to run: its job (a file in the lease's directory),
+/// where, and when.
 struct Admitted {
+    /// The job's process's arguments: `job FILE`.
     args: Vec<String>,
+    /// What the job is, for the log.
+    what: String,
     dir: PathBuf,
     summary: PathBuf,
     name: String,
@@ -720,20 +727,11 @@ struct Admitted {
 }
 
 impl Service {
-    /// The job's stamp and receive options: its first stream, the
-    /// interface it counts on (one this worker announced), the others'
-    /// clocks against this one.
-    fn receive_args(&self, task: &pb::Task) -> Result<Vec<String>, Status> {
-        let mut args = Vec::new();
-        if task.streams_from > 0 {
-            args.extend(["--rx-streams-from".into(), task.streams_from.to_string()]);
-        }
-        if self.cfg.clock_offset_ns != 0 {
-            // Stamps and receive times on the clock this worker pretends.
-            args.push(format!("--clock-shift={}ns", self.cfg.clock_offset_ns));
-        }
+    /// The job's receiver: an interface this worker announced, and the
+    /// other senders' clocks against this one.
+    fn receive(&self, task: &pb::Task) -> Result<Option<Receive>, Status> {
         if task.rx.is_empty() {
-            return Ok(args);
+            return Ok(None);
         }
         let iface = task
             .rx
@@ -745,44 +743,54 @@ impl Service {
                     shown(&task.rx)
                 ))
             })?;
-        args.extend([
-            "--rx".into(),
-            iface.to_string(),
-            "--rx-wait".into(),
-            format!("{}ns", task.rx_wait_ns.clamp(1, 10_000_000_000)),
-        ]);
         if task.rx_clocks.len() > crate::plan::MAX_STAMPING {
             return Err(Status::invalid_argument(
                 "more rx clocks than senders a plan may have",
             ));
         }
+        let mut clocks = Vec::with_capacity(task.rx_clocks.len());
         for c in &task.rx_clocks {
             if c.last < c.first {
                 return Err(Status::invalid_argument(
                     "an rx clock's streams run backwards",
                 ));
             }
-            args.push(format!(
-                "--rx-clock={}-{}={}ns",
-                c.first, c.last, c.ahead_ns
-            ));
+            clocks.push(RxClock {
+                first: c.first,
+                last: c.last,
+                ahead_ns: c.ahead_ns,
+            });
         }
-        Ok(args)
+        Ok(Some(Receive {
+            iface: iface.to_string(),
+            wait: sluice_job::Nanos(task.rx_wait_ns.clamp(1, 10_000_000_000)),
+            clocks,
+        }))
     }
 
-    /// Checks a task against the lease (its uploads, its port map, the
-    /// allow-list of options, a start still ahead) and builds the job's
-    /// command line.
+    /// Checks a task against the lease (its uploads, its port map, a start
+    /// still ahead), reads its job (the types refuse what a peer may not
+    /// ask) and writes what the job's process runs.
     fn admit(&self, req: Request<pb::Task>) -> Result<Admitted, Status> {
-        let (file, sink, summary, name, job_args, dir) = {
+        let job = RemoteJob::from_json(&req.get_ref().job)
+            .map_err(|e| Status::invalid_argument(shown_long(&e, 300)))?;
+        let (input, map, sink, summary, name, dir) = {
             let st = self.leased(&req)?;
             let task = req.get_ref();
             if st.job.is_some() {
                 return Err(Status::failed_precondition("a task is already running"));
             }
-            let file = st.files.get(&task.file_id).cloned().ok_or_else(|| {
-                Status::invalid_argument(format!("no uploaded file '{}'", shown(&task.file_id)))
-            })?;
+            let upload = |n: &str| {
+                st.files.get(n).cloned().ok_or_else(|| {
+                    Status::invalid_argument(format!("no uploaded file '{}'", shown(n)))
+                })
+            };
+            let input = upload(&task.file_id)?;
+            let map = job
+                .uploads()
+                .first()
+                .map(|u| upload(u.as_str()))
+                .transpose()?;
             let sink = st
                 .ports
                 .iter()
@@ -792,23 +800,18 @@ impl Service {
                     Status::invalid_argument(format!("port {} is not in the port map", task.port))
                 })?;
             let dir = st.dir.clone().expect("a lease has a directory");
-            // Only options of the allow-list; a file they read is an
-            // upload of this lease, named by its plain name.
-            let args = crate::jobargs::resolve(task.command(), &task.args, |n| {
-                st.files.get(n).map(|p| p.display().to_string())
-            })
-            .map_err(Status::invalid_argument)?;
-            (file, sink, dir.join(".summary.json"), st.name(), args, dir)
+            (input, map, sink, dir.join(".summary.json"), st.name(), dir)
         };
         let task = req.into_inner();
-        let words =
-            command_words(task.command()).ok_or_else(|| Status::invalid_argument("no command"))?;
         // Only sinks this worker announced.
         if !ports().iter().any(|p| p.sink == sink) {
             return Err(Status::invalid_argument(
                 "the task's port is not a sink this worker announced",
             ));
         }
+        let to: sluice_job::SinkSpec = sink
+            .parse()
+            .map_err(|e| Status::internal(format!("announced sink '{sink}': {e}")))?;
         // Start and deadline on the host's clock: the controller's instant,
         // moved by this worker's measured offset, less the test shift.
         let to_host = |t: i64| t + task.offset_ns - self.cfg.clock_offset_ns;
@@ -816,35 +819,34 @@ impl Service {
         if start < now_ns() {
             return Err(Status::invalid_argument("the start time has passed"));
         }
-        let mut args: Vec<String> = words.iter().map(|s| s.to_string()).collect();
-        args.push(file.display().to_string());
-        args.extend([
-            "--to".into(),
-            sink,
-            "--start-at".into(),
-            start.to_string(),
-            "-q".into(),
-            "--stats-json".into(),
-            "-".into(),
-            "--summary-json".into(),
-            summary.display().to_string(),
-        ]);
-        if task.share_count > 1 {
-            args.push("--share".into());
-            args.push(format!("{}/{}", task.share_index + 1, task.share_count));
-            if let Some(by) = split_flag(task.split()) {
-                args.push("--share-by".into());
-                args.push(by.into());
-            }
+        if task.share_count > 1 && task.share_index >= task.share_count {
+            return Err(Status::invalid_argument(
+                "share_index must be below share_count",
+            ));
         }
-        args.extend(job_args);
-        args.extend(self.receive_args(&task)?);
-        if task.command() == pb::Command::Profile {
-            // A profile's `from:` captures are uploads beside it, nothing else.
-            args.push("--confine-inputs".into());
-        }
+        let what = format!("{} on {sink}", job.work.command());
+        let run = WorkerJob {
+            job,
+            input,
+            map,
+            to,
+            start_at: start as u64,
+            share: (task.share_count > 1).then_some((task.share_index, task.share_count)),
+            share_by: match task.split() {
+                pb::Split::Components => ShareBy::Components,
+                _ => ShareBy::Packets,
+            },
+            receive: self.receive(&task)?,
+            streams_from: task.streams_from,
+            clock_shift: self.cfg.clock_offset_ns,
+            summary_json: summary.clone(),
+        };
+        let file = dir.join(".job.json");
+        std::fs::write(&file, serde_json::to_vec(&run).expect("a job serialises"))
+            .map_err(|e| Status::internal(format!("{}: {e}", file.display())))?;
         Ok(Admitted {
-            args,
+            args: vec!["job".into(), file.display().to_string()],
+            what,
             dir,
             summary,
             name,

@@ -149,27 +149,43 @@ fn a_lease_belongs_to_the_controller_that_registered() {
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, ["job.pcap"]);
-        // A task naming a file of the host, or options that do, is refused
-        // and echoes no content.
-        let task = |file: &str, args: &[&str]| pb::Task {
-            command: pb::Command::Series as i32,
+        // A task naming a file of the host, or a job that does, is refused
+        // by its types and echoes no content.
+        let task = |file: &str, job: &str| pb::Task {
             file_id: file.into(),
-            args: args.iter().map(|s| s.to_string()).collect(),
+            job: job.into(),
             port: 0,
             start_ns: i64::MAX / 2,
             deadline_ns: i64::MAX / 2,
             ..Default::default()
         };
         for (t, want) in [
-            (task("/etc/shadow", &[]), "no uploaded file"),
-            (task("job.pcap", &["--map", "/etc/shadow"]), "plain name"),
+            (task("/etc/shadow", SERIES), "no uploaded file"),
             (
-                task("job.pcap", &["--map", "m.csv"]),
+                task("job.pcap", r#"{"work":{"series":{"map":"/etc/shadow"}}}"#),
+                "plain name",
+            ),
+            (
+                task("job.pcap", r#"{"work":{"series":{"map":"m.csv"}}}"#),
                 "no uploaded file 'm.csv'",
             ),
             (
-                task("job.pcap", &["--to2", "pcap:/etc/passwd"]),
-                "not allowed",
+                task(
+                    "job.pcap",
+                    r#"{"work":{"replay":{"to2":"pcap:/etc/passwd"}}}"#,
+                ),
+                "unknown field `to2`",
+            ),
+            (
+                task(
+                    "job.pcap",
+                    r#"{"work":{"replay":{}},"send":{"summary_json":"/etc/passwd"}}"#,
+                ),
+                "unknown field `summary_json`",
+            ),
+            (
+                task("job.pcap", r#"{"work":{"replay":{"ttl":"++1"}}}"#),
+                "expected N, +N or -N",
             ),
         ] {
             let e = a.run(t).await.expect_err("refused");
@@ -187,6 +203,9 @@ fn a_lease_belongs_to_the_controller_that_registered() {
         b.publish_ports(map).await.unwrap();
     });
 }
+
+/// A series job with no options.
+const SERIES: &str = r#"{"work":{"series":{}}}"#;
 
 #[test]
 fn an_unused_lease_expires_and_its_uploads_go() {

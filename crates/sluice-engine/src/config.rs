@@ -98,6 +98,11 @@ pub enum RxStampMode {
     Append,
 }
 
+sluice_core::named_values!(RxStampMode {
+    Replace => "replace",
+    Append => "append",
+});
+
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {

@@ -66,6 +66,14 @@ impl FromStr for CidrMap {
     }
 }
 
+impl fmt::Display for CidrMap {
+    /// `FROM/n:TO/m`, as [`CidrMap::from_str`] reads it back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ((a, n), (b, m)) = (self.from, self.to);
+        write!(f, "{a}/{n}:{b}/{m}")
+    }
+}
+
 fn mask(bits: u8, width: u32) -> u128 {
     if bits == 0 {
         0
@@ -165,6 +173,17 @@ impl FromStr for TtlOp {
             return Err(bad());
         }
         Ok(op(n.parse().map_err(|_| bad())?))
+    }
+}
+
+impl fmt::Display for TtlOp {
+    /// `N`, `+N` or `-N`, as [`TtlOp::from_str`] reads it back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TtlOp::Set(n) => write!(f, "{n}"),
+            TtlOp::Add(n) => write!(f, "+{n}"),
+            TtlOp::Sub(n) => write!(f, "-{n}"),
+        }
     }
 }
 

@@ -1,58 +1,22 @@
 //! Option groups shared by the sending commands (`replay`, `series play`,
-//! `flows run`), defined once. Defaults shown in `--help` are the
-//! libraries' own (`EngineConfig::default()`, `TxMode::default()`).
+//! `flows run`), defined once; how a run sends is `sluice_job::SendOpts`.
 
-use super::values::{cpus, duration, named, positive_count, positive_duration, queues, CpuList};
+use super::values::duration;
 use clap::Args;
 use sluice_core::Nanos;
-use sluice_engine::{ClockChoice, EngineConfig};
-use sluice_sink::{LaunchTime, SinkSpec, TxMode, XdpMode};
+use sluice_job::SendOpts;
+use sluice_sink::SinkSpec;
 
-/// Where packets go and when the run stops, TX threads, their CPUs and
-/// priority, timing precision, statistics: every sending command's, declared
-/// once here.
+/// Where packets go, what is received beside them and where the run's
+/// statistics go (this host's own), with how it sends ([`SendOpts`], what
+/// a worker may take from a peer): every sending command's, declared once.
 #[derive(Args, Debug)]
 pub struct RunOpts {
     /// Where packets go: null, pcap:PATH, afpacket:IFACE, xdp:IFACE (series play also udp:HOST:PORT).
     #[arg(long, short = 't', default_value_t = SinkSpec::Null)]
     pub to: SinkSpec,
-    /// Stop after N packets (series play: records).
-    #[arg(long, value_parser = positive_count)]
-    pub limit: Option<u64>,
-    /// Stop after this long, e.g. 10s.
-    #[arg(long, value_parser = positive_duration)]
-    pub duration: Option<Nanos>,
-    /// TX threads.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
-    /// Pin TX threads to these CPUs, e.g. 1, 0,1 or 0-3.
-    #[arg(long, value_parser = cpus)]
-    pub cpu: Option<CpuList>,
-    /// Do not pin TX threads (by default they go to the last CPUs when there are more CPUs than TX threads).
-    #[arg(long, conflicts_with = "cpu")]
-    pub no_pin: bool,
-    /// SCHED_FIFO priority and mlockall for the TX threads.
-    #[arg(long)]
-    pub rt: bool,
-    /// How frames reach an afpacket interface: a TX ring (falling back to sendmmsg), or sendmmsg batches.
-    #[arg(long, value_parser = named::<TxMode>(TxMode::NAMES), default_value_t = TxMode::default())]
-    pub tx_mode: TxMode,
-    /// Leave TCP and UDP checksums to the device (afpacket only): a virtio-net header asks the driver to compute them, or the kernel where the driver cannot.
-    #[arg(long)]
-    pub csum_offload: bool,
-    /// How an xdp interface is bound: zero-copy where the driver has it, else copy mode (auto); copy only; zero-copy only.
-    #[arg(long, value_parser = named::<XdpMode>(XdpMode::NAMES), default_value_t = XdpMode::default())]
-    pub xdp_mode: XdpMode,
-    /// Interface queues of an xdp sink, one per TX thread, e.g. 0,1 or 2-3 (default: thread k on queue k).
-    #[arg(long, value_parser = queues)]
-    pub tx_queues: Option<CpuList>,
-    /// Departures timed by the NIC: not built yet, so on is refused on every platform (with the reason); auto (default) and off pace in software.
-    #[arg(long, value_parser = named::<LaunchTime>(LaunchTime::NAMES), default_value_t = LaunchTime::default())]
-    pub launch_time: LaunchTime,
-
-    /// Put a receive stamp (stream, sequence, departure time; 24 bytes) at the end of each frame's payload, over its last bytes or in bytes added, for a receiver (`sluice rx`) to count loss, reordering and one-way latency.
-    #[arg(long, value_name = "replace|append", value_parser = ["replace", "append"])]
-    pub rx_stamp: Option<String>,
+    #[command(flatten)]
+    pub send: SendOpts,
     /// Count the stamped frames arriving on this interface while sending (loss, duplicates, reordering, one-way latency, jitter per stream, in the summary); implies --rx-stamp replace.
     #[arg(long, value_name = "IFACE")]
     pub rx: Option<String>,
@@ -82,21 +46,25 @@ pub struct RunOpts {
     /// No live status line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// Clock: monotonic (CLOCK_MONOTONIC), tsc (the CPU's invariant time-stamp counter, calibrated against it, drift reported) or virtual (instant, deterministic; for tests and conversion).
-    #[arg(long, value_parser = named::<ClockChoice>(ClockChoice::NAMES), default_value_t = ClockChoice::default())]
-    pub clock: ClockChoice,
+}
 
-    /// Drift window T_d: drop (and count as time violations) packets later than this.
-    #[arg(long, value_parser = duration)]
-    pub drift: Option<Nanos>,
-    /// Count a packet as late when ε exceeds this.
-    #[arg(long, value_parser = duration, default_value_t = EngineConfig::default().late_threshold)]
-    pub late_threshold: Nanos,
-    /// Spin instead of sleeping for the last stretch before each send: long
-    /// sleeps wake up late on a busy or virtual machine, so a TX thread uses
-    /// its CPU fully unless packets are further apart.
-    #[arg(long, value_parser = duration, default_value_t = EngineConfig::default().spin)]
-    pub spin: Nanos,
+impl RunOpts {
+    /// `send` to `to`, with this host's defaults for the rest (no
+    /// receiver, no statistics files, the live status line on).
+    pub fn new(to: SinkSpec, send: SendOpts) -> RunOpts {
+        RunOpts {
+            to,
+            send,
+            rx: None,
+            rx_wait: Nanos::from_millis(200),
+            rx_streams_from: 0,
+            rx_clock: Vec::new(),
+            clock_shift: 0,
+            stats_json: None,
+            summary_json: None,
+            quiet: false,
+        }
+    }
 }
 
 /// How the run being judged was timed, so the reference trace is scheduled

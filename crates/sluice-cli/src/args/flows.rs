@@ -1,10 +1,8 @@
 //! `sluice flows` arguments: run, import.
 
 use super::common::{RunOpts, ShareOpts};
-use super::values::named;
 use clap::{Args, Subcommand};
-use sluice_flows::{FlowConfig, Planner};
-use sluice_wire::MacAddr;
+use sluice_job::flows::FlowsOpts;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -28,27 +26,8 @@ pub enum FlowsCommand {
 pub struct RunArgs {
     /// Session file (.yaml/.yml or .json).
     pub session: PathBuf,
-    /// How packets of concurrent flows are scheduled: exact per-flow times from a calendar, or FLOR's stochastic planning.
-    #[arg(long, value_parser = named::<Planner>(Planner::NAMES), default_value_t = FlowConfig::default().planner)]
-    pub planner: Planner,
-    /// Planner threads building packets in parallel, each for its part of the flows (by 5-tuple) and its own TX threads (at least as many TX threads run); not with --limit.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub planners: u32,
-    /// Seed of every random choice (overrides the session's `seed`).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Write a sequence signature ("SLF1", flow id, packet index) after the payload prefix.
-    #[arg(long)]
-    pub stamp: bool,
-    /// Send in calendar order as fast as the output takes packets (ignore the times).
-    #[arg(long)]
-    pub topspeed: bool,
-    /// Source MAC of every frame.
-    #[arg(long, default_value_t = FlowConfig::default().src_mac)]
-    pub src_mac: MacAddr,
-    /// Destination MAC of every frame.
-    #[arg(long, default_value_t = FlowConfig::default().dst_mac)]
-    pub dst_mac: MacAddr,
+    #[command(flatten)]
+    pub opts: FlowsOpts,
     #[command(flatten)]
     pub run: RunOpts,
     #[command(flatten)]

@@ -25,7 +25,7 @@ mod split;
 pub mod values;
 
 pub use analyze::AnalyzeArgs;
-pub use common::RunOpts;
+pub use common::{RunOpts, ShareOpts};
 pub use demo::DemoArgs;
 pub use distributed::{ControlArgs, ControlCommand, ControlRunArgs, KeygenArgs, WorkerArgs};
 pub use doctor::DoctorArgs;
@@ -117,4 +117,14 @@ pub enum Command {
     /// Print the man page (roff), or write one page per command into a directory.
     #[command(after_help = "man <(sluice man), or: sluice man --dir /usr/local/share/man/man1")]
     Man(docs::ManArgs),
+    /// Run the job a worker wrote for one of its tasks (what `sluice worker` starts; not for users).
+    #[command(hide = true)]
+    Job(JobArgs),
+}
+
+/// `sluice job FILE`.
+#[derive(clap::Args, Debug)]
+pub struct JobArgs {
+    /// The job (JSON of a worker's job: the controller's job, and the worker's sink, start, share and outputs).
+    pub file: std::path::PathBuf,
 }

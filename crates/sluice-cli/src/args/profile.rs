@@ -1,10 +1,9 @@
 //! `sluice profile` arguments: synth, spectrum, run.
 
 use super::common::{RunOpts, ShareOpts};
-use super::values::{named, positive_count, positive_duration};
+use super::values::{named, positive_count};
 use clap::{Args, Subcommand};
-use sluice_core::Nanos;
-use sluice_wire::MacAddr;
+pub use sluice_job::profile::{FrameOpts, Mode, ProfileOpts, SelectOpts, ShareBy};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -36,23 +35,6 @@ pub struct FitArgs {
     pub output: PathBuf,
 }
 
-/// Frame addresses and rate scaling, shared by synth and run.
-#[derive(Args, Debug)]
-pub struct FrameOpts {
-    /// Multiply the profile's rate by R (gaps R times shorter; shapes kept).
-    #[arg(long, default_value_t = 1.0)]
-    pub scale: f64,
-    /// Seed of every draw (overrides the profile's `seed`).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Source MAC of every frame.
-    #[arg(long, default_value_t = MacAddr::LOCAL_SRC)]
-    pub src_mac: MacAddr,
-    /// Destination MAC of every frame.
-    #[arg(long, default_value_t = MacAddr::LOCAL_DST)]
-    pub dst_mac: MacAddr,
-}
-
 #[derive(Args, Debug)]
 pub struct SynthArgs {
     /// Profile (.yaml/.yml or .json; schema in docs/FORMATS.md).
@@ -65,20 +47,6 @@ pub struct SynthArgs {
     /// Stop after N packets (needed to write a trace larger than the free space the profile's expected size exceeds).
     #[arg(long, value_parser = positive_count)]
     pub limit: Option<u64>,
-}
-
-/// Which components to keep.
-#[derive(Args, Debug)]
-pub struct SelectOpts {
-    /// Sampling interval t_sample of the packet-rate series.
-    #[arg(long, value_parser = positive_duration, default_value = "1ms")]
-    pub sample: Nanos,
-    /// Keep the K strongest components (the DC component is always kept).
-    #[arg(long, conflicts_with = "cutoff")]
-    pub keep: Option<usize>,
-    /// Keep the components at or below HZ (the paper's low-pass).
-    #[arg(long)]
-    pub cutoff: Option<f64>,
 }
 
 #[derive(Args, Debug)]
@@ -98,50 +66,12 @@ pub struct SpectrumArgs {
     pub scale: f64,
 }
 
-/// How `profile run` sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// The synthesized sequence itself, every gap exact.
-    #[default]
-    Exact,
-    /// Components spread over queues, packets counted per t_sample.
-    Fourier,
-}
-
-sluice_core::named_values!(Mode {
-    Exact => "exact",
-    Fourier => "fourier",
-});
-
-/// What `--share` deals out in `profile run`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum ShareBy {
-    /// Every Nth packet of the global schedule (planned alone where the gap law allows: see docs/CLI.md).
-    #[default]
-    Packets,
-    /// Fourier queues (components and their DC share): needs --mode fourier and a multiple of N queues.
-    Components,
-}
-
-sluice_core::named_values!(ShareBy {
-    Packets => "packets",
-    Components => "components",
-});
-
 #[derive(Args, Debug)]
 pub struct ProfileRunArgs {
     /// Profile (.yaml/.yml or .json).
     pub profile: PathBuf,
-    /// exact: the synthesized sequence; fourier: the reconstruction from selected components.
-    #[arg(long, value_parser = named::<Mode>(Mode::NAMES), default_value_t = Mode::default())]
-    pub mode: Mode,
     #[command(flatten)]
-    pub select: SelectOpts,
-    /// Fourier queues the components are spread over (each a stream of its own; TX threads take queues round-robin).
-    #[arg(long, default_value_t = 1)]
-    pub queues: usize,
-    #[command(flatten)]
-    pub frame: FrameOpts,
+    pub opts: ProfileOpts,
     #[command(flatten)]
     pub run: RunOpts,
     #[command(flatten)]

@@ -4,7 +4,7 @@
 use clap::Args;
 use sluice_source::{Select, SelectRule};
 
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, Default)]
 pub struct SelectOpts {
     /// Send only these packets: numbers from 1 in each pass (7,11,20-23,174-, as tcpreplay; or P:LIST as tcpprep), or S:NETS, D:NETS, B:NETS, E:NETS (source, destination, both or either address in the networks, as tcpprep).
     #[arg(long, value_name = "RULE", conflicts_with = "exclude")]

@@ -3,7 +3,7 @@
 use clap::Args;
 use sluice_source::{Split, SplitMode};
 
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, Default)]
 pub struct SplitOpts {
     /// Swap the sides of a cidr:, regex: or mac: split (tcpprep's option of that name).
     #[arg(long, help_heading = "Two ports")]

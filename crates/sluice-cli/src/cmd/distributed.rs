@@ -5,7 +5,7 @@ use crate::args::{ControlCommand, ControlRunArgs, KeygenArgs, WorkerArgs};
 use crate::dest::Dest;
 use crate::json::{self, Kind};
 use crate::{bad_input, exit, Failure};
-use anyhow::{anyhow, Context};
+use anyhow::Context;
 use sluice_control::control::{self, ControlConfig};
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
@@ -74,47 +74,6 @@ pub fn control(a: crate::args::ControlArgs) -> Result<u8, Failure> {
     }
 }
 
-/// Parses the job's command line as every worker will (the options the
-/// worker adds, then the plan's `args`), before any worker is contacted:
-/// options the CLI refuses are the plan's fault (exit 2) every time,
-/// whichever worker would have answered first.
-fn check_job_options(plan: &sluice_control::plan::Plan) -> anyhow::Result<()> {
-    use clap::Parser;
-    let words = sluice_control::command_words(plan.command)
-        .ok_or_else(|| anyhow!("{}: job.command: none given", plan.file.display()))?;
-    sluice_control::jobargs::check(plan.command, &plan.args)
-        .map_err(|e| anyhow!("job.args: {e}"))?;
-    let mut argv: Vec<String> = std::iter::once("sluice")
-        .chain(words.iter().copied())
-        .map(String::from)
-        .collect();
-    argv.push(plan.file.display().to_string());
-    for (k, v) in [
-        ("--to", plan.workers[0].to.as_str()),
-        ("--start-at", "0"),
-        ("--stats-json", "-"),
-        ("--summary-json", "summary.json"),
-    ] {
-        argv.extend([k.to_string(), v.to_string()]);
-    }
-    argv.push("-q".into());
-    if plan.workers.len() > 1 {
-        argv.extend(["--share".into(), format!("1/{}", plan.workers.len())]);
-        if let Some(by) = sluice_control::split_flag(plan.split) {
-            argv.extend(["--share-by".into(), by.into()]);
-        }
-    }
-    argv.extend(plan.args.iter().cloned());
-    match crate::args::Cli::try_parse_from(&argv) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(anyhow!(
-            "job.args {:?}: refused before any worker was contacted: {}",
-            plan.args,
-            crate::clap_cause(&e)
-        )),
-    }
-}
-
 fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
     let outputs: Vec<&str> = a
         .stats_json
@@ -137,7 +96,8 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
         .chain(keys.iter().map(|p| p.as_path()))
         .collect();
     crate::dest::check(&reads, &outputs)?;
-    check_job_options(&plan).map_err(bad_input)?;
+    let job = crate::job::plan_job(&plan)
+        .map_err(|e| bad_input(e.context(a.plan.display().to_string())))?;
     let stats_out = a
         .stats_json
         .as_deref()
@@ -150,6 +110,7 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
     let live = !a.quiet && std::io::stderr().is_terminal();
     let cfg = ControlConfig {
         plan,
+        job,
         tls: a.tls,
         start_in: a.start_in.map(|n| std::time::Duration::from_nanos(n.0)),
         max_skew_ns: a.max_skew.0,
@@ -352,81 +313,4 @@ fn render(s: &control::ControlSummary) -> String {
         out += &format!("aborted: {a}\n");
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-    use sluice_control::pb::Command as Job;
-
-    /// Options a job never carries: they name files on the worker or are
-    /// what the worker sets itself.
-    const DENIED: &[&str] = &[
-        "to",
-        "to2",
-        "split",
-        // Modifiers of --split, which a job never carries.
-        "reverse",
-        "nonip",
-        "ratio",
-        "minmask",
-        "maxmask",
-        "dualfile",
-        // Packet numbers count a worker's whole trace, not its share:
-        // selection is the controller's to do (a trace cut first).
-        "include",
-        "exclude",
-        "stats-json",
-        "summary-json",
-        // A receiving interface is the worker's to choose, not a peer's.
-        "rx",
-        "rx-wait",
-        // Set by the worker from its task: streams apart, clocks measured.
-        "rx-streams-from",
-        "rx-clock",
-        "clock-shift",
-        "start-at",
-        "share",
-        "share-by",
-        "confine-inputs",
-        "help",
-    ];
-
-    /// Every option of every command a worker runs is either allowed (with
-    /// the same arity) or denied: a new option makes this fail until it is
-    /// sorted into one or the other.
-    #[test]
-    fn the_job_allow_list_covers_every_option_of_the_commands() {
-        let cli = crate::args::Cli::command();
-        for job in [Job::Replay, Job::Flows, Job::Series, Job::Profile] {
-            let words = sluice_control::command_words(job).unwrap();
-            let mut cmd = &cli;
-            for w in words {
-                cmd = cmd.find_subcommand(w).unwrap();
-            }
-            let allowed = sluice_control::jobargs::allowed(job);
-            for arg in cmd.get_arguments().filter(|a| !a.is_positional()) {
-                let long = arg
-                    .get_long()
-                    .unwrap_or_else(|| panic!("{arg:?} has no long name"));
-                match allowed.iter().find(|(n, _)| *n == long) {
-                    Some((_, takes)) => assert_eq!(
-                        *takes,
-                        arg.get_action().takes_values(),
-                        "{words:?} --{long}: arity"
-                    ),
-                    None => assert!(
-                        DENIED.contains(&long),
-                        "{words:?} --{long}: allow it in jobargs.rs or deny it here"
-                    ),
-                }
-            }
-            for (name, _) in &allowed {
-                assert!(
-                    cmd.get_arguments().any(|a| a.get_long() == Some(name)),
-                    "{words:?}: jobargs allows --{name}, which the command lacks"
-                );
-            }
-        }
-    }
 }

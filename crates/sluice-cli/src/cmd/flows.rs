@@ -18,26 +18,27 @@ pub fn run(a: FlowsArgs) -> Result<u8, Failure> {
     }
 }
 
-fn run_session(mut a: RunArgs) -> Result<u8, Failure> {
-    let planners = a.planners;
-    if planners > 1 && a.run.limit.is_some() {
+pub fn run_session(mut a: RunArgs) -> Result<u8, Failure> {
+    a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
+    let planners = a.opts.planners;
+    if planners > 1 && a.run.send.limit.is_some() {
         return Err(bad_input(anyhow!(
             "--limit needs --planners 1: with {planners} planners no one of them knows which packets are the first N in time (use --duration)"
         )));
     }
     // Each planner feeds TX threads of its own.
-    a.run.threads = a.run.threads.max(planners as usize);
-    let mut plan = SendPlan::new(&a.run, a.topspeed)?.reads(&a.session);
+    a.run.send.threads = a.run.send.threads.max(planners as usize);
+    let mut plan = SendPlan::new(&a.run, a.opts.topspeed)?.reads(&a.session);
     plan.engine.start_at = a.part.start_at;
     let session = Session::load(&a.session).map_err(bad_input)?;
     let sources = (0..planners)
         .map(|k| -> Result<Box<dyn Source>, Failure> {
             let cfg = FlowConfig {
-                seed: a.seed,
-                src_mac: a.src_mac,
-                dst_mac: a.dst_mac,
-                stamp: a.stamp,
-                planner: a.planner,
+                seed: a.opts.seed,
+                src_mac: a.opts.src_mac,
+                dst_mac: a.opts.dst_mac,
+                stamp: a.opts.stamp,
+                planner: a.opts.planner,
                 share: a.part.share,
                 part: (planners > 1).then_some(Share {
                     index: k,

@@ -13,7 +13,7 @@ use sluice_sink::SinkSpec;
 use sluice_sys::packet_rx::PacketRx;
 
 pub fn run(a: InjectArgs) -> Result<u8, Failure> {
-    if a.run.threads != 1 {
+    if a.run.send.threads != 1 {
         return Err(bad_input(anyhow!(
             "inject runs one TX thread: acknowledgements follow the order frames leave in"
         )));
@@ -79,7 +79,7 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
         )
         .unwrap_or(usize::MAX),
         max_clients: usize::try_from(a.max_clients).unwrap_or(usize::MAX).max(1),
-        late_threshold_ns: a.run.late_threshold.0,
+        late_threshold_ns: a.run.send.late_threshold.0,
         lead_ns: a.lead.0,
     };
     let mut source = InjectSource::new(listener, cfg);

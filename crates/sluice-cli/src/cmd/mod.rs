@@ -20,4 +20,4 @@ pub mod replay;
 pub mod rfc2544;
 pub mod rx;
 pub mod series;
-mod series_play;
+pub mod series_play;

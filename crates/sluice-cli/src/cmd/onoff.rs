@@ -11,7 +11,10 @@ use sluice_sink::SinkSpec;
 
 pub fn run(a: OnOffArgs) -> Result<u8, Failure> {
     let plan = SendPlan::new(&a.run, false)?;
-    if matches!(a.run.to, SinkSpec::Pcap(_)) && a.run.limit.is_none() && a.run.duration.is_none() {
+    if matches!(a.run.to, SinkSpec::Pcap(_))
+        && a.run.send.limit.is_none()
+        && a.run.send.duration.is_none()
+    {
         return Err(bad_input(anyhow!(
             "--to {}: an ON/OFF source never ends: give --duration or --limit",
             a.run.to

@@ -52,7 +52,7 @@ fn law(a: &PaceArgs) -> Result<PaceLaw, Failure> {
 }
 
 pub fn run(a: PaceArgs) -> Result<u8, Failure> {
-    if a.run.threads != 1 {
+    if a.run.send.threads != 1 {
         return Err(bad_input(anyhow!(
             "pace runs one TX thread: the frames of a TAP leave in one order"
         )));

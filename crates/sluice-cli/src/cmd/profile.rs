@@ -10,11 +10,12 @@ use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
 use serde::Serialize;
 use sluice_analyze::judge::Packets;
-use sluice_engine::{run_source, ClockChoice, EngineConfig};
+use sluice_engine::{run_source, ClockChoice};
+use sluice_job::SendOpts;
 use sluice_profile::{
     FourierPlan, Profile, ProfileSource, RateSeries, Selection, Sequence, Spectrum, Synth,
 };
-use sluice_sink::{SinkSpec, TxMode};
+use sluice_sink::SinkSpec;
 use std::path::{Path, PathBuf};
 
 pub fn run(a: ProfileArgs) -> Result<u8, Failure> {
@@ -86,33 +87,17 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
         0,
     )
     .map_err(bad_input)?;
-    let opts = RunOpts {
-        to: SinkSpec::Pcap(a.output.clone()),
-        limit: a.limit,
-        duration: None,
-        threads: 1,
-        cpu: None,
-        no_pin: true,
-        rt: false,
-        tx_mode: TxMode::default(),
-        csum_offload: false,
-        xdp_mode: Default::default(),
-        tx_queues: None,
-        launch_time: sluice_sink::LaunchTime::Off,
-        rx_stamp: None,
-        rx: None,
-        rx_wait: sluice_core::Nanos::from_millis(200),
-        rx_streams_from: 0,
-        rx_clock: Vec::new(),
-        clock_shift: 0,
-        stats_json: None,
-        summary_json: None,
-        quiet: true,
-        clock: ClockChoice::Virtual,
-        drift: None,
-        late_threshold: EngineConfig::default().late_threshold,
-        spin: EngineConfig::default().spin,
-    };
+    let mut opts = RunOpts::new(
+        SinkSpec::Pcap(a.output.clone()),
+        SendOpts {
+            limit: a.limit,
+            no_pin: true,
+            launch_time: sluice_sink::LaunchTime::Off,
+            clock: ClockChoice::Virtual,
+            ..SendOpts::default()
+        },
+    );
+    opts.quiet = true;
     let mut plan = SendPlan::new(&opts, false)?;
     for path in read_paths(&a.profile, &reads) {
         plan = plan.reads(path);
@@ -120,26 +105,28 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
     plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
 }
 
-fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
+pub fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
+    a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
     if a.confine_inputs {
         sluice_profile::confine_inputs();
     }
     let mut plan = SendPlan::new(&a.run, false)?;
     plan.engine.start_at = a.part.start_at;
     if let (Some(s), ShareBy::Components) = (a.part.share, a.share_by) {
-        if a.mode != Mode::Fourier || !a.queues.is_multiple_of(s.count as usize) {
+        if a.opts.mode != Mode::Fourier || !a.opts.queues.is_multiple_of(s.count as usize) {
             return Err(bad_input(anyhow!(
                 "--share-by components deals out Fourier queues: give --mode fourier and --queues a multiple of {}",
                 s.count
             )));
         }
     }
-    let profile = load(&a.profile, a.frame.scale, a.frame.seed)?;
+    let profile = load(&a.profile, a.opts.frame.scale, a.opts.frame.seed)?;
     let reads = profile.inputs.clone();
     let packet = profile.packet.clone();
-    let sequence = match a.mode {
+    let sequence = match a.opts.mode {
         Mode::Exact => {
-            if a.select.keep.is_some() || a.select.cutoff.is_some() || a.queues != 1 {
+            if a.opts.select.keep.is_some() || a.opts.select.cutoff.is_some() || a.opts.queues != 1
+            {
                 return Err(bad_input(anyhow!(
                     "--keep, --cutoff and --queues select Fourier components: give --mode fourier"
                 )));
@@ -147,13 +134,13 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
             Sequence::Exact(Synth::new(profile))
         }
         Mode::Fourier => {
-            if a.queues == 0 || a.queues > 1024 {
+            if a.opts.queues == 0 || a.opts.queues > 1024 {
                 return Err(bad_input(anyhow!("--queues must be between 1 and 1024")));
             }
-            let sel = selection(&a.select)?;
+            let sel = selection(&a.opts.select)?;
             profile.check_analyzable().map_err(bad_input)?;
-            fits_in_memory(&profile, a.select.sample.0, a.queues, &a.profile)?;
-            let f = FourierPlan::new(profile, a.select.sample.0, sel, a.queues)
+            fits_in_memory(&profile, a.opts.select.sample.0, a.opts.queues, &a.profile)?;
+            let f = FourierPlan::new(profile, a.opts.select.sample.0, sel, a.opts.queues)
                 .map_err(|e| bad_input(anyhow!("{}: {e}", a.profile.display())))?;
             if sluice_profile::stop_asked() {
                 eoutln!("sluice: interrupted while planning the Fourier run; nothing sent");
@@ -192,8 +179,8 @@ fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
     let source = ProfileSource::new(
         sequence,
         &packet,
-        a.frame.src_mac,
-        a.frame.dst_mac,
+        a.opts.frame.src_mac,
+        a.opts.frame.dst_mac,
         first_ts,
     )
     .map_err(bad_input)?

@@ -10,6 +10,7 @@ use sluice_pace::TimingMode;
 use sluice_source::{ReplayConfig, ReplaySource};
 
 pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
+    a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
     let timing = timing_mode(&a)?;
     let mut plan = SendPlan::new(&a.run, timing == TimingMode::TopSpeed)?;
     for t in &a.traces {
@@ -34,9 +35,9 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     if let Some(c) = a.split.as_ref().and_then(|m| m.file()) {
         plan = plan.reads(c);
     }
-    plan.engine.passes = a.loops;
-    plan.engine.preload = a.preload;
-    plan.engine.preload_budget = a.preload_max;
+    plan.engine.passes = a.opts.loops;
+    plan.engine.preload = a.opts.preload;
+    plan.engine.preload_budget = a.opts.preload_max;
     plan.engine.start_at = a.part.start_at;
     let split = a
         .split
@@ -59,16 +60,16 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
             Vec::new()
         },
         timing,
-        payload: a.payload,
-        src_mac: a.src_mac.unwrap_or(ReplayConfig::default().src_mac),
-        dst_mac: a.dst_mac.unwrap_or(ReplayConfig::default().dst_mac),
-        link_macs_given: a.src_mac.is_some() || a.dst_mac.is_some(),
+        payload: a.opts.payload,
+        src_mac: a.opts.src_mac.unwrap_or(ReplayConfig::default().src_mac),
+        dst_mac: a.opts.dst_mac.unwrap_or(ReplayConfig::default().dst_mac),
+        link_macs_given: a.opts.src_mac.is_some() || a.opts.dst_mac.is_some(),
         rewrite,
         split,
         select: a.select.select(),
         loop_delay,
-        skip_unsupported: a.skip_unsupported,
-        max_gap: a.max_gap,
+        skip_unsupported: a.opts.skip_unsupported,
+        max_gap: a.opts.max_gap,
         share: a.part.share,
     })
     .map_err(bad_input)?;
@@ -81,14 +82,14 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
 }
 
 fn timing_mode(a: &ReplayArgs) -> Result<TimingMode, Failure> {
-    Ok(if a.topspeed {
+    Ok(if a.opts.topspeed {
         TimingMode::TopSpeed
-    } else if let Some(pps) = a.pps {
+    } else if let Some(pps) = a.opts.pps {
         TimingMode::Pps(pps)
-    } else if let Some(mbps) = a.mbps {
+    } else if let Some(mbps) = a.opts.mbps {
         TimingMode::Mbps(mbps)
     } else {
-        let m = a.multiplier.unwrap_or(1.0);
+        let m = a.opts.multiplier.unwrap_or(1.0);
         // Gaps scaled by 1/m: beyond 1e9 either way a gap of a second
         // becomes 30 years, or every gap rounds to 0 ns.
         if !(m.is_finite() && (1e-9..=1e9).contains(&m)) {
@@ -108,13 +109,13 @@ fn loop_delay(a: &ReplayArgs) -> Result<Option<sluice_core::Nanos>, Failure> {
             .map(sluice_core::Nanos)
             .ok_or_else(|| bad_input(anyhow!("--loopdelay-ms {v}: too long")))
     };
-    let d = match (a.loopdelay, a.loopdelay_ms, a.loopdelay_ns) {
+    let d = match (a.opts.loopdelay, a.opts.loopdelay_ms, a.opts.loopdelay_ns) {
         (Some(d), _, _) => Some(d),
         (_, Some(ms), _) => Some(ns(ms, 1_000_000)?),
         (_, _, Some(n)) => Some(sluice_core::Nanos(n)),
         _ => None,
     };
-    if d.is_some() && a.loops == 1 {
+    if d.is_some() && a.opts.loops == 1 {
         return Err(bad_input(anyhow!(
             "--loopdelay pauses between passes: give --loop N (N > 1, or 0 for ever)"
         )));
@@ -131,7 +132,7 @@ fn read_once_inputs(a: &ReplayArgs) -> Result<(), Failure> {
         if !sluice_capture::read_once(t) {
             continue;
         }
-        let again = if a.loops != 1 {
+        let again = if a.opts.loops != 1 {
             Some("--loop reads it once per pass")
         } else if a.split.as_ref().is_some_and(|m| m.file().is_none()) {
             Some("--split reads it once to compute the split, then again to send")

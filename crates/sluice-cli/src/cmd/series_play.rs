@@ -18,7 +18,8 @@ use std::path::Path;
 const MAX_BUFFER: usize = 1 << 30;
 
 pub fn run(a: PlayArgs) -> Result<u8, Failure> {
-    let timing = match (a.tight_loop, a.fast_forward) {
+    a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
+    let timing = match (a.opts.tight_loop, a.opts.fast_forward) {
         (Some(iv), _) => SeriesTiming::TightLoop(iv),
         (_, Some(f)) if f.is_finite() && f > 0.0 => SeriesTiming::FastForward(f),
         (_, Some(f)) => {
@@ -35,10 +36,10 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     if let Some(map) = &a.map {
         plan = plan.reads(map);
     }
-    plan.engine.preload = a.preload;
-    plan.engine.preload_budget = a.preload_max;
+    plan.engine.preload = a.opts.preload;
+    plan.engine.preload_budget = a.opts.preload_max;
     plan.engine.start_at = a.part.start_at;
-    let buffer_size = a.buffer_size.0;
+    let buffer_size = a.opts.buffer_size.0;
     if !(MIN_BUFFER..=MAX_BUFFER).contains(&buffer_size) {
         return Err(bad_input(anyhow!(
             "--buffer-size must be between {} (one record of the largest size) and {}",
@@ -46,7 +47,7 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
             Size(MAX_BUFFER)
         )));
     }
-    if a.workers == 0 || a.workers > 64 {
+    if a.opts.workers == 0 || a.opts.workers > 64 {
         return Err(bad_input(anyhow!("--workers must be between 1 and 64")));
     }
     // Through kernel UDP sockets, the target is the destination of flows
@@ -60,7 +61,7 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
                 )))
             }
         },
-        _ => FlowMap::new(a.dst_ip, a.dst_port),
+        _ => FlowMap::new(a.opts.dst_ip, a.opts.dst_port),
     };
     if let Some(m) = &a.map {
         flows = flows.load(m).map_err(bad_input)?;
@@ -68,7 +69,7 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
     if matches!(a.run.to, SinkSpec::Udp(_)) {
         check_routes(&flows, a.map.as_deref())?;
     }
-    let mtu = match (a.mtu, &a.run.to) {
+    let mtu = match (a.opts.mtu, &a.run.to) {
         (Some(m), _) => m,
         (None, to) if to.iface().is_some() => {
             sluice_sys::net::interface_mtu(to.iface().unwrap_or_default()).unwrap_or(1500)
@@ -81,29 +82,29 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         )));
     }
     let select = DeviceSelect {
-        filter: DeviceFilter::new(&a.device_filter)
+        filter: DeviceFilter::new(&a.opts.device_filter)
             .map_err(|e| bad_input(anyhow!("--device-filter: {e}")))?,
-        steps: a.device_steps.clone(),
+        steps: a.opts.device_steps.clone(),
     };
     let cfg = SeriesConfig {
         buffer_size,
-        workers: a.workers,
-        queues: a.queues.max(1),
+        workers: a.opts.workers,
+        queues: a.opts.queues.max(1),
         timing,
-        ooo: (a.ooo_prob > 0.0).then_some(Ooo {
-            prob: a.ooo_prob,
-            window: a.ooo_window,
+        ooo: (a.opts.ooo_prob > 0.0).then_some(Ooo {
+            prob: a.opts.ooo_prob,
+            window: a.opts.ooo_window,
         }),
-        ooo_threads: a.ooo_threads,
-        devices: a.devices.unwrap_or(DeviceCount::All),
+        ooo_threads: a.opts.ooo_threads,
+        devices: a.opts.devices.unwrap_or(DeviceCount::All),
         select,
-        payload: a.payload,
+        payload: a.opts.payload,
         mtu,
-        src_mac: a.src_mac,
-        dst_mac: a.dst_mac,
-        seed: a.seed,
-        rescue_after: (!a.no_rescue).then_some(a.rescue_after),
-        max_gap: a.max_gap,
+        src_mac: a.opts.src_mac,
+        dst_mac: a.opts.dst_mac,
+        seed: a.opts.seed,
+        rescue_after: (!a.opts.no_rescue).then_some(a.opts.rescue_after),
+        max_gap: a.opts.max_gap,
         share: a.part.share,
         ..SeriesConfig::new(a.archive.clone(), flows)
     };

@@ -47,7 +47,9 @@ impl FromStr for DeviceCount {
         let bad = || {
             format!("'{s}': expected a device count N or a multiplier xK (1 ≤ K ≤ {MAX_COPIES})")
         };
-        if let Some(k) = s.strip_prefix('x') {
+        if s == "all" {
+            Ok(DeviceCount::All)
+        } else if let Some(k) = s.strip_prefix('x') {
             match k.parse::<u32>() {
                 Ok(k) if (1..=MAX_COPIES).contains(&k) => Ok(DeviceCount::Multiply(k)),
                 _ => Err(bad()),
@@ -57,6 +59,17 @@ impl FromStr for DeviceCount {
                 Ok(n) if n >= 1 => Ok(DeviceCount::Limit(n)),
                 _ => Err(bad()),
             }
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceCount {
+    /// `all`, `N` or `xK`, as [`DeviceCount::from_str`] reads it back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceCount::All => f.write_str("all"),
+            DeviceCount::Limit(n) => write!(f, "{n}"),
+            DeviceCount::Multiply(k) => write!(f, "x{k}"),
         }
     }
 }

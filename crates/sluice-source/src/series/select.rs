@@ -123,6 +123,17 @@ impl FromStr for DeviceSteps {
     }
 }
 
+impl std::fmt::Display for DeviceSteps {
+    /// `T=N[,T=N...]`, as [`DeviceSteps::from_str`] reads it back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (t, n)) in self.steps.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            write!(f, "{sep}{t}={n}")?;
+        }
+        Ok(())
+    }
+}
+
 impl DeviceSteps {
     /// Simulated devices live at play time `t` (0 before the first step).
     pub fn live_at(&self, t: Nanos) -> u32 {

@@ -1,0 +1,319 @@
+//! Typed jobs on the command line's side: a plan's job, written as
+//! command-line words, parsed by the command line's own parser into the
+//! [`RemoteJob`] a controller sends; and `sluice job FILE`, which runs a
+//! [`WorkerJob`] a worker wrote, through the same command as a user's
+//! command line.
+
+use crate::args::{Cli, Command, RunOpts, ShareOpts};
+use crate::{bad_input, Failure};
+use anyhow::{anyhow, Context};
+use clap::{Args, CommandFactory, FromArgMatches};
+use sluice_control::plan::Plan;
+use sluice_job::{RemoteJob, SendOpts, Upload, Work, WorkerJob};
+use std::collections::HashSet;
+
+/// The ids of the options `T` declares.
+fn ids<T: Args>() -> HashSet<String> {
+    T::augment_args(clap::Command::new("job"))
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect()
+}
+
+/// A plan's job as every worker gets it: its words parsed by the command
+/// line's parser (all its checks), then only what the job's types hold.
+/// An option that is not theirs (where to send, outputs, a receiver, a
+/// start, a share, a file other than an upload) is refused by name: the
+/// worker sets those itself.
+pub fn plan_job(plan: &Plan) -> anyhow::Result<RemoteJob> {
+    let words = sluice_control::command_words(plan.command)
+        .ok_or_else(|| anyhow!("job.command: none given"))?;
+    let mut argv: Vec<String> = std::iter::once("sluice")
+        .chain(words.iter().copied())
+        .map(String::from)
+        .collect();
+    argv.push(plan.file.display().to_string());
+    argv.extend(plan.args.iter().cloned());
+    let refused = |e: clap::Error| {
+        anyhow!(
+            "job.args {:?}: refused before any worker was contacted: {}",
+            plan.args,
+            crate::clap_cause(&e)
+        )
+    };
+    let cli = Cli::command();
+    let matches = cli.clone().try_get_matches_from(&argv).map_err(refused)?;
+    let (mut leaf, mut leaf_cmd) = (&matches, &cli);
+    for w in words {
+        leaf = leaf
+            .subcommand_matches(w)
+            .expect("the words name the command");
+        leaf_cmd = leaf_cmd
+            .find_subcommand(w)
+            .expect("the words name the command");
+    }
+    let mut own = ids::<SendOpts>();
+    own.extend(match plan.command {
+        sluice_control::pb::Command::Replay => ids::<sluice_job::replay::ReplayOpts>(),
+        sluice_control::pb::Command::Flows => ids::<sluice_job::flows::FlowsOpts>(),
+        sluice_control::pb::Command::Series => {
+            // A device map is an upload of the plan's `files`.
+            let mut s = ids::<sluice_job::series::SeriesOpts>();
+            s.insert("map".into());
+            s
+        }
+        _ => ids::<sluice_job::profile::ProfileOpts>(),
+    });
+    // A worker's job never has a status line: -q is harmless.
+    own.insert("quiet".into());
+    for arg in leaf_cmd.get_arguments().filter(|a| !a.is_positional()) {
+        let id = arg.get_id().as_str();
+        let given = leaf.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        if given && !own.contains(id) {
+            return Err(anyhow!(
+                "job.args: --{} is each worker's own (where it sends, its outputs, its receiver, \
+                 start and share): a distributed job cannot carry it",
+                arg.get_long().unwrap_or(id)
+            ));
+        }
+    }
+    let cli = Cli::from_arg_matches(&matches).map_err(refused)?;
+    let (work, send) = match cli.command {
+        Command::Replay(a) => (Work::Replay(a.opts), a.run.send),
+        Command::Flows(f) => match f.command {
+            crate::args::FlowsCommand::Run(r) => (Work::Flows(r.opts), r.run.send),
+            _ => unreachable!("the words name flows run"),
+        },
+        Command::Series(s) => match s.command {
+            crate::args::SeriesCommand::Play(p) => {
+                let map = p
+                    .map
+                    .map(|m| upload_of(plan, &m.display().to_string()))
+                    .transpose()?;
+                (Work::Series { opts: p.opts, map }, p.run.send)
+            }
+            _ => unreachable!("the words name series play"),
+        },
+        Command::Profile(p) => match p.command {
+            crate::args::ProfileCommand::Run(r) => (Work::Profile(r.opts), r.run.send),
+            _ => unreachable!("the words name profile run"),
+        },
+        _ => unreachable!("a plan's command sends"),
+    };
+    if send.duration.is_some() {
+        return Err(anyhow!(
+            "job.args: --duration: the plan's job.duration says how long the job runs"
+        ));
+    }
+    let job = RemoteJob { work, send };
+    job.check().map_err(|e| anyhow!("job.args: {e}"))?;
+    Ok(job)
+}
+
+/// `name` as an upload of the plan (one of its `files`, by plain name).
+fn upload_of(plan: &Plan, name: &str) -> anyhow::Result<Upload> {
+    let known = plan
+        .files
+        .iter()
+        .any(|f| sluice_control::plan::upload_name(f) == name);
+    if !known {
+        return Err(anyhow!(
+            "job.args: --map {name}: not the plain name of one of job.files (a worker reads uploads only)"
+        ));
+    }
+    Upload::try_from(name.to_string()).map_err(|e| anyhow!("job.args: --map: {e}"))
+}
+
+/// `sluice job FILE`: the job a worker wrote, run as the command line
+/// runs its command (statistics lines on stdout, the summary to the
+/// worker's file, no status line).
+pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("{}: cannot read", file.display()))
+        .map_err(bad_input)?;
+    let w: WorkerJob =
+        serde_json::from_str(&text).map_err(|e| bad_input(anyhow!("{}: {e}", file.display())))?;
+    w.job
+        .check()
+        .map_err(|e| bad_input(anyhow!("the job: {e}")))?;
+    let mut run = RunOpts::new(w.to, w.job.send);
+    run.quiet = true;
+    run.stats_json = Some("-".into());
+    run.summary_json = Some(w.summary_json.display().to_string());
+    run.rx_streams_from = w.streams_from;
+    run.clock_shift = w.clock_shift;
+    if let Some(r) = w.receive {
+        run.rx = Some(r.iface);
+        run.rx_wait = r.wait;
+        run.rx_clock = r
+            .clocks
+            .into_iter()
+            .map(|c| sluice_analyze::streams::ClockCorrection {
+                first: c.first,
+                last: c.last,
+                ahead_ns: c.ahead_ns,
+            })
+            .collect();
+    }
+    let part = ShareOpts {
+        start_at: Some(w.start_at),
+        share: w
+            .share
+            .map(|(index, count)| sluice_source::Share { index, count }),
+    };
+    match w.job.work {
+        Work::Replay(opts) => crate::cmd::replay::run(crate::args::ReplayArgs {
+            traces: vec![w.input],
+            to2: None,
+            dualfile: false,
+            split: None,
+            split_opts: Default::default(),
+            select: Default::default(),
+            opts,
+            endpoints: None,
+            run,
+            part,
+        }),
+        Work::Flows(opts) => crate::cmd::flows::run_session(crate::args::RunArgs {
+            session: w.input,
+            opts,
+            run,
+            part,
+        }),
+        Work::Series { opts, .. } => crate::cmd::series_play::run(crate::args::PlayArgs {
+            archive: w.input,
+            map: w.map,
+            opts,
+            run,
+            part,
+        }),
+        Work::Profile(opts) => crate::cmd::profile::run_profile(crate::args::ProfileRunArgs {
+            profile: w.input,
+            opts,
+            run,
+            part,
+            share_by: w.share_by,
+            // A profile's `from:` captures are uploads beside it, nothing else.
+            confine_inputs: true,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{FlowsCommand, ProfileCommand, SeriesCommand};
+    use clap::Parser;
+    use sluice_control::pb;
+
+    fn parsed(words: &[&str]) -> Command {
+        Cli::try_parse_from(std::iter::once("sluice").chain(words.iter().copied()))
+            .expect("parses")
+            .command
+    }
+
+    /// The job types' defaults are the command line's: a job from a peer
+    /// that leaves a key out runs as a command line that leaves the option
+    /// out.
+    #[test]
+    fn the_job_types_default_to_what_the_command_line_does() {
+        let Command::Replay(r) = parsed(&["replay", "t.pcap"]) else {
+            panic!()
+        };
+        assert_eq!(r.run.send, SendOpts::default());
+        assert_eq!(r.opts, Default::default());
+        let Command::Flows(f) = parsed(&["flows", "run", "s.yaml"]) else {
+            panic!()
+        };
+        let FlowsCommand::Run(f) = f.command else {
+            panic!()
+        };
+        assert_eq!(f.opts, Default::default());
+        let Command::Series(s) = parsed(&["series", "play", "a.sts"]) else {
+            panic!()
+        };
+        let SeriesCommand::Play(s) = s.command else {
+            panic!()
+        };
+        assert_eq!(s.opts, Default::default());
+        let Command::Profile(p) = parsed(&["profile", "run", "p.yaml"]) else {
+            panic!()
+        };
+        let ProfileCommand::Run(p) = p.command else {
+            panic!()
+        };
+        assert_eq!(p.opts, Default::default());
+    }
+
+    fn plan(dir: &std::path::Path, command: pb::Command, args: &[&str]) -> Plan {
+        let file = dir.join("job.in");
+        std::fs::write(&file, b"x").unwrap();
+        let map = dir.join("m.csv");
+        std::fs::write(&map, b"x").unwrap();
+        Plan {
+            workers: Vec::new(),
+            command,
+            file,
+            files: vec![map],
+            args: args.iter().map(|s| s.to_string()).collect(),
+            duration_ns: 1,
+            split: pb::Split::ByFlow,
+        }
+    }
+
+    /// A plan's words become the typed job; options that are each
+    /// worker's own are refused by name, whichever command line form.
+    #[test]
+    fn a_plans_words_become_a_typed_job_and_a_hosts_own_options_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let job = plan_job(&plan(
+            d.path(),
+            pb::Command::Replay,
+            &["--pps", "2k", "-q", "--threads=2", "--ttl", "-1"],
+        ))
+        .unwrap();
+        let Work::Replay(o) = &job.work else { panic!() };
+        assert_eq!((o.pps, job.send.threads), (Some(2000.0), 2));
+        for (cmd, args, name) in [
+            (
+                pb::Command::Replay,
+                &["--summary-json", "/x"][..],
+                "--summary-json",
+            ),
+            (pb::Command::Replay, &["-qtpcap:/tmp/x"], "--to"),
+            (pb::Command::Replay, &["--to2", "pcap:/x"], "--to2"),
+            (pb::Command::Replay, &["--split", "cache:/x"], "--split"),
+            (pb::Command::Replay, &["--rx", "eth0"], "--rx"),
+            (pb::Command::Replay, &["--share", "1/2"], "--share"),
+            (
+                pb::Command::Profile,
+                &["--confine-inputs"],
+                "--confine-inputs",
+            ),
+            (pb::Command::Flows, &["--stats-json=-"], "--stats-json"),
+        ] {
+            let e = plan_job(&plan(d.path(), cmd, args))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(name) && e.contains("each worker's own"),
+                "{args:?}: {e}"
+            );
+        }
+        let e = plan_job(&plan(d.path(), pb::Command::Replay, &["--duration", "1s"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("job.duration"), "{e}");
+        // A device map is one of the plan's files, by plain name.
+        let job = plan_job(&plan(d.path(), pb::Command::Series, &["--map", "m.csv"])).unwrap();
+        assert_eq!(job.uploads().len(), 1);
+        let e = plan_job(&plan(
+            d.path(),
+            pb::Command::Series,
+            &["--map", "/etc/shadow"],
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("job.files"), "{e}");
+    }
+}
