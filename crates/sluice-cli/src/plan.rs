@@ -314,26 +314,19 @@ fn tx_cpus(o: &RunOpts) -> Vec<usize> {
 /// Engine settings from the shared options (the stop flag is wired by
 /// [`SendPlan::run`]).
 fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
+    let e = o.send.engine();
     EngineConfig {
-        limit: o.send.limit,
-        duration: o.send.duration,
-        clock: o.send.clock,
-        spin: o.send.spin,
-        drift: o.send.drift,
-        late_threshold: o.send.late_threshold,
         cpus: tx_cpus(o),
-        realtime: o.send.rt,
         topspeed,
         // A pass line goes where the interval lines go.
         pass_stats: o.stats_json.is_some(),
         // A receiver counts stamped frames only.
-        rx_stamp: o
-            .send
+        rx_stamp: e
             .rx_stamp
             .or(o.rx.is_some().then_some(RxStampMode::Replace)),
         stamp_streams_from: o.rx_streams_from,
         stamp_clock_shift_ns: o.clock_shift,
-        ..EngineConfig::default()
+        ..e
     }
 }
 

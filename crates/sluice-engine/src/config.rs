@@ -87,6 +87,50 @@ pub struct EngineConfig {
     /// from the common start, so one thread's schedule never makes
     /// another's packets late or stamps them with its time.
     pub shared_virtual_clock: bool,
+    /// Drop this share of frames on purpose as they would leave (after
+    /// their receive stamp, so a receiver counts them lost), each TX
+    /// thread drawing from its own stream of the seed: the same seed and
+    /// run drop the same frames. Counted in the summary's `loss_dropped`.
+    pub loss: Option<Loss>,
+}
+
+/// `--loss`: the share of frames dropped and the seed of the draws.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Loss {
+    /// 0.0..=1.0.
+    pub share: f64,
+    pub seed: u64,
+}
+
+impl Loss {
+    /// TX thread `lane`'s draws: SplitMix64 from the seed and the lane,
+    /// a frame dropped when its draw is below `share` of 2^64.
+    pub(crate) fn draws(self, lane: usize) -> LossDraws {
+        LossDraws {
+            state: self.seed ^ (lane as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            below: (self.share.clamp(0.0, 1.0) * 18_446_744_073_709_551_616.0) as u64,
+            all: self.share >= 1.0,
+        }
+    }
+}
+
+/// One TX thread's loss draws.
+pub(crate) struct LossDraws {
+    state: u64,
+    below: u64,
+    all: bool,
+}
+
+impl LossDraws {
+    /// Whether the next frame is dropped.
+    #[inline]
+    pub fn drop_next(&mut self) -> bool {
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        self.all || (z ^ (z >> 31)) < self.below
+    }
 }
 
 /// Where a receive stamp goes (see `sluice_wire::rxstamp`).
@@ -126,6 +170,7 @@ impl Default for EngineConfig {
             stamp_streams_from: 0,
             stamp_clock_shift_ns: 0,
             shared_virtual_clock: false,
+            loss: None,
         }
     }
 }

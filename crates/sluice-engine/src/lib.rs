@@ -28,7 +28,7 @@ mod tsc;
 mod tx;
 
 pub use batch::{run_source, run_sources};
-pub use config::{ClockChoice, EngineConfig, RxStampMode};
+pub use config::{ClockChoice, EngineConfig, Loss, RxStampMode};
 pub use run::EngineError;
 pub use series::{run_series, SeriesConfig, SeriesPayload};
 pub use stats::{

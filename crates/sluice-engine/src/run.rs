@@ -346,6 +346,7 @@ impl<'a> Run<'a> {
             counters: self.counters[i].clone(),
             stop: cfg.stop.clone(),
             fates: self.fates.clone(),
+            loss: cfg.loss.map(|l| l.draws(i)),
         }
     }
 

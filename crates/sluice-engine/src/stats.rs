@@ -16,6 +16,7 @@ pub(crate) struct SharedCounters {
     pub oversize: AtomicU64,
     pub too_short: AtomicU64,
     pub rejected: AtomicU64,
+    pub loss_dropped: AtomicU64,
     /// ε samples on their way to the aggregator.
     pub eps: HistExchange,
 }
@@ -108,6 +109,8 @@ pub(crate) struct CounterSnapshot {
     pub oversize: u64,
     pub too_short: u64,
     pub rejected: u64,
+    /// Dropped on purpose (`--loss`).
+    pub loss_dropped: u64,
 }
 
 impl SharedCounters {
@@ -119,6 +122,7 @@ impl SharedCounters {
         self.oversize.store(c.oversize, Ordering::Relaxed);
         self.too_short.store(c.too_short, Ordering::Relaxed);
         self.rejected.store(c.rejected, Ordering::Relaxed);
+        self.loss_dropped.store(c.loss_dropped, Ordering::Relaxed);
     }
 
     pub fn snapshot(&self) -> CounterSnapshot {
@@ -130,6 +134,7 @@ impl SharedCounters {
             oversize: self.oversize.load(Ordering::Relaxed),
             too_short: self.too_short.load(Ordering::Relaxed),
             rejected: self.rejected.load(Ordering::Relaxed),
+            loss_dropped: self.loss_dropped.load(Ordering::Relaxed),
         }
     }
 }
@@ -143,6 +148,7 @@ impl std::ops::AddAssign for CounterSnapshot {
         self.oversize += o.oversize;
         self.too_short += o.too_short;
         self.rejected += o.rejected;
+        self.loss_dropped += o.loss_dropped;
     }
 }
 
@@ -262,6 +268,8 @@ pub struct Summary {
     pub too_short: u64,
     /// Frames the kernel refused once queued, skipped (not in `packets`).
     pub rejected: u64,
+    /// Frames dropped on purpose by `--loss` (not in `packets`).
+    pub loss_dropped: u64,
     /// Packets of unsupported link types skipped.
     pub skipped_unsupported: u64,
     /// Packets whose payload was rewritten.
@@ -430,6 +438,7 @@ impl Summary {
             oversize: totals.oversize,
             too_short: totals.too_short,
             rejected: totals.rejected,
+            loss_dropped: totals.loss_dropped,
             ..Summary::default()
         }
     }
@@ -514,6 +523,9 @@ impl Summary {
                 "  too short skipped {}  refused by the kernel {}",
                 self.too_short, self.rejected
             ));
+        }
+        if self.loss_dropped > 0 {
+            s.push_str(&format!("  dropped by --loss {}", self.loss_dropped));
         }
         if self.rewritten > 0 {
             s.push_str(&format!("  payload rewritten {}", self.rewritten));

@@ -210,7 +210,7 @@ mod tests {
         let text = r#"{"work":{"replay":{"pps":"10k","loop":3,"ttl":"-2",
             "srcipmap":["10.0.0.0/8:192.168.0.0/16"],"enet_dmac":["02:00:00:00:00:09"]}},
             "send":{"limit":"1M","duration":"2s","threads":2,"cpu":"0-1","rx_stamp":"append",
-            "spin":"50us"}}"#;
+            "spin":"50us","loss":"2.5"}}"#;
         let job = RemoteJob::from_json(text).expect("valid");
         let Work::Replay(o) = &job.work else {
             panic!("{job:?}")
@@ -218,6 +218,7 @@ mod tests {
         assert_eq!((o.pps, o.loops), (Some(10_000.0), 3));
         assert_eq!(job.send.limit, Some(1_000_000));
         assert_eq!(job.send.duration, Some(Nanos(2_000_000_000)));
+        assert_eq!(job.send.loss, Some(2.5));
         assert_eq!(RemoteJob::from_json(&job.to_json()), Ok(job.clone()));
         // What is not given is the command line's default.
         let bare = RemoteJob::from_json(r#"{"work":{"flows":{}}}"#).unwrap();

@@ -80,6 +80,13 @@ pub struct SendOpts {
     #[arg(long, value_parser = crate::values::duration, default_value_t = EngineConfig::default().spin)]
     #[serde(with = "crate::fields::duration")]
     pub spin: Nanos,
+    /// Drop this share of frames as they leave, in percent (tcpreplay's --loss): seeded, after their receive stamp (a receiver counts them lost), counted in the summary's loss_dropped.
+    #[arg(long, value_name = "PCT", value_parser = crate::values::loss_percent)]
+    #[serde(with = "crate::fields::opt_loss")]
+    pub loss: Option<f64>,
+    /// Seed of --loss's draws (each TX thread draws from its own stream): the same seed drops the same frames.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "loss")]
+    pub loss_seed: u64,
 }
 
 impl Default for SendOpts {
@@ -104,11 +111,33 @@ impl Default for SendOpts {
             drift: None,
             late_threshold: e.late_threshold,
             spin: e.spin,
+            loss: None,
+            loss_seed: 1,
         }
     }
 }
 
 impl SendOpts {
+    /// The engine settings these options give (the caller adds what is
+    /// its own: CPUs, top speed, statistics, stamps' streams).
+    pub fn engine(&self) -> EngineConfig {
+        EngineConfig {
+            limit: self.limit,
+            duration: self.duration,
+            clock: self.clock,
+            spin: self.spin,
+            drift: self.drift,
+            late_threshold: self.late_threshold,
+            realtime: self.rt,
+            rx_stamp: self.rx_stamp,
+            loss: self.loss.map(|pct| sluice_engine::Loss {
+                share: pct / 100.0,
+                seed: self.loss_seed,
+            }),
+            ..EngineConfig::default()
+        }
+    }
+
     /// What the command line's argument relations refuse, checked again for
     /// a job that did not come through it.
     pub fn check(&self) -> Result<(), String> {

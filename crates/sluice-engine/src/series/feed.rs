@@ -206,7 +206,12 @@ impl SeriesFeed {
             }
             None => payload,
         };
-        let sent = self.build_and_send(core, e.flow, payload, stamp);
+        // A datagram dropped by --loss takes all its fragments with it.
+        let sent = if core.lose() {
+            Ok((0, 0))
+        } else {
+            self.build_and_send(core, e.flow, payload, stamp)
+        };
         let payload_len = payload.len();
         if let Some(st) = self.stamper.as_mut() {
             st.buf = stamped;

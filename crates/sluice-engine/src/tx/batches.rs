@@ -158,6 +158,9 @@ impl Feed for BatchFeed {
         if let Some(st) = &mut self.stamper {
             frame = st.stamp(frame, core.now, port);
         }
+        if core.lose() {
+            return;
+        }
         let stamp = core.stamp();
         let sent = if port == 0 {
             core.sink.send(frame, stamp)

@@ -5,6 +5,7 @@
 //! a drop and a per-packet sink refusal count, and how counters and ε
 //! reach the aggregator without ever blocking the TX thread.
 
+use crate::config::LossDraws;
 use crate::stats::{CounterSnapshot, SharedCounters, HISTOGRAM_HANDOFF};
 use sluice_core::{ErrorHistogram, Fate, Fates, MonoTime, Nanos};
 use sluice_pace::{Decision, Pacer, Waiter};
@@ -47,6 +48,8 @@ pub(crate) struct TxSetup {
     pub stop: Arc<AtomicBool>,
     /// Where each frame's fate is recorded, for a source that asked.
     pub fates: Option<Arc<Fates>>,
+    /// `--loss`: this thread's draws.
+    pub loss: Option<LossDraws>,
 }
 
 /// What a TX thread reports when it ends.
@@ -84,6 +87,7 @@ pub(crate) struct TxCore {
     counters: Arc<SharedCounters>,
     stop: Arc<AtomicBool>,
     fates: Option<Arc<Fates>>,
+    loss: Option<LossDraws>,
     pub c: CounterSnapshot,
     hist: ErrorHistogram,
     /// The clock as last read.
@@ -119,6 +123,7 @@ impl TxCore {
             counters: s.counters,
             stop: s.stop,
             fates: s.fates,
+            loss: s.loss,
             c: CounterSnapshot::default(),
             hist: ErrorHistogram::new(),
             last_send: start,
@@ -214,6 +219,15 @@ impl TxCore {
     pub fn stamp(&self) -> u64 {
         self.stamp_base
             .wrapping_add(self.now.since(self.pacer.start()).0)
+    }
+
+    /// `--loss`: whether the frame about to leave is dropped on purpose
+    /// (counted; it is not sent, and not in `packets`).
+    #[inline(always)]
+    pub fn lose(&mut self) -> bool {
+        let lost = self.loss.as_mut().is_some_and(LossDraws::drop_next);
+        self.c.loss_dropped += u64::from(lost);
+        lost
     }
 
     /// Counts a packet of `bytes` sent with send-time error `eps`; returns
