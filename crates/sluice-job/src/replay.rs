@@ -257,7 +257,8 @@ impl ReplayOpts {
         if self.unique_ip && self.preload {
             return Err("unique_ip and preload exclude each other".into());
         }
-        if !self.pnat.is_empty() && !(self.srcipmap.is_empty() && self.dstipmap.is_empty()) {
+        let maps = !self.srcipmap.is_empty() || !self.dstipmap.is_empty();
+        if !self.pnat.is_empty() && maps {
             return Err("pnat excludes srcipmap and dstipmap".into());
         }
         if let Some(v) = &self.enet_vlan {
