@@ -206,7 +206,7 @@ impl Stream {
 }
 
 /// What one stream did, as reported.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct StreamReport {
     pub stream: u32,
     pub received: u64,

@@ -15,6 +15,8 @@ use sluice_sink::{
 use sluice_source::Fault;
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// A sending command's checked plan of its run (ripgrep's `HiArgs` is
 /// the model): built once from the parsed [`RunOpts`], with every check of
@@ -99,14 +101,25 @@ impl<'a> SendPlan<'a> {
     /// flag wired to the signals), and concludes: summary,
     /// `--summary-json`, exit code. Every output is prepared before the
     /// run, so a bad path fails before sending.
-    pub fn run(
-        self,
-        go: impl FnOnce(
-            Vec<Box<dyn Sink>>,
-            &EngineConfig,
-            &mut Progress,
-        ) -> Result<Summary, EngineError>,
-    ) -> Result<u8, Failure> {
+    pub fn run<'g>(self, go: impl GoFn + 'g) -> Result<u8, Failure> {
+        let stop = crate::signals::install().context("installing signal handlers")?;
+        let (progress, summary_out, result, rx) = self.send(stop, Box::new(go))?;
+        conclude(progress, summary_out, result, rx)
+    }
+
+    /// Runs the plan in this process as one part of a larger run (an RFC
+    /// 2544 trial): stopped by `stop`, which the caller's signal handlers
+    /// set, and ending in its typed report, printed nowhere.
+    pub fn execute<'g>(self, stop: Arc<AtomicBool>, go: impl GoFn + 'g) -> Result<Report, Failure> {
+        let (_, _, result, rx) = self.send(stop, Box::new(go))?;
+        match result {
+            Ok(summary) => Ok(Report { summary, rx }),
+            Err(e) => Err(engine_failure(e)),
+        }
+    }
+
+    /// Opens the outputs and runs `go` with them; what it left to report.
+    fn send(self, stop: Arc<AtomicBool>, go: Go) -> Result<Sent, Failure> {
         let o = self.opts;
         for to in std::iter::once(&o.to).chain(self.to2) {
             if matches!(to, SinkSpec::Udp(_)) && !self.datagrams {
@@ -132,7 +145,6 @@ impl<'a> SendPlan<'a> {
                 .map(|(a, b)| Box::new(DualSink::new(a, b)) as Box<dyn Sink>)
                 .collect();
         }
-        let stop = crate::signals::install().context("installing signal handlers")?;
         let mut progress = Progress::new(o.quiet, stats_out);
         progress.length = crate::progress::Length {
             duration_s: self.engine.duration.map(|d| d.0 as f64 / 1e9),
@@ -161,8 +173,37 @@ impl<'a> SendPlan<'a> {
         let rx = beside
             .map(|b| b.finish(std::time::Duration::from_nanos(o.rx_wait.0)))
             .transpose()?;
-        conclude(progress, summary_out, result, rx)
+        Ok((progress, summary_out, result, rx))
     }
+}
+
+/// What a sending command runs with its sinks and engine settings.
+pub trait GoFn:
+    FnOnce(Vec<Box<dyn Sink>>, &EngineConfig, &mut Progress) -> Result<Summary, EngineError>
+{
+}
+
+impl<F> GoFn for F where
+    F: FnOnce(Vec<Box<dyn Sink>>, &EngineConfig, &mut Progress) -> Result<Summary, EngineError>
+{
+}
+
+type Go<'g> = Box<dyn GoFn + 'g>;
+
+/// A run's outcome before it is reported: the progress (with its log),
+/// `--summary-json`, the engine's result, what `--rx` counted.
+type Sent = (
+    Progress,
+    Option<Dest>,
+    Result<Summary, EngineError>,
+    Option<RxDoc>,
+);
+
+/// A sending run's typed report: what `--summary-json` writes.
+pub struct Report {
+    pub summary: Summary,
+    /// What `--rx` counted (none without it).
+    pub rx: Option<RxDoc>,
 }
 
 /// The files a sending command writes: `--to pcap:`, `--stats-json`,

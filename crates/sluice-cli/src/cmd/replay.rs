@@ -2,21 +2,46 @@
 //! then run and report.
 
 use crate::args::ReplayArgs;
-use crate::plan::SendPlan;
+use crate::plan::{GoFn, Report, SendPlan};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::run_source;
 use sluice_pace::TimingMode;
 use sluice_source::{ReplayConfig, ReplaySource};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
+    let (plan, source, timing) = prepare(&a)?;
+    plan.run(go(source, timing))
+}
+
+/// Runs the replay in this process as one part of a larger run (an RFC
+/// 2544 trial), stopped by `stop`; its typed report.
+pub fn run_in_process(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<Report, Failure> {
+    let (plan, source, timing) = prepare(&a)?;
+    plan.execute(stop, go(source, timing))
+}
+
+/// Sends `source` with the sinks and settings of the plan.
+fn go(source: ReplaySource, timing: TimingMode) -> impl GoFn {
+    move |sinks, cfg, progress| {
+        run_source(source, sinks, cfg, progress).map(|mut s| {
+            s.timing = Some(timing.into());
+            s
+        })
+    }
+}
+
+/// Phase two: the checked plan, the opened trace and the timing.
+fn prepare(a: &ReplayArgs) -> Result<(SendPlan<'_>, ReplaySource, TimingMode), Failure> {
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
-    let timing = timing_mode(&a)?;
+    let timing = timing_mode(a)?;
     let mut plan = SendPlan::new(&a.run, timing == TimingMode::TopSpeed)?;
     for t in &a.traces {
         plan = plan.reads(t);
     }
-    read_once_inputs(&a)?;
+    read_once_inputs(a)?;
     if let Some(to2) = &a.to2 {
         if a.split.is_none() && !a.dualfile {
             return Err(bad_input(anyhow!(
@@ -45,7 +70,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         .map(|mode| a.split_opts.split(mode))
         .transpose()
         .map_err(|e| bad_input(anyhow!(e)))?;
-    let loop_delay = loop_delay(&a)?;
+    let loop_delay = loop_delay(a)?;
     let rewrite = a.rewrite().map_err(|e| bad_input(anyhow!(e)))?;
     let source = ReplaySource::open(ReplayConfig {
         path: a.traces[0].clone(),
@@ -73,12 +98,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         share: a.part.share,
     })
     .map_err(bad_input)?;
-    plan.run(|sinks, cfg, progress| {
-        run_source(source, sinks, cfg, progress).map(|mut s| {
-            s.timing = Some(timing.into());
-            s
-        })
-    })
+    Ok((plan, source, timing))
 }
 
 fn timing_mode(a: &ReplayArgs) -> Result<TimingMode, Failure> {

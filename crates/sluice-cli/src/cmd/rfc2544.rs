@@ -7,20 +7,27 @@
 //! Each trial is a `sluice replay` of one test frame (or the IMIX set)
 //! looped at a fixed rate with `--rx`: frames are stamped with a stream
 //! and sequence number, and loss is counted by stamp where they come back,
-//! not from interface counters. Trials run as child processes of this
-//! one, so each starts from a clean engine and its summary is its record.
+//! not from interface counters. Trials run in this process, one replay
+//! after another (both directions at once with `--both`), each from a
+//! fresh engine; its typed report is its record.
 
 use crate::args::Rfc2544Args;
+use crate::args::{ReplayArgs, RunOpts};
 use crate::dest::Dest;
+use crate::plan::Report;
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
 use serde::Serialize;
-use serde_json::Value;
+use sluice_analyze::streams::StreamReport;
 use sluice_capture::{LinkType, PcapWriter};
+use sluice_core::Dist;
+use sluice_job::replay::ReplayOpts;
+use sluice_job::SendOpts;
 use sluice_sink::SinkSpec;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Ethernet's preamble, start delimiter and inter-frame gap: the bytes a
 /// frame takes on the wire besides its own (for L1 rates).
@@ -53,7 +60,7 @@ struct Trial {
     sender_short: bool,
     /// b2b: the burst length asked, frames (null for a timed trial).
     burst: Option<u64>,
-    latency: Option<Value>,
+    latency: Option<Dist>,
     /// With --both: the other direction's trial, held at the same time
     /// (the trial passes when both do); the fields above are --to's.
     reverse: Option<Box<Trial>>,
@@ -249,7 +256,7 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
         write_frames(&a, &frames, &trace, false)?;
         let mut legs = vec![Leg {
             trace,
-            to: a.to.to_string(),
+            to: a.to.clone(),
             rx: a.rx.clone(),
         }];
         if a.both {
@@ -264,7 +271,7 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
             write_frames(&a, &frames, &trace, true)?;
             legs.push(Leg {
                 trace,
-                to: to.to_string(),
+                to,
                 rx: rx.clone(),
             });
         }
@@ -278,8 +285,7 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
             a: &a,
             legs,
             set: frames.len(),
-            dir: dir.path(),
-            stop: &stop,
+            stop: stop.clone(),
         };
         let (max, max_from) = match a.max_pps {
             Some(m) => (m, MaxFrom::MaxPps),
@@ -362,7 +368,7 @@ fn write_frames(
 /// are counted.
 struct Leg {
     trace: PathBuf,
-    to: String,
+    to: SinkSpec,
     rx: String,
 }
 
@@ -372,68 +378,84 @@ struct Runner<'a> {
     legs: Vec<Leg>,
     /// Frames in the trace (one pass).
     set: usize,
-    dir: &'a Path,
-    stop: &'a std::sync::atomic::AtomicBool,
+    stop: Arc<AtomicBool>,
 }
 
 impl Runner<'_> {
-    /// Runs `sluice replay` with `timing` for `passes` passes; its summary.
-    /// Runs `sluice replay` with `timing` for `passes` passes, in both
-    /// directions at once with --both; their summaries.
-    fn replay(&self, timing: &[&str], passes: u64) -> Result<(Value, Option<Value>), Failure> {
-        if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
+    /// Replays each leg's frames with `opts` (their timing and passes)
+    /// and `limit`, in this process, both directions at once with --both;
+    /// their reports.
+    fn replay(
+        &self,
+        opts: ReplayOpts,
+        limit: Option<u64>,
+    ) -> Result<(Report, Option<Report>), Failure> {
+        if self.stop.load(Ordering::Relaxed) {
             return Err(Failure {
                 code: exit::INTERRUPTED,
                 error: anyhow!("stopped"),
             });
         }
-        let exe = std::env::current_exe().context("finding sluice itself")?;
-        let wait = format!("{}ns", self.a.wait.0);
-        let mut children = Vec::new();
-        for (k, leg) in self.legs.iter().enumerate() {
-            let summary: PathBuf = self.dir.join(format!("trial-{k}.json"));
-            let _ = std::fs::remove_file(&summary);
-            let child = Command::new(&exe)
-                .arg("replay")
-                .arg(&leg.trace)
-                .args(timing)
-                .args(["--loop", &passes.to_string(), "--preload", "-q"])
-                .args(["--to", &leg.to, "--rx", &leg.rx, "--rx-wait", &wait])
-                .arg("--summary-json")
-                .arg(&summary)
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .context("running a trial")?;
-            children.push((child, summary));
-        }
-        let mut out = Vec::new();
-        for (child, summary) in children {
-            let o = child.wait_with_output().context("running a trial")?;
-            let text = std::fs::read(&summary).map_err(|_| {
-                let err = String::from_utf8_lossy(&o.stderr);
-                Failure {
-                    code: if o.status.code() == Some(2) {
-                        exit::BAD_INPUT
-                    } else {
-                        exit::FATAL
-                    },
-                    error: anyhow!("a trial failed: {}", err.trim()),
-                }
-            })?;
-            let v: Value = serde_json::from_slice(&text).context("reading a trial's summary")?;
-            out.push(v);
-        }
+        let job = |leg: &Leg| {
+            let mut run = RunOpts::new(
+                leg.to.clone(),
+                SendOpts {
+                    limit,
+                    ..SendOpts::default()
+                },
+            );
+            run.quiet = true;
+            run.rx = Some(leg.rx.clone());
+            run.rx_wait = self.a.wait;
+            ReplayArgs {
+                traces: vec![leg.trace.clone()],
+                to2: None,
+                dualfile: false,
+                split: None,
+                split_opts: Default::default(),
+                select: Default::default(),
+                opts: ReplayOpts {
+                    preload: true,
+                    ..opts.clone()
+                },
+                endpoints: None,
+                run,
+                part: Default::default(),
+            }
+        };
+        let mut out: Vec<Report> = std::thread::scope(|s| {
+            let legs: Vec<_> = self
+                .legs
+                .iter()
+                .map(|leg| {
+                    let (args, stop) = (job(leg), self.stop.clone());
+                    s.spawn(move || crate::cmd::replay::run_in_process(args, stop))
+                })
+                .collect();
+            legs.into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect::<Result<_, _>>()
+        })?;
         let back = (out.len() > 1).then(|| out.pop()).flatten();
         Ok((out.pop().expect("one leg at least"), back))
+    }
+
+    /// `opts` with `passes` passes over the frames.
+    fn passes(passes: u64, timing: impl FnOnce(&mut ReplayOpts)) -> ReplayOpts {
+        let mut o = ReplayOpts {
+            loops: passes,
+            ..ReplayOpts::default()
+        };
+        timing(&mut o);
+        o
     }
 
     /// The sender's top speed with these frames (frames per second).
     fn top_speed(&self) -> Result<f64, Failure> {
         let passes = (200_000 / self.set).max(1) as u64;
-        let (s, _) = self.replay(&["--topspeed"], passes)?;
-        s["pps"]
-            .as_f64()
+        let (s, _) = self.replay(Self::passes(passes, |o| o.topspeed = true), None)?;
+        s.summary
+            .pps
             .filter(|p| *p > 0.0)
             .ok_or_else(|| anyhow!("the top-speed trial measured no rate").into())
     }
@@ -442,9 +464,8 @@ impl Runner<'_> {
     fn trial(&self, pps: f64) -> Result<Trial, Failure> {
         let frames = (pps * self.a.trial.0 as f64 / 1e9).ceil().max(1.0);
         let passes = (frames / self.set as f64).ceil() as u64;
-        let rate = format!("{pps}");
-        let (s, back) = self.replay(&["--pps", &rate], passes)?;
-        let judge = |s: &Value| {
+        let (s, back) = self.replay(Self::passes(passes, |o| o.pps = Some(pps)), None)?;
+        let judge = |s: &Report| {
             let mut t = trial_of(s, pps, self.a.loss);
             let sent_pps = t.sent_pps;
             t.sender_short = sent_pps.is_some_and(|p| p < 0.99 * pps) || t.sent == 0;
@@ -502,9 +523,9 @@ impl Runner<'_> {
     /// A burst of `frames` frames sent back to back (top speed).
     fn burst(&self, frames: u64) -> Result<Trial, Failure> {
         let passes = frames.div_ceil(self.set as u64);
-        let (s, back) = self.replay(&["--topspeed", "--limit", &frames.to_string()], passes)?;
-        let judge = |s: &Value| {
-            let mut t = trial_of(s, s["pps"].as_f64().unwrap_or(0.0), 0.0);
+        let (s, back) = self.replay(Self::passes(passes, |o| o.topspeed = true), Some(frames))?;
+        let judge = |s: &Report| {
+            let mut t = trial_of(s, s.summary.pps.unwrap_or(0.0), 0.0);
             t.sender_short = t.sent < frames;
             t.burst = Some(frames);
             t.pass = t.sent == frames && t.lost == 0;
@@ -575,7 +596,7 @@ impl Runner<'_> {
 
 /// A trial from its summaries: --to's, with the other direction's (if
 /// any) kept beside it; it passes when both do.
-fn both_ways(s: &Value, back: Option<&Value>, judge: impl Fn(&Value) -> Trial) -> Trial {
+fn both_ways(s: &Report, back: Option<&Report>, judge: impl Fn(&Report) -> Trial) -> Trial {
     let mut t = judge(s);
     if let Some(b) = back {
         let r = judge(b);
@@ -658,16 +679,22 @@ fn back_note(t: &Trial) -> String {
 
 /// A trial as one replay's summary (with its `rx` section) tells it, at
 /// `pps` asked, passing with no more than `tolerance` percent lost.
-fn trial_of(s: &Value, pps: f64, tolerance: f64) -> Trial {
-    let sent = s["packets"].as_u64().unwrap_or(0);
-    let streams = s["rx"]["streams"].as_array().cloned().unwrap_or_default();
-    let sum = |k: &str| {
-        streams
-            .iter()
-            .map(|x| x[k].as_u64().unwrap_or(0))
-            .sum::<u64>()
-    };
-    let received = sum("received");
+fn trial_of(s: &Report, pps: f64, tolerance: f64) -> Trial {
+    let streams = s.rx.as_ref().map_or(&[][..], |r| &r.streams[..]);
+    judged(s.summary.packets, s.summary.pps, streams, pps, tolerance)
+}
+
+/// A trial that sent `sent` frames at `sent_pps`, the receiver counting
+/// `streams`.
+fn judged(
+    sent: u64,
+    sent_pps: Option<f64>,
+    streams: &[StreamReport],
+    pps: f64,
+    tolerance: f64,
+) -> Trial {
+    let sum = |k: fn(&StreamReport) -> u64| streams.iter().map(k).sum::<u64>();
+    let received = sum(|x| x.received);
     let lost = sent.saturating_sub(received);
     let loss_ratio = if sent > 0 {
         lost as f64 / sent as f64
@@ -676,18 +703,18 @@ fn trial_of(s: &Value, pps: f64, tolerance: f64) -> Trial {
     };
     Trial {
         pps,
-        sent_pps: s["pps"].as_f64(),
+        sent_pps,
         sent,
         received,
         lost,
-        lost_in_sequence: sum("lost"),
-        reordered: sum("reordered"),
-        duplicates: sum("duplicates"),
+        lost_in_sequence: sum(|x| x.lost),
+        reordered: sum(|x| x.reordered),
+        duplicates: sum(|x| x.duplicates),
         loss_ratio,
         pass: loss_ratio * 100.0 <= tolerance,
         sender_short: false,
         burst: None,
-        latency: streams.first().map(|x| x["latency"].clone()),
+        latency: streams.first().map(|x| x.latency),
         reverse: None,
     }
 }
@@ -715,13 +742,13 @@ fn render(name: &str, r: &SizeResult) -> String {
     }
     if let Some(t) = &r.latency {
         if let Some(l) = &t.latency {
-            let p = &l["percentiles"];
-            let us = |k: &str| p[k].as_f64().unwrap_or(0.0) / 1e3;
+            let p = &l.percentiles;
+            let us = |ns: u64| ns as f64 / 1e3;
             s += &format!(
                 "\n  latency at the throughput: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs{}",
-                us("p50_ns"),
-                us("p99_ns"),
-                us("max_ns"),
+                us(p.p50_ns),
+                us(p.p99_ns),
+                us(p.max_ns),
                 short_note(t)
             );
         }
@@ -857,11 +884,12 @@ mod sender_limits {
     /// A trial at `pps` asked whose sender reached `sent_pps`, losing
     /// `lost` of 1000 frames, judged as `Runner::trial` judges.
     fn trial(pps: f64, sent_pps: f64, lost: u64, tolerance: f64) -> Trial {
-        let s = serde_json::json!({
-            "packets": 1000, "pps": sent_pps,
-            "rx": {"streams": [{"received": 1000 - lost, "lost": lost}]},
-        });
-        let mut t = trial_of(&s, pps, tolerance);
+        let stream = StreamReport {
+            received: 1000 - lost,
+            lost,
+            ..StreamReport::default()
+        };
+        let mut t = judged(1000, Some(sent_pps), &[stream], pps, tolerance);
         t.sender_short = sent_pps < 0.99 * pps;
         t.pass &= !t.sender_short;
         t

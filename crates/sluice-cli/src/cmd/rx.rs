@@ -40,7 +40,7 @@ pub struct RxDoc {
     /// receiving (an NTP step, a date set): latency across the step is off
     /// by that much. 0 when it kept pace (within 1 ms).
     clock_step_ns: i64,
-    streams: Vec<StreamReport>,
+    pub(crate) streams: Vec<StreamReport>,
 }
 
 /// A receive socket and what it counted: `sluice rx`'s, and `--rx`'s
