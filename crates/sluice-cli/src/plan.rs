@@ -9,9 +9,7 @@ use crate::progress::Progress;
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
 use sluice_engine::{EngineConfig, EngineError, RxStampMode, Summary};
-use sluice_sink::{
-    AfPacketSink, DualSink, NullSink, PcapSink, Sink, SinkError, SinkSpec, UdpSink, XdpSink,
-};
+use sluice_sink::{DualSink, Sink, SinkError, SinkSpec};
 use sluice_source::Fault;
 use std::io::Write;
 use std::path::Path;
@@ -76,9 +74,11 @@ impl<'a> SendPlan<'a> {
     /// sink of each, joined in a [`DualSink`].
     pub fn second_port(mut self, to2: &'a SinkSpec) -> Result<Self, Failure> {
         check_sink(self.opts, to2)?;
-        if let SinkSpec::Pcap(p) = to2 {
-            self.outputs.extend(pcap_outputs(p, self.opts.send.threads));
-        }
+        self.outputs.extend(
+            to2.outputs(self.opts.send.threads)
+                .into_iter()
+                .map(|p| p.to_string_lossy().into_owned()),
+        );
         self.to2 = Some(to2);
         Ok(self)
     }
@@ -209,12 +209,9 @@ pub struct Report {
 /// The files a sending command writes: `--to pcap:`, `--stats-json`,
 /// `--summary-json`.
 fn run_outputs(o: &RunOpts) -> Vec<String> {
-    let pcaps = match &o.to {
-        SinkSpec::Pcap(p) => pcap_outputs(p, o.send.threads),
-        _ => Vec::new(),
-    };
-    pcaps
+    o.to.outputs(o.send.threads)
         .into_iter()
+        .map(|p| p.to_string_lossy().into_owned())
         .chain(
             [o.stats_json.clone(), o.summary_json.clone()]
                 .into_iter()
@@ -223,115 +220,22 @@ fn run_outputs(o: &RunOpts) -> Vec<String> {
         .collect()
 }
 
-/// `--to pcap:DIR/` (a path ending in `/`): one file per TX thread,
-/// `DIR/tx-K.pcap`, written by that thread alone.
-fn pcap_dir(p: &Path) -> bool {
-    p.as_os_str().as_encoded_bytes().ends_with(b"/")
-}
-
-/// The pcap files `threads` TX threads write under `--to pcap:P`.
-fn pcap_outputs(p: &Path, threads: usize) -> Vec<String> {
-    (0..threads)
-        .map(|k| pcap_path(p, k).to_string_lossy().into_owned())
-        .collect()
-}
-
-/// The pcap file TX thread `k` writes under `--to pcap:P`.
-fn pcap_path(p: &Path, k: usize) -> std::path::PathBuf {
-    if pcap_dir(p) {
-        p.join(format!("tx-{k}.pcap"))
-    } else {
-        p.to_path_buf()
-    }
-}
-
-/// Checks the thread count, `--tx-queues` and `--launch-time` against
-/// the sink `to`.
+/// Checks the run's sink options against the sink `to`.
 fn check_sink(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
-    if o.send.threads == 0 || o.send.threads > 256 {
-        return Err(bad_input(anyhow!("--threads must be between 1 and 256")));
-    }
-    if let SinkSpec::Pcap(p) = to {
-        if o.send.threads > 1 && !pcap_dir(p) {
-            return Err(bad_input(anyhow!(
-                "--threads > 1 needs a network or null sink, or pcap:DIR/ (one file per TX thread): one pcap file cannot take several writers"
-            )));
-        }
-        if pcap_dir(p) && !p.is_dir() {
-            return Err(bad_input(anyhow!(
-                "--to pcap:{}: not a directory (pcap:DIR/ writes DIR/tx-K.pcap per TX thread)",
-                p.display()
-            )));
-        }
-    }
-    check_queues(o, to)?;
-    if o.send.csum_offload && !matches!(to, SinkSpec::AfPacket(_)) {
-        return Err(bad_input(anyhow!(
-            "--csum-offload needs an afpacket:IFACE sink (a file or null has no device to compute checksums; xdp has no checksum offload on this path)"
-        )));
-    }
-    sluice_sink::launch::check(o.send.launch_time, to, o.send.xdp_mode)
+    to.check(&o.send.sink_options())
         .map_err(|e| bad_input(anyhow!(e)))
-}
-
-/// `--tx-queues`: an xdp sink's, one distinct queue per TX thread.
-fn check_queues(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
-    if let Some(q) = &o.send.tx_queues {
-        if !matches!(to, SinkSpec::Xdp(_)) {
-            return Err(bad_input(anyhow!("--tx-queues needs an xdp:IFACE sink")));
-        }
-        if q.0.len() != o.send.threads {
-            return Err(bad_input(anyhow!(
-                "--tx-queues names {} queue(s) for {} TX thread(s): give one per thread",
-                q.0.len(),
-                o.send.threads
-            )));
-        }
-        let mut seen = q.0.clone();
-        seen.sort_unstable();
-        seen.dedup();
-        if seen.len() != q.0.len() {
-            return Err(bad_input(anyhow!(
-                "--tx-queues names a queue twice: an interface queue takes one XDP socket"
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// One sink per TX thread (the sink was checked by [`check_sink`]).
 fn open_sinks(o: &RunOpts, to: &SinkSpec) -> Result<Vec<Box<dyn Sink>>, Failure> {
+    let opts = o.send.sink_options();
     (0..o.send.threads)
-        .map(|k| -> Result<Box<dyn Sink>, Failure> {
-            Ok(match to {
-                SinkSpec::Null => Box::new(NullSink::default()),
-                SinkSpec::Pcap(p) => {
-                    Box::new(PcapSink::create(&pcap_path(p, k)).map_err(|e| match e {
-                        // Like every file output: unwritable is exit 1, aliasing 2.
-                        SinkError::Output(e) => crate::dest::output_failure(e),
-                        other => bad_input(other),
-                    })?)
-                }
-                SinkSpec::AfPacket(iface) => Box::new(
-                    AfPacketSink::open(iface, o.send.tx_mode, o.send.csum_offload)
-                        .map_err(crate::open_failure)?,
-                ),
-                SinkSpec::Xdp(iface) => {
-                    let queue = o
-                        .send
-                        .tx_queues
-                        .as_ref()
-                        .and_then(|q| q.0.get(k))
-                        .copied()
-                        .unwrap_or(k) as u32;
-                    Box::new(
-                        XdpSink::open(iface, queue, o.send.xdp_mode)
-                            .map_err(crate::open_failure)?,
-                    )
-                }
-                SinkSpec::Udp(target) => {
-                    Box::new(UdpSink::open(target).map_err(crate::open_failure)?)
-                }
+        .map(|k| {
+            to.open(k, &opts).map_err(|e| match e {
+                // Like every file output: unwritable is exit 1, aliasing 2.
+                SinkError::Output(e) => crate::dest::output_failure(e),
+                other if matches!(to, SinkSpec::Pcap(_)) => bad_input(other),
+                other => crate::open_failure(other),
             })
         })
         .collect()

@@ -9,7 +9,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use sluice_core::Nanos;
 use sluice_engine::{ClockChoice, EngineConfig, RxStampMode};
-use sluice_sink::{LaunchTime, TxMode, XdpMode};
+use sluice_sink::{LaunchTime, SinkOptions, TxMode, XdpMode};
 
 /// TX threads, their CPUs and priority, how frames reach the device, the
 /// limits, timing precision and receive stamps of a run.
@@ -118,6 +118,18 @@ impl Default for SendOpts {
 }
 
 impl SendOpts {
+    /// What opens the run's sinks (`SinkSpec::check`, `SinkSpec::open`).
+    pub fn sink_options(&self) -> SinkOptions {
+        SinkOptions {
+            threads: self.threads,
+            tx_mode: self.tx_mode,
+            csum_offload: self.csum_offload,
+            xdp_mode: self.xdp_mode,
+            tx_queues: self.tx_queues.as_ref().map(|q| q.0.clone()),
+            launch_time: self.launch_time,
+        }
+    }
+
     /// The engine settings these options give (the caller adds what is
     /// its own: CPUs, top speed, statistics, stamps' streams).
     pub fn engine(&self) -> EngineConfig {
@@ -144,8 +156,11 @@ impl SendOpts {
         if self.no_pin && self.cpu.is_some() {
             return Err("no_pin and cpu exclude each other".into());
         }
-        if self.threads == 0 || self.threads > 256 {
-            return Err("threads must be between 1 and 256".into());
+        if self.threads == 0 || self.threads > sluice_sink::open::MAX_THREADS {
+            return Err(format!(
+                "threads must be between 1 and {}",
+                sluice_sink::open::MAX_THREADS
+            ));
         }
         Ok(())
     }
