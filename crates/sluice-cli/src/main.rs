@@ -43,6 +43,7 @@ macro_rules! eout {
 mod args;
 mod cmd;
 mod dest;
+mod failure;
 mod job;
 mod json;
 mod plan;
@@ -55,65 +56,7 @@ use clap::Parser;
 use sluice_control::failure::{JobFailure, JobFault, FAILURE_ENV};
 use std::process::ExitCode;
 
-/// Exit codes, documented above and in the README.
-pub mod exit {
-    pub const OK: u8 = 0;
-    pub const FATAL: u8 = 1;
-    pub const BAD_INPUT: u8 = 2;
-    pub const PARTIAL: u8 = 3;
-    pub const CHECK_FAILED: u8 = 4;
-    pub const INTERRUPTED: u8 = 130;
-}
-
-/// An error with the exit code it deserves.
-#[derive(Debug)]
-pub struct Failure {
-    pub code: u8,
-    pub error: anyhow::Error,
-}
-
-impl<E: Into<anyhow::Error>> From<E> for Failure {
-    fn from(e: E) -> Self {
-        Failure {
-            code: exit::FATAL,
-            error: e.into(),
-        }
-    }
-}
-
-pub fn bad_input(error: impl Into<anyhow::Error>) -> Failure {
-    Failure {
-        code: exit::BAD_INPUT,
-        error: error.into(),
-    }
-}
-
-/// A device or socket that cannot be opened: the environment's fault
-/// (exit 1: no permission, the network down, an address not here) when an
-/// OS error in the chain says so, else the input's (exit 2: no such
-/// interface, a bad address).
-pub fn open_failure(error: impl Into<anyhow::Error>) -> Failure {
-    use std::io::ErrorKind::*;
-    let error = error.into();
-    let env = error.chain().any(|c| {
-        let io = c
-            .downcast_ref::<std::io::Error>()
-            .or_else(|| match c.downcast_ref() {
-                Some(sluice_sink::SinkError::Os { error, .. }) => Some(error),
-                _ => None,
-            });
-        io.is_some_and(|e| {
-            matches!(
-                e.kind(),
-                PermissionDenied | NetworkDown | AddrNotAvailable | AddrInUse
-            )
-        })
-    });
-    Failure {
-        code: if env { exit::FATAL } else { exit::BAD_INPUT },
-        error,
-    }
-}
+pub use failure::{bad_input, exit, open_failure, Failure};
 
 /// Prints the `sluice.failure/1` line when a worker asked for one (see
 /// `sluice_control::failure`).
