@@ -129,9 +129,7 @@ fn run_info() -> RunInfo {
 }
 
 fn started_now() -> RunInfo {
-    let started_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
+    let started_ns = sluice_sys::clock::realtime_ns();
     RunInfo {
         started: rfc3339(started_ns),
         started_ns,

@@ -20,9 +20,7 @@ pub mod pb {
 
 /// CLOCK_REALTIME, ns since the epoch.
 pub fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64)
+    sluice_sys::clock::realtime_ns() as i64
 }
 
 /// The sluice command line a task's command runs.

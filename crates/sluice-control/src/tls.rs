@@ -135,26 +135,13 @@ pub fn keygen(dir: &Path, sans: &[String]) -> Result<Vec<PathBuf>> {
 
 /// Writes a new file (mode 0600 for a secret, else 0644) and syncs it.
 fn write_new(path: &Path, data: &[u8], secret: bool) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mode = if secret { 0o600 } else { 0o644 };
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
-    f.write_all(data)
-        .and_then(|_| f.sync_all())
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    sluice_sys::secret::write_new(path, data, secret)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The current year (UTC), near enough for validity periods.
 fn this_year() -> i32 {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = sluice_sys::clock::realtime_ns() / 1_000_000_000;
     1970 + (secs / 31_556_952) as i32
 }
 

@@ -139,11 +139,9 @@ impl FlowSource {
         // Each planner picks with its own stream.
         let pick = seed ^ 0x5851_f42d_4c95_7f2d ^ u64::from(cfg.part.map_or(0, |p| p.index));
         // Captures are stamped from the wall clock at the start of the run.
-        let first_ts = cfg.stamp_from.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
+        let first_ts = cfg
+            .stamp_from
+            .unwrap_or_else(sluice_sys::clock::realtime_ns);
         Ok(FlowSource {
             cfg,
             expander,

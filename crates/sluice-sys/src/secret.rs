@@ -16,6 +16,20 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Writes a new file, never one that exists (`O_EXCL`, which also refuses
+/// a planted symlink), mode 0600 for a secret (else 0644), and syncs it.
+pub fn write_new(path: &std::path::Path, data: &[u8], secret: bool) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(if secret { 0o600 } else { 0o644 })
+        .open(path)?;
+    f.write_all(data)?;
+    f.sync_all()
+}
+
 /// Equal, in time independent of where they differ (only the lengths
 /// are compared first).
 pub fn same(a: &[u8], b: &[u8]) -> bool {

@@ -146,21 +146,14 @@ impl RequestLog for CsvLog {
 /// only its owner (this user) may read. A missing file is made (0600,
 /// from the kernel's random source) and its name printed.
 fn token(path: &std::path::Path) -> Result<[u8; TOKEN_LEN], Failure> {
-    use std::io::Write;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    use std::os::unix::fs::MetadataExt;
     let name = path.display();
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let secret = sluice_sys::secret::random::<TOKEN_LEN>()
                 .map_err(|e| anyhow!("/dev/urandom: {e}"))?;
             let hex = sluice_sys::secret::hex(&secret);
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                // create_new: O_EXCL, which also refuses a planted symlink.
-                .mode(0o600)
-                .open(path)
-                .and_then(|mut f| writeln!(f, "{hex}"))
+            sluice_sys::secret::write_new(path, format!("{hex}\n").as_bytes(), true)
                 .map_err(|e| anyhow!("--token-file {name}: {e}"))?;
             eoutln!("sluice: made token file {name} (give it to clients, mode 0600)");
             Ok(secret)

@@ -46,11 +46,7 @@ pub fn capture(iface: &str, period: Nanos, out: &Path) -> Result<(), Failure> {
         else {
             continue;
         };
-        let ts = r.ts_ns.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
+        let ts = r.ts_ns.unwrap_or_else(sluice_sys::clock::realtime_ns);
         hardware += u64::from(r.hardware);
         w.write_packet(ts, &buf[..r.len], r.orig_len as u32)
             .with_context(|| format!("writing {}", out.display()))?;
