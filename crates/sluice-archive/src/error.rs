@@ -9,8 +9,8 @@ use std::fmt;
 use std::io;
 
 use super::encoding::DataEncoding;
-use super::record::HEADER_LEN;
 use super::stamp_error::StampError;
+use crate::HEADER_LEN;
 
 /// A failure while reading an archive, with its location.
 ///

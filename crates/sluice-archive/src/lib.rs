@@ -68,8 +68,12 @@ pub use error::{ArchiveError, ArchiveErrorKind};
 pub use reader::ArchiveReader;
 pub use record::{
     pack_device, split_record, trim_device, DeviceIdError, Record, RecordRef, DEVICE_LEN,
-    HEADER_LEN, MAX_DATA_LEN, MAX_RECORD_LEN,
+    MAX_DATA_LEN, MAX_RECORD_LEN,
 };
+
+/// Bytes before a record's data: length (2) + timestamp (12) + device id
+/// (16).
+pub const HEADER_LEN: usize = 30;
 pub use stamp::{decode_micros, Stamp, MAX_TZ_MINUTES};
 pub use stamp_error::{StampError, StampErrorKind, StampField};
 pub use writer::ArchiveWriter;

@@ -10,8 +10,7 @@
 use super::error::ArchiveErrorKind;
 use super::stamp::Stamp;
 
-/// Bytes before the data: length (2) + timestamp (12) + device id (16).
-pub const HEADER_LEN: usize = 30;
+pub use crate::HEADER_LEN;
 /// Largest record: the length field is 16 bits.
 pub const MAX_RECORD_LEN: usize = u16::MAX as usize;
 /// Largest data field: [`MAX_RECORD_LEN`] − [`HEADER_LEN`] = 65505 bytes.

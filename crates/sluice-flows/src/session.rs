@@ -32,7 +32,6 @@ use serde::Deserialize;
 pub use sluice_source::text::Time;
 use sluice_wire::FlowProto;
 use std::net::IpAddr;
-use std::path::Path;
 
 /// Largest custom payload prefix (FLOR's compile-time constant).
 pub const MAX_PREFIX: usize = 64;
@@ -288,32 +287,6 @@ impl TryFrom<String> for Net {
 }
 
 impl Session {
-    /// Reads a session: YAML (`.yaml`/`.yml`) or JSON (anything else).
-    pub fn load(path: &Path) -> Result<Session, SessionError> {
-        let file = path.display().to_string();
-        let read = |error| SessionError::Read {
-            file: file.clone(),
-            error,
-        };
-        let meta = std::fs::metadata(path).map_err(read)?;
-        if sluice_source::is_yaml(path)
-            && meta.is_file()
-            && meta.len() > super::stream::STREAM_ABOVE
-        {
-            let f = std::fs::File::open(path).map_err(read)?;
-            let budget = sluice_sys::mem::default_budget();
-            let s = super::stream::read_yaml(&file, std::io::BufReader::new(f), budget)?;
-            return s.checked();
-        }
-        let text = sluice_source::text::read_bounded(path, sluice_source::text::MAX_TEXT).map_err(
-            |what| SessionError::Syntax {
-                file: file.clone(),
-                what,
-            },
-        )?;
-        Self::parse(&file, &text, sluice_source::is_yaml(path))
-    }
-
     /// Parses session text (YAML or JSON); errors name `name`.
     pub fn parse(name: &str, text: &str, yaml: bool) -> Result<Session, SessionError> {
         let syntax = |what: String| SessionError::Syntax {
@@ -331,7 +304,7 @@ impl Session {
     }
 
     /// The session, once every entry passed [`FlowEntry::check`].
-    fn checked(self) -> Result<Session, SessionError> {
+    pub(crate) fn checked(self) -> Result<Session, SessionError> {
         for (i, f) in self.flows.iter().enumerate() {
             f.check().map_err(|what| self.entry_error(i, what))?;
         }
@@ -550,6 +523,7 @@ impl FlowEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     const GOOD: &str = "{proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1}";
 

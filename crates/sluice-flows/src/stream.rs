@@ -14,6 +14,7 @@
 
 use super::session::{FlowEntry, Session, SessionError};
 use std::io::BufRead;
+use std::path::Path;
 
 /// Sessions up to this size are parsed whole (same results, simpler
 /// errors); larger ones are streamed.
@@ -161,6 +162,31 @@ fn rebase(e: &serde_yaml_ng::Error, first: usize, index: usize) -> String {
             )
         }
         None => format!("line {first}: flows[{index}]: {text}"),
+    }
+}
+
+impl Session {
+    /// Reads a session: YAML (`.yaml`/`.yml`) or JSON (anything else).
+    pub fn load(path: &Path) -> Result<Session, SessionError> {
+        let file = path.display().to_string();
+        let read = |error| SessionError::Read {
+            file: file.clone(),
+            error,
+        };
+        let meta = std::fs::metadata(path).map_err(read)?;
+        if sluice_source::is_yaml(path) && meta.is_file() && meta.len() > STREAM_ABOVE {
+            let f = std::fs::File::open(path).map_err(read)?;
+            let budget = sluice_sys::mem::default_budget();
+            let s = read_yaml(&file, std::io::BufReader::new(f), budget)?;
+            return s.checked();
+        }
+        let text = sluice_source::text::read_bounded(path, sluice_source::text::MAX_TEXT).map_err(
+            |what| SessionError::Syntax {
+                file: file.clone(),
+                what,
+            },
+        )?;
+        Session::parse(&file, &text, sluice_source::is_yaml(path))
     }
 }
 

@@ -1,40 +1,10 @@
 //! `sluice doctor`: what on this machine stands between sluice and its
 //! best timing, each finding with what to do about it.
 
+use super::finding::{finding, Finding, Level};
 use crate::args::DoctorArgs;
 use crate::{exit, Failure};
-use serde::Serialize;
 use sluice_core::{Clock, MonotonicClock};
-
-#[derive(Serialize, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub(super) enum Level {
-    Ok,
-    Warn,
-    Fail,
-}
-
-#[derive(Serialize)]
-pub(super) struct Finding {
-    level: Level,
-    check: &'static str,
-    detail: String,
-    /// What to do; empty when nothing is to be done.
-    fix: String,
-}
-
-pub(super) fn finding(level: Level, check: &'static str, detail: String, fix: &str) -> Finding {
-    Finding {
-        level,
-        check,
-        detail,
-        fix: if level == Level::Ok {
-            String::new()
-        } else {
-            fix.to_string()
-        },
-    }
-}
 
 fn read(path: &str) -> Option<String> {
     std::fs::read_to_string(path)

@@ -3,7 +3,7 @@
 //! timestamps, checksum offload), each with what to do about it. Probes
 //! only: an XDP socket is bound and closed without sending.
 
-use super::doctor::{finding, Finding, Level};
+use super::finding::{finding, Finding, Level};
 use sluice_sink::{launch, Sink, SinkSpec, XdpMode, XdpSink};
 
 pub(super) fn fast_path(name: &str, out: &mut Vec<Finding>) {

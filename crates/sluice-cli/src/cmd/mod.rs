@@ -9,6 +9,7 @@ pub mod distributed;
 pub mod docs;
 pub mod doctor;
 mod doctor_nic;
+mod finding;
 pub mod flows;
 pub mod inject;
 mod live_capture;

@@ -16,7 +16,7 @@
 //! leave from several threads (time-series play); replay and flows keep
 //! each flow on one thread, in order.
 
-use super::send::Unit;
+use super::unit::Unit;
 use sluice_core::{MonoTime, Nanos};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -12,6 +12,7 @@
 
 use super::board::Board;
 use super::core::{TxCore, TxReport, Verdict};
+use super::unit::Unit;
 use sluice_core::{MonoTime, Nanos};
 use sluice_pace::Decision;
 use std::sync::Arc;
@@ -23,20 +24,6 @@ const REWATCH: Nanos = Nanos::from_micros(20);
 const IDLE_NAP: Nanos = Nanos::from_micros(20);
 /// Idle polls (flushing, sending side packets due) before a TX thread naps.
 const IDLE_SPINS: u32 = 64;
-
-/// Packets in due order that a TX thread takes at once.
-pub(crate) trait Unit: Send + Sync + 'static {
-    fn len(&self) -> usize;
-    /// Due offset of packet `i` from the start of the run.
-    fn due(&self, i: usize) -> Nanos;
-    /// Every due offset in order (the hot loop's way through a unit).
-    fn dues(&self) -> impl Iterator<Item = Nanos> + '_;
-    /// The gap packet `i` keeps after the packet sent before it (0: none;
-    /// see `Batch::gaps`).
-    fn spacing(&self, _i: usize) -> u32 {
-        0
-    }
-}
 
 /// What a feed has next.
 pub(crate) enum Next<U> {

@@ -3,7 +3,7 @@
 //! lengths and every checksum set. The zero tail adds nothing to a one's
 //! complement sum, so only headers and prefix are summed.
 
-use super::proto::{Desc, Fields, Head};
+use super::proto::{decode, descs, split, Desc, Fields, Head, Message, ProtoError};
 use sluice_wire::checksum::{
     fold, ipv4_header_checksum, pseudo_header_v4, pseudo_header_v6, sum16,
 };
@@ -138,6 +138,33 @@ fn fix(frame: &mut [u8], head_end: usize, summed: usize) {
         c = 0xffff;
     }
     frame[csum_at..csum_at + 2].copy_from_slice(&c.to_be_bytes());
+}
+
+/// Walks a client's byte stream as sluice does: every message split off,
+/// decoded, every description of an accepted DESCS built. Returns the
+/// descriptions built, or the first error. Never panics (tests and the
+/// fuzz target drive it with arbitrary bytes).
+pub fn walk_stream(bytes: &[u8]) -> Result<u64, ProtoError> {
+    let mut pos = 0usize;
+    let mut hello = false;
+    let mut built = 0u64;
+    let mut frame = Vec::new();
+    while let Some(m) = split(&bytes[pos..], pos as u64)? {
+        match decode(m.kind, m.body, m.at, hello)? {
+            Message::Hello(_) => hello = true,
+            Message::Descs { body, .. } => {
+                for d in descs(body) {
+                    frame.clear();
+                    build(&mut frame, &d, ([2; 6], [4; 6]));
+                    assert_eq!(frame.len(), usize::from(d.total_len), "frame length");
+                    built += 1;
+                }
+            }
+            Message::Bye => {}
+        }
+        pos += m.len;
+    }
+    Ok(built)
 }
 
 #[cfg(test)]

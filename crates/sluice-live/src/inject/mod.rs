@@ -11,8 +11,9 @@ mod listen;
 mod proto;
 mod session;
 
+pub use build::walk_stream;
 pub use listen::{Listen, Listener};
-pub use proto::{walk_stream, Status, TOKEN_LEN};
+pub use proto::{Status, TOKEN_LEN};
 
 use proto::{Message, ProtoError, TimeBase};
 use session::Session;

@@ -509,36 +509,10 @@ pub fn done(out: &mut Vec<u8>, descriptions: u64) {
     end(out, at);
 }
 
-/// Walks a client's byte stream as sluice does: every message split off,
-/// decoded, every description of an accepted DESCS built. Returns the
-/// descriptions built, or the first error. Never panics (tests and the
-/// fuzz target drive it with arbitrary bytes).
-pub fn walk_stream(bytes: &[u8]) -> Result<u64, ProtoError> {
-    let mut pos = 0usize;
-    let mut hello = false;
-    let mut built = 0u64;
-    let mut frame = Vec::new();
-    while let Some(m) = split(&bytes[pos..], pos as u64)? {
-        match decode(m.kind, m.body, m.at, hello)? {
-            Message::Hello(_) => hello = true,
-            Message::Descs { body, .. } => {
-                for d in descs(body) {
-                    frame.clear();
-                    super::build::build(&mut frame, &d, ([2; 6], [4; 6]));
-                    assert_eq!(frame.len(), usize::from(d.total_len), "frame length");
-                    built += 1;
-                }
-            }
-            Message::Bye => {}
-        }
-        pos += m.len;
-    }
-    Ok(built)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inject::build::walk_stream;
     use rand::{Rng, SeedableRng};
 
     fn msg(kind: u8, body: &[u8]) -> Vec<u8> {
