@@ -19,13 +19,13 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
 /// A worker's client: every call carries the lease Register gave.
-type Client = WorkerClient<InterceptedService<Channel, Lease>>;
+type Client = WorkerClient<InterceptedService<Channel, SessionKey>>;
 
 /// Adds the lease (`sluice-session`) to every call once Register set it.
 #[derive(Clone, Default)]
-pub struct Lease(Arc<std::sync::Mutex<Option<tonic::metadata::AsciiMetadataValue>>>);
+pub struct SessionKey(Arc<std::sync::Mutex<Option<tonic::metadata::AsciiMetadataValue>>>);
 
-impl Lease {
+impl SessionKey {
     pub fn set(&self, session: &str) -> Result<()> {
         let v = session
             .parse()
@@ -35,7 +35,7 @@ impl Lease {
     }
 }
 
-impl tonic::service::Interceptor for Lease {
+impl tonic::service::Interceptor for SessionKey {
     fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
         if let Some(v) = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone() {
             req.metadata_mut().insert(crate::worker::SESSION_KEY, v);
@@ -488,7 +488,7 @@ async fn register(
         let ch = connect(&address, tls.as_ref())
             .await
             .map_err(|e| e.about(&what))?;
-        let lease = Lease::default();
+        let lease = SessionKey::default();
         let mut client =
             WorkerClient::with_interceptor(ch, lease.clone()).max_decoding_message_size(64 << 20);
         let reg = client

@@ -1,7 +1,7 @@
 //! A worker serves only what it was given, to the controller holding its
 //! lease: real gRPC over the worker's real unix socket, in process.
 
-use sluice_control::control::{connect, Lease};
+use sluice_control::control::{connect, SessionKey};
 use sluice_control::pb::worker_client::WorkerClient;
 use sluice_control::pb::{self, FileChunk};
 use sluice_control::worker::{serve, WorkerConfig, WorkerListen};
@@ -11,7 +11,7 @@ use std::time::Duration;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
-type Client = WorkerClient<InterceptedService<Channel, Lease>>;
+type Client = WorkerClient<InterceptedService<Channel, SessionKey>>;
 
 /// A worker on a unix socket in `dir`, uploads capped at `max_upload`.
 fn worker(rt: &tokio::runtime::Runtime, dir: &Path, max_upload: u64, idle: Duration) -> PathBuf {
@@ -36,15 +36,15 @@ fn worker(rt: &tokio::runtime::Runtime, dir: &Path, max_upload: u64, idle: Durat
     panic!("the worker never bound {}", sock.display());
 }
 
-async fn client(sock: &Path) -> (Client, Lease) {
+async fn client(sock: &Path) -> (Client, SessionKey) {
     let ch = connect(&format!("unix:{}", sock.display()), None)
         .await
         .unwrap();
-    let lease = Lease::default();
+    let lease = SessionKey::default();
     (WorkerClient::with_interceptor(ch, lease.clone()), lease)
 }
 
-async fn register(c: &mut Client, lease: &Lease, name: &str) -> Result<(), tonic::Status> {
+async fn register(c: &mut Client, lease: &SessionKey, name: &str) -> Result<(), tonic::Status> {
     let r = c
         .register(pb::RegisterRequest { name: name.into() })
         .await?

@@ -98,7 +98,7 @@ pub(crate) struct SeriesFeed {
 pub(crate) struct PayloadStamper {
     stream: u32,
     append: bool,
-    pub departures: crate::tx::Departures,
+    pub departures: crate::tx::StampNumbers,
     buf: Vec<u8>,
 }
 
@@ -112,7 +112,7 @@ impl PayloadStamper {
         PayloadStamper {
             stream,
             append,
-            departures: crate::tx::Departures::new(clock, shift_ns),
+            departures: crate::tx::StampNumbers::new(clock, shift_ns),
             buf: Vec::with_capacity(2048),
         }
     }

@@ -3,8 +3,9 @@
 //! as they are; owned batches go back to the IO thread for reuse.
 
 use super::core::{TxCore, Verdict};
-use super::send::{Feed, Next, Unit};
-use super::stamps::Departures;
+use super::send::{Feed, Next};
+use super::stamps::StampNumbers;
+use super::unit::Unit;
 use crate::passes::{PassBoard, PassTally};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use sluice_core::{Batch, Nanos, Work};
@@ -79,7 +80,7 @@ impl BatchFeed {
 /// leave: one stream per TX thread and port (+256 for the second).
 pub(crate) struct Stamper {
     lane: u32,
-    pub departures: Departures,
+    pub departures: StampNumbers,
     scratch: Vec<u8>,
 }
 
@@ -88,7 +89,7 @@ impl Stamper {
     pub fn new(lane: u32, clock: &sluice_core::MonotonicClock, shift_ns: i64) -> Self {
         Stamper {
             lane,
-            departures: Departures::new(clock, shift_ns),
+            departures: StampNumbers::new(clock, shift_ns),
             scratch: Vec::with_capacity(2048),
         }
     }

@@ -9,9 +9,11 @@ mod board;
 mod core;
 mod send;
 mod stamps;
+mod unit;
 
 pub(crate) use self::core::{TxCore, TxReport, TxSetup, Verdict};
 pub(crate) use batches::{BatchFeed, Stamper};
 pub(crate) use board::Board;
-pub(crate) use send::{Feed, Next, TxLoop, Unit};
-pub(crate) use stamps::Departures;
+pub(crate) use send::{Feed, Next, TxLoop};
+pub(crate) use stamps::StampNumbers;
+pub(crate) use unit::Unit;

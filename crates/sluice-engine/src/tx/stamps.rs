@@ -8,7 +8,7 @@ use sluice_wire::rxstamp::RxStamp;
 /// One TX thread's stamps: a sequence per stream slot (the output port),
 /// numbered in send order, and the pacer's release instant on the run's
 /// monotonic clock turned into CLOCK_REALTIME (what receivers stamp with).
-pub(crate) struct Departures {
+pub(crate) struct StampNumbers {
     /// CLOCK_REALTIME − the run's monotonic clock, in ns.
     realtime_offset: i128,
     next: [u64; 2],
@@ -16,12 +16,12 @@ pub(crate) struct Departures {
     pub unstamped: u64,
 }
 
-impl Departures {
-    /// Departures on the wall clock, moved by `shift_ns`.
+impl StampNumbers {
+    /// Stamps on the wall clock, moved by `shift_ns`.
     pub fn new(clock: &MonotonicClock, shift_ns: i64) -> Self {
         let offset =
             sluice_core::clock::paired_offset(|| clock.now().0, sluice_sys::clock::realtime_ns);
-        Departures {
+        StampNumbers {
             realtime_offset: offset + i128::from(shift_ns),
             next: [0; 2],
             unstamped: 0,
