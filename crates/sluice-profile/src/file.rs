@@ -376,30 +376,8 @@ impl Profile {
                 format!("must be between 1e-6 and 1e6, got {scale:e}"),
             ));
         }
-        let packet = f.packet;
-        if !matches!(packet.proto.as_str(), "udp4" | "udp6") {
-            return Err(err(
-                "packet.proto",
-                format!("'{}': udp4 or udp6", packet.proto),
-            ));
-        }
-        for (key, a) in [("packet.src", packet.src), ("packet.dst", packet.dst)] {
-            if a.is_ipv6() != packet.v6() {
-                return Err(err(
-                    key,
-                    format!("{a} is not of the IP version {} needs", packet.proto),
-                ));
-            }
-        }
-        if packet.flows == 0 || u64::from(packet.sport) + u64::from(packet.flows) - 1 > 65_535 {
-            return Err(err(
-                "packet.flows",
-                format!(
-                    "{} flows from source port {} do not fit in 1..=65535 ports",
-                    packet.flows, packet.sport
-                ),
-            ));
-        }
+        let packet = f.packet.clone();
+        check_packet(&packet).map_err(|(k, w)| err(&k, w))?;
         // Every file the profile reads, for the callers' output checks.
         let inputs: Vec<PathBuf> = [
             f.ipd.from.as_ref(),
@@ -423,9 +401,9 @@ impl Profile {
                 ));
             }
         }
-        let size = match f.size {
+        let size = match &f.size {
             None => SizeLaw::constant(64.max(packet.header_len())),
-            Some(s) => size_law(&s, dir, packet.header_len()).map_err(|(k, w)| err(&k, w))?,
+            Some(s) => size_law(s, dir, packet.header_len()).map_err(|(k, w)| err(&k, w))?,
         };
         let (lo, _) = size.bounds;
         if lo < packet.header_len() {
@@ -439,82 +417,15 @@ impl Profile {
             ));
         }
 
-        // The mean gap: from rate, bitrate, ipd.mean or an empirical law.
         let g = &f.ipd;
-        let given: Vec<&str> = [
-            ("rate", f.rate.is_some()),
-            ("bitrate", f.bitrate.is_some()),
-            ("ipd.mean", g.mean.is_some()),
-        ]
-        .iter()
-        .filter(|(_, on)| *on)
-        .map(|(k, _)| *k)
-        .collect();
-        if given.len() > 1 {
-            return Err(err(
-                given[1],
-                format!("give one of {}, not both", given.join(" and ")),
-            ));
-        }
-        let positive = |key: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
-                Ok(v)
-            } else {
-                Err(err(key, format!("must be positive, got {v}")))
-            }
-        };
-        // A mean gap sluice can pace: at least 1 ns, at most ~292 years.
-        let paceable = |key: &str, gap: f64, what: &str| {
-            if (1.0..=MAX_GAP_NS).contains(&gap) {
-                Ok(gap)
-            } else {
-                let shown = if gap.is_finite() {
-                    format!("{gap:.3e} ns")
-                } else {
-                    "beyond any number of ns".into()
-                };
-                Err(err(
-                    key,
-                    format!(
-                        "{what} gives a mean gap of {shown}: a gap must be between 1 ns \
-                         and {MAX_GAP_NS:.3e} ns (2^63 ns)"
-                    ),
-                ))
-            }
-        };
-        let mean_ns = if let Some(r) = &f.rate {
-            let r = positive("rate", r.rate().map_err(|w| err("rate", w))?)?;
-            Some(paceable("rate", 1e9 / r, &format!("{r:e} packets/s"))?)
-        } else if let Some(b) = &f.bitrate {
-            let b = positive("bitrate", b.rate().map_err(|w| err("bitrate", w))?)?;
-            Some(paceable(
-                "bitrate",
-                1e9 * 8.0 * size.mean / b,
-                &format!("{b:e} bit/s"),
-            )?)
-        } else if let Some(m) = g.mean {
-            Some(positive("ipd.mean", m.0 .0 as f64)?)
-        } else {
-            None
-        };
+        let mean_ns = mean_gap(&f, size.mean).map_err(|(k, w)| err(&k, w))?;
         let gap = gap_law(g, mean_ns, dir).map_err(|(k, w)| err(&k, w))?;
         let gap = if scale == 1.0 {
             gap
         } else {
             rescale(g, gap, scale, dir).map_err(|(k, w)| err(&k, w))?
         };
-        let stop = match (f.duration, &f.packets) {
-            (Some(_), Some(_)) => {
-                return Err(err("packets", "give duration or packets, not both".into()))
-            }
-            (Some(d), None) if d.0 .0 > 0 => Stop::Duration(d.0),
-            (Some(_), None) => return Err(err("duration", "must be positive".into())),
-            (None, Some(p)) => match p.count().map_err(|w| err("packets", w))? {
-                0 => return Err(err("packets", "must be at least 1".into())),
-                n => Stop::Packets(n),
-            },
-            (None, None) => return Err(err("duration", "missing (or packets)".into())),
-        };
+        let stop = stop_of(&f).map_err(|(k, w)| err(&k, w))?;
         Ok(Profile {
             name: name.to_owned(),
             seed: f.seed.unwrap_or(1),
@@ -528,6 +439,121 @@ impl Profile {
 }
 
 type KeyError = (String, String);
+
+/// A [`KeyError`] of `key`.
+fn key_err(key: &str, what: String) -> KeyError {
+    (key.to_owned(), what)
+}
+
+/// The packet's protocol, addresses and flows, checked.
+fn check_packet(packet: &PacketSpec) -> Result<(), KeyError> {
+    if !matches!(packet.proto.as_str(), "udp4" | "udp6") {
+        return Err(key_err(
+            "packet.proto",
+            format!("'{}': udp4 or udp6", packet.proto),
+        ));
+    }
+    for (key, a) in [("packet.src", packet.src), ("packet.dst", packet.dst)] {
+        if a.is_ipv6() != packet.v6() {
+            return Err(key_err(
+                key,
+                format!("{a} is not of the IP version {} needs", packet.proto),
+            ));
+        }
+    }
+    if packet.flows == 0 || u64::from(packet.sport) + u64::from(packet.flows) - 1 > 65_535 {
+        return Err(key_err(
+            "packet.flows",
+            format!(
+                "{} flows from source port {} do not fit in 1..=65535 ports",
+                packet.flows, packet.sport
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The mean gap, ns, from `rate`, `bitrate` or `ipd.mean` (one at most);
+/// none when an empirical law gives it.
+fn mean_gap(f: &ProfileFile, size_mean: f64) -> Result<Option<f64>, KeyError> {
+    // The mean gap: from rate, bitrate, ipd.mean or an empirical law.
+    let g = &f.ipd;
+    let given: Vec<&str> = [
+        ("rate", f.rate.is_some()),
+        ("bitrate", f.bitrate.is_some()),
+        ("ipd.mean", g.mean.is_some()),
+    ]
+    .iter()
+    .filter(|(_, on)| *on)
+    .map(|(k, _)| *k)
+    .collect();
+    if given.len() > 1 {
+        return Err(key_err(
+            given[1],
+            format!("give one of {}, not both", given.join(" and ")),
+        ));
+    }
+    let positive = |key: &str, v: f64| {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(key_err(key, format!("must be positive, got {v}")))
+        }
+    };
+    // A mean gap sluice can pace: at least 1 ns, at most ~292 years.
+    let paceable = |key: &str, gap: f64, what: &str| {
+        if (1.0..=MAX_GAP_NS).contains(&gap) {
+            Ok(gap)
+        } else {
+            let shown = if gap.is_finite() {
+                format!("{gap:.3e} ns")
+            } else {
+                "beyond any number of ns".into()
+            };
+            Err(key_err(
+                key,
+                format!(
+                    "{what} gives a mean gap of {shown}: a gap must be between 1 ns \
+                         and {MAX_GAP_NS:.3e} ns (2^63 ns)"
+                ),
+            ))
+        }
+    };
+    Ok(if let Some(r) = &f.rate {
+        let r = positive("rate", r.rate().map_err(|w| key_err("rate", w))?)?;
+        Some(paceable("rate", 1e9 / r, &format!("{r:e} packets/s"))?)
+    } else if let Some(b) = &f.bitrate {
+        let b = positive("bitrate", b.rate().map_err(|w| key_err("bitrate", w))?)?;
+        Some(paceable(
+            "bitrate",
+            1e9 * 8.0 * size_mean / b,
+            &format!("{b:e} bit/s"),
+        )?)
+    } else if let Some(m) = g.mean {
+        Some(positive("ipd.mean", m.0 .0 as f64)?)
+    } else {
+        None
+    })
+}
+
+/// How the profile stops: after a duration or a count of packets.
+fn stop_of(f: &ProfileFile) -> Result<Stop, KeyError> {
+    Ok(match (f.duration, &f.packets) {
+        (Some(_), Some(_)) => {
+            return Err(key_err(
+                "packets",
+                "give duration or packets, not both".into(),
+            ))
+        }
+        (Some(d), None) if d.0 .0 > 0 => Stop::Duration(d.0),
+        (Some(_), None) => return Err(key_err("duration", "must be positive".into())),
+        (None, Some(p)) => match p.count().map_err(|w| key_err("packets", w))? {
+            0 => return Err(key_err("packets", "must be at least 1".into())),
+            n => Stop::Packets(n),
+        },
+        (None, None) => return Err(key_err("duration", "missing (or packets)".into())),
+    })
+}
 
 fn key(k: &str) -> impl Fn(String) -> KeyError + '_ {
     move |w| (k.to_owned(), w)

@@ -575,6 +575,16 @@ fn rx_report(lines: &[Value], who: &str) -> Result<String, Failure> {
         ],
         &rows,
     );
+    out += &rx_charts(lines, &ids)?;
+    Ok(out)
+}
+
+/// Per stream over time: the latency of each second (and how its p99 is
+/// spread), and the frames lost so far.
+fn rx_charts(lines: &[Value], ids: &[u64]) -> Result<String, Failure> {
+    let t = |v: &Value| num(v, "t").unwrap_or(0.0);
+    let streams = |v: &Value| v["streams"].as_array().cloned().unwrap_or_default();
+    let mut out = String::new();
     // Interval latency of each stream over time (the summary, a line
     // after the last interval, is left out of the time axis).
     let timed: Vec<&Value> = lines.iter().filter(|v| v["final"] != true).collect();
@@ -694,16 +704,6 @@ fn asked_reached(t: &Value) -> (String, String) {
 /// ran, and every trial whose sender fell short marked as such.
 fn rfc2544_report(r: &Value) -> Result<String, Failure> {
     let sizes = r["sizes"].as_array().cloned().unwrap_or_default();
-    let name = |s: &Value| {
-        if s["imix"] == true {
-            "IMIX".to_string()
-        } else {
-            format!("{}", s["size"].as_u64().unwrap_or(0))
-        }
-    };
-    let x = |v: &Value, k: &str, scale: f64, d: usize| {
-        num(v, k).map_or("–".into(), |n| format!("{:.*}", d, n * scale))
-    };
     let mut out = format!(
         "<h2>RFC 2544 benchmarks</h2>\n<p>Frames leave by {} and come back on {}; trials of {} s, \
          loss tolerance {} %, search resolution {} %. Loss is counted by stream and sequence number.</p>\n",
@@ -713,6 +713,31 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
         r["loss_tolerance_percent"],
         r["resolution_percent"]
     );
+    out += &rfc_throughput(&sizes)?;
+    out += &rfc_latency(&sizes);
+    out += &rfc_loss(&sizes);
+    out += &rfc_back_to_back(&sizes);
+    out += &rfc_every_trial(&sizes);
+    Ok(out)
+}
+
+/// A frame size as the tables name it.
+fn size_name(s: &Value) -> String {
+    if s["imix"] == true {
+        "IMIX".to_string()
+    } else {
+        format!("{}", s["size"].as_u64().unwrap_or(0))
+    }
+}
+
+/// `v[k]` times `scale` with `d` decimals, or a dash.
+fn fixed(v: &Value, k: &str, scale: f64, d: usize) -> String {
+    num(v, k).map_or("–".into(), |n| format!("{:.*}", d, n * scale))
+}
+
+/// §26.1: throughput per size, what limited it, and the graph.
+fn rfc_throughput(sizes: &[Value]) -> Result<String, Failure> {
+    let mut out = String::new();
     let ran: Vec<&Value> = sizes
         .iter()
         .filter(|s| !s["throughput"].is_null())
@@ -730,10 +755,10 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
             .map(|s| {
                 let t = &s["throughput"];
                 vec![
-                    name(s),
-                    x(t, "pps", 1.0, 0),
-                    x(t, "bps", 1e-6, 2),
-                    x(t, "l1_bps", 1e-6, 2),
+                    size_name(s),
+                    fixed(t, "pps", 1.0, 0),
+                    fixed(t, "bps", 1e-6, 2),
+                    fixed(t, "l1_bps", 1e-6, 2),
                     if t["converged"] == true { "yes" } else { "no" }.into(),
                     limit(s),
                     t["trials"].as_array().map_or(0, Vec::len).to_string(),
@@ -768,19 +793,19 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
             let why = match above {
                 Some(a) => format!(
                     "at {} frames/s asked the sender reached only {} frames/s, and the device lost no more than allowed",
-                    x(a, "pps", 1.0, 0),
-                    x(a, "sent_pps", 1.0, 0)
+                    fixed(a, "pps", 1.0, 0),
+                    fixed(a, "sent_pps", 1.0, 0)
                 ),
                 None => format!(
                     "the search's top, {} frames/s, is the sender's top speed, and the device took it",
-                    x(s, "max_pps", 1.0, 0)
+                    fixed(s, "max_pps", 1.0, 0)
                 ),
             };
             let _ = writeln!(
                 out,
                 "<p class=\"sender-limited\"><strong>{} bytes: limited by the sender, not the device under test</strong>: {}. \
                  The device's throughput was not measured above {} frames/s.</p>",
-                esc(&name(s)),
+                esc(&size_name(s)),
                 esc(&why),
                 best.map_or("0".into(), |b| format!("{b:.0}"))
             );
@@ -807,6 +832,12 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
             "Throughput against frame size, as RFC 2544 §26.1 asks it drawn.",
         );
     }
+    Ok(out)
+}
+
+/// §26.2: latency at the throughput.
+fn rfc_latency(sizes: &[Value]) -> String {
+    let mut out = String::new();
     let us = |t: &Value, k: &str| {
         t["latency"]["percentiles"][k]
             .as_f64()
@@ -819,7 +850,7 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
             let t = &s["latency"];
             let (asked, reached) = asked_reached(t);
             vec![
-                name(s),
+                size_name(s),
                 asked,
                 reached,
                 us(t, "p50_ns"),
@@ -844,10 +875,16 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
             &rows,
         );
     }
+    out
+}
+
+/// §26.3: the frame loss rate table.
+fn rfc_loss(sizes: &[Value]) -> String {
+    let mut out = String::new();
     let loss_rows: Vec<(String, Value)> = sizes
         .iter()
         .flat_map(|s| {
-            let n = name(s);
+            let n = size_name(s);
             s["loss"]
                 .as_array()
                 .cloned()
@@ -864,13 +901,13 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
                 let t = &row["trial"];
                 vec![
                     n.clone(),
-                    x(row, "percent", 1.0, 0),
-                    x(t, "pps", 1.0, 0),
-                    x(row, "achieved_percent", 1.0, 1),
-                    x(t, "sent_pps", 1.0, 0),
-                    x(t, "sent", 1.0, 0),
-                    x(t, "lost", 1.0, 0),
-                    x(t, "loss_ratio", 100.0, 4),
+                    fixed(row, "percent", 1.0, 0),
+                    fixed(t, "pps", 1.0, 0),
+                    fixed(row, "achieved_percent", 1.0, 1),
+                    fixed(t, "sent_pps", 1.0, 0),
+                    fixed(t, "sent", 1.0, 0),
+                    fixed(t, "lost", 1.0, 0),
+                    fixed(t, "loss_ratio", 100.0, 4),
                     if row["sender_short"] == true || t["sender_short"] == true {
                         "SENDER SHORT: the loss at the rate sent, not at the % asked".into()
                     } else {
@@ -906,6 +943,12 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
             );
         }
     }
+    out
+}
+
+/// §26.4: back-to-back bursts.
+fn rfc_back_to_back(sizes: &[Value]) -> String {
+    let mut out = String::new();
     let rows: Vec<Vec<String>> = sizes
         .iter()
         .filter(|s| !s["back_to_back"].is_null())
@@ -918,8 +961,8 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
                 .filter(|t| t["sender_short"] == true)
                 .count();
             vec![
-                name(s),
-                x(b, "frames", 1.0, 1),
+                size_name(s),
+                fixed(b, "frames", 1.0, 1),
                 b["searches"].to_string(),
                 if short > 0 {
                     format!("SENDER SHORT in {short} bursts")
@@ -936,10 +979,16 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
             &rows,
         );
     }
+    out
+}
+
+/// Every trial of every test.
+fn rfc_every_trial(sizes: &[Value]) -> String {
+    let mut out = String::new();
     let every: Vec<Vec<String>> = sizes
         .iter()
         .flat_map(|s| {
-            let n = name(s);
+            let n = size_name(s);
             let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
             let trials = list(&s["throughput"]["trials"])
                 .into_iter()
@@ -963,10 +1012,10 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
                     test.into(),
                     asked,
                     reached,
-                    x(&t, "sent", 1.0, 0),
-                    x(&t, "received", 1.0, 0),
-                    x(&t, "lost", 1.0, 0),
-                    x(&t, "reordered", 1.0, 0),
+                    fixed(&t, "sent", 1.0, 0),
+                    fixed(&t, "received", 1.0, 0),
+                    fixed(&t, "lost", 1.0, 0),
+                    fixed(&t, "reordered", 1.0, 0),
                     verdict(&t),
                 ]
             })
@@ -989,7 +1038,7 @@ fn rfc2544_report(r: &Value) -> Result<String, Failure> {
             &every,
         );
     }
-    Ok(out)
+    out
 }
 
 /// One row per pass line (`--loop`): what each pass sent and how well.
