@@ -34,6 +34,15 @@ pub fn bad_input(error: impl Into<anyhow::Error>) -> Failure {
     }
 }
 
+/// A receiver that failed: a socket that cannot be opened as
+/// [`open_failure`] says, anything later the environment's.
+pub fn receive_failure(e: sluice_receive::ReceiveError) -> Failure {
+    match e {
+        sluice_receive::ReceiveError::Open { .. } => open_failure(e),
+        other => Failure::from(other),
+    }
+}
+
 /// A device or socket that cannot be opened: the environment's fault
 /// (exit 1: no permission, the network down, an address not here) when an
 /// OS error in the chain says so, else the input's (exit 2: no such

@@ -3,12 +3,12 @@
 //! settings), then the report and the exit code.
 
 use crate::args::RunOpts;
-use crate::cmd::rx::RxDoc;
 use crate::dest::{self, Dest};
 use crate::progress::Progress;
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
 use sluice_engine::{EngineConfig, EngineError, RxStampMode, Summary};
+use sluice_receive::RxDoc;
 use sluice_sink::{DualSink, Sink, SinkError, SinkSpec};
 use sluice_source::Fault;
 use std::io::Write;
@@ -166,13 +166,15 @@ impl<'a> SendPlan<'a> {
         let beside = o
             .rx
             .as_deref()
-            .map(|iface| crate::cmd::rx::Beside::start(iface, o.rx_clock.clone(), o.clock_shift))
-            .transpose()?;
+            .map(|iface| sluice_receive::Beside::start(iface, o.rx_clock.clone(), o.clock_shift))
+            .transpose()
+            .map_err(crate::failure::receive_failure)?;
         progress.rx = beside.as_ref().map(|b| b.live.clone());
         let result = go(sinks, &cfg, &mut progress);
         let rx = beside
             .map(|b| b.finish(std::time::Duration::from_nanos(o.rx_wait.0)))
-            .transpose()?;
+            .transpose()
+            .map_err(crate::failure::receive_failure)?;
         Ok((progress, summary_out, result, rx))
     }
 }
@@ -297,7 +299,7 @@ fn report(
     };
     eoutln!("{}", s.render());
     if let Some(r) = rx {
-        eoutln!("{}", crate::cmd::rx::render(r));
+        eoutln!("{}", sluice_receive::render(r));
     }
     if s.packets >= 1000 && s.late * 20 > s.packets {
         eoutln!(

@@ -12,7 +12,7 @@ pub struct Progress {
     pub length: Length,
     /// `--rx`: the receiver's latest count, shown and written after each
     /// interval.
-    pub rx: Option<crate::cmd::rx::SharedLive>,
+    pub rx: Option<sluice_receive::SharedLive>,
 }
 
 /// What ends a run, when the user said: the status line shows how far it
@@ -53,7 +53,7 @@ impl Progress {
 
     /// `--rx`: the receiver's final count (`final: true`) as the last
     /// line, so that the lines end with the counts the summary gives.
-    pub fn rx_final(&mut self, doc: &crate::cmd::rx::RxDoc) {
+    pub fn rx_final(&mut self, doc: &sluice_receive::RxDoc) {
         self.json_line(crate::json::Kind::Rx, doc);
     }
 
