@@ -875,13 +875,7 @@ fn job_command(exe: &Path, args: &[String], dir: &Path) -> tokio::process::Comma
         .kill_on_drop(true);
     // A worker that dies takes its job with it (the job stops cleanly on
     // SIGTERM, summary flushed).
-    #[allow(unsafe_code)]
-    // SAFETY: runs in the forked child before exec; the closure makes one
-    // async-signal-safe system call (prctl) and touches no memory of the
-    // parent.
-    unsafe {
-        cmd.pre_exec(sluice_sys::process::terminate_with_parent);
-    }
+    sluice_sys::process::die_with_parent(cmd.as_std_mut());
     cmd
 }
 

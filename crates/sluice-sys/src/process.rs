@@ -15,7 +15,19 @@ pub fn terminate(pid: u32) -> std::io::Result<()> {
 
 /// In a child about to exec: SIGTERM when the parent dies, so a worker
 /// that dies takes its job with it. Async-signal-safe (one prctl).
-pub fn terminate_with_parent() -> std::io::Result<()> {
+fn terminate_with_parent() -> std::io::Result<()> {
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))?;
     Ok(())
+}
+
+/// Makes the child `cmd` starts get SIGTERM when this process dies (a
+/// worker that dies takes its job with it).
+pub fn die_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec; it makes
+    // one async-signal-safe system call (prctl) and touches no memory of
+    // the parent.
+    unsafe {
+        cmd.pre_exec(terminate_with_parent);
+    }
 }
