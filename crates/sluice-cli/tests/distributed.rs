@@ -1789,15 +1789,18 @@ fn a_keyless_worker_serves_its_owner_on_a_unix_socket_and_reads_only_uploads() {
     let mode =
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&sock).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600);
-    let plan = |name: &str, command: &str, file: &str, files: &str| {
+    let plan_with = |name: &str, command: &str, file: &str, files: &str, args: &str| {
         let y = format!(
             "workers:\n  - {{name: w0, address: \"unix:{}\", to: \"null\"}}\n\
-             job: {{command: {command}, file: {file}, files: [{files}], args: [], duration: 1s}}\n",
+             job: {{command: {command}, file: {file}, files: [{files}], args: [{args}], duration: 1s}}\n",
             sock.display()
         );
         let f = d.join(name);
         std::fs::write(&f, y).unwrap();
         f
+    };
+    let plan = |name: &str, command: &str, file: &str, files: &str| {
+        plan_with(name, command, file, files, "")
     };
     let ctl = |plan: &Path| {
         sluice()
@@ -1818,6 +1821,25 @@ fn a_keyless_worker_serves_its_owner_on_a_unix_socket_and_reads_only_uploads() {
     assert!(o.status.success(), "{}", stderr(&o));
     let s = sluice_testkit::checked_json(&std::fs::read(d.join("s.json")).unwrap());
     assert!(s["total"]["packets"].as_u64().unwrap() > 0, "{s}");
+    // How a job sends reaches the worker typed: --loss drops there, and
+    // its summary counts the frames dropped and not sent.
+    let p = plan_with(
+        "loss.yaml",
+        "replay",
+        "t.pcap",
+        "",
+        "\"--loss\", \"50\", \"--topspeed\"",
+    );
+    let o = ctl(&p);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = sluice_testkit::checked_json(&std::fs::read(d.join("s.json")).unwrap());
+    let w = &s["workers"][0]["summary"];
+    let (sent, lost) = (
+        w["packets"].as_u64().unwrap(),
+        w["loss_dropped"].as_u64().unwrap(),
+    );
+    assert_eq!(sent + lost, 100, "{s}");
+    assert!(lost > 0 && sent > 0, "{s}");
     // A path of the worker's host is refused, whatever the profile says.
     std::fs::write(
         d.join("evil.yaml"),

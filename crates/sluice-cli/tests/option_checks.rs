@@ -57,7 +57,9 @@ fn huge_cpu_and_queue_lists_are_refused_not_aborted() {
     let plan = d.join("plan.yaml");
     for (args, what) in [
         ("[--cpu, 0-4294967295]", "is not a CPU of this host"),
-        ("[-qtpcap:/tmp/x]", "bundled in one word"),
+        // Bundled short flags are parsed as the command line parses them
+        // (-q -t pcap:/tmp/x): --to is not a job's to carry.
+        ("[-qtpcap:/tmp/x]", "--to is each worker's own"),
     ] {
         std::fs::write(
             &plan,
