@@ -225,6 +225,14 @@ impl TxCore {
     /// (counted; it is not sent, and not in `packets`).
     #[inline(always)]
     pub fn lose(&mut self) -> bool {
+        // Without --loss: one test of a field, no write.
+        self.loss.is_some() && self.draw_loss()
+    }
+
+    /// `--loss`'s draw for the frame about to leave, counted when it is
+    /// dropped.
+    #[inline(never)]
+    fn draw_loss(&mut self) -> bool {
         let lost = self.loss.as_mut().is_some_and(LossDraws::drop_next);
         self.c.loss_dropped += u64::from(lost);
         lost
