@@ -10,7 +10,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
-use sluice_control::control::{connect, Lease};
+use sluice_control::control::{connect, SessionKey};
 use sluice_control::pb::{self, worker_client::WorkerClient};
 use sluice_control::worker::{serve, WorkerConfig, WorkerListen};
 use std::path::{Path, PathBuf};
@@ -63,7 +63,7 @@ async fn calls(sock: &Path, data: &[u8]) {
     let ch = connect(&format!("unix:{}", sock.display()), None)
         .await
         .expect("the worker answers");
-    let lease = Lease::default();
+    let lease = SessionKey::default();
     let mut c = WorkerClient::with_interceptor(ch, lease.clone());
     let mut rest = data;
     while rest.len() >= 2 {
