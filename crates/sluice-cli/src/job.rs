@@ -243,6 +243,41 @@ mod tests {
             panic!()
         };
         assert_eq!(p.opts, Default::default());
+        // The live sources' and ON/OFF's own options, from the command
+        // line and from JSON leaving every default out, are one value.
+        let Command::Pace(p) = parsed(&["pace", "--tap", "t0", "--gap", "20us"]) else {
+            panic!()
+        };
+        let from_json: sluice_job::live::PaceOpts =
+            serde_json::from_str(r#"{"gap": "20us"}"#).unwrap();
+        assert_eq!(p.opts, from_json);
+        let Command::Inject(i) = parsed(&["inject", "--listen", "unix:/tmp/x"]) else {
+            panic!()
+        };
+        assert_eq!(i.opts, Default::default());
+        let Command::Profile(p) = parsed(&[
+            "profile",
+            "onoff",
+            "--on",
+            "pareto:100ms,shape=1.5",
+            "--off",
+            "constant:1s",
+            "--gap",
+            "constant:100us",
+        ]) else {
+            panic!()
+        };
+        let ProfileCommand::Onoff(o) = p.command else {
+            panic!()
+        };
+        let text = serde_json::to_string(&o.opts).unwrap();
+        let back: sluice_job::onoff::OnOffOpts = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, o.opts);
+        let bare: sluice_job::onoff::OnOffOpts = serde_json::from_str(
+            r#"{"on": "pareto:100ms,shape=1.5", "off": "constant:1s", "gap": "constant:100us"}"#,
+        )
+        .unwrap();
+        assert_eq!(bare, o.opts);
     }
 
     fn plan(dir: &std::path::Path, command: pb::Command, args: &[&str]) -> Plan {

@@ -11,6 +11,8 @@
 
 pub mod fields;
 pub mod flows;
+pub mod live;
+pub mod onoff;
 pub mod profile;
 pub mod remote;
 pub mod replay;

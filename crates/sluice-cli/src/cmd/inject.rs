@@ -13,6 +13,7 @@ use sluice_sink::SinkSpec;
 use sluice_sys::packet_rx::PacketRx;
 
 pub fn run(a: InjectArgs) -> Result<u8, Failure> {
+    a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
     if a.run.send.threads != 1 {
         return Err(bad_input(anyhow!(
             "inject runs one TX thread: acknowledgements follow the order frames leave in"
@@ -28,14 +29,14 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
     }
     // Checked before the listener is bound.
     plan.check_files()?;
-    let src_mac = match (&a.src_mac, &a.run.to) {
+    let src_mac = match (&a.opts.src_mac, &a.run.to) {
         (Some(m), _) => m.0,
         (None, to @ (SinkSpec::AfPacket(i) | SinkSpec::Xdp(i))) => {
             sluice_sys::tap::interface_mac(i).map_err(|e| bad_input(anyhow!("--to {to}: {e}")))?
         }
         _ => [2, 0, 0, 0, 0, 1],
     };
-    let dst_mac = a.dst_mac.map_or([0xff; 6], |m| m.0);
+    let dst_mac = a.opts.dst_mac.map_or([0xff; 6], |m| m.0);
     let rx = a
         .return_iface
         .as_deref()
@@ -68,19 +69,22 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
         eoutln!("sluice: listening on {bound}");
     }
     let cfg = InjectConfig {
-        queue_limit: usize::try_from(a.queue_limit).unwrap_or(usize::MAX),
-        window: a.window,
-        sessions: a.sessions,
+        queue_limit: usize::try_from(a.opts.queue_limit).unwrap_or(usize::MAX),
+        window: a.opts.window,
+        sessions: a.opts.sessions,
         macs: (src_mac, dst_mac),
         token,
         queue_bytes: usize::try_from(
-            a.queue_bytes
+            a.opts
+                .queue_bytes
                 .unwrap_or_else(|| sluice_sys::mem::default_budget().min(256 << 20)),
         )
         .unwrap_or(usize::MAX),
-        max_clients: usize::try_from(a.max_clients).unwrap_or(usize::MAX).max(1),
+        max_clients: usize::try_from(a.opts.max_clients)
+            .unwrap_or(usize::MAX)
+            .max(1),
         late_threshold_ns: a.run.send.late_threshold.0,
-        lead_ns: a.lead.0,
+        lead_ns: a.opts.lead.0,
     };
     let mut source = InjectSource::new(listener, cfg);
     if let Some(p) = &a.log_requested {

@@ -10,6 +10,7 @@ use sluice_profile::{OnOffConfig, OnOffSource, PacketSpec};
 use sluice_sink::SinkSpec;
 
 pub fn run(a: OnOffArgs) -> Result<u8, Failure> {
+    a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
     let plan = SendPlan::new(&a.run, false)?;
     if matches!(a.run.to, SinkSpec::Pcap(_))
         && a.run.send.limit.is_none()
@@ -21,29 +22,29 @@ pub fn run(a: OnOffArgs) -> Result<u8, Failure> {
         )));
     }
     let packet = PacketSpec {
-        proto: if a.src.is_ipv6() { "udp6" } else { "udp4" }.into(),
-        src: a.src,
-        dst: a.dst,
-        sport: a.sport,
-        dport: a.dport,
-        flows: a.flows,
+        proto: if a.opts.src.is_ipv6() { "udp6" } else { "udp4" }.into(),
+        src: a.opts.src,
+        dst: a.opts.dst,
+        sport: a.opts.sport,
+        dport: a.opts.dport,
+        flows: a.opts.flows,
     };
-    if a.src.is_ipv6() != a.dst.is_ipv6() {
+    if a.opts.src.is_ipv6() != a.opts.dst.is_ipv6() {
         return Err(bad_input(anyhow!(
             "--src {} and --dst {}: both IPv4 or both IPv6",
-            a.src,
-            a.dst
+            a.opts.src,
+            a.opts.dst
         )));
     }
     let source = OnOffSource::new(OnOffConfig {
-        on: a.on,
-        off: a.off,
-        gap: a.gap,
-        size: a.size,
+        on: a.opts.on.law,
+        off: a.opts.off.law,
+        gap: a.opts.gap.law,
+        size: a.opts.size,
         packet,
-        src_mac: a.src_mac,
-        dst_mac: a.dst_mac,
-        seed: a.seed,
+        src_mac: a.opts.src_mac,
+        dst_mac: a.opts.dst_mac,
+        seed: a.opts.seed,
     })
     .map_err(bad_input)?;
     plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))

@@ -35,16 +35,16 @@ fn law(a: &PaceArgs) -> Result<PaceLaw, Failure> {
             Err(bad_input(anyhow!("{what} must be more than 0")))
         }
     };
-    Ok(if let Some(g) = a.gap {
+    Ok(if let Some(g) = a.opts.gap {
         PaceLaw::Gap(g.0 as f64)
-    } else if let Some(p) = a.pps {
+    } else if let Some(p) = a.opts.pps {
         PaceLaw::Gap(1e9 / positive(p, "--pps")?)
-    } else if let Some(m) = a.mbps {
+    } else if let Some(m) = a.opts.mbps {
         // Mbit/s = 1e-3 bit/ns.
         PaceLaw::BitRate(positive(m, "--mbps")? * 1e-3)
     } else if let Some(path) = &a.ipd {
         let p = Profile::load(path, 1.0).map_err(bad_input)?;
-        let seed = a.seed.unwrap_or(p.seed);
+        let seed = a.opts.seed.unwrap_or(p.seed);
         PaceLaw::drawn(p.gap, seed)
     } else {
         unreachable!("clap requires one of --gap, --pps, --mbps, --ipd")
@@ -52,6 +52,9 @@ fn law(a: &PaceArgs) -> Result<PaceLaw, Failure> {
 }
 
 pub fn run(a: PaceArgs) -> Result<u8, Failure> {
+    a.opts
+        .check(a.ipd.is_some())
+        .map_err(|e| bad_input(anyhow!(e)))?;
     if a.run.send.threads != 1 {
         return Err(bad_input(anyhow!(
             "pace runs one TX thread: the frames of a TAP leave in one order"
@@ -59,7 +62,7 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
     }
     let law = law(&a)?;
     let iface = a.run.to.iface().map(str::to_string);
-    if a.return_path && iface.is_none() {
+    if a.opts.return_path && iface.is_none() {
         return Err(bad_input(anyhow!(
             "--return relays frames from the --to interface: give --to afpacket:IFACE or xdp:IFACE"
         )));
@@ -77,18 +80,18 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
     let tap = Arc::new(Tap::open(&a.tap).map_err(crate::open_failure)?);
     let sched = Departures::new(
         law,
-        a.per_flow,
-        u32::try_from(a.burst).unwrap_or(u32::MAX),
-        usize::try_from(a.queue_limit).unwrap_or(usize::MAX),
+        a.opts.per_flow,
+        u32::try_from(a.opts.burst).unwrap_or(u32::MAX),
+        usize::try_from(a.opts.queue_limit).unwrap_or(usize::MAX),
     );
-    let mut source = PaceSource::new(Box::new(tap.clone()), sched, a.per_flow);
+    let mut source = PaceSource::new(Box::new(tap.clone()), sched, a.opts.per_flow);
     if let Some(log) = log {
         source = source.with_log(Box::new(LogOut(Some(log))));
     }
-    if let Some(t) = a.tick {
+    if let Some(t) = a.opts.tick {
         source = source.with_tick(t);
     }
-    if a.return_path {
+    if a.opts.return_path {
         let iface = iface.as_deref().expect("checked above");
         let relay = Relay::open(iface, tap.clone())
             .map_err(|e| bad_input(anyhow!("--return on {iface}: {e}")))?;
