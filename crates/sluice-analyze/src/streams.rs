@@ -43,6 +43,13 @@ pub struct ClockCorrection {
     pub ahead_ns: i64,
 }
 
+impl std::fmt::Display for ClockCorrection {
+    /// `FIRST-LAST=NSns`, as [`ClockCorrection::from_str`] reads it back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}={}ns", self.first, self.last, self.ahead_ns)
+    }
+}
+
 impl std::str::FromStr for ClockCorrection {
     type Err = String;
 

@@ -273,6 +273,16 @@ mod tests {
         let text = serde_json::to_string(&o.opts).unwrap();
         let back: sluice_job::onoff::OnOffOpts = serde_json::from_str(&text).unwrap();
         assert_eq!(back, o.opts);
+        let Command::Rfc2544(r) = parsed(&["rfc2544", "--to", "afpacket:a", "--rx", "b"]) else {
+            panic!()
+        };
+        assert_eq!(r.opts, Default::default());
+        let Command::Rx(r) = parsed(&["rx", "b", "--rx-clock", "1-2=-5ns"]) else {
+            panic!()
+        };
+        let back: sluice_job::receive::RxOpts =
+            serde_json::from_str(&serde_json::to_string(&r.opts).unwrap()).unwrap();
+        assert_eq!(back, r.opts);
         let bare: sluice_job::onoff::OnOffOpts = serde_json::from_str(
             r#"{"on": "pareto:100ms,shape=1.5", "off": "constant:1s", "gap": "constant:100us"}"#,
         )

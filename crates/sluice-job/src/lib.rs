@@ -14,6 +14,7 @@ pub mod flows;
 pub mod live;
 pub mod onoff;
 pub mod profile;
+pub mod receive;
 pub mod remote;
 pub mod replay;
 pub mod send;

@@ -163,9 +163,9 @@ struct Results {
 fn test_frame(a: &Rfc2544Args, size: usize, reverse: bool) -> Vec<u8> {
     let len = size - 4;
     let (src_mac, dst_mac, src_ip, dst_ip) = if reverse {
-        (a.dst_mac, a.src_mac, a.dst_ip, a.src_ip)
+        (a.opts.dst_mac, a.opts.src_mac, a.opts.dst_ip, a.opts.src_ip)
     } else {
-        (a.src_mac, a.dst_mac, a.src_ip, a.dst_ip)
+        (a.opts.src_mac, a.opts.dst_mac, a.opts.src_ip, a.opts.dst_ip)
     };
     let mut f = Vec::with_capacity(len);
     f.extend_from_slice(&dst_mac.0);
@@ -190,7 +190,8 @@ fn test_frame(a: &Rfc2544Args, size: usize, reverse: bool) -> Vec<u8> {
 }
 
 fn sizes(a: &Rfc2544Args) -> Result<Vec<(usize, Vec<usize>)>, Failure> {
-    a.sizes
+    a.opts
+        .sizes
         .iter()
         .map(|s| {
             if s == "imix" {
@@ -211,22 +212,22 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
     // refused before the first.
     sluice_sys::mem::check_address_space(sluice_sys::mem::MIN_ADDRESS_SPACE, "an RFC 2544 trial")
         .map_err(|e| bad_input(anyhow!(e)))?;
-    if !(0.0..100.0).contains(&a.loss) {
+    if !(0.0..100.0).contains(&a.opts.loss) {
         return Err(bad_input(anyhow!(
             "--loss must be at least 0 and below 100 (percent), got {}",
-            a.loss
+            a.opts.loss
         )));
     }
-    if !(a.resolution > 0.0 && a.resolution < 50.0) {
+    if !(a.opts.resolution > 0.0 && a.opts.resolution < 50.0) {
         return Err(bad_input(anyhow!(
             "--resolution must be above 0 and below 50 (percent), got {}",
-            a.resolution
+            a.opts.resolution
         )));
     }
-    if a.max_pps.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
+    if a.opts.max_pps.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
         return Err(bad_input(anyhow!("--max-pps must be a positive rate")));
     }
-    for t in &a.tests {
+    for t in &a.opts.tests {
         if !matches!(t.as_str(), "throughput" | "latency" | "loss" | "b2b") {
             return Err(bad_input(anyhow!(
                 "--tests: '{t}' is not throughput, latency, loss or b2b"
@@ -245,10 +246,10 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
     let mut results = Results {
         to: a.to.to_string(),
         rx: a.rx.clone(),
-        both: a.both,
-        trial_s: a.trial.0 as f64 / 1e9,
-        loss_tolerance_percent: a.loss,
-        resolution_percent: a.resolution,
+        both: a.opts.both,
+        trial_s: a.opts.trial.0 as f64 / 1e9,
+        loss_tolerance_percent: a.opts.loss,
+        resolution_percent: a.opts.resolution,
         sizes: Vec::new(),
     };
     for (size, frames) in sizes(&a)? {
@@ -259,7 +260,7 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
             to: a.to.clone(),
             rx: a.rx.clone(),
         }];
-        if a.both {
+        if a.opts.both {
             // The way back: out of the receiving interface, counted on
             // the sending one.
             let (to, rx) = match &a.to {
@@ -287,7 +288,7 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
             set: frames.len(),
             stop: stop.clone(),
         };
-        let (max, max_from) = match a.max_pps {
+        let (max, max_from) = match a.opts.max_pps {
             Some(m) => (m, MaxFrom::MaxPps),
             None => (runner.top_speed()?, MaxFrom::TopSpeed),
         };
@@ -303,7 +304,7 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
             loss: Vec::new(),
             back_to_back: None,
         };
-        let want = |t: &str| a.tests.iter().any(|x| x == t);
+        let want = |t: &str| a.opts.tests.iter().any(|x| x == t);
         if want("throughput") {
             let t = runner.search(max, max_from)?;
             if want("latency") {
@@ -322,8 +323,9 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
         }
         if want("b2b") {
             let most = a
+                .opts
                 .b2b_max
-                .unwrap_or((max * a.trial.0 as f64 / 1e9).ceil() as u64)
+                .unwrap_or((max * a.opts.trial.0 as f64 / 1e9).ceil() as u64)
                 .max(1);
             r.back_to_back = Some(runner.back_to_back(most)?);
         }
@@ -406,7 +408,7 @@ impl Runner<'_> {
             );
             run.quiet = true;
             run.rx = Some(leg.rx.clone());
-            run.rx_wait = self.a.wait;
+            run.rx_wait = self.a.opts.wait;
             ReplayArgs {
                 traces: vec![leg.trace.clone()],
                 to2: None,
@@ -462,11 +464,11 @@ impl Runner<'_> {
 
     /// One trial at `pps` frames per second.
     fn trial(&self, pps: f64) -> Result<Trial, Failure> {
-        let frames = (pps * self.a.trial.0 as f64 / 1e9).ceil().max(1.0);
+        let frames = (pps * self.a.opts.trial.0 as f64 / 1e9).ceil().max(1.0);
         let passes = (frames / self.set as f64).ceil() as u64;
         let (s, back) = self.replay(Self::passes(passes, |o| o.pps = Some(pps)), None)?;
         let judge = |s: &Report| {
-            let mut t = trial_of(s, pps, self.a.loss);
+            let mut t = trial_of(s, pps, self.a.opts.loss);
             let sent_pps = t.sent_pps;
             t.sender_short = sent_pps.is_some_and(|p| p < 0.99 * pps) || t.sent == 0;
             t.pass &= !t.sender_short;
@@ -498,7 +500,8 @@ impl Runner<'_> {
             lo = max;
             best = Some(max);
         }
-        while hi - lo > self.a.resolution / 100.0 * hi && (trials.len() as u32) < self.a.max_trials
+        while hi - lo > self.a.opts.resolution / 100.0 * hi
+            && (trials.len() as u32) < self.a.opts.max_trials
         {
             let mid = (lo + hi) / 2.0;
             let t = self.trial(mid)?;
@@ -514,8 +517,8 @@ impl Runner<'_> {
             pps: best,
             bps: None,
             l1_bps: None,
-            converged: hi - lo <= self.a.resolution / 100.0 * hi,
-            limit: limit_of(&trials, best, max_from, self.a.loss),
+            converged: hi - lo <= self.a.opts.resolution / 100.0 * hi,
+            limit: limit_of(&trials, best, max_from, self.a.opts.loss),
             trials,
         })
     }
@@ -548,7 +551,7 @@ impl Runner<'_> {
     fn back_to_back(&self, most: u64) -> Result<BackToBack, Failure> {
         let mut trials = Vec::new();
         let mut searches = Vec::new();
-        for _ in 0..self.a.b2b_repeats.max(1) {
+        for _ in 0..self.a.opts.b2b_repeats.max(1) {
             let (mut lo, mut hi) = (0u64, most);
             let first = self.burst(most)?;
             let clean = first.pass;
@@ -557,9 +560,9 @@ impl Runner<'_> {
                 lo = most;
             }
             let close = |lo: u64, hi: u64| {
-                hi - lo <= ((self.a.resolution / 100.0 * hi as f64) as u64).max(1)
+                hi - lo <= ((self.a.opts.resolution / 100.0 * hi as f64) as u64).max(1)
             };
-            while !close(lo, hi) && trials.len() < 64 * self.a.b2b_repeats as usize {
+            while !close(lo, hi) && trials.len() < 64 * self.a.opts.b2b_repeats as usize {
                 let mid = lo + (hi - lo) / 2;
                 let t = self.burst(mid)?;
                 if t.pass {

@@ -34,8 +34,8 @@ pub fn run(a: RxArgs) -> Result<u8, Failure> {
         .as_deref()
         .map(|p| Dest::open_log(p, "--stats-json"))
         .transpose()?;
-    let mut r =
-        Receiver::open(&a.iface, a.rx_clock.clone(), a.clock_shift).map_err(receive_failure)?;
+    let mut r = Receiver::open(&a.iface, a.opts.rx_clock.clone(), a.clock_shift)
+        .map_err(receive_failure)?;
     let status = !a.quiet && std::io::stderr().is_terminal();
     eoutln!(
         "rx: receiving on {} ({} receive times); SIGINT ends it",
@@ -43,15 +43,15 @@ pub fn run(a: RxArgs) -> Result<u8, Failure> {
         r.stamps()
     );
     let started = Instant::now();
-    let end = a.duration.map(|d| started + Duration::from_nanos(d.0));
-    let idle = a.idle.map(|d| Duration::from_nanos(d.0));
+    let end = a.opts.duration.map(|d| started + Duration::from_nanos(d.0));
+    let idle = a.opts.idle.map(|d| Duration::from_nanos(d.0));
     let mut last_stamped: Option<Instant> = None;
     let mut next_line = started + Duration::from_secs(1);
     let mut stats_error = None;
     loop {
         let now = Instant::now();
         let over = end.is_some_and(|e| now >= e)
-            || a.count.is_some_and(|c| r.counter.frames() >= c)
+            || a.opts.count.is_some_and(|c| r.counter.frames() >= c)
             || idle.zip(last_stamped).is_some_and(|(i, l)| now - l >= i)
             || stop.load(Ordering::Relaxed);
         if over {
