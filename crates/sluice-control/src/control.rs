@@ -7,6 +7,7 @@ use crate::now_ns;
 use crate::pb::worker_client::WorkerClient;
 use crate::pb::{self, update};
 use crate::plan::Plan;
+use serde::Deserialize;
 use serde::Serialize;
 use serde_json::Value;
 use std::io::Write as _;
@@ -801,7 +802,7 @@ async fn follow(
 struct Gather {
     open: usize,
     done: Vec<bool>,
-    last: Vec<Option<Value>>,
+    last: Vec<Option<Counts>>,
     aborted: Option<String>,
     interrupted: bool,
     /// When every worker still silent is given up.
@@ -915,8 +916,9 @@ impl Gather {
                     // one pass, a receiver's line counts what arrived).
                     let other = ["sluice.pass/1", "sluice.rx/1"];
                     if !other.iter().any(|k| v["schema"] == *k) {
-                        r.last_packets = v["packets"].as_u64();
-                        self.last[i] = Some(v);
+                        let c = Counts::of(&v);
+                        r.last_packets = Some(c.packets);
+                        self.last[i] = Some(c);
                     }
                 }
             }
@@ -1002,17 +1004,53 @@ impl Gather {
             workers_running: self.open,
             ..Status::default()
         };
-        for v in self.last.iter().flatten() {
-            s.packets += v["packets"].as_u64().unwrap_or(0);
-            s.pps += v["pps"].as_f64().unwrap_or(0.0);
-            s.bps += v["bps"].as_f64().unwrap_or(0.0);
-            if let Some(p) = v["eps"]["percentiles"]["p99_ns"].as_u64() {
+        for c in self.last.iter().flatten() {
+            s.packets += c.packets;
+            s.pps += c.pps.unwrap_or(0.0);
+            s.bps += c.bps.unwrap_or(0.0);
+            if let Some(p) = c.p99_ns() {
                 s.eps_p99_ns = Some(s.eps_p99_ns.unwrap_or(0).max(p));
             }
         }
         if s.t > 0.0 {
             (cfg.on_status)(&s);
         }
+    }
+}
+
+/// What the controller sums of a worker's summary (`sluice.summary`) or
+/// statistics line (`sluice.interval`), read typed: the fields sluice
+/// writes in both (a summary's span is `duration_s`, a line's time `t`).
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct Counts {
+    pub packets: u64,
+    pub frame_bytes: u64,
+    pub late: u64,
+    pub dropped: u64,
+    pub pps: Option<f64>,
+    pub bps: Option<f64>,
+    pub duration_s: Option<f64>,
+    pub t: Option<f64>,
+    pub eps: Option<Eps>,
+}
+
+/// A send-time error distribution's percentiles.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct Eps {
+    pub percentiles: sluice_core::Quantiles,
+}
+
+impl Counts {
+    /// The counts of a worker's document (zero where it has none).
+    pub fn of(v: &Value) -> Counts {
+        Counts::deserialize(v).unwrap_or_default()
+    }
+
+    /// ε's p99, where the run measured it.
+    pub fn p99_ns(&self) -> Option<u64> {
+        self.eps.as_ref().map(|e| e.percentiles.p99_ns)
     }
 }
 
@@ -1026,33 +1064,34 @@ fn last_word(packets: Option<u64>) -> String {
 /// Sums over the workers, each with its last interval line: a finished
 /// worker's summary, or the last line of one that did not finish (its
 /// counts a lower bound, and the totals marked `at_least`).
-fn totals<'a>(workers: impl Iterator<Item = (&'a WorkerResult, &'a Option<Value>)>) -> Totals {
+fn totals<'a>(workers: impl Iterator<Item = (&'a WorkerResult, &'a Option<Counts>)>) -> Totals {
     let mut total = Totals::default();
     let mut end_s: f64 = 0.0;
     for (r, last) in workers {
         total.workers += 1;
         total.lost += usize::from(r.lost);
-        let (s, end) = match (&r.summary, last) {
+        let (c, end) = match (&r.summary, last) {
             (Some(s), _) => {
                 total.finished += 1;
-                (s, "duration_s")
+                let c = Counts::of(s);
+                let end = c.duration_s;
+                (c, end)
             }
             (None, _) if r.refused => continue,
             (None, last) => {
                 total.at_least = true;
                 match last {
-                    Some(l) => (l, "t"),
+                    Some(l) => (l.clone(), l.t),
                     None => continue,
                 }
             }
         };
-        let u = |k: &str| s[k].as_u64().unwrap_or(0);
-        total.packets += u("packets");
-        total.frame_bytes += u("frame_bytes");
-        total.late += u("late");
-        total.dropped += u("dropped");
-        end_s = end_s.max(s[end].as_f64().unwrap_or(0.0));
-        if let Some(p) = s["eps"]["percentiles"]["p99_ns"].as_u64() {
+        total.packets += c.packets;
+        total.frame_bytes += c.frame_bytes;
+        total.late += c.late;
+        total.dropped += c.dropped;
+        end_s = end_s.max(end.unwrap_or(0.0));
+        if let Some(p) = c.p99_ns() {
             total.eps_p99_max_ns = Some(total.eps_p99_max_ns.unwrap_or(0).max(p));
         }
     }
