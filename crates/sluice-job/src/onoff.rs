@@ -4,7 +4,7 @@
 use crate::text;
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use sluice_profile::GapLaw;
+use sluice_profile::{GapLaw, PacketSpec};
 use sluice_wire::MacAddr;
 use std::net::IpAddr;
 
@@ -42,23 +42,24 @@ fn law(s: &str) -> Result<Law, String> {
     s.parse()
 }
 
+// The packet's defaults are a profile's (`PacketSpec`).
 fn one() -> u32 {
-    1
+    PacketSpec::default().flows
 }
 fn size() -> u16 {
     512
 }
 fn src() -> IpAddr {
-    IpAddr::from([10, 0, 0, 1])
+    PacketSpec::default().src
 }
 fn dst() -> IpAddr {
-    IpAddr::from([10, 0, 0, 2])
+    PacketSpec::default().dst
 }
 fn sport() -> u16 {
-    1024
+    PacketSpec::default().sport
 }
 fn dport() -> u16 {
-    9
+    PacketSpec::default().dport
 }
 fn src_mac() -> MacAddr {
     MacAddr::LOCAL_SRC
