@@ -3,16 +3,13 @@
 //! into a network namespace, captured there by tcpdump, when run as root;
 //! else into a pcap file — then analyzes the result against the trace.
 
-use crate::args::DemoArgs;
-use crate::progress::Progress;
+use crate::args::{DemoArgs, ReplayArgs, RunOpts};
 use crate::{exit, signals, Failure};
 use anyhow::{anyhow, bail, Context};
 use sluice_capture::{LinkType, PcapWriter};
-use sluice_engine::{run_source, EngineConfig};
-use sluice_sink::{AfPacketSink, PcapSink, Sink, TxMode};
-use sluice_source::{ReplayConfig, ReplaySource};
+use sluice_sink::SinkSpec;
 use sluice_sys::output::Output;
-use sluice_wire::{checksum, MacAddr};
+use sluice_wire::checksum;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -54,22 +51,20 @@ pub fn run(a: DemoArgs) -> Result<u8, Failure> {
     let summary = if veth {
         let net = DemoNet::up()?;
         let dump = net.capture(&capture)?;
-        let sink = AfPacketSink::open(&net.tx, TxMode::Auto, false)?;
         eoutln!(
             "demo: replaying through veth {} -> {} (namespace {}), captured by tcpdump",
             net.tx,
             net.rx,
             net.ns
         );
-        let s = replay(&trace, Box::new(sink), stop)?;
+        let s = replay(&trace, SinkSpec::AfPacket(net.tx.clone()), stop)?;
         dump.stop()?;
         s
     } else {
         if !a.no_veth {
             eoutln!("demo: not root (or ip/tcpdump missing): replaying into a pcap file instead of a veth pair");
         }
-        let sink = PcapSink::create(&capture)?;
-        replay(&trace, Box::new(sink), stop)?
+        replay(&trace, SinkSpec::Pcap(capture.clone()), stop)?
     };
     eoutln!("\n== sender summary ==\n{}", summary.render());
     let report = sluice_analyze::analyze(&capture, Some(&trace))?;
@@ -91,24 +86,26 @@ pub fn run(a: DemoArgs) -> Result<u8, Failure> {
     })
 }
 
+/// `sluice replay TRACE --to TO` as a typed job, in this process (its
+/// frames already carry the sink MAC 02:00:00:00:00:99).
 fn replay(
     trace: &Path,
-    sink: Box<dyn Sink>,
+    to: SinkSpec,
     stop: Arc<AtomicBool>,
 ) -> Result<sluice_engine::Summary, Failure> {
-    let source = ReplaySource::open(ReplayConfig {
-        path: trace.to_path_buf(),
-        dst_mac: MacAddr([2, 0, 0, 0, 0, 0x99]),
-        ..ReplayConfig::default()
-    })?;
-    let cfg = EngineConfig {
-        stop,
-        ..EngineConfig::default()
+    let args = ReplayArgs {
+        traces: vec![trace.to_path_buf()],
+        to2: None,
+        dualfile: false,
+        split: None,
+        split_opts: Default::default(),
+        select: Default::default(),
+        opts: Default::default(),
+        endpoints: None,
+        run: RunOpts::new(to, Default::default()),
+        part: Default::default(),
     };
-    let mut progress = Progress::new(false, None);
-    let s = run_source(source, vec![sink], &cfg, &mut progress);
-    progress.finish(s.is_ok());
-    Ok(s?)
+    Ok(crate::cmd::replay::run_in_process(args, stop)?.summary)
 }
 
 /// The frame layout of `bench/mktrace.py`: UDP/IPv4 to MAC
