@@ -1,12 +1,26 @@
 //! Serde for option values that are written as text: a job file, a
 //! peer's job and the command line read a value the same way (its
-//! `FromStr`, which checks it), and write it as its `Display` gives it, so
-//! that a value read back is the value written.
+//! `FromStr`, which checks it, or one of [`crate::values`]' parsers), and
+//! write it as its `Display` gives it, so that a value read back is the
+//! value written.
 
 use serde::de::{Deserialize, Deserializer, Error};
 use serde::ser::Serializer;
 use std::fmt::Display;
 use std::str::FromStr;
+
+/// `text` read by `parse`, an error naming the text.
+fn read<T, E: Error>(text: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<T, E> {
+    parse(text).map_err(|e| E::custom(format!("'{text}': {e}")))
+}
+
+/// The type's own reading of its text.
+fn from_str<T: FromStr>(s: &str) -> Result<T, String>
+where
+    T::Err: Display,
+{
+    s.parse().map_err(|e: T::Err| e.to_string())
+}
 
 pub fn serialize<T: Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(v)
@@ -18,9 +32,7 @@ where
     T::Err: Display,
     D: Deserializer<'de>,
 {
-    let s = String::deserialize(d)?;
-    s.parse()
-        .map_err(|e| D::Error::custom(format!("'{s}': {e}")))
+    parsed(d, from_str)
 }
 
 /// `Option<T>` as text or null.
@@ -40,12 +52,7 @@ pub mod opt {
         T::Err: Display,
         D: Deserializer<'de>,
     {
-        Option::<String>::deserialize(d)?
-            .map(|s| {
-                s.parse()
-                    .map_err(|e| D::Error::custom(format!("'{s}': {e}")))
-            })
-            .transpose()
+        parsed_opt(d, from_str)
     }
 }
 
@@ -69,23 +76,19 @@ pub mod vec {
         D: Deserializer<'de>,
     {
         Vec::<String>::deserialize(d)?
-            .into_iter()
-            .map(|s| {
-                s.parse()
-                    .map_err(|e| D::Error::custom(format!("'{s}': {e}")))
-            })
+            .iter()
+            .map(|s| read(s, from_str))
             .collect()
     }
 }
 
-/// A value read by one of [`crate::values`]' parsers (which check more
-/// than the type's `FromStr`, or where the type has none).
+/// A value read by `parse`: one of [`crate::values`]' parsers (which
+/// check more than the type's `FromStr`, or where the type has none).
 pub fn parsed<'de, T, D>(d: D, parse: fn(&str) -> Result<T, String>) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
 {
-    let s = String::deserialize(d)?;
-    parse(&s).map_err(|e| D::Error::custom(format!("'{s}': {e}")))
+    read(&String::deserialize(d)?, parse)
 }
 
 /// As [`parsed`], for an optional value.
@@ -97,7 +100,7 @@ where
     D: Deserializer<'de>,
 {
     Option::<String>::deserialize(d)?
-        .map(|s| parse(&s).map_err(|e| D::Error::custom(format!("'{s}': {e}"))))
+        .map(|s| read(&s, parse))
         .transpose()
 }
 
@@ -106,9 +109,7 @@ where
 macro_rules! parsed_field {
     ($name:ident, $ty:ty, $parse:path) => {
         pub mod $name {
-            pub fn serialize<S: serde::Serializer>(v: &$ty, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_str(v)
-            }
+            pub use $crate::text::serialize;
             pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<$ty, D::Error> {
                 $crate::text::parsed(d, $parse)
             }
@@ -116,15 +117,7 @@ macro_rules! parsed_field {
     };
     (opt $name:ident, $ty:ty, $parse:path) => {
         pub mod $name {
-            pub fn serialize<S: serde::Serializer>(
-                v: &Option<$ty>,
-                s: S,
-            ) -> Result<S::Ok, S::Error> {
-                match v {
-                    Some(v) => s.collect_str(v),
-                    None => s.serialize_none(),
-                }
-            }
+            pub use $crate::text::opt::serialize;
             pub fn deserialize<'de, D: serde::Deserializer<'de>>(
                 d: D,
             ) -> Result<Option<$ty>, D::Error> {
