@@ -12,6 +12,7 @@ pub mod agree;
 pub mod batch;
 pub mod clock;
 pub mod fates;
+pub mod mix;
 mod names;
 pub mod outbox;
 pub mod parse;

@@ -125,11 +125,8 @@ impl LossDraws {
     /// Whether the next frame is dropped.
     #[inline]
     pub fn drop_next(&mut self) -> bool {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        self.all || (z ^ (z >> 31)) < self.below
+        let draw = sluice_core::mix::splitmix64(&mut self.state);
+        self.all || draw < self.below
     }
 }
 

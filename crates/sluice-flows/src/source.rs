@@ -90,13 +90,7 @@ struct Active {
 }
 
 /// SplitMix64 (FLOR §5.6's generator): the next value of `state`.
-pub(super) fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+pub(super) use sluice_core::mix::splitmix64 as splitmix;
 
 pub struct FlowSource {
     cfg: FlowConfig,
