@@ -133,9 +133,8 @@ pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
         .map_err(bad_input)?;
     let w: WorkerJob =
         serde_json::from_str(&text).map_err(|e| bad_input(anyhow!("{}: {e}", file.display())))?;
-    w.job
-        .check()
-        .map_err(|e| bad_input(anyhow!("the job: {e}")))?;
+    // The worker checked the job as it came (`RemoteJob::from_json`);
+    // the command checks its options again, as for any command line.
     let mut run = RunOpts::new(w.to, w.job.send);
     run.quiet = true;
     run.stats_json = Some("-".into());
@@ -145,15 +144,7 @@ pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
     if let Some(r) = w.receive {
         run.rx = Some(r.iface);
         run.rx_wait = r.wait;
-        run.rx_clock = r
-            .clocks
-            .into_iter()
-            .map(|c| sluice_analyze::streams::ClockCorrection {
-                first: c.first,
-                last: c.last,
-                ahead_ns: c.ahead_ns,
-            })
-            .collect();
+        run.rx_clock = r.clocks;
     }
     let part = ShareOpts {
         start_at: Some(w.start_at),
@@ -163,16 +154,8 @@ pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
     };
     match w.job.work {
         Work::Replay(opts) => crate::cmd::replay::run(crate::args::ReplayArgs {
-            traces: vec![w.input],
-            to2: None,
-            dualfile: false,
-            split: None,
-            split_opts: Default::default(),
-            select: Default::default(),
-            opts,
-            endpoints: None,
-            run,
             part,
+            ..crate::args::ReplayArgs::of(vec![w.input], opts, run)
         }),
         Work::Flows(opts) => crate::cmd::flows::run_session(crate::args::RunArgs {
             session: w.input,

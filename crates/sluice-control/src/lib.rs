@@ -33,13 +33,3 @@ pub fn command_words(c: pb::Command) -> Option<&'static [&'static str]> {
         pb::Command::Unspecified => None,
     }
 }
-
-/// `profile run --share-by` for a profile's split (other commands split
-/// one way only).
-pub fn split_flag(s: pb::Split) -> Option<&'static str> {
-    match s {
-        pb::Split::Packets => Some("packets"),
-        pb::Split::Components => Some("components"),
-        _ => None,
-    }
-}

@@ -22,7 +22,7 @@ use crate::pb::worker_server::{Worker, WorkerServer};
 use crate::pb::{self, update};
 use crate::shown::shown;
 use sluice_job::profile::ShareBy;
-use sluice_job::remote::{Receive, RxClock};
+use sluice_job::remote::Receive;
 use sluice_job::{RemoteJob, WorkerJob};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -755,7 +755,7 @@ impl Service {
                     "an rx clock's streams run backwards",
                 ));
             }
-            clocks.push(RxClock {
+            clocks.push(sluice_job::ClockCorrection {
                 first: c.first,
                 last: c.last,
                 ahead_ns: c.ahead_ns,

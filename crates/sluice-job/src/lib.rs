@@ -25,6 +25,7 @@ pub mod values;
 pub use remote::{RemoteJob, Upload, Work, WorkerJob};
 pub use send::SendOpts;
 // The types a job's fields hold that its users name too.
+pub use sluice_analyze::streams::ClockCorrection;
 pub use sluice_core::Nanos;
 pub use sluice_engine::RxStampMode;
 pub use sluice_sink::SinkSpec;

@@ -14,6 +14,7 @@ use crate::send::SendOpts;
 use crate::series::SeriesOpts;
 use crate::text;
 use serde::{Deserialize, Serialize};
+use sluice_analyze::streams::ClockCorrection;
 use sluice_core::Nanos;
 use sluice_sink::SinkSpec;
 use std::path::PathBuf;
@@ -144,16 +145,6 @@ impl RemoteJob {
     }
 }
 
-/// Stamps of streams `first..=last` come from a clock `ahead_ns` ahead of
-/// the receiving host's.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RxClock {
-    pub first: u32,
-    pub last: u32,
-    pub ahead_ns: i64,
-}
-
 /// What a worker counts while its job sends.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -163,7 +154,9 @@ pub struct Receive {
     /// How long after the last frame left arrivals still count.
     #[serde(with = "crate::fields::duration")]
     pub wait: Nanos,
-    pub clocks: Vec<RxClock>,
+    /// The other senders' clocks against this host's (`--rx-clock`).
+    #[serde(with = "text::vec")]
+    pub clocks: Vec<ClockCorrection>,
 }
 
 /// A job as a worker runs it: the peer's [`RemoteJob`] and what the
