@@ -74,11 +74,8 @@ impl<'a> SendPlan<'a> {
     /// sink of each, joined in a [`DualSink`].
     pub fn second_port(mut self, to2: &'a SinkSpec) -> Result<Self, Failure> {
         check_sink(self.opts, to2)?;
-        self.outputs.extend(
-            to2.outputs(self.opts.send.threads)
-                .into_iter()
-                .map(|p| p.to_string_lossy().into_owned()),
-        );
+        self.outputs
+            .extend(sink_outputs(to2, self.opts.send.threads));
         self.to2 = Some(to2);
         Ok(self)
     }
@@ -211,15 +208,20 @@ pub struct Report {
 /// The files a sending command writes: `--to pcap:`, `--stats-json`,
 /// `--summary-json`.
 fn run_outputs(o: &RunOpts) -> Vec<String> {
-    o.to.outputs(o.send.threads)
-        .into_iter()
-        .map(|p| p.to_string_lossy().into_owned())
+    sink_outputs(&o.to, o.send.threads)
         .chain(
             [o.stats_json.clone(), o.summary_json.clone()]
                 .into_iter()
                 .flatten(),
         )
         .collect()
+}
+
+/// The files `threads` sinks of `to` write, as the alias check takes them.
+fn sink_outputs(to: &SinkSpec, threads: usize) -> impl Iterator<Item = String> {
+    to.outputs(threads)
+        .into_iter()
+        .map(|p| p.to_string_lossy().into_owned())
 }
 
 /// Checks the run's sink options against the sink `to`.

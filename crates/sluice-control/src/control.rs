@@ -1021,7 +1021,7 @@ impl Gather {
 /// What the controller sums of a worker's summary (`sluice.summary`) or
 /// statistics line (`sluice.interval`), read typed: the fields sluice
 /// writes in both (a summary's span is `duration_s`, a line's time `t`).
-#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct Counts {
     pub packets: u64,
@@ -1036,7 +1036,7 @@ pub struct Counts {
 }
 
 /// A send-time error distribution's percentiles.
-#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct Eps {
     pub percentiles: sluice_core::Quantiles,

@@ -62,6 +62,24 @@ pub struct ReplayArgs {
 }
 
 impl ReplayArgs {
+    /// A replay of `traces` with `opts`, sent as `run` says: one port, no
+    /// split, no packet selection, no share (what demo, RFC 2544 trials
+    /// and a worker's job run).
+    pub fn of(traces: Vec<std::path::PathBuf>, opts: ReplayOpts, run: RunOpts) -> ReplayArgs {
+        ReplayArgs {
+            traces,
+            to2: None,
+            dualfile: false,
+            split: None,
+            split_opts: Default::default(),
+            select: Default::default(),
+            opts,
+            endpoints: None,
+            run,
+            part: Default::default(),
+        }
+    }
+
     /// The header rewriting these options ask for.
     pub fn rewrite(&self) -> Result<HeaderRewrite, String> {
         let o = &self.opts;

@@ -93,18 +93,11 @@ fn replay(
     to: SinkSpec,
     stop: Arc<AtomicBool>,
 ) -> Result<sluice_engine::Summary, Failure> {
-    let args = ReplayArgs {
-        traces: vec![trace.to_path_buf()],
-        to2: None,
-        dualfile: false,
-        split: None,
-        split_opts: Default::default(),
-        select: Default::default(),
-        opts: Default::default(),
-        endpoints: None,
-        run: RunOpts::new(to, Default::default()),
-        part: Default::default(),
-    };
+    let args = ReplayArgs::of(
+        vec![trace.to_path_buf()],
+        Default::default(),
+        RunOpts::new(to, Default::default()),
+    );
     Ok(crate::cmd::replay::run_in_process(args, stop)?.summary)
 }
 

@@ -134,9 +134,7 @@ pub fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
             Sequence::Exact(Synth::new(profile))
         }
         Mode::Fourier => {
-            if a.opts.queues == 0 || a.opts.queues > 1024 {
-                return Err(bad_input(anyhow!("--queues must be between 1 and 1024")));
-            }
+            // `--queues` was bounded by `ProfileOpts::check`.
             let sel = selection(&a.opts.select)?;
             profile.check_analyzable().map_err(bad_input)?;
             fits_in_memory(&profile, a.opts.select.sample.0, a.opts.queues, &a.profile)?;

@@ -409,21 +409,7 @@ impl Runner<'_> {
             run.quiet = true;
             run.rx = Some(leg.rx.clone());
             run.rx_wait = self.a.opts.wait;
-            ReplayArgs {
-                traces: vec![leg.trace.clone()],
-                to2: None,
-                dualfile: false,
-                split: None,
-                split_opts: Default::default(),
-                select: Default::default(),
-                opts: ReplayOpts {
-                    preload: true,
-                    ..opts.clone()
-                },
-                endpoints: None,
-                run,
-                part: Default::default(),
-            }
+            ReplayArgs::of(vec![leg.trace.clone()], opts.clone(), run)
         };
         let mut out: Vec<Report> = std::thread::scope(|s| {
             let legs: Vec<_> = self
@@ -442,20 +428,26 @@ impl Runner<'_> {
         Ok((out.pop().expect("one leg at least"), back))
     }
 
-    /// `opts` with `passes` passes over the frames.
-    fn passes(passes: u64, timing: impl FnOnce(&mut ReplayOpts)) -> ReplayOpts {
-        let mut o = ReplayOpts {
-            loops: passes,
+    /// `passes` passes over the frames, preloaded (no file reading while
+    /// sending); the caller sets the timing.
+    fn passes(loops: u64) -> ReplayOpts {
+        ReplayOpts {
+            loops,
+            preload: true,
             ..ReplayOpts::default()
-        };
-        timing(&mut o);
-        o
+        }
     }
 
     /// The sender's top speed with these frames (frames per second).
     fn top_speed(&self) -> Result<f64, Failure> {
         let passes = (200_000 / self.set).max(1) as u64;
-        let (s, _) = self.replay(Self::passes(passes, |o| o.topspeed = true), None)?;
+        let (s, _) = self.replay(
+            ReplayOpts {
+                topspeed: true,
+                ..Self::passes(passes)
+            },
+            None,
+        )?;
         s.summary
             .pps
             .filter(|p| *p > 0.0)
@@ -466,7 +458,13 @@ impl Runner<'_> {
     fn trial(&self, pps: f64) -> Result<Trial, Failure> {
         let frames = (pps * self.a.opts.trial.0 as f64 / 1e9).ceil().max(1.0);
         let passes = (frames / self.set as f64).ceil() as u64;
-        let (s, back) = self.replay(Self::passes(passes, |o| o.pps = Some(pps)), None)?;
+        let (s, back) = self.replay(
+            ReplayOpts {
+                pps: Some(pps),
+                ..Self::passes(passes)
+            },
+            None,
+        )?;
         let judge = |s: &Report| {
             let mut t = trial_of(s, pps, self.a.opts.loss);
             let sent_pps = t.sent_pps;
@@ -526,7 +524,13 @@ impl Runner<'_> {
     /// A burst of `frames` frames sent back to back (top speed).
     fn burst(&self, frames: u64) -> Result<Trial, Failure> {
         let passes = frames.div_ceil(self.set as u64);
-        let (s, back) = self.replay(Self::passes(passes, |o| o.topspeed = true), Some(frames))?;
+        let (s, back) = self.replay(
+            ReplayOpts {
+                topspeed: true,
+                ..Self::passes(passes)
+            },
+            Some(frames),
+        )?;
         let judge = |s: &Report| {
             let mut t = trial_of(s, s.summary.pps.unwrap_or(0.0), 0.0);
             t.sender_short = t.sent < frames;
