@@ -9,13 +9,13 @@ with `pip install ./python` (which also installs `sluice_inject`).
                      on_stats=lambda w, line: print(w.name, line["pps"]))
     print(result["total"]["packets"])
 
-A job is typed data (schema sluice.job/1, docs/FORMATS.md): `options` are
+A job is typed data (the proto message Job, docs/FORMATS.md): `options` are
 the command's own (`{"pps": "10k", "loop": 3}`), `send` how every command
 sends (`{"threads": 2, "cpu": "1-2"}`); keys are the command line's long
 option names with `_` for `-`, values as the command line writes them
-(strings; plain numbers and flags as JSON numbers and booleans). A worker
-refuses a key its types lack: there is none for a sink, an output or a
-path.
+(strings; plain numbers and flags as JSON numbers and booleans). The
+message has no field for a sink, an output or a path: such a key is
+refused here (JobRefused), before any worker is asked.
 
 Errors: `ControlError` (one line naming the worker) when a worker cannot
 be reached, refuses the TLS handshake or answers with an error;
@@ -27,6 +27,7 @@ import threading
 import time
 
 import grpc
+from google.protobuf import json_format
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO = "sluice/control/v1/worker.proto"
@@ -163,13 +164,21 @@ class Worker:
         self.stub.Stop(pb.StopRequest(), timeout=2, metadata=self.meta)
 
 
-def job_json(command, options=None, send=None, duration_ns=None):
-    """The task's job (sluice.job/1) of `command` with `options` and
-    `send` (dicts), running for `duration_ns`."""
+def job_message(command, options=None, send=None, duration_ns=None):
+    """The task's job (the proto message Job, docs/FORMATS.md) of `command`
+    with `options` and `send` (dicts), running for `duration_ns`. A key the
+    message lacks, or a value of the wrong type, raises JobRefused before
+    any worker is asked; a worker refuses a value the command line would
+    refuse."""
     send = dict(send or {})
     if duration_ns is not None:
         send["duration"] = f"{duration_ns}ns"
-    return json.dumps({"work": {command: dict(options or {})}, "send": send})
+    # proto3's JSON mapping: the oneof's member beside `send`.
+    doc = {command: dict(options or {}), "send": send}
+    try:
+        return json_format.ParseDict(doc, pb.Job())
+    except json_format.ParseError as e:
+        raise JobRefused(f"the job: {e}") from None
 
 
 def run_job(workers, command, path, options=None, duration="2s", split=None, start_in=1.5,
@@ -178,6 +187,7 @@ def run_job(workers, command, path, options=None, duration="2s", split=None, sta
     worker its offset, its job's summary (dict) or error, and totals."""
     split = split or DEFAULT_SPLIT[command]
     duration_ns = parse_duration(duration)
+    job = job_message(command, options, send, duration_ns)
 
     def call(w, what, f):
         try:
@@ -214,7 +224,7 @@ def run_job(workers, command, path, options=None, duration="2s", split=None, sta
     lock = threading.Lock()
 
     def one(i, w):
-        task = pb.Task(file_id=ids[i], job=job_json(command, options, send, duration_ns),
+        task = pb.Task(file_id=ids[i], job=job,
                        port=w.port,
                        split=SPLITS[split], share_index=i, share_count=len(workers),
                        start_ns=start, offset_ns=w.offset_ns, deadline_ns=deadline)

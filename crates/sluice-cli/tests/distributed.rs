@@ -1127,13 +1127,13 @@ fn the_python_client_drives_workers_over_mutual_tls() {
     for i in 0..2u16 {
         let addr = format!("127.0.0.1:{}", base + i);
         let log = d.join(format!("py-worker{i}.log"));
-        workers.push(
+        workers.push(Reaped(
             sluice()
                 .args(["worker", "--listen", &addr, "--tls", keys.to_str().unwrap()])
                 .stderr(std::fs::File::create(&log).unwrap())
                 .spawn()
                 .unwrap(),
-        );
+        ));
         listening(&log);
         specs.push(format!("--worker=w{i}={addr}=null"));
     }
@@ -1215,7 +1215,8 @@ fn the_python_client_drives_workers_over_mutual_tls() {
     let _ = workers[1].wait();
     let killed = long.wait_with_output().unwrap();
     // A hostile controller (holding a certificate of the CA): a sink the
-    // worker did not announce and an option naming a file are refused.
+    // worker did not announce is refused; a job cannot name a file (the
+    // message has no such field) and a malformed value is refused.
     let evil = d.join("evil");
     let hostile = Command::new("python3")
         .current_dir(&site)
@@ -1243,7 +1244,11 @@ fn the_python_client_drives_workers_over_mutual_tls() {
              w.stub.PublishPorts(pm('null'), timeout=5, metadata=w.meta)\n\
              fid = w.upload(trace)\n\
              t = s.now_ns()\n\
-             job = s.job_json('replay', {}, {'summary_json': evil})\n\
+             try:\n\
+             \x20   s.job_message('replay', {}, {'summary_json': evil}); print('built')\n\
+             except s.JobRefused:\n\
+             \x20   print('job refused')\n\
+             job = s.job_message('replay', {'ttl': '++1'})\n\
              task = s.pb.Task(job=job, file_id=fid, port=0, share_count=1,\n\
              \x20   start_ns=t + 10**9, deadline_ns=t + 5 * 10**9)\n\
              try:\n\
@@ -1257,10 +1262,7 @@ fn the_python_client_drives_workers_over_mutual_tls() {
         .arg(&evil)
         .output()
         .unwrap();
-    for mut w in workers {
-        let _ = w.kill();
-        let _ = w.wait();
-    }
+    drop(workers);
     assert_eq!(killed.status.code(), Some(1), "{}", stderr(&killed));
     let r: serde_json::Value = serde_json::from_slice(&killed.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&killed.stdout)));
@@ -1291,6 +1293,7 @@ fn the_python_client_drives_workers_over_mutual_tls() {
             "register UNAVAILABLE",
             "stop PERMISSION_DENIED",
             "ports INVALID_ARGUMENT",
+            "job refused",
             "args INVALID_ARGUMENT"
         ],
         "{said}{}",

@@ -510,6 +510,19 @@ async fn register(
     .await
 }
 
+/// A worker of another sluice version is refused: a job field one side
+/// lacks would be dropped silently (protobuf's rule for unknown fields).
+fn same_version(name: &str, version: &str) -> Result<()> {
+    let ours = env!("CARGO_PKG_VERSION");
+    if version == ours {
+        return Ok(());
+    }
+    Err(input!(
+        "worker '{name}' runs sluice {}, this controller {ours}: run one version on both",
+        crate::shown::shown(version)
+    ))
+}
+
 /// Registers every worker at once; each registered one goes to `conns`
 /// (to be released), and the first failure is the error: a worker that
 /// does not answer, or has no such port, or has it down.
@@ -539,6 +552,9 @@ async fn register_all(cfg: &ControlConfig, conns: &mut Vec<Conn>) -> Result<()> 
             client,
             result: WorkerResult::registered(w, i as u32, &reg),
         });
+        if let Err(e) = same_version(&w.name, &reg.version) {
+            first_error.get_or_insert(e);
+        }
         match reg.ports.iter().find(|p| p.sink == w.to) {
             None => {
                 let have: Vec<&str> = reg.ports.iter().map(|p| p.sink.as_str()).collect();
@@ -723,7 +739,7 @@ fn start_all(
         }
         let task = pb::Task {
             file_id: ids[i].clone(),
-            job: job.to_json(),
+            job: Some(crate::jobwire::to_proto(&job)),
             port: c.result.port,
             split: plan.split as i32,
             share_index: i as u32,

@@ -311,3 +311,13 @@ fn a_lost_worker_is_lost_and_counted_at_least_as_it_last_reported() {
     let t = totals([(&done, &None)].into_iter());
     assert_eq!((t.packets, t.lost, t.at_least), (100, 0, false));
 }
+
+#[test]
+fn a_worker_of_another_version_is_refused_naming_both() {
+    assert!(same_version("w1", env!("CARGO_PKG_VERSION")).is_ok());
+    let e = same_version("w1", "0.0.1-old").unwrap_err().to_string();
+    assert!(
+        e.contains("'w1'") && e.contains("0.0.1-old") && e.contains(env!("CARGO_PKG_VERSION")),
+        "{e}"
+    );
+}

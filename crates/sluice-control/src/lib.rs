@@ -8,6 +8,7 @@ pub mod clocksvc;
 pub mod control;
 pub mod error;
 pub mod failure;
+pub mod jobwire;
 pub mod plan;
 pub mod shown;
 pub mod tls;

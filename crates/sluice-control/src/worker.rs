@@ -23,7 +23,7 @@ use crate::pb::{self, update};
 use crate::shown::shown;
 use sluice_job::profile::ShareBy;
 use sluice_job::remote::Receive;
-use sluice_job::{RemoteJob, WorkerJob};
+use sluice_job::WorkerJob;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -772,7 +772,12 @@ impl Service {
     /// still ahead), reads its job (the types refuse what a peer may not
     /// ask) and writes what the job's process runs.
     fn admit(&self, req: Request<pb::Task>) -> Result<Admitted, Status> {
-        let job = RemoteJob::from_json(&req.get_ref().job)
+        let job = req
+            .get_ref()
+            .job
+            .as_ref()
+            .ok_or_else(|| "the task holds no job".to_string())
+            .and_then(crate::jobwire::from_proto)
             .map_err(|e| Status::invalid_argument(shown_long(&e, 300)))?;
         let (input, map, sink, summary, name, dir) = {
             let st = self.leased(&req)?;

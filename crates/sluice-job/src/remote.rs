@@ -19,9 +19,6 @@ use sluice_core::Nanos;
 use sluice_sink::SinkSpec;
 use std::path::PathBuf;
 
-/// The schema name of a [`RemoteJob`] in JSON.
-pub const SCHEMA: &str = "sluice.job/1";
-
 /// The plain name of a file uploaded to the worker in this lease: no
 /// directory, no leading dot, no control character (see [`plain_name`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,7 +95,8 @@ impl Work {
     }
 }
 
-/// A job as a controller sends it: JSON of schema [`SCHEMA`] in the task.
+/// A job as a controller sends it (the proto message `Job` of a task,
+/// `sluice-control`'s `jobwire`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RemoteJob {
@@ -117,6 +115,15 @@ impl RemoteJob {
         let job: RemoteJob = serde_path_to_error::deserialize(&mut de)
             .map_err(|e| format!("the job: {}: {}", e.path(), e.inner()))?;
         de.end().map_err(|e| format!("the job: {e}"))?;
+        job.check().map_err(|e| format!("the job: {e}"))?;
+        Ok(job)
+    }
+
+    /// [`RemoteJob::from_json`] of a document already parsed (the proto
+    /// message's JSON form).
+    pub fn from_value(doc: serde_json::Value) -> Result<RemoteJob, String> {
+        let job: RemoteJob = serde_path_to_error::deserialize(doc)
+            .map_err(|e| format!("the job: {}: {}", e.path(), e.inner()))?;
         job.check().map_err(|e| format!("the job: {e}"))?;
         Ok(job)
     }
