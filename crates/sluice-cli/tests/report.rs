@@ -367,6 +367,15 @@ fn an_rfc2544_report_marks_the_senders_shortfall_and_only_what_ran() {
         assert!(!page.contains(absent), "{absent}: {page}");
     }
     assert!(page.contains("Frame loss rate (§26.3)"), "{page}");
+
+    // A document that does not hold what its schema says: bad input,
+    // naming the key.
+    let mut bad = doc.clone();
+    bad["sizes"][0]["max_pps"] = "fast".into();
+    std::fs::write(&f, bad.to_string()).unwrap();
+    let o = run(&["report", f.to_str().unwrap(), "-o", "-"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("sizes[0].max_pps"), "{}", stderr(&o));
 }
 
 /// An rx line (`sluice.rx/1`) of one stream: `frames` received so far.

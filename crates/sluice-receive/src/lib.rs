@@ -2,7 +2,9 @@
 //! counted per stream (loss, duplicates, reordering, one-way latency,
 //! jitter: `sluice_analyze::streams`), on their own or on a thread beside
 //! a sending command ([`Beside`]); its documents (`sluice.rx/1`) and their
-//! text.
+//! text; RFC 2544's searches over trials and their results ([`rfc2544`]).
+
+pub mod rfc2544;
 
 use serde::Serialize;
 use sluice_analyze::streams::{ClockCorrection, StreamCounter, StreamReport};
