@@ -425,6 +425,20 @@ fn every_file_a_run_writes_makes_a_report_that_agrees_with_its_summary() {
     assert!(page.contains("<td>packets</td><td>2000</td>"), "{page}");
     let page = report_of(&stats);
     assert!(page.contains("<td>packets</td><td>2000</td>"), "{page}");
+    // A summary whose value is not what its schema says: bad input,
+    // naming the key (read with the type that wrote it).
+    let mut bad: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sum).unwrap()).unwrap();
+    bad["packets"] = "many".into();
+    let bad_sum = d.join("bad-s.json");
+    std::fs::write(&bad_sum, bad.to_string()).unwrap();
+    let o = run(&["report", bad_sum.to_str().unwrap(), "-o", "-"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("bad-s.json: packets:"),
+        "{}",
+        stderr(&o)
+    );
 
     // Its lines with a receiver's after each interval and the receiver's
     // final count last, as `replay --rx --stats-json` writes them: 1394
@@ -493,19 +507,27 @@ fn every_file_a_run_writes_makes_a_report_that_agrees_with_its_summary() {
     let worker = |name: &str, port: u32, summary: serde_json::Value, lost: bool| {
         serde_json::json!({
             "name": name, "address": "unix:/w", "port": port, "sink": "null",
+            "offset_ns": 0, "offset_uncertainty_ns": 10, "clock_service": null,
+            "clock_service_offset_ns": null, "clock_service_bound_ns": null,
+            "start_ns": 0, "clock_checks": 0, "drift_ns": null, "drift_max_abs_ns": null,
+            "streams_from": null, "rx": null, "rx_clocks": [],
             "summary": summary, "error": if lost { serde_json::json!("worker: lost") } else { serde_json::Value::Null },
             "refused": false, "lost": lost, "last_packets": if lost { 21 } else { 100 },
         })
     };
+    // w0's summary is a real one (the replay's above).
+    let w0: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sum).unwrap()).unwrap();
     let doc = serde_json::json!({
-        "schema": "sluice.control-summary/1", "command": "replay", "split": "flow",
+        "schema": "sluice.control-summary/1",
+        "command": "replay", "split": "byflow",
         "start_ns": 0, "clock_corrected": true, "interrupted": false, "aborted": null,
-        "workers": [
-            worker("w0", 0, serde_json::json!({"packets": 100, "pps": 100.0}), false),
-            worker("w1", 1, serde_json::Value::Null, true),
-        ],
-        "total": {"workers": 2, "finished": 1, "lost": 1, "at_least": true, "packets": 121, "frame_bytes": 7744},
+        "workers": [worker("w0", 0, w0, false), worker("w1", 1, serde_json::Value::Null, true)],
+        "total": {"workers": 2, "finished": 1, "lost": 1, "at_least": true, "packets": 2021,
+                  "frame_bytes": 7744, "late": 0, "dropped": 0, "pps": null, "bps": null,
+                  "eps_p99_max_ns": null},
     });
+    assert_eq!(sluice_testkit::schema_errors(&doc), Vec::<String>::new());
     std::fs::write(&cs, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     let page = report_of(&cs);
     assert_no_empty_sections(&page);
@@ -514,7 +536,11 @@ fn every_file_a_run_writes_makes_a_report_that_agrees_with_its_summary() {
         "{page}"
     );
     assert!(
-        page.contains("<td>packets</td><td>at least 121</td>"),
+        page.contains("<td>w0</td><td>0</td><td>null</td><td>finished</td><td>2000</td>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<td>packets</td><td>at least 2021</td>"),
         "{page}"
     );
 }

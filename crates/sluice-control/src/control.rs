@@ -121,7 +121,7 @@ pub struct Status {
 }
 
 /// One worker in the summary.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkerResult {
     pub name: String,
     pub address: String,
@@ -169,7 +169,7 @@ pub struct WorkerResult {
 }
 
 /// A sender's streams as one receiving worker saw them.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SenderClock {
     /// The sending worker.
     pub from: String,
@@ -240,7 +240,7 @@ fn network_failure(e: &tonic::transport::Error) -> bool {
 
 /// Sums over the workers: their summaries, and for a worker that did not
 /// finish (lost, or its job failed) what its last statistics line said.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Totals {
     pub workers: usize,
     pub finished: usize,
@@ -262,7 +262,7 @@ pub struct Totals {
 }
 
 /// The controller's summary (`sluice.control-summary/1`).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ControlSummary {
     pub command: String,
     pub split: String,

@@ -156,7 +156,7 @@ impl std::ops::AddAssign for CounterSnapshot {
 const MIN_RATE_SPAN_S: f64 = 1e-3;
 
 /// One interval of a run (one JSON line of `--stats-json`).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct IntervalStats {
     /// Seconds since the start, at the end of this interval.
     pub t: f64,
@@ -180,7 +180,7 @@ pub struct IntervalStats {
 
 /// Counters of one flow (time-series play): records sent, payload bytes,
 /// late records, records dropped as time violations.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct FlowStats {
     pub flow: u32,
     pub device: String,
@@ -197,7 +197,7 @@ pub struct FlowStats {
 
 /// One pass of a source read several times (`--loop`): a `--stats-json`
 /// line once every TX thread is done with it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct PassStats {
     /// 0-based, as `--unique-ip` counts passes.
     pub pass: u64,
@@ -237,7 +237,7 @@ pub trait Observer {
 }
 
 /// What a run did.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Summary {
     pub sink: String,
     /// How frames reached the device: `tx-ring`, `sendmmsg`, `xdp-copy`,
@@ -290,7 +290,7 @@ pub struct Summary {
 }
 
 /// What time-series play adds to a summary.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct SeriesSummary {
     /// Frames on the wire (more than packets when datagrams are
     /// fragmented).

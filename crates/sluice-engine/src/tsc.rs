@@ -35,7 +35,7 @@ impl TscClock {
     pub fn report(&self) -> ClockReport {
         let (t, m) = (self.now().0 as i64, self.mono.now().0 as i64);
         ClockReport {
-            source: "tsc",
+            source: "tsc".into(),
             tsc_hz: self.cal.hz.round(),
             calibration_ns: CALIBRATION.as_nanos() as u64,
             drift_ns: t - m,
@@ -51,9 +51,9 @@ impl Clock for TscClock {
 }
 
 /// The clock section of a summary (`--clock tsc`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct ClockReport {
-    pub source: &'static str,
+    pub source: String,
     /// Counter ticks per second, as calibrated.
     pub tsc_hz: f64,
     /// How long the calibration ran.

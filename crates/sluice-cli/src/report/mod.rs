@@ -4,6 +4,7 @@
 
 mod charts;
 mod rfc2544;
+mod summary;
 
 use crate::args::ReportArgs;
 use crate::dest::{check, Dest};
@@ -168,10 +169,10 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
             return rfc2544::report(path, &text);
         }
         if schema == Kind::Summary.tag() {
-            return summary_report(&v);
+            return summary::report(path, &v);
         }
         if schema == Kind::ControlSummary.tag() {
-            return control_summary_report(&v);
+            return summary::control(path, &v);
         }
         if schema == Kind::Rx.tag() && v.get("streams").is_some() {
             return rx_report(std::slice::from_ref(&v), "");
@@ -253,145 +254,6 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
                 &rows,
             );
         }
-    }
-    Ok(out)
-}
-
-/// A sending command's `--summary-json`: its figures, and what its
-/// receiver (`--rx`) counted.
-fn summary_report(v: &Value) -> Result<String, Failure> {
-    let f = |k: &str| num(v, k).map_or("–".into(), |x| format!("{x:.0}"));
-    let mut out = String::from("<h2>Run</h2>\n");
-    out += &table(
-        &["figure", "value"],
-        &[
-            vec![
-                "seconds".into(),
-                num(v, "duration_s").map_or("–".into(), |x| format!("{x:.3}")),
-            ],
-            vec!["packets".into(), f("packets")],
-            vec!["frame bytes".into(), f("frame_bytes")],
-            vec!["packets/s".into(), f("pps")],
-            vec![
-                "Mbit/s".into(),
-                num(v, "bps").map_or("–".into(), |x| format!("{:.3}", x / 1e6)),
-            ],
-            vec!["late".into(), f("late")],
-            vec!["dropped (time violations)".into(), f("dropped")],
-            vec![
-                "interrupted".into(),
-                if v["interrupted"] == true {
-                    "yes"
-                } else {
-                    "no"
-                }
-                .into(),
-            ],
-        ],
-    );
-    let warnings: Vec<&str> = v["warnings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    if !warnings.is_empty() {
-        out += "<h2>Warnings</h2>\n<ul>";
-        for w in warnings {
-            let _ = write!(out, "<li>{}</li>", esc(w));
-        }
-        out += "</ul>\n";
-    }
-    if v["rx"].is_object() {
-        out += &rx_report(std::slice::from_ref(&v["rx"]), "")?;
-    }
-    Ok(out)
-}
-
-/// `control run --summary-json`: each worker, how it ended and what it
-/// sent (a lost worker's last report as a lower bound), the totals, and
-/// what receiving workers counted.
-fn control_summary_report(v: &Value) -> Result<String, Failure> {
-    let workers = v["workers"].as_array().cloned().unwrap_or_default();
-    let mut out = format!(
-        "<h2>Distributed run</h2>\n<p>{} split by {} over {} workers (clock offsets {}).</p>\n",
-        esc(v["command"].as_str().unwrap_or("?")),
-        esc(v["split"].as_str().unwrap_or("?")),
-        workers.len(),
-        if v["clock_corrected"] == true {
-            "corrected"
-        } else {
-            "NOT corrected"
-        }
-    );
-    let rows: Vec<Vec<String>> = workers
-        .iter()
-        .map(|w| {
-            let s = &w["summary"];
-            let (state, packets) = if s.is_object() {
-                ("finished".to_string(), format!("{}", s["packets"]))
-            } else {
-                let state = if w["lost"] == true {
-                    "LOST"
-                } else if w["refused"] == true {
-                    "refused"
-                } else {
-                    "failed"
-                };
-                let last = w["last_packets"]
-                    .as_u64()
-                    .map_or("unknown".into(), |p| format!("at least {p}"));
-                (state.to_string(), last)
-            };
-            vec![
-                w["name"].as_str().unwrap_or("?").to_string(),
-                format!("{}", w["port"]),
-                w["sink"].as_str().unwrap_or("").to_string(),
-                state,
-                packets,
-                num(s, "pps").map_or("–".into(), |p| format!("{p:.0}")),
-                w["error"].as_str().unwrap_or("").to_string(),
-            ]
-        })
-        .collect();
-    if !rows.is_empty() {
-        out += &table(
-            &["worker", "port", "sink", "ended", "packets", "pps", "error"],
-            &rows,
-        );
-    }
-    let t = &v["total"];
-    let at_least = if t["at_least"] == true {
-        "at least "
-    } else {
-        ""
-    };
-    out += &table(
-        &["total", "value"],
-        &[
-            vec![
-                "workers finished".into(),
-                format!("{} of {}", t["finished"], t["workers"]),
-            ],
-            vec!["packets".into(), format!("{at_least}{}", t["packets"])],
-            vec![
-                "frame bytes".into(),
-                format!("{at_least}{}", t["frame_bytes"]),
-            ],
-        ],
-    );
-    if t["at_least"] == true {
-        out += "<p><strong>Lower bounds</strong>: a worker did not finish, and only what it last \
-                reported is counted.</p>\n";
-    }
-    for w in &workers {
-        if w["summary"]["rx"].is_object() {
-            let who = format!("{} (port {})", w["name"].as_str().unwrap_or("?"), w["port"]);
-            out += &rx_report(std::slice::from_ref(&w["summary"]["rx"]), &who)?;
-        }
-    }
-    if let Some(a) = v["aborted"].as_str() {
-        let _ = writeln!(out, "<p>Aborted: {}</p>", esc(a));
     }
     Ok(out)
 }
