@@ -5,6 +5,7 @@
 //! command line.
 
 use crate::args::{Cli, Command, RunOpts, ShareOpts};
+use crate::run::Job;
 use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
 use clap::{Args, CommandFactory, FromArgMatches};
@@ -125,7 +126,7 @@ fn upload_of(plan: &Plan, name: &str) -> anyhow::Result<Upload> {
 }
 
 /// `sluice job FILE`: the job a worker wrote, run as the command line
-/// runs its command (statistics lines on stdout, the summary to the
+/// runs its command (`run::command`) (statistics lines on stdout, the summary to the
 /// worker's file, no status line).
 pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
     let text = std::fs::read_to_string(file)
@@ -152,25 +153,25 @@ pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
             .share
             .map(|(index, count)| sluice_source::Share { index, count }),
     };
-    match w.job.work {
-        Work::Replay(opts) => crate::cmd::replay::run(crate::args::ReplayArgs {
+    let job = match w.job.work {
+        Work::Replay(opts) => Job::Replay(crate::args::ReplayArgs {
             part,
             ..crate::args::ReplayArgs::of(vec![w.input], opts, run)
         }),
-        Work::Flows(opts) => crate::cmd::flows::run_session(crate::args::RunArgs {
+        Work::Flows(opts) => Job::Flows(crate::args::RunArgs {
             session: w.input,
             opts,
             run,
             part,
         }),
-        Work::Series { opts, .. } => crate::cmd::series_play::run(crate::args::PlayArgs {
+        Work::Series { opts, .. } => Job::Series(crate::args::PlayArgs {
             archive: w.input,
             map: w.map,
             opts,
             run,
             part,
         }),
-        Work::Profile(opts) => crate::cmd::profile::run_profile(crate::args::ProfileRunArgs {
+        Work::Profile(opts) => Job::Profile(crate::args::ProfileRunArgs {
             profile: w.input,
             opts,
             run,
@@ -179,7 +180,8 @@ pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
             // A profile's `from:` captures are uploads beside it, nothing else.
             confine_inputs: true,
         }),
-    }
+    };
+    crate::run::command(job)
 }
 
 #[cfg(test)]

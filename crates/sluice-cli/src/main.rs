@@ -50,6 +50,7 @@ mod plan;
 mod plot;
 mod progress;
 mod report;
+mod run;
 mod signals;
 
 use clap::Parser;
@@ -96,14 +97,17 @@ fn main() -> ExitCode {
         sluice_sys::mem::set_budget(b);
     }
     let result = match cli.command {
-        args::Command::Replay(a) => cmd::replay::run(*a),
+        args::Command::Replay(a) => run::command(run::Job::Replay(*a)),
         args::Command::Analyze(a) => cmd::analyze::run(*a),
         args::Command::Demo(a) => cmd::demo::run(a),
         args::Command::Series(a) => cmd::series::run(a),
         args::Command::Flows(a) => cmd::flows::run(a),
+        args::Command::Profile(args::ProfileArgs {
+            command: args::ProfileCommand::Onoff(o),
+        }) => run::command(run::Job::OnOff(*o)),
         args::Command::Profile(a) => cmd::profile::run(a),
-        args::Command::Pace(a) => cmd::pace::run(*a),
-        args::Command::Inject(a) => cmd::inject::run(*a),
+        args::Command::Pace(a) => run::command(run::Job::Pace(*a)),
+        args::Command::Inject(a) => run::command(run::Job::Inject(*a)),
         args::Command::Report(a) => report::run(a),
         args::Command::Doctor(a) => cmd::doctor::run(a),
         args::Command::Worker(a) => cmd::distributed::worker(a),

@@ -12,7 +12,7 @@ use sluice_receive::RxDoc;
 use sluice_sink::{DualSink, Sink, SinkError, SinkSpec};
 use sluice_source::Fault;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -29,7 +29,7 @@ pub struct SendPlan<'a> {
     /// Whether the udp sink (datagram payloads) makes sense here.
     datagrams: bool,
     /// Files the run reads: no output may be one of them.
-    inputs: Vec<&'a Path>,
+    inputs: Vec<PathBuf>,
     /// Files the run writes: `--to pcap:`, `--stats-json`,
     /// `--summary-json`, and the command's own.
     outputs: Vec<String>,
@@ -59,8 +59,8 @@ impl<'a> SendPlan<'a> {
     }
 
     /// The run reads `path` (no output may be it).
-    pub fn reads(mut self, path: &'a Path) -> Self {
-        self.inputs.push(path);
+    pub fn reads(mut self, path: &Path) -> Self {
+        self.inputs.push(path.to_path_buf());
         self
     }
 
@@ -90,29 +90,29 @@ impl<'a> SendPlan<'a> {
     /// outputs of its own; [`SendPlan::run`] checks again).
     pub fn check_files(&self) -> Result<(), Failure> {
         let outputs: Vec<&str> = self.outputs.iter().map(String::as_str).collect();
-        dest::check(&self.inputs, &outputs)
+        let inputs: Vec<&Path> = self.inputs.iter().map(PathBuf::as_path).collect();
+        dest::check(&inputs, &outputs)
     }
 
-    /// Opens the outputs (one sink per TX thread, `--stats-json`, signal
-    /// handlers), runs `go` with them and the engine settings (their stop
-    /// flag wired to the signals), and concludes: summary,
-    /// `--summary-json`, exit code. Every output is prepared before the
-    /// run, so a bad path fails before sending.
+    /// [`SendPlan::start`] stopped by SIGINT/SIGTERM, then
+    /// [`Ran::conclude`]: the command line's run.
     pub fn run<'g>(self, go: impl GoFn + 'g) -> Result<u8, Failure> {
         let stop = crate::signals::install().context("installing signal handlers")?;
-        let (progress, summary_out, result, rx) = self.send(stop, Box::new(go))?;
-        conclude(progress, summary_out, result, rx)
+        self.start(stop, Box::new(go))?.conclude()
     }
 
-    /// Runs the plan in this process as one part of a larger run (an RFC
-    /// 2544 trial): stopped by `stop`, which the caller's signal handlers
-    /// set, and ending in its typed report, printed nowhere.
-    pub fn execute<'g>(self, stop: Arc<AtomicBool>, go: impl GoFn + 'g) -> Result<Report, Failure> {
-        let (_, _, result, rx) = self.send(stop, Box::new(go))?;
-        match result {
-            Ok(summary) => Ok(Report { summary, rx }),
-            Err(e) => Err(engine_failure(e)),
-        }
+    /// Opens the outputs (one sink per TX thread, `--stats-json`, the
+    /// receiver) and runs `go` with them and the engine settings, stopped
+    /// by `stop`: the run, ended, before it is reported. Every output is
+    /// prepared before the run, so a bad path fails before sending.
+    pub fn start(self, stop: Arc<AtomicBool>, go: Go) -> Result<Ran, Failure> {
+        let (progress, summary_out, result, rx) = self.send(stop, go)?;
+        Ok(Ran {
+            progress,
+            summary_out,
+            result,
+            rx,
+        })
     }
 
     /// Opens the outputs and runs `go` with them; what it left to report.
@@ -126,7 +126,8 @@ impl<'a> SendPlan<'a> {
             }
         }
         self.check_files()?;
-        crate::json::set_inputs(&self.inputs);
+        let inputs: Vec<&Path> = self.inputs.iter().map(PathBuf::as_path).collect();
+        crate::json::set_inputs(&inputs);
         let summary_out = o.summary_json.as_deref().map(Dest::open).transpose()?;
         let stats_out = o
             .stats_json
@@ -187,7 +188,54 @@ impl<F> GoFn for F where
 {
 }
 
-type Go<'g> = Box<dyn GoFn + 'g>;
+/// A boxed [`GoFn`]: what a command's preparation hands its plan.
+pub type Go<'g> = Box<dyn GoFn + 'g>;
+
+/// A sending job prepared (`run::Job::prepare`, each command's
+/// `prepare`): its checked plan and what sends with it.
+pub struct Prepared<'a> {
+    pub plan: SendPlan<'a>,
+    pub go: Go<'a>,
+}
+
+impl Prepared<'_> {
+    /// The command line's run: [`SendPlan::run`].
+    pub fn run(self) -> Result<u8, Failure> {
+        self.plan.run(self.go)
+    }
+}
+
+/// A run that has ended, before it is reported: by the command line
+/// ([`Ran::conclude`]) or to a caller in this process ([`Ran::report`]).
+pub struct Ran {
+    progress: Progress,
+    summary_out: Option<Dest>,
+    result: Result<Summary, EngineError>,
+    rx: Option<RxDoc>,
+}
+
+impl Ran {
+    /// The typed report, printed nowhere (its `--stats-json` closed, a
+    /// `--summary-json` left as it was): a run that is one part of a
+    /// larger one (an RFC 2544 trial, `demo`).
+    pub fn report(self) -> Result<Report, Failure> {
+        let mut progress = self.progress;
+        progress.finish(matches!(&self.result, Ok(s) if !s.interrupted));
+        match self.result {
+            Ok(summary) => Ok(Report {
+                summary,
+                rx: self.rx,
+            }),
+            Err(e) => Err(engine_failure(e)),
+        }
+    }
+
+    /// The command line's ending: the summary on stderr, `--summary-json`
+    /// and the exit code.
+    pub fn conclude(self) -> Result<u8, Failure> {
+        conclude(self.progress, self.summary_out, self.result, self.rx)
+    }
+}
 
 /// A run's outcome before it is reported: the progress (with its log),
 /// `--summary-json`, the engine's result, what `--rx` counted.

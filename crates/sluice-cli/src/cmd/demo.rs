@@ -98,7 +98,8 @@ fn replay(
         Default::default(),
         RunOpts::new(to, Default::default()),
     );
-    Ok(crate::cmd::replay::run_in_process(args, stop)?.summary)
+    let ran = crate::run::run_job(crate::run::Job::Replay(args), stop)?;
+    Ok(ran.report()?.summary)
 }
 
 /// The frame layout of `bench/mktrace.py`: UDP/IPv4 to MAC

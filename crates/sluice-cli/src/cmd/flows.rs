@@ -13,12 +13,13 @@ use std::io::{BufReader, BufWriter, Read};
 
 pub fn run(a: FlowsArgs) -> Result<u8, Failure> {
     match a.command {
-        FlowsCommand::Run(r) => run_session(*r),
+        FlowsCommand::Run(mut r) => prepare(&mut r)?.run(),
         FlowsCommand::Import(i) => import(i),
     }
 }
 
-pub fn run_session(mut a: RunArgs) -> Result<u8, Failure> {
+/// The session's plan and sources (`run::Job::prepare`).
+pub fn prepare(a: &mut RunArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
     let planners = a.opts.planners;
     if planners > 1 && a.run.send.limit.is_some() {
@@ -28,6 +29,7 @@ pub fn run_session(mut a: RunArgs) -> Result<u8, Failure> {
     }
     // Each planner feeds TX threads of its own.
     a.run.send.threads = a.run.send.threads.max(planners as usize);
+    let a = &*a;
     let mut plan = SendPlan::new(&a.run, a.opts.topspeed)?.reads(&a.session);
     plan.engine.start_at = a.part.start_at;
     let session = Session::load(&a.session).map_err(bad_input)?;
@@ -51,7 +53,10 @@ pub fn run_session(mut a: RunArgs) -> Result<u8, Failure> {
             ))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    plan.run(|sinks, cfg, progress| run_sources(sources, sinks, cfg, progress))
+    Ok(crate::plan::Prepared {
+        plan,
+        go: Box::new(|sinks, cfg, progress| run_sources(sources, sinks, cfg, progress)),
+    })
 }
 
 /// Largest flow-record file `flows import` reads.

@@ -12,7 +12,9 @@ use sluice_live::inject::{InjectConfig, InjectSource, Listen, Listener, LoggedAc
 use sluice_sink::SinkSpec;
 use sluice_sys::packet_rx::PacketRx;
 
-pub fn run(a: InjectArgs) -> Result<u8, Failure> {
+/// The live source's plan (`run::Job::prepare`).
+pub fn prepare(a: &mut InjectArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
+    let a = &*a;
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
     if a.run.send.threads != 1 {
         return Err(bad_input(anyhow!(
@@ -104,7 +106,10 @@ pub fn run(a: InjectArgs) -> Result<u8, Failure> {
             a.run.to
         );
     }
-    plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
+    Ok(crate::plan::Prepared {
+        plan,
+        go: Box::new(|sinks, cfg, progress| run_source(source, sinks, cfg, progress)),
+    })
 }
 
 /// `--log-requested`: CSV, kept only once the run has ended (a failed

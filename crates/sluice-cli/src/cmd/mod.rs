@@ -13,7 +13,7 @@ mod finding;
 pub mod flows;
 pub mod inject;
 mod live_capture;
-mod onoff;
+pub mod onoff;
 pub mod pace;
 pub mod prep;
 pub mod profile;

@@ -9,7 +9,9 @@ use sluice_engine::run_source;
 use sluice_profile::{OnOffConfig, OnOffSource, PacketSpec};
 use sluice_sink::SinkSpec;
 
-pub fn run(a: OnOffArgs) -> Result<u8, Failure> {
+/// The ON/OFF flows' plan and source (`run::Job::prepare`).
+pub fn prepare(a: &mut OnOffArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
+    let a = &*a;
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
     let plan = SendPlan::new(&a.run, false)?;
     if matches!(a.run.to, SinkSpec::Pcap(_))
@@ -37,9 +39,9 @@ pub fn run(a: OnOffArgs) -> Result<u8, Failure> {
         )));
     }
     let source = OnOffSource::new(OnOffConfig {
-        on: a.opts.on.law,
-        off: a.opts.off.law,
-        gap: a.opts.gap.law,
+        on: a.opts.on.law.clone(),
+        off: a.opts.off.law.clone(),
+        gap: a.opts.gap.law.clone(),
         size: a.opts.size,
         packet,
         src_mac: a.opts.src_mac,
@@ -47,5 +49,8 @@ pub fn run(a: OnOffArgs) -> Result<u8, Failure> {
         seed: a.opts.seed,
     })
     .map_err(bad_input)?;
-    plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
+    Ok(crate::plan::Prepared {
+        plan,
+        go: Box::new(|sinks, cfg, progress| run_source(source, sinks, cfg, progress)),
+    })
 }

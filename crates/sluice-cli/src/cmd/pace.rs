@@ -51,7 +51,9 @@ fn law(a: &PaceArgs) -> Result<PaceLaw, Failure> {
     })
 }
 
-pub fn run(a: PaceArgs) -> Result<u8, Failure> {
+/// The live source's plan (`run::Job::prepare`).
+pub fn prepare(a: &mut PaceArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
+    let a = &*a;
     a.opts
         .check(a.ipd.is_some())
         .map_err(|e| bad_input(anyhow!(e)))?;
@@ -60,7 +62,7 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
             "pace runs one TX thread: the frames of a TAP leave in one order"
         )));
     }
-    let law = law(&a)?;
+    let law = law(a)?;
     let iface = a.run.to.iface().map(str::to_string);
     if a.opts.return_path && iface.is_none() {
         return Err(bad_input(anyhow!(
@@ -104,5 +106,8 @@ pub fn run(a: PaceArgs) -> Result<u8, Failure> {
             a.run.to
         );
     }
-    plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
+    Ok(crate::plan::Prepared {
+        plan,
+        go: Box::new(|sinks, cfg, progress| run_source(source, sinks, cfg, progress)),
+    })
 }

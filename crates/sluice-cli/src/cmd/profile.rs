@@ -26,9 +26,10 @@ pub fn run(a: ProfileArgs) -> Result<u8, Failure> {
     match a.command {
         ProfileCommand::Synth(s) => synth(s),
         ProfileCommand::Spectrum(s) => show_spectrum(s),
-        ProfileCommand::Run(r) => run_profile(*r),
+        ProfileCommand::Run(mut r) => prepare(&mut r)?.run(),
         ProfileCommand::Fit(f) => fit(f),
-        ProfileCommand::Onoff(o) => super::onoff::run(*o),
+        // `main` runs it as a job (`run::Job::OnOff`), the same way.
+        ProfileCommand::Onoff(mut o) => super::onoff::prepare(&mut o)?.run(),
     }
 }
 
@@ -105,7 +106,9 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
     plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
 }
 
-pub fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
+/// The profile's plan and source (`run::Job::prepare`).
+pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
+    let a = &*a;
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
     if a.confine_inputs {
         sluice_profile::confine_inputs();
@@ -141,8 +144,10 @@ pub fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
             let f = FourierPlan::new(profile, a.opts.select.sample.0, sel, a.opts.queues)
                 .map_err(|e| bad_input(anyhow!("{}: {e}", a.profile.display())))?;
             if sluice_profile::stop_asked() {
-                eoutln!("sluice: interrupted while planning the Fourier run; nothing sent");
-                return Ok(crate::exit::INTERRUPTED);
+                return Err(Failure {
+                    code: crate::exit::INTERRUPTED,
+                    error: anyhow!("interrupted while planning the Fourier run; nothing sent"),
+                });
             }
             let d = &f.decomposition;
             eoutln!(
@@ -186,7 +191,10 @@ pub fn run_profile(a: ProfileRunArgs) -> Result<u8, Failure> {
     for path in read_paths(&a.profile, &reads) {
         plan = plan.reads(path);
     }
-    plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
+    Ok(crate::plan::Prepared {
+        plan,
+        go: Box::new(|sinks, cfg, progress| run_source(source, sinks, cfg, progress)),
+    })
 }
 
 #[derive(Serialize)]

@@ -2,25 +2,21 @@
 //! then run and report.
 
 use crate::args::ReplayArgs;
-use crate::plan::{GoFn, Report, SendPlan};
+use crate::plan::Prepared;
+use crate::plan::{GoFn, SendPlan};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::run_source;
 use sluice_pace::TimingMode;
 use sluice_source::{ReplayConfig, ReplaySource};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
-pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
-    let (plan, source, timing) = prepare(&a)?;
-    plan.run(go(source, timing))
-}
-
-/// Runs the replay in this process as one part of a larger run (an RFC
-/// 2544 trial), stopped by `stop`; its typed report.
-pub fn run_in_process(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<Report, Failure> {
-    let (plan, source, timing) = prepare(&a)?;
-    plan.execute(stop, go(source, timing))
+/// The replay's plan and source ([`Job::prepare`]).
+pub fn prepare(a: &mut ReplayArgs) -> Result<Prepared<'_>, Failure> {
+    let (plan, source, timing) = plan_of(a)?;
+    Ok(Prepared {
+        plan,
+        go: Box::new(go(source, timing)),
+    })
 }
 
 /// Sends `source` with the sinks and settings of the plan.
@@ -34,7 +30,7 @@ fn go(source: ReplaySource, timing: TimingMode) -> impl GoFn {
 }
 
 /// Phase two: the checked plan, the opened trace and the timing.
-fn prepare(a: &ReplayArgs) -> Result<(SendPlan<'_>, ReplaySource, TimingMode), Failure> {
+fn plan_of(a: &ReplayArgs) -> Result<(SendPlan<'_>, ReplaySource, TimingMode), Failure> {
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
     let timing = timing_mode(a)?;
     let mut plan = SendPlan::new(&a.run, timing == TimingMode::TopSpeed)?;

@@ -293,7 +293,9 @@ impl Runner<'_> {
                 .iter()
                 .map(|leg| {
                     let (args, stop) = (job(leg), self.stop.clone());
-                    s.spawn(move || crate::cmd::replay::run_in_process(args, stop))
+                    s.spawn(move || {
+                        crate::run::run_job(crate::run::Job::Replay(args), stop)?.report()
+                    })
                 })
                 .collect();
             legs.into_iter()

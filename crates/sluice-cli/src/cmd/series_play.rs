@@ -17,7 +17,13 @@ use std::path::Path;
 /// Largest IO buffer (two per worker); larger ones only cost memory.
 const MAX_BUFFER: usize = 1 << 30;
 
-pub fn run(a: PlayArgs) -> Result<u8, Failure> {
+pub fn run(mut a: PlayArgs) -> Result<u8, Failure> {
+    prepare(&mut a)?.run()
+}
+
+/// The play's plan and source (`run::Job::prepare`).
+pub fn prepare(a: &mut PlayArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
+    let a = &*a;
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
     let timing = match (a.opts.tight_loop, a.opts.fast_forward) {
         (Some(iv), _) => SeriesTiming::TightLoop(iv),
@@ -108,11 +114,14 @@ pub fn run(a: PlayArgs) -> Result<u8, Failure> {
         share: a.part.share,
         ..SeriesConfig::new(a.archive.clone(), flows)
     };
-    plan.run(|sinks, ecfg, progress| {
-        run_series(cfg, sinks, ecfg, progress).map(|mut s| {
-            s.timing = Some(timing.into());
-            s
-        })
+    Ok(crate::plan::Prepared {
+        plan,
+        go: Box::new(move |sinks, ecfg, progress| {
+            run_series(cfg, sinks, ecfg, progress).map(|mut s| {
+                s.timing = Some(timing.into());
+                s
+            })
+        }),
     })
 }
 
