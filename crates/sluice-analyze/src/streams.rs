@@ -213,7 +213,7 @@ impl Stream {
 }
 
 /// What one stream did, as reported.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct StreamReport {
     pub stream: u32,
     pub received: u64,

@@ -380,17 +380,32 @@ fn an_rfc2544_report_marks_the_senders_shortfall_and_only_what_ran() {
 
 /// An rx line (`sluice.rx/1`) of one stream: `frames` received so far.
 fn rx_line(t: f64, frames: u64, last: bool) -> String {
+    let dist = |count: u64| {
+        serde_json::json!({
+            "count": count, "min_ns": 1000, "mean_ns": 4500.0, "stddev_ns": 900.0,
+            "percentiles": {"p50_ns": 4000, "p90_ns": 6000, "p99_ns": 9000, "p999_ns": 15000,
+                            "max_ns": 20000},
+            "exact": false,
+        })
+    };
     let v = serde_json::json!({
-        "schema": "sluice.rx/1", "iface": "veth1", "t": t, "final": last,
+        "schema": "sluice.rx/1",
+        "run": {
+            "started": "2026-11-28T00:00:00.000000000Z", "started_ns": 0,
+            "version": "0", "commit": "x", "command": ["rx"], "inputs": [],
+        },
+        "iface": "veth1", "t": t, "final": last,
         "stamps": "kernel", "frames": frames, "unstamped": 0, "other_streams": 0,
         "kernel_drops": 0, "clock_step_ns": 0,
         "streams": [{
             "stream": 0, "received": frames, "lost": 2, "duplicates": 0, "reordered": 0,
-            "latency": {"count": frames, "percentiles": {"p50_ns": 4000, "p99_ns": 9000, "max_ns": 20000}},
-            "interval_latency": {"count": 500, "percentiles": {"p50_ns": 4000, "p99_ns": 9000, "max_ns": 20000}},
-            "jitter_ns": 1000.0,
+            "first_seq": 0, "last_seq": frames + 1,
+            "latency": dist(frames), "interval_latency": dist(500), "early": 0,
+            "jitter_ns": 1000.0, "clock_correction_ns": 0,
+            "first_rx_ns": 1_000_000_000, "last_rx_ns": 2_000_000_000,
         }],
     });
+    assert_eq!(sluice_testkit::schema_errors(&v), Vec::<String>::new());
     v.to_string()
 }
 

@@ -66,7 +66,7 @@ pub type StatsSink = Box<dyn FnMut(&str, u32, &Value) + Send>;
 pub type ClockSink = Box<dyn FnMut(&str, u32, &ClockCheck) + Send>;
 
 /// A worker's clock offset measured again while its job runs.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClockCheck {
     /// Seconds since t_tos.
     pub t: f64,

@@ -37,7 +37,7 @@ pub enum ReceiveError {
 
 /// One `sluice.rx/1` document: a `--stats-json` line, or the summary
 /// (and a sending command's `rx` section).
-#[derive(Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct RxDoc {
     pub iface: String,
     /// Seconds since the receiver started.
@@ -46,7 +46,7 @@ pub struct RxDoc {
     #[serde(rename = "final")]
     pub last: bool,
     /// Where receive times come from: `kernel` or `hardware`.
-    pub stamps: &'static str,
+    pub stamps: String,
     /// Stamped frames received (duplicates included).
     pub frames: u64,
     /// Frames without a stamp (other traffic).
@@ -143,7 +143,7 @@ impl Receiver {
             iface: self.iface.clone(),
             t: self.started.elapsed().as_secs_f64(),
             last,
-            stamps: self.stamps(),
+            stamps: self.stamps().to_string(),
             frames: self.counter.frames(),
             unstamped: self.counter.unstamped,
             other_streams: self.counter.other_streams,

@@ -3,19 +3,25 @@
 //! receiver's count beside it) and `control run`'s
 //! (`sluice_control::control::ControlSummary`).
 
-use super::{esc, rx_report, table};
+use super::lines::rx_report;
+use super::{esc, table};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sluice_control::control::ControlSummary;
 use sluice_engine::Summary;
+use sluice_receive::RxDoc;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// `doc` (at key `at` of the file) read as a `T`, or bad input naming
-/// `path` and the key.
-fn typed<T: DeserializeOwned>(path: &Path, at: &str, doc: &Value) -> Result<T, Failure> {
+/// `doc` (at key `at` of `whence`: a file, or a line of one) read as a
+/// `T`, or bad input naming `whence` and the key.
+pub(super) fn typed<T: DeserializeOwned>(
+    whence: &str,
+    at: &str,
+    doc: &Value,
+) -> Result<T, Failure> {
     serde_path_to_error::deserialize(doc).map_err(|e| {
         let key = e.path().to_string();
         let key = match (at, key.as_str()) {
@@ -23,7 +29,7 @@ fn typed<T: DeserializeOwned>(path: &Path, at: &str, doc: &Value) -> Result<T, F
             (a, ".") => a.to_string(),
             (a, k) => format!("{a}.{k}"),
         };
-        bad_input(anyhow!("{}: {key}: {}", path.display(), e.inner()))
+        bad_input(anyhow!("{whence}: {key}: {}", e.inner()))
     })
 }
 
@@ -35,7 +41,7 @@ fn whole(v: Option<f64>) -> String {
 /// A sending command's `--summary-json`: its figures, and what its
 /// receiver (`--rx`) counted.
 pub(super) fn report(path: &Path, doc: &Value) -> Result<String, Failure> {
-    let s: Summary = typed(path, "", doc)?;
+    let s: Summary = typed(&path.display().to_string(), "", doc)?;
     let mut out = String::from("<h2>Run</h2>\n");
     out += &table(
         &["figure", "value"],
@@ -64,7 +70,8 @@ pub(super) fn report(path: &Path, doc: &Value) -> Result<String, Failure> {
         out += "</ul>\n";
     }
     if doc["rx"].is_object() {
-        out += &rx_report(std::slice::from_ref(&doc["rx"]), "")?;
+        let rx: RxDoc = typed(&path.display().to_string(), "rx", &doc["rx"])?;
+        out += &rx_report(std::slice::from_ref(&rx), "")?;
     }
     Ok(out)
 }
@@ -73,7 +80,7 @@ pub(super) fn report(path: &Path, doc: &Value) -> Result<String, Failure> {
 /// sent (a lost worker's last report as a lower bound), the totals, and
 /// what receiving workers counted.
 pub(super) fn control(path: &Path, doc: &Value) -> Result<String, Failure> {
-    let c: ControlSummary = typed(path, "", doc)?;
+    let c: ControlSummary = typed(&path.display().to_string(), "", doc)?;
     // Each finished worker's own summary, read as the type it is.
     let summaries: Vec<Option<Summary>> = c
         .workers
@@ -82,7 +89,13 @@ pub(super) fn control(path: &Path, doc: &Value) -> Result<String, Failure> {
         .map(|(i, w)| {
             w.summary
                 .as_ref()
-                .map(|s| typed(path, &format!("workers[{i}].summary"), s))
+                .map(|s| {
+                    typed(
+                        &path.display().to_string(),
+                        &format!("workers[{i}].summary"),
+                        s,
+                    )
+                })
                 .transpose()
         })
         .collect::<Result<_, _>>()?;
@@ -152,15 +165,16 @@ pub(super) fn control(path: &Path, doc: &Value) -> Result<String, Failure> {
         out += "<p><strong>Lower bounds</strong>: a worker did not finish, and only what it last \
                 reported is counted.</p>\n";
     }
-    for w in &c.workers {
-        if let Some(rx) = w
-            .summary
-            .as_ref()
-            .map(|s| &s["rx"])
-            .filter(|r| r.is_object())
-        {
+    for (i, w) in c.workers.iter().enumerate() {
+        let rx = w.summary.as_ref().map(|s| &s["rx"]);
+        if let Some(rx) = rx.filter(|r| r.is_object()) {
+            let rx: RxDoc = typed(
+                &path.display().to_string(),
+                &format!("workers[{i}].summary.rx"),
+                rx,
+            )?;
             let who = format!("{} (port {})", w.name, w.port);
-            out += &rx_report(std::slice::from_ref(rx), &who)?;
+            out += &rx_report(std::slice::from_ref(&rx), &who)?;
         }
     }
     if let Some(a) = &c.aborted {
