@@ -346,15 +346,7 @@ impl rfc::Trials for Runner<'_> {
             },
             None,
         )?;
-        let judge = |r: &Report| {
-            Trial::timed(
-                r.summary.packets,
-                r.summary.pps,
-                streams(r),
-                pps,
-                self.a.opts.loss,
-            )
-        };
+        let judge = |r: &Report| Trial::timed(sent(r), pps, self.a.opts.loss);
         let t = rfc::both_ways(judge(&s), back.as_ref().map(judge));
         eoutln!("{}", rfc::trial_line(&t));
         Ok(t)
@@ -369,17 +361,20 @@ impl rfc::Trials for Runner<'_> {
             },
             Some(frames),
         )?;
-        let judge =
-            |r: &Report| Trial::of_burst(r.summary.packets, r.summary.pps, streams(r), frames);
+        let judge = |r: &Report| Trial::of_burst(sent(r), frames);
         let t = rfc::both_ways(judge(&s), back.as_ref().map(judge));
         eoutln!("{}", rfc::burst_line(&t));
         Ok(t)
     }
 }
 
-/// What the receiver counted beside a replay.
-fn streams(r: &Report) -> &[sluice_analyze::streams::StreamReport] {
-    r.rx.as_ref().map_or(&[][..], |x| &x.streams[..])
+/// What a replay sent, and what its receiver counted.
+fn sent(r: &Report) -> rfc::Sent<'_> {
+    rfc::Sent {
+        frames: r.summary.packets,
+        pps: r.summary.pps,
+        streams: r.rx.as_ref().map_or(&[][..], |x| &x.streams[..]),
+    }
 }
 
 #[cfg(test)]

@@ -179,46 +179,42 @@ pub struct Search {
     pub b2b_repeats: u32,
 }
 
+/// What one direction of a trial sent, and what its receiver counted.
+#[derive(Clone, Copy, Debug)]
+pub struct Sent<'a> {
+    pub frames: u64,
+    /// The rate the sender reached.
+    pub pps: Option<f64>,
+    pub streams: &'a [StreamReport],
+}
+
 impl Trial {
-    /// A trial that sent `sent` frames at `sent_pps`, the receiver counting
-    /// `streams`, at `pps` asked: it passes with no more than `tolerance`
+    /// A trial at `pps` asked: it passes with no more than `tolerance`
     /// percent lost and its sender within 1 % of the rate.
-    pub fn timed(
-        sent: u64,
-        sent_pps: Option<f64>,
-        streams: &[StreamReport],
-        pps: f64,
-        tolerance: f64,
-    ) -> Trial {
-        let mut t = Trial::counted(sent, sent_pps, streams, pps, tolerance);
-        t.sender_short = sent_pps.is_some_and(|p| p < 0.99 * pps) || sent == 0;
+    pub fn timed(sent: Sent<'_>, pps: f64, tolerance: f64) -> Trial {
+        let mut t = Trial::counted(sent, pps, tolerance);
+        t.sender_short = sent.pps.is_some_and(|p| p < 0.99 * pps) || sent.frames == 0;
         t.pass &= !t.sender_short;
         t
     }
 
     /// A burst of `frames` asked: it passes when all were sent and none
     /// was lost.
-    pub fn of_burst(
-        sent: u64,
-        sent_pps: Option<f64>,
-        streams: &[StreamReport],
-        frames: u64,
-    ) -> Trial {
-        let mut t = Trial::counted(sent, sent_pps, streams, sent_pps.unwrap_or(0.0), 0.0);
-        t.sender_short = sent < frames;
+    pub fn of_burst(sent: Sent<'_>, frames: u64) -> Trial {
+        let mut t = Trial::counted(sent, sent.pps.unwrap_or(0.0), 0.0);
+        t.sender_short = sent.frames < frames;
         t.burst = Some(frames);
-        t.pass = sent == frames && t.lost == 0;
+        t.pass = sent.frames == frames && t.lost == 0;
         t
     }
 
-    /// What was sent and received, passing on loss alone.
-    pub fn counted(
-        sent: u64,
-        sent_pps: Option<f64>,
-        streams: &[StreamReport],
-        pps: f64,
-        tolerance: f64,
-    ) -> Trial {
+    /// What was sent and received, at `pps` asked, passing on loss alone.
+    pub fn counted(sent: Sent<'_>, pps: f64, tolerance: f64) -> Trial {
+        let Sent {
+            frames: sent,
+            pps: sent_pps,
+            streams,
+        } = sent;
         let sum = |k: fn(&StreamReport) -> u64| streams.iter().map(k).sum::<u64>();
         let received = sum(|x| x.received);
         let lost = sent.saturating_sub(received);

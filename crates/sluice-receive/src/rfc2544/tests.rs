@@ -13,7 +13,15 @@ fn trial(pps: f64, sent_pps: f64, lost: u64, tolerance: f64) -> Trial {
         lost,
         ..StreamReport::default()
     };
-    Trial::timed(1000, Some(sent_pps), &[stream], pps, tolerance)
+    Trial::timed(
+        Sent {
+            frames: 1000,
+            pps: Some(sent_pps),
+            streams: &[stream],
+        },
+        pps,
+        tolerance,
+    )
 }
 
 fn size(max: f64, max_from: MaxFrom, throughput: Option<Throughput>) -> SizeResult {
@@ -221,7 +229,15 @@ impl Trials for Device {
             received: 1000 - lost,
             ..StreamReport::default()
         };
-        Ok(Trial::timed(1000, Some(reached), &[stream], pps, 0.0))
+        Ok(Trial::timed(
+            Sent {
+                frames: 1000,
+                pps: Some(reached),
+                streams: &[stream],
+            },
+            pps,
+            0.0,
+        ))
     }
 
     fn burst(&self, frames: u64) -> Result<Trial, String> {
@@ -230,7 +246,14 @@ impl Trials for Device {
             received: frames - lost,
             ..StreamReport::default()
         };
-        Ok(Trial::of_burst(frames, Some(1e6), &[stream], frames))
+        Ok(Trial::of_burst(
+            Sent {
+                frames,
+                pps: Some(1e6),
+                streams: &[stream],
+            },
+            frames,
+        ))
     }
 }
 
