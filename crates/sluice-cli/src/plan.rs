@@ -191,7 +191,7 @@ impl<F> GoFn for F where
 /// A boxed [`GoFn`]: what a command's preparation hands its plan.
 pub type Go<'g> = Box<dyn GoFn + 'g>;
 
-/// A sending job prepared (`run::Job::prepare`, each command's
+/// A sending job prepared (`run::prepare`, each command's
 /// `prepare`): its checked plan and what sends with it.
 pub struct Prepared<'a> {
     pub plan: SendPlan<'a>,

@@ -1,6 +1,7 @@
-//! Every sending run, one way: a typed [`Job`] (a sending command's
-//! arguments, as its command line or a worker's job file built them) is
-//! prepared once into its checked plan and its source ([`Job::prepare`]),
+//! Every sending run, one way: a typed [`Job`] (`sluice_job::command`: a
+//! sending command's arguments, as its command line or a worker's job
+//! file built them) is prepared once into its checked plan and its source
+//! ([`prepare`]),
 //! then [`run_job`] runs it in this process (`SendPlan::start`). A
 //! command concludes it ([`Ran::conclude`]: summary, `--summary-json`,
 //! exit code; each command's `run` is its `prepare` and
@@ -9,53 +10,38 @@
 //! runs its task's job in a child `sluice job FILE`, which ends here
 //! too. Only this file names the commands: they do not name it.
 
-use crate::args::{InjectArgs, OnOffArgs, PaceArgs, PlayArgs, ProfileRunArgs, ReplayArgs, RunArgs};
 use crate::cmd;
 use crate::plan::{Prepared, Ran};
 use crate::Failure;
+pub use sluice_job::Job;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-/// A sending command's job.
-// One per run, moved once: boxing the arguments would buy nothing.
-#[allow(clippy::large_enum_variant)]
-pub enum Job {
-    Replay(ReplayArgs),
-    Flows(RunArgs),
-    Series(PlayArgs),
-    Profile(ProfileRunArgs),
-    OnOff(OnOffArgs),
-    Pace(PaceArgs),
-    Inject(InjectArgs),
-}
-
-impl Job {
-    /// Checks the job, opens its inputs and builds its source: nothing is
-    /// sent yet, and no output is touched.
-    pub fn prepare(&mut self) -> Result<Prepared<'_>, Failure> {
-        match self {
-            Job::Replay(a) => cmd::replay::prepare(a),
-            Job::Flows(a) => cmd::flows::prepare(a),
-            Job::Series(a) => cmd::series_play::prepare(a),
-            Job::Profile(a) => cmd::profile::prepare(a),
-            Job::OnOff(a) => cmd::onoff::prepare(a),
-            Job::Pace(a) => cmd::pace::prepare(a),
-            Job::Inject(a) => cmd::inject::prepare(a),
-        }
+/// Checks `job`, opens its inputs and builds its source: nothing is
+/// sent yet, and no output is touched.
+pub fn prepare(job: &mut Job) -> Result<Prepared<'_>, Failure> {
+    match job {
+        Job::Replay(a) => cmd::replay::prepare(a),
+        Job::Flows(a) => cmd::flows::prepare(a),
+        Job::Series(a) => cmd::series_play::prepare(a),
+        Job::Profile(a) => cmd::profile::prepare(a),
+        Job::OnOff(a) => cmd::onoff::prepare(a),
+        Job::Pace(a) => cmd::pace::prepare(a),
+        Job::Inject(a) => cmd::inject::prepare(a),
     }
 }
 
 /// Runs `job` in this process, stopped when `stop` is set: the run,
 /// ended, for its caller to conclude or report.
 pub fn run_job(mut job: Job, stop: Arc<AtomicBool>) -> Result<Ran, Failure> {
-    let p = job.prepare()?;
+    let p = prepare(&mut job)?;
     p.plan.start(stop, p.go)
 }
 
 /// `job` as its command line runs it: stopped by SIGINT/SIGTERM, then
 /// concluded (summary, `--summary-json`, exit code).
 pub fn command(mut job: Job) -> Result<u8, Failure> {
-    job.prepare()?.run()
+    prepare(&mut job)?.run()
 }
 
 #[cfg(test)]

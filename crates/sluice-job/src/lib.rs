@@ -9,6 +9,7 @@
 //! command line is; `check` adds what the command line's argument
 //! relations refuse.
 
+pub mod command;
 pub mod fields;
 pub mod flows;
 pub mod live;
@@ -22,6 +23,7 @@ pub mod series;
 pub mod text;
 pub mod values;
 
+pub use command::Job;
 pub use remote::{RemoteJob, Upload, Work, WorkerJob};
 pub use send::SendOpts;
 // The types a job's fields hold that its users name too.

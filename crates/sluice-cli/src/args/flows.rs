@@ -1,8 +1,7 @@
 //! `sluice flows` arguments: run, import.
 
-use super::common::{RunOpts, ShareOpts};
 use clap::{Args, Subcommand};
-use sluice_job::flows::FlowsOpts;
+use sluice_job::command::RunArgs;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -20,18 +19,6 @@ pub enum FlowsCommand {
     Run(Box<RunArgs>),
     /// Turn nfdump-style flow records (CSV) into a session that regenerates them.
     Import(ImportArgs),
-}
-
-#[derive(Args, Debug)]
-pub struct RunArgs {
-    /// Session file (.yaml/.yml or .json).
-    pub session: PathBuf,
-    #[command(flatten)]
-    pub opts: FlowsOpts,
-    #[command(flatten)]
-    pub run: RunOpts,
-    #[command(flatten)]
-    pub part: ShareOpts,
 }
 
 #[derive(Args, Debug)]

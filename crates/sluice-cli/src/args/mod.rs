@@ -10,39 +10,32 @@ pub mod distributed;
 pub mod docs;
 mod doctor;
 mod flows;
-mod inject;
-mod onoff;
-mod pace;
 mod prep;
 mod profile;
-mod replay;
 mod report;
 mod rfc2544;
 mod rx;
-mod select;
 mod series;
-mod split;
 pub mod values;
 
 pub use analyze::AnalyzeArgs;
-pub use common::{RunOpts, ShareOpts};
+// A sending command's job: its arguments are `sluice_job::command`'s.
 pub use demo::DemoArgs;
 pub use distributed::{ControlArgs, ControlCommand, ControlRunArgs, KeygenArgs, WorkerArgs};
 pub use doctor::DoctorArgs;
-pub use flows::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
-pub use inject::InjectArgs;
-pub use onoff::OnOffArgs;
-pub use pace::PaceArgs;
+pub use flows::{FlowsArgs, FlowsCommand, ImportArgs};
 pub use prep::{PrepArgs, PrepFormat};
 pub use profile::{
-    FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, SelectOpts, ShareBy, SpectrumArgs,
-    SynthArgs,
+    FitArgs, Mode, ProfileArgs, ProfileCommand, SelectOpts, ShareBy, SpectrumArgs, SynthArgs,
 };
-pub use replay::ReplayArgs;
 pub use report::ReportArgs;
 pub use rfc2544::Rfc2544Args;
 pub use rx::RxArgs;
-pub use series::{ConvertArgs, DumpArgs, PlayArgs, SeriesArgs, SeriesCommand};
+pub use series::{ConvertArgs, DumpArgs, SeriesArgs, SeriesCommand};
+pub use sluice_job::command::{
+    InjectArgs, OnOffArgs, PaceArgs, PlayArgs, ProfileRunArgs, ReplayArgs, RunArgs, RunOpts,
+    ShareOpts,
+};
 
 use clap::{Parser, Subcommand};
 

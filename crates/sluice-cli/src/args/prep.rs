@@ -12,9 +12,9 @@ pub struct PrepArgs {
     #[arg(long, value_name = "MODE")]
     pub split: SplitMode,
     #[command(flatten)]
-    pub split_opts: super::split::SplitOpts,
+    pub split_opts: sluice_job::command::SplitOpts,
     #[command(flatten)]
-    pub select: super::select::SelectOpts,
+    pub select: sluice_job::command::PacketSelect,
     /// The cache to write (replay --split cache:FILE, or tcpprep:FILE with --format tcpprep).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: PathBuf,

@@ -1,9 +1,9 @@
 //! `sluice profile` arguments: synth, spectrum, run.
 
-use super::common::{RunOpts, ShareOpts};
-use super::values::{named, positive_count};
+use super::values::positive_count;
 use clap::{Args, Subcommand};
-pub use sluice_job::profile::{FrameOpts, Mode, ProfileOpts, SelectOpts, ShareBy};
+use sluice_job::command::{OnOffArgs, ProfileRunArgs};
+pub use sluice_job::profile::{FrameOpts, Mode, SelectOpts, ShareBy};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -23,7 +23,7 @@ pub enum ProfileCommand {
     /// Fit every gap and size family to a capture (maximum likelihood), rank them by KS distance, write the best as a profile.
     Fit(FitArgs),
     /// Superposed ON/OFF flows: ON and OFF periods and the gaps inside ON drawn from any law (FLOR App. C; heavy-tailed periods make self-similar traffic).
-    Onoff(Box<super::OnOffArgs>),
+    Onoff(Box<OnOffArgs>),
 }
 
 #[derive(Args, Debug)]
@@ -64,22 +64,4 @@ pub struct SpectrumArgs {
     /// Multiply a profile's rate by R.
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
-}
-
-#[derive(Args, Debug)]
-pub struct ProfileRunArgs {
-    /// Profile (.yaml/.yml or .json).
-    pub profile: PathBuf,
-    #[command(flatten)]
-    pub opts: ProfileOpts,
-    #[command(flatten)]
-    pub run: RunOpts,
-    #[command(flatten)]
-    pub part: ShareOpts,
-    /// What --share deals out: packets (every Nth of the global schedule) or components (Fourier queues, with --mode fourier).
-    #[arg(long, value_parser = named::<ShareBy>(ShareBy::NAMES), default_value_t = ShareBy::default(), requires = "share")]
-    pub share_by: ShareBy,
-    /// What a worker adds: the profile's from: captures are plain names of files beside it (uploads), never paths.
-    #[arg(long, hide = true)]
-    pub confine_inputs: bool,
 }

@@ -1,9 +1,8 @@
 //! `sluice series` arguments: convert, dump, play.
 
-use super::common::{RunOpts, ShareOpts};
 use clap::{Args, Subcommand};
 use sluice_archive::DataEncoding;
-use sluice_job::series::SeriesOpts;
+use sluice_job::command::PlayArgs;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -47,20 +46,4 @@ pub struct DumpArgs {
     /// Write the CSV here instead of to stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-pub struct PlayArgs {
-    /// Archive to play (see `series convert`).
-    pub archive: PathBuf,
-
-    /// Device → flow mapping (YAML or CSV; see docs/FORMATS.md).
-    #[arg(long)]
-    pub map: Option<PathBuf>,
-    #[command(flatten)]
-    pub opts: SeriesOpts,
-    #[command(flatten)]
-    pub run: RunOpts,
-    #[command(flatten)]
-    pub part: ShareOpts,
 }

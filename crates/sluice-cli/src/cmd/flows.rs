@@ -18,7 +18,7 @@ pub fn run(a: FlowsArgs) -> Result<u8, Failure> {
     }
 }
 
-/// The session's plan and sources (`run::Job::prepare`).
+/// The session's plan and sources (`run::prepare`).
 pub fn prepare(a: &mut RunArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
     let planners = a.opts.planners;

@@ -12,7 +12,7 @@ use sluice_live::inject::{InjectConfig, InjectSource, Listen, Listener, LoggedAc
 use sluice_sink::SinkSpec;
 use sluice_sys::packet_rx::PacketRx;
 
-/// The live source's plan (`run::Job::prepare`).
+/// The live source's plan (`run::prepare`).
 pub fn prepare(a: &mut InjectArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
     let a = &*a;
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;

@@ -9,7 +9,7 @@ use sluice_engine::run_source;
 use sluice_profile::{OnOffConfig, OnOffSource, PacketSpec};
 use sluice_sink::SinkSpec;
 
-/// The ON/OFF flows' plan and source (`run::Job::prepare`).
+/// The ON/OFF flows' plan and source (`run::prepare`).
 pub fn prepare(a: &mut OnOffArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
     let a = &*a;
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;

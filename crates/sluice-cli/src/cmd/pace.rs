@@ -51,7 +51,7 @@ fn law(a: &PaceArgs) -> Result<PaceLaw, Failure> {
     })
 }
 
-/// The live source's plan (`run::Job::prepare`).
+/// The live source's plan (`run::prepare`).
 pub fn prepare(a: &mut PaceArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
     let a = &*a;
     a.opts

@@ -106,7 +106,7 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
     plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
 }
 
-/// The profile's plan and source (`run::Job::prepare`).
+/// The profile's plan and source (`run::prepare`).
 pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
     let a = &*a;
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;

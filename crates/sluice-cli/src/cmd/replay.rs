@@ -10,7 +10,7 @@ use sluice_engine::run_source;
 use sluice_pace::TimingMode;
 use sluice_source::{ReplayConfig, ReplaySource};
 
-/// The replay's plan and source ([`Job::prepare`]).
+/// The replay's plan and source (`run::prepare`).
 pub fn prepare(a: &mut ReplayArgs) -> Result<Prepared<'_>, Failure> {
     let (plan, source, timing) = plan_of(a)?;
     Ok(Prepared {

@@ -21,7 +21,7 @@ pub fn run(mut a: PlayArgs) -> Result<u8, Failure> {
     prepare(&mut a)?.run()
 }
 
-/// The play's plan and source (`run::Job::prepare`).
+/// The play's plan and source (`run::prepare`).
 pub fn prepare(a: &mut PlayArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
     let a = &*a;
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;

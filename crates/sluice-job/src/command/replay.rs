@@ -1,8 +1,8 @@
 //! `sluice replay` arguments.
 
 use super::common::{RunOpts, ShareOpts};
+use crate::replay::ReplayOpts;
 use clap::Args;
-use sluice_job::replay::ReplayOpts;
 use sluice_sink::SinkSpec;
 use sluice_source::SplitMode;
 use sluice_wire::HeaderRewrite;

@@ -1,9 +1,38 @@
-//! `sluice inject` arguments.
+//! The jobs of the sending commands whose packets are drawn or arrive as
+//! they run: `sluice profile onoff`, `sluice pace`, `sluice inject`.
 
 use super::common::RunOpts;
-use clap::Args;
-use sluice_job::live::InjectOpts;
+use crate::live::{InjectOpts, PaceOpts};
+use crate::onoff::OnOffOpts;
+use clap::{ArgGroup, Args};
 use sluice_live::inject::Listen;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct OnOffArgs {
+    #[command(flatten)]
+    pub opts: OnOffOpts,
+    #[command(flatten)]
+    pub run: RunOpts,
+}
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("law").required(true).args(["gap", "pps", "mbps", "ipd"])))]
+pub struct PaceArgs {
+    /// TAP device to read from: created, or attached to when it exists (`ip tuntap add dev NAME mode tap`); brought up.
+    #[arg(long)]
+    pub tap: String,
+    #[command(flatten)]
+    pub opts: PaceOpts,
+    /// Gaps drawn from a profile's `ipd` law and mean (its packet and size parts are ignored).
+    #[arg(long)]
+    pub ipd: Option<PathBuf>,
+    /// Write each departure's requested gap (ns, one per line) to PATH, for `analyze --gaps`.
+    #[arg(long)]
+    pub log_requested: Option<String>,
+    #[command(flatten)]
+    pub run: RunOpts,
+}
 
 #[derive(Args, Debug)]
 pub struct InjectArgs {
@@ -12,7 +41,7 @@ pub struct InjectArgs {
     pub listen: Listen,
     /// With tcp: the secret clients send after HELLO's body: 64 hex digits in a file only its owner may read; made (mode 0600) when it does not exist.
     #[arg(long)]
-    pub token_file: Option<std::path::PathBuf>,
+    pub token_file: Option<PathBuf>,
     /// With tcp: serve without a secret, to every local user (they may send frames on --to and read what arrives on --return).
     #[arg(long, conflicts_with = "token_file")]
     pub insecure_tcp: bool,
