@@ -88,7 +88,7 @@ def run(sluice, seconds, seed, work):
     inject = subprocess.Popen([sluice, "inject", "--listen", f"unix:{isock}", "--to", "null",
                                "-q", "--queue-bytes", "64M"], stderr=ilog)
     worker = subprocess.Popen([sluice, "worker", "--listen", f"unix:{wsock}",
-                               "--clock-service", "none"], stderr=wlog)
+                               "--clock-service", "none", "--work-dir", work], stderr=wlog)
     for p in (isock, wsock):
         t0 = time.time()
         while not os.path.exists(p):

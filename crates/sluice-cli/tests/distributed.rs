@@ -48,6 +48,8 @@ fn loopback_worker(port: u16, keys: &Path, log: &Path) -> Reaped {
         sluice()
             .args(["worker", "--listen", &format!("127.0.0.1:{port}"), "--tls"])
             .arg(keys)
+            .arg("--work-dir")
+            .arg(log.parent().unwrap())
             .stderr(std::fs::File::create(log).unwrap())
             .spawn()
             .unwrap(),
@@ -174,6 +176,8 @@ impl Lab {
             .args(["netns", "exec", &self.wns(i)])
             .arg(env!("CARGO_BIN_EXE_sluice"))
             .args(["worker", "--listen", &self.addr(i)])
+            .arg("--work-dir")
+            .arg(dir)
             .args(extra)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -1130,6 +1134,8 @@ fn the_python_client_drives_workers_over_mutual_tls() {
         workers.push(Reaped(
             sluice()
                 .args(["worker", "--listen", &addr, "--tls", keys.to_str().unwrap()])
+                .arg("--work-dir")
+                .arg(&*d)
                 .stderr(std::fs::File::create(&log).unwrap())
                 .spawn()
                 .unwrap(),
@@ -1784,6 +1790,8 @@ fn a_keyless_worker_serves_its_owner_on_a_unix_socket_and_reads_only_uploads() {
     let worker = Reaped(
         sluice()
             .args(["worker", "--listen", &format!("unix:{}", sock.display())])
+            .arg("--work-dir")
+            .arg(&*d)
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap(),
