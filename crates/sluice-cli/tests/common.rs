@@ -69,8 +69,16 @@ pub struct Scratch(PathBuf);
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        if std::env::var_os("SLUICE_KEEP_TMP").is_none() {
-            let _ = std::fs::remove_dir_all(&self.0);
+        if std::env::var_os("SLUICE_KEEP_TMP").is_some() {
+            return;
+        }
+        // A process the test killed may still be finishing a file here
+        // (a worker's job ends a moment after its worker): try again.
+        for _ in 0..20 {
+            if std::fs::remove_dir_all(&self.0).is_ok() || !self.0.exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
         }
     }
 }
