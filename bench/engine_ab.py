@@ -5,8 +5,11 @@
 
 Every round runs each binary once on each workload, in turn (this VM
 swings between a fast and a slow phase for minutes at a time: only
-alternated runs compare), then prints per workload and binary every
-value, sorted, and the median:
+alternated runs compare; the order turns every other round), then prints
+per workload and binary every value, sorted, and the median; against the
+last binary given, the ratio of the medians and the median of the
+rounds' own ratios (each round's runs are back to back: the one ratio
+this VM's phases leave alone):
 
   replay_null         replay of 1M 64-byte frames x 10 passes, --to null --topspeed (pps)
   replay_null_preload the same with --preload (pps)
@@ -155,9 +158,11 @@ def main():
     # Asked once: which binary has which workload's command.
     runs_it = {(w, b): has(b, c) for w, (c, _) in work_loads.items() for b in bins}
     try:
-        for _ in range(runs):
+        for r in range(runs):
             for w, (_, measure) in work_loads.items():
-                for b in bins:
+                # ABBA: the binaries' order turns every round, so a drift
+                # of the machine within a round favours neither.
+                for b in bins if r % 2 == 0 else bins[::-1]:
                     if runs_it[(w, b)]:
                         got[(w, b)].append(round(measure(b)))
     finally:
@@ -173,10 +178,16 @@ def main():
                 continue
             meds.append(statistics.median(v))
             print(f"{w:20} {b}: {' '.join(map(str, v))} median {statistics.median(v):.0f}")
-        # Each binary against the last one given (the newest).
+        # Each binary against the last one given (the newest): the ratio
+        # of the medians, and the median of each round's ratio (the two
+        # measured back to back, so the machine's slow and fast phases
+        # cancel in it).
+        new = got[(w, bins[-1])]
         for b, m in zip(bins[:-1], meds[:-1]):
             if m and meds[-1] is not None:
-                print(f"{w:20} ratio {bins[-1]} / {b}: {meds[-1] / m:.3f}")
+                paired = [n / o for n, o in zip(new, got[(w, b)]) if o]
+                print(f"{w:20} ratio {bins[-1]} / {b}: {meds[-1] / m:.3f}"
+                      f" (per round: median {statistics.median(paired):.3f})")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 
 use crate::args::RunOpts;
 use crate::dest::{self, Dest};
-use crate::progress::Progress;
+use crate::progress::{Progress, Watch};
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
 use sluice_engine::{EngineConfig, EngineError, RxStampMode, Summary};
@@ -98,15 +98,21 @@ impl<'a> SendPlan<'a> {
     /// [`Ran::conclude`]: the command line's run.
     pub fn run<'g>(self, go: impl GoFn + 'g) -> Result<u8, Failure> {
         let stop = crate::signals::install().context("installing signal handlers")?;
-        self.start(stop, Box::new(go))?.conclude()
+        self.start(stop, Box::new(go), None)?.conclude()
     }
 
     /// Opens the outputs (one sink per TX thread, `--stats-json`, the
     /// receiver) and runs `go` with them and the engine settings, stopped
-    /// by `stop`: the run, ended, before it is reported. Every output is
-    /// prepared before the run, so a bad path fails before sending.
-    pub fn start(self, stop: Arc<AtomicBool>, go: Go) -> Result<Ran, Failure> {
-        let (progress, summary_out, result, rx) = self.send(stop, go)?;
+    /// by `stop` and observed by `watch` too: the run, ended, before it is
+    /// reported. Every output is prepared before the run, so a bad path
+    /// fails before sending.
+    pub fn start(
+        self,
+        stop: Arc<AtomicBool>,
+        go: Go,
+        watch: Option<Watch>,
+    ) -> Result<Ran, Failure> {
+        let (progress, summary_out, result, rx) = self.send(stop, go, watch)?;
         Ok(Ran {
             progress,
             summary_out,
@@ -116,7 +122,7 @@ impl<'a> SendPlan<'a> {
     }
 
     /// Opens the outputs and runs `go` with them; what it left to report.
-    fn send(self, stop: Arc<AtomicBool>, go: Go) -> Result<Sent, Failure> {
+    fn send(self, stop: Arc<AtomicBool>, go: Go, watch: Option<Watch>) -> Result<Sent, Failure> {
         let o = self.opts;
         for to in std::iter::once(&o.to).chain(self.to2) {
             if matches!(to, SinkSpec::Udp(_)) && !self.datagrams {
@@ -144,6 +150,7 @@ impl<'a> SendPlan<'a> {
                 .collect();
         }
         let mut progress = Progress::new(o.quiet, stats_out);
+        progress.watch = watch;
         progress.length = crate::progress::Length {
             duration_s: self.engine.duration.map(|d| d.0 as f64 / 1e9),
             packets: self.engine.limit,

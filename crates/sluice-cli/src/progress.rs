@@ -13,7 +13,13 @@ pub struct Progress {
     /// `--rx`: the receiver's latest count, shown and written after each
     /// interval.
     pub rx: Option<sluice_receive::SharedLive>,
+    /// The caller's own observer of a job run in its process
+    /// (`run::run_job`): every interval and pass, as they happen.
+    pub watch: Option<Watch>,
 }
+
+/// An observer a caller hands a job.
+pub type Watch = Box<dyn Observer + Send>;
 
 /// What ends a run, when the user said: the status line shows how far it
 /// is and when it will end.
@@ -48,6 +54,7 @@ impl Progress {
             json_error: None,
             length: Length::default(),
             rx: None,
+            watch: None,
         }
     }
 
@@ -143,14 +150,20 @@ impl Observer for Progress {
         if let Some(doc) = doc {
             self.json_line(crate::json::Kind::Rx, &doc);
         }
+        if let Some(w) = &mut self.watch {
+            w.interval(s);
+        }
     }
 
     fn pass(&mut self, p: &PassStats) {
         self.json_line(crate::json::Kind::Pass, p);
+        if let Some(w) = &mut self.watch {
+            w.pass(p);
+        }
     }
 
     fn wants_flows(&self) -> bool {
-        self.json.is_some()
+        self.json.is_some() || self.watch.as_ref().is_some_and(|w| w.wants_flows())
     }
 }
 

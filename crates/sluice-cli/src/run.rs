@@ -12,6 +12,7 @@
 
 use crate::cmd;
 use crate::plan::{Prepared, Ran};
+use crate::progress::Watch;
 use crate::Failure;
 pub use sluice_job::Job;
 use std::sync::atomic::AtomicBool;
@@ -31,11 +32,13 @@ pub fn prepare(job: &mut Job) -> Result<Prepared<'_>, Failure> {
     }
 }
 
-/// Runs `job` in this process, stopped when `stop` is set: the run,
-/// ended, for its caller to conclude or report.
-pub fn run_job(mut job: Job, stop: Arc<AtomicBool>) -> Result<Ran, Failure> {
+/// Runs `job` in this process, stopped when `stop` is set and observed
+/// by `watch` (each interval's and pass's statistics as they happen,
+/// beside the job's own status line and `--stats-json`): the run, ended,
+/// for its caller to conclude or report.
+pub fn run_job(mut job: Job, stop: Arc<AtomicBool>, watch: Option<Watch>) -> Result<Ran, Failure> {
     let p = prepare(&mut job)?;
-    p.plan.start(stop, p.go)
+    p.plan.start(stop, p.go, watch)
 }
 
 /// `job` as its command line runs it: stopped by SIGINT/SIGTERM, then
@@ -122,7 +125,7 @@ mod tests {
         ] {
             words.extend(quick.map(String::from));
             let stop = Arc::new(AtomicBool::new(false));
-            let r = run_job(job(&words), stop)
+            let r = run_job(job(&words), stop, None)
                 .and_then(Ran::report)
                 .unwrap_or_else(|f| panic!("{words:?}: {:#}", f.error));
             assert_eq!(r.summary.packets, packets, "{words:?}");
@@ -136,9 +139,51 @@ mod tests {
     fn a_job_that_cannot_run_is_refused_as_bad_input() {
         let words = ["replay", "/nonexistent.pcap", "--to", "null"].map(String::from);
         let stop = Arc::new(AtomicBool::new(false));
-        match run_job(job(&words), stop) {
+        match run_job(job(&words), stop, None) {
             Err(f) => assert_eq!(f.code, crate::exit::BAD_INPUT, "{:#}", f.error),
             Ok(_) => panic!("ran"),
         }
+    }
+
+    /// What a caller's observer saw.
+    #[derive(Clone, Default)]
+    struct Seen(Arc<std::sync::Mutex<Vec<u64>>>);
+
+    impl sluice_engine::Observer for Seen {
+        fn interval(&mut self, s: &sluice_engine::IntervalStats) {
+            self.0.lock().unwrap().push(s.packets);
+        }
+    }
+
+    /// A caller's observer sees the job's intervals as they happen: a
+    /// run of at least 1.5 s has one at 1 s, and none counts more than
+    /// the summary.
+    #[test]
+    fn a_callers_observer_sees_each_interval() {
+        let words = [
+            "profile",
+            "onoff",
+            "--on",
+            "constant:1s",
+            "--off",
+            "constant:1ms",
+            "--gap",
+            "constant:1ms",
+            "--duration",
+            "1500ms",
+            "--to",
+            "null",
+            "-q",
+        ]
+        .map(String::from);
+        let seen = Seen::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let r = run_job(job(&words), stop, Some(Box::new(seen.clone())))
+            .and_then(Ran::report)
+            .unwrap_or_else(|f| panic!("{:#}", f.error));
+        let counts = seen.0.lock().unwrap().clone();
+        assert!(!counts.is_empty(), "no interval seen");
+        assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+        assert!(*counts.last().unwrap() <= r.summary.packets, "{counts:?}");
     }
 }

@@ -294,7 +294,7 @@ impl Runner<'_> {
                 .map(|leg| {
                     let (args, stop) = (job(leg), self.stop.clone());
                     s.spawn(move || {
-                        crate::run::run_job(crate::run::Job::Replay(args), stop)?.report()
+                        crate::run::run_job(crate::run::Job::Replay(args), stop, None)?.report()
                     })
                 })
                 .collect();
