@@ -46,12 +46,14 @@ mod dest;
 mod failure;
 mod job;
 mod json;
+mod metrics;
 mod plan;
 mod plot;
 mod progress;
 mod report;
 mod run;
 mod signals;
+mod token;
 
 use clap::Parser;
 use sluice_control::failure::{JobFailure, JobFault, FAILURE_ENV};

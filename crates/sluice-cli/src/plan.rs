@@ -52,7 +52,8 @@ impl<'a> SendPlan<'a> {
             opts,
             to2: None,
             datagrams: false,
-            inputs: Vec::new(),
+            // The metrics token is read (or made): no output may be it.
+            inputs: opts.metrics_token_file.iter().cloned().collect(),
             outputs: run_outputs(opts),
             engine: engine_config(opts, topspeed),
         })
@@ -149,8 +150,12 @@ impl<'a> SendPlan<'a> {
                 .map(|(a, b)| Box::new(DualSink::new(a, b)) as Box<dyn Sink>)
                 .collect();
         }
+        let metrics = o.metrics.map(|addr| serve_metrics(o, addr)).transpose()?;
         let mut progress = Progress::new(o.quiet, stats_out);
-        progress.watch = watch;
+        progress
+            .watch
+            .extend(metrics.as_ref().map(crate::metrics::Metrics::watch));
+        progress.watch.extend(watch);
         progress.length = crate::progress::Length {
             duration_s: self.engine.duration.map(|d| d.0 as f64 / 1e9),
             packets: self.engine.limit,
@@ -176,12 +181,36 @@ impl<'a> SendPlan<'a> {
             .map_err(crate::failure::receive_failure)?;
         progress.rx = beside.as_ref().map(|b| b.live.clone());
         let result = go(sinks, &cfg, &mut progress);
+        // The last scrape may come until the run ends.
+        drop(metrics);
         let rx = beside
             .map(|b| b.finish(std::time::Duration::from_nanos(o.rx_wait.0)))
             .transpose()
             .map_err(crate::failure::receive_failure)?;
         Ok((progress, summary_out, result, rx))
     }
+}
+
+/// `--metrics ADDR`: the server, its token read (or made) first.
+fn serve_metrics(
+    o: &RunOpts,
+    addr: std::net::SocketAddr,
+) -> Result<crate::metrics::Metrics, Failure> {
+    let file = o
+        .metrics_token_file
+        .as_deref()
+        .expect("clap requires --metrics-token-file with --metrics");
+    let token = crate::token::read_or_make(file, "--metrics-token-file")?;
+    let m = crate::metrics::Metrics::serve(addr, token)
+        .map_err(|e| crate::open_failure(anyhow!("--metrics {addr}: {e}")))?;
+    if !o.quiet || addr.port() == 0 {
+        eoutln!(
+            "sluice: metrics on http://{}/metrics (scrapes need the token of {})",
+            m.addr,
+            file.display()
+        );
+    }
+    Ok(m)
 }
 
 /// What a sending command runs with its sinks and engine settings.

@@ -15,7 +15,7 @@ pub struct Progress {
     pub rx: Option<sluice_receive::SharedLive>,
     /// The caller's own observer of a job run in its process
     /// (`run::run_job`): every interval and pass, as they happen.
-    pub watch: Option<Watch>,
+    pub watch: Vec<Watch>,
 }
 
 /// An observer a caller hands a job.
@@ -54,7 +54,7 @@ impl Progress {
             json_error: None,
             length: Length::default(),
             rx: None,
-            watch: None,
+            watch: Vec::new(),
         }
     }
 
@@ -150,20 +150,20 @@ impl Observer for Progress {
         if let Some(doc) = doc {
             self.json_line(crate::json::Kind::Rx, &doc);
         }
-        if let Some(w) = &mut self.watch {
+        for w in &mut self.watch {
             w.interval(s);
         }
     }
 
     fn pass(&mut self, p: &PassStats) {
         self.json_line(crate::json::Kind::Pass, p);
-        if let Some(w) = &mut self.watch {
+        for w in &mut self.watch {
             w.pass(p);
         }
     }
 
     fn wants_flows(&self) -> bool {
-        self.json.is_some() || self.watch.as_ref().is_some_and(|w| w.wants_flows())
+        self.json.is_some() || self.watch.iter().any(|w| w.wants_flows())
     }
 }
 

@@ -7,7 +7,6 @@ use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::run_source;
-use sluice_live::inject::TOKEN_LEN;
 use sluice_live::inject::{InjectConfig, InjectSource, Listen, Listener, LoggedAck, RequestLog};
 use sluice_sink::SinkSpec;
 use sluice_sys::packet_rx::PacketRx;
@@ -48,7 +47,7 @@ pub fn prepare(a: &mut InjectArgs) -> Result<crate::plan::Prepared<'_>, Failure>
         })
         .transpose()?;
     let token = match (&a.listen, &a.token_file, a.insecure_tcp) {
-        (Listen::Tcp(_), Some(f), _) => Some(token(f)?),
+        (Listen::Tcp(_), Some(f), _) => Some(crate::token::read_or_make(f, "--token-file")?),
         (Listen::Tcp(_), None, false) => {
             return Err(bad_input(anyhow!(
                 "--listen {}: every local user can connect to a TCP port: give \
@@ -149,54 +148,4 @@ impl RequestLog for CsvLog {
             None => Ok(()),
         }
     }
-}
-
-/// The secret of a token file: 64 hex digits, the file a regular one that
-/// only its owner (this user) may read. A missing file is made (0600,
-/// from the kernel's random source) and its name printed.
-fn token(path: &std::path::Path) -> Result<[u8; TOKEN_LEN], Failure> {
-    use std::os::unix::fs::MetadataExt;
-    let name = path.display();
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let secret = sluice_sys::secret::random::<TOKEN_LEN>()
-                .map_err(|e| anyhow!("/dev/urandom: {e}"))?;
-            let hex = sluice_sys::secret::hex(&secret);
-            sluice_sys::secret::write_new(path, format!("{hex}\n").as_bytes(), true)
-                .map_err(|e| anyhow!("--token-file {name}: {e}"))?;
-            eoutln!("sluice: made token file {name} (give it to clients, mode 0600)");
-            Ok(secret)
-        }
-        Err(e) => Err(anyhow!("--token-file {name}: {e}").into()),
-        Ok(m) => {
-            if !m.file_type().is_file() {
-                return Err(bad_input(anyhow!(
-                    "--token-file {name}: not a regular file"
-                )));
-            }
-            if m.mode() & 0o077 != 0 || m.uid() != sluice_sys::peer::euid() {
-                return Err(bad_input(anyhow!(
-                    "--token-file {name}: others may read it (mode {:o}, uid {}): \
-                     chmod 600 it, as its owner",
-                    m.mode() & 0o7777,
-                    m.uid()
-                )));
-            }
-            let text =
-                std::fs::read_to_string(path).map_err(|e| anyhow!("--token-file {name}: {e}"))?;
-            parse_token(text.trim())
-                .ok_or_else(|| bad_input(anyhow!("--token-file {name}: not 64 hex digits")))
-        }
-    }
-}
-
-fn parse_token(hex: &str) -> Option<[u8; TOKEN_LEN]> {
-    if hex.len() != 2 * TOKEN_LEN || !hex.is_ascii() {
-        return None;
-    }
-    let mut out = [0u8; TOKEN_LEN];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
 }

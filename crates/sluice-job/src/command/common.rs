@@ -47,6 +47,12 @@ pub struct RunOpts {
     /// No live status line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Serve the run's statistics for Prometheus at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0: the kernel chooses, and says which); scrapes must carry --metrics-token-file's secret as a bearer token.
+    #[arg(long, value_name = "ADDR:PORT", requires = "metrics_token_file")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// With --metrics: the secret scrapes send (Authorization: Bearer HEX; Prometheus' credentials_file): 64 hex digits in a file only its owner may read, made (mode 0600) when missing.
+    #[arg(long, value_name = "FILE", requires = "metrics")]
+    pub metrics_token_file: Option<std::path::PathBuf>,
 }
 
 impl RunOpts {
@@ -64,6 +70,8 @@ impl RunOpts {
             stats_json: None,
             summary_json: None,
             quiet: false,
+            metrics: None,
+            metrics_token_file: None,
         }
     }
 }

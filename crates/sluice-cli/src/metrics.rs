@@ -1,0 +1,278 @@
+//! `--metrics ADDR`: the running job's statistics in Prometheus' text
+//! exposition format (version 0.0.4), served over HTTP at `/metrics` for
+//! a dashboard to scrape. A TCP port is open to every local user, so a
+//! scrape must carry the token of `--metrics-token-file` as a bearer
+//! credential (Prometheus' `authorization: {credentials_file: ...}`);
+//! anything else is answered 401 and counted nowhere.
+//!
+//! The job's observer ([`Metrics::watch`]) keeps the latest interval's
+//! figures; the server thread renders them on each scrape. A client gets
+//! one request per connection, 8 KiB of headers and 2 s at most.
+
+use crate::progress::Watch;
+use crate::token::TOKEN_LEN;
+use sluice_core::Dist;
+use sluice_engine::{IntervalStats, Observer};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Largest request head read.
+const MAX_HEAD: usize = 8 << 10;
+/// How long a client has to send its request.
+const CLIENT_TIME: Duration = Duration::from_secs(2);
+
+/// The latest figures of the run.
+#[derive(Clone, Debug, Default)]
+struct Figures {
+    t: f64,
+    packets: u64,
+    bytes: u64,
+    late: u64,
+    dropped: u64,
+    pps: f64,
+    bps: f64,
+    eps: Option<Dist>,
+}
+
+/// A metrics server for one run; it stops when dropped.
+pub struct Metrics {
+    figures: Arc<Mutex<Figures>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    /// Where it listens (the port the kernel chose for port 0).
+    pub addr: SocketAddr,
+}
+
+impl Metrics {
+    /// Listens on `addr`; scrapes must carry `token`.
+    pub fn serve(addr: SocketAddr, token: [u8; TOKEN_LEN]) -> std::io::Result<Metrics> {
+        let listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
+        listener.set_nonblocking(true)?;
+        let figures = Arc::new(Mutex::new(Figures::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (f, s) = (figures.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("sluice-metrics".into())
+            .spawn(move || accept(listener, &token, &f, &s))?;
+        Ok(Metrics {
+            figures,
+            stop,
+            thread: Some(thread),
+            addr,
+        })
+    }
+
+    /// The observer that keeps the figures current.
+    pub fn watch(&self) -> Watch {
+        Box::new(Keeper(self.figures.clone()))
+    }
+}
+
+impl Drop for Metrics {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Keeper(Arc<Mutex<Figures>>);
+
+impl Observer for Keeper {
+    fn interval(&mut self, s: &IntervalStats) {
+        let mut f = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *f = Figures {
+            t: s.t,
+            packets: s.packets,
+            bytes: s.bytes,
+            late: s.late,
+            dropped: s.dropped,
+            pps: s.pps,
+            bps: s.bps,
+            eps: s.eps,
+        };
+    }
+
+    fn wants_flows(&self) -> bool {
+        false
+    }
+}
+
+/// Serves one client at a time until `stop`.
+fn accept(listener: TcpListener, token: &[u8; TOKEN_LEN], f: &Mutex<Figures>, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((client, _)) => {
+                let _ = answer(client, token, f);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Reads one request and answers it.
+fn answer(mut c: TcpStream, token: &[u8; TOKEN_LEN], f: &Mutex<Figures>) -> std::io::Result<()> {
+    c.set_nonblocking(false)?;
+    c.set_read_timeout(Some(CLIENT_TIME))?;
+    c.set_write_timeout(Some(CLIENT_TIME))?;
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        if head.len() > MAX_HEAD {
+            return reply(&mut c, "431 Request Header Fields Too Large", "");
+        }
+        let n = c.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&head);
+    let mut lines = text.split("\r\n");
+    let request = lines.next().unwrap_or_default();
+    let mut words = request.split(' ');
+    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let bearer = lines
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("authorization"))
+        .and_then(|(_, v)| v.trim().strip_prefix("Bearer "))
+        .and_then(|hex| crate::token::parse(hex.trim()));
+    // Compared in time that does not depend on where they differ.
+    if !bearer.is_some_and(|b| sluice_sys::secret::same(token, &b)) {
+        return reply(&mut c, "401 Unauthorized", "");
+    }
+    if method != "GET" {
+        return reply(&mut c, "405 Method Not Allowed", "");
+    }
+    if path != "/metrics" {
+        return reply(&mut c, "404 Not Found", "");
+    }
+    let figures = f.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    reply(&mut c, "200 OK", &render(&figures))
+}
+
+fn reply(c: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
+    let auth = if status.starts_with("401") {
+        "WWW-Authenticate: Bearer\r\n"
+    } else {
+        ""
+    };
+    write!(
+        c,
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
+         Content-Length: {}\r\n{auth}Connection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    c.flush()
+}
+
+/// The figures in the text exposition format.
+fn render(f: &Figures) -> String {
+    let mut out = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, samples: &[(&str, f64)]| {
+        out += &format!("# HELP {name} {help}\n# TYPE {name} {kind}\n");
+        for (labels, v) in samples {
+            out += &format!("{name}{labels} {v}\n");
+        }
+    };
+    metric(
+        "sluice_info",
+        "gauge",
+        "The sluice that serves these metrics.",
+        &[(
+            &format!("{{version=\"{}\"}}", env!("CARGO_PKG_VERSION")),
+            1.0,
+        )],
+    );
+    metric(
+        "sluice_elapsed_seconds",
+        "gauge",
+        "Seconds since the run started, at its latest interval.",
+        &[("", f.t)],
+    );
+    metric(
+        "sluice_packets_total",
+        "counter",
+        "Packets sent.",
+        &[("", f.packets as f64)],
+    );
+    metric(
+        "sluice_frame_bytes_total",
+        "counter",
+        "Frame bytes sent.",
+        &[("", f.bytes as f64)],
+    );
+    metric(
+        "sluice_late_packets_total",
+        "counter",
+        "Packets sent later than the late threshold.",
+        &[("", f.late as f64)],
+    );
+    metric(
+        "sluice_dropped_packets_total",
+        "counter",
+        "Packets dropped for missing the drift window (time violations).",
+        &[("", f.dropped as f64)],
+    );
+    metric(
+        "sluice_packets_per_second",
+        "gauge",
+        "Packet rate over the latest interval.",
+        &[("", f.pps)],
+    );
+    metric(
+        "sluice_frame_bytes_per_second",
+        "gauge",
+        "Frame byte rate over the latest interval.",
+        &[("", f.bps / 8.0)],
+    );
+    if let Some(e) = &f.eps {
+        let p = &e.percentiles;
+        let s = |ns: u64| ns as f64 / 1e9;
+        metric(
+            "sluice_send_error_seconds",
+            "gauge",
+            "Send-time error (actual minus scheduled) over the latest interval, by percentile \
+             (a gauge of the interval, not a summary: its count and sum would not accumulate).",
+            &[
+                ("{percentile=\"50\"}", s(p.p50_ns)),
+                ("{percentile=\"90\"}", s(p.p90_ns)),
+                ("{percentile=\"99\"}", s(p.p99_ns)),
+                ("{percentile=\"99.9\"}", s(p.p999_ns)),
+                ("{percentile=\"100\"}", s(p.max_ns)),
+            ],
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_figures_render_as_text_exposition() {
+        let text = render(&Figures {
+            t: 2.0,
+            packets: 10,
+            bytes: 640,
+            pps: 5.0,
+            eps: Some(Dist::default()),
+            ..Figures::default()
+        });
+        assert!(text.contains("# TYPE sluice_packets_total counter\nsluice_packets_total 10\n"));
+        assert!(text.contains("sluice_frame_bytes_total 640\n"));
+        assert!(text.contains("sluice_send_error_seconds{percentile=\"99\"} 0\n"));
+        // No ε at top speed: the metric is left out, not written as 0.
+        assert!(!render(&Figures::default()).contains("sluice_send_error_seconds"));
+    }
+}

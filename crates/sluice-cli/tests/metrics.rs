@@ -1,0 +1,178 @@
+//! `--metrics`: a running job's statistics scraped over real HTTP on
+//! loopback, mid-run, refused without the token, valid under
+//! `promtool check metrics`, and gone when the run ends.
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One GET of `path` with `token` (if any): (status code, body).
+fn get(addr: &str, path: &str, token: Option<&str>) -> std::io::Result<(u16, String)> {
+    let mut c = TcpStream::connect(addr)?;
+    c.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    write!(c, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}\r\n")?;
+    let mut text = String::new();
+    c.read_to_string(&mut text)?;
+    let code = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    Ok((code, body.to_string()))
+}
+
+/// `sluice_packets_total`'s value in a scrape.
+fn packets(body: &str) -> u64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix("sluice_packets_total "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_running_job_is_scraped_with_its_token_only_and_its_metrics_are_valid() {
+    if !sluice_testkit::require("promtool", "metrics test") {
+        return;
+    }
+    let d = tmpdir("metrics");
+    let token_file = d.join("metrics.token");
+    let mut job = Reaped(
+        sluice()
+            .args([
+                "profile",
+                "onoff",
+                "--on",
+                "constant:1s",
+                "--off",
+                "constant:1ms",
+                "--gap",
+                "constant:1ms",
+                "--duration",
+                "4s",
+                "--to",
+                "null",
+                "-q",
+                "--metrics",
+                "127.0.0.1:0",
+                "--metrics-token-file",
+            ])
+            .arg(&token_file)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // It says where it listens (the kernel chose the port).
+    let mut err = BufReader::new(job.stderr.take().unwrap());
+    let mut addr = None;
+    let mut said = String::new();
+    for _ in 0..10 {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        said += &line;
+        if let Some(rest) = line.split("http://").nth(1) {
+            addr = rest.split("/metrics").next().map(str::to_string);
+            break;
+        }
+    }
+    let addr = addr.unwrap_or_else(|| panic!("no metrics address in: {said}"));
+    // The token file was made for it, readable by its owner only.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&token_file).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let token = std::fs::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    // Without the token, or with another, nothing is told.
+    let (code, body) = get(&addr, "/metrics", None).unwrap();
+    assert_eq!((code, body.as_str()), (401, ""));
+    let other = "0".repeat(64);
+    assert_eq!(get(&addr, "/metrics", Some(&other)).unwrap().0, 401);
+    assert_eq!(get(&addr, "/", Some(&token)).unwrap().0, 404);
+    // Mid-run, once the first interval is in, a scrape counts packets.
+    let t0 = Instant::now();
+    let body = loop {
+        let (code, body) = get(&addr, "/metrics", Some(&token)).unwrap();
+        assert_eq!(code, 200, "{body}");
+        if packets(&body) > 0 {
+            break body;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "no packets: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        body.contains("# TYPE sluice_packets_total counter"),
+        "{body}"
+    );
+    assert!(
+        body.contains("sluice_send_error_seconds{percentile=\"99\"}"),
+        "{body}"
+    );
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let o = check.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "promtool: {}{}\n{body}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The run ends as it would without metrics, and the port with it.
+    let status = job.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(get(&addr, "/metrics", Some(&token)).is_err());
+}
+
+/// The token file is checked as every secret file is, and --metrics
+/// needs one.
+#[test]
+fn metrics_without_a_private_token_file_are_refused() {
+    let d = tmpdir("metrics-refused");
+    let o = run(&["replay", "t.pcap", "--metrics", "127.0.0.1:0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--metrics-token-file"),
+        "{}",
+        stderr(&o)
+    );
+    let open = d.join("open.token");
+    std::fs::write(&open, "ab".repeat(32)).unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 10, 1000, 64);
+    let o = sluice()
+        .arg("replay")
+        .arg(&trace)
+        .args([
+            "--to",
+            "null",
+            "-q",
+            "--metrics",
+            "127.0.0.1:0",
+            "--metrics-token-file",
+        ])
+        .arg(&open)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("others may read it"), "{}", stderr(&o));
+}
