@@ -38,9 +38,13 @@ struct Figures {
     eps: Option<Dist>,
 }
 
+/// What a receiver beside the run (`--rx`) counted lately.
+type Received = Arc<Mutex<Option<sluice_receive::SharedLive>>>;
+
 /// A metrics server for one run; it stops when dropped.
 pub struct Metrics {
     figures: Arc<Mutex<Figures>>,
+    received: Received,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     /// Where it listens (the port the kernel chose for port 0).
@@ -54,13 +58,15 @@ impl Metrics {
         let addr = listener.local_addr()?;
         listener.set_nonblocking(true)?;
         let figures = Arc::new(Mutex::new(Figures::default()));
+        let received = Received::default();
         let stop = Arc::new(AtomicBool::new(false));
-        let (f, s) = (figures.clone(), stop.clone());
+        let (f, r, s) = (figures.clone(), received.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("sluice-metrics".into())
-            .spawn(move || accept(listener, &token, &f, &s))?;
+            .spawn(move || accept(listener, &token, &f, &r, &s))?;
         Ok(Metrics {
             figures,
+            received,
             stop,
             thread: Some(thread),
             addr,
@@ -70,6 +76,11 @@ impl Metrics {
     /// The observer that keeps the figures current.
     pub fn watch(&self) -> Watch {
         Box::new(Keeper(self.figures.clone()))
+    }
+
+    /// Serves what the receiver beside the run counts too, per stream.
+    pub fn follow(&self, live: sluice_receive::SharedLive) {
+        *self.received.lock().unwrap_or_else(|e| e.into_inner()) = Some(live);
     }
 }
 
@@ -105,11 +116,17 @@ impl Observer for Keeper {
 }
 
 /// Serves one client at a time until `stop`.
-fn accept(listener: TcpListener, token: &[u8; TOKEN_LEN], f: &Mutex<Figures>, stop: &AtomicBool) {
+fn accept(
+    listener: TcpListener,
+    token: &[u8; TOKEN_LEN],
+    f: &Mutex<Figures>,
+    r: &Received,
+    stop: &AtomicBool,
+) {
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((client, _)) => {
-                let _ = answer(client, token, f);
+                let _ = answer(client, token, f, r);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(20));
@@ -120,7 +137,12 @@ fn accept(listener: TcpListener, token: &[u8; TOKEN_LEN], f: &Mutex<Figures>, st
 }
 
 /// Reads one request and answers it.
-fn answer(mut c: TcpStream, token: &[u8; TOKEN_LEN], f: &Mutex<Figures>) -> std::io::Result<()> {
+fn answer(
+    mut c: TcpStream,
+    token: &[u8; TOKEN_LEN],
+    f: &Mutex<Figures>,
+    r: &Received,
+) -> std::io::Result<()> {
     c.set_nonblocking(false)?;
     c.set_read_timeout(Some(CLIENT_TIME))?;
     c.set_write_timeout(Some(CLIENT_TIME))?;
@@ -157,7 +179,13 @@ fn answer(mut c: TcpStream, token: &[u8; TOKEN_LEN], f: &Mutex<Figures>) -> std:
         return reply(&mut c, "404 Not Found", "");
     }
     let figures = f.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    reply(&mut c, "200 OK", &render(&figures))
+    let live = r.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let rx = live.and_then(|l| l.lock().unwrap_or_else(|e| e.into_inner()).latest.clone());
+    let mut body = render(&figures);
+    if let Some(doc) = &rx {
+        body += &render_rx(doc);
+    }
+    reply(&mut c, "200 OK", &body)
 }
 
 fn reply(c: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
@@ -252,6 +280,76 @@ fn render(f: &Figures) -> String {
             ],
         );
     }
+    out
+}
+
+/// What the receiver beside the run counted, per stream (`--rx`).
+fn render_rx(d: &sluice_receive::RxDoc) -> String {
+    let mut out = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, samples: Vec<(String, f64)>| {
+        out += &format!("# HELP {name} {help}\n# TYPE {name} {kind}\n");
+        for (labels, v) in samples {
+            out += &format!("{name}{labels} {v}\n");
+        }
+    };
+    let per = |v: &dyn Fn(&sluice_analyze::streams::StreamReport) -> f64| -> Vec<(String, f64)> {
+        d.streams
+            .iter()
+            .map(|s| (format!("{{stream=\"{}\"}}", s.stream), v(s)))
+            .collect()
+    };
+    metric(
+        "sluice_rx_frames_total",
+        "counter",
+        "Stamped frames the receiver counted, by stream.",
+        per(&|s| s.received as f64),
+    );
+    metric(
+        "sluice_rx_lost_frames",
+        "gauge",
+        "Frames missing by sequence number so far, by stream (a late arrival lowers it).",
+        per(&|s| s.lost as f64),
+    );
+    metric(
+        "sluice_rx_duplicate_frames_total",
+        "counter",
+        "Frames received twice, by stream.",
+        per(&|s| s.duplicates as f64),
+    );
+    metric(
+        "sluice_rx_reordered_frames_total",
+        "counter",
+        "Frames that arrived before one sent earlier, by stream.",
+        per(&|s| s.reordered as f64),
+    );
+    metric(
+        "sluice_rx_jitter_seconds",
+        "gauge",
+        "RFC 3550 interarrival jitter, by stream.",
+        per(&|s| s.jitter_ns / 1e9),
+    );
+    let mut latency = Vec::new();
+    for s in d.streams.iter().filter(|s| s.interval_latency.count > 0) {
+        let p = &s.interval_latency.percentiles;
+        for (pc, ns) in [("50", p.p50_ns), ("99", p.p99_ns), ("100", p.max_ns)] {
+            latency.push((
+                format!("{{stream=\"{}\",percentile=\"{pc}\"}}", s.stream),
+                ns as f64 / 1e9,
+            ));
+        }
+    }
+    metric(
+        "sluice_rx_latency_seconds",
+        "gauge",
+        "One-way latency of the latest second's frames, by stream and percentile.",
+        latency,
+    );
+    metric(
+        "sluice_rx_kernel_drops_total",
+        "counter",
+        "Frames the kernel dropped before the receiver read them.",
+        vec![(String::new(), d.kernel_drops as f64)],
+    );
     out
 }
 

@@ -180,6 +180,9 @@ impl<'a> SendPlan<'a> {
             .transpose()
             .map_err(crate::failure::receive_failure)?;
         progress.rx = beside.as_ref().map(|b| b.live.clone());
+        if let (Some(m), Some(b)) = (&metrics, &beside) {
+            m.follow(b.live.clone());
+        }
         let result = go(sinks, &cfg, &mut progress);
         // The last scrape may come until the run ends.
         drop(metrics);

@@ -176,3 +176,135 @@ fn metrics_without_a_private_token_file_are_refused() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("others may read it"), "{}", stderr(&o));
 }
+
+/// A veth pair `<tag><pid>a` ↔ `<tag><pid>b` in this namespace, removed
+/// on drop.
+struct Veth(String);
+
+impl Veth {
+    fn up(tag: &str) -> Veth {
+        let t = format!("{tag}{}", std::process::id() % 100_000);
+        let (a, b) = (format!("{t}a"), format!("{t}b"));
+        let _ = Command::new("ip").args(["link", "del", &a]).output();
+        let ok = |args: &[&str]| {
+            let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
+            assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        };
+        ok(&["ip", "link", "add", &a, "type", "veth", "peer", "name", &b]);
+        let v = Veth(t);
+        for end in [&a, &b] {
+            ok(&[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{end}.disable_ipv6=1"),
+            ]);
+            ok(&["ip", "link", "set", end, "up"]);
+        }
+        v
+    }
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["link", "del", &format!("{}a", self.0)])
+            .output();
+    }
+}
+
+/// With `--rx`, a scrape also gives what the receiver counts, per stream,
+/// while the run goes on.
+#[test]
+fn a_receiver_beside_the_run_is_scraped_per_stream() {
+    use sluice_testkit::{require, require_root};
+    if !(require_root("metrics rx test")
+        && require("ip", "metrics rx test")
+        && require("promtool", "metrics rx test"))
+    {
+        return;
+    }
+    let d = tmpdir("metrics-rx");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 1000, 1_000_000, 200);
+    let v = Veth::up("mx");
+    let token_file = d.join("m.token");
+    let mut job = Reaped(
+        sluice()
+            .arg("replay")
+            .arg(&trace)
+            .args(["--to", &format!("afpacket:{}a", v.0)])
+            .args([
+                "--rx",
+                &format!("{}b", v.0),
+                "--loop",
+                "0",
+                "--duration",
+                "4s",
+            ])
+            .args(["-q", "--metrics", "127.0.0.1:0", "--metrics-token-file"])
+            .arg(&token_file)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut err = BufReader::new(job.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("http://") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "no address");
+    }
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .split("/metrics")
+        .next()
+        .unwrap();
+    let token = std::fs::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    let t0 = Instant::now();
+    let body = loop {
+        let (code, body) = get(addr, "/metrics", Some(&token)).unwrap();
+        assert_eq!(code, 200, "{body}");
+        let frames = body
+            .lines()
+            .find_map(|l| l.strip_prefix("sluice_rx_frames_total{stream=\"0\"} "))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        if frames > 0.0 {
+            break body;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "nothing received: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        body.contains("sluice_rx_latency_seconds{stream=\"0\",percentile=\"99\"}"),
+        "{body}"
+    );
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let o = check.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "promtool: {}{}\n{body}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(job.wait().unwrap().success());
+}
