@@ -57,8 +57,9 @@ fn a_running_job_is_scraped_with_its_token_only_and_its_metrics_are_valid() {
                 "--to",
                 "null",
                 "-q",
+                // A bare port: on loopback.
                 "--metrics",
-                "127.0.0.1:0",
+                "0",
                 "--metrics-token-file",
             ])
             .arg(&token_file)
@@ -82,6 +83,7 @@ fn a_running_job_is_scraped_with_its_token_only_and_its_metrics_are_valid() {
         }
     }
     let addr = addr.unwrap_or_else(|| panic!("no metrics address in: {said}"));
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
     // The token file was made for it, readable by its owner only.
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(&token_file).unwrap().permissions(),

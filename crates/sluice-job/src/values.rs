@@ -72,6 +72,16 @@ pub fn probability(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Where `--metrics` listens: `ADDR:PORT`, or a bare `PORT` on the
+/// loopback address (127.0.0.1).
+pub fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok((std::net::Ipv4Addr::LOCALHOST, port).into());
+    }
+    s.parse()
+        .map_err(|_| format!("'{s}' is not PORT or ADDR:PORT (e.g. 9464, 127.0.0.1:9464)"))
+}
+
 /// A comma-separated CPU list (a newtype: clap reads `Option<Vec<T>>` as a
 /// repeated option of T, not as one value parsed into a list).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -164,6 +174,16 @@ mod tests {
         assert_eq!(Size(1000).to_string(), "1000");
         assert!("12Q".parse::<Size>().is_err());
         assert!("18446744073709551615G".parse::<Size>().is_err());
+    }
+
+    #[test]
+    fn a_bare_port_listens_on_loopback() {
+        assert_eq!(listen_addr("9464"), Ok("127.0.0.1:9464".parse().unwrap()));
+        assert_eq!(listen_addr("0.0.0.0:80"), Ok("0.0.0.0:80".parse().unwrap()));
+        assert_eq!(listen_addr("[::1]:9464"), Ok("[::1]:9464".parse().unwrap()));
+        assert!(listen_addr("localhost")
+            .unwrap_err()
+            .contains("PORT or ADDR:PORT"));
     }
 
     #[test]

@@ -47,8 +47,8 @@ pub struct RunOpts {
     /// No live status line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// Serve the run's statistics for Prometheus at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0: the kernel chooses, and says which); scrapes must carry --metrics-token-file's secret as a bearer token.
-    #[arg(long, value_name = "ADDR:PORT", requires = "metrics_token_file")]
+    /// Serve the run's statistics for Prometheus at http://ADDR:PORT/metrics (a bare PORT: on 127.0.0.1; port 0: the kernel chooses, and says which); scrapes must carry --metrics-token-file's secret as a bearer token.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = crate::values::listen_addr, requires = "metrics_token_file")]
     pub metrics: Option<std::net::SocketAddr>,
     /// With --metrics: the secret scrapes send (Authorization: Bearer HEX; Prometheus' credentials_file): 64 hex digits in a file only its owner may read, made (mode 0600) when missing.
     #[arg(long, value_name = "FILE", requires = "metrics")]
