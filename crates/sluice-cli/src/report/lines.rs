@@ -4,8 +4,7 @@
 //! lines of each worker and its clock checks.
 
 use super::charts::{self, Line};
-use super::summary::typed;
-use super::{esc, figure, heading, table};
+use super::{esc, figure, fixed, heading, table, typed};
 use crate::json::Kind;
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
@@ -234,11 +233,6 @@ fn lines_report(l: &Lines, who: &str) -> Result<String, Failure> {
         out += &rx_report(&l.received, who)?;
     }
     Ok(out)
-}
-
-/// A count or rate with `d` decimals after `scale`, or a dash.
-fn fixed(v: Option<f64>, scale: f64, d: usize) -> String {
-    v.map_or("–".into(), |x| format!("{:.*}", d, x * scale))
 }
 
 /// `sluice rx` lines (and its summary): per stream, one-way latency over

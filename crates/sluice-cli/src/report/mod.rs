@@ -101,6 +101,29 @@ fn table(head: &[&str], rows: &[Vec<String>]) -> String {
     s
 }
 
+/// `v` times `scale` with `d` decimals, or a dash.
+fn fixed(v: Option<f64>, scale: f64, d: usize) -> String {
+    v.map_or("–".into(), |x| format!("{:.*}", d, x * scale))
+}
+
+/// `doc` (at key `at` of `whence`: a file, or a line of one) read as a
+/// `T`, or bad input naming `whence` and the key.
+fn typed<T: serde::de::DeserializeOwned>(
+    whence: &str,
+    at: &str,
+    doc: &Value,
+) -> Result<T, Failure> {
+    serde_path_to_error::deserialize(doc).map_err(|e| {
+        let key = e.path().to_string();
+        let key = match (at, key.as_str()) {
+            ("", k) => k.to_string(),
+            (a, ".") => a.to_string(),
+            (a, k) => format!("{a}.{k}"),
+        };
+        bad_input(anyhow!("{whence}: {key}: {}", e.inner()))
+    })
+}
+
 fn figure(svg: &str, caption: &str) -> String {
     format!(
         "<figure class=\"chart\">{svg}<figcaption>{}</figcaption></figure>\n",
@@ -132,7 +155,7 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
     if let Ok(v) = serde_json::from_str::<Value>(&text) {
         let schema = v["schema"].as_str().unwrap_or_default();
         if schema == Kind::Rfc2544.tag() {
-            return rfc2544::report(path, &text);
+            return rfc2544::report(path, &v);
         }
         if schema == Kind::Summary.tag() {
             return summary::report(path, &v);
@@ -141,7 +164,7 @@ fn stats_report(path: &Path) -> Result<String, Failure> {
             return summary::control(path, &v);
         }
         if schema == Kind::Rx.tag() && v["final"] == true {
-            let doc = summary::typed(&path.display().to_string(), "", &v)?;
+            let doc = typed(&path.display().to_string(), "", &v)?;
             return lines::rx_report(std::slice::from_ref(&doc), "");
         }
     }

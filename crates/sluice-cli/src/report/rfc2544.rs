@@ -5,18 +5,16 @@
 //! read with `sluice_receive::rfc2544`'s own types.
 
 use super::charts::{self, Line};
-use super::{esc, figure, table};
-use crate::{bad_input, Failure};
-use anyhow::anyhow;
+use super::{esc, figure, fixed, table, typed};
+use crate::Failure;
+use serde_json::Value;
 use sluice_receive::rfc2544::{Limit, LossRow, Results, SizeResult, Trial};
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// The report of the document `text` read from `path`.
-pub(super) fn report(path: &Path, text: &str) -> Result<String, Failure> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let r: Results = serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| bad_input(anyhow!("{}: {}: {}", path.display(), e.path(), e.inner())))?;
+/// The report of the document `doc` read from `path`.
+pub(super) fn report(path: &Path, doc: &Value) -> Result<String, Failure> {
+    let r: Results = typed(&path.display().to_string(), "", doc)?;
     let mut out = format!(
         "<h2>RFC 2544 benchmarks</h2>\n<p>Frames leave by {} and come back on {}; trials of {} s, \
          loss tolerance {} %, search resolution {} %. Loss is counted by stream and sequence number.</p>\n",
@@ -43,11 +41,6 @@ fn verdict(t: &Trial) -> String {
     } else {
         pass.to_string()
     }
-}
-
-/// `v` times `scale` with `d` decimals, or a dash.
-fn fixed(v: Option<f64>, scale: f64, d: usize) -> String {
-    v.map_or("–".into(), |n| format!("{:.*}", d, n * scale))
 }
 
 /// What a trial asked and what its sender reached: frames/s for a timed

@@ -4,39 +4,14 @@
 //! (`sluice_control::control::ControlSummary`).
 
 use super::lines::rx_report;
-use super::{esc, table};
-use crate::{bad_input, Failure};
-use anyhow::anyhow;
-use serde::de::DeserializeOwned;
+use super::{esc, fixed, table, typed};
+use crate::Failure;
 use serde_json::Value;
 use sluice_control::control::ControlSummary;
 use sluice_engine::Summary;
 use sluice_receive::RxDoc;
 use std::fmt::Write as _;
 use std::path::Path;
-
-/// `doc` (at key `at` of `whence`: a file, or a line of one) read as a
-/// `T`, or bad input naming `whence` and the key.
-pub(super) fn typed<T: DeserializeOwned>(
-    whence: &str,
-    at: &str,
-    doc: &Value,
-) -> Result<T, Failure> {
-    serde_path_to_error::deserialize(doc).map_err(|e| {
-        let key = e.path().to_string();
-        let key = match (at, key.as_str()) {
-            ("", k) => k.to_string(),
-            (a, ".") => a.to_string(),
-            (a, k) => format!("{a}.{k}"),
-        };
-        bad_input(anyhow!("{whence}: {key}: {}", e.inner()))
-    })
-}
-
-/// A rate or count with no decimals, or a dash.
-fn whole(v: Option<f64>) -> String {
-    v.map_or("–".into(), |x| format!("{x:.0}"))
-}
 
 /// A sending command's `--summary-json`: its figures, and what its
 /// receiver (`--rx`) counted.
@@ -49,7 +24,7 @@ pub(super) fn report(path: &Path, doc: &Value) -> Result<String, Failure> {
             vec!["seconds".into(), format!("{:.3}", s.duration_s)],
             vec!["packets".into(), s.packets.to_string()],
             vec!["frame bytes".into(), s.bytes.to_string()],
-            vec!["packets/s".into(), whole(s.pps)],
+            vec!["packets/s".into(), fixed(s.pps, 1.0, 0)],
             vec![
                 "Mbit/s".into(),
                 s.bps.map_or("–".into(), |x| format!("{:.3}", x / 1e6)),
@@ -137,7 +112,7 @@ pub(super) fn control(path: &Path, doc: &Value) -> Result<String, Failure> {
                 w.sink.clone(),
                 state,
                 packets,
-                whole(s.as_ref().and_then(|s| s.pps)),
+                fixed(s.as_ref().and_then(|s| s.pps), 1.0, 0),
                 w.error.clone().unwrap_or_default(),
             ]
         })
