@@ -203,14 +203,26 @@ fn reply(c: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
     c.flush()
 }
 
+/// One metric family: its help and type lines, then a line per sample
+/// (its labels, `{...}` or none, and its value).
+fn family<L: AsRef<str>>(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (L, f64)>,
+) {
+    *out += &format!("# HELP {name} {help}\n# TYPE {name} {kind}\n");
+    for (labels, v) in samples {
+        *out += &format!("{name}{} {v}\n", labels.as_ref());
+    }
+}
+
 /// The figures in the text exposition format.
 fn render(f: &Figures) -> String {
     let mut out = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, samples: &[(&str, f64)]| {
-        out += &format!("# HELP {name} {help}\n# TYPE {name} {kind}\n");
-        for (labels, v) in samples {
-            out += &format!("{name}{labels} {v}\n");
-        }
+        family(&mut out, name, kind, help, samples.iter().copied())
     };
     metric(
         "sluice_info",
@@ -287,10 +299,7 @@ fn render(f: &Figures) -> String {
 fn render_rx(d: &sluice_receive::RxDoc) -> String {
     let mut out = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, samples: Vec<(String, f64)>| {
-        out += &format!("# HELP {name} {help}\n# TYPE {name} {kind}\n");
-        for (labels, v) in samples {
-            out += &format!("{name}{labels} {v}\n");
-        }
+        family(&mut out, name, kind, help, samples)
     };
     let per = |v: &dyn Fn(&sluice_analyze::streams::StreamReport) -> f64| -> Vec<(String, f64)> {
         d.streams

@@ -87,12 +87,16 @@ impl<'a> SendPlan<'a> {
         self
     }
 
+    /// The files the run reads.
+    fn input_paths(&self) -> Vec<&Path> {
+        self.inputs.iter().map(PathBuf::as_path).collect()
+    }
+
     /// No output is an input or another output (before a command opens
     /// outputs of its own; [`SendPlan::run`] checks again).
     pub fn check_files(&self) -> Result<(), Failure> {
         let outputs: Vec<&str> = self.outputs.iter().map(String::as_str).collect();
-        let inputs: Vec<&Path> = self.inputs.iter().map(PathBuf::as_path).collect();
-        dest::check(&inputs, &outputs)
+        dest::check(&self.input_paths(), &outputs)
     }
 
     /// [`SendPlan::start`] stopped by SIGINT/SIGTERM, then
@@ -133,8 +137,7 @@ impl<'a> SendPlan<'a> {
             }
         }
         self.check_files()?;
-        let inputs: Vec<&Path> = self.inputs.iter().map(PathBuf::as_path).collect();
-        crate::json::set_inputs(&inputs);
+        crate::json::set_inputs(&self.input_paths());
         let summary_out = o.summary_json.as_deref().map(Dest::open).transpose()?;
         let stats_out = o
             .stats_json
