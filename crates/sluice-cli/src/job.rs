@@ -134,7 +134,7 @@ pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
         .map_err(bad_input)?;
     let w: WorkerJob =
         serde_json::from_str(&text).map_err(|e| bad_input(anyhow!("{}: {e}", file.display())))?;
-    // The worker checked the job as it came (`RemoteJob::from_json`);
+    // The worker checked the job as it came (`jobwire::from_proto`);
     // the command checks its options again, as for any command line.
     let mut run = RunOpts::new(w.to, w.job.send);
     run.quiet = true;

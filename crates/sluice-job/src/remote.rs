@@ -111,16 +111,12 @@ impl RemoteJob {
     /// parser); [`RemoteJob::check`] what the command line's argument
     /// relations and bounds refuse.
     pub fn from_json(text: &str) -> Result<RemoteJob, String> {
-        let mut de = serde_json::Deserializer::from_str(text);
-        let job: RemoteJob = serde_path_to_error::deserialize(&mut de)
-            .map_err(|e| format!("the job: {}: {}", e.path(), e.inner()))?;
-        de.end().map_err(|e| format!("the job: {e}"))?;
-        job.check().map_err(|e| format!("the job: {e}"))?;
-        Ok(job)
+        let doc = serde_json::from_str(text).map_err(|e| format!("the job: {e}"))?;
+        RemoteJob::from_value(doc)
     }
 
     /// [`RemoteJob::from_json`] of a document already parsed (the proto
-    /// message's JSON form).
+    /// message's serde form, `sluice-control`'s `jobwire`).
     pub fn from_value(doc: serde_json::Value) -> Result<RemoteJob, String> {
         let job: RemoteJob = serde_path_to_error::deserialize(doc)
             .map_err(|e| format!("the job: {}: {}", e.path(), e.inner()))?;
