@@ -3,9 +3,11 @@
 //! `promtool check metrics`, and gone when the run ends.
 
 mod common;
+mod netns;
 use common::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,50 +28,27 @@ fn get(addr: &str, path: &str, token: Option<&str>) -> std::io::Result<(u16, Str
     Ok((code, body.to_string()))
 }
 
-/// `sluice_packets_total`'s value in a scrape.
-fn packets(body: &str) -> u64 {
+/// The value of the sample line starting `name` (labels included), 0
+/// where there is none.
+fn sample(body: &str, name: &str) -> f64 {
     body.lines()
-        .find_map(|l| l.strip_prefix("sluice_packets_total "))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+        .unwrap_or(0.0)
 }
 
-#[test]
-fn a_running_job_is_scraped_with_its_token_only_and_its_metrics_are_valid() {
-    if !sluice_testkit::require("promtool", "metrics test") {
-        return;
-    }
-    let d = tmpdir("metrics");
-    let token_file = d.join("metrics.token");
+/// `job` run with `--metrics 0` (a bare port: on loopback) and the token
+/// in `token_file`; the job and the address it says it listens on.
+fn serving(job: &mut Command, token_file: &Path) -> (Reaped, String) {
     let mut job = Reaped(
-        sluice()
-            .args([
-                "profile",
-                "onoff",
-                "--on",
-                "constant:1s",
-                "--off",
-                "constant:1ms",
-                "--gap",
-                "constant:1ms",
-                "--duration",
-                "4s",
-                "--to",
-                "null",
-                "-q",
-                // A bare port: on loopback.
-                "--metrics",
-                "0",
-                "--metrics-token-file",
-            ])
-            .arg(&token_file)
+        job.args(["--metrics", "0", "--metrics-token-file"])
+            .arg(token_file)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );
     // It says where it listens (the kernel chose the port).
     let mut err = BufReader::new(job.stderr.take().unwrap());
-    let mut addr = None;
     let mut said = String::new();
     for _ in 0..10 {
         let mut line = String::new();
@@ -78,46 +57,29 @@ fn a_running_job_is_scraped_with_its_token_only_and_its_metrics_are_valid() {
         }
         said += &line;
         if let Some(rest) = line.split("http://").nth(1) {
-            addr = rest.split("/metrics").next().map(str::to_string);
-            break;
+            let addr = rest.split("/metrics").next().unwrap().to_string();
+            return (job, addr);
         }
     }
-    let addr = addr.unwrap_or_else(|| panic!("no metrics address in: {said}"));
-    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
-    // The token file was made for it, readable by its owner only.
-    let mode = std::os::unix::fs::PermissionsExt::mode(
-        &std::fs::metadata(&token_file).unwrap().permissions(),
-    );
-    assert_eq!(mode & 0o777, 0o600);
-    let token = std::fs::read_to_string(&token_file)
-        .unwrap()
-        .trim()
-        .to_string();
-    // Without the token, or with another, nothing is told.
-    let (code, body) = get(&addr, "/metrics", None).unwrap();
-    assert_eq!((code, body.as_str()), (401, ""));
-    let other = "0".repeat(64);
-    assert_eq!(get(&addr, "/metrics", Some(&other)).unwrap().0, 401);
-    assert_eq!(get(&addr, "/", Some(&token)).unwrap().0, 404);
-    // Mid-run, once the first interval is in, a scrape counts packets.
+    panic!("no metrics address in: {said}");
+}
+
+/// Scrapes (each 200) until `name`'s sample is above 0, mid-run.
+fn scrape_until(addr: &str, token: &str, name: &str) -> String {
     let t0 = Instant::now();
-    let body = loop {
-        let (code, body) = get(&addr, "/metrics", Some(&token)).unwrap();
+    loop {
+        let (code, body) = get(addr, "/metrics", Some(token)).unwrap();
         assert_eq!(code, 200, "{body}");
-        if packets(&body) > 0 {
-            break body;
+        if sample(&body, name) > 0.0 {
+            return body;
         }
-        assert!(t0.elapsed() < Duration::from_secs(30), "no packets: {body}");
+        assert!(t0.elapsed() < Duration::from_secs(30), "no {name}: {body}");
         std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(
-        body.contains("# TYPE sluice_packets_total counter"),
-        "{body}"
-    );
-    assert!(
-        body.contains("sluice_send_error_seconds{percentile=\"99\"}"),
-        "{body}"
-    );
+    }
+}
+
+/// `promtool check metrics` accepts `body`.
+fn promtool_accepts(body: &str) {
     let mut check = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -138,6 +100,61 @@ fn a_running_job_is_scraped_with_its_token_only_and_its_metrics_are_valid() {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+fn token_of(file: &Path) -> String {
+    std::fs::read_to_string(file).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_running_job_is_scraped_with_its_token_only_and_its_metrics_are_valid() {
+    if !sluice_testkit::require("promtool", "metrics test") {
+        return;
+    }
+    let d = tmpdir("metrics");
+    let token_file = d.join("metrics.token");
+    let (mut job, addr) = serving(
+        sluice().args([
+            "profile",
+            "onoff",
+            "--on",
+            "constant:1s",
+            "--off",
+            "constant:1ms",
+            "--gap",
+            "constant:1ms",
+            "--duration",
+            "4s",
+            "--to",
+            "null",
+            "-q",
+        ]),
+        &token_file,
+    );
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    // The token file was made for it, readable by its owner only.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&token_file).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let token = token_of(&token_file);
+    // Without the token, or with another, nothing is told.
+    let (code, body) = get(&addr, "/metrics", None).unwrap();
+    assert_eq!((code, body.as_str()), (401, ""));
+    let other = "0".repeat(64);
+    assert_eq!(get(&addr, "/metrics", Some(&other)).unwrap().0, 401);
+    assert_eq!(get(&addr, "/", Some(&token)).unwrap().0, 404);
+    // Mid-run, once the first interval is in, a scrape counts packets.
+    let body = scrape_until(&addr, &token, "sluice_packets_total");
+    assert!(
+        body.contains("# TYPE sluice_packets_total counter"),
+        "{body}"
+    );
+    assert!(
+        body.contains("sluice_send_error_seconds{percentile=\"99\"}"),
+        "{body}"
+    );
+    promtool_accepts(&body);
     // The run ends as it would without metrics, and the port with it.
     let status = job.wait().unwrap();
     assert!(status.success(), "{status:?}");
@@ -179,41 +196,6 @@ fn metrics_without_a_private_token_file_are_refused() {
     assert!(stderr(&o).contains("others may read it"), "{}", stderr(&o));
 }
 
-/// A veth pair `<tag><pid>a` ↔ `<tag><pid>b` in this namespace, removed
-/// on drop.
-struct Veth(String);
-
-impl Veth {
-    fn up(tag: &str) -> Veth {
-        let t = format!("{tag}{}", std::process::id() % 100_000);
-        let (a, b) = (format!("{t}a"), format!("{t}b"));
-        let _ = Command::new("ip").args(["link", "del", &a]).output();
-        let ok = |args: &[&str]| {
-            let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
-            assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-        };
-        ok(&["ip", "link", "add", &a, "type", "veth", "peer", "name", &b]);
-        let v = Veth(t);
-        for end in [&a, &b] {
-            ok(&[
-                "sysctl",
-                "-qw",
-                &format!("net.ipv6.conf.{end}.disable_ipv6=1"),
-            ]);
-            ok(&["ip", "link", "set", end, "up"]);
-        }
-        v
-    }
-}
-
-impl Drop for Veth {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["link", "del", &format!("{}a", self.0)])
-            .output();
-    }
-}
-
 /// With `--rx`, a scrape also gives what the receiver counts, per stream,
 /// while the run goes on.
 #[test]
@@ -228,85 +210,26 @@ fn a_receiver_beside_the_run_is_scraped_per_stream() {
     let d = tmpdir("metrics-rx");
     let trace = d.join("t.pcap");
     write_trace(&trace, 1000, 1_000_000, 200);
-    let v = Veth::up("mx");
+    let pair = netns::Pair::up("mx");
     let token_file = d.join("m.token");
-    let mut job = Reaped(
+    let (mut job, addr) = serving(
         sluice()
             .arg("replay")
             .arg(&trace)
-            .args(["--to", &format!("afpacket:{}a", v.0)])
-            .args([
-                "--rx",
-                &format!("{}b", v.0),
-                "--loop",
-                "0",
-                "--duration",
-                "4s",
-            ])
-            .args(["-q", "--metrics", "127.0.0.1:0", "--metrics-token-file"])
-            .arg(&token_file)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
+            .args(["--to", &format!("afpacket:{}a", pair.t)])
+            .args(["--rx", &format!("{}b", pair.t)])
+            .args(["--loop", "0", "--duration", "4s", "-q"]),
+        &token_file,
     );
-    let mut err = BufReader::new(job.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("http://") {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "no address");
-    }
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .unwrap()
-        .split("/metrics")
-        .next()
-        .unwrap();
-    let token = std::fs::read_to_string(&token_file)
-        .unwrap()
-        .trim()
-        .to_string();
-    let t0 = Instant::now();
-    let body = loop {
-        let (code, body) = get(addr, "/metrics", Some(&token)).unwrap();
-        assert_eq!(code, 200, "{body}");
-        let frames = body
-            .lines()
-            .find_map(|l| l.strip_prefix("sluice_rx_frames_total{stream=\"0\"} "))
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0);
-        if frames > 0.0 {
-            break body;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "nothing received: {body}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let body = scrape_until(
+        &addr,
+        &token_of(&token_file),
+        "sluice_rx_frames_total{stream=\"0\"}",
+    );
     assert!(
         body.contains("sluice_rx_latency_seconds{stream=\"0\",percentile=\"99\"}"),
         "{body}"
     );
-    let mut check = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    check
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let o = check.wait_with_output().unwrap();
-    assert!(
-        o.status.success(),
-        "promtool: {}{}\n{body}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    promtool_accepts(&body);
     assert!(job.wait().unwrap().success());
 }

@@ -17,7 +17,7 @@
 mod common;
 mod netns;
 use common::*;
-use netns::sh;
+use netns::{sh, Pair};
 use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -557,39 +557,6 @@ fn rfc2544_finds_a_tbf_bottleneck_and_its_queueing_delay() {
     let p50 = full["latency"]["percentiles"]["p50_ns"].as_f64().unwrap() / 1e6;
     // 600 frames/s against 413: the queue stays full, 50 ms deep.
     assert!((30.0..65.0).contains(&p50), "p50 {p50} ms: {full}");
-}
-
-/// A veth pair `<tag><pid>a` ↔ `<tag><pid>b`, both ends in this
-/// namespace; removed on drop.
-struct Pair {
-    t: String,
-}
-
-impl Pair {
-    fn up(tag: &str) -> Pair {
-        let t = format!("{tag}{}", std::process::id() % 100_000);
-        let (a, b) = (format!("{t}a"), format!("{t}b"));
-        let _ = Command::new("ip").args(["link", "del", &a]).output();
-        sh(&["ip", "link", "add", &a, "type", "veth", "peer", "name", &b]);
-        let p = Pair { t };
-        for end in [&a, &b] {
-            sh(&[
-                "sysctl",
-                "-qw",
-                &format!("net.ipv6.conf.{end}.disable_ipv6=1"),
-            ]);
-            sh(&["ip", "link", "set", end, "up"]);
-        }
-        p
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["link", "del", &format!("{}a", self.t)])
-            .output();
-    }
 }
 
 /// The report's per-stream table: (stream, received) of each row.

@@ -225,3 +225,37 @@ pub fn stop(mut dump: Child) {
     sh(&["kill", "-INT", &dump.id().to_string()]);
     dump.wait().unwrap();
 }
+
+/// A veth pair `<tag><pid>a` ↔ `<tag><pid>b`, both ends in this
+/// namespace; removed on drop.
+pub struct Pair {
+    /// The ends are `{t}a` and `{t}b`.
+    pub t: String,
+}
+
+impl Pair {
+    pub fn up(tag: &str) -> Pair {
+        let t = format!("{tag}{}", std::process::id() % 100_000);
+        let (a, b) = (format!("{t}a"), format!("{t}b"));
+        let _ = Command::new("ip").args(["link", "del", &a]).output();
+        sh(&["ip", "link", "add", &a, "type", "veth", "peer", "name", &b]);
+        let p = Pair { t };
+        for end in [&a, &b] {
+            sh(&[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{end}.disable_ipv6=1"),
+            ]);
+            sh(&["ip", "link", "set", end, "up"]);
+        }
+        p
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["link", "del", &format!("{}a", self.t)])
+            .output();
+    }
+}
