@@ -117,17 +117,6 @@ impl<'a> SendPlan<'a> {
         go: Go,
         watch: Option<Watch>,
     ) -> Result<Ran, Failure> {
-        let (progress, summary_out, result, rx) = self.send(stop, go, watch)?;
-        Ok(Ran {
-            progress,
-            summary_out,
-            result,
-            rx,
-        })
-    }
-
-    /// Opens the outputs and runs `go` with them; what it left to report.
-    fn send(self, stop: Arc<AtomicBool>, go: Go, watch: Option<Watch>) -> Result<Sent, Failure> {
         let o = self.opts;
         for to in std::iter::once(&o.to).chain(self.to2) {
             if matches!(to, SinkSpec::Udp(_)) && !self.datagrams {
@@ -193,7 +182,12 @@ impl<'a> SendPlan<'a> {
             .map(|b| b.finish(std::time::Duration::from_nanos(o.rx_wait.0)))
             .transpose()
             .map_err(crate::failure::receive_failure)?;
-        Ok((progress, summary_out, result, rx))
+        Ok(Ran {
+            progress,
+            summary_out,
+            result,
+            rx,
+        })
     }
 }
 
@@ -202,10 +196,11 @@ fn serve_metrics(
     o: &RunOpts,
     addr: std::net::SocketAddr,
 ) -> Result<crate::metrics::Metrics, Failure> {
+    // The command line requires it; a job built in code may lack it.
     let file = o
         .metrics_token_file
         .as_deref()
-        .expect("clap requires --metrics-token-file with --metrics");
+        .ok_or_else(|| bad_input(anyhow!("--metrics {addr}: give --metrics-token-file")))?;
     let token = crate::token::read_or_make(file, "--metrics-token-file")?;
     let m = crate::metrics::Metrics::serve(addr, token)
         .map_err(|e| crate::open_failure(anyhow!("--metrics {addr}: {e}")))?;
@@ -275,18 +270,45 @@ impl Ran {
     /// The command line's ending: the summary on stderr, `--summary-json`
     /// and the exit code.
     pub fn conclude(self) -> Result<u8, Failure> {
-        conclude(self.progress, self.summary_out, self.result, self.rx)
+        let Ran {
+            mut progress,
+            summary_out,
+            result,
+            rx,
+        } = self;
+        // Only a run that ended well replaces earlier outputs.
+        let complete = matches!(&result, Ok(s) if !s.interrupted);
+        if let Some(r) = &rx {
+            progress.rx_final(r);
+        }
+        progress.finish(complete);
+        let summary = match result {
+            Ok(s) => s,
+            Err(EngineError::AfterSending { error, summary }) => {
+                // What was sent before the failure is reported all the same.
+                report(&summary, rx.as_ref(), summary_out, false)?;
+                return Err(engine_failure(*error));
+            }
+            Err(e) => return Err(engine_failure(e)),
+        };
+        report(&summary, rx.as_ref(), summary_out, complete)?;
+        if let Some(e) = progress.json_error {
+            return Err(anyhow::Error::new(e).context("writing --stats-json").into());
+        }
+        if let Some(r) = rx.as_ref().filter(|r| r.frames == 0 && summary.packets > 0) {
+            return Err(Failure {
+                code: exit::FATAL,
+                error: anyhow!(
+                    "--rx {}: none of the {} stamped frames sent arrived there ({} other frames did)",
+                    r.iface,
+                    summary.packets,
+                    r.unstamped
+                ),
+            });
+        }
+        Ok(exit_code(&summary))
     }
 }
-
-/// A run's outcome before it is reported: the progress (with its log),
-/// `--summary-json`, the engine's result, what `--rx` counted.
-type Sent = (
-    Progress,
-    Option<Dest>,
-    Result<Summary, EngineError>,
-    Option<RxDoc>,
-);
 
 /// A sending run's typed report: what `--summary-json` writes.
 pub struct Report {
@@ -402,48 +424,6 @@ fn report(
         );
     }
     written
-}
-
-/// After a run: the summary (or the error, as bad input when the input was
-/// at fault), `--summary-json`, a `--stats-json` write failure, and the
-/// exit code.
-fn conclude(
-    mut progress: Progress,
-    summary_out: Option<Dest>,
-    result: Result<Summary, EngineError>,
-    rx: Option<RxDoc>,
-) -> Result<u8, Failure> {
-    // Only a run that ended well replaces earlier outputs.
-    let complete = matches!(&result, Ok(s) if !s.interrupted);
-    if let Some(r) = &rx {
-        progress.rx_final(r);
-    }
-    progress.finish(complete);
-    let summary = match result {
-        Ok(s) => s,
-        Err(EngineError::AfterSending { error, summary }) => {
-            // What was sent before the failure is reported all the same.
-            report(&summary, rx.as_ref(), summary_out, false)?;
-            return Err(engine_failure(*error));
-        }
-        Err(e) => return Err(engine_failure(e)),
-    };
-    report(&summary, rx.as_ref(), summary_out, complete)?;
-    if let Some(e) = progress.json_error {
-        return Err(anyhow::Error::new(e).context("writing --stats-json").into());
-    }
-    if let Some(r) = rx.as_ref().filter(|r| r.frames == 0 && summary.packets > 0) {
-        return Err(Failure {
-            code: exit::FATAL,
-            error: anyhow!(
-                "--rx {}: none of the {} stamped frames sent arrived there ({} other frames did)",
-                r.iface,
-                summary.packets,
-                r.unstamped
-            ),
-        });
-    }
-    Ok(exit_code(&summary))
 }
 
 /// A summary with what `--rx` counted (null without it).
