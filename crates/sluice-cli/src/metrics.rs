@@ -7,13 +7,14 @@
 //!
 //! The job's observer ([`Metrics::watch`]) keeps the latest interval's
 //! figures; the server thread renders them on each scrape. A client gets
-//! one request per connection, 8 KiB of headers and 2 s at most.
+//! one request per connection, 8 KiB of headers and 2 s in all to send
+//! them (then 408).
 
 use crate::progress::Watch;
 use crate::token::TOKEN_LEN;
 use sluice_core::Dist;
 use sluice_engine::{IntervalStats, Observer};
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,7 +26,8 @@ const MAX_HEAD: usize = 8 << 10;
 /// How long a client has to send its request.
 const CLIENT_TIME: Duration = Duration::from_secs(2);
 
-/// The latest figures of the run.
+/// The latest interval's figures, without its per-flow counters (which
+/// may hold millions of flows: copied every second for nothing).
 #[derive(Clone, Debug, Default)]
 struct Figures {
     t: f64,
@@ -128,7 +130,7 @@ fn accept(
             Ok((client, _)) => {
                 let _ = answer(client, token, f, r);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(20));
             }
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
@@ -144,15 +146,27 @@ fn answer(
     r: &Received,
 ) -> std::io::Result<()> {
     c.set_nonblocking(false)?;
-    c.set_read_timeout(Some(CLIENT_TIME))?;
     c.set_write_timeout(Some(CLIENT_TIME))?;
+    // One deadline for the whole request: a timeout per read would let a
+    // client that sends a byte now and then hold the one server thread.
+    let deadline = std::time::Instant::now() + CLIENT_TIME;
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
         if head.len() > MAX_HEAD {
             return reply(&mut c, "431 Request Header Fields Too Large", "");
         }
-        let n = c.read(&mut buf)?;
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return reply(&mut c, "408 Request Timeout", "");
+        }
+        c.set_read_timeout(Some(left))?;
+        let n = match c.read(&mut buf) {
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return reply(&mut c, "408 Request Timeout", "");
+            }
+            read => read?,
+        };
         if n == 0 {
             return Ok(());
         }

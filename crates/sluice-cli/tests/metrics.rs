@@ -144,6 +144,15 @@ fn a_running_job_is_scraped_with_its_token_only_and_its_metrics_are_valid() {
     let other = "0".repeat(64);
     assert_eq!(get(&addr, "/metrics", Some(&other)).unwrap().0, 401);
     assert_eq!(get(&addr, "/", Some(&token)).unwrap().0, 404);
+    // A request never finished is answered 408 once its time is up
+    // (the one server thread is not held).
+    let mut slow = TcpStream::connect(&addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    slow.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+    let mut answer = String::new();
+    slow.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
     // Mid-run, once the first interval is in, a scrape counts packets.
     let body = scrape_until(&addr, &token, "sluice_packets_total");
     assert!(
