@@ -126,8 +126,8 @@ fn upload_of(plan: &Plan, name: &str) -> anyhow::Result<Upload> {
 }
 
 /// `sluice job FILE`: the job a worker wrote, run as the command line
-/// runs its command (`run::command`) (statistics lines on stdout, the summary to the
-/// worker's file, no status line).
+/// runs its command (`run::command`): statistics lines on stdout, the
+/// summary to the worker's file, no status line.
 pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("{}: cannot read", file.display()))

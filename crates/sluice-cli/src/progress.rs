@@ -13,8 +13,9 @@ pub struct Progress {
     /// `--rx`: the receiver's latest count, shown and written after each
     /// interval.
     pub rx: Option<sluice_receive::SharedLive>,
-    /// The caller's own observer of a job run in its process
-    /// (`run::run_job`): every interval and pass, as they happen.
+    /// Observers beside the status line and `--stats-json` (`--metrics`,
+    /// a caller of `run::run_job`): every interval and pass, as they
+    /// happen.
     pub watch: Vec<Watch>,
 }
 

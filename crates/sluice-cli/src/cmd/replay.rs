@@ -2,8 +2,7 @@
 //! then run and report.
 
 use crate::args::ReplayArgs;
-use crate::plan::Prepared;
-use crate::plan::{GoFn, SendPlan};
+use crate::plan::{GoFn, Prepared, SendPlan};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::run_source;

@@ -43,18 +43,3 @@ pub enum Job {
     /// `sluice inject`.
     Inject(InjectArgs),
 }
-
-impl Job {
-    /// How it sends and where: every job's [`RunOpts`].
-    pub fn run_opts(&self) -> &RunOpts {
-        match self {
-            Job::Replay(a) => &a.run,
-            Job::Flows(a) => &a.run,
-            Job::Series(a) => &a.run,
-            Job::Profile(a) => &a.run,
-            Job::OnOff(a) => &a.run,
-            Job::Pace(a) => &a.run,
-            Job::Inject(a) => &a.run,
-        }
-    }
-}
