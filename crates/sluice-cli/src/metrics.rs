@@ -82,6 +82,7 @@ impl Metrics {
 
     /// Serves what the receiver beside the run counts too, per stream.
     pub fn follow(&self, live: sluice_receive::SharedLive) {
+        live.lock().unwrap_or_else(|e| e.into_inner()).keep_latest = true;
         *self.received.lock().unwrap_or_else(|e| e.into_inner()) = Some(live);
     }
 }

@@ -168,9 +168,10 @@ impl Receiver {
 pub struct RxLive {
     /// The latest count not yet written as a line.
     pub doc: Option<RxDoc>,
-    /// The latest count, kept for readers that do not take it
-    /// (`--metrics`).
+    /// The latest count, kept (when `keep_latest` asks) for readers that
+    /// do not take it (`--metrics`).
     pub latest: Option<RxDoc>,
+    pub keep_latest: bool,
     /// The status line's part: stamped frames, lost, worst p99 latency.
     pub glance: Option<String>,
 }
@@ -207,7 +208,9 @@ impl Beside {
                         let doc = r.doc(false);
                         let mut l = shared.lock().unwrap_or_else(|e| e.into_inner());
                         l.glance = Some(glance(&doc));
-                        l.latest = Some(doc.clone());
+                        if l.keep_latest {
+                            l.latest = Some(doc.clone());
+                        }
                         l.doc = Some(doc);
                         next += Duration::from_secs(1);
                     }
