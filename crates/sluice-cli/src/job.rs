@@ -27,6 +27,18 @@ fn ids<T: Args>() -> HashSet<String> {
 /// start, a share, a file other than an upload) is refused by name: the
 /// worker sets those itself.
 pub fn plan_job(plan: &Plan) -> anyhow::Result<RemoteJob> {
+    let job = words_job(plan)?;
+    if job.send.duration.is_some() {
+        return Err(anyhow!(
+            "job.args: --duration: the plan's job.duration says how long the job runs"
+        ));
+    }
+    Ok(job)
+}
+
+/// [`plan_job`] without the plan's own duration: a job for one host's
+/// `Jobs` service (`sluice jobs submit`), which may say how long it runs.
+pub fn words_job(plan: &Plan) -> anyhow::Result<RemoteJob> {
     let words = sluice_control::command_words(plan.command)
         .ok_or_else(|| anyhow!("job.command: none given"))?;
     let mut argv: Vec<String> = std::iter::once("sluice")
@@ -101,11 +113,6 @@ pub fn plan_job(plan: &Plan) -> anyhow::Result<RemoteJob> {
         },
         _ => unreachable!("a plan's command sends"),
     };
-    if send.duration.is_some() {
-        return Err(anyhow!(
-            "job.args: --duration: the plan's job.duration says how long the job runs"
-        ));
-    }
     let job = RemoteJob { work, send };
     job.check().map_err(|e| anyhow!("job.args: {e}"))?;
     Ok(job)
@@ -134,12 +141,21 @@ pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
         .map_err(bad_input)?;
     let w: WorkerJob =
         serde_json::from_str(&text).map_err(|e| bad_input(anyhow!("{}: {e}", file.display())))?;
+    let summary = w.summary_json.display().to_string();
+    let mut job = job_of(w);
+    let run = job.run_opts_mut();
+    run.stats_json = Some("-".into());
+    run.summary_json = Some(summary);
+    crate::run::command(job)
+}
+
+/// The job a worker was given, as the command it runs: no status line,
+/// no statistics file, no summary file (the caller adds what it wants).
+pub fn job_of(w: WorkerJob) -> Job {
     // The worker checked the job as it came (`jobwire::from_proto`);
     // the command checks its options again, as for any command line.
     let mut run = RunOpts::new(w.to, w.job.send);
     run.quiet = true;
-    run.stats_json = Some("-".into());
-    run.summary_json = Some(w.summary_json.display().to_string());
     run.rx_streams_from = w.streams_from;
     run.clock_shift = w.clock_shift;
     if let Some(r) = w.receive {
@@ -153,7 +169,7 @@ pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
             .share
             .map(|(index, count)| sluice_source::Share { index, count }),
     };
-    let job = match w.job.work {
+    match w.job.work {
         Work::Replay(opts) => Job::Replay(crate::args::ReplayArgs {
             part,
             ..crate::args::ReplayArgs::of(vec![w.input], opts, run)
@@ -180,8 +196,7 @@ pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
             // A profile's `from:` captures are uploads beside it, nothing else.
             confine_inputs: true,
         }),
-    };
-    crate::run::command(job)
+    }
 }
 
 #[cfg(test)]

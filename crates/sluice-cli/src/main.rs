@@ -46,6 +46,7 @@ mod dest;
 mod failure;
 mod job;
 mod json;
+mod local;
 mod metrics;
 mod plan;
 mod plot;
@@ -114,6 +115,7 @@ fn main() -> ExitCode {
         args::Command::Doctor(a) => cmd::doctor::run(a),
         args::Command::Worker(a) => cmd::distributed::worker(a),
         args::Command::Control(a) => cmd::distributed::control(a),
+        args::Command::Jobs(a) => cmd::jobs::jobs(a),
         args::Command::Keygen(a) => cmd::distributed::keygen(a),
         args::Command::Prep(a) => cmd::prep::run(a),
         args::Command::Rx(a) => cmd::rx::run(a),

@@ -98,6 +98,9 @@ impl Drop for Metrics {
 
 struct Keeper(Arc<Mutex<Figures>>);
 
+/// The receiver's counts come from `follow`.
+impl crate::progress::Watcher for Keeper {}
+
 impl Observer for Keeper {
     fn interval(&mut self, s: &IntervalStats) {
         let mut f = self.0.lock().unwrap_or_else(|e| e.into_inner());

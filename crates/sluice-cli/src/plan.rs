@@ -7,7 +7,9 @@ use crate::dest::{self, Dest};
 use crate::progress::{Progress, Watch};
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
-use sluice_engine::{EngineConfig, EngineError, RxStampMode, Summary};
+use sluice_engine::{EngineConfig, EngineError, LiveRate, RxStampMode, Summary};
+use sluice_job::rate::{Nominal, Ramp};
+use sluice_pace::Timeline;
 use sluice_receive::RxDoc;
 use sluice_sink::{DualSink, Sink, SinkError, SinkSpec};
 use sluice_source::Fault;
@@ -35,6 +37,8 @@ pub struct SendPlan<'a> {
     outputs: Vec<String>,
     /// The engine settings (the stop flag is wired by [`SendPlan::run`]).
     pub engine: EngineConfig,
+    /// The rate the job was planned at ([`SendPlan::rate`]).
+    pub nominal: Nominal,
 }
 
 impl<'a> SendPlan<'a> {
@@ -56,7 +60,52 @@ impl<'a> SendPlan<'a> {
             inputs: opts.metrics_token_file.iter().cloned().collect(),
             outputs: run_outputs(opts),
             engine: engine_config(opts, topspeed),
-        })
+            nominal: Nominal::None("this command"),
+        }
+        .reads_ramp())
+    }
+
+    /// `--ramp-file` is read: no output may be it.
+    fn reads_ramp(self) -> Self {
+        match &self.opts.ramp_file {
+            Some(f) => self.reads(f),
+            None => self,
+        }
+    }
+
+    /// The rate the job was planned at (top speed: none): `--ramp` and
+    /// `--ramp-file` become the run's live timeline, in its unit.
+    pub fn rate(mut self, nominal: Nominal) -> Result<Self, Failure> {
+        self.nominal = if self.engine.topspeed {
+            Nominal::None("a top-speed run")
+        } else {
+            nominal
+        };
+        let o = self.opts;
+        let (ramp, what) = match (&o.send.ramp, &o.ramp_file) {
+            (Some(r), _) => (r.clone(), "--ramp".to_string()),
+            (None, Some(f)) => (
+                Ramp::read(f).map_err(|e| bad_input(anyhow!("--ramp-file {e}")))?,
+                format!("--ramp-file {}", f.display()),
+            ),
+            (None, None) => return Ok(self),
+        };
+        let scales = ramp
+            .scales(&self.nominal)
+            .map_err(|e| bad_input(anyhow!("{what}: {e}")))?;
+        let timeline =
+            Timeline::from_points(&scales).map_err(|e| bad_input(anyhow!("{what}: {e}")))?;
+        self.engine.live = Some(LiveRate::new(timeline));
+        Ok(self)
+    }
+
+    /// The run's live rate (made at a constant scale of 1 when there was
+    /// none), for a caller that changes it while the job runs.
+    pub fn live(&mut self) -> Arc<LiveRate> {
+        self.engine
+            .live
+            .get_or_insert_with(|| LiveRate::new(Timeline::constant(1.0)))
+            .clone()
     }
 
     /// The run reads `path` (no output may be it).
@@ -122,6 +171,27 @@ impl<'a> SendPlan<'a> {
             if matches!(to, SinkSpec::Udp(_)) && !self.datagrams {
                 return Err(bad_input(anyhow!(
                     "--to {to}: this command sends whole frames; the udp sink takes datagram payloads (use it with `sluice series play`)"
+                )));
+            }
+        }
+        if o.send.ramp.is_some() || o.ramp_file.is_some() {
+            if let Nominal::None(why) = self.nominal {
+                return Err(bad_input(anyhow!(
+                    "--ramp: {why}: it has no rate to change"
+                )));
+            }
+        }
+        if let (Some(b), Nominal::None(why)) = (o.send.bursts, self.nominal) {
+            if !self.engine.topspeed {
+                return Err(bad_input(anyhow!(
+                    "--bursts {b}: {why} has no schedule of its own to send in bursts"
+                )));
+            }
+        }
+        if let Some(b) = o.send.bursts.filter(|b| b.gap.0 > 0) {
+            if self.engine.topspeed {
+                return Err(bad_input(anyhow!(
+                    "--bursts {b}: a top-speed run keeps no gap; give a rate, or --limit for one burst"
                 )));
             }
         }
@@ -315,6 +385,16 @@ pub struct Report {
     pub summary: Summary,
     /// What `--rx` counted (none without it).
     pub rx: Option<RxDoc>,
+}
+
+impl Report {
+    /// The `--summary-json` document.
+    pub fn document(&self) -> impl serde::Serialize + '_ {
+        WithRx {
+            summary: &self.summary,
+            rx: self.rx.as_ref(),
+        }
+    }
 }
 
 /// The files a sending command writes: `--to pcap:`, `--stats-json`,

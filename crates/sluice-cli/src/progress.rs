@@ -19,8 +19,13 @@ pub struct Progress {
     pub watch: Vec<Watch>,
 }
 
-/// An observer a caller hands a job.
-pub type Watch = Box<dyn Observer + Send>;
+/// An observer a caller hands a job: every interval and pass, and with
+/// `--rx` the receiver's count after each interval.
+pub trait Watcher: Observer {
+    fn rx(&mut self, _doc: &sluice_receive::RxDoc) {}
+}
+
+pub type Watch = Box<dyn Watcher + Send>;
 
 /// What ends a run, when the user said: the status line shows how far it
 /// is and when it will end.
@@ -148,11 +153,14 @@ impl Observer for Progress {
             eout!("\r{}{rx}\x1b[K", status_line(s, &self.length));
         }
         self.json_line(crate::json::Kind::Interval, s);
-        if let Some(doc) = doc {
-            self.json_line(crate::json::Kind::Rx, &doc);
+        if let Some(doc) = &doc {
+            self.json_line(crate::json::Kind::Rx, doc);
         }
         for w in &mut self.watch {
             w.interval(s);
+            if let Some(doc) = &doc {
+                w.rx(doc);
+            }
         }
     }
 

@@ -149,6 +149,8 @@ mod tests {
     #[derive(Clone, Default)]
     struct Seen(Arc<std::sync::Mutex<Vec<u64>>>);
 
+    impl crate::progress::Watcher for Seen {}
+
     impl sluice_engine::Observer for Seen {
         fn interval(&mut self, s: &sluice_engine::IntervalStats) {
             self.0.lock().unwrap().push(s.packets);

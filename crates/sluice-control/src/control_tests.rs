@@ -18,6 +18,7 @@ async fn worker(dir: &Path, exe: &Path) -> String {
         clock_service: crate::clocksvc::ClockServiceSpec::None,
         work_dir: Some(dir.to_path_buf()),
         lease_idle: Duration::from_secs(30),
+        local: None,
     };
     tokio::spawn(serve(cfg));
     for _ in 0..500 {

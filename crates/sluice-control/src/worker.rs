@@ -85,6 +85,9 @@ pub struct WorkerConfig {
     pub work_dir: Option<PathBuf>,
     /// A lease with no job and no call for this long ends.
     pub lease_idle: Duration,
+    /// Runs local jobs in this process: the worker then serves `Jobs`
+    /// too (None: the distributed service alone).
+    pub local: Option<Arc<dyn crate::local::LocalRunner>>,
 }
 
 /// Time after the deadline's SIGTERM before the child is killed.
@@ -204,7 +207,7 @@ fn session_secret() -> Result<String, Status> {
 }
 
 /// Interfaces this host can send on: every one in /sys/class/net.
-fn ports() -> Vec<pb::Port> {
+pub(crate) fn ports() -> Vec<pb::Port> {
     let mut out = vec![pb::Port {
         sink: "null".into(),
         mtu: 0,
@@ -660,6 +663,19 @@ pub async fn serve(cfg: WorkerConfig) -> Result<()> {
     // Uploads are the controller's data: this user's only.
     std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o700))
         .with_context(|| format!("{}: making it private", root.path().display()))?;
+    let jobs = cfg
+        .local
+        .clone()
+        .map(|runner| {
+            crate::jobs::JobsService::new(
+                runner,
+                root.path().join("jobs"),
+                cfg.max_upload,
+                cfg.lease_idle,
+            )
+            .context("the jobs' directory")
+        })
+        .transpose()?;
     let state = Arc::new(Mutex::new(State {
         root,
         dir: None,
@@ -681,7 +697,10 @@ pub async fn serve(cfg: WorkerConfig) -> Result<()> {
         .tcp_nodelay(true)
         .http2_keepalive_interval(Some(Duration::from_secs(10)))
         .http2_keepalive_timeout(Some(Duration::from_secs(10)))
-        .add_service(WorkerServer::new(svc).max_decoding_message_size(16 << 20));
+        .add_service(WorkerServer::new(svc).max_decoding_message_size(16 << 20))
+        .add_optional_service(jobs.map(|j| {
+            crate::pb::jobs_server::JobsServer::new(j).max_decoding_message_size(16 << 20)
+        }));
     match (&cfg.listen, tls) {
         (WorkerListen::Unix(path), _) => {
             let std_listener = sluice_sys::peer::bind_private(path)?;

@@ -24,6 +24,7 @@ fn worker(rt: &tokio::runtime::Runtime, dir: &Path, max_upload: u64, idle: Durat
         max_upload,
         work_dir: Some(dir.to_path_buf()),
         lease_idle: idle,
+        local: None,
         clock_service: sluice_control::clocksvc::ClockServiceSpec::None,
     };
     rt.spawn(async move { serve(cfg).await.unwrap() });

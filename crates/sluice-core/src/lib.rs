@@ -23,7 +23,7 @@ pub mod time;
 pub use batch::{Batch, FrameRef, Work};
 pub use clock::{Clock, MonotonicClock, VirtualClock};
 pub use fates::{Fate, Fates};
-pub use outbox::{Due, Handoff, Lane, Outbox, OutboxRules};
+pub use outbox::{Burst, Due, Handoff, Lane, Outbox, OutboxRules};
 pub use parse::{parse_count, parse_duration, parse_rate, ParseError};
 pub use spread::Spreader;
 pub use stats::{Dist, ErrorHistogram, Quantiles};

@@ -18,6 +18,8 @@
 //!   speed (`span` None) only full batches are handed over.
 //! - **Limits.** `limit` packets and `max_due` end the stream: [`push`]
 //!   returns false and the source stops.
+//! - **Bursts.** With a [`Burst`], every `size` packets a gap is added to
+//!   the due times of all that follow, and `count` bursts end the stream.
 //! - **Hand-over.** Batches go to a [`Handoff`], the engine's: it queues
 //!   them for a TX thread (or keeps them, when preloading) and returns an
 //!   empty batch to fill next, or None once the run is stopping.
@@ -102,12 +104,86 @@ pub struct Outbox<'h> {
     span: Option<Nanos>,
     limit: Option<u64>,
     max_due: Option<Nanos>,
+    burst: Option<Burst>,
     grow: Option<fn(&mut Vec<u8>, usize)>,
     packets: u64,
     first_ts: Option<u64>,
     stopped: bool,
     /// The source's pass (0-based) the frames pushed now belong to.
     pass: u64,
+}
+
+/// Bursts (TRex's multi-burst, Ostinato's bursts): `size` packets at the
+/// stream's own times, then `gap` more before the next burst; `count`
+/// bursts (None: until the stream ends).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Burst {
+    pub size: u64,
+    pub gap: Nanos,
+    pub count: Option<u64>,
+}
+
+impl Burst {
+    /// Packets in all (None: no end).
+    pub fn packets(&self) -> Option<u64> {
+        self.count.map(|c| c.saturating_mul(self.size))
+    }
+
+    /// The due time of packet `index` (0-based) planned at `at`.
+    #[inline]
+    pub fn due(&self, index: u64, at: Nanos) -> Nanos {
+        Nanos(at.0.saturating_add((index / self.size.max(1)).saturating_mul(self.gap.0)))
+    }
+}
+
+impl std::fmt::Display for Burst {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.size)?;
+        if let Some(c) = self.count {
+            write!(f, "x{c}")?;
+        }
+        if self.gap.0 > 0 {
+            write!(f, "/{}ns", self.gap.0)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for Burst {
+    type Err = String;
+    /// `SIZE[xCOUNT][/GAP]`: `1000` (one burst of 1000), `1000/10ms`
+    /// (bursts of 1000, 10 ms between, no end), `1000x5/10ms` (five).
+    fn from_str(s: &str) -> Result<Burst, String> {
+        let (head, gap) = match s.split_once('/') {
+            Some((h, g)) => (h, Some(g)),
+            None => (s, None),
+        };
+        let (size, count) = match head.split_once('x') {
+            Some((n, c)) => (n, Some(c)),
+            None => (head, None),
+        };
+        let whole = |v: &str, what: &str| -> Result<u64, String> {
+            crate::parse::parse_count(v)
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| format!("{s:?}: {what} {v:?} is not a whole number above 0"))
+        };
+        let size = whole(size, "the burst size")?;
+        let gap = gap
+            .map(|g| crate::parse::parse_duration(g).map_err(|e| format!("{s:?}: the gap: {e}")))
+            .transpose()?;
+        let count = match (count, gap) {
+            (Some(c), _) => Some(whole(c, "the burst count")?),
+            // One burst without a gap; bursts without end with one.
+            (None, None) => Some(1),
+            (None, Some(_)) => None,
+        };
+        Ok(Burst {
+            size,
+            gap: gap.unwrap_or(Nanos(0)),
+            count,
+        })
+    }
 }
 
 /// How an [`Outbox`] batches and when it ends the stream.
@@ -120,6 +196,8 @@ pub struct OutboxRules {
     pub limit: Option<u64>,
     /// End the stream at the first packet due later than this.
     pub max_due: Option<Nanos>,
+    /// Bursts: gaps added every `size` packets, and their end.
+    pub burst: Option<Burst>,
     /// Applied to each frame once written (`data`, the frame's start in
     /// it): how the engine grows frames for what it adds as they leave.
     pub grow: Option<fn(&mut Vec<u8>, usize)>,
@@ -134,8 +212,12 @@ impl<'h> Outbox<'h> {
             spread: Spreader::new(lanes),
             handoff,
             span: rules.span,
-            limit: rules.limit,
+            limit: match (rules.limit, rules.burst.and_then(|b| b.packets())) {
+                (Some(l), Some(b)) => Some(l.min(b)),
+                (l, b) => l.or(b),
+            },
             max_due: rules.max_due,
+            burst: rules.burst,
             grow: rules.grow,
             packets: 0,
             first_ts: None,
@@ -169,7 +251,14 @@ impl<'h> Outbox<'h> {
         due: impl Into<Due>,
         write: impl FnOnce(&mut Vec<u8>),
     ) -> bool {
-        let Due { at, spacing, port } = due.into();
+        let Due {
+            mut at,
+            spacing,
+            port,
+        } = due.into();
+        if let Some(b) = &self.burst {
+            at = b.due(self.packets, at);
+        }
         if self.stopped
             || self.limit.is_some_and(|l| self.packets >= l)
             || self.max_due.is_some_and(|m| at > m)
@@ -289,6 +378,43 @@ mod tests {
             }
             Some(Batch::new())
         }
+    }
+
+    #[test]
+    fn bursts_add_their_gap_and_end_after_their_count() {
+        let b: Burst = "3x2/1ms".parse().unwrap();
+        assert_eq!(
+            b,
+            Burst {
+                size: 3,
+                gap: Nanos(1_000_000),
+                count: Some(2)
+            }
+        );
+        assert_eq!(b.to_string().parse::<Burst>(), Ok(b));
+        assert_eq!("5".parse::<Burst>().map(|b| b.count), Ok(Some(1)));
+        assert_eq!("5/2us".parse::<Burst>().map(|b| b.count), Ok(None));
+        for bad in ["0", "x3", "3x0/1ms", "3/5", "3/fast", ""] {
+            assert!(bad.parse::<Burst>().is_err(), "{bad}");
+        }
+        let mut h = Keep::default();
+        let mut out = Outbox::new(
+            1,
+            OutboxRules {
+                burst: Some(b),
+                ..OutboxRules::default()
+            },
+            &mut h,
+        );
+        let mut i = 0u64;
+        while out.push(Lane(0), Nanos(i * 10), |d| d.push(0)) {
+            i += 1;
+        }
+        out.finish();
+        assert_eq!(out.packets(), 6);
+        drop(out);
+        let dues: Vec<u64> = h.0.iter().flat_map(|(_, d)| d.clone()).collect();
+        assert_eq!(dues, [0, 10, 20, 1_000_030, 1_000_040, 1_000_050]);
     }
 
     fn rules(span: Option<u64>) -> OutboxRules {

@@ -70,7 +70,7 @@ pub(crate) fn run_parts_on(
         });
     }
     if parts > 1 {
-        if cfg.limit.is_some() {
+        if cfg.limit.is_some() || cfg.burst.is_some() {
             return Err(EngineError::PartsWithLimit(parts));
         }
         if sources
@@ -176,7 +176,10 @@ impl Pipeline for BatchPipeline<'_> {
         let rules = OutboxRules {
             span: (!cfg.topspeed).then_some(BATCH_SPAN),
             limit: cfg.limit,
-            max_due: cfg.duration,
+            // On a live timeline the duration is real time: the TX
+            // threads end it, whatever was planned.
+            max_due: cfg.duration.filter(|_| cfg.live.is_none()),
+            burst: cfg.burst,
             grow: (cfg.rx_stamp == Some(RxStampMode::Append))
                 .then_some(sluice_wire::rxstamp::append_room as fn(&mut Vec<u8>, usize)),
         };
@@ -206,7 +209,9 @@ impl Pipeline for BatchPipeline<'_> {
                 passes: cfg.passes,
                 pass_board: self.pass_board.clone(),
                 live_origin: realtime_start,
-                preload_budget: cfg.preload.then(|| {
+                // A preloaded pass repeats its due times: bursts count
+                // every packet, so they stream.
+                preload_budget: (cfg.preload && cfg.burst.is_none()).then(|| {
                     cfg.preload_budget
                         .unwrap_or_else(io::default_preload_budget)
                         / parts as u64

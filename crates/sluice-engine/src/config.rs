@@ -92,6 +92,13 @@ pub struct EngineConfig {
     /// thread drawing from its own stream of the seed: the same seed and
     /// run drop the same frames. Counted in the summary's `loss_dropped`.
     pub loss: Option<Loss>,
+    /// The rate timeline, when the rate may change while the run goes
+    /// (`--ramp`, a service): due times are read through it, and the
+    /// duration is real time (packets are not cut at a planned offset).
+    pub live: Option<Arc<crate::live::LiveRate>>,
+    /// Bursts of the planned stream (one planner thread; a preloaded
+    /// trace is streamed instead).
+    pub burst: Option<sluice_core::Burst>,
 }
 
 /// `--loss`: the share of frames dropped and the seed of the draws.
@@ -168,6 +175,8 @@ impl Default for EngineConfig {
             stamp_clock_shift_ns: 0,
             shared_virtual_clock: false,
             loss: None,
+            live: None,
+            burst: None,
         }
     }
 }

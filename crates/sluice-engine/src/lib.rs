@@ -20,6 +20,7 @@ mod config;
 #[cfg(test)]
 mod harness;
 mod io;
+pub mod live;
 mod passes;
 mod run;
 pub mod series;
@@ -29,6 +30,7 @@ mod tx;
 
 pub use batch::{run_source, run_sources};
 pub use config::{ClockChoice, EngineConfig, Loss, RxStampMode};
+pub use live::{Applied, LiveRate};
 pub use run::EngineError;
 pub use series::{run_series, SeriesConfig, SeriesPayload};
 pub use stats::{

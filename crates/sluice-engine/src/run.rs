@@ -38,7 +38,7 @@ pub enum EngineError {
     /// cannot be planned in parts (a live one, or one that learns fates).
     #[error("{parts} planner threads need as many TX threads or more (there are {lanes}) and a generated source")]
     Parts { parts: usize, lanes: usize },
-    #[error("a packet limit needs one planner thread, not {0}: no planner knows which packets are the first N in time")]
+    #[error("a packet limit or bursts need one planner thread, not {0}: no planner knows which packets are the first N in time")]
     PartsWithLimit(usize),
     /// A run that failed after sending: the error, and what was sent.
     #[error("{error}")]
@@ -239,6 +239,7 @@ impl<'a> Run<'a> {
                 (report, P::tally(feed), rescued)
             })?);
         }
+        run.begin_live();
         run.release();
         let passes = pipeline.passes();
         let hist = run.aggregate(&txs, observer, passes.as_deref(), &mut |s| {
@@ -311,6 +312,25 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Tells the live timeline (if any) the run's start and clock.
+    pub fn begin_live(&self) {
+        let Some(live) = &self.cfg.live else {
+            return;
+        };
+        let now: Box<dyn Fn() -> MonoTime + Send + Sync> = match (self.cfg.clock, self.tsc) {
+            (ClockChoice::Virtual, _) => {
+                let clocks = self.lane_clocks.clone();
+                Box::new(move || clocks.iter().map(Clock::now).max().unwrap_or_default())
+            }
+            (_, Some(t)) => Box::new(move || t.now()),
+            _ => {
+                let m = self.mono;
+                Box::new(move || m.now())
+            }
+        };
+        live.begin(self.start, now);
+    }
+
     fn now(&self) -> MonoTime {
         match (self.cfg.clock, self.tsc) {
             // The run is as far as its furthest thread.
@@ -347,6 +367,7 @@ impl<'a> Run<'a> {
             stop: cfg.stop.clone(),
             fates: self.fates.clone(),
             loss: cfg.loss.map(|l| l.draws(i)),
+            timeline: cfg.live.as_ref().map(|l| l.reader(cfg.clock.is_real())),
         }
     }
 

@@ -15,6 +15,7 @@ pub mod flows;
 pub mod live;
 pub mod onoff;
 pub mod profile;
+pub mod rate;
 pub mod receive;
 pub mod remote;
 pub mod replay;

@@ -24,6 +24,14 @@ pub struct SendOpts {
     #[arg(long, value_parser = positive_duration)]
     #[serde(with = "crate::fields::opt_positive_duration")]
     pub duration: Option<Nanos>,
+    /// Ramp the rate from the start: FROM..TO/OVER (linear, e.g. 0..200k/5s), FROM..TO/OVER:STEPS (in equal steps) or TIME=RATE,… (linear between points; two at one time are a step), then hold the last rate. Rates are in the job's own unit (packets/s with --pps, Mbit/s with --mbps, a multiplier for recorded timing and profiles) or xF, F times the planned rate.
+    #[arg(long, value_name = "RAMP", allow_hyphen_values = false)]
+    #[serde(with = "text::opt")]
+    pub ramp: Option<crate::rate::Ramp>,
+    /// Send in bursts: SIZE[xCOUNT][/GAP], e.g. 1000x5/10ms (five bursts of 1000 packets, 10 ms added between them), 1000/10ms (bursts without end), 1000 (one burst). Packets within a burst keep the job's timing; a rate change scales the gaps too.
+    #[arg(long, value_name = "SIZE[xCOUNT][/GAP]")]
+    #[serde(with = "text::opt")]
+    pub bursts: Option<sluice_core::Burst>,
     /// TX threads.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -97,6 +105,8 @@ impl Default for SendOpts {
         SendOpts {
             limit: None,
             duration: None,
+            ramp: None,
+            bursts: None,
             threads: 1,
             cpu: None,
             no_pin: false,
@@ -136,6 +146,7 @@ impl SendOpts {
         EngineConfig {
             limit: self.limit,
             duration: self.duration,
+            burst: self.bursts,
             clock: self.clock,
             spin: self.spin,
             drift: self.drift,

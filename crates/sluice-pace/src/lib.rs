@@ -14,9 +14,11 @@
 pub mod gaps;
 pub mod pacer;
 pub mod schedule;
+pub mod timeline;
 pub mod wait;
 
 pub use gaps::{GapWatch, DEFAULT_MAX_GAP};
 pub use pacer::{Decision, Pacer};
 pub use schedule::{Schedule, TimingMode};
+pub use timeline::{Change, ChangeError, Timeline};
 pub use wait::{SpinSleep, Waiter};

@@ -10,6 +10,7 @@ pub mod distributed;
 pub mod docs;
 mod doctor;
 mod flows;
+mod jobs;
 mod prep;
 mod profile;
 mod report;
@@ -24,6 +25,7 @@ pub use demo::DemoArgs;
 pub use distributed::{ControlArgs, ControlCommand, ControlRunArgs, KeygenArgs, WorkerArgs};
 pub use doctor::DoctorArgs;
 pub use flows::{FlowsArgs, FlowsCommand, ImportArgs};
+pub use jobs::{ChangeArgs, JobsArgs, JobsCommand, SubmitArgs};
 pub use prep::{PrepArgs, PrepFormat};
 pub use profile::{
     FitArgs, Mode, ProfileArgs, ProfileCommand, SelectOpts, ShareBy, SpectrumArgs, SynthArgs,
@@ -94,8 +96,11 @@ pub enum Command {
     Rx(RxArgs),
     /// RFC 2544 benchmarks of a device between two interfaces: throughput by binary search, latency at that rate, the frame loss rate table; loss counted by stream and sequence number.
     Rfc2544(Box<Rfc2544Args>),
-    /// Serve as a worker of distributed runs: a controller holding a certificate of the same CA hands it tasks.
+    /// Serve as a worker: jobs of this host changed live (sluice jobs, sluice top) and tasks of distributed runs from a controller holding a certificate of the same CA.
+    #[command(alias = "serve")]
     Worker(WorkerArgs),
+    /// Drive a worker's jobs: submit, list, watch, change the rate live, pause, resume, stop.
+    Jobs(JobsArgs),
     /// Drive workers: run a plan's job split over several hosts, started together on corrected clocks.
     Control(ControlArgs),
     /// Write a CA and the worker and controller certificates for mutual TLS.

@@ -9,6 +9,7 @@ use anyhow::Context;
 use sluice_control::control::{self, ControlConfig};
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// One thread: the control plane is light, and a clock exchange whose
 /// reply wakes a task on another thread pays that wake-up in its delay.
@@ -31,6 +32,7 @@ pub fn keygen(a: KeygenArgs) -> Result<u8, Failure> {
 }
 
 pub fn worker(a: WorkerArgs) -> Result<u8, Failure> {
+    let local = Arc::new(crate::local::InProcess::default());
     let cfg = sluice_control::worker::WorkerConfig {
         listen: a.listen,
         tls: a.tls,
@@ -40,17 +42,18 @@ pub fn worker(a: WorkerArgs) -> Result<u8, Failure> {
         clock_service: a.clock_service,
         work_dir: a.work_dir,
         lease_idle: sluice_control::worker::LEASE_IDLE,
+        local: Some(local.clone()),
     };
     let rt = runtime()?;
     rt.block_on(async {
         tokio::select! {
             r = sluice_control::worker::serve(cfg) => r.map_err(bad_input),
-            _ = stop_signal() => {
-                eoutln!("sluice worker: stopped");
-                Ok(())
-            }
+            _ = stop_signal() => Ok(()),
         }
     })?;
+    // Local jobs end as a stop ends them: outputs settled, summaries sent.
+    let n = local.stop_all(Duration::from_secs(5));
+    eoutln!("sluice worker: stopped ({n} local jobs stopped)");
     Ok(exit::OK)
 }
 

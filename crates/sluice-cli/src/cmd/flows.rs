@@ -30,7 +30,9 @@ pub fn prepare(a: &mut RunArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
     // Each planner feeds TX threads of its own.
     a.run.send.threads = a.run.send.threads.max(planners as usize);
     let a = &*a;
-    let mut plan = SendPlan::new(&a.run, a.opts.topspeed)?.reads(&a.session);
+    let mut plan = SendPlan::new(&a.run, a.opts.topspeed)?
+        .reads(&a.session)
+        .rate(sluice_job::rate::Nominal::Multiplier(1.0))?;
     plan.engine.start_at = a.part.start_at;
     let session = Session::load(&a.session).map_err(bad_input)?;
     let sources = (0..planners)

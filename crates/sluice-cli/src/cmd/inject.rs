@@ -20,7 +20,9 @@ pub fn prepare(a: &mut InjectArgs) -> Result<crate::plan::Prepared<'_>, Failure>
             "inject runs one TX thread: acknowledgements follow the order frames leave in"
         )));
     }
-    let mut plan = SendPlan::new(&a.run, false)?;
+    let mut plan = SendPlan::new(&a.run, false)?.rate(sluice_job::rate::Nominal::None(
+        "inject (frames leave when their clients say)",
+    ))?;
     if let Some(p) = &a.log_requested {
         plan = plan.writes(p);
     }

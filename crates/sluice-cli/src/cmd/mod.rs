@@ -12,6 +12,7 @@ mod doctor_nic;
 mod finding;
 pub mod flows;
 pub mod inject;
+pub mod jobs;
 mod live_capture;
 pub mod onoff;
 pub mod pace;

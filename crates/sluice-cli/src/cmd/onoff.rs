@@ -13,7 +13,7 @@ use sluice_sink::SinkSpec;
 pub fn prepare(a: &mut OnOffArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
     let a = &*a;
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
-    let plan = SendPlan::new(&a.run, false)?;
+    let plan = SendPlan::new(&a.run, false)?.rate(sluice_job::rate::Nominal::Multiplier(1.0))?;
     if matches!(a.run.to, SinkSpec::Pcap(_))
         && a.run.send.limit.is_none()
         && a.run.send.duration.is_none()

@@ -69,7 +69,9 @@ pub fn prepare(a: &mut PaceArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
             "--return relays frames from the --to interface: give --to afpacket:IFACE or xdp:IFACE"
         )));
     }
-    let mut plan = SendPlan::new(&a.run, false)?;
+    let mut plan = SendPlan::new(&a.run, false)?.rate(sluice_job::rate::Nominal::None(
+        "pace (frames leave as the TAP hands them over)",
+    ))?;
     if let Some(ipd) = &a.ipd {
         plan = plan.reads(ipd);
     }

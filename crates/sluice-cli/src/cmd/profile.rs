@@ -113,7 +113,9 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
     if a.confine_inputs {
         sluice_profile::confine_inputs();
     }
-    let mut plan = SendPlan::new(&a.run, false)?;
+    // A profile's rates are its own: a ramp scales them.
+    let mut plan =
+        SendPlan::new(&a.run, false)?.rate(sluice_job::rate::Nominal::Multiplier(1.0))?;
     plan.engine.start_at = a.part.start_at;
     if let (Some(s), ShareBy::Components) = (a.part.share, a.share_by) {
         if a.opts.mode != Mode::Fourier || !a.opts.queues.is_multiple_of(s.count as usize) {

@@ -6,6 +6,7 @@ use crate::plan::{GoFn, Prepared, SendPlan};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::run_source;
+use sluice_job::rate::Nominal;
 use sluice_pace::TimingMode;
 use sluice_source::{ReplayConfig, ReplaySource};
 
@@ -32,7 +33,12 @@ fn go(source: ReplaySource, timing: TimingMode) -> impl GoFn {
 fn plan_of(a: &ReplayArgs) -> Result<(SendPlan<'_>, ReplaySource, TimingMode), Failure> {
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
     let timing = timing_mode(a)?;
-    let mut plan = SendPlan::new(&a.run, timing == TimingMode::TopSpeed)?;
+    let mut plan = SendPlan::new(&a.run, timing == TimingMode::TopSpeed)?.rate(match timing {
+        TimingMode::Pps(p) => Nominal::Pps(p),
+        TimingMode::Mbps(m) => Nominal::Mbps(m),
+        TimingMode::Recorded { multiplier } => Nominal::Multiplier(multiplier),
+        TimingMode::TopSpeed => Nominal::None("a top-speed run"),
+    })?;
     for t in &a.traces {
         plan = plan.reads(t);
     }

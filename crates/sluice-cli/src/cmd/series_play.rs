@@ -36,9 +36,18 @@ pub fn prepare(a: &mut PlayArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
         _ => SeriesTiming::Conforming,
     };
     let topspeed = timing == SeriesTiming::TightLoop(Nanos(0));
+    if let Some(b) = a.run.send.bursts {
+        return Err(bad_input(anyhow!(
+            "--bursts {b}: series play keeps each record's own time; bursts are for replayed and generated traffic"
+        )));
+    }
     let mut plan = SendPlan::new(&a.run, topspeed)?
         .datagrams()
-        .reads(&a.archive);
+        .reads(&a.archive)
+        .rate(match timing {
+            SeriesTiming::FastForward(f) => sluice_job::rate::Nominal::Multiplier(f),
+            _ => sluice_job::rate::Nominal::Multiplier(1.0),
+        })?;
     if let Some(map) = &a.map {
         plan = plan.reads(map);
     }

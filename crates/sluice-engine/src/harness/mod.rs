@@ -14,6 +14,7 @@
 
 mod failures;
 mod fates;
+mod live;
 mod ordering;
 mod parts;
 mod passes;

@@ -6,6 +6,7 @@
 //! reach the aggregator without ever blocking the TX thread.
 
 use crate::config::LossDraws;
+use crate::live::TimelineReader;
 use crate::stats::{CounterSnapshot, SharedCounters, HISTOGRAM_HANDOFF};
 use sluice_core::{ErrorHistogram, Fate, Fates, MonoTime, Nanos};
 use sluice_pace::{Decision, Pacer, Waiter};
@@ -50,6 +51,8 @@ pub(crate) struct TxSetup {
     pub fates: Option<Arc<Fates>>,
     /// `--loss`: this thread's draws.
     pub loss: Option<LossDraws>,
+    /// The live rate timeline due times are read through.
+    pub timeline: Option<TimelineReader>,
 }
 
 /// What a TX thread reports when it ends.
@@ -88,6 +91,10 @@ pub(crate) struct TxCore {
     stop: Arc<AtomicBool>,
     fates: Option<Arc<Fates>>,
     loss: Option<LossDraws>,
+    timeline: Option<TimelineReader>,
+    /// The run's duration is over for this thread (on a live timeline:
+    /// its next packet is due after it).
+    ended: bool,
     pub c: CounterSnapshot,
     hist: ErrorHistogram,
     /// The clock as last read.
@@ -124,6 +131,8 @@ impl TxCore {
             stop: s.stop,
             fates: s.fates,
             loss: s.loss,
+            timeline: s.timeline,
+            ended: false,
             c: CounterSnapshot::default(),
             hist: ErrorHistogram::new(),
             last_send: start,
@@ -144,8 +153,80 @@ impl TxCore {
     /// True once the run's duration is over.
     #[inline(always)]
     pub fn past_duration(&self) -> bool {
-        self.duration
-            .is_some_and(|d| self.now.since(self.pacer.start()) >= d)
+        self.ended
+            || self
+                .duration
+                .is_some_and(|d| self.now.since(self.pacer.start()) >= d)
+    }
+
+    /// True when waits are cut short to see changes: a live timeline on
+    /// a real clock.
+    #[inline(always)]
+    pub fn rereads(&self) -> bool {
+        self.timeline.as_ref().is_some_and(|t| t.real_clock)
+    }
+
+    /// True while a live timeline is paused.
+    #[inline(always)]
+    pub fn paused(&self) -> bool {
+        self.timeline.as_ref().is_some_and(TimelineReader::paused)
+    }
+
+    /// The real due offset of a packet planned at `due` that keeps
+    /// `spacing` after the last departure (see [`keep_spacing`]); None
+    /// while the timeline does not reach it (paused) or, on a live
+    /// timeline, when it is due after the run's duration (the thread
+    /// ends).
+    ///
+    /// [`keep_spacing`]: Self::keep_spacing
+    #[inline(always)]
+    pub fn timed(&mut self, due: Nanos, spacing: u32) -> Option<Nanos> {
+        let Some(t) = &self.timeline else {
+            return Some(self.keep_spacing(due, spacing));
+        };
+        let Some(real) = t.real(due) else {
+            // On a virtual clock nothing will change the timeline.
+            self.ended |= !t.real_clock;
+            return None;
+        };
+        if self.duration.is_some_and(|d| real > d) {
+            self.ended = true;
+            return None;
+        }
+        // A spacing is planned time: it shrinks as the rate grows.
+        let spacing = if spacing == 0 {
+            0
+        } else {
+            let s = t.scale_at(real);
+            if s > 0.0 {
+                (f64::from(spacing) / s).min(f64::from(u32::MAX)) as u32
+            } else {
+                spacing
+            }
+        };
+        Some(self.keep_spacing(real, spacing))
+    }
+
+    /// The real due offset of a packet planned at `due` (None: not
+    /// reached yet).
+    #[inline(always)]
+    pub fn real(&self, due: Nanos) -> Option<Nanos> {
+        match &self.timeline {
+            None => Some(due),
+            Some(t) => t.real(due),
+        }
+    }
+
+    /// The absolute deadline of a packet planned at `due` (the end of
+    /// time while it is not reached).
+    #[inline(always)]
+    pub fn deadline_of(&self, due: Nanos) -> MonoTime {
+        match &self.timeline {
+            None => self.pacer.deadline(due),
+            Some(t) => t
+                .real(due)
+                .map_or(MonoTime(u64::MAX), |r| self.pacer.deadline(r)),
+        }
     }
 
     /// True when this thread should stop: a fatal sink error, a stop, or
@@ -182,13 +263,6 @@ impl TxCore {
         due.max(Nanos(left + u64::from(spacing) - give))
     }
 
-    /// A packet paced without [`keep_spacing`](Self::keep_spacing) (it
-    /// starts a chain).
-    #[inline(always)]
-    pub fn unspaced(&mut self) {
-        self.pending_spacing = 0;
-    }
-
     /// The packet being paced left now.
     #[inline(always)]
     pub fn departed(&mut self) {
@@ -203,9 +277,14 @@ impl TxCore {
         self.chain_at = self.chain_at.max(left.saturating_sub(MAX_CHAIN_LATE_NS));
     }
 
-    /// Due offset of a packet that is due now.
+    /// The planned offset due now (on a live timeline: the nominal time
+    /// reached).
     pub fn due_now(&self) -> Nanos {
-        Nanos(self.now.since(self.pacer.start()).0)
+        let real = Nanos(self.now.since(self.pacer.start()).0);
+        match &self.timeline {
+            None => real,
+            Some(t) => t.nominal(real),
+        }
     }
 
     /// Waits until `t` (or a stop) and reads the clock.

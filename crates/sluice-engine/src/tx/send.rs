@@ -13,6 +13,7 @@
 use super::board::Board;
 use super::core::{TxCore, TxReport, Verdict};
 use super::unit::Unit;
+use crate::live::REREAD;
 use sluice_core::{MonoTime, Nanos};
 use sluice_pace::Decision;
 use std::sync::Arc;
@@ -170,7 +171,11 @@ impl<F: Feed> TxLoop<F> {
         if self.core.topspeed && !F::SIDE {
             // At top speed nothing waits: a packet's due time and kept gap
             // decide nothing, and the clock (so the duration) moves once
-            // per unit. Only a stop or a failed sink ends the unit early.
+            // per unit. Only a stop or a failed sink ends the unit early;
+            // a pause holds the next unit.
+            if self.core.paused() {
+                self.hold_paused();
+            }
             for i in 0..unit.len() {
                 if self.core.error.is_some() || self.core.interrupted() {
                     return;
@@ -181,11 +186,10 @@ impl<F: Feed> TxLoop<F> {
             return;
         }
         for (i, due) in unit.dues().enumerate() {
-            let due = self.core.keep_spacing(due, unit.spacing(i));
             if !self.ready_for(due) {
                 return;
             }
-            let Some(verdict) = self.pace(due) else {
+            let Some(verdict) = self.pace(due, unit.spacing(i)) else {
                 return;
             };
             self.feed.send(&mut self.core, unit, i, verdict);
@@ -196,23 +200,22 @@ impl<F: Feed> TxLoop<F> {
     /// goes; packets a rescuer claimed are skipped. Returns the unit unless
     /// a rescuer still holds it.
     fn send_shown(&mut self, board: &Board<F::Unit>, unit: F::Unit) -> Option<F::Unit> {
-        let (me, pacer) = (self.me, self.core.pacer);
+        let me = self.me;
         if unit.len() == 0 {
             return Some(unit);
         }
         let unit = Arc::new(unit);
-        let generation = board.show(me, unit.clone(), pacer.deadline(unit.due(0)));
+        let generation = board.show(me, unit.clone(), self.core.deadline_of(unit.due(0)));
         let mut i = 0;
         while i < unit.len() {
             let due = unit.due(i);
             if !self.ready_for(due) {
                 break;
             }
-            self.core.unspaced();
-            let Some(verdict) = self.pace(due) else {
+            let Some(verdict) = self.pace(due, 0) else {
                 break;
             };
-            let next = (i + 1 < unit.len()).then(|| pacer.deadline(unit.due(i + 1)));
+            let next = (i + 1 < unit.len()).then(|| self.core.deadline_of(unit.due(i + 1)));
             match board.claim(me, generation, i, next) {
                 Ok(()) => {
                     self.feed.send(&mut self.core, &unit, i, verdict);
@@ -240,24 +243,29 @@ impl<F: Feed> TxLoop<F> {
             if d > due || self.core.stopping() {
                 return;
             }
-            let Some(verdict) = self.pace(d) else {
+            let Some(verdict) = self.pace(d, 0) else {
                 return;
             };
             self.feed.send_side(&mut self.core, verdict);
         }
     }
 
-    /// Waits until a packet due at `due` may leave, then says whether it
-    /// is sent or dropped; None when the run stopped (or the sink failed)
+    /// Waits until a packet planned at `due` (keeping `spacing` after the
+    /// last departure) may leave, then says whether it is sent or
+    /// dropped; None when the run stopped, ended or the sink failed
     /// meanwhile. Before any wait, what the sink has queued leaves.
     #[inline(always)]
-    fn pace(&mut self, due: Nanos) -> Option<Verdict> {
+    fn pace(&mut self, due: Nanos, spacing: u32) -> Option<Verdict> {
         if self.core.topspeed {
             return Some(Verdict::Send { eps: 0 });
         }
-        let v = match self.core.pacer.poll(due, self.core.now) {
-            Decision::WaitUntil(t) => self.pace_after_wait(due, t),
-            d => Verdict::of(d),
+        let v = match self.core.timed(due, spacing) {
+            Some(at) => match self.core.pacer.poll(at, self.core.now) {
+                Decision::WaitUntil(t) => self.pace_after_wait(due, spacing, Some(t)),
+                d => Verdict::of(d),
+            },
+            None if self.core.past_duration() => None,
+            None => self.pace_after_wait(due, spacing, None),
         };
         if let Some(Verdict::Send { .. }) = v {
             self.core.departed();
@@ -266,22 +274,55 @@ impl<F: Feed> TxLoop<F> {
     }
 
     /// [`pace`](Self::pace) once the packet is not due yet: flush, wait
-    /// until `t`, poll again (a packet waited for is never a violation).
+    /// until `t` (None: not reached, a paused timeline), poll again (a
+    /// packet waited for is never a violation). On a live timeline no
+    /// wait is longer than [`REREAD`]: a change planned [`CHANGE_LEAD`]
+    /// ahead is seen before its instant.
+    ///
+    /// [`CHANGE_LEAD`]: crate::live::CHANGE_LEAD
     #[inline(never)]
-    fn pace_after_wait(&mut self, due: Nanos, mut t: MonoTime) -> Option<Verdict> {
+    fn pace_after_wait(
+        &mut self,
+        due: Nanos,
+        spacing: u32,
+        mut t: Option<MonoTime>,
+    ) -> Option<Verdict> {
         loop {
             self.core.flush();
             if self.core.error.is_some() {
                 return None;
             }
-            self.wait(t);
+            let reread = self.core.now + REREAD;
+            let target = match t {
+                Some(t) if self.core.rereads() => t.min(reread),
+                Some(t) => t,
+                None => reread,
+            };
+            self.wait(target);
             if self.core.interrupted() {
                 return None;
             }
-            match self.core.pacer.poll_waited(due, self.core.now) {
-                Decision::WaitUntil(next) => t = next,
+            let Some(at) = self.core.timed(due, spacing) else {
+                if self.core.past_duration() {
+                    return None;
+                }
+                t = None;
+                continue;
+            };
+            match self.core.pacer.poll_waited(at, self.core.now) {
+                Decision::WaitUntil(next) => t = Some(next),
                 d => return Verdict::of(d),
             }
+        }
+    }
+
+    /// A top-speed run paused: holds until resumed (or stopped).
+    #[cold]
+    fn hold_paused(&mut self) {
+        self.core.flush();
+        while self.core.paused() && !self.core.interrupted() {
+            self.nap();
+            self.core.now = self.core.waiter.now();
         }
     }
 
@@ -307,8 +348,12 @@ impl<F: Feed> TxLoop<F> {
     /// thread that is overdue now.
     fn rescue(&mut self, board: &Board<F::Unit>) {
         let pacer = self.core.pacer;
-        while let Some(r) = board.rescue(self.me, self.core.now, |d| pacer.deadline(d)) {
-            let due = r.unit.due(r.index);
+        loop {
+            let core = &self.core;
+            let Some(r) = board.rescue(self.me, core.now, |d| core.deadline_of(d)) else {
+                break;
+            };
+            let due = self.core.real(r.unit.due(r.index)).unwrap_or(Nanos(0));
             // Claimed only once overdue, so never a wait.
             let verdict =
                 Verdict::of(pacer.poll(due, self.core.now)).unwrap_or(Verdict::Send { eps: 0 });

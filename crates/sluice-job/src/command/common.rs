@@ -53,6 +53,9 @@ pub struct RunOpts {
     /// With --metrics: the secret scrapes send (Authorization: Bearer HEX; Prometheus' credentials_file): 64 hex digits in a file only its owner may read, made (mode 0600) when missing.
     #[arg(long, value_name = "FILE", requires = "metrics")]
     pub metrics_token_file: Option<std::path::PathBuf>,
+    /// --ramp from a file: one TIME RATE per line (TIME a duration such as 2.5s, or plain seconds; RATE as --ramp takes it; two lines at one time are a step; # comments).
+    #[arg(long, value_name = "FILE", conflicts_with = "ramp")]
+    pub ramp_file: Option<std::path::PathBuf>,
 }
 
 impl RunOpts {
@@ -72,6 +75,7 @@ impl RunOpts {
             quiet: false,
             metrics: None,
             metrics_token_file: None,
+            ramp_file: None,
         }
     }
 }

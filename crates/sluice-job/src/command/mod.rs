@@ -43,3 +43,18 @@ pub enum Job {
     /// `sluice inject`.
     Inject(InjectArgs),
 }
+
+impl Job {
+    /// The host's options of the run (where it sends, its outputs).
+    pub fn run_opts_mut(&mut self) -> &mut RunOpts {
+        match self {
+            Job::Replay(a) => &mut a.run,
+            Job::Flows(a) => &mut a.run,
+            Job::Series(a) => &mut a.run,
+            Job::Profile(a) => &mut a.run,
+            Job::OnOff(a) => &mut a.run,
+            Job::Pace(a) => &mut a.run,
+            Job::Inject(a) => &mut a.run,
+        }
+    }
+}

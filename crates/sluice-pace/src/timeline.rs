@@ -1,0 +1,317 @@
+//! The rate timeline: how a run's planned schedule maps onto real time
+//! when its rate changes while it runs.
+//!
+//! Sources plan every packet at a *nominal* due offset (their own rate,
+//! as if nothing changed). The timeline is the rate scale `s(t)` over
+//! real time `t` (1 = as planned, 2 = twice as fast, 0 = paused); the
+//! nominal time reached at `t` is `D(t) = ∫ s`. A packet planned at
+//! nominal `d` is due at the first real `t` with `D(t) ≥ d`.
+//!
+//! `s` is piecewise linear (steps, linear ramps, holds), so `D` is
+//! piecewise quadratic and each due time is solved exactly from its
+//! piece's anchors: no error accumulates across changes, and the schedule
+//! stays absolute (a change moves no packet planned before it). `D` never
+//! decreases, so the order of packets (per flow and overall) is kept.
+
+/// One piece of the rate curve: from real offset `at`, where the nominal
+/// time reached is `nominal`, the scale goes linearly from `from` to `to`
+/// over `over` ns (0: at once), then holds at `to` until the next piece.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Piece {
+    at: u64,
+    nominal: f64,
+    from: f64,
+    to: f64,
+    over: u64,
+}
+
+impl Piece {
+    /// The nominal time covered by the ramp part.
+    fn ramp_span(&self) -> f64 {
+        (self.from + self.to) / 2.0 * self.over as f64
+    }
+
+    /// `D(at + tau)` within this piece.
+    fn nominal_after(&self, tau: u64) -> f64 {
+        if tau <= self.over {
+            let t = tau as f64;
+            let a = self.slope();
+            self.nominal + self.from * t + a * t * t / 2.0
+        } else {
+            self.nominal + self.ramp_span() + self.to * (tau - self.over) as f64
+        }
+    }
+
+    /// Scale change per ns during the ramp.
+    fn slope(&self) -> f64 {
+        if self.over == 0 {
+            0.0
+        } else {
+            (self.to - self.from) / self.over as f64
+        }
+    }
+
+    fn scale_after(&self, tau: u64) -> f64 {
+        if tau >= self.over {
+            self.to
+        } else {
+            self.from + self.slope() * tau as f64
+        }
+    }
+
+    /// The real offset into this piece at which `D` reaches `d` (≥
+    /// `nominal`); None when it never does.
+    fn reach(&self, d: f64) -> Option<f64> {
+        let delta = (d - self.nominal).max(0.0);
+        if delta == 0.0 {
+            return Some(0.0);
+        }
+        let span = self.ramp_span();
+        if self.over > 0 && delta <= span {
+            // from·τ + a·τ²/2 = δ, in the form without cancellation
+            // (valid for a = 0 and for from = 0 alike).
+            let a = self.slope();
+            let root = (self.from * self.from + 2.0 * a * delta).max(0.0).sqrt();
+            let den = self.from + root;
+            return (den > 0.0).then(|| 2.0 * delta / den);
+        }
+        (self.to > 0.0).then(|| self.over as f64 + (delta - span) / self.to)
+    }
+}
+
+/// What a change does from its instant on.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    /// The scale steps to this.
+    Scale(f64),
+    /// The scale goes linearly from where it is to `to` over `over` ns.
+    Ramp { to: f64, over: u64 },
+    /// Points (offset from the change, scale), linear between them; the
+    /// scale stays at the last one's. Offsets must not decrease; two at
+    /// one offset are a step.
+    Points(Vec<(u64, f64)>),
+    /// Nothing is due until a resume.
+    Pause,
+    /// Back to the scale a pause left (or the one set while paused).
+    Resume,
+}
+
+/// A change the timeline cannot take.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ChangeError {
+    #[error("a rate scale must be finite and 0 or more, not {0}")]
+    BadScale(f64),
+    #[error("the job is paused: resume it before a ramp")]
+    Paused,
+    #[error("ramp points must not go back in time ({0} ns after {1} ns)")]
+    Backwards(u64, u64),
+    #[error("ramp points: none given")]
+    Empty,
+}
+
+/// The rate scale over real time, from the start of a run (pure).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timeline {
+    /// Never empty; `at` strictly increasing after the first (which is 0).
+    pieces: Vec<Piece>,
+    /// While paused: the scale a resume goes back to.
+    paused: Option<f64>,
+}
+
+impl Timeline {
+    /// A constant scale from the start.
+    pub fn constant(scale: f64) -> Timeline {
+        Timeline {
+            pieces: vec![Piece {
+                at: 0,
+                nominal: 0.0,
+                from: scale,
+                to: scale,
+                over: 0,
+            }],
+            paused: None,
+        }
+    }
+
+    /// Linear between `points` (real offset, scale) from the start; the
+    /// first point's scale holds before it, the last one's after.
+    pub fn from_points(points: &[(u64, f64)]) -> Result<Timeline, ChangeError> {
+        let first = points.first().ok_or(ChangeError::Empty)?;
+        check_scale(first.1)?;
+        let mut t = Timeline::constant(first.1);
+        t.change(0, Change::Points(points.to_vec()))?;
+        Ok(t)
+    }
+
+    /// True while paused.
+    pub fn paused(&self) -> bool {
+        self.paused.is_some()
+    }
+
+    /// While paused: the scale a resume goes back to.
+    pub fn resumes_to(&self) -> Option<f64> {
+        self.paused
+    }
+
+    /// The piece in force at real offset `t`.
+    fn piece_at(&self, t: u64) -> &Piece {
+        let i = self.pieces.partition_point(|p| p.at <= t);
+        &self.pieces[i.saturating_sub(1)]
+    }
+
+    /// The scale at real offset `t`.
+    pub fn scale_at(&self, t: u64) -> f64 {
+        let p = self.piece_at(t);
+        p.scale_after(t - p.at.min(t))
+    }
+
+    /// `D(t)`: the nominal time reached at real offset `t`.
+    pub fn nominal_at(&self, t: u64) -> f64 {
+        let p = self.piece_at(t);
+        p.nominal_after(t - p.at.min(t))
+    }
+
+    /// The real offset at which a packet planned at nominal `d` is due;
+    /// None while the timeline never reaches it (paused, or a ramp down to
+    /// 0). `hint` is the piece the caller found last (due times asked in
+    /// order start the search there).
+    #[inline]
+    pub fn real_of(&self, d: u64, hint: &mut usize) -> Option<u64> {
+        let d = d as f64;
+        let n = self.pieces.len();
+        let mut i = (*hint).min(n - 1);
+        // The first piece at whose end D reaches d: back while the piece
+        // before already did, forward while this one does not.
+        while i > 0 && self.pieces[i].nominal >= d {
+            i -= 1;
+        }
+        while i + 1 < n && self.pieces[i + 1].nominal < d {
+            i += 1;
+        }
+        *hint = i;
+        let p = &self.pieces[i];
+        let tau = p.reach(d)?;
+        let end = self
+            .pieces
+            .get(i + 1)
+            .map_or(f64::INFINITY, |q| q.at as f64);
+        let t = (p.at as f64 + tau).min(end);
+        Some(t.round() as u64)
+    }
+
+    /// Applies `change` from real offset `at` (pieces from `at` on are
+    /// replaced: a change overrides what was planned after it).
+    pub fn change(&mut self, at: u64, change: Change) -> Result<(), ChangeError> {
+        let scale = self.scale_at(at);
+        let nominal = self.nominal_at(at);
+        // Every piece from `at` on goes; one is always pushed after.
+        let cut = |pieces: &mut Vec<Piece>| {
+            let keep = pieces.partition_point(|p| p.at < at);
+            pieces.truncate(keep);
+        };
+        let hold = |s: f64| Piece {
+            at,
+            nominal,
+            from: s,
+            to: s,
+            over: 0,
+        };
+        match change {
+            Change::Scale(s) => {
+                check_scale(s)?;
+                if self.paused.is_some() {
+                    self.paused = Some(s);
+                    return Ok(());
+                }
+                cut(&mut self.pieces);
+                self.pieces.push(hold(s));
+            }
+            Change::Pause => {
+                if self.paused.is_some() {
+                    return Ok(());
+                }
+                self.paused = Some(scale);
+                cut(&mut self.pieces);
+                self.pieces.push(hold(0.0));
+            }
+            Change::Resume => {
+                let Some(s) = self.paused.take() else {
+                    return Ok(());
+                };
+                cut(&mut self.pieces);
+                self.pieces.push(hold(s));
+            }
+            Change::Ramp { to, over } => {
+                check_scale(to)?;
+                if self.paused.is_some() {
+                    return Err(ChangeError::Paused);
+                }
+                cut(&mut self.pieces);
+                self.pieces.push(Piece {
+                    at,
+                    nominal,
+                    from: scale,
+                    to,
+                    over,
+                });
+            }
+            Change::Points(mut points) => {
+                if self.paused.is_some() {
+                    return Err(ChangeError::Paused);
+                }
+                let Some(&(t0, s0)) = points.first() else {
+                    return Err(ChangeError::Empty);
+                };
+                let mut prev = t0;
+                for &(t, s) in &points {
+                    check_scale(s)?;
+                    if t < prev {
+                        return Err(ChangeError::Backwards(t, prev));
+                    }
+                    prev = t;
+                }
+                // The first point's scale holds before it.
+                if t0 > 0 {
+                    points.insert(0, (0, s0));
+                }
+                cut(&mut self.pieces);
+                let mut new: Vec<Piece> = Vec::with_capacity(points.len());
+                let mut push = |at: u64, from: f64, to: f64, over: u64| {
+                    let nominal = match new.last() {
+                        None => nominal,
+                        Some(q) => q.nominal_after(at - q.at),
+                    };
+                    new.push(Piece {
+                        at,
+                        nominal,
+                        from,
+                        to,
+                        over,
+                    });
+                };
+                for w in points.windows(2) {
+                    let ((ta, sa), (tb, sb)) = (w[0], w[1]);
+                    // Two points at one offset are a step: no piece.
+                    if tb > ta {
+                        push(at + ta, sa, sb, tb - ta);
+                    }
+                }
+                let &(tk, sk) = points.last().expect("not empty");
+                push(at + tk, sk, sk, 0);
+                self.pieces.extend(new);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_scale(s: f64) -> Result<(), ChangeError> {
+    if s.is_finite() && s >= 0.0 {
+        Ok(())
+    } else {
+        Err(ChangeError::BadScale(s))
+    }
+}
+
+#[cfg(test)]
+mod tests;
