@@ -1,6 +1,7 @@
 """Builds the sluice_control package with its gRPC stubs compiled here,
 at build time, from the repository's proto/sluice/control/v1/worker.proto
-(the very proto the sluice binary was built from), and installs
+(the very proto the sluice binary was built from; an sdist carries a
+copy of it, so a wheel builds from the sdist anywhere), and installs
 sluice_inject beside it (metadata: pyproject.toml).
 
 Nothing is compiled on import: a package that compiled its stubs into a
@@ -13,17 +14,37 @@ import shutil
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO = os.path.join("sluice", "control", "v1", "worker.proto")
 
 
+def proto_source():
+    """The proto: beside this file in an sdist, in the checkout's proto/
+    otherwise."""
+    for root in (os.path.join(HERE, "proto"), os.path.join(HERE, "..", "proto")):
+        src = os.path.join(root, PROTO)
+        if os.path.isfile(src):
+            return src
+    raise SystemExit(f"{PROTO}: not found beside setup.py nor in ../proto; "
+                     "build from a sluice checkout or its sdist")
+
+
+class SdistWithProto(sdist):
+    """The sdist carries the proto, so a wheel builds from it anywhere."""
+
+    def make_release_tree(self, base_dir, files):
+        super().make_release_tree(base_dir, files)
+        dst = os.path.join(base_dir, "proto", PROTO)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(proto_source(), dst)
+
+
 class BuildWithStubs(build_py):
     def run(self):
         super().run()
-        src = os.path.join(HERE, "..", "proto", PROTO)
-        if not os.path.isfile(src):
-            raise SystemExit(f"{src}: not found; build from a sluice checkout")
+        src = proto_source()
         pkg = os.path.join(self.build_lib, "sluice_control")
         dst = os.path.join(pkg, "proto", PROTO)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
@@ -53,4 +74,4 @@ def compile_stubs(proto_dir, out):
         f.write(text)
 
 
-setup(cmdclass={"build_py": BuildWithStubs})
+setup(cmdclass={"build_py": BuildWithStubs, "sdist": SdistWithProto})

@@ -46,6 +46,7 @@ fn world() -> &'static World {
             clock_service: sluice_control::clocksvc::ClockServiceSpec::None,
             work_dir: Some(dir.path().to_path_buf()),
             lease_idle: Duration::from_secs(30),
+            local: None,
         };
         rt.spawn(async move { serve(cfg).await.unwrap() });
         while !sock.exists() {

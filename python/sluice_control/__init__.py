@@ -96,8 +96,10 @@ class Worker:
             self.channel = grpc.secure_channel(
                 address, creds, options=[("grpc.ssl_target_name_override", WORKER_NAME)])
         elif address.startswith("unix:"):
-            # A worker without keys serves a 0600 unix socket only.
-            self.channel = grpc.insecure_channel(address)
+            # A worker without keys serves a 0600 unix socket only; its
+            # path is no HTTP/2 authority (the server would refuse calls).
+            self.channel = grpc.insecure_channel(
+                address, options=[("grpc.default_authority", "localhost")])
         else:
             raise ControlError(
                 f"worker {name!r} at {address}: TCP needs tls_dir "
@@ -278,3 +280,7 @@ def run_job(workers, command, path, options=None, duration="2s", split=None, sta
              "frame_bytes": sum(s.get("frame_bytes", 0) for s in counted)}
     return {"command": command, "split": split, "start_ns": start, "workers": results,
             "total": total}
+
+
+# The Jobs service's client (live control of one worker's jobs).
+from .jobs import Jobs, Refused, ServiceError, flat  # noqa: E402

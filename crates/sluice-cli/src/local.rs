@@ -52,6 +52,7 @@ impl Observer for Stream {
                 line,
                 packets: s.packets,
                 pps: s.pps,
+                eps: s.eps.map(|d| (d.percentiles.p50_ns, d.percentiles.p99_ns)),
             });
         }
     }
@@ -60,7 +61,21 @@ impl Observer for Stream {
 impl Watcher for Stream {
     fn rx(&mut self, doc: &sluice_receive::RxDoc) {
         if let Ok(line) = json::line(Kind::Rx, doc) {
-            (self.0)(Event::Rx(line));
+            let received = doc.streams.iter().map(|s| s.received).sum();
+            let lost = doc.streams.iter().map(|s| s.lost).sum();
+            // The slowest stream's median: what a user watches for.
+            let latency_p50_ns = doc
+                .streams
+                .iter()
+                .filter(|s| s.interval_latency.count > 0)
+                .map(|s| s.interval_latency.percentiles.p50_ns)
+                .max();
+            (self.0)(Event::Rx {
+                line,
+                received,
+                lost,
+                latency_p50_ns,
+            });
         }
     }
 }

@@ -116,6 +116,7 @@ fn main() -> ExitCode {
         args::Command::Worker(a) => cmd::distributed::worker(a),
         args::Command::Control(a) => cmd::distributed::control(a),
         args::Command::Jobs(a) => cmd::jobs::jobs(a),
+        args::Command::Top(a) => cmd::top::top(a),
         args::Command::Keygen(a) => cmd::distributed::keygen(a),
         args::Command::Prep(a) => cmd::prep::run(a),
         args::Command::Rx(a) => cmd::rx::run(a),

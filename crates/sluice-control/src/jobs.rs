@@ -50,6 +50,9 @@ struct LocalJob {
     stop: Arc<AtomicBool>,
     packets: u64,
     pps: f64,
+    eps: Option<(u64, u64)>,
+    /// Received, lost, the latest latency p50.
+    rx: (u64, u64, Option<u64>),
     changed_at: Option<u64>,
     /// "running" until the end.
     state: &'static str,
@@ -148,6 +151,11 @@ impl JobsService {
             pps: j.pps,
             changed_at_ns: j.changed_at,
             error: j.error.clone(),
+            eps_p50_ns: j.eps.map(|e| e.0),
+            eps_p99_ns: j.eps.map(|e| e.1),
+            rx_received: j.rx.0,
+            rx_lost: j.rx.1,
+            rx_latency_p50_ns: j.rx.2,
         }
     }
 
@@ -169,12 +177,26 @@ impl JobsService {
                 return;
             };
             let kind = match e {
-                Event::Stats { line, packets, pps } => {
+                Event::Stats {
+                    line,
+                    packets,
+                    pps,
+                    eps,
+                } => {
                     j.packets = packets;
                     j.pps = pps;
+                    j.eps = eps;
                     update::Kind::Stats(line)
                 }
-                Event::Rx(line) => update::Kind::Stats(line),
+                Event::Rx {
+                    line,
+                    received,
+                    lost,
+                    latency_p50_ns,
+                } => {
+                    j.rx = (received, lost, latency_p50_ns);
+                    update::Kind::Stats(line)
+                }
                 Event::Finished { summary, stopped } => {
                     j.state = if stopped { "stopped" } else { "finished" };
                     update::Kind::Finished(summary)
@@ -393,6 +415,8 @@ impl Jobs for JobsService {
                 stop: stop.clone(),
                 packets: 0,
                 pps: 0.0,
+                eps: None,
+                rx: (0, 0, None),
                 changed_at: None,
                 state: "running",
                 error: String::new(),

@@ -18,9 +18,17 @@ pub enum Event {
         line: String,
         packets: u64,
         pps: f64,
+        /// ε p50 and p99, ns (None at top speed).
+        eps: Option<(u64, u64)>,
     },
-    /// The receiver's count after an interval (`--rx`): its line.
-    Rx(String),
+    /// The receiver's count after an interval (`--rx`): its line, frames
+    /// received and lost in all, and the interval's latency p50 (ns).
+    Rx {
+        line: String,
+        received: u64,
+        lost: u64,
+        latency_p50_ns: Option<u64>,
+    },
     /// The summary (`--summary-json`'s document); `stopped`: a stop
     /// ended it.
     Finished { summary: String, stopped: bool },

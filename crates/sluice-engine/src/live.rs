@@ -10,7 +10,7 @@
 //! due before it.
 
 use sluice_core::{MonoTime, Nanos};
-use sluice_pace::{Change, ChangeError, Timeline};
+use sluice_pace::{Change, ChangeError, Line, Timeline};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -127,6 +127,8 @@ impl LiveRate {
             epoch: Cell::new(self.epoch.load(Ordering::Acquire)),
             current: RefCell::new(self.timeline()),
             hint: Cell::new(0),
+            line: Cell::new(Line::NONE),
+            identity: Cell::new(self.timeline().is_identity()),
             live: self.clone(),
         }
     }
@@ -142,6 +144,11 @@ pub(crate) struct TimelineReader {
     epoch: Cell<u64>,
     current: RefCell<Arc<Timeline>>,
     hint: Cell<usize>,
+    /// The straight stretch the last due time fell on: the next ones
+    /// there cost one multiply-add.
+    line: Cell<Line>,
+    /// Nothing changed yet: due times are the planned ones.
+    identity: Cell<bool>,
 }
 
 impl TimelineReader {
@@ -155,9 +162,12 @@ impl TimelineReader {
 
     #[cold]
     fn refresh(&self, e: u64) {
-        *self.current.borrow_mut() = self.live.timeline();
+        let t = self.live.timeline();
+        self.identity.set(t.is_identity());
+        *self.current.borrow_mut() = t;
         self.epoch.set(e);
         self.hint.set(0);
+        self.line.set(Line::NONE);
     }
 
     /// The real due offset of a packet planned at `due`; None while it is
@@ -165,8 +175,25 @@ impl TimelineReader {
     #[inline]
     pub fn real(&self, due: Nanos) -> Option<Nanos> {
         self.fresh();
+        if self.identity.get() {
+            return Some(due);
+        }
+        if let Some(r) = self.line.get().real(due.0) {
+            return Some(Nanos(r));
+        }
+        self.real_slow(due)
+    }
+
+    #[inline(never)]
+    fn real_slow(&self, due: Nanos) -> Option<Nanos> {
+        let t = self.current.borrow();
         let mut hint = self.hint.get();
-        let r = self.current.borrow().real_of(due.0, &mut hint);
+        let r = t.real_of(due.0, &mut hint);
+        if r.is_some() {
+            let mut h = hint;
+            self.line
+                .set(t.line_at(due.0, &mut h).unwrap_or(Line::NONE));
+        }
         self.hint.set(hint);
         r.map(Nanos)
     }

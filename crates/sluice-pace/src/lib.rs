@@ -20,5 +20,5 @@ pub mod wait;
 pub use gaps::{GapWatch, DEFAULT_MAX_GAP};
 pub use pacer::{Decision, Pacer};
 pub use schedule::{Schedule, TimingMode};
-pub use timeline::{Change, ChangeError, Timeline};
+pub use timeline::{Change, ChangeError, Line, Timeline};
 pub use wait::{SpinSleep, Waiter};

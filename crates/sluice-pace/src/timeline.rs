@@ -59,6 +59,24 @@ impl Piece {
         }
     }
 
+    /// The hold after the ramp as a [`Line`], up to `end_nominal` (where
+    /// the next piece starts); None when it does not move (scale 0).
+    fn hold_line(&self, end_nominal: f64) -> Option<Line> {
+        if self.to <= 0.0 {
+            return None;
+        }
+        let per = 1.0 / self.to;
+        let lo = self.nominal + self.ramp_span();
+        // τ = over + (d − lo) / to, so real = at + over − lo·per + d·per.
+        Some(Line {
+            lo,
+            hi: end_nominal,
+            base: self.at as f64 + self.over as f64 - lo * per,
+            per,
+            end: f64::INFINITY,
+        })
+    }
+
     /// The real offset into this piece at which `D` reaches `d` (≥
     /// `nominal`); None when it never does.
     fn reach(&self, d: f64) -> Option<f64> {
@@ -75,7 +93,37 @@ impl Piece {
             let den = self.from + root;
             return (den > 0.0).then(|| 2.0 * delta / den);
         }
-        (self.to > 0.0).then(|| self.over as f64 + (delta - span) / self.to)
+        (self.to > 0.0).then(|| self.over as f64 + (delta - span) * (1.0 / self.to))
+    }
+}
+
+/// Where the timeline is a straight line: planned offsets in `[lo, hi)`
+/// are due at `base + d × per` (a hold at a constant scale).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Line {
+    pub lo: f64,
+    pub hi: f64,
+    pub base: f64,
+    pub per: f64,
+    /// Where the next piece starts (real): no due time is later.
+    pub end: f64,
+}
+
+impl Line {
+    /// No line: nothing falls in it.
+    pub const NONE: Line = Line {
+        lo: 1.0,
+        hi: 0.0,
+        base: 0.0,
+        per: 0.0,
+        end: 0.0,
+    };
+
+    /// The due offset of `d`, when it falls on the line.
+    #[inline(always)]
+    pub fn real(&self, d: u64) -> Option<u64> {
+        let d = d as f64;
+        (d >= self.lo && d < self.hi).then(|| ns((self.base + d * self.per).min(self.end)))
     }
 }
 
@@ -148,6 +196,12 @@ impl Timeline {
         self.paused.is_some()
     }
 
+    /// True when every packet is due at its planned offset (one piece at
+    /// scale 1 from the start: nothing changed).
+    pub fn is_identity(&self) -> bool {
+        matches!(self.pieces.as_slice(), [p] if p.at == 0 && p.from == 1.0 && p.to == 1.0)
+    }
+
     /// While paused: the scale a resume goes back to.
     pub fn resumes_to(&self) -> Option<f64> {
         self.paused
@@ -190,13 +244,39 @@ impl Timeline {
         }
         *hint = i;
         let p = &self.pieces[i];
+        // On the hold: the line's own arithmetic, so that a caller of
+        // `line_at` gets these very values.
+        if p.to > 0.0 && d - p.nominal > p.ramp_span() {
+            let line = p.hold_line(f64::INFINITY).expect("moving");
+            let t = line.base + d * line.per;
+            let end = self
+                .pieces
+                .get(i + 1)
+                .map_or(f64::INFINITY, |q| q.at as f64);
+            return Some(ns(t.min(end)));
+        }
         let tau = p.reach(d)?;
         let end = self
             .pieces
             .get(i + 1)
             .map_or(f64::INFINITY, |q| q.at as f64);
         let t = (p.at as f64 + tau).min(end);
-        Some(t.round() as u64)
+        Some(ns(t))
+    }
+
+    /// The straight [`Line`] that `d` falls on (a hold at a constant
+    /// scale), found from `hint` as [`real_of`](Self::real_of) does: a
+    /// caller maps the due times that follow on it with one multiply-add
+    /// each, the same values `real_of` gives.
+    pub fn line_at(&self, d: u64, hint: &mut usize) -> Option<Line> {
+        self.real_of(d, hint)?;
+        let i = *hint;
+        let p = &self.pieces[i];
+        let next = self.pieces.get(i + 1);
+        let mut line = p.hold_line(next.map_or(f64::INFINITY, |q| q.nominal))?;
+        line.end = next.map_or(f64::INFINITY, |q| q.at as f64);
+        let d = d as f64;
+        (d >= line.lo && d < line.hi).then_some(line)
     }
 
     /// Applies `change` from real offset `at` (pieces from `at` on are
@@ -303,6 +383,14 @@ impl Timeline {
         }
         Ok(())
     }
+}
+
+/// The nearest whole ns of an offset (≥ 0; exact below 2^52 ns, 52 days):
+/// `f64::round` is a libm call on the baseline x86-64 target, too slow
+/// for every packet.
+#[inline(always)]
+fn ns(x: f64) -> u64 {
+    (x + 0.5) as u64
 }
 
 fn check_scale(s: f64) -> Result<(), ChangeError> {

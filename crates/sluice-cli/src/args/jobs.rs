@@ -77,3 +77,16 @@ pub struct ChangeArgs {
     #[arg(long, value_parser = duration)]
     pub at: Option<Nanos>,
 }
+
+#[derive(Args, Debug)]
+pub struct TopArgs {
+    /// The worker: unix:PATH (its 0600 socket) or HOST:PORT with --tls.
+    #[arg(long, value_name = "ADDRESS")]
+    pub worker: String,
+    /// Key directory from sluice keygen (ca.pem, controller.pem, controller.key), for a worker on TCP.
+    #[arg(long)]
+    pub tls: Option<PathBuf>,
+    /// How often the screen is refreshed.
+    #[arg(long, value_parser = duration, default_value = "500ms")]
+    pub interval: Nanos,
+}

@@ -25,7 +25,7 @@ pub use demo::DemoArgs;
 pub use distributed::{ControlArgs, ControlCommand, ControlRunArgs, KeygenArgs, WorkerArgs};
 pub use doctor::DoctorArgs;
 pub use flows::{FlowsArgs, FlowsCommand, ImportArgs};
-pub use jobs::{ChangeArgs, JobsArgs, JobsCommand, SubmitArgs};
+pub use jobs::{ChangeArgs, JobsArgs, JobsCommand, SubmitArgs, TopArgs};
 pub use prep::{PrepArgs, PrepFormat};
 pub use profile::{
     FitArgs, Mode, ProfileArgs, ProfileCommand, SelectOpts, ShareBy, SpectrumArgs, SynthArgs,
@@ -101,6 +101,8 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Drive a worker's jobs: submit, list, watch, change the rate live, pause, resume, stop.
     Jobs(JobsArgs),
+    /// A console of a worker's jobs: rates, send-time error, receive loss and latency, as they run; keys pause, resume, step the rate and stop.
+    Top(TopArgs),
     /// Drive workers: run a plan's job split over several hosts, started together on corrected clocks.
     Control(ControlArgs),
     /// Write a CA and the worker and controller certificates for mutual TLS.

@@ -83,6 +83,9 @@ pub fn json(j: &pb::JobInfo) -> serde_json::Value {
         "scale": j.scale, "rate": j.rate, "unit": j.unit, "paused": j.paused,
         "elapsed_s": j.elapsed_s, "packets": j.packets, "pps": j.pps,
         "changed_at_ns": j.changed_at_ns, "error": j.error,
+        "eps_p50_ns": j.eps_p50_ns, "eps_p99_ns": j.eps_p99_ns,
+        "rx_received": j.rx_received, "rx_lost": j.rx_lost,
+        "rx_latency_p50_ns": j.rx_latency_p50_ns,
     })
 }
 

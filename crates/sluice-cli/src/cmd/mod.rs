@@ -23,3 +23,4 @@ pub mod rfc2544;
 pub mod rx;
 pub mod series;
 pub mod series_play;
+pub mod top;
