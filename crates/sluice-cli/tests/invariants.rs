@@ -128,6 +128,10 @@ fn files_are_written_through_sluice_sys_output_but_for_named_exceptions() {
             "sluice-control/src/worker.rs",
             "uploads and the job file, in the lease's private directory",
         ),
+        (
+            "sluice-control/src/jobs.rs",
+            "local jobs' uploads, create_new in the worker's private directory",
+        ),
         ("sluice-control/src/control_tests.rs", "a test module"),
     ];
     for (_, file, text) in product_sources() {

@@ -410,7 +410,7 @@ fn bursts_keep_their_size_and_gap() {
             "100k",
             "--loop",
             "0",
-            "--burst",
+            "--bursts",
             "50x4/3ms",
         ],
         &out,

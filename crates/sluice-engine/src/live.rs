@@ -17,6 +17,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// The earliest a change takes effect after it is asked for.
 pub const CHANGE_LEAD: Nanos = Nanos::from_millis(2);
+/// Pieces of the timeline that ended this long ago are forgotten.
+const FORGET_AFTER: Nanos = Nanos::from_secs(10);
 /// The longest a waiting TX thread goes without looking at the timeline
 /// (half the lead: a change is seen before its instant).
 pub(crate) const REREAD: Nanos = Nanos::from_millis(1);
@@ -103,6 +105,8 @@ impl LiveRate {
         let mut guard = self.timeline.lock().unwrap_or_else(|e| e.into_inner());
         let mut next = (**guard).clone();
         next.change(at, change)?;
+        // What ended a while ago no TX thread still asks about.
+        next.forget_before(earliest.saturating_sub(FORGET_AFTER.0));
         let applied = Applied {
             at: Nanos(at),
             scale: next.resumes_to().unwrap_or_else(|| next.scale_at(at)),

@@ -122,7 +122,7 @@ impl Line {
     /// The due offset of `d`, when it falls on the line.
     #[inline(always)]
     pub fn real(&self, d: u64) -> Option<u64> {
-        let d = d as f64;
+        let d = of(d);
         (d >= self.lo && d < self.hi).then(|| ns((self.base + d * self.per).min(self.end)))
     }
 }
@@ -231,7 +231,7 @@ impl Timeline {
     /// order start the search there).
     #[inline]
     pub fn real_of(&self, d: u64, hint: &mut usize) -> Option<u64> {
-        let d = d as f64;
+        let d = of(d);
         let n = self.pieces.len();
         let mut i = (*hint).min(n - 1);
         // The first piece at whose end D reaches d: back while the piece
@@ -275,8 +275,24 @@ impl Timeline {
         let next = self.pieces.get(i + 1);
         let mut line = p.hold_line(next.map_or(f64::INFINITY, |q| q.nominal))?;
         line.end = next.map_or(f64::INFINITY, |q| q.at as f64);
-        let d = d as f64;
+        let d = of(d);
         (d >= line.lo && d < line.hi).then_some(line)
+    }
+
+    /// Forgets the pieces that ended before real offset `t` (the one in
+    /// force at `t` stays): a long-running job changed again and again
+    /// keeps a bounded timeline. A packet planned in a forgotten piece
+    /// is due at once (it was long overdue).
+    pub fn forget_before(&mut self, t: u64) {
+        let keep_from = self.pieces.partition_point(|p| p.at <= t).saturating_sub(1);
+        if keep_from > 0 {
+            self.pieces.drain(..keep_from);
+        }
+    }
+
+    /// Pieces held (for bounds).
+    pub fn piece_count(&self) -> usize {
+        self.pieces.len()
     }
 
     /// Applies `change` from real offset `at` (pieces from `at` on are
@@ -390,7 +406,15 @@ impl Timeline {
 /// for every packet.
 #[inline(always)]
 fn ns(x: f64) -> u64 {
-    (x + 0.5) as u64
+    // Through i64: one conversion instruction each way (u64's takes a
+    // branch); offsets stay far below 2^63.
+    (x + 0.5).max(0.0) as i64 as u64
+}
+
+/// A planned offset as f64, through i64 for the same reason.
+#[inline(always)]
+fn of(d: u64) -> f64 {
+    d as i64 as f64
 }
 
 fn check_scale(s: f64) -> Result<(), ChangeError> {

@@ -134,3 +134,20 @@ fn bad_changes_are_refused() {
     t.change(S, Change::Resume).unwrap();
     assert_eq!(real(&t, 5), Some(S + 5));
 }
+
+#[test]
+fn forgotten_pieces_leave_later_due_times_alone() {
+    let mut t = Timeline::constant(1.0);
+    for k in 1..=1000u64 {
+        t.change(k * S / 1000, Change::Scale(1.0 + (k % 3) as f64))
+            .unwrap();
+    }
+    let full = t.clone();
+    t.forget_before(S / 2);
+    assert!(t.piece_count() <= 502, "{}", t.piece_count());
+    for d in [S, 2 * S, 3 * S + 17] {
+        assert_eq!(real(&t, d), real(&full, d), "at {d}");
+    }
+    // Long overdue: due at once, where the timeline now starts.
+    assert!(real(&t, 0).unwrap() <= S / 2);
+}
