@@ -296,29 +296,35 @@ fn the_service_refuses_what_it_cannot_do_and_names_why() {
     assert!(e.contains("has ended"), "{e}");
 }
 
+/// `trace` replayed in a loop at `pps` on the virtual clock with `extra`
+/// into `out` (a pcap): its frames (capture time, bytes).
+fn looped(trace: &Path, pps: &str, extra: &[&str], out: &Path) -> Vec<(u64, Vec<u8>)> {
+    let mut args = vec![
+        "replay",
+        trace.to_str().unwrap(),
+        "--pps",
+        pps,
+        "--loop",
+        "0",
+    ];
+    args.extend(extra);
+    let o = run_to_pcap(&args, out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    read_all(out)
+}
+
 #[test]
 fn a_ramp_from_zero_follows_its_line_bin_by_bin() {
     let d = tmpdir("live-ramp");
     let trace = d.join("t.pcap");
     write_trace(&trace, 1000, 1000, 64);
     let out = d.join("out.pcap");
-    let o = run_to_pcap(
-        &[
-            "replay",
-            trace.to_str().unwrap(),
-            "--pps",
-            "200k",
-            "--loop",
-            "0",
-            "--ramp",
-            "0..200k/5s",
-            "--duration",
-            "6s",
-        ],
+    looped(
+        &trace,
+        "200k",
+        &["--ramp", "0..200k/5s", "--duration", "6s"],
         &out,
-        &[],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     // 0 → 200k pps over 5 s, then 200k: 40 000·t pps.
     let target = d.join("target.csv");
     let rows: Vec<String> = (0..60)
@@ -347,24 +353,8 @@ fn a_ramp_from_zero_follows_its_line_bin_by_bin() {
     let file = d.join("ramp.txt");
     std::fs::write(&file, "# t rate\n0 10k\n1 10k\n1 30k\n2s x0.1\n").unwrap();
     let out2 = d.join("out2.pcap");
-    let o = run_to_pcap(
-        &[
-            "replay",
-            trace.to_str().unwrap(),
-            "--pps",
-            "100k",
-            "--loop",
-            "0",
-            "--ramp-file",
-            file.to_str().unwrap(),
-            "--duration",
-            "3s",
-        ],
-        &out2,
-        &[],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let got = read_all(&out2);
+    let ramp = ["--ramp-file", file.to_str().unwrap(), "--duration", "3s"];
+    let got = looped(&trace, "100k", &ramp, &out2);
     let t0 = got[0].0;
     let in_s = |a: f64, b: f64| {
         got.iter()
@@ -402,22 +392,7 @@ fn bursts_keep_their_size_and_gap() {
     let trace = d.join("t.pcap");
     write_trace(&trace, 1000, 1000, 64);
     let out = d.join("out.pcap");
-    let o = run_to_pcap(
-        &[
-            "replay",
-            trace.to_str().unwrap(),
-            "--pps",
-            "100k",
-            "--loop",
-            "0",
-            "--bursts",
-            "50x4/3ms",
-        ],
-        &out,
-        &[],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let got = read_all(&out);
+    let got = looped(&trace, "100k", &["--bursts", "50x4/3ms"], &out);
     assert_eq!(got.len(), 200, "four bursts of 50");
     let gaps: Vec<u64> = gaps(&got);
     for (i, g) in gaps.iter().enumerate() {

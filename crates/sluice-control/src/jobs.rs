@@ -9,6 +9,7 @@
 //! and go when unused for its lease idle time.
 
 use crate::local::{change_of, Event, Events, LocalRunner};
+use crate::partial::Partial;
 use crate::pb::jobs_server::Jobs;
 use crate::pb::{self, update};
 use crate::shown::shown;
@@ -210,10 +211,7 @@ impl JobsService {
             let u = pb::Update { kind: Some(kind) };
             if j.state != "running" {
                 j.end = Some(u.clone());
-                let _ = std::fs::remove_file(&j.input);
-                if let Some(d) = j.input.parent() {
-                    let _ = std::fs::remove_dir(d);
-                }
+                drop(Partial::in_own_dir(j.input.clone()));
                 log(&format!("job {id} '{}': {}", j.name, j.state));
             }
             // No watcher: nothing to do.
@@ -248,7 +246,7 @@ impl Jobs for JobsService {
             .max_upload
             .saturating_sub(lock(&self.state).upload_bytes());
         let mut chunks = req.into_inner();
-        let mut file: Option<(std::fs::File, Removed)> = None;
+        let mut file: Option<(std::fs::File, Partial)> = None;
         let mut total = 0u64;
         let mut name = String::new();
         while let Some(c) = chunks.next().await {
@@ -278,7 +276,7 @@ impl Jobs for JobsService {
                     .mode(0o600)
                     .open(&path)
                     .map_err(|e| Status::internal(format!("upload '{}': {e}", shown(&name))))?;
-                file = Some((f, Removed(Some(path))));
+                file = Some((f, Partial::in_own_dir(path)));
             }
             total += c.data.len() as u64;
             if total > room {
@@ -444,10 +442,7 @@ impl Jobs for JobsService {
             }
             Err(refusal) => {
                 st.jobs.remove(&id);
-                let _ = std::fs::remove_file(&input);
-                if let Some(d) = input.parent() {
-                    let _ = std::fs::remove_dir(d);
-                }
+                drop(Partial::in_own_dir(input));
                 Err(Status::invalid_argument(refusal))
             }
         }
@@ -547,27 +542,6 @@ impl Jobs for JobsService {
     }
 }
 
-/// A file being written: removed (with its directory) when dropped
-/// unless kept.
-struct Removed(Option<PathBuf>);
-
-impl Removed {
-    fn keep(&mut self) -> PathBuf {
-        self.0.take().expect("kept once")
-    }
-}
-
-impl Drop for Removed {
-    fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            let _ = std::fs::remove_file(&p);
-            if let Some(d) = p.parent() {
-                let _ = std::fs::remove_dir(d);
-            }
-        }
-    }
-}
-
 /// Uploads no job took within `idle` go.
 fn sweep_unused_uploads(state: Arc<Mutex<State>>, idle: Duration) {
     tokio::spawn(async move {
@@ -583,7 +557,7 @@ fn sweep_unused_uploads(state: Arc<Mutex<State>>, idle: Duration) {
                 .collect();
             for k in old {
                 if let Some(u) = st.uploads.remove(&k) {
-                    drop(Removed(Some(u.path)));
+                    drop(Partial::in_own_dir(u.path));
                     log(&format!("upload {k} expired unused"));
                 }
             }

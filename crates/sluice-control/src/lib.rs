@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod jobs_client;
 pub mod jobwire;
 pub mod local;
+mod partial;
 pub mod plan;
 pub mod shown;
 pub mod tls;

@@ -18,6 +18,7 @@
 use crate::error::{input, Context, Result};
 use crate::failure::{JobFailure, FAILURE_ENV};
 use crate::now_ns;
+use crate::partial::Partial;
 use crate::pb::worker_server::{Worker, WorkerServer};
 use crate::pb::{self, update};
 use crate::shown::shown;
@@ -402,7 +403,7 @@ impl Worker for Service {
                     .await
                     .map_err(|e| Status::internal(format!("upload '{}': {e}", shown(&c.name))))?;
                 name = c.name.clone();
-                file = Some((f, Partial(Some(p))));
+                file = Some((f, Partial::file(p)));
             }
             total += c.data.len() as u64;
             if total > room {
@@ -501,23 +502,6 @@ impl Worker for Service {
     async fn release(&self, req: Request<pb::ReleaseRequest>) -> Result<Response<pb::Ack>, Status> {
         self.release_lease(&req).await?;
         Ok(Response::new(pb::Ack {}))
-    }
-}
-
-/// An upload being written: removed when dropped unless kept.
-struct Partial(Option<PathBuf>);
-
-impl Partial {
-    fn keep(&mut self) -> PathBuf {
-        self.0.take().expect("kept once")
-    }
-}
-
-impl Drop for Partial {
-    fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            let _ = std::fs::remove_file(p);
-        }
     }
 }
 
