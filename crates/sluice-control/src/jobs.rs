@@ -252,13 +252,7 @@ impl Jobs for JobsService {
         while let Some(c) = chunks.next().await {
             let c = c?;
             if file.is_none() {
-                if !sluice_job::remote::plain_name(&c.name) {
-                    return Err(Status::invalid_argument(format!(
-                        "upload '{}': not a plain file name (no directory, no leading dot, \
-                         at most 128 characters)",
-                        shown(&c.name)
-                    )));
-                }
+                crate::partial::plain_name(&c.name)?;
                 name = c.name.clone();
                 let id = {
                     let mut st = lock(&self.state);

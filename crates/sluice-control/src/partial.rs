@@ -40,3 +40,16 @@ impl Drop for Partial {
         }
     }
 }
+
+/// An upload's name, refused unless plain (no directory, no leading dot,
+/// at most 128 characters): the job reads it under that name.
+pub(crate) fn plain_name(name: &str) -> Result<(), tonic::Status> {
+    if sluice_job::remote::plain_name(name) {
+        return Ok(());
+    }
+    Err(tonic::Status::invalid_argument(format!(
+        "upload '{}': not a plain file name (no directory, no leading dot, \
+         at most 128 characters)",
+        crate::shown::shown(name)
+    )))
+}

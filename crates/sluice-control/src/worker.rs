@@ -381,13 +381,7 @@ impl Worker for Service {
         while let Some(c) = chunks.next().await {
             let c = c?;
             if file.is_none() {
-                if !sluice_job::remote::plain_name(&c.name) {
-                    return Err(Status::invalid_argument(format!(
-                        "upload '{}': not a plain file name (no directory, no leading dot, \
-                         at most 128 characters)",
-                        shown(&c.name)
-                    )));
-                }
+                crate::partial::plain_name(&c.name)?;
                 if self.lock().files.contains_key(&c.name) {
                     return Err(Status::already_exists(format!(
                         "upload '{}': this lease has a file of that name",
