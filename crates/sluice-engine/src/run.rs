@@ -368,6 +368,7 @@ impl<'a> Run<'a> {
             fates: self.fates.clone(),
             loss: cfg.loss.map(|l| l.draws(i)),
             timeline: cfg.live.as_ref().map(|l| l.reader(cfg.clock.is_real())),
+            spin: cfg.spin,
         }
     }
 

@@ -53,6 +53,8 @@ pub(crate) struct TxSetup {
     pub loss: Option<LossDraws>,
     /// The live rate timeline due times are read through.
     pub timeline: Option<TimelineReader>,
+    /// How long before a deadline the waiter spins.
+    pub spin: Nanos,
 }
 
 /// What a TX thread reports when it ends.
@@ -92,6 +94,8 @@ pub(crate) struct TxCore {
     fates: Option<Arc<Fates>>,
     loss: Option<LossDraws>,
     timeline: Option<TimelineReader>,
+    /// How long before a deadline the waiter spins.
+    pub spin: Nanos,
     /// The run's duration is over for this thread (on a live timeline:
     /// its next packet is due after it).
     ended: bool,
@@ -132,6 +136,7 @@ impl TxCore {
             fates: s.fates,
             loss: s.loss,
             timeline: s.timeline,
+            spin: s.spin,
             ended: false,
             c: CounterSnapshot::default(),
             hist: ErrorHistogram::new(),

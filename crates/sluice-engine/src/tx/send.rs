@@ -292,13 +292,15 @@ impl<F: Feed> TxLoop<F> {
             if self.core.error.is_some() {
                 return None;
             }
-            let reread = self.core.now + REREAD;
-            let target = match t {
-                Some(t) if self.core.rereads() => t.min(reread),
-                Some(t) => t,
-                None => reread,
-            };
-            self.wait(target);
+            match t {
+                Some(t) if !self.core.rereads() => self.wait(t),
+                // Far from its deadline (or paused) a thread on a live
+                // timeline sleeps a slice and looks again: it neither
+                // misses a change nor spins a core for a paused job.
+                Some(t) if t.since(self.core.now) > self.core.spin + REREAD => self.sleep_slice(),
+                None => self.sleep_slice(),
+                Some(t) => self.wait(t.min(self.core.now + REREAD)),
+            }
             if self.core.interrupted() {
                 return None;
             }
@@ -313,6 +315,17 @@ impl<F: Feed> TxLoop<F> {
                 Decision::WaitUntil(next) => t = Some(next),
                 d => return Verdict::of(d),
             }
+        }
+    }
+
+    /// Sleeps [`REREAD`] (watching the board, if any) and reads the clock.
+    fn sleep_slice(&mut self) {
+        if self.board.is_some() {
+            let until = self.core.now + REREAD;
+            self.wait(until);
+        } else {
+            std::thread::sleep(REREAD.to_std());
+            self.core.now = self.core.waiter.now();
         }
     }
 
