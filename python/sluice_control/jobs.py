@@ -115,18 +115,19 @@ class Jobs:
             raise _error(f"upload {path}", e) from None
 
     def submit(self, command, path, options=None, send=None, to="null", name="", rx=None,
-               job=None):
+               job=None, paused=False):
         """Starts `command` ("replay", "flows", "series", "profile") on the
         file `path` with `options` and `send` (dicts keyed by the command
         line's long option names, as sluice_control.job_message takes them),
         or the typed message `job` (pb.Job) instead; sending to `to` (a port
-        the worker announced), counting stamped frames on `rx`. The job's
-        info (a dict)."""
+        the worker announced), counting stamped frames on `rx`; `paused`:
+        ready, nothing sent until `resume`. The job's info (a dict)."""
         if job is None:
             from . import job_message
             job = job_message(command, options, send)
         file_id = self.upload(path)
-        sub = pb.Submission(job=job, file_id=file_id, to=to, name=name, rx=rx or "")
+        sub = pb.Submission(job=job, file_id=file_id, to=to, name=name, rx=rx or "",
+                            paused=paused)
         return _info(self._call("submit", self.stub.Submit, sub))
 
     def list(self):

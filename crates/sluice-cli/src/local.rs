@@ -84,6 +84,7 @@ impl LocalRunner for InProcess {
     fn start(
         &self,
         w: WorkerJob,
+        paused: bool,
         stop: Arc<AtomicBool>,
         events: Events,
     ) -> Result<Started, String> {
@@ -100,8 +101,13 @@ impl LocalRunner for InProcess {
                         return;
                     }
                 };
+                let live = prepared.plan.live();
+                // Before the run begins: paused from its start.
+                if paused {
+                    let _ = live.change(sluice_pace::Change::Pause, None);
+                }
                 let started = Started {
-                    live: prepared.plan.live(),
+                    live,
                     nominal: prepared.plan.nominal,
                 };
                 if tx.send(Ok(started)).is_err() {

@@ -274,6 +274,25 @@ fn the_service_refuses_what_it_cannot_do_and_names_why() {
         "paused"
     );
     change(&addr, &top, &["--resume"]);
+    // Submitted paused: nothing leaves until it is resumed.
+    let ready = id_of(&jobs(
+        &addr,
+        &[
+            "submit", "--paused", "--", "replay", t, "--pps", "1k", "--loop", "0",
+        ],
+    ));
+    assert_eq!(info(&addr, &ready)["paused"], true);
+    std::thread::sleep(Duration::from_millis(1300));
+    assert_eq!(info(&addr, &ready)["packets"].as_u64(), Some(0));
+    change(&addr, &ready, &["--resume"]);
+    let t0 = Instant::now();
+    while info(&addr, &ready)["packets"].as_u64() == Some(0) {
+        assert!(t0.elapsed() < Duration::from_secs(30), "never started");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    jobs(&addr, &["stop", &ready]);
+    // Its end (the summary) once it has stopped.
+    assert!(jobs(&addr, &["watch", &ready]).contains("\"packets\""));
     // Two jobs at once on different ports (null is everyone's).
     let paced = id_of(&jobs(
         &addr,

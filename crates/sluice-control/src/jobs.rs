@@ -419,7 +419,8 @@ impl Jobs for JobsService {
         );
         let runner = self.runner.clone();
         let events = self.events(id);
-        let started = tokio::task::spawn_blocking(move || runner.start(work, stop, events))
+        let paused = sub.paused;
+        let started = tokio::task::spawn_blocking(move || runner.start(work, paused, stop, events))
             .await
             .map_err(|e| Status::internal(e.to_string()))?;
         let mut st = lock(&self.state);

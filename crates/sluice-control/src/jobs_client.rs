@@ -59,6 +59,7 @@ pub async fn submit(
     to: &str,
     name: &str,
     rx: Option<&str>,
+    paused: bool,
 ) -> Result<pb::JobInfo> {
     let file_id = upload(client, file).await?;
     let reply = client
@@ -68,6 +69,7 @@ pub async fn submit(
             to: to.into(),
             name: name.into(),
             rx: rx.unwrap_or_default().into(),
+            paused,
         })
         .await
         .map_err(|e| refused("submit", e))?;

@@ -51,9 +51,11 @@ pub trait LocalRunner: Send + Sync + 'static {
     /// message) before anything is sent, else started on threads of its
     /// own, stopped when `stop` is set, reporting to `events` until it
     /// finishes or fails.
+    /// `paused`: nothing is sent until the job's rate is resumed.
     fn start(
         &self,
         job: WorkerJob,
+        paused: bool,
         stop: Arc<AtomicBool>,
         events: Events,
     ) -> Result<Started, String>;

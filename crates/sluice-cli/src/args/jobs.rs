@@ -49,6 +49,9 @@ pub struct SubmitArgs {
     /// Then watch it to its end.
     #[arg(long)]
     pub watch: bool,
+    /// Ready but paused: nothing is sent until it is resumed (sluice jobs change ID with resume); its clock and duration run from now.
+    #[arg(long)]
+    pub paused: bool,
     /// The job: replay|flows|series|profile FILE [OPTIONS].
     #[arg(
         trailing_var_arg = true,

@@ -131,7 +131,7 @@ async fn submit(c: &mut jc::Client, s: SubmitArgs) -> Result<u8, Failure> {
         split: pb::Split::Unspecified,
     };
     let job = crate::job::words_job(&plan).map_err(bad_input)?;
-    let info = jc::submit(c, &job, &file, &s.to, &s.name, s.rx.as_deref())
+    let info = jc::submit(c, &job, &file, &s.to, &s.name, s.rx.as_deref(), s.paused)
         .await
         .map_err(control_failure)?;
     outln!("{}", line(&info))?;
