@@ -13,11 +13,22 @@ use std::time::Duration;
 
 /// One thread: the control plane is light, and a clock exchange whose
 /// reply wakes a task on another thread pays that wake-up in its delay.
-fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?)
+}
+
+/// A control-plane error with the exit code it deserves: an unreachable
+/// worker or a poor clock is the environment's fault (exit 1), anything
+/// else the plan's or the request's (exit 2).
+pub(crate) fn control_failure(e: sluice_control::error::ControlError) -> Failure {
+    if e.is_environment() {
+        Failure::from(e)
+    } else {
+        bad_input(e)
+    }
 }
 
 pub fn keygen(a: KeygenArgs) -> Result<u8, Failure> {
@@ -147,15 +158,7 @@ fn control_run(a: ControlRunArgs) -> Result<u8, Failure> {
     };
     let rt = runtime()?;
     let stopped = cfg.stop.clone();
-    let summary = rt.block_on(control::run(cfg)).map_err(|e| {
-        // An unreachable worker or a poor clock is the environment's
-        // fault (exit 1); anything else the plan's (exit 2).
-        if e.is_environment() {
-            Failure::from(e)
-        } else {
-            bad_input(e)
-        }
-    })?;
+    let summary = rt.block_on(control::run(cfg)).map_err(control_failure)?;
     if live {
         eoutln!();
     }

@@ -2,28 +2,12 @@
 //! jobs (`sluice_control::jobs_client`).
 
 use crate::args::{ChangeArgs, JobsArgs, JobsCommand, SubmitArgs};
+use crate::cmd::distributed::control_failure;
 use crate::{bad_input, exit, Failure};
-use anyhow::{anyhow, Context};
-use sluice_control::error::ControlError;
+use anyhow::anyhow;
 use sluice_control::jobs_client as jc;
 use sluice_control::pb::{self, change_request::Change};
 use std::path::PathBuf;
-
-fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    Ok(tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?)
-}
-
-/// A control-plane error with the exit code it deserves.
-pub fn control_failure(e: ControlError) -> Failure {
-    if e.is_environment() {
-        Failure::from(anyhow!(e))
-    } else {
-        bad_input(anyhow!(e))
-    }
-}
 
 pub fn jobs(a: JobsArgs) -> Result<u8, Failure> {
     let worker = a.worker.clone().ok_or_else(|| {
@@ -31,7 +15,7 @@ pub fn jobs(a: JobsArgs) -> Result<u8, Failure> {
             "--worker: unix:PATH or HOST:PORT (with --tls) expected"
         ))
     })?;
-    runtime()?.block_on(async move {
+    crate::cmd::distributed::runtime()?.block_on(async move {
         let mut c = jc::open(&worker, a.tls.as_deref())
             .await
             .map_err(|e| control_failure(e.about(&worker)))?;
@@ -51,28 +35,35 @@ pub fn jobs(a: JobsArgs) -> Result<u8, Failure> {
 
 /// One job, one line.
 pub fn line(j: &pb::JobInfo) -> String {
-    let rate = match j.rate {
-        Some(r) if j.unit == "x" => format!("x{r:.4}"),
-        Some(r) => format!("{} {}", human(r), j.unit),
-        None => "top speed".into(),
-    };
-    let paused = if j.paused { " (paused)" } else { "" };
     format!(
-        "job {} '{}': {} to {}, {}, rate {rate}{paused}, {} packets, {:.0} pps, {:.1} s",
-        j.id, j.name, j.command, j.to, j.state, j.packets, j.pps, j.elapsed_s
+        "job {} '{}': {} to {}, {}, rate {}, {} packets, {:.0} pps, {:.1} s",
+        j.id,
+        j.name,
+        j.command,
+        j.to,
+        j.state,
+        rate_text(j),
+        j.packets,
+        j.pps,
+        j.elapsed_s
     )
 }
 
-/// A rate with an SI prefix, as the options take it.
-fn human(v: f64) -> String {
-    if v >= 1e9 {
-        format!("{:.4}G", v / 1e9)
-    } else if v >= 1e6 {
-        format!("{:.4}M", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{:.4}k", v / 1e3)
+/// A job's rate in its own unit, with an SI prefix as the options take
+/// it (or "top speed"), and whether it is paused.
+pub fn rate_text(j: &pb::JobInfo) -> String {
+    let r = match j.rate {
+        Some(r) if j.unit == "x" => format!("x{r:.3}"),
+        Some(r) if r >= 1e9 => format!("{:.3}G {}", r / 1e9, j.unit),
+        Some(r) if r >= 1e6 => format!("{:.3}M {}", r / 1e6, j.unit),
+        Some(r) if r >= 1e3 => format!("{:.3}k {}", r / 1e3, j.unit),
+        Some(r) => format!("{r:.3} {}", j.unit),
+        None => "top speed".into(),
+    };
+    if j.paused {
+        format!("{r} (paused)")
     } else {
-        format!("{v:.4}")
+        r
     }
 }
 

@@ -4,7 +4,8 @@
 //! selected job.
 
 use crate::args::TopArgs;
-use crate::cmd::jobs::control_failure;
+use crate::cmd::distributed::{control_failure, runtime};
+use crate::cmd::jobs::rate_text;
 use crate::{exit, Failure};
 use anyhow::Context;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -49,10 +50,7 @@ struct View {
 
 pub fn top(a: TopArgs) -> Result<u8, Failure> {
     let worker = a.worker.clone();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let rt = runtime()?;
     let mut client = rt
         .block_on(jc::open(&worker, a.tls.as_deref()))
         .map_err(|e| control_failure(e.about(&worker)))?;
@@ -140,21 +138,6 @@ pub fn top(a: TopArgs) -> Result<u8, Failure> {
         }
         // Show the change at once.
         next = Instant::now();
-    }
-}
-
-fn rate_text(j: &pb::JobInfo) -> String {
-    let r = match j.rate {
-        Some(r) if j.unit == "x" => format!("x{r:.3}"),
-        Some(r) if r >= 1e6 => format!("{:.3}M {}", r / 1e6, j.unit),
-        Some(r) if r >= 1e3 => format!("{:.3}k {}", r / 1e3, j.unit),
-        Some(r) => format!("{r:.1} {}", j.unit),
-        None => "top speed".into(),
-    };
-    if j.paused {
-        format!("{r} (paused)")
-    } else {
-        r
     }
 }
 
