@@ -394,6 +394,29 @@ async fn stopped(stop: &AtomicBool) {
 /// stream drains: the controller holds a few chunks, never the whole file
 /// (a trace may be gigabytes), once per worker.
 async fn upload(client: &mut Client, path: &Path, worker: &str) -> Result<String> {
+    let (chunks, reader) = file_chunks(path).await?;
+    let id = client
+        .upload(chunks)
+        .await
+        .map_err(|e| input!("worker '{worker}': upload: {}", e.message()))?
+        .into_inner()
+        .id;
+    read_whole(reader, path).await?;
+    Ok(id)
+}
+
+/// The reader of [`file_chunks`]: whether it read the whole file.
+pub(crate) type ChunkReader = tokio::task::JoinHandle<std::io::Result<()>>;
+
+/// `path` as an upload's chunks under its plain name, read CHUNK at a
+/// time as the stream drains (a few chunks held, never the whole file),
+/// and the reader; [`read_whole`] it once the upload is answered.
+pub(crate) async fn file_chunks(
+    path: &Path,
+) -> Result<(
+    tokio_stream::wrappers::ReceiverStream<pb::FileChunk>,
+    ChunkReader,
+)> {
     use tokio::io::AsyncReadExt;
     let mut f = tokio::fs::File::open(path)
         .await
@@ -416,19 +439,16 @@ async fn upload(client: &mut Client, path: &Path, worker: &str) -> Result<String
             }
         }
     });
-    let id = client
-        .upload(tokio_stream::wrappers::ReceiverStream::new(rx))
-        .await
-        .map_err(|e| input!("worker '{worker}': upload: {}", e.message()))?
-        .into_inner()
-        .id;
-    // A read error ends the stream early: the worker got a truncated file,
-    // so no task may use it.
+    Ok((tokio_stream::wrappers::ReceiverStream::new(rx), reader))
+}
+
+/// A read error ends the stream early: the peer got a truncated file, so
+/// nothing may use it.
+pub(crate) async fn read_whole(reader: ChunkReader, path: &Path) -> Result<()> {
     reader
         .await
         .context("the upload reader")?
-        .with_context(|| format!("{}: cannot read", path.display()))?;
-    Ok(id)
+        .with_context(|| format!("{}: cannot read", path.display()))
 }
 
 /// NTP's four-timestamp exchange, `rounds` times; the round with the

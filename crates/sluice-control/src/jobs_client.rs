@@ -2,15 +2,13 @@
 //! upload a job's input, submit, list, watch, change and stop jobs.
 
 use crate::control::connect;
-use crate::error::{input, Context, ControlError, Result};
+use crate::error::{input, ControlError, Result};
 use crate::pb::{self, jobs_client::JobsClient};
 use sluice_job::RemoteJob;
 use std::path::Path;
 use tonic::transport::Channel;
 
 pub type Client = JobsClient<Channel>;
-
-const CHUNK: usize = 1 << 20;
 
 /// A client of the worker at `address` (unix:PATH, or HOST:PORT with
 /// the key directory `tls`).
@@ -31,23 +29,15 @@ fn refused(what: &str, s: tonic::Status) -> ControlError {
     }
 }
 
-/// Uploads `path` under its plain name; its id.
+/// Uploads `path` under its plain name, streamed as the controller does;
+/// its id.
 pub async fn upload(client: &mut Client, path: &Path) -> Result<String> {
-    let data = tokio::fs::read(path)
-        .await
-        .with_context(|| format!("{}: cannot read", path.display()))?;
-    let name = crate::plan::upload_name(path);
-    let chunks: Vec<pb::FileChunk> = data
-        .chunks(CHUNK)
-        .map(|c| pb::FileChunk {
-            name: name.clone(),
-            data: c.to_vec(),
-        })
-        .collect();
+    let (chunks, reader) = crate::control::file_chunks(path).await?;
     let reply = client
-        .upload(tokio_stream::iter(chunks))
+        .upload(chunks)
         .await
         .map_err(|e| refused(&format!("upload {}", path.display()), e))?;
+    crate::control::read_whole(reader, path).await?;
     Ok(reply.into_inner().id)
 }
 
