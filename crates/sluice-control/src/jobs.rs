@@ -209,14 +209,18 @@ impl JobsService {
                 }
             };
             let u = pb::Update { kind: Some(kind) };
-            if j.state != "running" {
+            let ended = j.state != "running";
+            if ended {
                 j.end = Some(u.clone());
                 drop(Partial::in_own_dir(j.input.clone()));
                 log(&format!("job {id} '{}': {}", j.name, j.state));
             }
             // No watcher: nothing to do.
             let _ = j.lines.send(u);
-            st.forget_ended();
+            // Only an end can put the ended jobs over their bound.
+            if ended {
+                st.forget_ended();
+            }
         })
     }
 }

@@ -192,12 +192,13 @@ impl TimelineReader {
     fn real_slow(&self, due: Nanos) -> Option<Nanos> {
         let t = self.current.borrow();
         let mut hint = self.hint.get();
-        let r = t.real_of(due.0, &mut hint);
-        if r.is_some() {
-            let mut h = hint;
-            self.line
-                .set(t.line_at(due.0, &mut h).unwrap_or(Line::NONE));
-        }
+        // On a straight stretch: keep it for the due times that follow.
+        let line = t.line_at(due.0, &mut hint);
+        self.line.set(line.unwrap_or(Line::NONE));
+        let r = match line {
+            Some(l) => l.real(due.0),
+            None => t.real_of(due.0, &mut hint),
+        };
         self.hint.set(hint);
         r.map(Nanos)
     }

@@ -25,7 +25,7 @@ pub struct SendOpts {
     #[serde(with = "crate::fields::opt_positive_duration")]
     pub duration: Option<Nanos>,
     /// Ramp the rate from the start: FROM..TO/OVER (linear, e.g. 0..200k/5s), FROM..TO/OVER:STEPS (in equal steps) or TIME=RATE,… (linear between points; two at one time are a step), then hold the last rate. Rates are in the job's own unit (packets/s with --pps, Mbit/s with --mbps, a multiplier for recorded timing and profiles) or xF, F times the planned rate.
-    #[arg(long, value_name = "RAMP", allow_hyphen_values = false)]
+    #[arg(long, value_name = "RAMP")]
     #[serde(with = "text::opt")]
     pub ramp: Option<crate::rate::Ramp>,
     /// Send in bursts: SIZE[xCOUNT][/GAP], e.g. 1000x5/10ms (five bursts of 1000 packets, 10 ms added between them), 1000/10ms (bursts without end), 1000 (one burst). Packets within a burst keep the job's timing; a rate change scales the gaps too.

@@ -231,11 +231,27 @@ impl Timeline {
     /// order start the search there).
     #[inline]
     pub fn real_of(&self, d: u64, hint: &mut usize) -> Option<u64> {
-        let d = of(d);
+        let i = self.piece_of(of(d), hint);
+        // On the hold: the line's own arithmetic, so that a caller of
+        // `line_at` gets these very values.
+        if let Some(r) = self.line_of(i).and_then(|l| l.real(d)) {
+            return Some(r);
+        }
+        let p = &self.pieces[i];
+        let tau = p.reach(of(d))?;
+        let end = self
+            .pieces
+            .get(i + 1)
+            .map_or(f64::INFINITY, |q| q.at as f64);
+        Some(ns((p.at as f64 + tau).min(end)))
+    }
+
+    /// The first piece at whose end D reaches `d`, searched from `hint`
+    /// (left there): back while the piece before already did, forward
+    /// while this one does not.
+    fn piece_of(&self, d: f64, hint: &mut usize) -> usize {
         let n = self.pieces.len();
         let mut i = (*hint).min(n - 1);
-        // The first piece at whose end D reaches d: back while the piece
-        // before already did, forward while this one does not.
         while i > 0 && self.pieces[i].nominal >= d {
             i -= 1;
         }
@@ -243,25 +259,15 @@ impl Timeline {
             i += 1;
         }
         *hint = i;
-        let p = &self.pieces[i];
-        // On the hold: the line's own arithmetic, so that a caller of
-        // `line_at` gets these very values.
-        if p.to > 0.0 && d - p.nominal > p.ramp_span() {
-            let line = p.hold_line(f64::INFINITY).expect("moving");
-            let t = line.base + d * line.per;
-            let end = self
-                .pieces
-                .get(i + 1)
-                .map_or(f64::INFINITY, |q| q.at as f64);
-            return Some(ns(t.min(end)));
-        }
-        let tau = p.reach(d)?;
-        let end = self
-            .pieces
-            .get(i + 1)
-            .map_or(f64::INFINITY, |q| q.at as f64);
-        let t = (p.at as f64 + tau).min(end);
-        Some(ns(t))
+        i
+    }
+
+    /// Piece `i`'s hold as a [`Line`] up to where the next piece starts.
+    fn line_of(&self, i: usize) -> Option<Line> {
+        let next = self.pieces.get(i + 1);
+        let mut line = self.pieces[i].hold_line(next.map_or(f64::INFINITY, |q| q.nominal))?;
+        line.end = next.map_or(f64::INFINITY, |q| q.at as f64);
+        Some(line)
     }
 
     /// The straight [`Line`] that `d` falls on (a hold at a constant
@@ -269,14 +275,8 @@ impl Timeline {
     /// caller maps the due times that follow on it with one multiply-add
     /// each, the same values `real_of` gives.
     pub fn line_at(&self, d: u64, hint: &mut usize) -> Option<Line> {
-        self.real_of(d, hint)?;
-        let i = *hint;
-        let p = &self.pieces[i];
-        let next = self.pieces.get(i + 1);
-        let mut line = p.hold_line(next.map_or(f64::INFINITY, |q| q.nominal))?;
-        line.end = next.map_or(f64::INFINITY, |q| q.at as f64);
-        let d = of(d);
-        (d >= line.lo && d < line.hi).then_some(line)
+        let i = self.piece_of(of(d), hint);
+        self.line_of(i).filter(|l| l.real(d).is_some())
     }
 
     /// Forgets the pieces that ended before real offset `t` (the one in
