@@ -82,25 +82,33 @@ def now_ns():
     return time.clock_gettime_ns(time.CLOCK_REALTIME)
 
 
+def worker_channel(address, tls_dir=None):
+    """A channel to a worker: HOST:PORT over mutual TLS with the key
+    directory `tls_dir` of sluice keygen, or its unix:PATH socket. None
+    for TCP without keys (a worker without keys serves unix:PATH only)."""
+    if tls_dir:
+        read = lambda n: open(os.path.join(tls_dir, n), "rb").read()
+        creds = grpc.ssl_channel_credentials(
+            root_certificates=read("ca.pem"),
+            private_key=read("controller.key"),
+            certificate_chain=read("controller.pem"))
+        return grpc.secure_channel(
+            address, creds, options=[("grpc.ssl_target_name_override", WORKER_NAME)])
+    if address.startswith("unix:"):
+        # The socket's path is no HTTP/2 authority: the server would
+        # refuse every call.
+        return grpc.insecure_channel(
+            address, options=[("grpc.default_authority", "localhost")])
+    return None
+
+
 class Worker:
     """One worker: its name in the run, address and the sink it sends on."""
 
     def __init__(self, name, address, sink, tls_dir=None):
         self.name, self.address, self.sink = name, address, sink
-        if tls_dir:
-            read = lambda n: open(os.path.join(tls_dir, n), "rb").read()
-            creds = grpc.ssl_channel_credentials(
-                root_certificates=read("ca.pem"),
-                private_key=read("controller.key"),
-                certificate_chain=read("controller.pem"))
-            self.channel = grpc.secure_channel(
-                address, creds, options=[("grpc.ssl_target_name_override", WORKER_NAME)])
-        elif address.startswith("unix:"):
-            # A worker without keys serves a 0600 unix socket only; its
-            # path is no HTTP/2 authority (the server would refuse calls).
-            self.channel = grpc.insecure_channel(
-                address, options=[("grpc.default_authority", "localhost")])
-        else:
+        self.channel = worker_channel(address, tls_dir)
+        if self.channel is None:
             raise ControlError(
                 f"worker {name!r} at {address}: TCP needs tls_dir "
                 "(workers without keys serve unix:PATH)")

@@ -65,19 +65,9 @@ class Jobs:
 
     def __init__(self, address, tls_dir=None, timeout=10):
         self.address, self.timeout = address, timeout
-        if tls_dir:
-            read = lambda n: open(os.path.join(tls_dir, n), "rb").read()
-            creds = grpc.ssl_channel_credentials(
-                root_certificates=read("ca.pem"), private_key=read("controller.key"),
-                certificate_chain=read("controller.pem"))
-            self.channel = grpc.secure_channel(
-                address, creds, options=[("grpc.ssl_target_name_override", "sluice-worker")])
-        elif address.startswith("unix:"):
-            # The socket's path is no HTTP/2 authority: the server would
-            # refuse every call.
-            self.channel = grpc.insecure_channel(
-                address, options=[("grpc.default_authority", "localhost")])
-        else:
+        from . import worker_channel
+        self.channel = worker_channel(address, tls_dir)
+        if self.channel is None:
             raise ServiceError(f"{address}: TCP needs tls_dir (a worker without keys "
                                "serves unix:PATH)")
         self.stub = pb_grpc.JobsStub(self.channel)
