@@ -226,12 +226,8 @@ impl TxCore {
     /// time while it is not reached).
     #[inline(always)]
     pub fn deadline_of(&self, due: Nanos) -> MonoTime {
-        match &self.timeline {
-            None => self.pacer.deadline(due),
-            Some(t) => t
-                .real(due)
-                .map_or(MonoTime(u64::MAX), |r| self.pacer.deadline(r)),
-        }
+        self.real(due)
+            .map_or(MonoTime(u64::MAX), |r| self.pacer.deadline(r))
     }
 
     /// True when this thread should stop: a fatal sink error, a stop, or
