@@ -16,7 +16,22 @@ pub const WRITE_BUFFER: usize = 256 * 1024;
 
 const NANOS_PER_SEC: u64 = 1_000_000_000;
 
-/// Writes a nanosecond-resolution, little-endian pcap stream.
+/// How a record's fraction of a second is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stamps {
+    /// Nanoseconds, magic 0xa1b23c4d (sluice's own files).
+    Nanos,
+    /// Microseconds (cut, not rounded), magic 0xa1b2c3d4: libpcap's
+    /// default, what tcprewrite writes.
+    Micros,
+    /// Nanoseconds under the microsecond magic: what `tcpreplay -w`
+    /// writes (it reads with nanosecond precision and dumps the value as
+    /// it is), kept for byte-identical output.
+    NanosAsMicros,
+}
+
+/// Writes a little-endian pcap stream (nanosecond timestamps unless
+/// [`PcapWriter::with_stamps`] says otherwise).
 ///
 /// Records are buffered whole and handed to the inner writer only at
 /// record boundaries, so output that stops (a flush, an error, a killed
@@ -25,6 +40,7 @@ const NANOS_PER_SEC: u64 = 1_000_000_000;
 #[derive(Debug)]
 pub struct PcapWriter<W: Write> {
     out: W,
+    stamps: Stamps,
     buf: Vec<u8>,
     packets: u64,
     /// Records in `written` (the rest are still buffered).
@@ -37,8 +53,17 @@ impl<W: Write> PcapWriter<W> {
     /// Writes the 24-byte file header (magic 0xa1b23c4d, version 2.4,
     /// `snaplen`, `linktype`).
     pub fn new(w: W, linktype: LinkType, snaplen: u32) -> io::Result<Self> {
+        Self::with_stamps(w, linktype, snaplen, Stamps::Nanos)
+    }
+
+    /// As [`PcapWriter::new`], with timestamps written as `stamps` says.
+    pub fn with_stamps(w: W, linktype: LinkType, snaplen: u32, stamps: Stamps) -> io::Result<Self> {
+        let magic: u32 = match stamps {
+            Stamps::Nanos => 0xa1b2_3c4d,
+            Stamps::Micros | Stamps::NanosAsMicros => 0xa1b2_c3d4,
+        };
         let mut h = [0u8; 24];
-        h[0..4].copy_from_slice(&0xa1b2_3c4du32.to_le_bytes());
+        h[0..4].copy_from_slice(&magic.to_le_bytes());
         h[4..6].copy_from_slice(&2u16.to_le_bytes());
         h[6..8].copy_from_slice(&4u16.to_le_bytes());
         // thiszone and sigfigs stay 0.
@@ -48,6 +73,7 @@ impl<W: Write> PcapWriter<W> {
         buf.extend_from_slice(&h);
         Ok(PcapWriter {
             out: w,
+            stamps,
             buf,
             packets: 0,
             packets_written: 0,
@@ -77,7 +103,10 @@ impl<W: Write> PcapWriter<W> {
                 format!("timestamp {ts_ns} ns is past the pcap 32-bit seconds field"),
             )
         })?;
-        let frac = (ts_ns % NANOS_PER_SEC) as u32;
+        let mut frac = (ts_ns % NANOS_PER_SEC) as u32;
+        if self.stamps == Stamps::Micros {
+            frac /= 1_000;
+        }
         let caplen = u32::try_from(len).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,

@@ -42,6 +42,7 @@ macro_rules! eout {
 
 mod args;
 mod cmd;
+mod compat;
 mod dest;
 mod failure;
 mod job;
@@ -87,6 +88,17 @@ pub fn clap_cause(e: &clap::Error) -> String {
 
 fn main() -> ExitCode {
     json::begin_run();
+    // Called as tcpreplay, tcprewrite or tcpprep (a user's own symlink):
+    // that tool's command line.
+    let mut argv = std::env::args_os();
+    if let Some(tool) = argv.next().as_deref().and_then(compat::tool_of) {
+        let rest: Option<Vec<String>> = argv.map(|a| a.into_string().ok()).collect();
+        let Some(rest) = rest else {
+            eoutln!("{tool}: an argument is not UTF-8");
+            return ExitCode::from(exit::BAD_INPUT);
+        };
+        return finish(compat::run(tool, &rest));
+    }
     let cli = match args::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -124,7 +136,15 @@ fn main() -> ExitCode {
         args::Command::Completions(a) => cmd::docs::completions(a),
         args::Command::Man(a) => cmd::docs::man(a),
         args::Command::Job(a) => job::run_worker_job(&a.file),
+        args::Command::Tcpreplay(a) => compat::run("tcpreplay", &a.args),
+        args::Command::Tcprewrite(a) => compat::run("tcprewrite", &a.args),
+        args::Command::Tcpprep(a) => compat::run("tcpprep", &a.args),
     };
+    finish(result)
+}
+
+/// The exit code of a command's result, its error printed.
+fn finish(result: Result<u8, Failure>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(f) => {

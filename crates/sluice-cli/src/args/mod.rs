@@ -117,9 +117,26 @@ pub enum Command {
     /// Print the man page (roff), or write one page per command into a directory.
     #[command(after_help = "man <(sluice man), or: sluice man --dir /usr/local/share/man/man1")]
     Man(docs::ManArgs),
+    /// tcpreplay's command line (4.5's options, --load-opts files too): send a trace to interfaces, or -w FILE.
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Tcpreplay(CompatArgs),
+    /// tcprewrite's command line: rewrite a trace's headers into a new file, byte for byte as tcprewrite writes it.
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Tcprewrite(CompatArgs),
+    /// tcpprep's command line: write a tcpprep cache, or print one (-P, -I, -S).
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Tcpprep(CompatArgs),
     /// Run the job a worker wrote for one of its tasks (what `sluice worker` starts; not for users).
     #[command(hide = true)]
     Job(JobArgs),
+}
+
+/// `sluice tcpreplay|tcprewrite|tcpprep ARGS...`: the tool's own words.
+#[derive(clap::Args, Debug)]
+pub struct CompatArgs {
+    /// The tool's options and operands, as its manual page defines them (-h lists them).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0.., value_name = "ARGS")]
+    pub args: Vec<String>,
 }
 
 /// `sluice job FILE`.

@@ -13,14 +13,22 @@ use std::io::Write;
 const COMMENT_MAX: usize = 65_535 - 1_024;
 
 pub fn run(a: PrepArgs) -> Result<u8, Failure> {
+    // tcpprep --no-arg-comment -C TEXT stores "\nTEXT".
+    let comment = a.comment.as_ref().map(|c| format!("\n{c}").into_bytes());
+    write(a, comment)
+}
+
+/// Writes the cache `a` asks for; a tcpprep cache holds `comment` as it
+/// is (`tcpprep`'s own words, from `sluice tcpprep`).
+pub fn write(a: PrepArgs, comment: Option<Vec<u8>>) -> Result<u8, Failure> {
     let out = a.output.to_string_lossy().into_owned();
     dest::check(&[&a.trace], &[&out])?;
-    if a.comment.as_ref().is_some_and(|c| c.len() > COMMENT_MAX) {
+    if comment.as_ref().is_some_and(|c| c.len() > COMMENT_MAX) {
         return Err(bad_input(anyhow!(
             "--comment: longer than the {COMMENT_MAX} bytes a tcpprep cache holds"
         )));
     }
-    if a.comment.is_some() && a.format != PrepFormat::Tcpprep {
+    if comment.is_some() && a.format != PrepFormat::Tcpprep {
         return Err(bad_input(anyhow!(
             "--comment is stored in tcpprep caches only: add --format tcpprep"
         )));
@@ -40,9 +48,8 @@ pub fn run(a: PrepArgs) -> Result<u8, Failure> {
     let [primary, secondary, _] = cache.counts();
     let bytes = match a.format {
         PrepFormat::Tcpprep => {
-            // tcpprep --no-arg-comment -C TEXT stores "\nTEXT".
-            if let Some(c) = &a.comment {
-                cache.comment = format!("\n{c}").into_bytes();
+            if let Some(c) = comment {
+                cache.comment = c;
             }
             cache.to_bytes()
         }

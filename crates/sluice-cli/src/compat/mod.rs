@@ -1,0 +1,133 @@
+//! tcpreplay's own command lines: `sluice tcpreplay`, `sluice tcprewrite`
+//! and `sluice tcpprep` take those tools' options as their 4.5 manual
+//! pages define them (`opts`: AutoOpts' syntax, `--load-opts` files
+//! included), and the binary answers to those names through argv[0] too
+//! (a user's own symlink). Each option maps onto a sluice option, or is
+//! refused in one line that names the sluice way.
+
+mod opts;
+mod tcpprep;
+mod tcpreplay;
+mod tcprewrite;
+
+use crate::args::{Cli, Command, ReplayArgs};
+use crate::{bad_input, Failure};
+use anyhow::anyhow;
+use clap::Parser;
+use opts::{Opt, Parsed};
+
+/// The tools sluice stands in for.
+pub const TOOLS: [&str; 3] = ["tcpreplay", "tcprewrite", "tcpprep"];
+
+/// The tool a program name (argv[0]) stands for, if any: `tcpreplay`,
+/// `/usr/local/bin/tcprewrite`.
+pub fn tool_of(argv0: &std::ffi::OsStr) -> Option<&'static str> {
+    let name = std::path::Path::new(argv0).file_name()?.to_str()?;
+    TOOLS.into_iter().find(|t| *t == name)
+}
+
+/// Runs `tool` on its own arguments (without the program name).
+pub fn run(tool: &str, args: &[String]) -> Result<u8, Failure> {
+    match tool {
+        "tcpreplay" => tcpreplay::run(args),
+        "tcprewrite" => tcprewrite::run(args),
+        "tcpprep" => tcpprep::run(args),
+        other => Err(bad_input(anyhow!(
+            "{other}: not a tool sluice stands in for"
+        ))),
+    }
+}
+
+/// The option table of `tool`, for the tests and the docs.
+#[cfg(test)]
+pub fn table(tool: &str) -> &'static [Opt] {
+    match tool {
+        "tcpreplay" => tcpreplay::TABLE,
+        "tcprewrite" => tcprewrite::TABLE,
+        _ => tcpprep::TABLE,
+    }
+}
+
+/// Parses `args`; answers `--help`, `-h`, `--more-help` and `-V` (None:
+/// answered, nothing more to do) and refuses `--save-opts`.
+fn parse_or_info(
+    tool: &str,
+    table: &'static [Opt],
+    args: &[String],
+) -> Result<Option<Parsed>, Failure> {
+    let p = opts::parse(&tool.to_uppercase(), table, args).map_err(|e| bad_input(anyhow!(e)))?;
+    if p.has("version") {
+        outln!(
+            "{tool} (sluice {}): tcpreplay 4.5's {tool} options on sluice's engine",
+            crate::args::VERSION
+        )?;
+        return Ok(None);
+    }
+    if p.has("help") || p.has("less-help") || p.has("more-help") {
+        let mut names: Vec<String> = table
+            .iter()
+            .chain(opts::COMMON)
+            .map(|o| match o.short {
+                Some(c) => format!("-{c}/--{}", o.name),
+                None => format!("--{}", o.name),
+            })
+            .collect();
+        names.sort();
+        outln!(
+            "{tool} - sluice's stand-in for tcpreplay 4.5's {tool}\n\
+             Usage: sluice {tool} [OPTIONS]{}\n\
+             Options (as {tool}'s manual page defines them; docs/CLI.md \"tcpreplay's \
+             tools\" says how each maps onto sluice):\n  {}",
+            if tool == "tcpreplay" { " FILE..." } else { "" },
+            names.join("\n  ")
+        )?;
+        return Ok(None);
+    }
+    if p.has("save-opts") {
+        return Err(bad_input(anyhow!(refuse(
+            "save-opts",
+            "sluice writes no option files",
+            "keep the command line in a script, or write the --load-opts file by hand"
+        ))));
+    }
+    Ok(Some(p))
+}
+
+/// A refused option, in one line: what it is, why, and the sluice way.
+fn refuse(option: &str, why: &str, way: &str) -> String {
+    let option = option.trim_start_matches('-');
+    format!("--{option}: {why}; in sluice: {way}")
+}
+
+/// A `sluice` command line being built.
+pub struct Words(Vec<String>);
+
+impl Words {
+    fn new(first: &[&str]) -> Words {
+        Words(first.iter().map(|s| s.to_string()).collect())
+    }
+    fn one(&mut self, a: &str) {
+        self.0.push(a.to_string());
+    }
+    fn two(&mut self, a: &str, b: &str) {
+        self.0.push(a.to_string());
+        self.0.push(b.to_string());
+    }
+}
+
+/// `sluice replay WORDS...` read by sluice's own parser.
+fn replay_args(w: &Words) -> Result<ReplayArgs, Failure> {
+    let all = std::iter::once("sluice".to_string()).chain(w.0.iter().cloned());
+    match Cli::try_parse_from(all) {
+        Ok(Cli {
+            command: Command::Replay(a),
+            ..
+        }) => Ok(*a),
+        Ok(_) => Err(bad_input(anyhow!("not a replay command line"))),
+        Err(e) => Err(bad_input(anyhow!(
+            "{} (sluice replay {})",
+            crate::clap_cause(&e),
+            w.0[1..].join(" ")
+        ))),
+    }
+}

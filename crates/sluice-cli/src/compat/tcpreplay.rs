@@ -1,0 +1,417 @@
+//! `sluice tcpreplay`: tcpreplay's command line. Sending to interfaces
+//! runs `sluice replay` (the options mapped one by one); `-w FILE` writes
+//! the packets tcpreplay would send into FILE as tcpreplay writes it (a
+//! microsecond-magic pcap holding nanosecond fractions, snap length
+//! 262144, Ethernet), at once rather than at the replay's pace. Both end
+//! with tcpreplay's summary lines (`Actual:`, `Rated:`, `Statistics for
+//! network device:`) unless `-q`.
+
+use super::opts::{arg, flag, Opt, Parsed};
+use super::{refuse, replay_args, Words};
+use crate::{bad_input, exit, Failure};
+use anyhow::{anyhow, Context};
+use sluice_capture::{CaptureReader, LinkType, PcapWriter, Stamps};
+use sluice_source::{Select, SelectRule};
+use sluice_sys::output::Output;
+use sluice_wire::{parse_layers, HeaderRewrite, Rewritten};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// tcpreplay 4.5's options (tcpreplay_opts.def).
+pub static TABLE: &[Opt] = &[
+    arg("dbug", Some('d')),
+    flag("quiet", Some('q')),
+    arg("timer", Some('T')),
+    arg("maxsleep", None),
+    flag("verbose", Some('v')),
+    arg("decode", Some('A')).needs(&["verbose"]),
+    flag("preload-pcap", Some('K')),
+    arg("cachefile", Some('c'))
+        .needs(&["intf2"])
+        .excludes(&["dualfile"]),
+    flag("dualfile", Some('2'))
+        .needs(&["intf2"])
+        .excludes(&["cachefile"]),
+    arg("intf1", Some('i')),
+    arg("intf2", Some('I')),
+    arg("write", Some('w')).excludes(&["intf2"]),
+    arg("include", None).excludes(&["exclude"]),
+    arg("exclude", None).excludes(&["include"]),
+    flag("listnics", None),
+    arg("loop", Some('l')),
+    arg("loopdelay-ms", None)
+        .needs(&["loop"])
+        .excludes(&["loopdelay-ns"]),
+    arg("loopdelay-ns", None)
+        .needs(&["loop"])
+        .excludes(&["loopdelay-ms"]),
+    flag("pktlen", None),
+    arg("limit", Some('L')),
+    arg("duration", None),
+    arg("multiplier", Some('x')).excludes(&["pps", "mbps", "topspeed", "oneatatime"]),
+    arg("pps", Some('p')).excludes(&["multiplier", "mbps", "topspeed", "oneatatime"]),
+    arg("mbps", Some('M')).excludes(&["multiplier", "pps", "topspeed", "oneatatime"]),
+    flag("topspeed", Some('t')).excludes(&["mbps", "pps", "multiplier", "oneatatime"]),
+    flag("oneatatime", Some('o')),
+    arg("pps-multi", None).needs(&["pps"]),
+    flag("unique-ip", None).needs(&["loop"]),
+    arg("unique-ip-loops", None).needs(&["unique-ip"]),
+    flag("netmap", None),
+    arg("nm-delay", None),
+    flag("no-flow-stats", None),
+    arg("flow-expiry", None).excludes(&["no-flow-stats"]),
+    flag("pid", Some('P')),
+    arg("stats", None),
+    flag("suppress-warnings", Some('W')),
+    flag("xdp", None),
+    arg("xdp-batch-size", None).needs(&["xdp"]),
+    flag("version", Some('V')),
+    flag("less-help", Some('h')),
+];
+
+/// What sending (not `-w`) maps each option onto.
+fn translate(p: &Parsed, w: &mut Words) -> Result<(), String> {
+    let sink = if p.has("xdp") { "xdp" } else { "afpacket" };
+    for (name, value) in &p.opts {
+        let v = value.as_deref().unwrap_or("");
+        match *name {
+            "intf1" => w.two("--to", &format!("{sink}:{v}")),
+            "intf2" => w.two("--to2", &format!("{sink}:{v}")),
+            "quiet" => w.one("-q"),
+            "preload-pcap" => w.one("--preload"),
+            "cachefile" => w.two("--split", &format!("tcpprep:{v}")),
+            "dualfile" => w.one("--dualfile"),
+            "include" | "exclude" | "limit" | "loopdelay-ms" | "loopdelay-ns" | "pps" | "mbps" => {
+                w.two(&format!("--{name}"), v)
+            }
+            "multiplier" => w.two("-x", v),
+            "topspeed" => w.one("--topspeed"),
+            "unique-ip" => w.one("--unique-ip"),
+            "loop" => w.two("--loop", v),
+            "duration" => w.two("--duration", &format!("{v}s")),
+            "maxsleep" => w.two("--max-gap", &format!("{v}ms")),
+            // sluice's own timing (TSC, spin then sleep) replaces the timer
+            // choice; flows are not counted; warnings are few.
+            "timer" | "no-flow-stats" | "flow-expiry" | "suppress-warnings" | "dbug" | "xdp"
+            | "pid" | "stats" | "no-load-opts" | "write" => {}
+            "xdp-batch-size" => {
+                return Err(refuse(
+                    name,
+                    "sluice sizes its AF_XDP batches itself",
+                    "sluice replay --to xdp:IFACE --xdp-mode",
+                ))
+            }
+            "verbose" | "decode" => {
+                return Err(refuse(
+                    name,
+                    "sluice prints no packets",
+                    "capture on the far side with sluice rx or tcpdump",
+                ))
+            }
+            "oneatatime" => {
+                return Err(refuse(
+                    name,
+                    "sluice does not wait for a key",
+                    "sluice replay --limit 1 --include N, one run per packet",
+                ))
+            }
+            "pps-multi" => {
+                return Err(refuse(
+                    name,
+                    "sluice keeps every packet's own time",
+                    "sluice replay --pps R --bursts SIZE/GAP for trains of packets",
+                ))
+            }
+            "unique-ip-loops" => {
+                return Err(refuse(
+                    name,
+                    "sluice's --unique-ip moves the addresses every pass",
+                    "sluice replay --unique-ip",
+                ))
+            }
+            "netmap" | "nm-delay" => {
+                return Err(refuse(
+                    name,
+                    "sluice has no netmap path",
+                    "sluice replay --to xdp:IFACE (AF_XDP)",
+                ))
+            }
+            "pktlen" => {
+                return Err(refuse(
+                    name,
+                    "sluice sends the captured bytes",
+                    "sluice replay --fixlen pad sends cut frames at their original length",
+                ))
+            }
+            "listnics" => {
+                return Err(refuse(
+                    name,
+                    "sluice lists no devices",
+                    "ip link, or sluice doctor --iface IFACE",
+                ))
+            }
+            other => {
+                return Err(refuse(
+                    other,
+                    "not implemented by sluice",
+                    "sluice replay --help",
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: &[String]) -> Result<u8, Failure> {
+    let p = match super::parse_or_info("tcpreplay", TABLE, args)? {
+        Some(p) => p,
+        None => return Ok(exit::OK),
+    };
+    if p.operands.is_empty() {
+        return Err(bad_input(anyhow!(
+            "tcpreplay: a pcap file to send is needed"
+        )));
+    }
+    if p.has("pid") {
+        outln!("PID: {}", std::process::id())?;
+    }
+    if let Some(file) = p.value("write") {
+        if p.has("intf1") {
+            return Err(bad_input(anyhow!(
+                "tcpreplay: -w writes into a file instead of sending: -i and -w exclude each other here"
+            )));
+        }
+        return write(&p, file);
+    }
+    if !p.has("intf1") {
+        return Err(bad_input(anyhow!(
+            "tcpreplay: an interface (-i IFACE) or an output file (-w FILE) is needed"
+        )));
+    }
+    let mut w = Words::new(&["replay"]);
+    for f in &p.operands {
+        w.one(f);
+    }
+    // tcpreplay replays the recorded timing unless told otherwise.
+    translate(&p, &mut w).map_err(|e| bad_input(anyhow!(e)))?;
+    w.one("-q");
+    let args = replay_args(&w)?;
+    let device = p.value("intf1").unwrap_or_default().to_string();
+    let device2 = p.value("intf2").map(str::to_string);
+    let stop = crate::signals::install()
+        .context("installing signal handlers")
+        .map_err(Failure::from)?;
+    let mut job = crate::run::Job::Replay(args);
+    let prepared = crate::run::prepare(&mut job)?;
+    let ran = prepared.plan.start(stop, prepared.go, None)?;
+    let report = ran.report()?;
+    let s = &report.summary;
+    if !p.has("quiet") {
+        let failed = s.oversize + s.too_short + s.rejected;
+        let stats = Stats {
+            packets: s.packets,
+            bytes: s.bytes,
+            took: Duration::from_secs_f64(s.duration_s.max(0.0)),
+            failed,
+        };
+        stats.print(&device, device2.as_deref())?;
+    }
+    Ok(if s.interrupted {
+        exit::INTERRUPTED
+    } else if s.oversize + s.too_short + s.rejected > 0 {
+        exit::PARTIAL
+    } else {
+        exit::OK
+    })
+}
+
+/// Counts for tcpreplay's summary lines.
+struct Stats {
+    packets: u64,
+    bytes: u64,
+    took: Duration,
+    failed: u64,
+}
+
+impl Stats {
+    /// `Actual:`, `Rated:` and `Statistics for network device:` as
+    /// tcpreplay prints them (its integer arithmetic, its rounding).
+    fn print(&self, device: &str, device2: Option<&str>) -> std::io::Result<()> {
+        let us = u128::from(self.took.as_micros().max(1) as u64);
+        let (bytes, pkts) = (u128::from(self.bytes), u128::from(self.packets));
+        let (b10, p100) = if bytes > 1_000_000_000 && us > 1_000_000 {
+            (bytes * 10_000 / (us / 1000), pkts * 100_000 / (us / 1000))
+        } else {
+            (bytes * 10_000_000 / us, pkts * 100_000_000 / us)
+        };
+        let (bps, bps10) = (b10 / 10, b10 % 10);
+        let mb1000 = bps * 8 / 1000;
+        let (mb, mb100, mb1000r) = (mb1000 / 1000, (mb1000 / 10) % 100, mb1000 % 1000);
+        let secs = self.took.as_secs();
+        let nanos = self.took.subsec_nanos();
+        if self.took >= Duration::from_secs(1) {
+            outln!(
+                "Actual: {} packets ({} bytes) sent in {secs}.{:02} seconds",
+                self.packets,
+                self.bytes,
+                nanos / 10_000_000
+            )?;
+        } else {
+            outln!(
+                "Actual: {} packets ({} bytes) sent in {secs}.{:06} seconds",
+                self.packets,
+                self.bytes,
+                nanos / 1000
+            )?;
+        }
+        if mb >= 1 {
+            outln!(
+                "Rated: {bps}.{bps10} Bps, {mb}.{mb100:02} Mbps, {}.{:02} pps",
+                p100 / 100,
+                p100 % 100
+            )?;
+        } else {
+            outln!(
+                "Rated: {bps}.{bps10} Bps, {mb}.{mb1000r:03} Mbps, {}.{:02} pps",
+                p100 / 100,
+                p100 % 100
+            )?;
+        }
+        for d in std::iter::once(device).chain(device2) {
+            let sent = if device2.is_some() {
+                None
+            } else {
+                Some(self.packets)
+            };
+            outln!("Statistics for network device: {d}")?;
+            match sent {
+                Some(n) => outln!("\tSuccessful packets:        {n}")?,
+                None => outln!(
+                    "\tSuccessful packets:        (both devices) {}",
+                    self.packets
+                )?,
+            }
+            outln!("\tFailed packets:            {}", self.failed)?;
+            outln!("\tTruncated packets:         0")?;
+            outln!("\tRetried packets (ENOBUFS): 0")?;
+            outln!("\tRetried packets (EAGAIN):  0")?;
+        }
+        Ok(())
+    }
+}
+
+/// Options that shape the packets `-w` writes; the rest (timing, preload,
+/// flows) change when they would be sent, not what.
+fn check_write(p: &Parsed) -> Result<(), String> {
+    for (name, _) in &p.opts {
+        match *name {
+            "write" | "include" | "exclude" | "loop" | "limit" | "unique-ip" | "quiet"
+            | "multiplier" | "pps" | "mbps" | "topspeed" | "preload-pcap" | "timer"
+            | "maxsleep" | "loopdelay-ms" | "loopdelay-ns" | "no-flow-stats" | "flow-expiry"
+            | "suppress-warnings" | "dbug" | "pid" | "stats" | "no-load-opts" => {}
+            other => {
+                return Err(refuse(
+                    other,
+                    "sluice tcpreplay -w writes the trace's packets as they are",
+                    "sluice replay TRACE --to pcap:FILE with the option",
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `-w FILE`: the packets of every pass, selected, with `--unique-ip`'s
+/// addresses, as tcpreplay writes them.
+fn write(p: &Parsed, file: &str) -> Result<u8, Failure> {
+    check_write(p).map_err(|e| bad_input(anyhow!(e)))?;
+    let loops: u64 = match p.value("loop") {
+        None => 1,
+        Some(v) => v
+            .parse()
+            .map_err(|_| bad_input(anyhow!("--loop: '{v}' is not a count")))?,
+    };
+    if loops == 0 {
+        return Err(bad_input(anyhow!(
+            "--loop 0 loops forever: with -w that is a file without end"
+        )));
+    }
+    let limit: Option<u64> = p
+        .value("limit")
+        .map(|v| {
+            v.parse()
+                .map_err(|_| bad_input(anyhow!("--limit: '{v}' is not a count")))
+        })
+        .transpose()?;
+    let rule = |v: &str, o: &str| {
+        v.parse::<SelectRule>()
+            .map_err(|e| bad_input(anyhow!("--{o}: {e}")))
+    };
+    let select = match (p.value("include"), p.value("exclude")) {
+        (Some(v), _) => Some(Select::include(rule(v, "include")?)),
+        (None, Some(v)) => Some(Select::exclude(rule(v, "exclude")?)),
+        _ => None,
+    };
+    let unique = p.has("unique-ip");
+    let rewrite = HeaderRewrite {
+        unique_ip: unique,
+        ..Default::default()
+    };
+    let ins: Vec<&Path> = p.operands.iter().map(Path::new).collect();
+    crate::dest::check(&ins, &[file])?;
+    let out = Output::create(Path::new(file)).map_err(crate::dest::output_failure)?;
+    let fatal = |e: std::io::Error| Failure::from(anyhow!("writing {file}: {e}"));
+    let mut writer =
+        PcapWriter::with_stamps(out, LinkType::ETHERNET, 262_144, Stamps::NanosAsMicros)
+            .map_err(fatal)?;
+    let began = Instant::now();
+    let mut st = Stats {
+        packets: 0,
+        bytes: 0,
+        took: Duration::ZERO,
+        failed: 0,
+    };
+    let mut frame = Vec::new();
+    'all: for pass in 0..loops {
+        for f in &p.operands {
+            let mut r = CaptureReader::open(f).map_err(|e| bad_input(anyhow!(e)))?;
+            let mut n = 0u64;
+            while let Some(pk) = r.next_packet().map_err(|e| bad_input(anyhow!(e)))? {
+                n += 1;
+                if select.as_ref().is_some_and(|s| !s.keeps(n, Some(pk.data))) {
+                    continue;
+                }
+                if limit.is_some_and(|l| st.packets >= l) {
+                    break 'all;
+                }
+                frame.clear();
+                frame.extend_from_slice(pk.data);
+                if unique && pass > 0 {
+                    // tcpreplay moves the addresses of IP packets only and
+                    // counts every other packet of a later pass as failed.
+                    if parse_layers(&frame).ip.is_none() {
+                        st.failed += 1;
+                        continue;
+                    }
+                    if rewrite.apply_frame(&mut frame, pk.orig_len as usize, pass, 0)
+                        == Rewritten::Dropped
+                    {
+                        continue;
+                    }
+                }
+                writer
+                    .write_packet(pk.ts_ns, &frame, pk.orig_len)
+                    .map_err(fatal)?;
+                st.packets += 1;
+                st.bytes += frame.len() as u64;
+            }
+        }
+    }
+    let out = writer.into_inner().map_err(fatal)?;
+    out.commit().map_err(|e| Failure::from(anyhow!(e)))?;
+    st.took = began.elapsed();
+    if !p.has("quiet") {
+        st.print(file, None)?;
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,280 @@
+//! `sluice tcprewrite`: tcprewrite's command line over sluice's header
+//! rewriting (`sluice_wire::HeaderRewrite`, what `replay` applies while it
+//! sends), from one file into another. The output is what tcprewrite
+//! writes: a microsecond pcap with a snap length of 65535, the input's
+//! link type and timestamps, each record's original length moved by what
+//! the rewrite added or cut; packets a `-c` cache skips are written as
+//! they are, so the cache still indexes the output.
+
+use super::opts::{arg, flag, Opt, Parsed};
+use super::{refuse, replay_args, Words};
+use crate::dest;
+use crate::{bad_input, exit, Failure};
+use anyhow::{anyhow, Context};
+use sluice_capture::{CaptureReader, LinkType, PcapWriter, Stamps};
+use sluice_source::{Dir, TcpprepCache};
+use sluice_sys::output::Output;
+use sluice_wire::Rewritten;
+use std::path::Path;
+
+/// tcprewrite 4.5's options (tcprewrite_opts.def, tcpedit_opts.def and
+/// its DLT plugins'), with their most-times and relations.
+pub static TABLE: &[Opt] = &[
+    arg("dbug", Some('d')),
+    arg("infile", Some('i')),
+    arg("outfile", Some('o')),
+    arg("cachefile", Some('c')),
+    flag("verbose", Some('v')),
+    arg("decode", Some('A')).needs(&["verbose"]),
+    arg("fragroute", None),
+    arg("fragdir", None).needs(&["cachefile"]),
+    flag("skip-soft-errors", None),
+    flag("version", Some('V')),
+    flag("less-help", Some('h')),
+    flag("suppress-warnings", Some('w')),
+    arg("portmap", Some('r')).times(9999),
+    arg("seed", Some('s')).excludes(&["fuzz-seed"]),
+    arg("pnat", Some('N')).times(2).excludes(&["srcipmap"]),
+    arg("srcipmap", Some('S')).excludes(&["pnat"]),
+    arg("dstipmap", Some('D')).excludes(&["pnat"]),
+    arg("endpoints", Some('e')).needs(&["cachefile"]),
+    arg("tcp-sequence", None),
+    flag("skipbroadcast", Some('b')),
+    flag("fixcsum", Some('C')),
+    flag("fixhdrlen", None),
+    arg("mtu", Some('m')),
+    flag("mtu-trunc", None),
+    flag("efcs", Some('E')),
+    arg("ttl", None),
+    arg("tos", None),
+    arg("tclass", None),
+    arg("flowlabel", None),
+    arg("fixlen", Some('F')),
+    arg("fuzz-seed", None),
+    arg("fuzz-factor", None).needs(&["fuzz-seed"]),
+    flag("skipl2broadcast", None),
+    arg("dlt", None),
+    arg("enet-dmac", None),
+    arg("enet-smac", None),
+    arg("enet-subsmac", None).times(9999),
+    arg("enet-mac-seed", None).excludes(&["enet-smac"]),
+    arg("enet-mac-seed-keep-bytes", None).needs(&["enet-mac-seed"]),
+    arg("enet-vlan", None),
+    arg("enet-vlan-tag", None).needs(&["enet-vlan"]),
+    arg("enet-vlan-cfi", None).needs(&["enet-vlan"]),
+    arg("enet-vlan-pri", None).needs(&["enet-vlan"]),
+    arg("enet-vlan-proto", None),
+    arg("hdlc-control", None),
+    arg("hdlc-address", None),
+    arg("user-dlt", None),
+    arg("user-dlink", None).times(2),
+];
+
+/// The `sluice replay` words of each option that has them.
+fn translate(p: &Parsed, w: &mut Words) -> Result<(), String> {
+    let cache = p.has("cachefile");
+    for (name, value) in &p.opts {
+        let v = value.as_deref().unwrap_or("");
+        match *name {
+            // Read here, or no effect on the output file.
+            "infile" | "outfile" | "cachefile" | "skip-soft-errors" | "suppress-warnings"
+            | "dbug" | "no-load-opts" => {}
+            "portmap" => w.two("--portmap", v),
+            "seed" => w.two("--seed", v),
+            "pnat" if p.values("pnat").len() > 1 => {
+                return Err(refuse(
+                    "--pnat",
+                    "one --pnat list for both sides only",
+                    "sluice replay --srcipmap/--dstipmap",
+                ))
+            }
+            "pnat" => w.two("--pnat", v),
+            "srcipmap" => w.two("--srcipmap", v),
+            "dstipmap" => w.two("--dstipmap", v),
+            "endpoints" => w.two("--endpoints", v),
+            "fixcsum" => w.one("--fixcsum"),
+            "mtu" => w.two("--mtu", v),
+            "mtu-trunc" => w.one("--mtu-trunc"),
+            "ttl" => w.two("--ttl", v),
+            "tos" => w.two("--tos", v),
+            "fixlen" => w.two("--fixlen", v),
+            // Without a cache every packet is client to server: the
+            // second MAC is never used (tcprewrite ignores it too).
+            "enet-dmac" | "enet-smac" => {
+                let v = if cache {
+                    v
+                } else {
+                    v.split(',').next().unwrap_or(v)
+                };
+                w.two(&format!("--{name}"), v)
+            }
+            "enet-vlan" | "enet-vlan-tag" | "enet-vlan-cfi" | "enet-vlan-pri"
+            | "enet-vlan-proto" => w.two(&format!("--{name}"), v),
+            "verbose" | "decode" => {
+                return Err(refuse(
+                    name,
+                    "sluice prints no packets",
+                    "sluice analyze FILE, or tshark -r FILE",
+                ))
+            }
+            "fragroute" | "fragdir" => {
+                return Err(refuse(
+                    name,
+                    "sluice has no fragroute engine",
+                    "fragment before with scapy's fragment() or fragroute itself",
+                ))
+            }
+            other => {
+                return Err(refuse(
+                    other,
+                    "not implemented by sluice yet",
+                    "sluice replay --help lists the rewrites it has",
+                ))
+            }
+        }
+    }
+    if cache {
+        w.two(
+            "--split",
+            &format!("tcpprep:{}", p.value("cachefile").unwrap_or("")),
+        );
+    }
+    Ok(())
+}
+
+pub fn run(args: &[String]) -> Result<u8, Failure> {
+    let p = match super::parse_or_info("tcprewrite", TABLE, args)? {
+        Some(p) => p,
+        None => return Ok(exit::OK),
+    };
+    if let Some(extra) = p.operands.first() {
+        return Err(bad_input(anyhow!(
+            "tcprewrite: '{extra}': no operands are taken (the input is -i FILE)"
+        )));
+    }
+    let (Some(input), Some(output)) = (p.value("infile"), p.value("outfile")) else {
+        return Err(bad_input(anyhow!(
+            "tcprewrite: both -i/--infile and -o/--outfile are needed"
+        )));
+    };
+    let mut w = Words::new(&["replay", input, "--to", "null"]);
+    translate(&p, &mut w).map_err(|e| bad_input(anyhow!(e)))?;
+    let rewrite = replay_args(&w)?
+        .rewrite()
+        .map_err(|e| bad_input(anyhow!("tcprewrite: {e}")))?;
+    let cache_path = p.value("cachefile").map(Path::new);
+    let mut ins = vec![Path::new(input)];
+    ins.extend(cache_path);
+    dest::check(&ins, &[output])?;
+    let cache = cache_path
+        .map(|c| TcpprepCache::read(c).map_err(|e| bad_input(anyhow!(e))))
+        .transpose()?;
+
+    let mut reader = CaptureReader::open(input).map_err(|e| bad_input(anyhow!(e)))?;
+    let first = reader
+        .next_packet()
+        .map_err(|e| bad_input(anyhow!(e)))?
+        .map(|pk| pk.linktype);
+    let linktype = first.or(reader.linktype()).unwrap_or(LinkType::ETHERNET);
+    if linktype != LinkType::ETHERNET {
+        return Err(bad_input(anyhow!(
+            "tcprewrite: {input}: link type {} is not Ethernet; sluice tcprewrite edits \
+             Ethernet traces (sluice replay --to pcap:FILE gives other link types an \
+             Ethernet header)",
+            linktype.0
+        )));
+    }
+    // Start again from the first packet (it was read for its link type).
+    let mut reader = CaptureReader::open(input).map_err(|e| bad_input(anyhow!(e)))?;
+    let out = Output::create(Path::new(output)).map_err(dest::output_failure)?;
+    let mut writer = PcapWriter::with_stamps(out, linktype, 65_535, Stamps::Micros)
+        .with_context(|| format!("writing {output}"))
+        .map_err(fatal)?;
+    let mut n = 0u64;
+    let mut frame = Vec::new();
+    while let Some(pk) = reader.next_packet().map_err(|e| bad_input(anyhow!(e)))? {
+        n += 1;
+        if pk.linktype != linktype {
+            return Err(bad_input(anyhow!(
+                "tcprewrite: {input}: packet {n} changes the link type; tcprewrite writes one"
+            )));
+        }
+        let dir = cache.as_ref().map_or(Some(Dir::Primary), |c| c.dir(n - 1));
+        let Some(dir) = dir else {
+            return Err(bad_input(anyhow!(
+                "tcprewrite: {}: the cache ends before packet {n} of {input}",
+                cache_path.map_or(String::new(), |c| c.display().to_string())
+            )));
+        };
+        frame.clear();
+        frame.extend_from_slice(pk.data);
+        let caplen = frame.len();
+        let orig = pk.orig_len as usize;
+        if let Some(side) = dir.side() {
+            if rewrite.apply_frame(&mut frame, orig, 0, side) == Rewritten::Dropped {
+                continue;
+            }
+        }
+        let len = new_len(
+            caplen,
+            orig,
+            frame.len(),
+            rewrite.fixlen.is_some(),
+            rewrite.mtu_trunc.is_some(),
+        );
+        writer
+            .write_packet(pk.ts_ns, &frame, len)
+            .with_context(|| format!("writing {output}"))
+            .map_err(fatal)?;
+    }
+    let out = writer
+        .into_inner()
+        .with_context(|| format!("writing {output}"))
+        .map_err(fatal)?;
+    out.commit()
+        .map_err(|e| anyhow!(e))
+        .with_context(|| format!("writing {output}"))
+        .map_err(fatal)?;
+    Ok(exit::OK)
+}
+
+/// The record's original length after the rewrite, as tcpedit sets it: a
+/// whole frame's is its new length; a cut frame's moves with what was
+/// added or removed, unless `--fixlen` or `--mtu-trunc` made the two agree.
+fn new_len(caplen: usize, orig: usize, now: usize, fixlen: bool, mtu: bool) -> u32 {
+    let len = if orig <= caplen || fixlen || (mtu && now < caplen) {
+        now
+    } else {
+        (orig + now).saturating_sub(caplen)
+    };
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
+fn fatal(e: anyhow::Error) -> Failure {
+    Failure {
+        code: exit::FATAL,
+        error: e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::new_len;
+
+    #[test]
+    fn original_lengths_follow_tcpedit() {
+        assert_eq!(
+            new_len(60, 60, 64, false, false),
+            64,
+            "whole frame, tag added"
+        );
+        assert_eq!(
+            new_len(60, 100, 64, false, false),
+            104,
+            "cut frame keeps its cut"
+        );
+        assert_eq!(new_len(60, 100, 100, true, false), 100, "padded");
+        assert_eq!(new_len(60, 100, 60, true, false), 60, "fixlen trunc");
+        assert_eq!(new_len(400, 1000, 314, false, true), 314, "mtu cut");
+    }
+}
