@@ -14,7 +14,7 @@ network device (tcpreplay -i) are outside this runner.
   tcpreplay_suite.py --real /opt/tcpreplay/bin      (the tools themselves)
 
 The suite's files come from testdata/tcpreplay-suite/ (Makefile.am and
-config.in verbatim, expected outputs gzip-compressed), the trace from
+config.in verbatim, expected pcaps gzip-compressed, caches as they are), the trace from
 testdata/pcap/tcpreplay__test.pcap. Prints one line per case and a table:
 identical, different, refused (the stand-in exited non-zero), no golden
 (tcpprep -P/-I, which the suite only runs).
@@ -96,6 +96,8 @@ def main():
         if f.endswith(".gz"):
             with gzip.open(os.path.join(SUITE, f)) as g, open(os.path.join(src, f[:-3]), "wb") as o:
                 o.write(g.read())
+        elif f.startswith("test"):
+            shutil.copy(os.path.join(SUITE, f), os.path.join(src, f))
     config = open(os.path.join(SUITE, "config.in")).read()
     config = config.replace("@srcdir@", src).replace("@nic1@", "lo").replace("@nic2@", "lo")
     with open(os.path.join(work, "config"), "w") as f:

@@ -1,5 +1,5 @@
 //! Header rewriting against tcprewrite's own test suite: its golden
-//! outputs (`testdata/tcprewrite/`, tcpreplay's `test/test2.rewrite_*`, the
+//! outputs (`testdata/tcpreplay-suite/`, tcpreplay's `test/test2.rewrite_*`, the
 //! little-endian set) made from the same `test.pcap` with the same options.
 //! Every frame must be byte-identical except the ones each case names, and
 //! those are checked for what sluice does instead (and why).
@@ -10,7 +10,7 @@ use sluice_wire::verify_checksums;
 use std::path::{Path, PathBuf};
 
 fn golden(name: &str) -> PathBuf {
-    sluice_testkit::testdata("tcprewrite").join(format!("test2.rewrite_{name}.pcap.gz"))
+    sluice_testkit::testdata("tcpreplay-suite").join(format!("test2.rewrite_{name}.gz"))
 }
 
 type Frames = Vec<Vec<u8>>;

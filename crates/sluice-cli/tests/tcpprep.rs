@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn golden(name: &str) -> PathBuf {
-    sluice_testkit::testdata("tcpprep").join(name)
+    sluice_testkit::testdata("tcpreplay-suite").join(name)
 }
 
 /// `sluice prep TRACE --format tcpprep -o OUT ARGS...`: the cache's bytes.

@@ -398,6 +398,8 @@ fn write(p: &Parsed, file: &str) -> Result<u8, Failure> {
                     {
                         continue;
                     }
+                    // tcpreplay leaves a multicast group's MAC as it was.
+                    frame[..12].copy_from_slice(&pk.data[..12]);
                 }
                 writer
                     .write_packet(pk.ts_ns, &frame, pk.orig_len)

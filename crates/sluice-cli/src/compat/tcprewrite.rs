@@ -14,7 +14,7 @@ use anyhow::{anyhow, Context};
 use sluice_capture::{CaptureReader, LinkType, PcapWriter, Stamps};
 use sluice_source::{Dir, TcpprepCache};
 use sluice_sys::output::Output;
-use sluice_wire::Rewritten;
+use sluice_wire::{parse_layers, tcpedit_checksums, HeaderRewrite, Ip, MacAddr, Rewritten, TtlOp};
 use std::path::Path;
 
 /// tcprewrite 4.5's options (tcprewrite_opts.def, tcpedit_opts.def and
@@ -92,7 +92,9 @@ fn translate(p: &Parsed, w: &mut Words) -> Result<(), String> {
             "srcipmap" => w.two("--srcipmap", v),
             "dstipmap" => w.two("--dstipmap", v),
             "endpoints" => w.two("--endpoints", v),
-            "fixcsum" => w.one("--fixcsum"),
+            // Checksums are computed here, where tcprewrite computes them;
+            // the FCS is cut and MACs substituted here too.
+            "fixcsum" | "efcs" | "enet-subsmac" => {}
             "mtu" => w.two("--mtu", v),
             "mtu-trunc" => w.one("--mtu-trunc"),
             "ttl" => w.two("--ttl", v),
@@ -190,6 +192,12 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
     let mut writer = PcapWriter::with_stamps(out, linktype, 65_535, Stamps::Micros)
         .with_context(|| format!("writing {output}"))
         .map_err(fatal)?;
+    let subs = subsmacs(&p.values("enet-subsmac")).map_err(|e| bad_input(anyhow!(e)))?;
+    let efcs = p.has("efcs");
+    let recalc = Recalc {
+        fixcsum: p.has("fixcsum"),
+        rewrite: rewrite.clone(),
+    };
     let mut n = 0u64;
     let mut frame = Vec::new();
     while let Some(pk) = reader.next_packet().map_err(|e| bad_input(anyhow!(e)))? {
@@ -208,20 +216,28 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         };
         frame.clear();
         frame.extend_from_slice(pk.data);
+        let mut orig = pk.orig_len as usize;
+        // --efcs: the last four bytes of the frame are its FCS.
+        if efcs && dir.side().is_some() && orig > 4 {
+            if frame.len() == orig {
+                frame.truncate(orig - 4);
+            }
+            orig -= 4;
+        }
         let caplen = frame.len();
-        let orig = pk.orig_len as usize;
+        let mut len = orig;
         if let Some(side) = dir.side() {
             if rewrite.apply_frame(&mut frame, orig, 0, side) == Rewritten::Dropped {
                 continue;
             }
+            substitute(&mut frame, &subs);
+            len = new_len(caplen, orig, frame.len(), &rewrite);
+            if recalc.needed(pk.data, &frame, orig > caplen) {
+                let whole = len == frame.len();
+                tcpedit_checksums(&mut frame, whole);
+            }
         }
-        let len = new_len(
-            caplen,
-            orig,
-            frame.len(),
-            rewrite.fixlen.is_some(),
-            rewrite.mtu_trunc.is_some(),
-        );
+        let len = u32::try_from(len).unwrap_or(u32::MAX);
         writer
             .write_packet(pk.ts_ns, &frame, len)
             .with_context(|| format!("writing {output}"))
@@ -241,13 +257,79 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
 /// The record's original length after the rewrite, as tcpedit sets it: a
 /// whole frame's is its new length; a cut frame's moves with what was
 /// added or removed, unless `--fixlen` or `--mtu-trunc` made the two agree.
-fn new_len(caplen: usize, orig: usize, now: usize, fixlen: bool, mtu: bool) -> u32 {
-    let len = if orig <= caplen || fixlen || (mtu && now < caplen) {
+fn new_len(caplen: usize, orig: usize, now: usize, r: &HeaderRewrite) -> usize {
+    let mtu_cut = r.mtu_trunc.is_some() && now < caplen;
+    if orig <= caplen || r.fixlen.is_some() || mtu_cut {
         now
     } else {
         (orig + now).saturating_sub(caplen)
-    };
-    u32::try_from(len).unwrap_or(u32::MAX)
+    }
+}
+
+/// `--enet-subsmac FROM,TO[,FROM,TO...]` (any number of times): pairs.
+fn subsmacs(values: &[&str]) -> Result<Vec<([u8; 6], [u8; 6])>, String> {
+    let mut out = Vec::new();
+    for v in values {
+        let macs: Vec<&str> = v.split(',').collect();
+        if macs.len() % 2 != 0 {
+            return Err(format!("--enet-subsmac {v}: expected pairs FROM,TO"));
+        }
+        for pair in macs.chunks(2) {
+            let mac = |m: &str| {
+                m.parse::<MacAddr>()
+                    .map(|a| a.0)
+                    .map_err(|e| format!("--enet-subsmac {v}: {e}"))
+            };
+            out.push((mac(pair[0])?, mac(pair[1])?));
+        }
+    }
+    Ok(out)
+}
+
+/// Each pair in turn replaces its first MAC by its second, as the
+/// destination and as the source (tcpedit's order: after --enet-dmac/smac).
+fn substitute(frame: &mut [u8], subs: &[([u8; 6], [u8; 6])]) {
+    if frame.len() < 12 {
+        return;
+    }
+    for (from, to) in subs {
+        for at in [0, 6] {
+            if frame[at..at + 6] == from[..] {
+                frame[at..at + 6].copy_from_slice(to);
+            }
+        }
+    }
+}
+
+/// When tcprewrite computes a packet's checksums anew (tcpedit's
+/// `needtorecalc`) instead of leaving them or updating them for the words
+/// that changed (as it does for addresses, ports and TOS): `--fixcsum`;
+/// any IP packet under `--mtu-trunc`, or cut by the capture under
+/// `--fixlen`; a TTL or hop limit moved up or down, or set to a new value.
+struct Recalc {
+    fixcsum: bool,
+    rewrite: HeaderRewrite,
+}
+
+impl Recalc {
+    fn needed(&self, before: &[u8], after: &[u8], cut: bool) -> bool {
+        let (b, a) = (parse_layers(before), parse_layers(after));
+        let Some(ip) = a.ip else {
+            return false;
+        };
+        // The TTL (IPv4) or hop limit (IPv6) byte.
+        let at = match ip {
+            Ip::V4 { .. } => 8,
+            Ip::V6 { .. } => 7,
+        };
+        let r = &self.rewrite;
+        let ttl_moved = match r.ttl {
+            None => false,
+            Some(TtlOp::Add(_) | TtlOp::Sub(_)) => true,
+            Some(TtlOp::Set(_)) => before.get(b.l3_offset + at) != after.get(a.l3_offset + at),
+        };
+        self.fixcsum || r.mtu_trunc.is_some() || (r.fixlen.is_some() && cut) || ttl_moved
+    }
 }
 
 fn fatal(e: anyhow::Error) -> Failure {
@@ -260,6 +342,7 @@ fn fatal(e: anyhow::Error) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::new_len;
+    use sluice_wire::{FixLen, HeaderRewrite};
 
     #[test]
     fn original_lengths_follow_tcpedit() {

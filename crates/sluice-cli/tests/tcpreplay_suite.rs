@@ -1,0 +1,241 @@
+//! `sluice tcpreplay|tcprewrite|tcpprep` judged by tcpreplay's own test
+//! suite: bench/tcpreplay_suite.py runs every tcpprep, tcprewrite and
+//! `tcpreplay -w` case of its test/Makefile.am (4.5.5, vendored in
+//! testdata/tcpreplay-suite) verbatim, the programs substituted, and
+//! compares each output with the suite's expected file byte for byte.
+//! Each case's outcome is held here with the reason where it is not
+//! "identical" (docs/CLI.md, "tcpreplay's tools", says the same).
+
+mod common;
+use common::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+/// Cases whose output differs from the suite's, and why.
+const DIFFERENT: &[(&str, &str)] = &[
+    (
+        "rewrite_config",
+        "EoMPLS frames: tcprewrite tags the pseudowire's inner Ethernet header, sluice the outer one",
+    ),
+    ("rewrite_vlan802.1ad", "EoMPLS frames, as rewrite_config"),
+    ("rewrite_vlandel", "EoMPLS frames, as rewrite_config"),
+    (
+        "rewrite_mac",
+        "EoMPLS frames (inner MACs there, outer here); frames tcprewrite cannot decode (802.3 LLC, IGMP) it leaves unedited",
+    ),
+    (
+        "rewrite_endpoint",
+        "ARP: tcprewrite's --endpoints rewrites ARP addresses too, sluice's IP packets only",
+    ),
+];
+
+/// Cases whose options sluice refuses (each refusal names the sluice way).
+const REFUSED: &[(&str, &str)] = &[
+    ("rewrite_layer2", "--dlt"),
+    ("rewrite_dltuser", "--dlt"),
+    ("rewrite_dlthdlc", "--dlt"),
+    ("rewrite_skip", "--skipbroadcast"),
+    ("rewrite_1ttl-hdrfix", "--fixhdrlen"),
+    ("rewrite_2ttl-hdrfix", "--fixhdrlen"),
+    ("rewrite_3ttl-hdrfix", "--fixhdrlen"),
+    ("rewrite_mac_seed", "--enet-mac-seed"),
+    ("rewrite_mac_seed_keep", "--enet-mac-seed"),
+    ("rewrite_l7fuzzing", "--fuzz-seed"),
+    ("rewrite_sequence", "--tcp-sequence"),
+];
+
+/// tcpprep -P and -I: the suite runs them without an expected output.
+const NO_GOLDEN: &[&str] = &["print_info", "print_comment"];
+
+#[test]
+fn tcpreplays_test_suite_runs_case_by_case_as_documented() {
+    let d = tmpdir("tcpreplay-suite");
+    let json = d.join("suite.json");
+    let root = sluice_testkit::repo_root();
+    let o = Command::new("python3")
+        .arg(root.join("bench/tcpreplay_suite.py"))
+        .args(["--sluice", env!("CARGO_BIN_EXE_sluice"), "--json"])
+        .arg(&json)
+        .output()
+        .expect("python3 runs");
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{table}\n{}", stderr(&o));
+    eprintln!("{table}");
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let got: BTreeMap<String, (String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["case"].as_str().unwrap().to_string(),
+                (
+                    r["result"].as_str().unwrap().to_string(),
+                    r["stderr"].as_str().unwrap().to_string(),
+                ),
+            )
+        })
+        .collect();
+    // Every tcpprep and tcprewrite case, and the three tcpreplay -w ones.
+    assert_eq!(got.len(), 56, "{table}");
+    let mut identical = 0;
+    for (case, (result, err)) in &got {
+        if let Some((_, why)) = DIFFERENT.iter().find(|(c, _)| c == case) {
+            assert_eq!(result, "different", "{case} ({why}): {table}");
+        } else if let Some((_, opt)) = REFUSED.iter().find(|(c, _)| c == case) {
+            assert_eq!(result, "refused", "{case}: {table}");
+            let line = err.lines().last().unwrap_or("");
+            assert!(
+                line.contains(opt) && line.contains("in sluice:"),
+                "{case}: the refusal names {opt} and the sluice way: {line}"
+            );
+        } else if NO_GOLDEN.contains(&case.as_str()) {
+            assert_eq!(result, "no golden", "{case}");
+        } else {
+            assert_eq!(result, "identical", "{case}: {err}\n{table}");
+            identical += 1;
+        }
+    }
+    assert_eq!(identical, 38, "{table}");
+}
+
+/// The binary answers to tcprewrite's name through argv[0] (a user's own
+/// symlink), reads a --load-opts file's [TCPREWRITE] section, and writes
+/// what tcprewrite writes.
+#[test]
+fn a_symlink_named_tcprewrite_runs_tcprewrite() {
+    let d = tmpdir("argv0");
+    let link = d.join("tcprewrite");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_sluice"), &link).unwrap();
+    let input = testdata("tcpreplay__test.pcap");
+    let out = d.join("out.pcap");
+    let cfg = d.join("opts");
+    std::fs::write(
+        &cfg,
+        format!(
+            "# options\n[TCPREPLAY]\ntopspeed\n[TCPREWRITE]\ninfile {}\nportmap=80:8080\n",
+            input.display()
+        ),
+    )
+    .unwrap();
+    let o = Command::new(&link)
+        .arg("--load-opts")
+        .arg(&cfg)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want = sluice_testkit::testdata("tcpreplay-suite").join("test2.rewrite_portmap.gz");
+    let z = gunzip(&want);
+    assert_eq!(std::fs::read(&out).unwrap(), z, "byte for byte");
+    // The same words through `sluice tcprewrite`, and a short option
+    // bundled with its value (-r80:8080).
+    let out2 = d.join("out2.pcap");
+    let o = run(&[
+        "tcprewrite",
+        "-i",
+        input.to_str().unwrap(),
+        &format!("--outf={}", out2.display()),
+        "-r80:8080",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&out2).unwrap(), z);
+}
+
+/// gunzip `path` into `out` with the gzip the system has.
+fn flate2_read(path: &Path, out: &mut Vec<u8>) {
+    let o = Command::new("gzip")
+        .arg("-dc")
+        .arg(path)
+        .output()
+        .expect("gzip");
+    assert!(o.status.success());
+    *out = o.stdout;
+}
+
+/// Options sluice has no way for are refused in one line naming the sluice
+/// way; AutoOpts' own checks (most-times, needed and excluded options) and
+/// an unknown option are bad usage, exit 2; nothing is written.
+#[test]
+fn refusals_and_bad_command_lines_name_the_option() {
+    let d = tmpdir("compat-refuse");
+    let t = testdata("tcpreplay__test.pcap");
+    let t = t.to_str().unwrap();
+    let out = d.join("o.pcap");
+    let o_ = out.to_str().unwrap();
+    for (args, want) in [
+        (
+            vec!["tcprewrite", "-i", t, "-o", o_, "--fragroute", "x"],
+            "--fragroute: sluice has no fragroute engine; in sluice:",
+        ),
+        (
+            vec!["tcpreplay", "-i", "lo", "--netmap", t],
+            "--netmap: sluice has no netmap path; in sluice: sluice replay --to xdp:IFACE",
+        ),
+        (
+            vec!["tcpreplay", "-i", "lo", "-t", "-x", "2", t],
+            "option 'multiplier' cannot be used with option 'topspeed'",
+        ),
+        (
+            vec!["tcprewrite", "-i", t, "-o", o_, "--enet-vlan-tag", "4"],
+            "option 'enet-vlan-tag' needs option 'enet-vlan'",
+        ),
+        (
+            vec!["tcprewrite", "-i", t, "-o", o_, "-i", t],
+            "the 'infile' option can only be specified 1 time",
+        ),
+        (
+            vec!["tcprewrite", "-i", t, "-o", o_, "--no-such"],
+            "illegal option -- no-such",
+        ),
+        (
+            vec!["tcprewrite", "-i", t, "-o", o_, "--enet"],
+            "ambiguous option -- enet",
+        ),
+        (vec!["tcpprep", "-i", t, "-o", o_], "a mode is needed"),
+        (vec!["tcprewrite", "-i", t, "-o", t], "input"),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+        assert!(!out.exists(), "{args:?} wrote");
+    }
+}
+
+/// `tcpreplay -w` ends with tcpreplay's summary lines, which scripts grep.
+#[test]
+fn tcpreplay_w_prints_tcpreplays_summary_lines() {
+    let d = tmpdir("compat-summary");
+    let t = testdata("tcpreplay__test.pcap");
+    let out = d.join("w.pcap");
+    let o = run(&[
+        "tcpreplay",
+        "-w",
+        out.to_str().unwrap(),
+        "-t",
+        "-l",
+        "2",
+        t.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = String::from_utf8_lossy(&o.stdout);
+    let bytes: usize = frames_of(&t).iter().map(Vec::len).sum::<usize>() * 2;
+    assert!(
+        s.starts_with(&format!("Actual: 358 packets ({bytes} bytes) sent in ")),
+        "{s}"
+    );
+    let lines: Vec<&str> = s.lines().collect();
+    assert!(
+        lines[1].starts_with("Rated: ")
+            && lines[1].contains(" Bps, ")
+            && lines[1].ends_with(" pps"),
+        "{s}"
+    );
+    assert_eq!(
+        lines[2],
+        format!("Statistics for network device: {}", out.display())
+    );
+    assert_eq!(lines[3], "\tSuccessful packets:        358");
+    assert_eq!(frames_of(&out).len(), 358);
+}
