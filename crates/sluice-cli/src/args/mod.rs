@@ -13,6 +13,8 @@ mod flows;
 mod jobs;
 mod prep;
 mod profile;
+#[cfg(test)]
+mod recipes;
 mod report;
 mod rfc2544;
 mod rx;

@@ -346,18 +346,19 @@ mod tests {
 
     #[test]
     fn original_lengths_follow_tcpedit() {
-        assert_eq!(
-            new_len(60, 60, 64, false, false),
-            64,
-            "whole frame, tag added"
-        );
-        assert_eq!(
-            new_len(60, 100, 64, false, false),
-            104,
-            "cut frame keeps its cut"
-        );
-        assert_eq!(new_len(60, 100, 100, true, false), 100, "padded");
-        assert_eq!(new_len(60, 100, 60, true, false), 60, "fixlen trunc");
-        assert_eq!(new_len(400, 1000, 314, false, true), 314, "mtu cut");
+        let plain = HeaderRewrite::default();
+        let fixlen = HeaderRewrite {
+            fixlen: Some(FixLen::Pad),
+            ..Default::default()
+        };
+        let mtu = HeaderRewrite {
+            mtu_trunc: Some(300),
+            ..Default::default()
+        };
+        assert_eq!(new_len(60, 60, 64, &plain), 64, "whole frame, tag added");
+        assert_eq!(new_len(60, 100, 64, &plain), 104, "cut frame keeps its cut");
+        assert_eq!(new_len(60, 100, 100, &fixlen), 100, "padded");
+        assert_eq!(new_len(60, 100, 60, &fixlen), 60, "fixlen trunc");
+        assert_eq!(new_len(400, 1000, 314, &mtu), 314, "mtu cut");
     }
 }
