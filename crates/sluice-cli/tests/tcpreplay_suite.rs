@@ -143,15 +143,15 @@ fn a_symlink_named_tcprewrite_runs_tcprewrite() {
     assert_eq!(std::fs::read(&out2).unwrap(), z);
 }
 
-/// gunzip `path` into `out` with the gzip the system has.
-fn flate2_read(path: &Path, out: &mut Vec<u8>) {
+/// `path` decompressed by the system's gzip.
+fn gunzip(path: &Path) -> Vec<u8> {
     let o = Command::new("gzip")
         .arg("-dc")
         .arg(path)
         .output()
         .expect("gzip");
     assert!(o.status.success());
-    *out = o.stdout;
+    o.stdout
 }
 
 /// Options sluice has no way for are refused in one line naming the sluice

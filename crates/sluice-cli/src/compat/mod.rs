@@ -38,16 +38,6 @@ pub fn run(tool: &str, args: &[String]) -> Result<u8, Failure> {
     }
 }
 
-/// The option table of `tool`, for the tests and the docs.
-#[cfg(test)]
-pub fn table(tool: &str) -> &'static [Opt] {
-    match tool {
-        "tcpreplay" => tcpreplay::TABLE,
-        "tcprewrite" => tcprewrite::TABLE,
-        _ => tcpprep::TABLE,
-    }
-}
-
 /// Parses `args`; answers `--help`, `-h`, `--more-help` and `-V` (None:
 /// answered, nothing more to do) and refuses `--save-opts`.
 fn parse_or_info(

@@ -266,12 +266,15 @@ fn new_len(caplen: usize, orig: usize, now: usize, r: &HeaderRewrite) -> usize {
     }
 }
 
+/// A MAC and the one that replaces it.
+type MacPair = ([u8; 6], [u8; 6]);
+
 /// `--enet-subsmac FROM,TO[,FROM,TO...]` (any number of times): pairs.
-fn subsmacs(values: &[&str]) -> Result<Vec<([u8; 6], [u8; 6])>, String> {
+fn subsmacs(values: &[&str]) -> Result<Vec<MacPair>, String> {
     let mut out = Vec::new();
     for v in values {
         let macs: Vec<&str> = v.split(',').collect();
-        if macs.len() % 2 != 0 {
+        if !macs.len().is_multiple_of(2) {
             return Err(format!("--enet-subsmac {v}: expected pairs FROM,TO"));
         }
         for pair in macs.chunks(2) {
@@ -288,7 +291,7 @@ fn subsmacs(values: &[&str]) -> Result<Vec<([u8; 6], [u8; 6])>, String> {
 
 /// Each pair in turn replaces its first MAC by its second, as the
 /// destination and as the source (tcpedit's order: after --enet-dmac/smac).
-fn substitute(frame: &mut [u8], subs: &[([u8; 6], [u8; 6])]) {
+fn substitute(frame: &mut [u8], subs: &[MacPair]) {
     if frame.len() < 12 {
         return;
     }
