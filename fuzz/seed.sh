@@ -11,7 +11,7 @@
 #   call sequences, a plan and profiles -> fuzz/corpus/control_plane/
 #   client streams -> fuzz/corpus/inject_decoder/
 #   frames of the classic pcaps -> fuzz/corpus/header_rewrite/
-#   tcpprep caches (testdata/tcpprep) -> fuzz/corpus/tcpprep_cache/
+#   tcpprep caches (testdata/tcpreplay-suite) -> fuzz/corpus/tcpprep_cache/
 # Usage (from anywhere): fuzz/seed.sh [TESTDATA_DIR]
 # Then, with a nightly toolchain and cargo-fuzz installed:
 #   cd fuzz && cargo +nightly fuzz run pcap_reader
@@ -32,9 +32,9 @@ cp "$src"/pcap/*.pcapng "$here/corpus/pcapng_reader/"
 # The differential target reads both formats.
 mkdir -p "$here/corpus/pcap_differential"
 cp "$src"/pcap/*.pcap "$src"/pcap/*.pcapng "$here/corpus/pcap_differential/"
-if [ -d "$src/tcpprep" ]; then
+if [ -d "$src/tcpreplay-suite" ]; then
     mkdir -p "$here/corpus/tcpprep_cache"
-    cp "$src"/tcpprep/test.* "$here/corpus/tcpprep_cache/"
+    find "$src/tcpreplay-suite" -name "test.*" ! -name "*.gz" -exec cp {} "$here/corpus/tcpprep_cache/" \;
 fi
 (cd "$here/.." && cargo build -q --release)
 sluice="$here/../target/release/sluice"
