@@ -7,7 +7,11 @@
 //! read where the option stands. Each option's most-times and the
 //! options it needs or excludes are checked as AutoOpts checks them.
 
+use std::io::Read;
 use std::path::Path;
+
+/// Longest `--load-opts` file read.
+const MAX_OPTS_FILE: u64 = 1 << 20;
 
 /// One option of a tool, as its `*_opts.def` defines it.
 pub struct Opt {
@@ -232,8 +236,18 @@ impl Reader<'_> {
         if self.depth >= 8 {
             return Err(format!("{}: --load-opts nested too deep", file.display()));
         }
-        let text = std::fs::read_to_string(file)
+        // An options file is a few lines: a bounded read, so a device or
+        // a huge file is refused, not read into memory.
+        let mut text = String::new();
+        std::fs::File::open(file)
+            .and_then(|f| f.take(MAX_OPTS_FILE + 1).read_to_string(&mut text))
             .map_err(|e| format!("--load-opts {}: {e}", file.display()))?;
+        if text.len() as u64 > MAX_OPTS_FILE {
+            return Err(format!(
+                "--load-opts {}: longer than {MAX_OPTS_FILE} bytes",
+                file.display()
+            ));
+        }
         self.depth += 1;
         let mut mine = true;
         for (n, line) in text.lines().enumerate() {
