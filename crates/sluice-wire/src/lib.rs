@@ -44,6 +44,8 @@ pub use payload::{
     complete_checksum, leave_checksum_to_device, rewrite_payload, tcpedit_checksums,
     verify_checksums, ChecksumError, DeviceChecksum, ParsePayloadModeError, PayloadMode, Rewrite,
 };
-pub use rewrite::{CidrMap, FixLen, HeaderRewrite, PortMap, Rewritten, TtlOp, VlanOp};
+pub use rewrite::{
+    tcp_sequence_offset, CidrMap, FixLen, HeaderRewrite, PortMap, Rewritten, TtlOp, VlanOp,
+};
 pub use tunnel::TunnelMode;
 pub use udp4::{Udp4Error, Udp4Flow, Udp4Template};

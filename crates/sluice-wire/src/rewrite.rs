@@ -88,6 +88,11 @@ impl CidrMap {
         self.map(to_int(addr), addr.len() == 4).is_some()
     }
 
+    /// Where the IPv4 address `a` goes, if it lies in the source network.
+    pub fn map_v4(&self, a: [u8; 4]) -> Option<[u8; 4]> {
+        self.map(to_int(&a), true).map(|n| (n as u32).to_be_bytes())
+    }
+
     /// Where the address `a` (an integer; IPv4 in the low 32 bits) goes,
     /// if it lies in the source network.
     #[inline]
@@ -287,6 +292,19 @@ pub struct HeaderRewrite {
     pub fixlen: Option<FixLen>,
     /// `--seed`: tcprewrite's pseudo-random address rewrite, by its seed.
     pub seed: Option<u32>,
+    /// tcprewrite's `--skipbroadcast`: multicast and broadcast addresses
+    /// (IPv4 224.0.0.0/4, IPv6 ff00::/8) keep their value under the maps
+    /// and `--seed`.
+    pub skip_multicast: bool,
+    /// tcprewrite's `--tcp-sequence`: this is added to every TCP sequence
+    /// number, and to the acknowledgment number but a SYN's without ACK
+    /// ([`tcp_sequence_offset`] makes it from the option's seed).
+    pub tcp_seq: Option<u32>,
+    /// IPv6 traffic class byte (`--tclass`).
+    pub tclass: Option<u8>,
+    /// IPv6 flow label (`--flowlabel`), added to the cleared field as
+    /// tcprewrite adds it.
+    pub flowlabel: Option<u32>,
     /// `--unique-ip`: pass k (0-based) moves the last 32 address bits of
     /// each end by k, apart from each other (tcpreplay's `--unique-ip`), so
     /// every pass holds new flows and a flow's two directions stay one.
@@ -473,6 +491,25 @@ fn mixed_seed(user: u32) -> u32 {
         tcpr_random(&mut s);
     }
     s
+}
+
+/// tcprewrite's `--tcp-sequence` offset: the fifth draw from its seed.
+pub fn tcp_sequence_offset(seed: u32) -> u32 {
+    let mut s = seed;
+    let mut r = 0;
+    for _ in 0..5 {
+        r = tcpr_random(&mut s);
+    }
+    r
+}
+
+/// Multicast (and, for IPv4, tcprewrite's "broadcast") addresses.
+fn is_multicast(a: u128, v4: bool) -> bool {
+    if v4 {
+        a >> 28 == 0xe
+    } else {
+        a >> 120 == 0xff
+    }
 }
 
 /// tcprewrite's `randomize_ipv4_addr`, computed as it is on a
@@ -719,6 +756,7 @@ impl HeaderRewrite {
         }
         changed |= self.edit_ttl_tos(frame, ip, l3, &mut d);
         self.edit_ports(frame, layers.l4, &mut d);
+        self.edit_tcp_sequence(frame, layers.l4, &mut d);
         changed |= !d.ip.is_empty() || !d.l4.is_empty();
         if recompute {
             recompute_checksums(frame, self.by_device(level));
@@ -749,6 +787,9 @@ impl HeaderRewrite {
             (&self.srcipmap, at.src, old_src),
             (&self.dstipmap, at.dst, old_dst),
         ] {
+            if self.skip_multicast && is_multicast(old, at.v4) {
+                continue;
+            }
             if let Some(n) = maps.iter().find_map(|m| m.map(old, at.v4)) {
                 write_int(&mut frame[pos..pos + at.len], n);
             }
@@ -766,6 +807,10 @@ impl HeaderRewrite {
         if let Some(user) = self.seed {
             let s = mixed_seed(user);
             for pos in [at.dst, at.src] {
+                let a = to_int(&frame[pos..pos + at.len]);
+                if self.skip_multicast && is_multicast(a, at.v4) {
+                    continue;
+                }
                 if at.v4 {
                     randomize_v4(&mut frame[pos..pos + 4], s);
                 } else {
@@ -795,12 +840,21 @@ impl HeaderRewrite {
                 false
             }
             Ip::V6 { .. } => {
-                let Some(op) = self.ttl else {
-                    return false;
-                };
+                let first =
+                    u32::from_be_bytes([frame[l3], frame[l3 + 1], frame[l3 + 2], frame[l3 + 3]]);
+                let mut word = first;
+                if let Some(tc) = self.tclass {
+                    word = (word & 0xf00f_ffff).wrapping_add(u32::from(tc) << 20);
+                }
+                if let Some(fl) = self.flowlabel {
+                    word = (word & 0xfff0_0000).wrapping_add(fl);
+                }
+                frame[l3..l3 + 4].copy_from_slice(&word.to_be_bytes());
                 let old = frame[l3 + 7];
-                frame[l3 + 7] = op.apply(old);
-                frame[l3 + 7] != old
+                if let Some(op) = self.ttl {
+                    frame[l3 + 7] = op.apply(old);
+                }
+                frame[l3 + 7] != old || word != first
             }
         }
     }
@@ -820,6 +874,30 @@ impl HeaderRewrite {
                     d.l4.push((p, m.to));
                 }
             }
+        }
+    }
+
+    /// `--tcp-sequence`: the sequence and acknowledgment numbers moved by
+    /// the offset; the checksum's words into `d`.
+    fn edit_tcp_sequence(&self, frame: &mut [u8], l4: Option<crate::layers::L4>, d: &mut Deltas) {
+        let Some(delta) = self.tcp_seq else {
+            return;
+        };
+        let Some(l4) = l4.filter(|l4| l4.proto == PROTO_TCP && l4.offset + 14 <= frame.len())
+        else {
+            return;
+        };
+        let o = l4.offset;
+        let flags = frame[o + 13];
+        let syn_only = flags & 0x02 != 0 && flags & 0x10 == 0;
+        for at in [o + 4, o + 8] {
+            if at == o + 8 && syn_only {
+                continue;
+            }
+            let old = u32::from_be_bytes([frame[at], frame[at + 1], frame[at + 2], frame[at + 3]]);
+            let new = old.wrapping_add(delta);
+            frame[at..at + 4].copy_from_slice(&new.to_be_bytes());
+            int_words(u128::from(old), u128::from(new), 2, &mut d.l4);
         }
     }
 
@@ -844,16 +922,24 @@ impl HeaderRewrite {
             return false;
         }
         let before = frame.to_vec();
+        let skip =
+            |f: &[u8], at: usize| self.skip_multicast && is_multicast(to_int(&f[at..at + 4]), true);
         for (maps, at) in [(&self.srcipmap, spa), (&self.dstipmap, tpa)] {
             let old = to_int(&frame[at..at + 4]);
+            if skip(frame, at) {
+                continue;
+            }
             if let Some(n) = maps.iter().find_map(|m| m.map(old, true)) {
                 write_int(&mut frame[at..at + 4], n);
             }
         }
         if let Some(user) = self.seed {
             let s = mixed_seed(user);
-            randomize_v4(&mut frame[spa..spa + 4], s);
-            randomize_v4(&mut frame[tpa..tpa + 4], s);
+            for at in [spa, tpa] {
+                if !skip(frame, at) {
+                    randomize_v4(&mut frame[at..at + 4], s);
+                }
+            }
         }
         before[..] != frame[..]
     }

@@ -6,6 +6,7 @@
 //! refused in one line that names the sluice way.
 
 mod opts;
+mod tcpedit;
 mod tcpprep;
 mod tcpreplay;
 mod tcprewrite;

@@ -7,6 +7,7 @@
 //! they are, so the cache still indexes the output.
 
 use super::opts::{arg, flag, Opt, Parsed};
+use super::tcpedit::{mac_mask, subsmacs, Edited, Tcpedit};
 use super::{refuse, replay_args, Words};
 use crate::dest;
 use crate::{bad_input, exit, Failure};
@@ -14,7 +15,7 @@ use anyhow::{anyhow, Context};
 use sluice_capture::{CaptureReader, LinkType, PcapWriter, Stamps};
 use sluice_source::{Dir, TcpprepCache};
 use sluice_sys::output::Output;
-use sluice_wire::{parse_layers, tcpedit_checksums, HeaderRewrite, Ip, MacAddr, Rewritten, TtlOp};
+use sluice_wire::CidrMap;
 use std::path::Path;
 
 /// tcprewrite 4.5's options (tcprewrite_opts.def, tcpedit_opts.def and
@@ -70,8 +71,9 @@ pub static TABLE: &[Opt] = &[
     arg("user-dlink", None).times(2),
 ];
 
-/// The `sluice replay` words of each option that has them.
-fn translate(p: &Parsed, w: &mut Words) -> Result<(), String> {
+/// The `sluice replay` words of each option that has them; `pnat` is the
+/// `--pnat` list of this side.
+fn translate(p: &Parsed, w: &mut Words, pnat: Option<&str>) -> Result<(), String> {
     let cache = p.has("cachefile");
     for (name, value) in &p.opts {
         let v = value.as_deref().unwrap_or("");
@@ -79,22 +81,24 @@ fn translate(p: &Parsed, w: &mut Words) -> Result<(), String> {
             // Read here, or no effect on the output file.
             "infile" | "outfile" | "cachefile" | "skip-soft-errors" | "suppress-warnings"
             | "dbug" | "no-load-opts" => {}
+            // tcpedit's own, done in `Tcpedit` or set on the rewrite below.
+            "fixcsum"
+            | "efcs"
+            | "enet-subsmac"
+            | "enet-mac-seed"
+            | "enet-mac-seed-keep-bytes"
+            | "skipl2broadcast"
+            | "fixhdrlen"
+            | "skipbroadcast"
+            | "tcp-sequence"
+            | "tclass"
+            | "flowlabel" => {}
             "portmap" => w.two("--portmap", v),
             "seed" => w.two("--seed", v),
-            "pnat" if p.values("pnat").len() > 1 => {
-                return Err(refuse(
-                    "--pnat",
-                    "one --pnat list for both sides only",
-                    "sluice replay --srcipmap/--dstipmap",
-                ))
-            }
-            "pnat" => w.two("--pnat", v),
+            "pnat" => {}
             "srcipmap" => w.two("--srcipmap", v),
             "dstipmap" => w.two("--dstipmap", v),
             "endpoints" => w.two("--endpoints", v),
-            // Checksums are computed here, where tcprewrite computes them;
-            // the FCS is cut and MACs substituted here too.
-            "fixcsum" | "efcs" | "enet-subsmac" => {}
             "mtu" => w.two("--mtu", v),
             "mtu-trunc" => w.one("--mtu-trunc"),
             "ttl" => w.two("--ttl", v),
@@ -126,6 +130,13 @@ fn translate(p: &Parsed, w: &mut Words) -> Result<(), String> {
                     "fragment before with scapy's fragment() or fragroute itself",
                 ))
             }
+            "dlt" | "user-dlt" | "user-dlink" | "hdlc-control" | "hdlc-address" => {
+                return Err(refuse(
+                    name,
+                    "sluice tcprewrite keeps the Ethernet link type",
+                    "sluice replay --src-mac/--dst-mac turn other link types into Ethernet",
+                ))
+            }
             other => {
                 return Err(refuse(
                     other,
@@ -135,6 +146,9 @@ fn translate(p: &Parsed, w: &mut Words) -> Result<(), String> {
             }
         }
     }
+    if let Some(n) = pnat {
+        w.two("--pnat", n);
+    }
     if cache {
         w.two(
             "--split",
@@ -142,6 +156,104 @@ fn translate(p: &Parsed, w: &mut Words) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// A number option's value, named in the error.
+fn number<T: std::str::FromStr>(p: &Parsed, name: &str) -> Result<Option<T>, Failure> {
+    p.value(name)
+        .map(|v| {
+            parse_c_number(v)
+                .and_then(|n| T::from_str(&n.to_string()).ok())
+                .ok_or_else(|| bad_input(anyhow!("--{name}: '{v}' is not a number in range")))
+        })
+        .transpose()
+}
+
+/// A number as AutoOpts reads one: decimal, 0x hex or 0 octal.
+fn parse_c_number(v: &str) -> Option<u64> {
+    let v = v.trim();
+    if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else if v.len() > 1 && v.starts_with('0') {
+        u64::from_str_radix(&v[1..], 8).ok()
+    } else {
+        v.parse().ok()
+    }
+}
+
+/// The editor the options ask for.
+fn editor(p: &Parsed, input: &str) -> Result<Tcpedit, Failure> {
+    let pnats = p.values("pnat");
+    let mut rewrite = [Default::default(), Default::default()];
+    for (side, r) in rewrite.iter_mut().enumerate() {
+        let mut w = Words::new(&["replay", input, "--to", "null"]);
+        // One --pnat list serves both sides; a second is the server's.
+        let pnat = pnats.get(side).or(pnats.first()).copied();
+        translate(p, &mut w, pnat).map_err(|e| bad_input(anyhow!(e)))?;
+        let mut one: sluice_wire::HeaderRewrite = replay_args(&w)?
+            .rewrite()
+            .map_err(|e| bad_input(anyhow!("tcprewrite: {e}")))?;
+        one.skip_multicast = p.has("skipbroadcast");
+        one.tcp_seq = number::<u32>(p, "tcp-sequence")?.map(sluice_wire::tcp_sequence_offset);
+        one.tclass = number::<u8>(p, "tclass")?;
+        one.flowlabel = number::<u32>(p, "flowlabel")?;
+        *r = one;
+    }
+    let keep = number::<usize>(p, "enet-mac-seed-keep-bytes")?.unwrap_or(0);
+    if keep > 6 {
+        return Err(bad_input(anyhow!(
+            "--enet-mac-seed-keep-bytes: {keep}: a MAC has 6 bytes"
+        )));
+    }
+    // ARP: tcpedit maps it with --pnat's lists or --endpoints' ends only.
+    let arp_maps = arp_maps(p)?;
+    let arp_rewrite = rewrite.clone().map(|mut r| {
+        r.srcipmap.clear();
+        r.dstipmap.clear();
+        r.endpoints = None;
+        r
+    });
+    Ok(Tcpedit {
+        arp_maps,
+        arp_rewrite,
+        rewrite,
+        efcs: p.has("efcs"),
+        fixcsum: p.has("fixcsum"),
+        fixhdrlen: p.has("fixhdrlen"),
+        subs: subsmacs(&p.values("enet-subsmac")).map_err(|e| bad_input(anyhow!(e)))?,
+        mac_mask: number::<u32>(p, "enet-mac-seed")?.map(|s| (mac_mask(s), keep)),
+        skip_l2_broadcast: p.has("skipl2broadcast"),
+        skip_soft_errors: p.has("skip-soft-errors"),
+    })
+}
+
+/// The two maps tcpedit rewrites ARP addresses with: `--endpoints IP1:IP2`
+/// is 0.0.0.0/0 to IP1 and 0.0.0.0/0 to IP2; else `--pnat`'s first list
+/// and its second (or the first again).
+fn arp_maps(p: &Parsed) -> Result<Option<[Vec<CidrMap>; 2]>, Failure> {
+    let list = |v: &str| -> Result<Vec<CidrMap>, Failure> {
+        v.split(',')
+            .map(|m| {
+                m.parse::<CidrMap>()
+                    .map_err(|e| bad_input(anyhow!("{v}: {e}")))
+            })
+            .collect()
+    };
+    if let Some(e) = p.value("endpoints") {
+        if let Some((a, b)) = e.split_once(':').filter(|_| !e.starts_with('[')) {
+            return Ok(Some([
+                list(&format!("0.0.0.0/0:{a}/32"))?,
+                list(&format!("0.0.0.0/0:{b}/32"))?,
+            ]));
+        }
+        return Ok(None);
+    }
+    let pnats = p.values("pnat");
+    match pnats.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some([list(one)?, list(one)?])),
+        [one, two, ..] => Ok(Some([list(one)?, list(two)?])),
+    }
 }
 
 pub fn run(args: &[String]) -> Result<u8, Failure> {
@@ -159,11 +271,7 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
             "tcprewrite: both -i/--infile and -o/--outfile are needed"
         )));
     };
-    let mut w = Words::new(&["replay", input, "--to", "null"]);
-    translate(&p, &mut w).map_err(|e| bad_input(anyhow!(e)))?;
-    let rewrite = replay_args(&w)?
-        .rewrite()
-        .map_err(|e| bad_input(anyhow!("tcprewrite: {e}")))?;
+    let edit = editor(&p, input)?;
     let cache_path = p.value("cachefile").map(Path::new);
     let mut ins = vec![Path::new(input)];
     ins.extend(cache_path);
@@ -192,12 +300,6 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
     let mut writer = PcapWriter::with_stamps(out, linktype, 65_535, Stamps::Micros)
         .with_context(|| format!("writing {output}"))
         .map_err(fatal)?;
-    let subs = subsmacs(&p.values("enet-subsmac")).map_err(|e| bad_input(anyhow!(e)))?;
-    let efcs = p.has("efcs");
-    let recalc = Recalc {
-        fixcsum: p.has("fixcsum"),
-        rewrite: rewrite.clone(),
-    };
     let mut n = 0u64;
     let mut frame = Vec::new();
     while let Some(pk) = reader.next_packet().map_err(|e| bad_input(anyhow!(e)))? {
@@ -216,28 +318,15 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         };
         frame.clear();
         frame.extend_from_slice(pk.data);
-        let mut orig = pk.orig_len as usize;
-        // --efcs: the last four bytes of the frame are its FCS.
-        if efcs && dir.side().is_some() && orig > 4 {
-            if frame.len() == orig {
-                frame.truncate(orig - 4);
-            }
-            orig -= 4;
-        }
-        let caplen = frame.len();
-        let mut len = orig;
-        if let Some(side) = dir.side() {
-            if rewrite.apply_frame(&mut frame, orig, 0, side) == Rewritten::Dropped {
-                continue;
-            }
-            substitute(&mut frame, &subs);
-            len = new_len(caplen, orig, frame.len(), &rewrite);
-            if recalc.needed(pk.data, &frame, orig > caplen) {
-                let whole = len == frame.len();
-                tcpedit_checksums(&mut frame, whole);
-            }
-        }
-        let len = u32::try_from(len).unwrap_or(u32::MAX);
+        // A packet the cache skips is written as it is, so the cache still
+        // indexes the output.
+        let len = match dir.side() {
+            None => pk.orig_len,
+            Some(side) => match edit.packet(&mut frame, pk.orig_len as usize, side) {
+                Edited::Write(len) => len,
+                Edited::Drop => continue,
+            },
+        };
         writer
             .write_packet(pk.ts_ns, &frame, len)
             .with_context(|| format!("writing {output}"))
@@ -254,114 +343,9 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
     Ok(exit::OK)
 }
 
-/// The record's original length after the rewrite, as tcpedit sets it: a
-/// whole frame's is its new length; a cut frame's moves with what was
-/// added or removed, unless `--fixlen` or `--mtu-trunc` made the two agree.
-fn new_len(caplen: usize, orig: usize, now: usize, r: &HeaderRewrite) -> usize {
-    let mtu_cut = r.mtu_trunc.is_some() && now < caplen;
-    if orig <= caplen || r.fixlen.is_some() || mtu_cut {
-        now
-    } else {
-        (orig + now).saturating_sub(caplen)
-    }
-}
-
-/// A MAC and the one that replaces it.
-type MacPair = ([u8; 6], [u8; 6]);
-
-/// `--enet-subsmac FROM,TO[,FROM,TO...]` (any number of times): pairs.
-fn subsmacs(values: &[&str]) -> Result<Vec<MacPair>, String> {
-    let mut out = Vec::new();
-    for v in values {
-        let macs: Vec<&str> = v.split(',').collect();
-        if !macs.len().is_multiple_of(2) {
-            return Err(format!("--enet-subsmac {v}: expected pairs FROM,TO"));
-        }
-        for pair in macs.chunks(2) {
-            let mac = |m: &str| {
-                m.parse::<MacAddr>()
-                    .map(|a| a.0)
-                    .map_err(|e| format!("--enet-subsmac {v}: {e}"))
-            };
-            out.push((mac(pair[0])?, mac(pair[1])?));
-        }
-    }
-    Ok(out)
-}
-
-/// Each pair in turn replaces its first MAC by its second, as the
-/// destination and as the source (tcpedit's order: after --enet-dmac/smac).
-fn substitute(frame: &mut [u8], subs: &[MacPair]) {
-    if frame.len() < 12 {
-        return;
-    }
-    for (from, to) in subs {
-        for at in [0, 6] {
-            if frame[at..at + 6] == from[..] {
-                frame[at..at + 6].copy_from_slice(to);
-            }
-        }
-    }
-}
-
-/// When tcprewrite computes a packet's checksums anew (tcpedit's
-/// `needtorecalc`) instead of leaving them or updating them for the words
-/// that changed (as it does for addresses, ports and TOS): `--fixcsum`;
-/// any IP packet under `--mtu-trunc`, or cut by the capture under
-/// `--fixlen`; a TTL or hop limit moved up or down, or set to a new value.
-struct Recalc {
-    fixcsum: bool,
-    rewrite: HeaderRewrite,
-}
-
-impl Recalc {
-    fn needed(&self, before: &[u8], after: &[u8], cut: bool) -> bool {
-        let (b, a) = (parse_layers(before), parse_layers(after));
-        let Some(ip) = a.ip else {
-            return false;
-        };
-        // The TTL (IPv4) or hop limit (IPv6) byte.
-        let at = match ip {
-            Ip::V4 { .. } => 8,
-            Ip::V6 { .. } => 7,
-        };
-        let r = &self.rewrite;
-        let ttl_moved = match r.ttl {
-            None => false,
-            Some(TtlOp::Add(_) | TtlOp::Sub(_)) => true,
-            Some(TtlOp::Set(_)) => before.get(b.l3_offset + at) != after.get(a.l3_offset + at),
-        };
-        self.fixcsum || r.mtu_trunc.is_some() || (r.fixlen.is_some() && cut) || ttl_moved
-    }
-}
-
 fn fatal(e: anyhow::Error) -> Failure {
     Failure {
         code: exit::FATAL,
         error: e,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::new_len;
-    use sluice_wire::{FixLen, HeaderRewrite};
-
-    #[test]
-    fn original_lengths_follow_tcpedit() {
-        let plain = HeaderRewrite::default();
-        let fixlen = HeaderRewrite {
-            fixlen: Some(FixLen::Pad),
-            ..Default::default()
-        };
-        let mtu = HeaderRewrite {
-            mtu_trunc: Some(300),
-            ..Default::default()
-        };
-        assert_eq!(new_len(60, 60, 64, &plain), 64, "whole frame, tag added");
-        assert_eq!(new_len(60, 100, 64, &plain), 104, "cut frame keeps its cut");
-        assert_eq!(new_len(60, 100, 100, &fixlen), 100, "padded");
-        assert_eq!(new_len(60, 100, 60, &fixlen), 60, "fixlen trunc");
-        assert_eq!(new_len(400, 1000, 314, &mtu), 314, "mtu cut");
     }
 }

@@ -1,0 +1,449 @@
+//! One packet through tcprewrite's editor (tcpreplay's libtcpedit), on
+//! sluice's header rewrite: what `HeaderRewrite` does is tcpedit's field
+//! by field; this adds what tcpedit does around it, so the output is its
+//! byte for byte: the FCS cut first (`--efcs`), frames its decoder gives up
+//! on left alone, MACs substituted and randomised after the override
+//! (`--enet-subsmac`, `--enet-mac-seed`), the multicast MAC of a multicast
+//! destination, IP lengths fixed (`--fixhdrlen`), and checksums computed
+//! where tcpedit computes them.
+
+use sluice_wire::{
+    parse_layers, tcpedit_checksums, CidrMap, HeaderRewrite, Ip, MacAddr, Rewritten, TtlOp,
+};
+
+/// A MAC and the one that replaces it.
+pub type MacPair = ([u8; 6], [u8; 6]);
+
+/// What becomes of one packet.
+pub enum Edited {
+    /// Write it, with this original length.
+    Write(u32),
+    /// `--fixlen del` on a cut frame, or a soft error with
+    /// `--skip-soft-errors`: leave it out.
+    Drop,
+}
+
+#[derive(Default)]
+pub struct Tcpedit {
+    /// The rewrite of each side (client to server, server to client): the
+    /// same but for a second `--pnat` list.
+    pub rewrite: [HeaderRewrite; 2],
+    pub efcs: bool,
+    pub fixcsum: bool,
+    pub fixhdrlen: bool,
+    pub subs: Vec<MacPair>,
+    /// `--enet-mac-seed`: the XOR mask of each MAC byte, and the bytes
+    /// kept (`--enet-mac-seed-keep-bytes`).
+    pub mac_mask: Option<([u8; 6], usize)>,
+    /// `--skipl2broadcast`: MACs that are not unicast keep their value.
+    pub skip_l2_broadcast: bool,
+    pub skip_soft_errors: bool,
+    /// The two address maps tcpedit rewrites ARP with (`--pnat`'s lists,
+    /// or `--endpoints`' 0.0.0.0/0 to each end); the rewrite's own maps
+    /// do not touch ARP here.
+    pub arp_maps: Option<[Vec<CidrMap>; 2]>,
+    /// The rewrite of ARP frames: `rewrite` without its address maps.
+    pub arp_rewrite: [HeaderRewrite; 2],
+}
+
+impl Tcpedit {
+    /// Edits `frame` (captured bytes; `orig` its original length) of
+    /// `side`.
+    pub fn packet(&self, frame: &mut Vec<u8>, orig: usize, side: u8) -> Edited {
+        let mut orig = orig;
+        // The FCS goes before anything looks at the frame.
+        if self.efcs && orig > 4 {
+            if frame.len() == orig {
+                frame.truncate(orig - 4);
+            }
+            orig -= 4;
+        }
+        let soft = |orig: usize| {
+            if self.skip_soft_errors {
+                Edited::Drop
+            } else {
+                Edited::Write(orig as u32)
+            }
+        };
+        // An Ethernet pseudowire's inner frame is the one tcpedit edits.
+        match pseudowire(frame) {
+            Err(()) => soft(orig),
+            Ok(None) => self
+                .ethernet(frame, orig, side)
+                .unwrap_or_else(|| soft(orig)),
+            Ok(Some(at)) => {
+                let mut inner = frame.split_off(at);
+                let r = self.ethernet(&mut inner, orig.saturating_sub(at), side);
+                frame.extend_from_slice(&inner);
+                match r {
+                    Some(Edited::Write(len)) => Edited::Write(len + at as u32),
+                    Some(Edited::Drop) => Edited::Drop,
+                    None => soft(orig),
+                }
+            }
+        }
+    }
+
+    /// One Ethernet frame through the editor; None where tcpedit's decoder
+    /// gives up (a soft error): an 802.3 frame (a length, not a type,
+    /// after the MACs) or one shorter than its header.
+    fn ethernet(&self, frame: &mut Vec<u8>, orig: usize, side: u8) -> Option<Edited> {
+        if frame.len() < 14 || u16::from_be_bytes([frame[12], frame[13]]) < 0x0600 {
+            return None;
+        }
+        let before = frame.clone();
+        let caplen = frame.len();
+        let l = parse_layers(frame);
+        let arp = l.ip.is_none() && l.ethertype == 0x0806;
+        let s = usize::from(side.min(1));
+        let r = if arp {
+            &self.arp_rewrite[s]
+        } else {
+            &self.rewrite[s]
+        };
+        if r.apply_frame(frame, orig, 0, side) == Rewritten::Dropped {
+            return Some(Edited::Drop);
+        }
+        if let (true, Some(maps)) = (arp, &self.arp_maps) {
+            arp_addresses(frame, l.l3_offset, maps, side, r.skip_multicast);
+        }
+        if self.skip_l2_broadcast {
+            for at in [0, 6] {
+                if !is_unicast(&before[at..at + 6]) {
+                    frame[at..at + 6].copy_from_slice(&before[at..at + 6]);
+                }
+            }
+        }
+        substitute(frame, &self.subs);
+        if let Some((mask, keep)) = self.mac_mask {
+            randomize_macs(frame, &mask, keep);
+        }
+        let len = new_len(caplen, orig, frame.len(), r);
+        multicast_dmac(frame);
+        let fixed = self.fixhdrlen && fix_ip_length(frame, len);
+        if fixed || self.recalc(r, &before, frame, orig > caplen) {
+            let whole = len == frame.len();
+            tcpedit_checksums(frame, whole);
+        }
+        Some(Edited::Write(u32::try_from(len).unwrap_or(u32::MAX)))
+    }
+
+    /// When tcpedit computes a packet's checksums anew (`needtorecalc`)
+    /// instead of leaving them or updating them for the words that changed
+    /// (as it does for addresses, ports, TOS and sequence numbers):
+    /// `--fixcsum`; any IP packet under `--mtu-trunc`, or cut by the
+    /// capture under `--fixlen`; a TTL or hop limit moved up or down, or
+    /// set to a new value.
+    fn recalc(&self, r: &HeaderRewrite, before: &[u8], after: &[u8], cut: bool) -> bool {
+        let (b, a) = (parse_layers(before), parse_layers(after));
+        let Some(ip) = a.ip else {
+            return false;
+        };
+        // The TTL (IPv4) or hop limit (IPv6) byte.
+        let at = match ip {
+            Ip::V4 { .. } => 8,
+            Ip::V6 { .. } => 7,
+        };
+        let ttl_moved = match r.ttl {
+            None => false,
+            Some(TtlOp::Add(_) | TtlOp::Sub(_)) => true,
+            Some(TtlOp::Set(_)) => before.get(b.l3_offset + at) != after.get(a.l3_offset + at),
+        };
+        self.fixcsum || r.mtu_trunc.is_some() || (r.fixlen.is_some() && cut) || ttl_moved
+    }
+}
+
+/// tcpedit's `rewrite_iparp`: an IPv4 ARP request's sender address is
+/// mapped by the other side's maps and its target's by this side's (a
+/// reply the other way round), the two lists walked in step until both
+/// are done or both end.
+fn arp_addresses(frame: &mut [u8], l3: usize, maps: &[Vec<CidrMap>; 2], side: u8, skip: bool) {
+    let Some(h) = frame.get(l3..l3 + 8) else {
+        return;
+    };
+    let (pro, hln, pln, op) = (
+        u16::from_be_bytes([h[2], h[3]]),
+        usize::from(h[4]),
+        usize::from(h[5]),
+        u16::from_be_bytes([h[6], h[7]]),
+    );
+    if pro != 0x0800 || !matches!(op, 1 | 2) {
+        return;
+    }
+    let ip1 = l3 + 8 + hln;
+    let ip2 = ip1 + pln + hln;
+    if ip2 + 4 > frame.len() || ip1 + 4 > frame.len() {
+        return;
+    }
+    let (m1, m2) = if side == 0 {
+        (&maps[0], &maps[1])
+    } else {
+        (&maps[1], &maps[0])
+    };
+    if m1.is_empty() || m2.is_empty() {
+        return;
+    }
+    // The request's (destination, source) positions; a reply swaps them.
+    let (dst_at, src_at) = if op == 1 { (ip1, ip2) } else { (ip2, ip1) };
+    let (mut i1, mut i2) = (0, 0);
+    let (mut did_src, mut did_dst) = (false, false);
+    let get = |f: &[u8], at: usize| [f[at], f[at + 1], f[at + 2], f[at + 3]];
+    loop {
+        for (done, at, m) in [
+            (&mut did_dst, dst_at, &m2[i2]),
+            (&mut did_src, src_at, &m1[i1]),
+        ] {
+            let a = get(frame, at);
+            if !*done && m.matches(&a) {
+                if !(skip && a[0] & 0xf0 == 0xe0) {
+                    let n = m.map_v4(a).unwrap_or(a);
+                    frame[at..at + 4].copy_from_slice(&n);
+                }
+                *done = true;
+            }
+        }
+        let last = i1 + 1 >= m1.len() && i2 + 1 >= m2.len();
+        if (did_src && did_dst) || last {
+            break;
+        }
+        i1 = (i1 + 1).min(m1.len() - 1);
+        i2 = (i2 + 1).min(m2.len() - 1);
+    }
+}
+
+/// Where an Ethernet pseudowire's inner frame starts (past VLAN tags,
+/// the MPLS label stack and the control word), as tcpreplay's
+/// `parse_mpls` finds it; None for any other frame; Err where it gives up
+/// (a GACH label, a payload neither IP nor a control word, a cut stack).
+fn pseudowire(frame: &[u8]) -> Result<Option<usize>, ()> {
+    let ty = |at: usize| {
+        frame
+            .get(at..at + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    let mut at = 12;
+    while matches!(ty(at), Some(0x8100 | 0x88a8 | 0x9100)) {
+        at += 4;
+    }
+    if !matches!(ty(at), Some(0x8847 | 0x8848)) {
+        return Ok(None);
+    }
+    at += 2;
+    loop {
+        let l = frame.get(at..at + 4).ok_or(())?;
+        let entry = u32::from_be_bytes([l[0], l[1], l[2], l[3]]);
+        at += 4;
+        if entry >> 12 == 13 {
+            return Err(());
+        }
+        if entry & 0x100 != 0 {
+            break;
+        }
+    }
+    match frame.get(at).ok_or(())? >> 4 {
+        4 | 6 => Ok(None),
+        0 if frame.len() >= at + 4 + 14 => Ok(Some(at + 4)),
+        _ => Err(()),
+    }
+}
+
+/// The record's original length after the rewrite, as tcpedit sets it: a
+/// whole frame's is its new length; a cut frame's moves with what was
+/// added or removed, unless `--fixlen` or `--mtu-trunc` made the two agree.
+pub fn new_len(caplen: usize, orig: usize, now: usize, r: &HeaderRewrite) -> usize {
+    let mtu_cut = r.mtu_trunc.is_some() && now < caplen;
+    if orig <= caplen || r.fixlen.is_some() || mtu_cut {
+        now
+    } else {
+        (orig + now).saturating_sub(caplen)
+    }
+}
+
+/// `--enet-subsmac FROM,TO[,FROM,TO...]` (any number of times): pairs.
+pub fn subsmacs(values: &[&str]) -> Result<Vec<MacPair>, String> {
+    let mut out = Vec::new();
+    for v in values {
+        let macs: Vec<&str> = v.split(',').collect();
+        if !macs.len().is_multiple_of(2) {
+            return Err(format!("--enet-subsmac {v}: expected pairs FROM,TO"));
+        }
+        for pair in macs.chunks(2) {
+            let mac = |m: &str| {
+                m.parse::<MacAddr>()
+                    .map(|a| a.0)
+                    .map_err(|e| format!("--enet-subsmac {v}: {e}"))
+            };
+            out.push((mac(pair[0])?, mac(pair[1])?));
+        }
+    }
+    Ok(out)
+}
+
+/// Each pair in turn replaces its first MAC by its second, as the
+/// destination and as the source (tcpedit's order: after the override).
+fn substitute(frame: &mut [u8], subs: &[MacPair]) {
+    for (from, to) in subs {
+        for at in [0, 6] {
+            if frame[at..at + 6] == from[..] {
+                frame[at..at + 6].copy_from_slice(to);
+            }
+        }
+    }
+}
+
+/// tcpedit's `--enet-mac-seed` mask: six distinct bytes drawn from the
+/// seed with tcpreplay's generator.
+pub fn mac_mask(seed: u32) -> [u8; 6] {
+    let mut s = seed;
+    let mut mask = [0u8; 6];
+    let mut i = 0;
+    while i < 6 {
+        let b = (tcpr_random(&mut s) % 256) as u8;
+        if !mask[..i].contains(&b) {
+            mask[i] = b;
+            i += 1;
+        }
+    }
+    mask
+}
+
+/// tcpreplay's `tcpr_random` (rand_r widened to 32 bits).
+fn tcpr_random(seed: &mut u32) -> u32 {
+    let mut next = *seed;
+    let mut step = || {
+        next = next.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        next / 65_536
+    };
+    let mut r = step() % 2048;
+    r = (r << 10) ^ (step() % 1024);
+    r = (r << 10) ^ (step() % 1024);
+    *seed = next;
+    r
+}
+
+/// tcpedit's `is_unicast_ethernet`, quirks kept: broadcast, 01:00:5e,
+/// 33:33 and its VRRP prefixes (00:00:50:00:01, 00:00:50:00:02) are not.
+fn is_unicast(mac: &[u8]) -> bool {
+    !(mac == [0xff; 6]
+        || mac[..3] == [0x01, 0x00, 0x5e]
+        || mac[..2] == [0x33, 0x33]
+        || mac[..5] == [0x00, 0x00, 0x50, 0x00, 0x01]
+        || mac[..5] == [0x00, 0x00, 0x50, 0x00, 0x02])
+}
+
+/// `--enet-mac-seed`: each byte from `keep` on of a unicast MAC mixed with
+/// the mask as tcpedit mixes it; without kept bytes a unicast MAC stays
+/// unicast.
+fn randomize_macs(frame: &mut [u8], mask: &[u8; 6], keep: usize) {
+    for at in [6, 0] {
+        let unicast = is_unicast(&frame[at..at + 6]);
+        if !unicast {
+            continue;
+        }
+        for i in keep.min(6)..6 {
+            let (o, m) = (frame[at + i], mask[i]);
+            frame[at + i] = (o ^ m).wrapping_sub(o & m);
+        }
+        if keep == 0 {
+            frame[at] &= !0x01;
+        }
+    }
+}
+
+/// An IP packet to a multicast group gets the group's MAC, whatever the
+/// MAC options said (tcpedit does so since its issue 563); not through
+/// MPLS.
+fn multicast_dmac(frame: &mut [u8]) {
+    let l = parse_layers(frame);
+    let plain = matches!(
+        u16::from_be_bytes([frame[12], frame[13]]),
+        0x0800 | 0x86dd | 0x8100 | 0x88a8
+    );
+    let (Some(ip), true) = (l.ip, plain) else {
+        return;
+    };
+    let d = match ip {
+        Ip::V4 { .. } => {
+            let a = &frame[l.l3_offset + 16..l.l3_offset + 20];
+            (a[0] & 0xf0 == 0xe0).then(|| [0x01, 0x00, 0x5e, a[1] & 0x7f, a[2], a[3]])
+        }
+        Ip::V6 { .. } => {
+            let a = &frame[l.l3_offset + 24..l.l3_offset + 40];
+            (a[0] == 0xff).then(|| [0x33, 0x33, a[12], a[13], a[14], a[15]])
+        }
+    };
+    if let Some(m) = d {
+        frame[..6].copy_from_slice(&m);
+    }
+}
+
+/// `--fixhdrlen`: the IP length is made what the record's length says (an
+/// IPv4 fragment keeps its own); true when it changed.
+fn fix_ip_length(frame: &mut [u8], len: usize) -> bool {
+    let l = parse_layers(frame);
+    let l3 = l.l3_offset;
+    match l.ip {
+        Some(Ip::V4 { .. }) if frame.len() >= l3 + 20 => {
+            let off = u16::from_be_bytes([frame[l3 + 6], frame[l3 + 7]]);
+            let want = (len.saturating_sub(l3)) as u16;
+            let now = u16::from_be_bytes([frame[l3 + 2], frame[l3 + 3]]);
+            if off & 0x3fff == 0 && now != want {
+                frame[l3 + 2..l3 + 4].copy_from_slice(&want.to_be_bytes());
+                return true;
+            }
+            false
+        }
+        Some(Ip::V6 { .. }) if frame.len() >= l3 + 40 => {
+            let want = (len.saturating_sub(l3 + 40)) as u16;
+            let now = u16::from_be_bytes([frame[l3 + 4], frame[l3 + 5]]);
+            if now != want {
+                frame[l3 + 4..l3 + 6].copy_from_slice(&want.to_be_bytes());
+                return true;
+            }
+            false
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_wire::FixLen;
+
+    #[test]
+    fn original_lengths_follow_tcpedit() {
+        let plain = HeaderRewrite::default();
+        let fixlen = HeaderRewrite {
+            fixlen: Some(FixLen::Pad),
+            ..Default::default()
+        };
+        let mtu = HeaderRewrite {
+            mtu_trunc: Some(300),
+            ..Default::default()
+        };
+        assert_eq!(new_len(60, 60, 64, &plain), 64, "whole frame, tag added");
+        assert_eq!(new_len(60, 100, 64, &plain), 104, "cut frame keeps its cut");
+        assert_eq!(new_len(60, 100, 100, &fixlen), 100, "padded");
+        assert_eq!(new_len(60, 100, 60, &fixlen), 60, "fixlen trunc");
+        assert_eq!(new_len(400, 1000, 314, &mtu), 314, "mtu cut");
+    }
+
+    #[test]
+    fn mac_masks_are_six_distinct_bytes_and_keep_unicast() {
+        let m = mac_mask(42);
+        for i in 0..6 {
+            assert!(!m[..i].contains(&m[i]), "{m:?}");
+        }
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&[0xff; 6]);
+        f[6..12].copy_from_slice(&[0x00, 0x11, 0x22, 0x33, 0x44, 0x55]);
+        randomize_macs(&mut f, &m, 0);
+        assert_eq!(f[..6], [0xff; 6], "broadcast kept");
+        assert_eq!(f[6] & 1, 0, "unicast stays unicast");
+        let mut g = f.clone();
+        g[6..12].copy_from_slice(&[0x00, 0x11, 0x22, 0x33, 0x44, 0x55]);
+        randomize_macs(&mut g, &m, 3);
+        assert_eq!(g[6..9], [0x00, 0x11, 0x22], "kept bytes");
+    }
+}
