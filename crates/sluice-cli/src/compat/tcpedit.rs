@@ -44,6 +44,46 @@ pub struct Tcpedit {
     pub arp_maps: Option<[Vec<CidrMap>; 2]>,
     /// The rewrite of ARP frames: `rewrite` without its address maps.
     pub arp_rewrite: [HeaderRewrite; 2],
+    /// `--dlt user|hdlc`: the link-layer header that replaces Ethernet's.
+    pub l2: Option<L2Out>,
+}
+
+/// The link-layer header written instead of Ethernet's (`--dlt`).
+#[derive(Clone, Debug)]
+pub enum L2Out {
+    /// `--dlt user --user-dlink BYTES[ --user-dlink BYTES]`: the bytes of
+    /// client-to-server packets and of server-to-client ones.
+    User { client: Vec<u8>, server: Vec<u8> },
+    /// `--dlt hdlc`: Cisco HDLC's address, control and the L3 protocol.
+    Hdlc { address: u8, control: u8 },
+}
+
+impl L2Out {
+    /// Replaces `frame`'s link-layer header (all before its L3 header, as
+    /// tcpedit's decoder counts it); the bytes it added (or removed). The
+    /// protocol HDLC names is the type field of the Ethernet header at
+    /// `eth` (a pseudowire's inner one), as tcpedit takes it: a VLAN or
+    /// MPLS type where one follows.
+    fn replace(&self, frame: &mut Vec<u8>, side: u8, eth: usize) -> isize {
+        let l = parse_layers(frame);
+        let proto = u16::from_be_bytes([frame[eth + 12], frame[eth + 13]]);
+        let head = match self {
+            L2Out::User { client, server } => {
+                if side == 0 {
+                    client.clone()
+                } else {
+                    server.clone()
+                }
+            }
+            L2Out::Hdlc { address, control } => {
+                let p = proto.to_be_bytes();
+                vec![*address, *control, p[0], p[1]]
+            }
+        };
+        let old = l.l3_offset.min(frame.len());
+        frame.splice(..old, head.iter().copied());
+        head.len() as isize - old as isize
+    }
 }
 
 impl Tcpedit {
@@ -66,21 +106,27 @@ impl Tcpedit {
             }
         };
         // An Ethernet pseudowire's inner frame is the one tcpedit edits.
-        match pseudowire(frame) {
-            Err(()) => soft(orig),
-            Ok(None) => self
-                .ethernet(frame, orig, side)
-                .unwrap_or_else(|| soft(orig)),
+        let pw = pseudowire(frame);
+        let edited = match pw {
+            Err(()) => return soft(orig),
+            Ok(None) => self.ethernet(frame, orig, side),
             Ok(Some(at)) => {
                 let mut inner = frame.split_off(at);
                 let r = self.ethernet(&mut inner, orig.saturating_sub(at), side);
                 frame.extend_from_slice(&inner);
                 match r {
-                    Some(Edited::Write(len)) => Edited::Write(len + at as u32),
-                    Some(Edited::Drop) => Edited::Drop,
-                    None => soft(orig),
+                    Some(Edited::Write(len)) => Some(Edited::Write(len + at as u32)),
+                    other => other,
                 }
             }
+        };
+        match (edited, &self.l2) {
+            (None, _) => soft(orig),
+            (Some(Edited::Write(len)), Some(l2)) => {
+                let moved = l2.replace(frame, side, pw.ok().flatten().unwrap_or(0));
+                Edited::Write((len as isize + moved).max(0) as u32)
+            }
+            (Some(e), _) => e,
         }
     }
 
@@ -119,7 +165,9 @@ impl Tcpedit {
             randomize_macs(frame, &mask, keep);
         }
         let len = new_len(caplen, orig, frame.len(), r);
-        multicast_dmac(frame);
+        if self.l2.is_none() {
+            multicast_dmac(frame);
+        }
         let fixed = self.fixhdrlen && fix_ip_length(frame, len);
         if fixed || self.recalc(r, &before, frame, orig > caplen) {
             let whole = len == frame.len();

@@ -7,7 +7,7 @@
 //! they are, so the cache still indexes the output.
 
 use super::opts::{arg, flag, Opt, Parsed};
-use super::tcpedit::{mac_mask, subsmacs, Edited, Tcpedit};
+use super::tcpedit::{mac_mask, subsmacs, Edited, L2Out, Tcpedit};
 use super::{refuse, replay_args, Words};
 use crate::dest;
 use crate::{bad_input, exit, Failure};
@@ -130,13 +130,8 @@ fn translate(p: &Parsed, w: &mut Words, pnat: Option<&str>) -> Result<(), String
                     "fragment before with scapy's fragment() or fragroute itself",
                 ))
             }
-            "dlt" | "user-dlt" | "user-dlink" | "hdlc-control" | "hdlc-address" => {
-                return Err(refuse(
-                    name,
-                    "sluice tcprewrite keeps the Ethernet link type",
-                    "sluice replay --src-mac/--dst-mac turn other link types into Ethernet",
-                ))
-            }
+            // The output link type: `L2Out`, below.
+            "dlt" | "user-dlt" | "user-dlink" | "hdlc-control" | "hdlc-address" => {}
             other => {
                 return Err(refuse(
                     other,
@@ -214,6 +209,7 @@ fn editor(p: &Parsed, input: &str) -> Result<Tcpedit, Failure> {
         r
     });
     Ok(Tcpedit {
+        l2: l2_out(p)?,
         arp_maps,
         arp_rewrite,
         rewrite,
@@ -225,6 +221,93 @@ fn editor(p: &Parsed, input: &str) -> Result<Tcpedit, Failure> {
         skip_l2_broadcast: p.has("skipl2broadcast"),
         skip_soft_errors: p.has("skip-soft-errors"),
     })
+}
+
+/// `--dlt`: Ethernet stays Ethernet (`enet`); `user` writes
+/// `--user-dlink`'s bytes (hex, comma separated; a second list for the
+/// client's side), `hdlc` Cisco HDLC with `--hdlc-address` and
+/// `--hdlc-control`.
+fn l2_out(p: &Parsed) -> Result<Option<L2Out>, Failure> {
+    let dlt = p.value("dlt");
+    for o in ["user-dlt", "user-dlink"] {
+        if p.has(o) && dlt != Some("user") {
+            return Err(bad_input(anyhow!("--{o} applies to --dlt user")));
+        }
+    }
+    for o in ["hdlc-address", "hdlc-control"] {
+        if p.has(o) && dlt != Some("hdlc") {
+            return Err(bad_input(anyhow!("--{o} applies to --dlt hdlc")));
+        }
+    }
+    let Some(dlt) = dlt else {
+        return Ok(None);
+    };
+    if dlt != "enet" && p.opts.iter().any(|(n, _)| n.starts_with("enet-")) {
+        return Err(bad_input(anyhow!(
+            "--dlt {dlt}: the --enet-* options edit an Ethernet header, which --dlt {dlt} replaces"
+        )));
+    }
+    let byte = |o: &str, v: &str| -> Result<u8, Failure> {
+        let n = parse_c_number(v).filter(|n| *n <= 0xff);
+        n.map(|n| n as u8)
+            .ok_or_else(|| bad_input(anyhow!("--{o}: '{v}' is not a byte (0-255)")))
+    };
+    match dlt {
+        "enet" => Ok(None),
+        "user" => {
+            let lists = p.values("user-dlink");
+            let hex = |v: &str| -> Result<Vec<u8>, Failure> {
+                v.split(',')
+                    .map(|b| {
+                        let t = b.trim().trim_start_matches("0x").trim_start_matches("0X");
+                        u8::from_str_radix(t, 16).map_err(|_| {
+                            bad_input(anyhow!("--user-dlink {v}: '{b}' is not a hex byte"))
+                        })
+                    })
+                    .collect()
+            };
+            let Some(first) = lists.first() else {
+                return Err(bad_input(anyhow!("--dlt user needs --user-dlink BYTES")));
+            };
+            let server = hex(first)?;
+            let client = match lists.get(1) {
+                Some(second) => hex(second)?,
+                None => server.clone(),
+            };
+            if client.len() != server.len() {
+                return Err(bad_input(anyhow!(
+                    "--user-dlink: both lists must hold the same number of bytes"
+                )));
+            }
+            Ok(Some(L2Out::User { client, server }))
+        }
+        "hdlc" => {
+            let (Some(a), Some(c)) = (p.value("hdlc-address"), p.value("hdlc-control")) else {
+                return Err(bad_input(anyhow!(
+                    "--dlt hdlc: an Ethernet trace needs --hdlc-address and --hdlc-control"
+                )));
+            };
+            Ok(Some(L2Out::Hdlc {
+                address: byte("hdlc-address", a)?,
+                control: byte("hdlc-control", c)?,
+            }))
+        }
+        other => Err(bad_input(anyhow!(refuse(
+            &format!("dlt {other}"),
+            "sluice writes Ethernet, user and hdlc link types",
+            "--dlt enet, user or hdlc"
+        )))),
+    }
+}
+
+/// The link type of the output: `--user-dlt` or the input's for `--dlt
+/// user`, Cisco HDLC (104) for `--dlt hdlc`.
+fn out_linktype(p: &Parsed, input: LinkType) -> Result<LinkType, Failure> {
+    match p.value("dlt") {
+        Some("hdlc") => Ok(LinkType(104)),
+        Some("user") => Ok(number::<u32>(p, "user-dlt")?.map_or(input, LinkType)),
+        _ => Ok(input),
+    }
 }
 
 /// The two maps tcpedit rewrites ARP addresses with: `--endpoints IP1:IP2`
@@ -297,9 +380,10 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
     // Start again from the first packet (it was read for its link type).
     let mut reader = CaptureReader::open(input).map_err(|e| bad_input(anyhow!(e)))?;
     let out = Output::create(Path::new(output)).map_err(dest::output_failure)?;
-    let mut writer = PcapWriter::with_stamps(out, linktype, 65_535, Stamps::Micros)
-        .with_context(|| format!("writing {output}"))
-        .map_err(fatal)?;
+    let mut writer =
+        PcapWriter::with_stamps(out, out_linktype(&p, linktype)?, 65_535, Stamps::Micros)
+            .with_context(|| format!("writing {output}"))
+            .map_err(fatal)?;
     let mut n = 0u64;
     let mut frame = Vec::new();
     while let Some(pk) = reader.next_packet().map_err(|e| bad_input(anyhow!(e)))? {
