@@ -41,8 +41,8 @@ pub use flow::flow_hash;
 pub use flowpkt::{FlowEnds, FlowHeaders, FlowProto, PacketFields};
 pub use layers::{parse_layers, Ip, Layers, L4};
 pub use payload::{
-    complete_checksum, leave_checksum_to_device, rewrite_payload, tcpedit_checksums,
-    verify_checksums, ChecksumError, DeviceChecksum, ParsePayloadModeError, PayloadMode, Rewrite,
+    complete_checksum, leave_checksum_to_device, rewrite_payload, verify_checksums, ChecksumError,
+    DeviceChecksum, ParsePayloadModeError, PayloadMode, Rewrite,
 };
 pub use rewrite::{
     tcp_sequence_offset, CidrMap, FixLen, HeaderRewrite, PortMap, Rewritten, TtlOp, VlanOp,

@@ -365,33 +365,6 @@ pub(crate) fn recompute_checksums(frame: &mut [u8], l4_by_device: bool) {
     }
 }
 
-/// Computes a frame's checksums where tcprewrite computes them (tcpedit's
-/// `fix_ipv4_checksums`): the L4 checksum only of a `whole` frame (not cut
-/// by the capture) that is not a fragment, and nothing at all in an IPv4
-/// frame whose IP length disagrees with the bytes after the L2 header (a
-/// trailer, padding); the IPv4 header checksum otherwise.
-pub fn tcpedit_checksums(frame: &mut [u8], whole: bool) {
-    let layers = crate::layers::parse_layers(frame);
-    let l3 = layers.l3_offset;
-    let Some(ip) = layers.ip else {
-        return;
-    };
-    if let Ip::V4 { header_len, .. } = ip {
-        if whole && !ip.is_fragment() {
-            if ip.packet_len() != frame.len() - l3 {
-                return;
-            }
-            complete_checksum(frame);
-        }
-        if frame.len() >= l3 + header_len {
-            let c = ipv4_header_checksum(&frame[l3..l3 + header_len]);
-            frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
-        }
-    } else if whole {
-        complete_checksum(frame);
-    }
-}
-
 /// Completes the TCP, UDP, ICMP or ICMPv6 checksum of a frame whose
 /// checksum was left to offload (`CHECKSUM_PARTIAL`: a frame taken from a
 /// veth or loopback before the device computed it). True when a checksum

@@ -755,14 +755,15 @@ impl HeaderRewrite {
             }
         }
         changed |= self.edit_ttl_tos(frame, ip, l3, &mut d);
-        self.edit_ports(frame, layers.l4, &mut d);
-        self.edit_tcp_sequence(frame, layers.l4, &mut d);
+        let l4 = layers.l4.or_else(|| l4_header(frame, ip, l3));
+        self.edit_ports(frame, l4, &mut d);
+        changed |= self.edit_tcp_sequence(frame, l4);
         changed |= !d.ip.is_empty() || !d.l4.is_empty();
         if recompute {
             recompute_checksums(frame, self.by_device(level));
             return true;
         }
-        update_checksums(frame, at.v4, l3, layers.l4, &d);
+        update_checksums(frame, at.v4, l3, l4, &d);
         changed
     }
 
@@ -861,8 +862,11 @@ impl HeaderRewrite {
 
     /// `--portmap` on TCP and UDP ports; the checksum's words into `d`.
     fn edit_ports(&self, frame: &mut [u8], l4: Option<crate::layers::L4>, d: &mut Deltas) {
-        let ports =
-            l4.filter(|l4| matches!(l4.proto, PROTO_TCP | PROTO_UDP) && !self.portmap.is_empty());
+        let ports = l4.filter(|l4| {
+            matches!(l4.proto, PROTO_TCP | PROTO_UDP)
+                && !self.portmap.is_empty()
+                && l4.offset + 4 <= frame.len()
+        });
         let Some(l4) = ports else {
             return;
         };
@@ -878,18 +882,18 @@ impl HeaderRewrite {
     }
 
     /// `--tcp-sequence`: the sequence and acknowledgment numbers moved by
-    /// the offset; the checksum's words into `d`.
-    fn edit_tcp_sequence(&self, frame: &mut [u8], l4: Option<crate::layers::L4>, d: &mut Deltas) {
+    /// the offset, the TCP checksum updated for them in place; true when
+    /// they changed.
+    fn edit_tcp_sequence(&self, frame: &mut [u8], l4: Option<crate::layers::L4>) -> bool {
         let Some(delta) = self.tcp_seq else {
-            return;
+            return false;
         };
-        let Some(l4) = l4.filter(|l4| l4.proto == PROTO_TCP && l4.offset + 14 <= frame.len())
-        else {
-            return;
+        let at = l4.filter(|l4| l4.proto == PROTO_TCP).map(|l4| l4.offset);
+        let Some(o) = at.filter(|o| o + 18 <= frame.len()) else {
+            return false;
         };
-        let o = l4.offset;
-        let flags = frame[o + 13];
-        let syn_only = flags & 0x02 != 0 && flags & 0x10 == 0;
+        let syn_only = frame[o + 13] & 0x02 != 0 && frame[o + 13] & 0x10 == 0;
+        let mut w = Words::default();
         for at in [o + 4, o + 8] {
             if at == o + 8 && syn_only {
                 continue;
@@ -897,8 +901,11 @@ impl HeaderRewrite {
             let old = u32::from_be_bytes([frame[at], frame[at + 1], frame[at + 2], frame[at + 3]]);
             let new = old.wrapping_add(delta);
             frame[at..at + 4].copy_from_slice(&new.to_be_bytes());
-            int_words(u128::from(old), u128::from(new), 2, &mut d.l4);
+            int_words(u128::from(old), u128::from(new), 2, &mut w);
         }
+        let c = w.apply(u16::from_be_bytes([frame[o + 16], frame[o + 17]]));
+        frame[o + 16..o + 18].copy_from_slice(&c.to_be_bytes());
+        !w.is_empty()
     }
 
     /// ARP requests and replies for IPv4 carry addresses too: the maps and
@@ -943,6 +950,36 @@ impl HeaderRewrite {
         }
         before[..] != frame[..]
     }
+}
+
+/// Where the TCP or UDP header of a packet starts when the walk of the
+/// layers found none that fits its IP length (a header cut by the IP
+/// length, a first fragment too short for it): right after the IPv4
+/// header of any packet but a later fragment, as tcprewrite finds it, when
+/// its fixed part (TCP 20 bytes, UDP 8) was captured.
+fn l4_header(frame: &[u8], ip: Ip, l3: usize) -> Option<crate::layers::L4> {
+    let Ip::V4 {
+        header_len,
+        fragment,
+        first_fragment,
+        ..
+    } = ip
+    else {
+        return None;
+    };
+    let proto = *frame.get(l3 + 9)?;
+    let offset = l3 + header_len;
+    let later = fragment && !first_fragment;
+    let fixed = if proto == PROTO_TCP { 20 } else { 8 };
+    (matches!(proto, PROTO_TCP | PROTO_UDP) && !later && offset + fixed <= frame.len()).then_some(
+        crate::layers::L4 {
+            proto,
+            offset,
+            header_len: 0,
+            payload_offset: offset,
+            payload_len: 0,
+        },
+    )
 }
 
 /// How deep tunnels are followed (a tunnel in a tunnel in a tunnel...).

@@ -5,6 +5,7 @@
 //! (a user's own symlink). Each option maps onto a sluice option, or is
 //! refused in one line that names the sluice way.
 
+mod checksum;
 mod opts;
 mod tcpedit;
 mod tcpprep;
@@ -82,6 +83,17 @@ fn parse_or_info(
         ))));
     }
     Ok(Some(p))
+}
+
+/// The captured bytes libpcap hands out of a pcap file: no more than the
+/// file header's snapshot length (0, or one past libpcap's largest, counts
+/// as that largest), which a damaged or odd file may exceed.
+fn libpcap_snap(reader: &sluice_capture::CaptureReader) -> usize {
+    const MAX: u32 = 262_144;
+    match reader.snaplen() {
+        Some(n) if n > 0 && n <= MAX => n as usize,
+        _ => MAX as usize,
+    }
 }
 
 /// A refused option, in one line: what it is, why, and the sluice way.

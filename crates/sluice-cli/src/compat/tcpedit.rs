@@ -7,9 +7,8 @@
 //! destination, IP lengths fixed (`--fixhdrlen`), and checksums computed
 //! where tcpedit computes them.
 
-use sluice_wire::{
-    parse_layers, tcpedit_checksums, CidrMap, HeaderRewrite, Ip, MacAddr, Rewritten, TtlOp,
-};
+use super::checksum::tcpedit_checksums;
+use sluice_wire::{parse_layers, CidrMap, HeaderRewrite, Ip, MacAddr, Rewritten, TtlOp};
 
 /// A MAC and the one that replaces it.
 pub type MacPair = ([u8; 6], [u8; 6]);
@@ -42,8 +41,11 @@ pub struct Tcpedit {
     /// or `--endpoints`' 0.0.0.0/0 to each end); the rewrite's own maps
     /// do not touch ARP here.
     pub arp_maps: Option<[Vec<CidrMap>; 2]>,
-    /// The rewrite of ARP frames: `rewrite` without its address maps.
+    /// The rewrite of ARP frames: `non_ip` without its address maps.
     pub arp_rewrite: [HeaderRewrite; 2],
+    /// The rewrite of other frames that are not IP: `rewrite` without
+    /// `--fixlen`, which tcpedit applies to IP packets only.
+    pub non_ip: [HeaderRewrite; 2],
     /// `--dlt user|hdlc`: the link-layer header that replaces Ethernet's.
     pub l2: Option<L2Out>,
 }
@@ -144,6 +146,8 @@ impl Tcpedit {
         let s = usize::from(side.min(1));
         let r = if arp {
             &self.arp_rewrite[s]
+        } else if l.ip.is_none() {
+            &self.non_ip[s]
         } else {
             &self.rewrite[s]
         };
@@ -168,8 +172,13 @@ impl Tcpedit {
         if self.l2.is_none() {
             multicast_dmac(frame);
         }
+        // tcpedit's untrunc step (--mtu-trunc, or --fixlen on a cut frame)
+        // asks for checksums unless the packet is an IPv4 fragment; a
+        // first fragment of UDP loses its checksum (0: none) there.
+        let untrunc = (r.mtu_trunc.is_some() || (r.fixlen.is_some() && orig > caplen))
+            && untrunc_fragments(frame);
         let fixed = self.fixhdrlen && fix_ip_length(frame, len);
-        if fixed || self.recalc(r, &before, frame, orig > caplen) {
+        if fixed || untrunc || self.recalc(r, &before, frame) {
             let whole = len == frame.len();
             tcpedit_checksums(frame, whole);
         }
@@ -179,10 +188,9 @@ impl Tcpedit {
     /// When tcpedit computes a packet's checksums anew (`needtorecalc`)
     /// instead of leaving them or updating them for the words that changed
     /// (as it does for addresses, ports, TOS and sequence numbers):
-    /// `--fixcsum`; any IP packet under `--mtu-trunc`, or cut by the
-    /// capture under `--fixlen`; a TTL or hop limit moved up or down, or
-    /// set to a new value.
-    fn recalc(&self, r: &HeaderRewrite, before: &[u8], after: &[u8], cut: bool) -> bool {
+    /// `--fixcsum`, a TTL or hop limit moved up or down or set to a new
+    /// value (the untrunc step and `--fixhdrlen` are the caller's).
+    fn recalc(&self, r: &HeaderRewrite, before: &[u8], after: &[u8]) -> bool {
         let (b, a) = (parse_layers(before), parse_layers(after));
         let Some(ip) = a.ip else {
             return false;
@@ -197,7 +205,22 @@ impl Tcpedit {
             Some(TtlOp::Add(_) | TtlOp::Sub(_)) => true,
             Some(TtlOp::Set(_)) => before.get(b.l3_offset + at) != after.get(a.l3_offset + at),
         };
-        self.fixcsum || r.mtu_trunc.is_some() || (r.fixlen.is_some() && cut) || ttl_moved
+        // --portmap on a TCP or UDP header not captured whole: tcpedit's
+        // warning counts as a change.
+        let short_ports = !r.portmap.is_empty()
+            && match ip {
+                Ip::V4 { header_len, .. } => {
+                    let l3 = a.l3_offset;
+                    let left = after.len().saturating_sub(l3 + header_len);
+                    match after.get(l3 + 9) {
+                        Some(&6) => left < 20,
+                        Some(&17) => left < 8,
+                        _ => false,
+                    }
+                }
+                Ip::V6 { .. } => false,
+            };
+        self.fixcsum || ttl_moved || short_ports
     }
 }
 
@@ -422,6 +445,32 @@ fn multicast_dmac(frame: &mut [u8]) {
     };
     if let Some(m) = d {
         frame[..6].copy_from_slice(&m);
+    }
+}
+
+/// tcpedit's `untrunc_packet` on fragments: true (compute the checksums)
+/// for an IP packet that is no IPv4 fragment; a first IPv4 fragment of UDP
+/// gets checksum 0 and false; a later one false.
+fn untrunc_fragments(frame: &mut [u8]) -> bool {
+    let l = parse_layers(frame);
+    let l3 = l.l3_offset;
+    match l.ip {
+        Some(Ip::V4 { header_len, .. }) => {
+            let off = u16::from_be_bytes([frame[l3 + 6], frame[l3 + 7]]);
+            if off & 0x1fff != 0 {
+                return false;
+            }
+            if frame[l3 + 9] == 17 && off & 0x2000 != 0 {
+                let at = l3 + header_len + 6;
+                if at + 2 <= frame.len() {
+                    frame[at..at + 2].copy_from_slice(&[0, 0]);
+                }
+                return false;
+            }
+            true
+        }
+        Some(Ip::V6 { .. }) => true,
+        None => false,
     }
 }
 

@@ -375,6 +375,7 @@ fn write(p: &Parsed, file: &str) -> Result<u8, Failure> {
     'all: for pass in 0..loops {
         for f in &p.operands {
             let mut r = CaptureReader::open(f).map_err(|e| bad_input(anyhow!(e)))?;
+            let snap = super::libpcap_snap(&r);
             let mut n = 0u64;
             while let Some(pk) = r.next_packet().map_err(|e| bad_input(anyhow!(e)))? {
                 n += 1;
@@ -385,7 +386,7 @@ fn write(p: &Parsed, file: &str) -> Result<u8, Failure> {
                     break 'all;
                 }
                 frame.clear();
-                frame.extend_from_slice(pk.data);
+                frame.extend_from_slice(&pk.data[..pk.data.len().min(snap)]);
                 if unique && pass > 0 {
                     // tcpreplay moves the addresses of IP packets only and
                     // counts every other packet of a later pass as failed.

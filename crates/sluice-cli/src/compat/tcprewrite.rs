@@ -71,10 +71,10 @@ pub static TABLE: &[Opt] = &[
     arg("user-dlink", None).times(2),
 ];
 
-/// The `sluice replay` words of each option that has them; `pnat` is the
-/// `--pnat` list of this side.
-fn translate(p: &Parsed, w: &mut Words, pnat: Option<&str>) -> Result<(), String> {
-    let cache = p.has("cachefile");
+/// The `sluice replay` words of each option that has them, for the
+/// packets of `side` (0: client to server); `pnat` is that side's
+/// `--pnat` list.
+fn translate(p: &Parsed, w: &mut Words, side: usize, pnat: Option<&str>) -> Result<(), String> {
     for (name, value) in &p.opts {
         let v = value.as_deref().unwrap_or("");
         match *name {
@@ -104,15 +104,13 @@ fn translate(p: &Parsed, w: &mut Words, pnat: Option<&str>) -> Result<(), String
             "ttl" => w.two("--ttl", v),
             "tos" => w.two("--tos", v),
             "fixlen" => w.two("--fixlen", v),
-            // Without a cache every packet is client to server: the
-            // second MAC is never used (tcprewrite ignores it too).
+            // MAC[,MAC]: the first for client-to-server packets, the second
+            // for server-to-client ones, which keep theirs without it
+            // (without a cache every packet is client to server).
             "enet-dmac" | "enet-smac" => {
-                let v = if cache {
-                    v
-                } else {
-                    v.split(',').next().unwrap_or(v)
-                };
-                w.two(&format!("--{name}"), v)
+                if let Some(m) = v.split(',').nth(side).filter(|m| !m.is_empty()) {
+                    w.two(&format!("--{name}"), m)
+                }
             }
             "enet-vlan" | "enet-vlan-tag" | "enet-vlan-cfi" | "enet-vlan-pri"
             | "enet-vlan-proto" => w.two(&format!("--{name}"), v),
@@ -144,11 +142,9 @@ fn translate(p: &Parsed, w: &mut Words, pnat: Option<&str>) -> Result<(), String
     if let Some(n) = pnat {
         w.two("--pnat", n);
     }
-    if cache {
-        w.two(
-            "--split",
-            &format!("tcpprep:{}", p.value("cachefile").unwrap_or("")),
-        );
+    // --endpoints needs a split; the cache's directions are read here.
+    if let Some(c) = p.value("cachefile") {
+        w.two("--split", &format!("tcpprep:{c}"));
     }
     Ok(())
 }
@@ -184,7 +180,7 @@ fn editor(p: &Parsed, input: &str) -> Result<Tcpedit, Failure> {
         let mut w = Words::new(&["replay", input, "--to", "null"]);
         // One --pnat list serves both sides; a second is the server's.
         let pnat = pnats.get(side).or(pnats.first()).copied();
-        translate(p, &mut w, pnat).map_err(|e| bad_input(anyhow!(e)))?;
+        translate(p, &mut w, side, pnat).map_err(|e| bad_input(anyhow!(e)))?;
         let mut one: sluice_wire::HeaderRewrite = replay_args(&w)?
             .rewrite()
             .map_err(|e| bad_input(anyhow!("tcprewrite: {e}")))?;
@@ -202,13 +198,19 @@ fn editor(p: &Parsed, input: &str) -> Result<Tcpedit, Failure> {
     }
     // ARP: tcpedit maps it with --pnat's lists or --endpoints' ends only.
     let arp_maps = arp_maps(p)?;
-    let arp_rewrite = rewrite.clone().map(|mut r| {
+    // tcpedit pads, cuts or drops cut IP packets only (--fixlen).
+    let non_ip = rewrite.clone().map(|mut r| {
+        r.fixlen = None;
+        r
+    });
+    let arp_rewrite = non_ip.clone().map(|mut r| {
         r.srcipmap.clear();
         r.dstipmap.clear();
         r.endpoints = None;
         r
     });
     Ok(Tcpedit {
+        non_ip,
         l2: l2_out(p)?,
         arp_maps,
         arp_rewrite,
@@ -384,6 +386,7 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         PcapWriter::with_stamps(out, out_linktype(&p, linktype)?, 65_535, Stamps::Micros)
             .with_context(|| format!("writing {output}"))
             .map_err(fatal)?;
+    let snap = super::libpcap_snap(&reader);
     let mut n = 0u64;
     let mut frame = Vec::new();
     while let Some(pk) = reader.next_packet().map_err(|e| bad_input(anyhow!(e)))? {
@@ -401,7 +404,7 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
             )));
         };
         frame.clear();
-        frame.extend_from_slice(pk.data);
+        frame.extend_from_slice(&pk.data[..pk.data.len().min(snap)]);
         // A packet the cache skips is written as it is, so the cache still
         // indexes the output.
         let len = match dir.side() {
