@@ -25,18 +25,18 @@ mkdir -p "$dir/tmp/suite"
 cp "$root/testdata/pcap/tcpreplay__test.pcap" "$dir/tmp/suite/test.pcap"
 gzip -dc "$root/testdata/tcpreplay-suite/test2.rewrite_portmap.gz" > "$dir/tmp/suite/want.pcap"
 mount -t proc proc "$dir/proc"
-in() { chroot "$dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
+inroot() { chroot "$dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
 echo "chroot: apt install ./$(basename "$deb")"
-in apt-get install -y -q "/tmp/$(basename "$deb")" | tail -3
-v=$(in sluice --version)
+inroot apt-get install -y -q "/tmp/$(basename "$deb")" | tail -3
+v=$(inroot sluice --version)
 echo "chroot: $v"
 case "$v" in *"$commit"*) ;; *) echo "chroot: --version does not name $commit" >&2; exit 1 ;; esac
-in sh -c 'cd /tmp && sluice demo' | tail -4
-in sluice tcprewrite -i /tmp/suite/test.pcap -o /tmp/suite/got.pcap -r 80:8080
+inroot sh -c 'cd /tmp && sluice demo' | tail -4
+inroot sluice tcprewrite -i /tmp/suite/test.pcap -o /tmp/suite/got.pcap -r 80:8080
 cmp "$dir/tmp/suite/got.pcap" "$dir/tmp/suite/want.pcap"
 echo "chroot: sluice tcprewrite -r 80:8080 is byte-identical to tcpreplay's test2.rewrite_portmap"
-in test -f /usr/share/man/man1/sluice-tcprewrite.1.gz
-in test -f /lib/systemd/system/sluice-worker.service
+inroot test -f /usr/share/man/man1/sluice-tcprewrite.1.gz
+inroot test -f /lib/systemd/system/sluice-worker.service
 echo "chroot: man pages and systemd units installed"
 if [ -n "$rpm" ]; then
   files=$(rpm -qpl "$rpm")

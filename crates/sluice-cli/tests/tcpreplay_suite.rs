@@ -7,6 +7,7 @@
 //! "identical" (docs/CLI.md, "tcpreplay's tools", says the same).
 
 mod common;
+mod netns;
 use common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -211,4 +212,56 @@ fn tcpreplay_w_prints_tcpreplays_summary_lines() {
     );
     assert_eq!(lines[3], "\tSuccessful packets:        358");
     assert_eq!(frames_of(&out).len(), 358);
+}
+
+/// The suite's tcpreplay cases that send (`-i`, `-I`) run with veth pairs
+/// into namespaces of this test's own as `nic1` and `nic2`: each succeeds
+/// but `--pps-multi`'s, which is refused, and the frames reach both far
+/// ends.
+#[test]
+fn tcpreplays_sending_cases_send_through_veth_pairs() {
+    if !netns::can_run() {
+        return;
+    }
+    let (n1, n2) = (netns::Net::up("tsa"), netns::Net::up("tsb"));
+    let rx = |n: &netns::Net| -> u64 {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &n.tag, "cat"])
+            .arg(format!("/sys/class/net/{}b/statistics/rx_packets", n.tag))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    };
+    let before = (rx(&n1), rx(&n2));
+    let d = tmpdir("tcpreplay-suite-send");
+    let json = d.join("suite.json");
+    let o = Command::new("python3")
+        .arg(sluice_testkit::repo_root().join("bench/tcpreplay_suite.py"))
+        .args(["--sluice", env!("CARGO_BIN_EXE_sluice"), "--json"])
+        .arg(&json)
+        .args(["--nic1", &n1.tx(), "--nic2", &n2.tx()])
+        .output()
+        .expect("python3 runs");
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{table}\n{}", stderr(&o));
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let sends: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| r["tool"] == "tcpreplay" && !r["command"].as_str().unwrap().contains(" -w "))
+        .collect();
+    assert_eq!(sends.len(), 13, "{table}");
+    for r in sends {
+        let want = if r["case"] == "replay_pps_multi" {
+            "refused"
+        } else {
+            "sent"
+        };
+        assert_eq!(r["result"], want, "{}: {table}", r["case"]);
+    }
+    // Both ports carried frames (-c, --dualfile, the config's cache).
+    assert!(rx(&n1) > before.0 + 179 && rx(&n2) > before.1, "{table}");
 }

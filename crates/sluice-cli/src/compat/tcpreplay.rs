@@ -69,8 +69,9 @@ pub static TABLE: &[Opt] = &[
     flag("less-help", Some('h')),
 ];
 
-/// What sending (not `-w`) maps each option onto.
-fn translate(p: &Parsed, w: &mut Words) -> Result<(), String> {
+/// What sending (not `-w`) maps each option onto; `one_pass`: the passes
+/// and their pauses are the caller's (top speed with a loop delay).
+fn translate(p: &Parsed, w: &mut Words, one_pass: bool) -> Result<(), String> {
     let sink = if p.has("xdp") { "xdp" } else { "afpacket" };
     for (name, value) in &p.opts {
         let v = value.as_deref().unwrap_or("");
@@ -81,6 +82,7 @@ fn translate(p: &Parsed, w: &mut Words) -> Result<(), String> {
             "preload-pcap" => w.one("--preload"),
             "cachefile" => w.two("--split", &format!("tcpprep:{v}")),
             "dualfile" => w.one("--dualfile"),
+            "loop" | "loopdelay-ms" | "loopdelay-ns" if one_pass => {}
             "include" | "exclude" | "limit" | "loopdelay-ms" | "loopdelay-ns" | "pps" | "mbps" => {
                 w.two(&format!("--{name}"), v)
             }
@@ -188,41 +190,105 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
             "tcpreplay: an interface (-i IFACE) or an output file (-w FILE) is needed"
         )));
     }
+    // At top speed sluice has no timeline to pause on: tcpreplay's pause
+    // between passes (-t with --loopdelay-*) is one pass at a time here,
+    // with the pause between them.
+    let pause = loop_pause(&p).map_err(|e| bad_input(anyhow!(e)))?;
+    let split_passes = p.has("topspeed") && pause.is_some();
+    let passes: u64 = if split_passes {
+        p.value("loop").and_then(|v| v.parse().ok()).unwrap_or(1)
+    } else {
+        1
+    };
     let mut w = Words::new(&["replay"]);
     for f in &p.operands {
         w.one(f);
     }
-    // tcpreplay replays the recorded timing unless told otherwise.
-    translate(&p, &mut w).map_err(|e| bad_input(anyhow!(e)))?;
+    translate(&p, &mut w, split_passes).map_err(|e| bad_input(anyhow!(e)))?;
     w.one("-q");
-    let args = replay_args(&w)?;
     let device = p.value("intf1").unwrap_or_default().to_string();
     let device2 = p.value("intf2").map(str::to_string);
     let stop = crate::signals::install()
         .context("installing signal handlers")
         .map_err(Failure::from)?;
-    let mut job = crate::run::Job::Replay(args);
-    let prepared = crate::run::prepare(&mut job)?;
-    let ran = prepared.plan.start(stop, prepared.go, None)?;
-    let report = ran.report()?;
-    let s = &report.summary;
-    if !p.has("quiet") {
-        let failed = s.oversize + s.too_short + s.rejected;
-        let stats = Stats {
-            packets: s.packets,
-            bytes: s.bytes,
-            took: Duration::from_secs_f64(s.duration_s.max(0.0)),
-            failed,
-        };
-        stats.print(&device, device2.as_deref())?;
+    let began = Instant::now();
+    let mut st = Stats {
+        packets: 0,
+        bytes: 0,
+        took: Duration::ZERO,
+        failed: 0,
+    };
+    let mut interrupted = false;
+    let mut pass = 0u64;
+    // --loop 0: for ever (until a signal).
+    while passes == 0 || pass < passes {
+        if pass > 0 {
+            if let Some(d) = pause {
+                sleep_unless(&stop, d);
+            }
+        }
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let mut job = crate::run::Job::Replay(replay_args(&w)?);
+        let prepared = crate::run::prepare(&mut job)?;
+        let ran = prepared.plan.start(stop.clone(), prepared.go, None)?;
+        let s = ran.report()?.summary;
+        st.packets += s.packets;
+        st.bytes += s.bytes;
+        st.failed += s.oversize + s.too_short + s.rejected;
+        interrupted |= s.interrupted;
+        if !split_passes {
+            st.took = Duration::from_secs_f64(s.duration_s.max(0.0));
+        }
+        pass += 1;
+        if interrupted {
+            break;
+        }
     }
-    Ok(if s.interrupted {
+    if split_passes {
+        st.took = began.elapsed();
+    }
+    if !p.has("quiet") {
+        st.print(&device, device2.as_deref())?;
+    }
+    Ok(if interrupted {
         exit::INTERRUPTED
-    } else if s.oversize + s.too_short + s.rejected > 0 {
+    } else if st.failed > 0 {
         exit::PARTIAL
     } else {
         exit::OK
     })
+}
+
+/// `--loopdelay-ms` or `--loopdelay-ns`, if given.
+fn loop_pause(p: &Parsed) -> Result<Option<Duration>, String> {
+    let num = |o: &str| -> Result<Option<u64>, String> {
+        p.value(o)
+            .map(|v| {
+                v.parse::<u64>()
+                    .map_err(|_| format!("--{o}: '{v}' is not a count"))
+            })
+            .transpose()
+    };
+    Ok(match (num("loopdelay-ms")?, num("loopdelay-ns")?) {
+        (Some(ms), _) => Some(Duration::from_millis(ms)),
+        (None, Some(ns)) => Some(Duration::from_nanos(ns)),
+        _ => None,
+    })
+}
+
+/// Sleeps `d`, waking early when `stop` is set.
+fn sleep_unless(stop: &std::sync::atomic::AtomicBool, d: Duration) {
+    let end = Instant::now() + d;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(20)));
+    }
 }
 
 /// Counts for tcpreplay's summary lines.
