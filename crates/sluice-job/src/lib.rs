@@ -9,6 +9,7 @@
 //! command line is; `check` adds what the command line's argument
 //! relations refuse.
 
+pub mod autoopts;
 pub mod command;
 pub mod fields;
 pub mod flows;

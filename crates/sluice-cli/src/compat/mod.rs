@@ -1,12 +1,13 @@
 //! tcpreplay's own command lines: `sluice tcpreplay`, `sluice tcprewrite`
 //! and `sluice tcpprep` take those tools' options as their 4.5 manual
-//! pages define them (`opts`: AutoOpts' syntax, `--load-opts` files
+//! pages define them (AutoOpts' syntax, `--load-opts` files
 //! included), and the binary answers to those names through argv[0] too
 //! (a user's own symlink). Each option maps onto a sluice option, or is
-//! refused in one line that names the sluice way.
+//! refused in one line that names the sluice way. The command lines are
+//! read by `sluice_job::autoopts`.
 
 mod checksum;
-mod opts;
+
 mod tcpedit;
 mod tcpprep;
 mod tcpreplay;
@@ -16,7 +17,7 @@ use crate::args::{Cli, Command, ReplayArgs};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use clap::Parser;
-use opts::{Opt, Parsed};
+use sluice_job::autoopts::{self as opts, Opt, Parsed};
 
 /// The tools sluice stands in for.
 pub const TOOLS: [&str; 3] = ["tcpreplay", "tcprewrite", "tcpprep"];

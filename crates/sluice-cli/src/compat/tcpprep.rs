@@ -2,12 +2,12 @@
 //! tcpprep`, the cache's comment made as tcpprep makes it (its command
 //! line, unless `--no-arg-comment`, then a newline and `-C`'s text).
 
-use super::opts::{arg, flag, Opt, Parsed};
 use super::{refuse, Words};
 use crate::args::{Cli, Command};
 use crate::{bad_input, exit, Failure};
 use anyhow::anyhow;
 use clap::Parser;
+use sluice_job::autoopts::{arg, flag, Opt, Parsed};
 use sluice_source::{Dir, TcpprepCache};
 
 /// tcpprep 4.5's options (tcpprep_opts.def).

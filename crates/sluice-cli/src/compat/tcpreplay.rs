@@ -6,11 +6,11 @@
 //! with tcpreplay's summary lines (`Actual:`, `Rated:`, `Statistics for
 //! network device:`) unless `-q`.
 
-use super::opts::{arg, flag, Opt, Parsed};
 use super::{refuse, replay_args, Words};
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
 use sluice_capture::{CaptureReader, LinkType, PcapWriter, Stamps};
+use sluice_job::autoopts::{arg, flag, Opt, Parsed};
 use sluice_source::{Select, SelectRule};
 use sluice_sys::output::Output;
 use sluice_wire::{parse_layers, HeaderRewrite, Rewritten};

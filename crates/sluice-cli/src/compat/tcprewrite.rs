@@ -6,13 +6,13 @@
 //! the rewrite added or cut; packets a `-c` cache skips are written as
 //! they are, so the cache still indexes the output.
 
-use super::opts::{arg, flag, Opt, Parsed};
 use super::tcpedit::{mac_mask, subsmacs, Edited, L2Out, Tcpedit};
 use super::{refuse, replay_args, Words};
 use crate::dest;
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
 use sluice_capture::{CaptureReader, LinkType, PcapWriter, Stamps};
+use sluice_job::autoopts::{arg, flag, Opt, Parsed};
 use sluice_source::{Dir, TcpprepCache};
 use sluice_sys::output::Output;
 use sluice_wire::CidrMap;

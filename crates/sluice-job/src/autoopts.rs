@@ -103,6 +103,26 @@ pub const COMMON: &[Opt] = &[
     flag("more-help", Some('!')),
 ];
 
+/// Reads the text of an options file (what `--load-opts` reads) against
+/// `table`, as if its options were given on a command line; `name` names
+/// it in errors (`name:line: ...`).
+pub fn parse_config(
+    program: &str,
+    table: &'static [Opt],
+    name: &str,
+    text: &str,
+) -> Result<Parsed, String> {
+    let mut p = Parsed::default();
+    let mut reader = Reader {
+        program,
+        table,
+        depth: 0,
+    };
+    reader.load_text(name, text, &mut p)?;
+    check(program, table, &p)?;
+    Ok(p)
+}
+
 /// Reads `args` (without the program name) against `table`; `program` names
 /// the config file section that applies (`TCPREWRITE`).
 pub fn parse(program: &str, table: &'static [Opt], args: &[String]) -> Result<Parsed, String> {
@@ -233,9 +253,6 @@ impl Reader<'_> {
 
     /// Reads a config file's lines for this program as options.
     fn load(&mut self, file: &Path, p: &mut Parsed) -> Result<(), String> {
-        if self.depth >= 8 {
-            return Err(format!("{}: --load-opts nested too deep", file.display()));
-        }
         // An options file is a few lines: a bounded read, so a device or
         // a huge file is refused, not read into memory.
         let mut text = String::new();
@@ -247,6 +264,14 @@ impl Reader<'_> {
                 "--load-opts {}: longer than {MAX_OPTS_FILE} bytes",
                 file.display()
             ));
+        }
+        self.load_text(&file.display().to_string(), &text, p)
+    }
+
+    /// The lines of a config file named `name`, read as options.
+    fn load_text(&mut self, name: &str, text: &str, p: &mut Parsed) -> Result<(), String> {
+        if self.depth >= 8 {
+            return Err(format!("{name}: --load-opts nested too deep"));
         }
         self.depth += 1;
         let mut mine = true;
@@ -262,17 +287,17 @@ impl Reader<'_> {
             if !mine {
                 continue;
             }
-            let at = |e: String| format!("{}:{}: {e}", file.display(), n + 1);
+            let at = |e: String| format!("{name}:{}: {e}", n + 1);
             let split = line
                 .find(|c: char| c.is_whitespace() || c == '=' || c == ':')
                 .unwrap_or(line.len());
-            let name = &line[..split];
+            let opt = &line[..split];
             let rest = line[split..].trim_start_matches([' ', '\t']);
             let rest = rest.strip_prefix(['=', ':']).unwrap_or(rest).trim();
-            let o = self.find_long(name).map_err(at)?;
+            let o = self.find_long(opt).map_err(at)?;
             let value = if o.arg {
                 if rest.is_empty() {
-                    return Err(at(format!("{name}: needs a value")));
+                    return Err(at(format!("{opt}: needs a value")));
                 }
                 Some(unquote(rest))
             } else {
@@ -334,4 +359,63 @@ fn check(program: &str, table: &[Opt], p: &Parsed) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static T: &[Opt] = &[
+        arg("infile", Some('i')),
+        arg("outfile", Some('o')),
+        flag("topspeed", Some('t')),
+        flag("quiet", Some('q')),
+        arg("portmap", Some('r')).times(0),
+        arg("enet-vlan", None),
+        arg("enet-vlan-tag", None).needs(&["enet-vlan"]),
+        arg("pps", Some('p')).excludes(&["topspeed"]),
+    ];
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn long_short_bundled_prefixed_and_operands() {
+        let p = parse("TEST", T, &words("-tq -ia.pcap --outf=b.pcap -r 1:2 --portmap 3:4 x y")).unwrap();
+        assert!(p.has("topspeed") && p.has("quiet"));
+        assert_eq!(p.value("infile"), Some("a.pcap"));
+        assert_eq!(p.value("outfile"), Some("b.pcap"));
+        assert_eq!(p.values("portmap"), ["1:2", "3:4"]);
+        assert_eq!(p.operands, ["x", "y"]);
+        let p = parse("TEST", T, &words("-- -t")).unwrap();
+        assert_eq!(p.operands, ["-t"]);
+    }
+
+    #[test]
+    fn autoopts_checks_name_the_options() {
+        let e = |s: &str| parse("TEST", T, &words(s)).unwrap_err();
+        assert!(e("--enet").contains("ambiguous option -- enet"));
+        assert!(e("--nope").contains("illegal option -- nope"));
+        assert!(e("-i a -i b").contains("'infile' option can only be specified 1 time"));
+        assert!(e("--enet-vlan-tag 4").contains("option 'enet-vlan-tag' needs option 'enet-vlan'"));
+        assert!(e("-t -p 5").contains("option 'pps' cannot be used with option 'topspeed'"));
+        assert!(e("-t=1").contains("illegal option -- ="));
+        assert!(e("--topspeed=1").contains("--topspeed: takes no value"));
+        assert!(e("-i").contains("-i: needs a value"));
+    }
+
+    #[test]
+    fn config_text_reads_its_own_section_with_line_numbers() {
+        let text = "# c\ntopspeed\n[OTHER]\npps 5\n[TEST]\ninfile \"a b.pcap\"\noutfile=o.pcap\nportmap: 1:2\n";
+        let p = parse_config("TEST", T, "cfg", text).unwrap();
+        assert!(p.has("topspeed") && !p.has("pps"));
+        assert_eq!(p.value("infile"), Some("a b.pcap"));
+        assert_eq!(p.value("outfile"), Some("o.pcap"));
+        assert_eq!(p.value("portmap"), Some("1:2"));
+        let e = parse_config("TEST", T, "cfg", "[TEST]\n\nbogus 1\n").unwrap_err();
+        assert_eq!(e, "cfg:3: test: illegal option -- bogus");
+        let e = parse_config("TEST", T, "cfg", "infile\n").unwrap_err();
+        assert_eq!(e, "cfg:1: infile: needs a value");
+    }
 }
