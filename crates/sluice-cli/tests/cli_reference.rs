@@ -163,6 +163,18 @@ fn completions_and_man_pages_are_generated_for_every_command() {
         assert!(page.contains(&format!(".TH {name} 1")), "{name}");
         assert!(page.contains(".SH OPTIONS") || name == "sluice", "{name}");
     }
+    // Every page has examples, and the tcpreplay tools' are their own
+    // command lines.
+    for e in std::fs::read_dir(&*d).unwrap() {
+        let page = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        let ex = page
+            .split(".SH EXAMPLES")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{page}"));
+        assert!(ex.contains("sluice"), "{ex}");
+    }
+    let tr = std::fs::read_to_string(d.join("sluice-tcprewrite.1")).unwrap();
+    assert!(tr.contains("sluice tcprewrite \\-i in.pcap"), "{tr}");
     // --version names the commit (or says it is unknown).
     let v = String::from_utf8_lossy(&run(&["--version"]).stdout).to_string();
     assert!(

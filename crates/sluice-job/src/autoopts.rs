@@ -382,7 +382,12 @@ mod tests {
 
     #[test]
     fn long_short_bundled_prefixed_and_operands() {
-        let p = parse("TEST", T, &words("-tq -ia.pcap --outf=b.pcap -r 1:2 --portmap 3:4 x y")).unwrap();
+        let p = parse(
+            "TEST",
+            T,
+            &words("-tq -ia.pcap --outf=b.pcap -r 1:2 --portmap 3:4 x y"),
+        )
+        .unwrap();
         assert!(p.has("topspeed") && p.has("quiet"));
         assert_eq!(p.value("infile"), Some("a.pcap"));
         assert_eq!(p.value("outfile"), Some("b.pcap"));
