@@ -121,17 +121,21 @@ impl Words {
 
 /// `sluice replay WORDS...` read by sluice's own parser.
 fn replay_args(w: &Words) -> Result<ReplayArgs, Failure> {
-    let all = std::iter::once("sluice".to_string()).chain(w.0.iter().cloned());
-    match Cli::try_parse_from(all) {
-        Ok(Cli {
-            command: Command::Replay(a),
-            ..
-        }) => Ok(*a),
-        Ok(_) => Err(bad_input(anyhow!("not a replay command line"))),
-        Err(e) => Err(bad_input(anyhow!(
-            "{} (sluice replay {})",
-            crate::clap_cause(&e),
-            w.0[1..].join(" ")
-        ))),
+    match sluice_command(w)? {
+        Command::Replay(a) => Ok(*a),
+        _ => Err(bad_input(anyhow!("not a replay command line"))),
     }
+}
+
+/// `sluice WORDS...` read by sluice's own parser; its errors name the
+/// command line they refused.
+fn sluice_command(w: &Words) -> Result<Command, Failure> {
+    let all = std::iter::once("sluice".to_string()).chain(w.0.iter().cloned());
+    Cli::try_parse_from(all).map(|c| c.command).map_err(|e| {
+        bad_input(anyhow!(
+            "{} (sluice {})",
+            crate::clap_cause(&e),
+            w.0.join(" ")
+        ))
+    })
 }

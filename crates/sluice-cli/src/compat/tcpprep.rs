@@ -3,10 +3,9 @@
 //! line, unless `--no-arg-comment`, then a newline and `-C`'s text).
 
 use super::{refuse, Words};
-use crate::args::{Cli, Command};
+use crate::args::Command;
 use crate::{bad_input, exit, Failure};
 use anyhow::anyhow;
-use clap::Parser;
 use sluice_job::autoopts::{arg, flag, Opt, Parsed};
 use sluice_source::{Dir, TcpprepCache};
 
@@ -141,20 +140,8 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
     }
     let mut w = Words::new(&["prep", input, "--format", "tcpprep", "-o", output]);
     translate(&p, &mut w).map_err(|e| bad_input(anyhow!(e)))?;
-    let all = std::iter::once("sluice".to_string()).chain(w.0.iter().cloned());
-    let a = match Cli::try_parse_from(all) {
-        Ok(Cli {
-            command: Command::Prep(a),
-            ..
-        }) => a,
-        Ok(_) => return Err(bad_input(anyhow!("not a prep command line"))),
-        Err(e) => {
-            return Err(bad_input(anyhow!(
-                "tcpprep: {} (sluice {})",
-                crate::clap_cause(&e),
-                w.0.join(" ")
-            )))
-        }
+    let Command::Prep(a) = super::sluice_command(&w)? else {
+        return Err(bad_input(anyhow!("not a prep command line")));
     };
     crate::cmd::prep::write(a, Some(comment(args, &p)))
 }
