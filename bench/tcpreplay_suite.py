@@ -97,8 +97,8 @@ def main():
     os.makedirs(src, exist_ok=True)
     shutil.copy(TEST_PCAP, os.path.join(src, "test.pcap"))
     for f in os.listdir(SUITE):
-        if f.endswith(".gz"):
-            with gzip.open(os.path.join(SUITE, f)) as g, open(os.path.join(src, f[:-3]), "wb") as o:
+        if f.endswith(".pcap.gz"):
+            with gzip.open(os.path.join(SUITE, f)) as g, open(os.path.join(src, f[:-8]), "wb") as o:
                 o.write(g.read())
         elif f.startswith("test"):
             shutil.copy(os.path.join(SUITE, f), os.path.join(src, f))

@@ -23,7 +23,7 @@ mmdebstrap --quiet --variant=apt bookworm "$dir" "$mirror"
 cp "$deb" "$dir/tmp/"
 mkdir -p "$dir/tmp/suite"
 cp "$root/testdata/pcap/tcpreplay__test.pcap" "$dir/tmp/suite/test.pcap"
-gzip -dc "$root/testdata/tcpreplay-suite/test2.rewrite_portmap.gz" > "$dir/tmp/suite/want.pcap"
+gzip -dc "$root/testdata/tcpreplay-suite/test2.rewrite_portmap.pcap.gz" > "$dir/tmp/suite/want.pcap"
 mount -t proc proc "$dir/proc"
 inroot() { chroot "$dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
 echo "chroot: apt install ./$(basename "$deb")"

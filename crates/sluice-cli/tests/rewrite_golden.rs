@@ -10,7 +10,7 @@ use sluice_wire::verify_checksums;
 use std::path::{Path, PathBuf};
 
 fn golden(name: &str) -> PathBuf {
-    sluice_testkit::testdata("tcpreplay-suite").join(format!("test2.rewrite_{name}.gz"))
+    sluice_testkit::testdata("tcpreplay-suite").join(format!("test2.rewrite_{name}.pcap.gz"))
 }
 
 type Frames = Vec<Vec<u8>>;

@@ -100,7 +100,7 @@ fn a_symlink_named_tcprewrite_runs_tcprewrite() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let want = sluice_testkit::testdata("tcpreplay-suite").join("test2.rewrite_portmap.gz");
+    let want = sluice_testkit::testdata("tcpreplay-suite").join("test2.rewrite_portmap.pcap.gz");
     let z = gunzip(&want);
     assert_eq!(std::fs::read(&out).unwrap(), z, "byte for byte");
     // The same words through `sluice tcprewrite`, and a short option
