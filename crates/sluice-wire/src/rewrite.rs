@@ -755,9 +755,10 @@ impl HeaderRewrite {
             }
         }
         changed |= self.edit_ttl_tos(frame, ip, l3, &mut d);
-        let l4 = layers.l4.or_else(|| l4_header(frame, ip, l3));
+        let l4 = layers.l4.or_else(|| l4_header(frame, ip, l3, true));
         self.edit_ports(frame, l4, &mut d);
-        changed |= self.edit_tcp_sequence(frame, l4);
+        let seq_at = layers.l4.or_else(|| l4_header(frame, ip, l3, false));
+        changed |= self.edit_tcp_sequence(frame, seq_at);
         changed |= !d.ip.is_empty() || !d.l4.is_empty();
         if recompute {
             recompute_checksums(frame, self.by_device(level));
@@ -889,7 +890,7 @@ impl HeaderRewrite {
             return false;
         };
         let at = l4.filter(|l4| l4.proto == PROTO_TCP).map(|l4| l4.offset);
-        let Some(o) = at.filter(|o| o + 18 <= frame.len()) else {
+        let Some(o) = at.filter(|o| o + 14 <= frame.len()) else {
             return false;
         };
         let syn_only = frame[o + 13] & 0x02 != 0 && frame[o + 13] & 0x10 == 0;
@@ -903,8 +904,11 @@ impl HeaderRewrite {
             frame[at..at + 4].copy_from_slice(&new.to_be_bytes());
             int_words(u128::from(old), u128::from(new), 2, &mut w);
         }
-        let c = w.apply(u16::from_be_bytes([frame[o + 16], frame[o + 17]]));
-        frame[o + 16..o + 18].copy_from_slice(&c.to_be_bytes());
+        // The checksum, where it was captured.
+        if o + 18 <= frame.len() {
+            let c = w.apply(u16::from_be_bytes([frame[o + 16], frame[o + 17]]));
+            frame[o + 16..o + 18].copy_from_slice(&c.to_be_bytes());
+        }
         !w.is_empty()
     }
 
@@ -956,8 +960,9 @@ impl HeaderRewrite {
 /// layers found none that fits its IP length (a header cut by the IP
 /// length, a first fragment too short for it): right after the IPv4
 /// header of any packet but a later fragment, as tcprewrite finds it, when
-/// its fixed part (TCP 20 bytes, UDP 8) was captured.
-fn l4_header(frame: &[u8], ip: Ip, l3: usize) -> Option<crate::layers::L4> {
+/// its fixed part (TCP 20 bytes, UDP 8) was captured, or (`fixed_part`
+/// false) a TCP header's first 14 bytes.
+fn l4_header(frame: &[u8], ip: Ip, l3: usize, fixed_part: bool) -> Option<crate::layers::L4> {
     let Ip::V4 {
         header_len,
         fragment,
@@ -970,7 +975,13 @@ fn l4_header(frame: &[u8], ip: Ip, l3: usize) -> Option<crate::layers::L4> {
     let proto = *frame.get(l3 + 9)?;
     let offset = l3 + header_len;
     let later = fragment && !first_fragment;
-    let fixed = if proto == PROTO_TCP { 20 } else { 8 };
+    // The ports need the fixed part; `--tcp-sequence` its first 14 bytes
+    // (numbers and flags).
+    let fixed = match (proto, fixed_part) {
+        (PROTO_TCP, true) => 20,
+        (PROTO_TCP, false) => 14,
+        _ => 8,
+    };
     (matches!(proto, PROTO_TCP | PROTO_UDP) && !later && offset + fixed <= frame.len()).then_some(
         crate::layers::L4 {
             proto,
