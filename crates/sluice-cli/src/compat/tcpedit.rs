@@ -323,7 +323,8 @@ fn pseudowire(frame: &[u8]) -> Result<Option<usize>, ()> {
 /// added or removed, unless `--fixlen` or `--mtu-trunc` made the two agree.
 pub fn new_len(caplen: usize, orig: usize, now: usize, r: &HeaderRewrite) -> usize {
     let mtu_cut = r.mtu_trunc.is_some() && now < caplen;
-    if orig <= caplen || r.fixlen.is_some() || mtu_cut {
+    let fixed = r.fixlen.is_some() && orig > caplen;
+    if orig == caplen || fixed || mtu_cut {
         now
     } else {
         (orig + now).saturating_sub(caplen)
@@ -524,6 +525,7 @@ mod tests {
         assert_eq!(new_len(60, 100, 100, &fixlen), 100, "padded");
         assert_eq!(new_len(60, 100, 60, &fixlen), 60, "fixlen trunc");
         assert_eq!(new_len(400, 1000, 314, &mtu), 314, "mtu cut");
+        assert_eq!(new_len(31, 28, 31, &plain), 28, "a length under the captured bytes stays");
     }
 
     #[test]
