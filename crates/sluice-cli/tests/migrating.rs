@@ -6,19 +6,6 @@
 mod common;
 mod netns;
 use common::*;
-use std::process::Command;
-
-fn rx(ns: &str, iface: &str) -> u64 {
-    let o = Command::new("ip")
-        .args(["netns", "exec", ns, "cat"])
-        .arg(format!("/sys/class/net/{iface}/statistics/rx_packets"))
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0)
-}
 
 /// The second cell of each table row whose code starts with `sluice `.
 fn sluice_lines(doc: &str) -> Vec<String> {
@@ -62,12 +49,15 @@ fn every_sluice_line_of_the_migration_guide_runs() {
             .replace("eth0", &n0.tx())
             .replace("eth1", &n1.tx());
         let words: Vec<&str> = cmd.split_whitespace().skip(1).collect();
-        let far = format!("{}b", n0.tag);
-        let before = rx(&n0.tag, &far);
+        let before = netns::far_rx(&n0);
         let o = run(&words);
         assert!(o.status.success(), "{line}\n{cmd}\n{}", stderr(&o));
         if cmd.contains(&n0.tx()) && !cmd.contains(" -w ") {
-            assert!(rx(&n0.tag, &far) > before, "{line}: nothing reached {far}");
+            assert!(
+                netns::far_rx(&n0) > before,
+                "{line}: nothing reached {}b",
+                n0.tag
+            );
         }
     }
 }

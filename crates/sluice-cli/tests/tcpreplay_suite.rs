@@ -224,17 +224,7 @@ fn tcpreplays_sending_cases_send_through_veth_pairs() {
         return;
     }
     let (n1, n2) = (netns::Net::up("tsa"), netns::Net::up("tsb"));
-    let rx = |n: &netns::Net| -> u64 {
-        let o = Command::new("ip")
-            .args(["netns", "exec", &n.tag, "cat"])
-            .arg(format!("/sys/class/net/{}b/statistics/rx_packets", n.tag))
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout)
-            .trim()
-            .parse()
-            .unwrap_or(0)
-    };
+    let rx = netns::far_rx;
     let before = (rx(&n1), rx(&n2));
     let d = tmpdir("tcpreplay-suite-send");
     let json = d.join("suite.json");

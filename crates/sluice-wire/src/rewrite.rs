@@ -470,8 +470,9 @@ fn words(old: &[u8], new: &[u8], out: &mut Words) {
     }
 }
 
-/// tcpreplay's `tcpr_random` (the C standard's rand_r, widened to 32 bits).
-fn tcpr_random(seed: &mut u32) -> u32 {
+/// tcpreplay's `tcpr_random` (the C standard's rand_r, widened to 32 bits):
+/// the next draw, `seed` moved on.
+pub fn tcpr_random(seed: &mut u32) -> u32 {
     let mut next = *seed;
     let mut step = || {
         next = next.wrapping_mul(1_103_515_245).wrapping_add(12_345);

@@ -8,7 +8,9 @@
 //! where tcpedit computes them.
 
 use super::checksum::tcpedit_checksums;
-use sluice_wire::{parse_layers, CidrMap, HeaderRewrite, Ip, MacAddr, Rewritten, TtlOp};
+use sluice_wire::{
+    parse_layers, tcpr_random, CidrMap, HeaderRewrite, Ip, MacAddr, Rewritten, TtlOp,
+};
 
 /// A MAC and the one that replaces it.
 pub type MacPair = ([u8; 6], [u8; 6]);
@@ -379,20 +381,6 @@ pub fn mac_mask(seed: u32) -> [u8; 6] {
     mask
 }
 
-/// tcpreplay's `tcpr_random` (rand_r widened to 32 bits).
-fn tcpr_random(seed: &mut u32) -> u32 {
-    let mut next = *seed;
-    let mut step = || {
-        next = next.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-        next / 65_536
-    };
-    let mut r = step() % 2048;
-    r = (r << 10) ^ (step() % 1024);
-    r = (r << 10) ^ (step() % 1024);
-    *seed = next;
-    r
-}
-
 /// tcpedit's `is_unicast_ethernet`, quirks kept: broadcast, 01:00:5e,
 /// 33:33 and its VRRP prefixes (00:00:50:00:01, 00:00:50:00:02) are not.
 fn is_unicast(mac: &[u8]) -> bool {
@@ -525,7 +513,11 @@ mod tests {
         assert_eq!(new_len(60, 100, 100, &fixlen), 100, "padded");
         assert_eq!(new_len(60, 100, 60, &fixlen), 60, "fixlen trunc");
         assert_eq!(new_len(400, 1000, 314, &mtu), 314, "mtu cut");
-        assert_eq!(new_len(31, 28, 31, &plain), 28, "a length under the captured bytes stays");
+        assert_eq!(
+            new_len(31, 28, 31, &plain),
+            28,
+            "a length under the captured bytes stays"
+        );
     }
 
     #[test]

@@ -212,12 +212,7 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         .context("installing signal handlers")
         .map_err(Failure::from)?;
     let began = Instant::now();
-    let mut st = Stats {
-        packets: 0,
-        bytes: 0,
-        took: Duration::ZERO,
-        failed: 0,
-    };
+    let mut st = Stats::default();
     let mut interrupted = false;
     let mut pass = 0u64;
     // --loop 0: for ever (until a signal).
@@ -292,6 +287,7 @@ fn sleep_unless(stop: &std::sync::atomic::AtomicBool, d: Duration) {
 }
 
 /// Counts for tcpreplay's summary lines.
+#[derive(Default)]
 struct Stats {
     packets: u64,
     bytes: u64,
@@ -431,12 +427,7 @@ fn write(p: &Parsed, file: &str) -> Result<u8, Failure> {
         PcapWriter::with_stamps(out, LinkType::ETHERNET, 262_144, Stamps::NanosAsMicros)
             .map_err(fatal)?;
     let began = Instant::now();
-    let mut st = Stats {
-        packets: 0,
-        bytes: 0,
-        took: Duration::ZERO,
-        failed: 0,
-    };
+    let mut st = Stats::default();
     let mut frame = Vec::new();
     'all: for pass in 0..loops {
         for f in &p.operands {

@@ -198,6 +198,19 @@ pub fn free_tag(base: &str) -> String {
         .unwrap_or_else(|| panic!("{stem}: every tag up to {stem}z is taken on this host"))
 }
 
+/// Frames the far end (`<tag>b`, in its namespace) has received.
+pub fn far_rx(net: &Net) -> u64 {
+    let o = Command::new("ip")
+        .args(["netns", "exec", &net.tag, "cat"])
+        .arg(format!("/sys/class/net/{}b/statistics/rx_packets", net.tag))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
+
 /// tcpdump on IFACE in namespace NS writing OUT (nanosecond stamps,
 /// unbuffered), returned once it listens.
 pub fn tcpdump(ns: &str, iface: &str, out: &Path, extra: &[&str]) -> Child {
