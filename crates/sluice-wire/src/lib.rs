@@ -45,8 +45,8 @@ pub use payload::{
     DeviceChecksum, ParsePayloadModeError, PayloadMode, Rewrite,
 };
 pub use rewrite::{
-    tcp_sequence_offset, tcpr_random, CidrMap, FixLen, HeaderRewrite, PortMap, Rewritten, TtlOp,
-    VlanOp,
+    group_mac, tcp_sequence_offset, tcpr_random, CidrMap, FixLen, HeaderRewrite, PortMap,
+    Rewritten, TtlOp, VlanOp,
 };
 pub use tunnel::TunnelMode;
 pub use udp4::{Udp4Error, Udp4Flow, Udp4Template};

@@ -401,18 +401,21 @@ impl AddrAt {
     }
 }
 
+/// The group MAC of a multicast IP address (4 or 16 bytes): 01:00:5e
+/// and the low 23 bits of an IPv4 group (RFC 1112), 33:33 and the low 32
+/// bits of an IPv6 one (RFC 2464); None for any other address.
+pub fn group_mac(a: &[u8]) -> Option<[u8; 6]> {
+    match a.len() {
+        4 if a[0] & 0xf0 == 0xe0 => Some([0x01, 0x00, 0x5e, a[1] & 0x7f, a[2], a[3]]),
+        16 if a[0] == 0xff => Some([0x33, 0x33, a[12], a[13], a[14], a[15]]),
+        _ => None,
+    }
+}
+
 /// Sets the destination MAC of a multicast destination address; true
 /// when it did.
 fn multicast_mac(frame: &mut [u8], at: AddrAt) -> bool {
-    let a = &frame[at.dst..at.dst + at.len];
-    let mac = if at.v4 && a[0] & 0xf0 == 0xe0 {
-        Some([0x01, 0x00, 0x5e, a[1] & 0x7f, a[2], a[3]])
-    } else if !at.v4 && a[0] == 0xff {
-        Some([0x33, 0x33, a[12], a[13], a[14], a[15]])
-    } else {
-        None
-    };
-    match mac {
+    match group_mac(&frame[at.dst..at.dst + at.len]) {
         Some(m) => {
             frame[..6].copy_from_slice(&m);
             true
@@ -938,7 +941,7 @@ impl HeaderRewrite {
             |f: &[u8], at: usize| self.skip_multicast && is_multicast(to_int(&f[at..at + 4]), true);
         for (maps, at) in [(&self.srcipmap, spa), (&self.dstipmap, tpa)] {
             let old = to_int(&frame[at..at + 4]);
-            if skip(frame, at) {
+            if self.skip_multicast && is_multicast(old, true) {
                 continue;
             }
             if let Some(n) = maps.iter().find_map(|m| m.map(old, true)) {

@@ -9,7 +9,7 @@
 
 use super::checksum::tcpedit_checksums;
 use sluice_wire::{
-    parse_layers, tcpr_random, CidrMap, HeaderRewrite, Ip, MacAddr, Rewritten, TtlOp,
+    group_mac, parse_layers, tcpr_random, CidrMap, HeaderRewrite, Ip, MacAddr, Rewritten, TtlOp,
 };
 
 /// A MAC and the one that replaces it.
@@ -422,17 +422,11 @@ fn multicast_dmac(frame: &mut [u8]) {
     let (Some(ip), true) = (l.ip, plain) else {
         return;
     };
-    let d = match ip {
-        Ip::V4 { .. } => {
-            let a = &frame[l.l3_offset + 16..l.l3_offset + 20];
-            (a[0] & 0xf0 == 0xe0).then(|| [0x01, 0x00, 0x5e, a[1] & 0x7f, a[2], a[3]])
-        }
-        Ip::V6 { .. } => {
-            let a = &frame[l.l3_offset + 24..l.l3_offset + 40];
-            (a[0] == 0xff).then(|| [0x33, 0x33, a[12], a[13], a[14], a[15]])
-        }
+    let dst = match ip {
+        Ip::V4 { .. } => l.l3_offset + 16..l.l3_offset + 20,
+        Ip::V6 { .. } => l.l3_offset + 24..l.l3_offset + 40,
     };
-    if let Some(m) = d {
+    if let Some(m) = group_mac(&frame[dst]) {
         frame[..6].copy_from_slice(&m);
     }
 }
