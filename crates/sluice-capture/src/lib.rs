@@ -53,7 +53,7 @@ pub use packet::{Format, Packet};
 pub use pcap::MAX_RECORD;
 pub use pcapng::MAX_INTERFACES;
 pub use reader::{open_input, read_once, CaptureReader};
-pub use writer::{PcapWriter, Stamps, WRITE_BUFFER};
+pub use writer::{PcapWriter, Stamps, MAX_SNAPLEN, WRITE_BUFFER};
 
 /// Where a parsed packet lies in the reader's buffer storage, and its
 /// metadata (shared by the pcap and pcapng parsers).

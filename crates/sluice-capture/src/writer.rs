@@ -16,6 +16,11 @@ pub const WRITE_BUFFER: usize = 256 * 1024;
 
 const NANOS_PER_SEC: u64 = 1_000_000_000;
 
+/// libpcap's largest snapshot length (`MAXIMUM_SNAPLEN`): what a file
+/// header advertises when every frame is kept whole, and what libpcap
+/// takes a header's 0 or larger value for.
+pub const MAX_SNAPLEN: u32 = 262_144;
+
 /// How a record's fraction of a second is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stamps {

@@ -12,14 +12,12 @@
 //! record, and the count named is that of the records in the file.
 
 use crate::{Sink, SinkError};
-use sluice_capture::{LinkType, PcapWriter};
+use sluice_capture::{LinkType, PcapWriter, MAX_SNAPLEN};
 use sluice_sys::output::Output;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Largest frame the pcap header advertises.
-const SNAPLEN: u32 = 262_144;
 /// Longest buffered records wait for the file.
 const DURABLE_EVERY: Duration = Duration::from_secs(1);
 
@@ -36,7 +34,7 @@ pub struct PcapSink {
 impl PcapSink {
     pub fn create(path: &Path) -> Result<Self, SinkError> {
         let out = Output::create(path)?;
-        let writer = PcapWriter::new(out, LinkType::ETHERNET, SNAPLEN)
+        let writer = PcapWriter::new(out, LinkType::ETHERNET, MAX_SNAPLEN)
             .map_err(|e| SinkError::os(format!("cannot write {}", path.display()), e))?;
         Ok(PcapSink {
             path: path.to_path_buf(),
