@@ -15,9 +15,12 @@ mod tcprewrite;
 
 use crate::args::{Cli, Command, ReplayArgs};
 use crate::{bad_input, Failure};
-use anyhow::anyhow;
+use anyhow::{anyhow, Context};
 use clap::Parser;
+use sluice_capture::{LinkType, PcapWriter, Stamps, MAX_SNAPLEN};
 use sluice_job::autoopts::{self as opts, Opt, Parsed};
+use sluice_sys::output::Output;
+use std::path::Path;
 
 /// The tools sluice stands in for.
 pub const TOOLS: [&str; 3] = ["tcpreplay", "tcprewrite", "tcpprep"];
@@ -90,10 +93,53 @@ fn parse_or_info(
 /// file header's snapshot length (0, or one past libpcap's largest, counts
 /// as that largest), which a damaged or odd file may exceed.
 fn libpcap_snap(reader: &sluice_capture::CaptureReader) -> usize {
-    const MAX: u32 = 262_144;
     match reader.snaplen() {
-        Some(n) if n > 0 && n <= MAX => n as usize,
-        _ => MAX as usize,
+        Some(n) if n > 0 && n <= MAX_SNAPLEN => n as usize,
+        _ => MAX_SNAPLEN as usize,
+    }
+}
+
+/// The pcap file a tool writes, with its header (written atomically,
+/// `sluice_sys::output`: put in place by [`pcap_commit`] only).
+fn pcap_out(
+    path: &str,
+    linktype: LinkType,
+    snaplen: u32,
+    stamps: Stamps,
+) -> Result<PcapWriter<Output>, Failure> {
+    let out = Output::create(Path::new(path)).map_err(crate::dest::output_failure)?;
+    Ok(PcapWriter::with_stamps(out, linktype, snaplen, stamps)
+        .with_context(|| format!("writing {path}"))?)
+}
+
+/// Flushes `w` and puts its file in place.
+fn pcap_commit(w: PcapWriter<Output>, path: &str) -> Result<(), Failure> {
+    let out = w.into_inner().with_context(|| format!("writing {path}"))?;
+    out.commit().with_context(|| format!("writing {path}"))?;
+    Ok(())
+}
+
+/// A number option's value as AutoOpts reads one (decimal, 0x hex or 0
+/// octal), in `T`'s range; the option is named in the error.
+fn number<T: std::str::FromStr>(p: &Parsed, name: &str) -> Result<Option<T>, Failure> {
+    p.value(name)
+        .map(|v| {
+            parse_c_number(v)
+                .and_then(|n| T::from_str(&n.to_string()).ok())
+                .ok_or_else(|| bad_input(anyhow!("--{name}: '{v}' is not a number in range")))
+        })
+        .transpose()
+}
+
+/// A number as AutoOpts reads one: decimal, 0x hex or 0 octal.
+fn parse_c_number(v: &str) -> Option<u64> {
+    let v = v.trim();
+    if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else if v.len() > 1 && v.starts_with('0') {
+        u64::from_str_radix(&v[1..], 8).ok()
+    } else {
+        v.parse().ok()
     }
 }
 

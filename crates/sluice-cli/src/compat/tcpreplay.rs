@@ -6,13 +6,12 @@
 //! with tcpreplay's summary lines (`Actual:`, `Rated:`, `Statistics for
 //! network device:`) unless `-q`.
 
-use super::{refuse, replay_args, Words};
+use super::{number, refuse, replay_args, Words};
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
-use sluice_capture::{CaptureReader, LinkType, PcapWriter, Stamps};
+use sluice_capture::{CaptureReader, LinkType, Stamps, MAX_SNAPLEN};
 use sluice_job::autoopts::{arg, flag, Opt, Parsed};
 use sluice_source::{Select, SelectRule};
-use sluice_sys::output::Output;
 use sluice_wire::{parse_layers, HeaderRewrite, Rewritten};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -195,8 +194,8 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
     // with the pause between them.
     let pause = loop_pause(&p).map_err(|e| bad_input(anyhow!(e)))?;
     let split_passes = p.has("topspeed") && pause.is_some();
-    let passes: u64 = if split_passes {
-        p.value("loop").and_then(|v| v.parse().ok()).unwrap_or(1)
+    let passes = if split_passes {
+        number::<u64>(&p, "loop")?.unwrap_or(1)
     } else {
         1
     };
@@ -387,24 +386,13 @@ fn check_write(p: &Parsed) -> Result<(), String> {
 /// addresses, as tcpreplay writes them.
 fn write(p: &Parsed, file: &str) -> Result<u8, Failure> {
     check_write(p).map_err(|e| bad_input(anyhow!(e)))?;
-    let loops: u64 = match p.value("loop") {
-        None => 1,
-        Some(v) => v
-            .parse()
-            .map_err(|_| bad_input(anyhow!("--loop: '{v}' is not a count")))?,
-    };
+    let loops = number::<u64>(p, "loop")?.unwrap_or(1);
     if loops == 0 {
         return Err(bad_input(anyhow!(
             "--loop 0 loops forever: with -w that is a file without end"
         )));
     }
-    let limit: Option<u64> = p
-        .value("limit")
-        .map(|v| {
-            v.parse()
-                .map_err(|_| bad_input(anyhow!("--limit: '{v}' is not a count")))
-        })
-        .transpose()?;
+    let limit = number::<u64>(p, "limit")?;
     let rule = |v: &str, o: &str| {
         v.parse::<SelectRule>()
             .map_err(|e| bad_input(anyhow!("--{o}: {e}")))
@@ -421,11 +409,7 @@ fn write(p: &Parsed, file: &str) -> Result<u8, Failure> {
     };
     let ins: Vec<&Path> = p.operands.iter().map(Path::new).collect();
     crate::dest::check(&ins, &[file])?;
-    let out = Output::create(Path::new(file)).map_err(crate::dest::output_failure)?;
-    let fatal = |e: std::io::Error| Failure::from(anyhow!("writing {file}: {e}"));
-    let mut writer =
-        PcapWriter::with_stamps(out, LinkType::ETHERNET, 262_144, Stamps::NanosAsMicros)
-            .map_err(fatal)?;
+    let mut writer = super::pcap_out(file, LinkType::ETHERNET, MAX_SNAPLEN, Stamps::NanosAsMicros)?;
     let began = Instant::now();
     let mut st = Stats::default();
     let mut frame = Vec::new();
@@ -461,14 +445,13 @@ fn write(p: &Parsed, file: &str) -> Result<u8, Failure> {
                 }
                 writer
                     .write_packet(pk.ts_ns, &frame, pk.orig_len)
-                    .map_err(fatal)?;
+                    .with_context(|| format!("writing {file}"))?;
                 st.packets += 1;
                 st.bytes += frame.len() as u64;
             }
         }
     }
-    let out = writer.into_inner().map_err(fatal)?;
-    out.commit().map_err(|e| Failure::from(anyhow!(e)))?;
+    super::pcap_commit(writer, file)?;
     st.took = began.elapsed();
     if !p.has("quiet") {
         st.print(file, None)?;

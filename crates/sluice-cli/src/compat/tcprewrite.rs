@@ -7,7 +7,7 @@
 //! they are, so the cache still indexes the output.
 
 use super::tcpedit::{mac_mask, subsmacs, Edited, L2Out, Tcpedit};
-use super::{refuse, replay_args, Words};
+use super::{number, parse_c_number, refuse, replay_args, Words};
 use crate::dest;
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
@@ -147,29 +147,6 @@ fn translate(p: &Parsed, w: &mut Words, side: usize, pnat: Option<&str>) -> Resu
         w.two("--split", &format!("tcpprep:{c}"));
     }
     Ok(())
-}
-
-/// A number option's value, named in the error.
-fn number<T: std::str::FromStr>(p: &Parsed, name: &str) -> Result<Option<T>, Failure> {
-    p.value(name)
-        .map(|v| {
-            parse_c_number(v)
-                .and_then(|n| T::from_str(&n.to_string()).ok())
-                .ok_or_else(|| bad_input(anyhow!("--{name}: '{v}' is not a number in range")))
-        })
-        .transpose()
-}
-
-/// A number as AutoOpts reads one: decimal, 0x hex or 0 octal.
-fn parse_c_number(v: &str) -> Option<u64> {
-    let v = v.trim();
-    if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        u64::from_str_radix(h, 16).ok()
-    } else if v.len() > 1 && v.starts_with('0') {
-        u64::from_str_radix(&v[1..], 8).ok()
-    } else {
-        v.parse().ok()
-    }
 }
 
 /// The editor the options ask for.
@@ -366,32 +343,19 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         .transpose()?;
 
     let mut reader = CaptureReader::open(input).map_err(|e| bad_input(anyhow!(e)))?;
-    let first = reader
-        .next_packet()
-        .map_err(|e| bad_input(anyhow!(e)))?
-        .map(|pk| pk.linktype);
-    let linktype = first.or(reader.linktype()).unwrap_or(LinkType::ETHERNET);
-    if linktype != LinkType::ETHERNET {
-        return Err(bad_input(anyhow!(
-            "tcprewrite: {input}: link type {} is not Ethernet; sluice tcprewrite edits \
-             Ethernet traces (sluice replay --to pcap:FILE gives other link types an \
-             Ethernet header)",
-            linktype.0
-        )));
-    }
-    // Start again from the first packet (it was read for its link type).
-    let mut reader = CaptureReader::open(input).map_err(|e| bad_input(anyhow!(e)))?;
-    let out = Output::create(Path::new(output)).map_err(dest::output_failure)?;
-    let mut writer =
-        PcapWriter::with_stamps(out, out_linktype(&p, linktype)?, 65_535, Stamps::Micros)
-            .with_context(|| format!("writing {output}"))
-            .map_err(fatal)?;
     let snap = super::libpcap_snap(&reader);
+    // Opened with the first packet's link type (a pcapng file has one per
+    // interface), which must be Ethernet and stay so.
+    let mut writer = None;
     let mut n = 0u64;
     let mut frame = Vec::new();
     while let Some(pk) = reader.next_packet().map_err(|e| bad_input(anyhow!(e)))? {
         n += 1;
-        if pk.linktype != linktype {
+        let w = match &mut writer {
+            Some(w) => w,
+            None => writer.insert(open_output(&p, input, output, pk.linktype)?),
+        };
+        if pk.linktype != LinkType::ETHERNET {
             return Err(bad_input(anyhow!(
                 "tcprewrite: {input}: packet {n} changes the link type; tcprewrite writes one"
             )));
@@ -414,25 +378,39 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
                 Edited::Drop => continue,
             },
         };
-        writer
-            .write_packet(pk.ts_ns, &frame, len)
-            .with_context(|| format!("writing {output}"))
-            .map_err(fatal)?;
+        w.write_packet(pk.ts_ns, &frame, len)
+            .with_context(|| format!("writing {output}"))?;
     }
-    let out = writer
-        .into_inner()
-        .with_context(|| format!("writing {output}"))
-        .map_err(fatal)?;
-    out.commit()
-        .map_err(|e| anyhow!(e))
-        .with_context(|| format!("writing {output}"))
-        .map_err(fatal)?;
+    let writer = match writer {
+        Some(w) => w,
+        // No packet: the file header alone, with the file's link type.
+        None => open_output(
+            &p,
+            input,
+            output,
+            reader.linktype().unwrap_or(LinkType::ETHERNET),
+        )?,
+    };
+    super::pcap_commit(writer, output)?;
     Ok(exit::OK)
 }
 
-fn fatal(e: anyhow::Error) -> Failure {
-    Failure {
-        code: exit::FATAL,
-        error: e,
+/// The output pcap for an input of `linktype`, which must be Ethernet: a
+/// microsecond file with snap length 65535 and the link type `--dlt`
+/// gives (tcprewrite's `pcap_open_dead(DLT, 65535)`).
+fn open_output(
+    p: &Parsed,
+    input: &str,
+    output: &str,
+    linktype: LinkType,
+) -> Result<PcapWriter<Output>, Failure> {
+    if linktype != LinkType::ETHERNET {
+        return Err(bad_input(anyhow!(
+            "tcprewrite: {input}: link type {} is not Ethernet; sluice tcprewrite edits \
+             Ethernet traces (sluice replay --to pcap:FILE gives other link types an \
+             Ethernet header)",
+            linktype.0
+        )));
     }
+    super::pcap_out(output, out_linktype(p, linktype)?, 65_535, Stamps::Micros)
 }
