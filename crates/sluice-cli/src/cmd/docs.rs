@@ -23,8 +23,7 @@ pub fn man(a: ManArgs) -> Result<u8, Failure> {
     let mut cmd = Cli::command();
     cmd.build();
     let Some(dir) = a.dir else {
-        let mut page = render(&cmd)?;
-        page.extend_from_slice(examples("sluice").as_bytes());
+        let page = render(&cmd, "sluice")?;
         std::io::stdout()
             .write_all(&page)
             .context("writing the man page")?;
@@ -39,8 +38,7 @@ pub fn man(a: ManArgs) -> Result<u8, Failure> {
     let mut pages = vec![("sluice".to_string(), cmd.clone())];
     collect(&cmd, "sluice", &mut pages);
     for (name, c) in &pages {
-        let mut page = render(&c.clone().name(name.clone()))?;
-        page.extend_from_slice(examples(name).as_bytes());
+        let page = render(&c.clone().name(name.clone()), name)?;
         write_atomically(&dir.join(format!("{name}.1")), &page)?;
     }
     eoutln!(
@@ -123,12 +121,14 @@ fn roff_text(s: &str) -> String {
     }
 }
 
-fn render(cmd: &clap::Command) -> Result<Vec<u8>, Failure> {
-    let mut page = Vec::new();
+/// The man page `page` of `cmd` (roff), its EXAMPLES section last.
+fn render(cmd: &clap::Command, page: &str) -> Result<Vec<u8>, Failure> {
+    let mut out = Vec::new();
     clap_mangen::Man::new(cmd.clone())
-        .render(&mut page)
+        .render(&mut out)
         .context("rendering the man page")?;
-    Ok(page)
+    out.extend_from_slice(examples(page).as_bytes());
+    Ok(out)
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
