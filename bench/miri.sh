@@ -2,7 +2,7 @@
 # Runs the hand-written unsafe and lock-free code's unit tests under Miri,
 # which reports undefined behaviour and data races (an atomic ordering too
 # weak shows up as a race on a ring entry). Today: the AF_XDP ring index
-# arithmetic (crates/sluice-sink/src/xdp/index.rs: producer and consumer
+# arithmetic (crates/sluice-sys/src/xdp/index.rs: producer and consumer
 # on two threads, indices wrapping at u32::MAX) and the TX/completion rings
 # over ordinary memory against a simulated kernel (xdp/ring.rs).
 #
@@ -21,4 +21,4 @@ if ! cargo +nightly miri --version >/dev/null 2>&1; then
   echo "  rustup +nightly component add miri rust-src" >&2
   exit 2
 fi
-exec cargo +nightly miri test -p sluice-sink --lib "$filter"
+exec cargo +nightly miri test -p sluice-sys --lib "$filter"

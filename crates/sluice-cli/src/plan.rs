@@ -11,7 +11,7 @@ use sluice_engine::{EngineConfig, EngineError, LiveRate, RxStampMode, Summary};
 use sluice_job::rate::{Nominal, Ramp};
 use sluice_pace::Timeline;
 use sluice_receive::RxDoc;
-use sluice_sink::{DualSink, Sink, SinkError, SinkSpec};
+use sluice_sink::{DualSink, Sink, SinkError, SinkOptions, SinkSpec};
 use sluice_source::Fault;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -39,6 +39,9 @@ pub struct SendPlan<'a> {
     pub engine: EngineConfig,
     /// The rate the job was planned at ([`SendPlan::rate`]).
     pub nominal: Nominal,
+    /// Bytes each xdp sink keeps room for in its UMEM, for the frames of
+    /// a preloaded trace (placed once, sent with no copy).
+    pub xdp_keep: u64,
 }
 
 impl<'a> SendPlan<'a> {
@@ -61,6 +64,7 @@ impl<'a> SendPlan<'a> {
             outputs: run_outputs(opts),
             engine: engine_config(opts, topspeed),
             nominal: Nominal::None("this command"),
+            xdp_keep: 0,
         }
         .reads_ramp())
     }
@@ -203,9 +207,9 @@ impl<'a> SendPlan<'a> {
             .as_deref()
             .map(|p| Dest::open_log(p, "--stats-json"))
             .transpose()?;
-        let mut sinks = open_sinks(o, &o.to)?;
+        let mut sinks = open_sinks(o, &o.to, self.xdp_keep)?;
         if let Some(to2) = self.to2 {
-            let second = open_sinks(o, to2)?;
+            let second = open_sinks(o, to2, self.xdp_keep)?;
             sinks = sinks
                 .into_iter()
                 .zip(second)
@@ -238,7 +242,9 @@ impl<'a> SendPlan<'a> {
         let beside = o
             .rx
             .as_deref()
-            .map(|iface| sluice_receive::Beside::start(iface, o.rx_clock.clone(), o.clock_shift))
+            .map(|iface| {
+                sluice_receive::Beside::start(iface, o.rx_clock.clone(), o.clock_shift, o.rx_path)
+            })
             .transpose()
             .map_err(crate::failure::receive_failure)?;
         progress.rx = beside.as_ref().map(|b| b.live.clone());
@@ -423,8 +429,11 @@ fn check_sink(o: &RunOpts, to: &SinkSpec) -> Result<(), Failure> {
 }
 
 /// One sink per TX thread (the sink was checked by [`check_sink`]).
-fn open_sinks(o: &RunOpts, to: &SinkSpec) -> Result<Vec<Box<dyn Sink>>, Failure> {
-    let opts = o.send.sink_options();
+fn open_sinks(o: &RunOpts, to: &SinkSpec, keep: u64) -> Result<Vec<Box<dyn Sink>>, Failure> {
+    let opts = SinkOptions {
+        xdp_keep: keep,
+        ..o.send.sink_options()
+    };
     (0..o.send.threads)
         .map(|k| {
             to.open(k, &opts).map_err(|e| match e {

@@ -799,3 +799,87 @@ fn rfc2544_marks_every_trial_whose_sender_fell_short() {
         assert!(!page.contains(absent), "{absent}: {page}");
     }
 }
+
+/// Both receive paths, on a plain veth pair: AF_XDP (its own XDP program
+/// steering the queue to a socket) and the TPACKET ring each account for
+/// every stamped frame a bare `--to IFACE` sender sent (counted, or
+/// dropped by the kernel and counted as such), and say which path and
+/// which receive times they used. The sender's bare interface took xdp:.
+#[test]
+fn both_receive_paths_account_for_every_frame_and_say_which_ran() {
+    use sluice_testkit::{require, require_root};
+    if !(require_root("rx path tests") && require("ip", "rx path tests")) {
+        return;
+    }
+    let d = tmpdir("rx-paths");
+    let input = d.join("t.pcap");
+    let n = 3000u64;
+    let frames: Vec<(u64, Vec<u8>)> = (0..n)
+        .map(|i| (1_000_000_000 + i * 200_000, frame(i, 200)))
+        .collect();
+    write_frames(&input, &frames);
+    let p = Pair::up("rp");
+    let (to, rx_if) = (format!("{}a", p.t), format!("{}b", p.t));
+    for (path, want_path, want_stamps) in [("xdp", "xdp-", "read"), ("ring", "ring", "kernel")] {
+        let (summary, lines) = (
+            d.join(format!("{path}.json")),
+            d.join(format!("{path}.jsonl")),
+        );
+        let (mut rx, mut err) = start_rx(
+            &[
+                "rx",
+                &rx_if,
+                "--rx-path",
+                path,
+                "--idle",
+                "2s",
+                "--duration",
+                "60s",
+                "-q",
+            ],
+            &summary,
+            &lines,
+        );
+        let sent = d.join(format!("{path}-tx.json"));
+        let o = run(&[
+            "replay",
+            input.to_str().unwrap(),
+            "--to",
+            &to,
+            "--rx-stamp",
+            "replace",
+            "-q",
+            "--summary-json",
+            sent.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let tx = sluice_testkit::checked_json(&std::fs::read(&sent).unwrap());
+        assert_eq!(tx["packets"], n, "{tx}");
+        let how = tx["tx_path"].as_str().unwrap_or_default();
+        assert!(
+            how.starts_with("xdp-"),
+            "a bare interface sends by AF_XDP here: {tx}"
+        );
+        assert!(
+            tx["sink"].as_str().unwrap().contains("the fastest path"),
+            "{tx}"
+        );
+        let status = wait_within(&mut rx, std::time::Duration::from_secs(90));
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        assert!(status.success(), "rx --rx-path {path}: {rest}");
+        let s = sluice_testkit::checked_json(&std::fs::read(&summary).unwrap());
+        assert!(s["path"].as_str().unwrap().starts_with(want_path), "{s}");
+        assert_eq!(s["stamps"], want_stamps, "{s}");
+        let (got, drops) = (
+            s["frames"].as_u64().unwrap(),
+            s["kernel_drops"].as_u64().unwrap(),
+        );
+        assert!(got > 0, "{s}");
+        assert_eq!(
+            got + drops,
+            n,
+            "every frame counted or counted as dropped: {s}"
+        );
+    }
+}

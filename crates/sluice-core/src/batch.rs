@@ -40,7 +40,15 @@ pub struct Batch {
     /// one pass's frames only where the outbox ends batches at pass ends
     /// (`Outbox::end_pass`); otherwise it is the pass of its last frame.
     pub pass: u64,
+    /// Nonzero while the batch is kept unchanged for the rest of the run
+    /// (a preloaded pass, sent again each pass): a name no other batch of
+    /// the process has, so a sink may keep its own copy of the frames and
+    /// send that on later passes ([`Batch::keep`]).
+    pub kept: u64,
 }
+
+/// The last name [`Batch::keep`] gave.
+static KEPT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Default for Batch {
     fn default() -> Self {
@@ -56,6 +64,7 @@ impl Batch {
             spacings: Vec::new(),
             ports: Vec::new(),
             pass: 0,
+            kept: 0,
         }
     }
 
@@ -67,6 +76,7 @@ impl Batch {
             spacings: Vec::new(),
             ports: Vec::new(),
             pass: 0,
+            kept: 0,
         }
     }
 
@@ -76,6 +86,13 @@ impl Batch {
         self.spacings.clear();
         self.ports.clear();
         self.pass = 0;
+        self.kept = 0;
+    }
+
+    /// Marks the batch as kept unchanged from now on (its frames will not
+    /// be written again while anyone holds it), under a new name.
+    pub fn keep(&mut self) {
+        self.kept = KEPT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
     }
 
     /// The output port of entry `i` (0: the first).

@@ -326,6 +326,7 @@ impl Feeder {
             return fresh;
         };
         p.cached += size;
+        full.keep();
         p.batches.push((lane, Arc::new(full)));
         if p.cached > p.budget {
             let p = self.preload.take().expect("preloading");

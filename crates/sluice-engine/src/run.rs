@@ -2,7 +2,9 @@
 //! statistics once per interval, collect the summary.
 
 use crate::config::{ClockChoice, EngineConfig};
-use crate::stats::{CounterSnapshot, IntervalStats, Observer, SharedCounters, Summary};
+use crate::stats::{
+    CounterSnapshot, FrameCopies, IntervalStats, Observer, SharedCounters, Summary,
+};
 use crate::tsc::TscClock;
 use crate::tx::{Board, Feed, TxCore, TxLoop, TxReport, TxSetup};
 use sluice_core::{Clock, ErrorHistogram, Fates, MonoTime, MonotonicClock, Nanos, VirtualClock};
@@ -424,8 +426,12 @@ impl<'a> Run<'a> {
         let mut threads = 0;
         let mut first_error = None;
         let mut tx_path = None;
+        let mut copies: Option<sluice_sink::Copies> = None;
         for r in reports {
             tx_path = tx_path.or(r.tx_path);
+            if let Some(c) = r.copies {
+                *copies.get_or_insert_default() += c;
+            }
             threads += 1;
             totals += r.totals;
             last_send = last_send.max(r.last_send);
@@ -437,6 +443,7 @@ impl<'a> Run<'a> {
         let duration = last_send.since(self.start).as_secs_f64();
         let mut summary = Summary::base(sinks, threads, &totals, duration, hist, self.cfg.topspeed);
         summary.tx_path = tx_path.map(str::to_string);
+        summary.frame_copies = copies.map(FrameCopies::from);
         summary.clock = self.tsc.map(|t| t.report());
         (summary, first_error)
     }

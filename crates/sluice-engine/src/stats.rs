@@ -243,6 +243,10 @@ pub struct Summary {
     /// How frames reached the device: `tx-ring`, `sendmmsg`, `xdp-copy`,
     /// `xdp-zerocopy`; null for files and `null`.
     pub tx_path: Option<String>,
+    /// How frames reached an xdp sink's UMEM: placed once and sent again
+    /// without a copy, or copied on each send; null for the other sinks.
+    #[serde(default)]
+    pub frame_copies: Option<FrameCopies>,
     /// `--clock tsc`: the counter's calibrated rate and its drift from
     /// CLOCK_MONOTONIC over the run; null for the other clocks.
     pub clock: Option<crate::tsc::ClockReport>,
@@ -287,6 +291,28 @@ pub struct Summary {
     /// Stopped by a signal before the end.
     pub interrupted: bool,
     pub warnings: Vec<String>,
+}
+
+/// How frames reached a sink's memory ([`Summary::frame_copies`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct FrameCopies {
+    /// Frames of a preloaded trace copied into the UMEM, once each.
+    pub placed: u64,
+    /// Sends of a placed frame (no copy).
+    pub sent_in_place: u64,
+    /// Sends that copied the frame: a trace streamed from its file, a
+    /// frame built per send, or no room left to keep it.
+    pub copied: u64,
+}
+
+impl From<sluice_sink::Copies> for FrameCopies {
+    fn from(c: sluice_sink::Copies) -> Self {
+        FrameCopies {
+            placed: c.placed,
+            sent_in_place: c.in_place,
+            copied: c.copied,
+        }
+    }
 }
 
 /// What time-series play adds to a summary.
@@ -532,6 +558,22 @@ impl Summary {
         }
         if let Some(series) = &self.series {
             series.render(&mut s);
+        }
+        if let Some(c) = &self.frame_copies {
+            s.push_str(&format!(
+                "\nUMEM: {} frames placed once and sent {} times without a copy; {} sends copied{}",
+                c.placed,
+                c.sent_in_place,
+                c.copied,
+                if c.copied == 0 {
+                    ""
+                } else if c.placed == 0 {
+                    " (frames streamed or built per send, or a preloaded trace larger than the \
+                     last-level cache, which is faster copied into frames still in cache)"
+                } else {
+                    " (the UMEM had no room left to keep them)"
+                }
+            ));
         }
         if !self.source.is_empty() {
             s.push_str("\nsource:");

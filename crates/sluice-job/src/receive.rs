@@ -7,6 +7,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use sluice_analyze::streams::ClockCorrection;
 use sluice_core::Nanos;
+use sluice_sys::xdp::rx::RxPath;
 use sluice_wire::MacAddr;
 use std::net::Ipv4Addr;
 
@@ -30,6 +31,9 @@ pub struct RxOpts {
     #[arg(long, value_name = "FIRST[-LAST]=OFFSET", allow_hyphen_values = true)]
     #[serde(with = "text::vec")]
     pub rx_clock: Vec<ClockCorrection>,
+    /// How frames are taken: auto (AF_XDP where its program attaches, else the TPACKET ring), xdp, or ring (kernel receive times, and the kernel's stack keeps every frame).
+    #[arg(long, value_name = "auto|xdp|ring", default_value_t = RxPath::Auto)]
+    pub rx_path: RxPath,
 }
 
 fn sizes() -> Vec<String> {

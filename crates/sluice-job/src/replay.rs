@@ -47,6 +47,8 @@ pub struct ReplayOpts {
     /// Read the trace into memory before starting and send every pass from
     /// there (no file reading while sending). Falls back to streaming, with a
     /// warning, if the trace needs more than half of the available memory.
+    /// To xdp:IFACE or a bare IFACE a trace preloads without it when twice
+    /// its size fits that budget (its frames then leave the UMEM uncopied).
     #[arg(long)]
     pub preload: bool,
     /// Memory budget of --preload in bytes (default: half of MemAvailable).

@@ -137,6 +137,7 @@ impl SendOpts {
             xdp_mode: self.xdp_mode,
             tx_queues: self.tx_queues.as_ref().map(|q| q.0.clone()),
             launch_time: self.launch_time,
+            xdp_keep: 0,
         }
     }
 

@@ -8,7 +8,9 @@ pub mod rfc2544;
 
 use serde::Serialize;
 use sluice_analyze::streams::{ClockCorrection, StreamCounter, StreamReport};
-use sluice_sys::rx_ring::RxRing;
+use sluice_sys::rx_ring::{RingFrame, RxRing};
+pub use sluice_sys::xdp::rx::RxPath;
+use sluice_sys::xdp::rx::XskRx;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -45,8 +47,16 @@ pub struct RxDoc {
     /// True for the summary, false for a statistics line.
     #[serde(rename = "final")]
     pub last: bool,
-    /// Where receive times come from: `kernel` or `hardware`.
+    /// Where receive times come from: `kernel`, `hardware`, or `read`
+    /// (AF_XDP: taken as each batch of frames is read).
     pub stamps: String,
+    /// How frames reached the receiver: `ring` (TPACKET_V3), `xdp-copy`,
+    /// `xdp-generic` or `xdp-zerocopy` (AF_XDP).
+    #[serde(default)]
+    pub path: String,
+    /// Why `--rx-path auto` took the ring (AF_XDP refused); null else.
+    #[serde(default)]
+    pub path_note: Option<String>,
     /// Stamped frames received (duplicates included).
     pub frames: u64,
     /// Frames without a stamp (other traffic).
@@ -66,7 +76,8 @@ pub struct RxDoc {
 /// beside a sending command.
 pub struct Receiver {
     iface: String,
-    rx: RxRing,
+    rx: Frames,
+    path_note: Option<String>,
     pub counter: StreamCounter,
     drops: u64,
     /// Added to every receive time (tests only: `--clock-shift`).
@@ -74,6 +85,51 @@ pub struct Receiver {
     started: Instant,
     /// CLOCK_REALTIME − CLOCK_MONOTONIC when receiving began, ns.
     realtime_offset: i128,
+}
+
+/// Where a receiver's frames come from.
+enum Frames {
+    Ring(RxRing),
+    Xdp(XskRx),
+}
+
+impl Frames {
+    /// Opens the path `path` asks for; with `auto`, AF_XDP first, and the
+    /// ring with the reason AF_XDP was refused.
+    fn open(iface: &str, path: RxPath) -> std::io::Result<(Frames, Option<String>)> {
+        match path {
+            RxPath::Ring => Ok((Frames::Ring(RxRing::open(iface)?), None)),
+            RxPath::Xdp => Ok((Frames::Xdp(XskRx::open(iface)?), None)),
+            RxPath::Auto => match XskRx::open(iface) {
+                Ok(x) => Ok((Frames::Xdp(x), None)),
+                Err(e) => {
+                    let ring = RxRing::open(iface)?;
+                    Ok((Frames::Ring(ring), Some(format!("AF_XDP refused: {e}"))))
+                }
+            },
+        }
+    }
+
+    fn drain(&mut self, wait: Duration, f: impl FnMut(RingFrame<'_>)) -> std::io::Result<u64> {
+        match self {
+            Frames::Ring(r) => r.drain(wait, f),
+            Frames::Xdp(x) => x.drain(wait, f),
+        }
+    }
+
+    fn drops(&mut self) -> u64 {
+        match self {
+            Frames::Ring(r) => r.drops().unwrap_or(0),
+            Frames::Xdp(x) => x.drops(),
+        }
+    }
+
+    fn path(&self) -> &'static str {
+        match self {
+            Frames::Ring(_) => "ring",
+            Frames::Xdp(x) => x.path(),
+        }
+    }
 }
 
 /// CLOCK_REALTIME − CLOCK_MONOTONIC now, ns: constant unless the wall
@@ -88,20 +144,24 @@ fn realtime_offset() -> i128 {
 impl Receiver {
     /// Opens the receive socket on `iface` (a missing interface is bad
     /// input, a refused socket the environment's); `clocks` correct the
-    /// stamps of other hosts' streams, `shift_ns` moves receive times.
+    /// stamps of other hosts' streams, `shift_ns` moves receive times;
+    /// `path` says how frames are taken.
     pub fn open(
         iface: &str,
         clocks: Vec<ClockCorrection>,
         shift_ns: i64,
+        path: RxPath,
     ) -> Result<Receiver, ReceiveError> {
-        let rx = RxRing::open(iface).map_err(|error| ReceiveError::Open {
-            iface: iface.to_string(),
-            error,
-        })?;
+        let (mut rx, path_note) =
+            Frames::open(iface, path).map_err(|error| ReceiveError::Open {
+                iface: iface.to_string(),
+                error,
+            })?;
         let _ = rx.drops(); // counts from here
         Ok(Receiver {
             iface: iface.to_string(),
             rx,
+            path_note,
             counter: StreamCounter::with_clocks(clocks),
             drops: 0,
             shift_ns,
@@ -111,11 +171,21 @@ impl Receiver {
     }
 
     pub fn stamps(&self) -> &'static str {
-        if self.rx.hardware_stamps() {
-            "hardware"
-        } else {
-            "kernel"
+        match &self.rx {
+            Frames::Ring(r) if r.hardware_stamps() => "hardware",
+            Frames::Ring(_) => "kernel",
+            Frames::Xdp(_) => "read",
         }
+    }
+
+    /// How frames reach the receiver (`ring`, `xdp-copy`, …).
+    pub fn path(&self) -> &'static str {
+        self.rx.path()
+    }
+
+    /// Why AF_XDP was not taken, where `auto` fell back to the ring.
+    pub fn path_note(&self) -> Option<&str> {
+        self.path_note.as_deref()
     }
 
     /// Takes the frames the ring holds, waiting up to `wait` for some;
@@ -138,12 +208,14 @@ impl Receiver {
 
     /// What was counted so far (`last`: the final count).
     pub fn doc(&mut self, last: bool) -> RxDoc {
-        self.drops += self.rx.drops().unwrap_or(0);
+        self.drops += self.rx.drops();
         RxDoc {
             iface: self.iface.clone(),
             t: self.started.elapsed().as_secs_f64(),
             last,
             stamps: self.stamps().to_string(),
+            path: self.path().to_string(),
+            path_note: self.path_note.clone(),
             frames: self.counter.frames(),
             unstamped: self.counter.unstamped,
             other_streams: self.counter.other_streams,
@@ -193,8 +265,9 @@ impl Beside {
         iface: &str,
         clocks: Vec<ClockCorrection>,
         shift_ns: i64,
+        path: RxPath,
     ) -> Result<Beside, ReceiveError> {
-        let mut r = Receiver::open(iface, clocks, shift_ns)?;
+        let mut r = Receiver::open(iface, clocks, shift_ns, path)?;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let live = SharedLive::default();
         let (flag, shared) = (stop.clone(), live.clone());
@@ -265,9 +338,12 @@ fn glance(d: &RxDoc) -> String {
 /// The receiver's part of a summary on stderr: one line per stream.
 pub fn render(d: &RxDoc) -> String {
     let mut s = format!(
-        "received {} stamped frames on {} in {:.3} s ({} other frames, {} dropped by the kernel; {} receive times)",
-        d.frames, d.iface, d.t, d.unstamped, d.kernel_drops, d.stamps
+        "received {} stamped frames on {} in {:.3} s ({} other frames, {} dropped by the kernel; {} receive times, by {})",
+        d.frames, d.iface, d.t, d.unstamped, d.kernel_drops, d.stamps, d.path
     );
+    if let Some(n) = &d.path_note {
+        s += &format!("\n{n}; the TPACKET ring received instead");
+    }
     for st in &d.streams {
         let p = &st.latency.percentiles;
         s += &format!(

@@ -92,6 +92,8 @@ pub struct AfPacketSink {
     /// With checksum offload, who computes the sums (for `describe`),
     /// asked of the driver once at open.
     csum_by: &'static str,
+    /// Why a bare `--to IFACE` came here (for `describe`).
+    picked: Option<String>,
 }
 
 enum Path {
@@ -201,7 +203,14 @@ impl AfPacketSink {
             rejected: 0,
             vnet,
             csum_by,
+            picked: None,
         })
+    }
+
+    /// The sink a bare `--to IFACE` chose, and why.
+    pub fn picked(mut self, why: String) -> Self {
+        self.picked = Some(why);
+        self
     }
 
     pub fn uses_ring(&self) -> bool {
@@ -499,9 +508,12 @@ impl Sink for AfPacketSink {
         } else {
             "sendmmsg"
         };
+        let picked = self.picked.as_deref().map(|p| format!("; {p}"));
         format!(
-            "afpacket:{} ({how}, qdisc bypass{})",
-            self.iface, self.csum_by
+            "afpacket:{} ({how}, qdisc bypass{}{})",
+            self.iface,
+            self.csum_by,
+            picked.unwrap_or_default()
         )
     }
 }

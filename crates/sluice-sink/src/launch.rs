@@ -55,6 +55,10 @@ pub fn unavailable(to: &SinkSpec, mode: XdpMode) -> Option<String> {
                  hand-off yet)"
             )
         }),
+        SinkSpec::Iface(i) => Some(format!(
+            "{i}: neither afpacket's SO_TXTIME hand-off nor AF_XDP launch time is built into \
+             sluice yet"
+        )),
         SinkSpec::Xdp(i) => Some(match mode {
             XdpMode::Copy => format!(
                 "xdp:{i} in copy mode: the kernel hands frames straight to the driver, past any \

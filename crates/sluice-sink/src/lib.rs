@@ -83,6 +83,36 @@ pub enum Takes {
     Datagrams,
 }
 
+/// Frame `index` of the `count` frames of kept batch `batch`
+/// (`sluice_core::Batch::kept`): bytes that stay the same for the rest of
+/// the run, so a sink may keep its own copy and send that again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeptFrame {
+    pub batch: u64,
+    pub index: u32,
+    pub count: u32,
+}
+
+/// How a sink's frames reached its buffers: kept frames placed once and
+/// sent from there again, or frames copied on each send.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Copies {
+    /// Kept frames copied into the sink's memory, once each.
+    pub placed: u64,
+    /// Sends of a placed frame: no copy at all.
+    pub in_place: u64,
+    /// Sends that copied the frame (not kept, or no room to keep it).
+    pub copied: u64,
+}
+
+impl std::ops::AddAssign for Copies {
+    fn add_assign(&mut self, o: Copies) {
+        self.placed += o.placed;
+        self.in_place += o.in_place;
+        self.copied += o.copied;
+    }
+}
+
 /// A packet destination.
 pub trait Sink: Send {
     /// Queues one frame. `stamp_ns` is the send time as nanoseconds since the
@@ -111,6 +141,17 @@ pub trait Sink: Send {
     /// a sink with one output takes every frame.
     fn send_on(&mut self, _port: u8, frame: &[u8], stamp_ns: u64) -> Result<(), SinkError> {
         self.send(frame, stamp_ns)
+    }
+    /// Queues one frame of a kept batch: a sink that keeps frames places
+    /// it the first time and sends its own copy from then on; the others
+    /// send it as any frame.
+    fn send_kept(&mut self, _at: KeptFrame, frame: &[u8], stamp_ns: u64) -> Result<(), SinkError> {
+        self.send(frame, stamp_ns)
+    }
+    /// How frames reached the sink's buffers, for sinks that keep frames
+    /// (none for the others).
+    fn copies(&self) -> Option<Copies> {
+        None
     }
     /// What `send` takes: whole Ethernet frames, or UDP payloads.
     fn takes(&self) -> Takes {

@@ -29,6 +29,9 @@ pub struct SinkOptions {
     pub tx_queues: Option<Vec<usize>>,
     /// Departures timed by the NIC.
     pub launch_time: LaunchTime,
+    /// Bytes an xdp sink keeps room for in its UMEM, for the frames of a
+    /// preloaded trace: placed once, then sent with no copy.
+    pub xdp_keep: u64,
 }
 
 impl SinkSpec {
@@ -75,7 +78,7 @@ impl SinkSpec {
             }
         }
         if let Some(q) = &o.tx_queues {
-            if !matches!(self, SinkSpec::Xdp(_)) {
+            if !matches!(self, SinkSpec::Xdp(_) | SinkSpec::Iface(_)) {
                 return Err("--tx-queues needs an xdp:IFACE sink".into());
             }
             if q.len() != o.threads {
@@ -95,7 +98,7 @@ impl SinkSpec {
                 );
             }
         }
-        if o.csum_offload && !matches!(self, SinkSpec::AfPacket(_)) {
+        if o.csum_offload && !matches!(self, SinkSpec::AfPacket(_) | SinkSpec::Iface(_)) {
             return Err(
                 "--csum-offload needs an afpacket:IFACE sink (a file or null has no device to compute checksums; xdp has no checksum offload on this path)".into()
             );
@@ -113,17 +116,49 @@ impl SinkSpec {
                 Box::new(AfPacketSink::open(iface, o.tx_mode, o.csum_offload)?)
             }
             SinkSpec::Xdp(iface) => {
-                let queue = o
-                    .tx_queues
-                    .as_ref()
-                    .and_then(|q| q.get(k))
-                    .copied()
-                    .unwrap_or(k) as u32;
-                Box::new(XdpSink::open(iface, queue, o.xdp_mode)?)
+                Box::new(XdpSink::open(iface, queue(k, o), o.xdp_mode, o.xdp_keep)?)
             }
+            SinkSpec::Iface(iface) => fastest(iface, k, o)?,
             SinkSpec::Udp(target) => Box::new(UdpSink::open(target)?),
         })
     }
+}
+
+/// The interface queue of TX thread `k` (`--tx-queues`, else queue k).
+fn queue(k: usize, o: &SinkOptions) -> u32 {
+    o.tx_queues
+        .as_ref()
+        .and_then(|q| q.get(k))
+        .copied()
+        .unwrap_or(k) as u32
+}
+
+/// A bare `--to IFACE`: AF_XDP where the options allow it and the socket
+/// binds, else the AF_PACKET ring; the sink's description says which and
+/// why.
+fn fastest(iface: &str, k: usize, o: &SinkOptions) -> Result<Box<dyn Sink>, SinkError> {
+    let queues = sluice_sys::net::queues(iface, "tx").unwrap_or(1).max(1);
+    let not_xdp = if o.csum_offload {
+        Some("--csum-offload is the ring's".to_string())
+    } else if o.tx_mode != TxMode::Auto {
+        Some(format!("--tx-mode {} is the ring's", o.tx_mode))
+    } else if o.tx_queues.is_none() && queues < o.threads {
+        Some(format!(
+            "AF_XDP takes a TX queue per thread and {iface} has {queues} for {} threads",
+            o.threads
+        ))
+    } else {
+        None
+    };
+    let why = match not_xdp {
+        None => match XdpSink::open(iface, queue(k, o), o.xdp_mode, o.xdp_keep) {
+            Ok(x) => return Ok(Box::new(x.picked(format!("the fastest path to {iface}")))),
+            Err(e) => format!("AF_XDP refused: {e}"),
+        },
+        Some(why) => why,
+    };
+    let a = AfPacketSink::open(iface, o.tx_mode, o.csum_offload)?;
+    Ok(Box::new(a.picked(format!("picked for {iface}: {why}"))))
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! `--to SINK` specifications: `null`, `pcap:PATH`, `afpacket:IFACE`,
-//! `xdp:IFACE`, `udp:HOST:PORT`.
+//! `xdp:IFACE`, `udp:HOST:PORT`, and a bare `IFACE` (the fastest of
+//! `xdp:` and `afpacket:` the interface allows, chosen as it opens).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -12,6 +13,9 @@ pub enum SinkSpec {
     AfPacket(String),
     /// AF_XDP on an interface: one XDP socket per TX thread and queue.
     Xdp(String),
+    /// A bare interface name: `xdp:` where AF_XDP binds there, else
+    /// `afpacket:` ([`SinkSpec::open`] chooses, the summary says which).
+    Iface(String),
     /// `HOST:PORT`, resolved when the sink opens.
     Udp(String),
 }
@@ -43,18 +47,26 @@ impl FromStr for SinkSpec {
             ("pcap", _) => Err("pcap sink needs a path: pcap:PATH".into()),
             ("afpacket", _) => Err("afpacket sink needs an interface: afpacket:IFACE".into()),
             ("xdp", _) => Err("xdp sink needs an interface: xdp:IFACE".into()),
+            (i, "") if !s.contains(':') && iface_name(i) => Ok(SinkSpec::Iface(i.to_string())),
             _ => Err(format!(
-                "unknown sink '{s}': expected null, pcap:PATH, afpacket:IFACE, xdp:IFACE or udp:HOST:PORT"
+                "unknown sink '{s}': expected null, pcap:PATH, afpacket:IFACE, xdp:IFACE, IFACE or udp:HOST:PORT"
             )),
         }
     }
 }
 
+/// Whether `i` can name an interface (what the kernel takes: 1 to 15
+/// bytes, no `/`, no white space).
+fn iface_name(i: &str) -> bool {
+    !i.is_empty() && i.len() < 16 && !i.contains('/') && !i.chars().any(char::is_whitespace)
+}
+
 impl SinkSpec {
-    /// The network interface frames leave by (`afpacket:` and `xdp:`).
+    /// The network interface frames leave by (`afpacket:`, `xdp:`, a bare
+    /// `IFACE`).
     pub fn iface(&self) -> Option<&str> {
         match self {
-            SinkSpec::AfPacket(i) | SinkSpec::Xdp(i) => Some(i),
+            SinkSpec::AfPacket(i) | SinkSpec::Xdp(i) | SinkSpec::Iface(i) => Some(i),
             _ => None,
         }
     }
@@ -67,6 +79,7 @@ impl fmt::Display for SinkSpec {
             SinkSpec::Pcap(p) => write!(f, "pcap:{}", p.display()),
             SinkSpec::AfPacket(i) => write!(f, "afpacket:{i}"),
             SinkSpec::Xdp(i) => write!(f, "xdp:{i}"),
+            SinkSpec::Iface(i) => write!(f, "{i}"),
             SinkSpec::Udp(t) => write!(f, "udp:{t}"),
         }
     }
@@ -112,6 +125,15 @@ mod tests {
             .parse::<SinkSpec>()
             .unwrap_err()
             .contains("unknown sink"));
+        assert_eq!("veth0".parse(), Ok(SinkSpec::Iface("veth0".into())));
+        assert_eq!(SinkSpec::Iface("veth0".into()).to_string(), "veth0");
+        assert_eq!(SinkSpec::Iface("veth0".into()).iface(), Some("veth0"));
+        assert!("a b".parse::<SinkSpec>().is_err());
+        assert!("aaaaaaaaaaaaaaaaaaaa".parse::<SinkSpec>().is_err());
+        assert!("pcap"
+            .parse::<SinkSpec>()
+            .unwrap_err()
+            .contains("needs a path"));
         assert!("afpacket:aaaaaaaaaaaaaaaaaaaa".parse::<SinkSpec>().is_err());
     }
 }

@@ -22,6 +22,34 @@ pub fn max_possible_cpu() -> usize {
         .unwrap_or_else(|| online_cpus().saturating_sub(1))
 }
 
+/// Bytes of the last-level cache CPU 0 sees (the highest `level` under
+/// `/sys/devices/system/cpu/cpu0/cache/`), or None where sysfs does not
+/// say.
+pub fn last_level_cache() -> Option<u64> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    dir.filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("index"))
+        .filter_map(|e| {
+            let read = |f: &str| std::fs::read_to_string(e.path().join(f)).ok();
+            let level: u32 = read("level")?.trim().parse().ok()?;
+            Some((level, cache_size(&read("size")?)?))
+        })
+        .max()
+        .map(|(_, size)| size)
+}
+
+/// A cache size as sysfs writes it: `32768K`, `1M`, or bytes.
+fn cache_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (digits, unit) = match s.as_bytes().last()? {
+        b'K' => (&s[..s.len() - 1], 1 << 10),
+        b'M' => (&s[..s.len() - 1], 1 << 20),
+        b'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(unit)
+}
+
 /// Most interface queues a list may name: the kernel's own limit on a
 /// device's TX queues (`ip link add … numtxqueues` refuses more).
 pub const MAX_QUEUE: usize = 4095;
@@ -88,6 +116,14 @@ fn parse_bounded_list(s: &str, max: usize, noun: &str, what: &str) -> Result<Vec
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cache_sizes_read_as_sysfs_writes_them() {
+        assert_eq!(super::cache_size("32768K\n"), Some(32 << 20));
+        assert_eq!(super::cache_size("1M"), Some(1 << 20));
+        assert_eq!(super::cache_size("512"), Some(512));
+        assert_eq!(super::cache_size("K"), None);
+        assert_eq!(super::cache_size(""), None);
+    }
     use super::*;
 
     #[test]

@@ -11,7 +11,9 @@
 //!   [`ethtool`]: what their drivers offer (timestamps, checksum offload).
 //! - [`tap`]: TAP devices (`sluice pace`), and [`packet_rx`]: receiving
 //!   the frames of one interface (the return path to a TAP), and
-//!   [`rx_ring`]: a TPACKET_V3 receive ring (`sluice rx`, `--rx`).
+//!   [`rx_ring`]: a TPACKET_V3 receive ring (`sluice rx`, `--rx`), and
+//!   [`xdp`]: AF_XDP's rings (the `xdp:` sink's hot path) and receiving
+//!   through them, with the small XDP program that steers frames there.
 //! - [`process`]: a worker's jobs: stopped by SIGTERM, and dying with it.
 //! - [`filemap`]: a file mapped read-only, and its pages dropped from the
 //!   page cache (benches of reading strategies).
@@ -38,3 +40,4 @@ pub mod sched;
 pub mod secret;
 pub mod tap;
 pub mod tsc;
+pub mod xdp;

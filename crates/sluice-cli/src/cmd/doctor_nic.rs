@@ -56,7 +56,7 @@ pub(super) fn fast_path(name: &str, out: &mut Vec<Finding>) {
 
 /// Binds zero-copy, else copy mode; returns whether zero-copy bound.
 fn xdp(name: &str, out: &mut Vec<Finding>) -> bool {
-    match XdpSink::open(name, 0, XdpMode::ZeroCopy) {
+    match XdpSink::open(name, 0, XdpMode::ZeroCopy, 0) {
         Ok(s) => {
             out.push(finding(
                 Level::Ok,
@@ -69,7 +69,7 @@ fn xdp(name: &str, out: &mut Vec<Finding>) -> bool {
             ));
             return true;
         }
-        Err(zc) => match XdpSink::open(name, 0, XdpMode::Copy) {
+        Err(zc) => match XdpSink::open(name, 0, XdpMode::Copy, 0) {
             Ok(_) => out.push(finding(
                 Level::Warn,
                 "AF_XDP",

@@ -34,7 +34,7 @@ pub fn prepare(a: &mut InjectArgs) -> Result<crate::plan::Prepared<'_>, Failure>
     plan.check_files()?;
     let src_mac = match (&a.opts.src_mac, &a.run.to) {
         (Some(m), _) => m.0,
-        (None, to @ (SinkSpec::AfPacket(i) | SinkSpec::Xdp(i))) => {
+        (None, to @ (SinkSpec::AfPacket(i) | SinkSpec::Xdp(i) | SinkSpec::Iface(i))) => {
             sluice_sys::tap::interface_mac(i).map_err(|e| bad_input(anyhow!("--to {to}: {e}")))?
         }
         _ => [2, 0, 0, 0, 0, 1],

@@ -8,6 +8,7 @@ use anyhow::anyhow;
 use sluice_engine::run_source;
 use sluice_job::rate::Nominal;
 use sluice_pace::TimingMode;
+use sluice_sink::SinkSpec;
 use sluice_source::{ReplayConfig, ReplaySource};
 
 /// The replay's plan and source (`run::prepare`).
@@ -62,8 +63,11 @@ fn plan_of(a: &ReplayArgs) -> Result<(SendPlan<'_>, ReplaySource, TimingMode), F
         plan = plan.reads(c);
     }
     plan.engine.passes = a.opts.loops;
-    plan.engine.preload = a.opts.preload;
+    plan.engine.preload = a.opts.preload || preloads_itself(a);
     plan.engine.preload_budget = a.opts.preload_max;
+    if plan.engine.preload {
+        plan.xdp_keep = umem_room(a);
+    }
     plan.engine.start_at = a.part.start_at;
     let split = a
         .split
@@ -100,6 +104,72 @@ fn plan_of(a: &ReplayArgs) -> Result<(SendPlan<'_>, ReplaySource, TimingMode), F
     })
     .map_err(bad_input)?;
     Ok((plan, source, timing))
+}
+
+/// The trace files' bytes on disk, or None when one is not a plain,
+/// uncompressed file (its size in memory is not known beforehand).
+fn trace_bytes(a: &ReplayArgs) -> Option<u64> {
+    a.traces.iter().try_fold(0u64, |sum, t| {
+        let m = std::fs::metadata(t).ok().filter(|m| m.is_file())?;
+        let mut magic = [0u8; 4];
+        use std::io::Read;
+        std::fs::File::open(t).ok()?.read_exact(&mut magic).ok()?;
+        let compressed = magic[..2] == [0x1f, 0x8b] // gzip
+            || magic == [0x28, 0xb5, 0x2f, 0xfd] // zstd
+            || magic == [0xfd, 0x37, 0x7a, 0x58]; // xz
+        (!compressed).then(|| sum + m.len())
+    })
+}
+
+/// A replay to an xdp sink (or a bare interface, where xdp is tried
+/// first) preloads without being asked when the trace fits its budget
+/// twice over (the preload, and the UMEM's copy): its frames are then
+/// placed in the UMEM once and sent with no copy. Options that rewrite
+/// each pass or count every packet stream, as with `--preload`.
+fn preloads_itself(a: &ReplayArgs) -> bool {
+    let to_xdp = matches!(a.run.to, SinkSpec::Xdp(_) | SinkSpec::Iface(_));
+    let budget = a
+        .opts
+        .preload_max
+        .unwrap_or_else(sluice_sys::mem::default_budget);
+    to_xdp
+        && !a.opts.unique_ip
+        && a.run.send.bursts.is_none()
+        && trace_bytes(a).is_some_and(|b| b.saturating_mul(2) <= budget)
+}
+
+/// Room each xdp sink keeps for a preloaded trace's frames: twice the
+/// trace's bytes (a frame never crosses a UMEM chunk, so up to half of a
+/// chunk can go unused), a TX thread's share of it (half as much again:
+/// flows do not split evenly), within a thread's share of the budget.
+/// Frames beyond it are copied per send, and the summary counts them.
+///
+/// None at all when that room is larger than the last-level cache: the
+/// kernel reads placed frames through its own 4 KiB mapping of the UMEM,
+/// and frames that left the cache since the last pass cost it more than
+/// the copy into a scratch frame (still in cache) saves; docs/BENCHMARKS.md
+/// has the measurements.
+fn umem_room(a: &ReplayArgs) -> u64 {
+    if !matches!(a.run.to, SinkSpec::Xdp(_) | SinkSpec::Iface(_)) {
+        return 0;
+    }
+    let threads = a.run.send.threads.max(1) as u64;
+    let budget = a
+        .opts
+        .preload_max
+        .unwrap_or_else(sluice_sys::mem::default_budget);
+    // A compressed trace's size is not known: a modest room.
+    let trace = trace_bytes(a).unwrap_or(32 << 20).saturating_mul(2);
+    let share = if threads == 1 {
+        trace
+    } else {
+        trace / threads * 3 / 2
+    };
+    let cache = sluice_sys::cpus::last_level_cache().unwrap_or(32 << 20);
+    if share > cache {
+        return 0;
+    }
+    share.min(budget / threads)
 }
 
 fn timing_mode(a: &ReplayArgs) -> Result<TimingMode, Failure> {

@@ -108,9 +108,9 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
             )));
         }
     }
-    if !matches!(a.to, SinkSpec::AfPacket(_) | SinkSpec::Xdp(_)) {
+    if a.to.iface().is_none() {
         return Err(bad_input(anyhow!(
-            "--to {}: the test frames leave by an interface (afpacket:IFACE or xdp:IFACE)",
+            "--to {}: the test frames leave by an interface (IFACE, afpacket:IFACE or xdp:IFACE)",
             a.to
         )));
     }
@@ -140,6 +140,7 @@ pub fn run(a: Rfc2544Args) -> Result<u8, Failure> {
             let (to, rx) = match &a.to {
                 SinkSpec::AfPacket(i) => (SinkSpec::AfPacket(a.rx.clone()), i),
                 SinkSpec::Xdp(i) => (SinkSpec::Xdp(a.rx.clone()), i),
+                SinkSpec::Iface(i) => (SinkSpec::Iface(a.rx.clone()), i),
                 _ => unreachable!("--to was checked to be an interface"),
             };
             let trace = dir.path().join(format!("frames-{size}-back.pcap"));

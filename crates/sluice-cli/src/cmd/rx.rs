@@ -34,13 +34,20 @@ pub fn run(a: RxArgs) -> Result<u8, Failure> {
         .as_deref()
         .map(|p| Dest::open_log(p, "--stats-json"))
         .transpose()?;
-    let mut r = Receiver::open(&a.iface, a.opts.rx_clock.clone(), a.clock_shift)
-        .map_err(receive_failure)?;
+    let mut r = Receiver::open(
+        &a.iface,
+        a.opts.rx_clock.clone(),
+        a.clock_shift,
+        a.opts.rx_path,
+    )
+    .map_err(receive_failure)?;
     let status = !a.quiet && std::io::stderr().is_terminal();
     eoutln!(
-        "rx: receiving on {} ({} receive times); SIGINT ends it",
+        "rx: receiving on {} by {} ({} receive times{}); SIGINT ends it",
         a.iface,
-        r.stamps()
+        r.path(),
+        r.stamps(),
+        r.path_note().map(|n| format!("; {n}")).unwrap_or_default()
     );
     let started = Instant::now();
     let end = a.opts.duration.map(|d| started + Duration::from_nanos(d.0));

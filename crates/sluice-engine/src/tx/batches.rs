@@ -156,6 +156,12 @@ impl Feed for BatchFeed {
         let batch = batch(work);
         let port = batch.port(i);
         let mut frame = batch.frame(&batch.entries[i]);
+        // A stamped frame differs on every send: it is never kept.
+        let kept = if self.stamper.is_none() {
+            batch.kept
+        } else {
+            0
+        };
         if let Some(st) = &mut self.stamper {
             frame = st.stamp(frame, core.now, port);
         }
@@ -163,7 +169,15 @@ impl Feed for BatchFeed {
             return;
         }
         let stamp = core.stamp();
-        let sent = if port == 0 {
+        let sent = if port == 0 && kept != 0 {
+            // The same bytes every pass: the sink may send its own copy.
+            let at = sluice_sink::KeptFrame {
+                batch: kept,
+                index: i as u32,
+                count: batch.entries.len() as u32,
+            };
+            core.sink.send_kept(at, frame, stamp)
+        } else if port == 0 {
             core.sink.send(frame, stamp)
         } else {
             core.sink.send_on(port, frame, stamp)

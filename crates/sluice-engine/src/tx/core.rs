@@ -63,6 +63,8 @@ pub(crate) struct TxReport {
     pub last_send: MonoTime,
     pub sink: String,
     pub tx_path: Option<&'static str>,
+    /// How the sink's frames reached its buffers (sinks that keep frames).
+    pub copies: Option<sluice_sink::Copies>,
     pub error: Option<SinkError>,
     /// The finished sink, for the run to settle once every thread, the
     /// source and the helpers have ended (taken by [`crate::run`]).
@@ -441,6 +443,7 @@ impl TxCore {
             last_send: self.last_send,
             sink: self.sink.describe(),
             tx_path: self.sink.tx_path(),
+            copies: self.sink.copies(),
             error: self.error,
             output: Some(self.sink),
         }

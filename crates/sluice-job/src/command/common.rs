@@ -7,13 +7,14 @@ use crate::SendOpts;
 use clap::Args;
 use sluice_core::Nanos;
 use sluice_sink::SinkSpec;
+use sluice_sys::xdp::rx::RxPath;
 
 /// Where packets go, what is received beside them and where the run's
 /// statistics go (this host's own), with how it sends ([`SendOpts`], what
 /// a worker may take from a peer): every sending command's, declared once.
 #[derive(Args, Debug)]
 pub struct RunOpts {
-    /// Where packets go: null, pcap:PATH, afpacket:IFACE, xdp:IFACE (series play also udp:HOST:PORT).
+    /// Where packets go: null, pcap:PATH, IFACE (xdp: where AF_XDP binds, else afpacket:), afpacket:IFACE, xdp:IFACE (series play also udp:HOST:PORT).
     #[arg(long, short = 't', default_value_t = SinkSpec::Null)]
     pub to: SinkSpec,
     #[command(flatten)]
@@ -24,6 +25,9 @@ pub struct RunOpts {
     /// With --rx: how long after the last frame left the receiver still counts arrivals.
     #[arg(long, value_parser = duration, default_value = "200ms", requires = "rx")]
     pub rx_wait: Nanos,
+    /// With --rx: how the receiver takes frames: auto (AF_XDP where its program attaches, else the TPACKET ring), xdp, or ring (kernel receive times, and the kernel's stack keeps every frame).
+    #[arg(long, value_name = "auto|xdp|ring", default_value_t = RxPath::Auto, requires = "rx")]
+    pub rx_path: RxPath,
     /// The first stream id of this sender's stamps: TX thread k stamps stream N + k (+256 on a second port), so that senders on several hosts stay apart at one receiver.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub rx_streams_from: u32,
@@ -67,6 +71,7 @@ impl RunOpts {
             send,
             rx: None,
             rx_wait: Nanos::from_millis(200),
+            rx_path: RxPath::Auto,
             rx_streams_from: 0,
             rx_clock: Vec::new(),
             clock_shift: 0,

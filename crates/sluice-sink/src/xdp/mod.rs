@@ -13,19 +13,19 @@
 //! kernel until the ring is empty. No XDP program is needed to send.
 //!
 //! Socket set-up goes through rustix's typed calls; the rings are the hand
-//! written hot path ([`ring`]).
+//! written hot path (`sluice_sys::xdp::ring`).
 
-mod index;
-mod ring;
+mod kept;
 
 use crate::iface::{check_up, ifindex, read_mtu, ETH_HEADER, VLAN_TAG};
-use crate::{Sink, SinkError};
-use ring::{CompRing, TxRing, Umem};
+use crate::{Copies, KeptFrame, Sink, SinkError};
+use kept::{Kept, Spot};
 use rustix::net::xdp::{
     SocketAddrXdp, SocketAddrXdpFlags, XdpOptionsFlags, XdpUmemReg, XdpUmemRegFlags,
     XDP_PGOFF_TX_RING, XDP_UMEM_PGOFF_COMPLETION_RING,
 };
 use rustix::net::{sockopt, AddressFamily, SendFlags, SocketFlags, SocketType};
+use sluice_sys::xdp::ring::{CompRing, TxRing, Umem};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -74,8 +74,10 @@ pub struct XdpSink {
     cq: CompRing,
     fd: OwnedFd,
     umem: Umem,
-    /// UMEM offsets of frames we may fill.
+    /// UMEM offsets of scratch frames we may fill.
     free: Vec<u64>,
+    /// Frames kept for the run, after the scratch frames.
+    kept: Kept,
     iface: String,
     queue: u32,
     zerocopy: bool,
@@ -86,11 +88,14 @@ pub struct XdpSink {
     unpublished: u32,
     unpublished_bytes: u64,
     rejected: u64,
+    /// Why a bare `--to IFACE` came here (for `describe`).
+    picked: Option<String>,
 }
 
 impl XdpSink {
-    /// Opens an XDP socket on `iface`'s queue `queue`.
-    pub fn open(iface: &str, queue: u32, mode: XdpMode) -> Result<Self, SinkError> {
+    /// Opens an XDP socket on `iface`'s queue `queue`, with room for
+    /// `keep` bytes of kept frames (placed once, sent without a copy).
+    pub fn open(iface: &str, queue: u32, mode: XdpMode, keep: u64) -> Result<Self, SinkError> {
         let mtu = read_mtu(iface)?;
         check_up(iface)?;
         let index = ifindex(iface)?;
@@ -121,7 +126,8 @@ impl XdpSink {
             None,
         )
         .map_err(|e| no_xdp(iface, e.into()))?;
-        let umem = Umem::new(UMEM_FRAMES, chunk)
+        let kept_chunks = keep.div_ceil(chunk as u64) as usize;
+        let umem = Umem::new(UMEM_FRAMES + kept_chunks, chunk)
             .map_err(|e| SinkError::os(format!("allocating the UMEM for xdp:{iface}"), e))?;
         let setup = |what: &str, e: rustix::io::Errno| {
             SinkError::os(format!("xdp:{iface}: {what}"), e.into())
@@ -130,7 +136,7 @@ impl XdpSink {
             &fd,
             XdpUmemReg {
                 addr: umem.addr(),
-                len: umem.len() as u64,
+                len: umem.bytes() as u64,
                 chunk_size: chunk as u32,
                 headroom: 0,
                 flags: XdpUmemRegFlags::empty(),
@@ -185,12 +191,15 @@ impl XdpSink {
             .rev()
             .map(|i| i * chunk as u64)
             .collect();
+        let scratch_end = (UMEM_FRAMES * chunk) as u64;
+        let kept = Kept::new(scratch_end, umem.bytes() as u64, chunk as u64);
         Ok(XdpSink {
             tx,
             cq,
             fd,
             umem,
             free,
+            kept,
             iface: iface.to_string(),
             queue,
             zerocopy,
@@ -199,7 +208,28 @@ impl XdpSink {
             unpublished: 0,
             unpublished_bytes: 0,
             rejected: 0,
+            picked: None,
         })
+    }
+
+    /// Takes in completions: scratch frames become free again, placed
+    /// frames are no longer in flight. Returns how many.
+    #[inline]
+    fn reap(&mut self) -> u32 {
+        let (free, kept) = (&mut self.free, &mut self.kept);
+        self.cq.reap(|a| {
+            if kept.holds(a) {
+                kept.in_flight -= 1;
+            } else {
+                free.push(a);
+            }
+        })
+    }
+
+    /// The sink a bare `--to IFACE` chose, and why.
+    pub fn picked(mut self, why: String) -> Self {
+        self.picked = Some(why);
+        self
     }
 
     /// Publishes the written descriptors and wakes the kernel once.
@@ -244,7 +274,7 @@ impl XdpSink {
         let mut last = self.tx.outstanding();
         let mut since = Instant::now();
         while last > 0 {
-            self.cq.reap(&mut self.free);
+            self.reap();
             self.wake()?;
             let now = self.tx.outstanding();
             if now < last {
@@ -260,6 +290,32 @@ impl XdpSink {
         Ok(())
     }
 
+    /// Makes room for one descriptor in the TX ring.
+    #[inline]
+    fn room(&mut self) -> Result<(), SinkError> {
+        if self.tx.free() == 0 {
+            // Every descriptor is in the kernel's hands: let it send some.
+            self.publish()?;
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the descriptor of the frame at `addr`, publishing a batch
+    /// of them at a time.
+    #[inline]
+    fn queue(&mut self, addr: u64, len: usize) -> Result<(), SinkError> {
+        self.tx.write(addr, len as u32, 0);
+        self.unpublished += 1;
+        self.unpublished_bytes += len as u64;
+        if self.unpublished >= KICK_BATCH {
+            self.publish()?;
+            // Reap as we go: completions come back while we send.
+            self.reap();
+        }
+        Ok(())
+    }
+
     /// A free UMEM frame, reaping completions (and waking the kernel) as
     /// long as none is free.
     #[inline]
@@ -269,8 +325,9 @@ impl XdpSink {
         }
         let mut since: Option<Instant> = None;
         loop {
-            if self.cq.reap(&mut self.free) > 0 {
-                return Ok(self.free.pop().expect("reaped frames are free"));
+            self.reap();
+            if let Some(a) = self.free.pop() {
+                return Ok(a);
             }
             self.publish()?;
             let start = *since.get_or_insert_with(Instant::now);
@@ -339,22 +396,36 @@ impl Sink for XdpSink {
     #[inline]
     fn send_parts(&mut self, head: &[u8], body: &[u8], _stamp_ns: u64) -> Result<(), SinkError> {
         let len = crate::iface::fits(head, body, self.max_plain, self.max_frame)?;
-        if self.tx.free() == 0 {
-            // Every descriptor is in the kernel's hands: let it send some.
-            self.publish()?;
-            self.drain()?;
-        }
+        self.room()?;
         let addr = self.frame()?;
         self.umem.fill(addr, head, body);
-        self.tx.write(addr, len as u32, 0);
-        self.unpublished += 1;
-        self.unpublished_bytes += len as u64;
-        if self.unpublished >= KICK_BATCH {
-            self.publish()?;
-            // Reap as we go: completions come back while we send.
-            self.cq.reap(&mut self.free);
-        }
-        Ok(())
+        self.kept.copies.copied += 1;
+        self.queue(addr, len)
+    }
+
+    #[inline]
+    fn send_kept(&mut self, at: KeptFrame, frame: &[u8], stamp_ns: u64) -> Result<(), SinkError> {
+        let len = crate::iface::fits(frame, &[], self.max_plain, self.max_frame)?;
+        let addr = match self.kept.spot(at, len) {
+            Spot::Placed(a) => {
+                self.kept.copies.in_place += 1;
+                a
+            }
+            Spot::Place(a) => {
+                self.umem.place(a, frame);
+                self.kept.copies.placed += 1;
+                self.kept.copies.in_place += 1;
+                a
+            }
+            Spot::Copy => return self.send_parts(frame, &[], stamp_ns),
+        };
+        self.room()?;
+        self.kept.in_flight += 1;
+        self.queue(addr, len)
+    }
+
+    fn copies(&self) -> Option<Copies> {
+        Some(self.kept.copies)
     }
 
     fn flush(&mut self) -> Result<(), SinkError> {
@@ -364,7 +435,7 @@ impl Sink for XdpSink {
             // a paced frame leaves now, not at the next batch.
             self.drain()?;
         }
-        self.cq.reap(&mut self.free);
+        self.reap();
         Ok(())
     }
 
@@ -375,8 +446,9 @@ impl Sink for XdpSink {
         // flight when the socket closes.
         let deadline = Instant::now() + STALL;
         loop {
-            self.cq.reap(&mut self.free);
-            if self.free.len() == UMEM_FRAMES || Instant::now() >= deadline {
+            self.reap();
+            let done = self.free.len() == UMEM_FRAMES && self.kept.in_flight == 0;
+            if done || Instant::now() >= deadline {
                 return Ok(());
             }
             self.wake()?;
@@ -398,7 +470,13 @@ impl Sink for XdpSink {
         } else {
             "copy mode"
         };
-        format!("xdp:{} (queue {}, {mode})", self.iface, self.queue)
+        let picked = self.picked.as_deref().map(|p| format!("; {p}"));
+        format!(
+            "xdp:{} (queue {}, {mode}{})",
+            self.iface,
+            self.queue,
+            picked.unwrap_or_default()
+        )
     }
 
     fn tx_path(&self) -> Option<&'static str> {

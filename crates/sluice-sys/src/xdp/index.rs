@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// The producer's side of a ring: a head that runs ahead of the published
 /// index by the entries reserved and not yet submitted.
 #[derive(Debug, Clone)]
-pub(super) struct ProdIndex {
+pub struct ProdIndex {
     /// Next entry to fill.
     head: u32,
     /// The consumer's index as last read.
@@ -34,7 +34,7 @@ pub(super) struct ProdIndex {
 
 impl ProdIndex {
     /// Takes over a ring of `size` entries at its current indices.
-    pub(super) fn new(size: u32, producer: &AtomicU32, consumer: &AtomicU32) -> ProdIndex {
+    pub fn new(size: u32, producer: &AtomicU32, consumer: &AtomicU32) -> ProdIndex {
         assert!(
             size.is_power_of_two(),
             "ring size {size} is no power of two"
@@ -58,7 +58,7 @@ impl ProdIndex {
     /// Entries free for us to fill, reading the consumer's index only when
     /// the cached one says the ring is full.
     #[inline]
-    pub(super) fn free(&mut self, consumer: &AtomicU32) -> u32 {
+    pub fn free(&mut self, consumer: &AtomicU32) -> u32 {
         let free = self.cached_free();
         if free > 0 {
             return free;
@@ -71,7 +71,7 @@ impl ProdIndex {
     /// caller fills it before the next [`submit`](Self::submit), and must
     /// have seen [`free`](Self::free) `> 0` for it.
     #[inline]
-    pub(super) fn reserve(&mut self) -> usize {
+    pub fn reserve(&mut self) -> usize {
         debug_assert!(self.cached_free() > 0, "reserve on a full ring");
         let slot = (self.head & (self.size - 1)) as usize;
         self.head = self.head.wrapping_add(1);
@@ -80,13 +80,13 @@ impl ProdIndex {
 
     /// Publishes every reserved entry to the consumer.
     #[inline]
-    pub(super) fn submit(&self, producer: &AtomicU32) {
+    pub fn submit(&self, producer: &AtomicU32) {
         producer.store(self.head, Ordering::Release);
     }
 
     /// Entries reserved and not yet consumed (submitted or not).
     #[inline]
-    pub(super) fn outstanding(&mut self, consumer: &AtomicU32) -> u32 {
+    pub fn outstanding(&mut self, consumer: &AtomicU32) -> u32 {
         self.cached_cons = consumer.load(Ordering::Acquire);
         self.head.wrapping_sub(self.cached_cons)
     }
@@ -94,7 +94,7 @@ impl ProdIndex {
 
 /// The consumer's side of a ring.
 #[derive(Debug, Clone)]
-pub(super) struct ConsIndex {
+pub struct ConsIndex {
     /// Next entry to read.
     tail: u32,
     size: u32,
@@ -102,7 +102,7 @@ pub(super) struct ConsIndex {
 
 impl ConsIndex {
     /// Takes over a ring of `size` entries at its current consumer index.
-    pub(super) fn new(size: u32, consumer: &AtomicU32) -> ConsIndex {
+    pub fn new(size: u32, consumer: &AtomicU32) -> ConsIndex {
         assert!(
             size.is_power_of_two(),
             "ring size {size} is no power of two"
@@ -118,7 +118,7 @@ impl ConsIndex {
     /// entries at [`slot`](Self::slot)`(0..n)` are written and ours to read.
     /// At most `size`, whatever the producer's index says.
     #[inline]
-    pub(super) fn peek(&self, producer: &AtomicU32) -> u32 {
+    pub fn peek(&self, producer: &AtomicU32) -> u32 {
         producer
             .load(Ordering::Acquire)
             .wrapping_sub(self.tail)
@@ -127,14 +127,14 @@ impl ConsIndex {
 
     /// Slot of the `i`-th peeked entry (`< size`).
     #[inline]
-    pub(super) fn slot(&self, i: u32) -> usize {
+    pub fn slot(&self, i: u32) -> usize {
         (self.tail.wrapping_add(i) & (self.size - 1)) as usize
     }
 
     /// Hands the first `n` peeked entries back to the producer (`n` at most
     /// what [`peek`](Self::peek) returned); we read them no more.
     #[inline]
-    pub(super) fn release(&mut self, n: u32, consumer: &AtomicU32) {
+    pub fn release(&mut self, n: u32, consumer: &AtomicU32) {
         debug_assert!(n <= self.size);
         self.tail = self.tail.wrapping_add(n);
         consumer.store(self.tail, Ordering::Release);

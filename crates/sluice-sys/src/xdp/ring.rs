@@ -1,7 +1,9 @@
 //! The shared memory of one AF_XDP socket: the UMEM its frames live in,
-//! the TX ring (we produce descriptors, the kernel consumes them) and the
+//! the TX ring (we produce descriptors, the kernel consumes them), the
 //! completion ring (the kernel produces the addresses of sent frames, we
-//! consume them). This is the hot path, written by hand on the documented
+//! consume them), and for receiving the fill ring (we produce addresses
+//! of free frames) and the RX ring (the kernel produces descriptors of
+//! received frames). This is the hot path, written by hand on the documented
 //! ring protocol (Documentation/networking/af_xdp.rst): single producer,
 //! single consumer, free-running u32 indices, `size` a power of two; the
 //! producer writes entries, then publishes its index with release order;
@@ -129,7 +131,7 @@ impl Drop for Mapped {
 }
 
 /// The TX ring: descriptors {addr: u64, len: u32, options: u32}.
-pub(super) struct TxRing {
+pub struct TxRing {
     ring: Mapped,
     /// Our producer index, ahead of the published one by the entries not
     /// yet submitted, and the kernel's consumer index as last read.
@@ -139,7 +141,7 @@ pub(super) struct TxRing {
 const DESC_BYTES: usize = 16;
 
 impl TxRing {
-    pub(super) fn map(
+    pub fn map(
         fd: BorrowedFd<'_>,
         off: &XdpRingOffset,
         pgoff: u64,
@@ -156,13 +158,13 @@ impl TxRing {
     /// Entries free for us to fill, reading the kernel's index only when
     /// the cached one says the ring is full.
     #[inline]
-    pub(super) fn free(&mut self) -> u32 {
+    pub fn free(&mut self) -> u32 {
         self.index.free(self.ring.consumer())
     }
 
     /// Writes one descriptor at the head (the caller checked `free() > 0`).
     #[inline]
-    pub(super) fn write(&mut self, addr: u64, len: u32, options: u32) {
+    pub fn write(&mut self, addr: u64, len: u32, options: u32) {
         let at = self.index.reserve() * DESC_BYTES;
         // SAFETY: the slot is < the ring's size, so the entry lies inside
         // the descriptor array (16-byte entries, aligned); it is ours until
@@ -178,31 +180,119 @@ impl TxRing {
 
     /// Publishes every written descriptor to the kernel.
     #[inline]
-    pub(super) fn submit(&self) {
+    pub fn submit(&self) {
         self.index.submit(self.ring.producer());
     }
 
     /// Descriptors written and not yet consumed by the kernel.
     #[inline]
-    pub(super) fn outstanding(&mut self) -> u32 {
+    pub fn outstanding(&mut self) -> u32 {
         self.index.outstanding(self.ring.consumer())
     }
 
     #[inline]
-    pub(super) fn needs_wakeup(&self) -> bool {
+    pub fn needs_wakeup(&self) -> bool {
         self.ring.flags() & NEED_WAKEUP != 0
+    }
+}
+
+/// The fill ring: UMEM addresses (u64) of free frames the kernel may
+/// receive into.
+pub struct FillRing {
+    ring: Mapped,
+    index: ProdIndex,
+}
+
+impl FillRing {
+    pub fn map(
+        fd: BorrowedFd<'_>,
+        off: &XdpRingOffset,
+        pgoff: u64,
+        size: u32,
+    ) -> io::Result<FillRing> {
+        let ring = Mapped::map(fd, off, pgoff, size, 8)?;
+        let index = ProdIndex::new(ring.size, ring.producer(), ring.consumer());
+        Ok(FillRing { ring, index })
+    }
+
+    /// Entries free for us to fill.
+    #[inline]
+    pub fn free(&mut self) -> u32 {
+        self.index.free(self.ring.consumer())
+    }
+
+    /// Writes one address at the head (the caller checked `free() > 0`).
+    #[inline]
+    pub fn write(&mut self, addr: u64) {
+        let at = self.index.reserve() * 8;
+        // SAFETY: the slot is < the ring's size, inside the array of 8-byte
+        // entries, and ours: free() > 0 means the kernel consumed it.
+        unsafe { self.ring.desc.add(at).cast::<u64>().write(addr) };
+    }
+
+    /// Publishes every written address to the kernel.
+    #[inline]
+    pub fn submit(&self) {
+        self.index.submit(self.ring.producer());
+    }
+
+    #[inline]
+    pub fn needs_wakeup(&self) -> bool {
+        self.ring.flags() & NEED_WAKEUP != 0
+    }
+}
+
+/// The RX ring: descriptors {addr, len, options} of received frames.
+pub struct RxDescRing {
+    ring: Mapped,
+    index: ConsIndex,
+}
+
+impl RxDescRing {
+    pub fn map(
+        fd: BorrowedFd<'_>,
+        off: &XdpRingOffset,
+        pgoff: u64,
+        size: u32,
+    ) -> io::Result<RxDescRing> {
+        let ring = Mapped::map(fd, off, pgoff, size, DESC_BYTES)?;
+        let index = ConsIndex::new(ring.size, ring.consumer());
+        Ok(RxDescRing { ring, index })
+    }
+
+    /// Hands every received descriptor (address, length) to `each`, then
+    /// gives the entries back; returns how many.
+    #[inline]
+    pub fn take(&mut self, mut each: impl FnMut(u64, u32)) -> u32 {
+        let n = self.index.peek(self.ring.producer());
+        for i in 0..n {
+            let at = self.index.slot(i) * DESC_BYTES;
+            // SAFETY: the slot is < the ring's size, inside the array of
+            // 16-byte entries; peeked entries are written (the kernel's
+            // producer index, read with acquire order) and ours until
+            // released.
+            let (addr, len) = unsafe {
+                let d = self.ring.desc.add(at);
+                (d.cast::<u64>().read(), d.add(8).cast::<u32>().read())
+            };
+            each(addr, len);
+        }
+        if n > 0 {
+            self.index.release(n, self.ring.consumer());
+        }
+        n
     }
 }
 
 /// The completion ring: UMEM addresses (u64) of frames the kernel is done
 /// with.
-pub(super) struct CompRing {
+pub struct CompRing {
     ring: Mapped,
     index: ConsIndex,
 }
 
 impl CompRing {
-    pub(super) fn map(
+    pub fn map(
         fd: BorrowedFd<'_>,
         off: &XdpRingOffset,
         pgoff: u64,
@@ -216,9 +306,9 @@ impl CompRing {
         CompRing { ring, index }
     }
 
-    /// Moves every completed address into `free`; returns how many.
+    /// Hands every completed address to `each`; returns how many.
     #[inline]
-    pub(super) fn reap(&mut self, free: &mut Vec<u64>) -> u32 {
+    pub fn reap(&mut self, mut each: impl FnMut(u64)) -> u32 {
         let n = self.index.peek(self.ring.producer());
         for i in 0..n {
             let at = self.index.slot(i) * 8;
@@ -226,7 +316,7 @@ impl CompRing {
             // 8-byte entries; peeked entries are written (the kernel's
             // producer index, read with acquire order) and ours until
             // released.
-            free.push(unsafe { self.ring.desc.add(at).cast::<u64>().read() });
+            each(unsafe { self.ring.desc.add(at).cast::<u64>().read() });
         }
         if n > 0 {
             self.index.release(n, self.ring.consumer());
@@ -236,16 +326,17 @@ impl CompRing {
 }
 
 /// The UMEM: anonymous memory registered with the socket, cut into
-/// `frames` chunks of `chunk` bytes.
-pub(super) struct Umem {
+/// chunks of `chunk` bytes: scratch frames, filled per send, then the
+/// region where kept frames are placed once.
+pub struct Umem {
     base: *mut u8,
     len: usize,
     chunk: usize,
 }
 
 impl Umem {
-    pub(super) fn new(frames: usize, chunk: usize) -> io::Result<Umem> {
-        let len = frames * chunk;
+    pub fn new(chunks: usize, chunk: usize) -> io::Result<Umem> {
+        let len = chunks * chunk;
         // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
         let base = unsafe {
             mmap_anonymous(
@@ -259,17 +350,17 @@ impl Umem {
         Ok(Umem { base, len, chunk })
     }
 
-    pub(super) fn addr(&self) -> u64 {
+    pub fn addr(&self) -> u64 {
         self.base as u64
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub fn bytes(&self) -> usize {
         self.len
     }
 
     /// Copies `head` then `body` into the frame at UMEM offset `addr`.
     #[inline]
-    pub(super) fn fill(&mut self, addr: u64, head: &[u8], body: &[u8]) {
+    pub fn fill(&mut self, addr: u64, head: &[u8], body: &[u8]) {
         debug_assert!(head.len() + body.len() <= self.chunk);
         debug_assert!(addr as usize + self.chunk <= self.len);
         // SAFETY: `addr` is a chunk start taken from the free list (so the
@@ -279,6 +370,50 @@ impl Umem {
             let at = self.base.add(addr as usize);
             std::ptr::copy_nonoverlapping(head.as_ptr(), at, head.len());
             std::ptr::copy_nonoverlapping(body.as_ptr(), at.add(head.len()), body.len());
+        }
+    }
+}
+
+impl Umem {
+    /// The chunk size.
+    pub fn chunk(&self) -> usize {
+        self.chunk
+    }
+
+    /// The `len` bytes at UMEM offset `addr` of a received frame, or None
+    /// when a (broken) descriptor points outside the UMEM.
+    #[inline]
+    pub fn frame(&self, addr: u64, len: u32) -> Option<&[u8]> {
+        let end = (addr as usize).checked_add(len as usize)?;
+        if end > self.len {
+            return None;
+        }
+        // SAFETY: the range lies inside the mapping (checked above); the
+        // kernel wrote the frame before publishing its descriptor (read
+        // with acquire order), and does not write the chunk again until
+        // its address is back in the fill ring, after this borrow ends.
+        Some(unsafe { std::slice::from_raw_parts(self.base.add(addr as usize), len as usize) })
+    }
+
+    /// Places a kept frame at UMEM offset `addr` (written once, before any
+    /// descriptor points at it, and never again).
+    #[inline]
+    pub fn place(&mut self, addr: u64, frame: &[u8]) {
+        let chunk = self.chunk as u64;
+        assert!(
+            addr / chunk == (addr + frame.len() as u64).saturating_sub(1) / chunk
+                && addr as usize + frame.len() <= self.len,
+            "a placed frame stays inside one chunk of the UMEM"
+        );
+        // SAFETY: the range was checked to lie inside the mapping, and the
+        // kernel reads it only once a descriptor points at it, which is
+        // written after this copy.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                frame.as_ptr(),
+                self.base.add(addr as usize),
+                frame.len(),
+            );
         }
     }
 }
@@ -297,6 +432,10 @@ impl Drop for Umem {
 unsafe impl Send for TxRing {}
 // SAFETY: as for TxRing.
 unsafe impl Send for CompRing {}
+// SAFETY: as for TxRing.
+unsafe impl Send for FillRing {}
+// SAFETY: as for TxRing.
+unsafe impl Send for RxDescRing {}
 // SAFETY: as for TxRing.
 unsafe impl Send for Umem {}
 
@@ -401,7 +540,7 @@ mod tests {
             for k in 0..total {
                 while tx.free() == 0 {
                     tx.submit();
-                    cq.reap(&mut free);
+                    cq.reap(|a| free.push(a));
                     std::thread::yield_now();
                 }
                 let addr = loop {
@@ -409,7 +548,7 @@ mod tests {
                         break a;
                     }
                     tx.submit();
-                    cq.reap(&mut free);
+                    cq.reap(|a| free.push(a));
                     std::thread::yield_now();
                 };
                 tx.write(addr, 60 + (k % 100) as u32, 0);
@@ -419,11 +558,11 @@ mod tests {
             }
             tx.submit();
             while tx.outstanding() > 0 {
-                cq.reap(&mut free);
+                cq.reap(|a| free.push(a));
                 std::thread::yield_now();
             }
         });
-        cq.reap(&mut free);
+        cq.reap(|a| free.push(a));
         free.sort_unstable();
         let all: Vec<u64> = (0..frames).map(|i| i * 4096).collect();
         assert_eq!(free, all, "every frame comes back once");
