@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # The receiver's cost and completeness: `sluice replay --rx-stamp` sends
 # 16 flows of 60-byte frames into a veth pair; in the far namespace
-# `sluice rx` counts them while tcpdump (the peer, writing to /dev/null)
-# takes the same frames in a second run. Reported per rate: frames sent,
-# the interface's rx counter, frames counted, kernel drops, and the
-# receiver's CPU seconds per million frames (user + system, GNU time).
+# `sluice rx` counts them, once per receive path (AF_XDP, the TPACKET
+# ring), while tcpdump (the peer, writing to /dev/null) takes the same
+# frames in another run. Reported per rate: frames sent, the interface's
+# rx counter, frames counted, kernel drops, and the receiver's CPU
+# seconds per million frames (user + system, GNU time).
 #
 #   bench/rx.sh [SLUICE] [RATES...]    (default: target/release/sluice 100k 200k top)
+#   TO=xdp bench/rx.sh ...             the sender on xdp: (default afpacket)
+#   PATHS="xdp ring" (default)         the receive paths measured
 set -euo pipefail
 S=${1:-target/release/sluice}; shift || true
 RATES=${*:-100k 200k top}
+TO=${TO:-afpacket}
+PATHS=${PATHS:-xdp ring}
 ns=rxb$$ out=$(mktemp -d)
 trap 'ip netns del $ns 2>/dev/null; ip link del ${ns}a 2>/dev/null; rm -rf "$out"' EXIT
 ip netns add $ns
@@ -33,17 +38,17 @@ PY
 rxc() { ip netns exec $ns cat /sys/class/net/${ns}b/statistics/rx_packets; }
 for rate in $RATES; do
   if [ "$rate" = top ]; then timing=--topspeed; else timing="--pps $rate"; fi
-  for who in sluice tcpdump; do
+  for who in $(printf 'sluice-%s ' $PATHS) tcpdump; do
     before=$(rxc)
-    if [ $who = sluice ]; then
-      ip netns exec $ns /usr/bin/time -f "%U %S" -o "$out/cpu" "$S" rx ${ns}b --idle 1s --duration 60s -q --summary-json "$out/rx.json" 2>/dev/null &
+    if [ $who != tcpdump ]; then
+      ip netns exec $ns /usr/bin/time -f "%U %S" -o "$out/cpu" "$S" rx ${ns}b --rx-path "${who#sluice-}" --idle 1s --duration 60s -q --summary-json "$out/rx.json" 2>/dev/null &
     else
       # `ip netns exec` becomes tcpdump: $! is its PID.
       ip netns exec $ns tcpdump -i ${ns}b -n -B 65536 -w /dev/null 2>"$out/td.err" &
       td=$!
     fi
     sleep 0.5
-    "$S" replay "$out/t.pcap" --loop 62500 $timing --preload --to afpacket:${ns}a --rx-stamp replace -q --summary-json "$out/tx.json" 2>/dev/null
+    "$S" replay "$out/t.pcap" --loop 62500 $timing --preload --to $TO:${ns}a --rx-stamp replace -q --summary-json "$out/tx.json" 2>/dev/null
     if [ $who = tcpdump ]; then
       sleep 1
       # utime and stime (clock ticks) of the process we started, then stop it.
@@ -57,14 +62,15 @@ import json, sys, re
 who, rate, out, iface = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 tx = json.load(open(out + '/tx.json'))
 u, s = map(float, open(out + '/cpu').read().split()[-2:])
-if who == 'sluice':
+if who != 'tcpdump':
     r = json.load(open(out + '/rx.json'))
     got, drops = r['frames'], r['kernel_drops']
+    who = f"{who} ({r['path']})"
 else:
     err = open(out + '/td.err').read()
     got = int(re.search(r'(\d+) packets captured', err).group(1))
     drops = int(re.search(r'(\d+) packets dropped by kernel', err).group(1))
-print(f"{who:8} rate {rate:>5}: sent {tx['packets']} at {round(tx['pps'] or 0)} pps, "
+print(f"{who:24} rate {rate:>5}: sent {tx['packets']} at {round(tx['pps'] or 0)} pps, "
       f"iface rx {iface}, counted {got}, kernel drops {drops}, "
       f"cpu {u + s:.2f} s = {(u + s) / (tx['packets'] / 1e6):.2f} s per M frames")
 PY

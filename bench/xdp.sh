@@ -5,7 +5,14 @@
 # and ratios printed. The sink's rx counter confirms every frame of every
 # run (a run that lost frames is reported, not counted).
 #
-#   bench/xdp.sh                    # RUNS=5 by default
+# Two kinds of trace: large ones sent once (x64: 1M frames, x1500: 300k;
+# larger than the last-level cache, so sluice copies each frame into a
+# scratch UMEM frame) and small ones looped to as many frames (s64: 20k
+# frames x 50, s1500: 10k x 30; each frame placed in the UMEM once and
+# sent from there: the summary's frame_copies says so). `bare` is
+# `--to xdpa`, the default path the interface allows.
+#
+#   bench/xdp.sh                    # RUNS=7 by default
 #   TCPREPLAY_XDP=/path/to/tcpreplay bench/xdp.sh
 #
 # TCPREPLAY_XDP is a tcpreplay built from its repository with libxdp
@@ -19,7 +26,7 @@ work=${WORK:-/tmp/sluice-bench}; mkdir -p "$work"
 results=$work/xdp-results.txt; : > "$results"
 sluice=${SLUICE:-$root/target/release/sluice}
 peer=${TCPREPLAY_XDP:-}
-runs=${RUNS:-5}
+runs=${RUNS:-7}
 ns=sluice-xdp
 
 [ -x "$sluice" ] || (cd "$root" && cargo build --release -q)
@@ -37,15 +44,18 @@ rx() { ip netns exec "$ns" cat /sys/class/net/xdpb/statistics/rx_packets; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 say() { echo "$*" | tee -a "$results"; }
 # 64 flows, so per-flow order still lets two TX threads share the work.
-declare -A count=([t64]=1000000 [t1500]=300000)
-[ -f "$work/x64.pcap" ] || python3 "$here/mktrace.py" "$work/x64.pcap" "${count[t64]}" 64 1000 cbr 64
-[ -f "$work/x1500.pcap" ] || python3 "$here/mktrace.py" "$work/x1500.pcap" "${count[t1500]}" 1500 1000 cbr 64
+# frames in the file, and passes over it
+declare -A frames=([x64]=1000000 [x1500]=300000 [s64]=20000 [s1500]=10000)
+declare -A loops=([x64]=1 [x1500]=1 [s64]=50 [s1500]=30)
+for t in x64 x1500 s64 s1500; do
+  [ -f "$work/$t.pcap" ] || python3 "$here/mktrace.py" "$work/$t.pcap" "${frames[$t]}" "${t:1}" 1000 cbr 64
+done
 
 sluice_run() { # sink threads trace expected -> pps over sluice's send phase
   local a b
   a=$(rx)
   "$sluice" replay "$work/$3.pcap" --to "$1" --topspeed --threads "$2" --preload -q \
-    --summary-json "$work/xs.json" 2>/dev/null
+    --loop "${loops[$3]}" --summary-json "$work/xs.json" 2>/dev/null
   b=$(rx)
   python3 - "$work/xs.json" "$((b - a))" "$4" <<'PY'
 import json, sys
@@ -57,7 +67,7 @@ PY
 peer_run() { # trace expected -> pps (tcpreplay's own send-phase rate)
   local a b out
   a=$(rx)
-  out=$("$peer" -i xdpa --xdp --xdp-batch-size=64 --topspeed --preload-pcap "$work/$1.pcap" 2>&1)
+  out=$("$peer" -i xdpa --xdp --xdp-batch-size=64 --topspeed --preload-pcap -l "${loops[$1]}" "$work/$1.pcap" 2>&1)
   b=$(rx)
   local pps; pps=$(sed -n 's/.*Mbps, \([0-9.]*\) pps.*/\1/p' <<< "$out" | head -1)
   if [ "$((b - a))" -eq "$2" ]; then echo "${pps%.*}"; else echo "LOST:$(($2 - b + a))"; fi
@@ -65,9 +75,10 @@ peer_run() { # trace expected -> pps (tcpreplay's own send-phase rate)
 
 declare -A got
 for _ in $(seq "$runs"); do
-  for t in x64 x1500; do
-    n=${count[t${t#x}]}
+  for t in x64 x1500 s64 s1500; do
+    n=$((frames[$t] * loops[$t]))
     got[$t.xdp1]+="$(sluice_run xdp:xdpa 1 $t "$n") "
+    got[$t.bare]+="$(sluice_run xdpa 1 $t "$n") "
     got[$t.afp1]+="$(sluice_run afpacket:xdpa 1 $t "$n") "
     got[$t.xdp2]+="$(sluice_run xdp:xdpa 2 $t "$n") "
     got[$t.afp2]+="$(sluice_run afpacket:xdpa 2 $t "$n") "
@@ -79,18 +90,18 @@ med() { tr ' ' '\n' <<< "${got[$1]:-}" | grep -E '^[0-9]+$' | median; }
 lost() { tr ' ' '\n' <<< "${got[$1]:-}" | grep -c LOST || true; }
 ratio() { python3 -c "import sys; a,b=sys.argv[1:]; print(f'{int(a)/int(b):.2f}' if a and b else '-')" "$1" "$2"; }
 say "== top speed on veth, frames/s counted by the sink (median of $runs, alternated) =="
-for t in x64 x1500; do
-  size=${t#x}
+for t in x64 x1500 s64 s1500; do
+  size="$t (${frames[$t]} frames x ${loops[$t]})"
   x1=$(med $t.xdp1); x2=$(med $t.xdp2); a1=$(med $t.afp1); a2=$(med $t.afp2)
-  say "frame=${size}B sluice xdp 1T=$x1 2T=$x2 (2T/1T x$(ratio "$x2" "$x1"))  afpacket 1T=$a1 2T=$a2  xdp/afpacket 1T x$(ratio "$x1" "$a1")"
+  say "${size} sluice xdp 1T=$x1 2T=$x2 (2T/1T x$(ratio "$x2" "$x1"))  afpacket 1T=$a1 2T=$a2  xdp/afpacket 1T x$(ratio "$x1" "$a1")  bare --to 1T=$(med $t.bare)"
   if [ -n "$peer" ]; then
     p=$(med $t.peer)
-    say "frame=${size}B tcpreplay --xdp=$p  sluice xdp 1T / tcpreplay x$(ratio "$x1" "$p")  2T / tcpreplay x$(ratio "$x2" "$p")"
+    say "${size} tcpreplay --xdp=$p  sluice xdp 1T / tcpreplay x$(ratio "$x1" "$p")  2T / tcpreplay x$(ratio "$x2" "$p")"
   else
-    say "frame=${size}B tcpreplay --xdp: SKIPPED (set TCPREPLAY_XDP)"
+    say "${size} tcpreplay --xdp: SKIPPED (set TCPREPLAY_XDP)"
   fi
-  for k in xdp1 xdp2 afp1 afp2 peer; do
-    [ "$(lost $t.$k)" = 0 ] || say "frame=${size}B $k: $(lost $t.$k) run(s) lost frames: ${got[$t.$k]}"
+  for k in xdp1 bare xdp2 afp1 afp2 peer; do
+    [ "$(lost $t.$k)" = 0 ] || say "${size} $k: $(lost $t.$k) run(s) lost frames: ${got[$t.$k]}"
   done
-  say "frame=${size}B runs: xdp1[${got[$t.xdp1]}] xdp2[${got[$t.xdp2]}] afp1[${got[$t.afp1]}] afp2[${got[$t.afp2]}] peer[${got[$t.peer]:-}]"
+  say "${size} runs: xdp1[${got[$t.xdp1]}] bare[${got[$t.bare]}] xdp2[${got[$t.xdp2]}] afp1[${got[$t.afp1]}] afp2[${got[$t.afp2]}] peer[${got[$t.peer]:-}]"
 done

@@ -71,8 +71,14 @@ fn every_source_through_xdp_arrives_once_byte_identical_to_its_pcap_output() {
         ));
     }
     let arc = convert_csv(&d, "in", &csv);
-    let runs: [(&str, Vec<&str>); 4] = [
+    let runs: [(&str, Vec<&str>); 5] = [
         ("replay", vec!["replay", s(&trace), "--pps", "10k"]),
+        // Preloaded (without being asked): pass 0 places each frame in
+        // the UMEM, passes 1 and 2 send it from there.
+        (
+            "replay-looped",
+            vec!["replay", s(&trace), "--pps", "10k", "--loop", "3"],
+        ),
         (
             "flows",
             vec!["flows", "run", s(&session), "--limit", "3000"],
@@ -91,6 +97,19 @@ fn every_source_through_xdp_arrives_once_byte_identical_to_its_pcap_output() {
             summary.contains("\"tx_path\": \"xdp-copy\""),
             "{name}: the summary names the mode: {summary}"
         );
+        let copies = &sluice_testkit::checked_json(summary.as_bytes())["frame_copies"];
+        let n = want.len() as u64;
+        if name.starts_with("replay") {
+            // Every frame placed once, every send from its place.
+            let passes = if name == "replay" { 1 } else { 3 };
+            assert_eq!(copies["placed"], n / passes, "{name}: {copies}");
+            assert_eq!(copies["sent_in_place"], n, "{name}: {copies}");
+            assert_eq!(copies["copied"], 0, "{name}: {copies}");
+        } else {
+            // Frames built per send are copied into scratch frames.
+            assert_eq!(copies["copied"], n, "{name}: {copies}");
+            assert_eq!(copies["placed"], 0, "{name}: {copies}");
+        }
     }
 }
 
