@@ -804,7 +804,9 @@ fn rfc2544_marks_every_trial_whose_sender_fell_short() {
 /// steering the queue to a socket) and the TPACKET ring each account for
 /// every stamped frame a bare `--to IFACE` sender sent (counted, or
 /// dropped by the kernel and counted as such), and say which path and
-/// which receive times they used. The sender's bare interface took xdp:.
+/// which receive times they used; `auto` takes the ring on a veth (AF_XDP
+/// binds in copy mode only) and says why. The sender's bare interface
+/// took xdp:.
 #[test]
 fn both_receive_paths_account_for_every_frame_and_say_which_ran() {
     use sluice_testkit::{require, require_root};
@@ -820,7 +822,12 @@ fn both_receive_paths_account_for_every_frame_and_say_which_ran() {
     write_frames(&input, &frames);
     let p = Pair::up("rp");
     let (to, rx_if) = (format!("{}a", p.t), format!("{}b", p.t));
-    for (path, want_path, want_stamps) in [("xdp", "xdp-", "read"), ("ring", "ring", "kernel")] {
+    // auto: a veth binds AF_XDP in copy mode only, so the ring, saying why.
+    for (path, want_path, want_stamps) in [
+        ("xdp", "xdp-", "read"),
+        ("ring", "ring", "kernel"),
+        ("auto", "ring", "kernel"),
+    ] {
         let (summary, lines) = (
             d.join(format!("{path}.json")),
             d.join(format!("{path}.jsonl")),
@@ -881,5 +888,11 @@ fn both_receive_paths_account_for_every_frame_and_say_which_ran() {
             n,
             "every frame counted or counted as dropped: {s}"
         );
+        if path == "auto" {
+            let why = s["path_note"].as_str().unwrap_or_default();
+            assert!(why.contains("copy mode"), "auto says why: {s}");
+        } else {
+            assert!(s["path_note"].is_null(), "asked for, not chosen: {s}");
+        }
     }
 }

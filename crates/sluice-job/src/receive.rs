@@ -31,7 +31,7 @@ pub struct RxOpts {
     #[arg(long, value_name = "FIRST[-LAST]=OFFSET", allow_hyphen_values = true)]
     #[serde(with = "text::vec")]
     pub rx_clock: Vec<ClockCorrection>,
-    /// How frames are taken: auto (AF_XDP where its program attaches, else the TPACKET ring), xdp, or ring (kernel receive times, and the kernel's stack keeps every frame).
+    /// How frames are taken: auto (AF_XDP where it binds in zero-copy mode, else the TPACKET ring), xdp (any mode), or ring (kernel receive times, and the kernel's stack keeps every frame).
     #[arg(long, value_name = "auto|xdp|ring", default_value_t = RxPath::Auto)]
     pub rx_path: RxPath,
 }

@@ -94,19 +94,25 @@ enum Frames {
 }
 
 impl Frames {
-    /// Opens the path `path` asks for; with `auto`, AF_XDP first, and the
-    /// ring with the reason AF_XDP was refused.
+    /// Opens the path `path` asks for; with `auto`, AF_XDP where it binds
+    /// in zero-copy mode, else the ring, with the reason.
     fn open(iface: &str, path: RxPath) -> std::io::Result<(Frames, Option<String>)> {
         match path {
             RxPath::Ring => Ok((Frames::Ring(RxRing::open(iface)?), None)),
             RxPath::Xdp => Ok((Frames::Xdp(XskRx::open(iface)?), None)),
-            RxPath::Auto => match XskRx::open(iface) {
-                Ok(x) => Ok((Frames::Xdp(x), None)),
-                Err(e) => {
-                    let ring = RxRing::open(iface)?;
-                    Ok((Frames::Ring(ring), Some(format!("AF_XDP refused: {e}"))))
-                }
-            },
+            RxPath::Auto => {
+                let why = match XskRx::open(iface) {
+                    Ok(x) if x.path() == "xdp-zerocopy" => return Ok((Frames::Xdp(x), None)),
+                    Ok(x) => format!(
+                        "AF_XDP binds {iface} in copy mode only ({}), where the ring costs \
+                         less per frame and keeps kernel receive times",
+                        x.path()
+                    ),
+                    Err(e) => format!("AF_XDP refused: {e}"),
+                };
+                let ring = RxRing::open(iface)?;
+                Ok((Frames::Ring(ring), Some(why)))
+            }
         }
     }
 
@@ -342,7 +348,7 @@ pub fn render(d: &RxDoc) -> String {
         d.frames, d.iface, d.t, d.unstamped, d.kernel_drops, d.stamps, d.path
     );
     if let Some(n) = &d.path_note {
-        s += &format!("\n{n}; the TPACKET ring received instead");
+        s += &format!("\n{n}: the TPACKET ring received");
     }
     for st in &d.streams {
         let p = &st.latency.percentiles;

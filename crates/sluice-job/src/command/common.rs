@@ -25,7 +25,7 @@ pub struct RunOpts {
     /// With --rx: how long after the last frame left the receiver still counts arrivals.
     #[arg(long, value_parser = duration, default_value = "200ms", requires = "rx")]
     pub rx_wait: Nanos,
-    /// With --rx: how the receiver takes frames: auto (AF_XDP where its program attaches, else the TPACKET ring), xdp, or ring (kernel receive times, and the kernel's stack keeps every frame).
+    /// With --rx: how the receiver takes frames: auto (AF_XDP where it binds in zero-copy mode, else the TPACKET ring), xdp (any mode), or ring (kernel receive times, and the kernel's stack keeps every frame).
     #[arg(long, value_name = "auto|xdp|ring", default_value_t = RxPath::Auto, requires = "rx")]
     pub rx_path: RxPath,
     /// The first stream id of this sender's stamps: TX thread k stamps stream N + k (+256 on a second port), so that senders on several hosts stay apart at one receiver.

@@ -25,11 +25,16 @@ use std::time::Duration;
 
 /// Frames per socket's UMEM; the fill and RX rings hold half each, so a
 /// full RX ring still leaves the kernel frames to fill.
-const FRAMES: u32 = 4096;
+const FRAMES: u32 = 16384;
 const RING: u32 = FRAMES / 2;
 const CHUNK: usize = 2048;
 /// The completion ring must exist for the bind; a receiver never sends.
 const COMP: u32 = 64;
+/// After a read of fewer frames than this, the receiver naps for
+/// [`GATHER`] (a receive time is then up to that much late: `stamps:
+/// read`).
+const GATHER_BELOW: u64 = 64;
+const GATHER: Duration = Duration::from_micros(100);
 
 /// One queue's socket.
 struct Queue {
@@ -215,6 +220,12 @@ impl XskRx {
             }
             n = self.drain_all(&mut f);
         }
+        if n > 0 && n < GATHER_BELOW {
+            // A trickle: let frames gather in the rings (room for
+            // milliseconds at any rate a copy-mode socket takes) rather
+            // than wake for each few.
+            std::thread::sleep(GATHER);
+        }
         Ok(n)
     }
 
@@ -237,8 +248,10 @@ impl XskRx {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RxPath {
-    /// AF_XDP where its program attaches and its sockets bind, else the
-    /// TPACKET ring (the receiver says which, and why).
+    /// AF_XDP where its sockets bind in zero-copy mode, else the TPACKET
+    /// ring (the receiver says which, and why): in copy mode (a veth,
+    /// most virtual devices) AF_XDP costs the receiver more CPU per frame
+    /// than the ring, and the ring keeps the kernel's receive times.
     #[default]
     Auto,
     /// AF_XDP or a refusal saying why.
