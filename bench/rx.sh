@@ -5,7 +5,8 @@
 # ring), while tcpdump (the peer, writing to /dev/null) takes the same
 # frames in another run. Reported per rate: frames sent, the interface's
 # rx counter, frames counted, kernel drops, and the receiver's CPU
-# seconds per million frames (user + system, GNU time).
+# seconds per million frames (user + system from /proc/PID/stat, over the
+# send alone: what it took before, setting up, is given apart).
 #
 #   bench/rx.sh [SLUICE] [RATES...]    (default: target/release/sluice 100k 200k top)
 #   TO=xdp bench/rx.sh ...             the sender on xdp: (default afpacket)
@@ -36,32 +37,32 @@ for i in range(16):
     out.write(struct.pack('<IIII', 1, i * 1000, len(fr), len(fr)) + fr)
 PY
 rxc() { ip netns exec $ns cat /sys/class/net/${ns}b/statistics/rx_packets; }
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
 for rate in $RATES; do
   if [ "$rate" = top ]; then timing=--topspeed; else timing="--pps $rate"; fi
   for who in $(printf 'sluice-%s ' $PATHS) tcpdump; do
     before=$(rxc)
+    # `ip netns exec` becomes the receiver: $! is its PID.
     if [ $who != tcpdump ]; then
-      ip netns exec $ns /usr/bin/time -f "%U %S" -o "$out/cpu" "$S" rx ${ns}b --rx-path "${who#sluice-}" --idle 1s --duration 60s -q --summary-json "$out/rx.json" 2>/dev/null &
+      ip netns exec $ns "$S" rx ${ns}b --rx-path "${who#sluice-}" --idle 2s --duration 60s -q --summary-json "$out/rx.json" 2>/dev/null &
     else
-      # `ip netns exec` becomes tcpdump: $! is its PID.
       ip netns exec $ns tcpdump -i ${ns}b -n -B 65536 -w /dev/null 2>"$out/td.err" &
-      td=$!
     fi
-    sleep 0.5
+    pid=$!
+    sleep 1
+    c0=$(cpu $pid)
     "$S" replay "$out/t.pcap" --loop 62500 $timing --preload --to $TO:${ns}a --rx-stamp replace -q --summary-json "$out/tx.json" 2>/dev/null
-    if [ $who = tcpdump ]; then
-      sleep 1
-      # utime and stime (clock ticks) of the process we started, then stop it.
-      awk -v hz="$(getconf CLK_TCK)" '{print $14 / hz, $15 / hz}' /proc/$td/stat > "$out/cpu"
-      kill -INT $td
-    fi
+    sleep 0.5
+    echo "$c0 $(cpu $pid)" > "$out/cpu"
+    if [ $who = tcpdump ]; then kill -INT $pid; fi
     wait
     after=$(rxc)
     python3 - "$who" "$rate" "$out" $((after - before)) <<'PY'
 import json, sys, re
 who, rate, out, iface = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 tx = json.load(open(out + '/tx.json'))
-u, s = map(float, open(out + '/cpu').read().split()[-2:])
+setup, end = map(float, open(out + '/cpu').read().split())
+send = end - setup
 if who != 'tcpdump':
     r = json.load(open(out + '/rx.json'))
     got, drops = r['frames'], r['kernel_drops']
@@ -72,7 +73,8 @@ else:
     drops = int(re.search(r'(\d+) packets dropped by kernel', err).group(1))
 print(f"{who:24} rate {rate:>5}: sent {tx['packets']} at {round(tx['pps'] or 0)} pps, "
       f"iface rx {iface}, counted {got}, kernel drops {drops}, "
-      f"cpu {u + s:.2f} s = {(u + s) / (tx['packets'] / 1e6):.2f} s per M frames")
+      f"cpu while sending {send:.2f} s = {send / (tx['packets'] / 1e6):.3f} s per M frames "
+      f"(setting up before: {setup:.2f} s)")
 PY
   done
 done

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 /// Frames per socket's UMEM; the fill and RX rings hold half each, so a
 /// full RX ring still leaves the kernel frames to fill.
-const FRAMES: u32 = 16384;
+const FRAMES: u32 = 8192;
 const RING: u32 = FRAMES / 2;
 const CHUNK: usize = 2048;
 /// The completion ring must exist for the bind; a receiver never sends.
@@ -79,7 +79,7 @@ impl Queue {
             None,
         )
         .map_err(|e| what("an AF_XDP socket".into(), e))?;
-        let umem = Umem::new(FRAMES as usize, CHUNK)?;
+        let umem = Umem::huge(FRAMES as usize, CHUNK)?;
         sockopt::set_xdp_umem_reg(
             &fd,
             XdpUmemReg {
