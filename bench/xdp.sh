@@ -13,6 +13,9 @@
 # `--to xdpa`, the default path the interface allows.
 #
 #   bench/xdp.sh                    # RUNS=7 by default
+#   SCALE="1 2 4 8 16" bench/xdp.sh # then xdp: and afpacket: at each TX
+#                                   # thread count, on as many veth queues
+#                                   # (a many-core machine: one CPU per thread)
 #   TCPREPLAY_XDP=/path/to/tcpreplay bench/xdp.sh
 #
 # TCPREPLAY_XDP is a tcpreplay built from its repository with libxdp
@@ -33,7 +36,9 @@ ns=sluice-xdp
 down() { ip link del xdpa 2>/dev/null || true; ip netns del "$ns" 2>/dev/null || true; }
 down; trap down EXIT
 ip netns add "$ns"
-ip link add xdpa numtxqueues 2 numrxqueues 2 type veth peer name xdpb numtxqueues 2 numrxqueues 2
+scale=${SCALE:-}
+nq=2; for n in $scale; do [ "$n" -gt "$nq" ] && nq=$n; done
+ip link add xdpa numtxqueues "$nq" numrxqueues "$nq" type veth peer name xdpb numtxqueues "$nq" numrxqueues "$nq"
 ip link set xdpb netns "$ns"
 ip link set xdpa address 02:00:00:00:00:01 up
 ip netns exec "$ns" ip link set xdpb address 02:00:00:00:00:02 up
@@ -104,4 +109,25 @@ for t in x64 x1500 s64 s1500; do
     [ "$(lost $t.$k)" = 0 ] || say "${size} $k: $(lost $t.$k) run(s) lost frames: ${got[$t.$k]}"
   done
   say "${size} runs: xdp1[${got[$t.xdp1]}] bare[${got[$t.bare]}] xdp2[${got[$t.xdp2]}] afp1[${got[$t.afp1]}] afp2[${got[$t.afp2]}] peer[${got[$t.peer]:-}]"
+done
+
+[ -n "$scale" ] || exit 0
+# Scaling: the large traces at every thread count, alternated, medians.
+declare -A sc
+for _ in $(seq "$runs"); do
+  for t in x64 x1500; do
+    for n in $scale; do
+      sc[$t.xdp.$n]+="$(sluice_run xdp:xdpa "$n" $t "${frames[$t]}") "
+      sc[$t.afp.$n]+="$(sluice_run afpacket:xdpa "$n" $t "${frames[$t]}") "
+    done
+  done
+done
+smed() { tr ' ' '\n' <<< "${sc[$1]:-}" | grep -E '^[0-9]+$' | median; }
+say "== scaling over TX threads, one veth queue each (median of $runs) =="
+for t in x64 x1500; do
+  for k in xdp afp; do
+    line="$t $k:"; one=$(smed $t.$k.1)
+    for n in $scale; do line+=" ${n}T=$(smed $t.$k.$n) (x$(ratio "$(smed $t.$k.$n)" "$one"))"; done
+    say "$line"
+  done
 done

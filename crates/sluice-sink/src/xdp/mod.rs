@@ -219,7 +219,7 @@ impl XdpSink {
         let (free, kept) = (&mut self.free, &mut self.kept);
         self.cq.reap(|a| {
             if kept.holds(a) {
-                kept.in_flight -= 1;
+                kept.in_flight = kept.in_flight.saturating_sub(1);
             } else {
                 free.push(a);
             }

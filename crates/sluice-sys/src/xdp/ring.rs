@@ -336,18 +336,7 @@ pub struct Umem {
 
 impl Umem {
     pub fn new(chunks: usize, chunk: usize) -> io::Result<Umem> {
-        let len = chunks * chunk;
-        // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
-        let base = unsafe {
-            mmap_anonymous(
-                std::ptr::null_mut(),
-                len,
-                ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::PRIVATE | MapFlags::POPULATE,
-            )
-        }?
-        .cast::<u8>();
-        Ok(Umem { base, len, chunk })
+        Self::mapped(chunks, chunk, MapFlags::POPULATE)
     }
 
     /// A UMEM on transparent huge pages where the kernel gives them (a
@@ -355,6 +344,19 @@ impl Umem {
     /// pages would cost a TLB miss every other frame); populated before
     /// it is registered, as [`Umem::new`]'s.
     pub fn huge(chunks: usize, chunk: usize) -> io::Result<Umem> {
+        let umem = Self::mapped(chunks, chunk, MapFlags::empty())?;
+        // SAFETY: the advice covers exactly the mapping just made, which
+        // nothing else uses; either call may be refused (no THP, a kernel
+        // before 5.14) without harm: the pages then come at first touch.
+        unsafe {
+            let _ = madvise(umem.base.cast(), umem.len, Advice::LinuxHugepage);
+            let _ = madvise(umem.base.cast(), umem.len, Advice::LinuxPopulateWrite);
+        }
+        Ok(umem)
+    }
+
+    /// `chunks` chunks of `chunk` bytes of fresh private memory.
+    fn mapped(chunks: usize, chunk: usize, flags: MapFlags) -> io::Result<Umem> {
         let len = chunks * chunk;
         // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
         let base = unsafe {
@@ -362,22 +364,11 @@ impl Umem {
                 std::ptr::null_mut(),
                 len,
                 ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::PRIVATE,
+                MapFlags::PRIVATE | flags,
             )
-        }?;
-        let umem = Umem {
-            base: base.cast::<u8>(),
-            len,
-            chunk,
-        };
-        // SAFETY: the advice covers exactly the mapping made above, which
-        // nothing else uses; either call may be refused (no THP, a kernel
-        // before 5.14) without harm: the pages then come at first touch.
-        unsafe {
-            let _ = madvise(base, len, Advice::LinuxHugepage);
-            let _ = madvise(base, len, Advice::LinuxPopulateWrite);
-        }
-        Ok(umem)
+        }?
+        .cast::<u8>();
+        Ok(Umem { base, len, chunk })
     }
 
     pub fn addr(&self) -> u64 {
