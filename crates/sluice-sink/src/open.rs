@@ -115,9 +115,7 @@ impl SinkSpec {
             SinkSpec::AfPacket(iface) => {
                 Box::new(AfPacketSink::open(iface, o.tx_mode, o.csum_offload)?)
             }
-            SinkSpec::Xdp(iface) => {
-                Box::new(XdpSink::open(iface, queue(k, o), o.xdp_mode, o.xdp_keep)?)
-            }
+            SinkSpec::Xdp(iface) => Box::new(xdp(iface, k, o)?),
             SinkSpec::Iface(iface) => fastest(iface, k, o)?,
             SinkSpec::Udp(target) => Box::new(UdpSink::open(target)?),
         })
@@ -131,6 +129,18 @@ fn queue(k: usize, o: &SinkOptions) -> u32 {
         .and_then(|q| q.get(k))
         .copied()
         .unwrap_or(k) as u32
+}
+
+/// TX thread `k`'s XDP socket, with room for kept frames where the UMEM
+/// may grow by it (its pages are pinned: RLIMIT_MEMLOCK may refuse a large
+/// one to a user without CAP_IPC_LOCK), else without (every frame copied).
+fn xdp(iface: &str, k: usize, o: &SinkOptions) -> Result<XdpSink, SinkError> {
+    XdpSink::open(iface, queue(k, o), o.xdp_mode, o.xdp_keep).or_else(|e| {
+        if o.xdp_keep == 0 {
+            return Err(e);
+        }
+        XdpSink::open(iface, queue(k, o), o.xdp_mode, 0)
+    })
 }
 
 /// A bare `--to IFACE`: AF_XDP where the options allow it and the socket
@@ -151,7 +161,7 @@ fn fastest(iface: &str, k: usize, o: &SinkOptions) -> Result<Box<dyn Sink>, Sink
         None
     };
     let why = match not_xdp {
-        None => match XdpSink::open(iface, queue(k, o), o.xdp_mode, o.xdp_keep) {
+        None => match xdp(iface, k, o) {
             Ok(x) => return Ok(Box::new(x.picked(format!("the fastest path to {iface}")))),
             Err(e) => format!("AF_XDP refused: {e}"),
         },
