@@ -379,26 +379,22 @@ impl Umem {
         self.len
     }
 
-    /// Copies `head` then `body` into the frame at UMEM offset `addr`.
+    /// Copies `head` then `body` into the frame at UMEM offset `addr`
+    /// (a scratch frame the kernel is done with).
     #[inline]
     pub fn fill(&mut self, addr: u64, head: &[u8], body: &[u8]) {
-        debug_assert!(head.len() + body.len() <= self.chunk);
-        debug_assert!(addr as usize + self.chunk <= self.len);
-        // SAFETY: `addr` is a chunk start taken from the free list (so the
-        // kernel is not reading it), and the caller checked that the frame
-        // fits one chunk; both copies stay inside that chunk.
+        assert!(
+            head.len() + body.len() <= self.chunk && addr as usize + self.chunk <= self.len,
+            "a frame fills one chunk inside the UMEM"
+        );
+        // SAFETY: the frame and its chunk lie inside the mapping (checked
+        // above); the caller took `addr` from its free list, so the kernel
+        // is not reading it. Both copies stay inside that chunk.
         unsafe {
             let at = self.base.add(addr as usize);
             std::ptr::copy_nonoverlapping(head.as_ptr(), at, head.len());
             std::ptr::copy_nonoverlapping(body.as_ptr(), at.add(head.len()), body.len());
         }
-    }
-}
-
-impl Umem {
-    /// The chunk size.
-    pub fn chunk(&self) -> usize {
-        self.chunk
     }
 
     /// The `len` bytes at UMEM offset `addr` of a received frame, or None
