@@ -63,10 +63,11 @@ fn plan_of(a: &ReplayArgs) -> Result<(SendPlan<'_>, ReplaySource, TimingMode), F
         plan = plan.reads(c);
     }
     plan.engine.passes = a.opts.loops;
-    plan.engine.preload = a.opts.preload || preloads_itself(a);
+    let fit = XdpFit::of(a);
+    plan.engine.preload = a.opts.preload || fit.as_ref().is_some_and(|f| preloads_itself(a, f));
     plan.engine.preload_budget = a.opts.preload_max;
     if plan.engine.preload {
-        plan.xdp_keep = umem_room(a);
+        plan.xdp_keep = fit.map_or(0, |f| umem_room(a, &f));
     }
     plan.engine.start_at = a.part.start_at;
     let split = a
@@ -121,21 +122,36 @@ fn trace_bytes(a: &ReplayArgs) -> Option<u64> {
     })
 }
 
-/// A replay to an xdp sink (or a bare interface, where xdp is tried
-/// first) preloads without being asked when the trace fits its budget
-/// twice over (the preload, and the UMEM's copy): its frames are then
-/// placed in the UMEM once and sent with no copy. Options that rewrite
-/// each pass or count every packet stream, as with `--preload`.
-fn preloads_itself(a: &ReplayArgs) -> bool {
-    let to_xdp = matches!(a.run.to, SinkSpec::Xdp(_) | SinkSpec::Iface(_));
-    let budget = a
-        .opts
-        .preload_max
-        .unwrap_or_else(sluice_sys::mem::default_budget);
-    to_xdp
-        && !a.opts.unique_ip
+/// What a replay to an xdp sink (or a bare interface, where xdp is tried
+/// first) weighs before preloading its trace and keeping its frames in
+/// the UMEM; None for other sinks.
+struct XdpFit {
+    /// The preload's memory budget.
+    budget: u64,
+    /// The traces' bytes, None when one is compressed or not a file.
+    trace: Option<u64>,
+}
+
+impl XdpFit {
+    fn of(a: &ReplayArgs) -> Option<Self> {
+        matches!(a.run.to, SinkSpec::Xdp(_) | SinkSpec::Iface(_)).then(|| Self {
+            budget: a
+                .opts
+                .preload_max
+                .unwrap_or_else(sluice_sys::mem::default_budget),
+            trace: trace_bytes(a),
+        })
+    }
+}
+
+/// A replay to xdp preloads without being asked when the trace fits its
+/// budget twice over (the preload, and the UMEM's copy): its frames are
+/// then placed in the UMEM once and sent with no copy. Options that
+/// rewrite each pass or count every packet stream, as with `--preload`.
+fn preloads_itself(a: &ReplayArgs, fit: &XdpFit) -> bool {
+    !a.opts.unique_ip
         && a.run.send.bursts.is_none()
-        && trace_bytes(a).is_some_and(|b| b.saturating_mul(2) <= budget)
+        && fit.trace.is_some_and(|b| b.saturating_mul(2) <= fit.budget)
 }
 
 /// Room each xdp sink keeps for a preloaded trace's frames: twice the
@@ -149,17 +165,14 @@ fn preloads_itself(a: &ReplayArgs) -> bool {
 /// and frames that left the cache since the last pass cost it more than
 /// the copy into a scratch frame (still in cache) saves; docs/BENCHMARKS.md
 /// has the measurements.
-fn umem_room(a: &ReplayArgs) -> u64 {
-    if !matches!(a.run.to, SinkSpec::Xdp(_) | SinkSpec::Iface(_)) {
+///
+/// None either for a trace whose size is not known beforehand (a
+/// compressed one): its frames are copied.
+fn umem_room(a: &ReplayArgs, fit: &XdpFit) -> u64 {
+    let Some(trace) = fit.trace.map(|b| b.saturating_mul(2)) else {
         return 0;
-    }
+    };
     let threads = a.run.send.threads.max(1) as u64;
-    let budget = a
-        .opts
-        .preload_max
-        .unwrap_or_else(sluice_sys::mem::default_budget);
-    // A compressed trace's size is not known: a modest room.
-    let trace = trace_bytes(a).unwrap_or(32 << 20).saturating_mul(2);
     let share = if threads == 1 {
         trace
     } else {
@@ -169,7 +182,7 @@ fn umem_room(a: &ReplayArgs) -> u64 {
     if share > cache {
         return 0;
     }
-    share.min(budget / threads)
+    share.min(fit.budget / threads)
 }
 
 fn timing_mode(a: &ReplayArgs) -> Result<TimingMode, Failure> {
