@@ -597,6 +597,14 @@ fn summary_received(rx: &serde_json::Value) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// `t.pcap` in `d`: `n` 200-byte frames, frame i at time `at(i)` (ns).
+fn timed_trace(d: &std::path::Path, n: u64, at: impl Fn(u64) -> u64) -> std::path::PathBuf {
+    let input = d.join("t.pcap");
+    let frames: Vec<(u64, Vec<u8>)> = (0..n).map(|i| (at(i), frame(i, 200))).collect();
+    write_frames(&input, &frames);
+    input
+}
+
 /// The report's tables agree with the summaries: `sluice rx` stopped by
 /// its count between two of its per-second lines ends its lines with its
 /// final count, and the report gives that count; `replay --rx`'s lines,
@@ -611,14 +619,10 @@ fn reports_of_what_rx_counted_agree_with_its_summaries() {
     let d = tmpdir("rx-report");
     // 1000 frames, then 2000 more 1.2 s later: a per-second line falls
     // between the two bursts, none after the second.
-    let input = d.join("t.pcap");
-    let frames: Vec<(u64, Vec<u8>)> = (0..3000u64)
-        .map(|i| {
-            let gap = if i < 1000 { 0 } else { 1_200_000_000 };
-            (1_000_000_000 + gap + i * 20_000, frame(i, 200))
-        })
-        .collect();
-    write_frames(&input, &frames);
+    let input = timed_trace(&d, 3000, |i| {
+        let gap = if i < 1000 { 0 } else { 1_200_000_000 };
+        1_000_000_000 + gap + i * 20_000
+    });
     let p = Pair::up("rr");
     let (to, rx_if) = (format!("afpacket:{}a", p.t), format!("{}b", p.t));
     let (summary, lines) = (d.join("rx.json"), d.join("rx.jsonl"));
@@ -814,12 +818,8 @@ fn both_receive_paths_account_for_every_frame_and_say_which_ran() {
         return;
     }
     let d = tmpdir("rx-paths");
-    let input = d.join("t.pcap");
     let n = 3000u64;
-    let frames: Vec<(u64, Vec<u8>)> = (0..n)
-        .map(|i| (1_000_000_000 + i * 200_000, frame(i, 200)))
-        .collect();
-    write_frames(&input, &frames);
+    let input = timed_trace(&d, n, |i| 1_000_000_000 + i * 200_000);
     let p = Pair::up("rp");
     let (to, rx_if) = (format!("{}a", p.t), format!("{}b", p.t));
     // auto: a veth binds AF_XDP in copy mode only, so the ring, saying why.
