@@ -259,6 +259,25 @@ fn device_filters_choose_devices_before_the_count() {
         "{}",
         stderr(&o)
     );
+    // Classes and ranges, as users type them.
+    let (o, s) = play(&arc, &out, &["--device-filter", "*V[1-3],D*[!0-9]7"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let names: Vec<String> = sent_by_device(&s).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["DEV1", "DEV2", "DEV3", "DEV7"]);
+    // A filter no device passes sends nothing and says so, leaving the
+    // output as it was.
+    let before = std::fs::read(&out).unwrap();
+    for filter in ["dev*", "!DEV*", "DEV[89]"] {
+        let (o, _) = play(&arc, &out, &["--device-filter", filter]);
+        assert_eq!(o.status.code(), Some(2), "{filter}");
+        let e = stderr(&o);
+        assert!(
+            e.contains(&format!("--device-filter '{filter}': no device of"))
+                && e.contains("its devices include DEV0, DEV1"),
+            "{filter}: {e}"
+        );
+    }
+    assert_eq!(std::fs::read(&out).unwrap(), before);
 }
 
 #[test]

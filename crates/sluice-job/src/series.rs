@@ -46,8 +46,8 @@ pub struct SeriesOpts {
     #[arg(long)]
     #[serde(with = "text::opt")]
     pub devices: Option<DeviceCount>,
-    /// Play only the devices whose name matches GLOB (`*`, `?`); `!GLOB` leaves matching devices out. Repeatable or comma-separated; decided before --devices N counts.
-    #[arg(long, value_name = "GLOB", value_delimiter = ',')]
+    /// Play only the devices whose name matches GLOB (`*`, `?`, `[EZ]`, `[a-f]`, `[!0-9]`, `{a,b}`, `\\*`); `!GLOB` leaves matching devices out. Repeatable or comma-separated; decided before --devices N counts; a filter no device passes is an error.
+    #[arg(long, value_name = "GLOB")]
     pub device_filter: Vec<String>,
     /// Simulated devices live over play time, e.g. 0s=4,2s=16,5s=8: from each time on, only the first COUNT simulated devices (flows: device × copies + copy) send; none before the first step.
     #[arg(long, value_name = "TIME=COUNT,...")]

@@ -101,6 +101,10 @@ pub fn prepare(a: &mut PlayArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
             .map_err(|e| bad_input(anyhow!("--device-filter: {e}")))?,
         steps: a.opts.device_steps.clone(),
     };
+    select
+        .filter
+        .check_archive(&a.archive)
+        .map_err(|e| bad_input(anyhow!("--device-filter {e}")))?;
     let cfg = SeriesConfig {
         buffer_size,
         workers: a.opts.workers,

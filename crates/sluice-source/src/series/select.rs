@@ -2,10 +2,13 @@
 //! change the number of simulated flows, apply arbitrary filtering").
 //!
 //! - A [`DeviceFilter`] is a list of shell-style patterns over device names
-//!   (`*` any run of characters, `?` one character); a pattern starting with
-//!   `!` excludes. A device plays if it matches an including pattern (or
-//!   there is none) and no excluding one. It is decided once per device,
-//!   before `--devices N` counts it.
+//!   (`*` any run of characters, `?` one character, `[EZ]`, `[a-f0-9]` and
+//!   `[!0-9]` one of a class or not, `{a,b}` either, `\\*` a literal `*`);
+//!   a pattern starting with `!` excludes. A device plays if it matches an
+//!   including pattern (or there is none) and no excluding one. It is
+//!   decided once per device, before `--devices N` counts it; a filter no
+//!   device of the archive passes is an error before the play
+//!   ([`DeviceFilter::check_archive`]).
 //! - [`DeviceSteps`] is the number of simulated devices live at each moment
 //!   of the play: `0s=4,2s=16,5s=8` plays simulated devices 0-3 from the
 //!   start, 0-15 from 2 s, 0-7 from 5 s. A simulated device is a flow
@@ -14,8 +17,9 @@
 //!   moment is the record's due time, so the steps hold in play time
 //!   whatever `--fast-forward` does.
 
-use regex::Regex;
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use sluice_core::{parse_duration, Nanos};
+use std::path::Path;
 use std::str::FromStr;
 
 /// Most patterns of one filter and steps of one schedule.
@@ -25,59 +29,136 @@ pub const MAX_STEPS: usize = 4096;
 /// Device-name patterns, including and excluding.
 #[derive(Clone, Debug, Default)]
 pub struct DeviceFilter {
-    include: Vec<Regex>,
-    exclude: Vec<Regex>,
+    include: GlobSet,
+    exclude: GlobSet,
+    /// The patterns as given, for messages.
+    given: Vec<String>,
 }
 
 impl DeviceFilter {
-    /// Compiles `patterns` (each a glob, `!glob` to exclude).
+    /// Compiles `patterns` (each a glob, `!glob` to exclude, or several
+    /// separated by commas outside `{...}` and `[...]`).
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self, String> {
+        let patterns: Vec<&str> = patterns
+            .iter()
+            .flat_map(|p| split_list(p.as_ref()))
+            .collect();
         if patterns.len() > MAX_PATTERNS {
             return Err(format!(
                 "{} device patterns: at most {MAX_PATTERNS}",
                 patterns.len()
             ));
         }
-        let mut f = DeviceFilter::default();
+        let (mut include, mut exclude) = (GlobSetBuilder::new(), GlobSetBuilder::new());
+        let mut given = Vec::new();
         for p in patterns {
-            let p = p.as_ref();
             let (list, glob) = match p.strip_prefix('!') {
-                Some(g) => (&mut f.exclude, g),
-                None => (&mut f.include, p),
+                Some(g) => (&mut exclude, g),
+                None => (&mut include, p),
             };
             if glob.is_empty() || glob.len() > 64 {
                 return Err(format!(
                     "device pattern '{p}': expected 1 to 64 characters after any '!'"
                 ));
             }
-            list.push(glob_regex(glob).map_err(|e| format!("device pattern '{p}': {e}"))?);
+            list.add(
+                GlobBuilder::new(glob)
+                    .literal_separator(false)
+                    .backslash_escape(true)
+                    .build()
+                    .map_err(|e| format!("device pattern '{p}': {}", e.kind()))?,
+            );
+            given.push(p.to_string());
         }
-        Ok(f)
+        let built = |b: GlobSetBuilder| b.build().map_err(|e| format!("device patterns: {e}"));
+        Ok(DeviceFilter {
+            include: built(include)?,
+            exclude: built(exclude)?,
+            given,
+        })
     }
 
     pub fn is_empty(&self) -> bool {
-        self.include.is_empty() && self.exclude.is_empty()
+        self.given.is_empty()
     }
 
     /// Whether the device named `name` plays.
     pub fn admits(&self, name: &str) -> bool {
-        (self.include.is_empty() || self.include.iter().any(|r| r.is_match(name)))
-            && !self.exclude.iter().any(|r| r.is_match(name))
+        (self.include.is_empty() || self.include.is_match(name)) && !self.exclude.is_match(name)
+    }
+
+    /// Reads `archive` up to the first record of a device this filter
+    /// lets play: an error naming the patterns, the archive and some of
+    /// its devices when none does (a play that would send nothing). An
+    /// empty filter passes without reading. Memory stays at the reader's
+    /// buffer and a few names; an archive that cannot be read, or a bad record, is left
+    /// for the play to name.
+    pub fn check_archive(&self, archive: &Path) -> Result<(), String> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        let Ok(mut r) = sluice_archive::ArchiveReader::open(archive) else {
+            return Ok(());
+        };
+        let (mut seen, mut records) = (Vec::<String>::new(), 0u64);
+        while let Ok(Some(rec)) = r.next_record() {
+            let name = device_name_of(rec.device_id());
+            if self.admits(&name) {
+                return Ok(());
+            }
+            records += 1;
+            if seen.len() < 5 && !seen.contains(&name) {
+                seen.push(name);
+            }
+        }
+        let patterns = self
+            .given
+            .iter()
+            .map(|p| format!("'{p}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Err(if records == 0 {
+            format!("{patterns}: {} holds no records", archive.display())
+        } else {
+            format!(
+                "{patterns}: no device of {} matches ({records} records read; its devices include {})",
+                archive.display(),
+                seen.join(", ")
+            )
+        })
     }
 }
 
-/// A glob as an anchored regex: `*` and `?` are wild, all else literal.
-fn glob_regex(glob: &str) -> Result<Regex, regex::Error> {
-    let mut re = String::from("^");
-    for c in glob.chars() {
+/// `a,b{c,d},[,x]` as `a`, `b{c,d}`, `[,x]`: commas split patterns except
+/// inside an alternation or a class, or after a backslash.
+fn split_list(list: &str) -> Vec<&str> {
+    let (mut out, mut from, mut depth, mut class, mut escaped) =
+        (Vec::new(), 0, 0u32, false, false);
+    for (i, c) in list.char_indices() {
         match c {
-            '*' => re.push_str(".*"),
-            '?' => re.push('.'),
-            c => re.push_str(&regex::escape(c.encode_utf8(&mut [0; 4]))),
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '[' if !class => class = true,
+            ']' if class => class = false,
+            '{' if !class => depth += 1,
+            '}' if !class => depth = depth.saturating_sub(1),
+            ',' if !class && depth == 0 => {
+                out.push(&list[from..i]);
+                from = i + 1;
+            }
+            _ => {}
         }
     }
-    re.push('$');
-    Regex::new(&re)
+    out.push(&list[from..]);
+    out
+}
+
+/// A trimmed device id as [`super::devices::device_name`] names it.
+fn device_name_of(id: &[u8]) -> String {
+    let mut full = [0u8; 16];
+    let n = id.len().min(16);
+    full[..n].copy_from_slice(&id[..n]);
+    super::devices::device_name(&full)
 }
 
 /// Live simulated devices over play time: sorted `(from, count)` steps.
@@ -179,6 +260,23 @@ mod tests {
         let only_out = DeviceFilter::new(&["!a*"]).unwrap();
         assert!(only_out.admits("b") && !only_out.admits("abc"));
         assert!(DeviceFilter::new::<&str>(&[]).unwrap().admits("x"));
+    }
+
+    #[test]
+    fn globs_take_classes_ranges_alternatives_and_escapes() {
+        let f = DeviceFilter::new(&["*EH[EZ]", "s[0-3]?", "{pump,valve}-[!0-4]", "a\\*"]).unwrap();
+        for yes in ["WHEHE", "EHZ", "s01", "s3x", "pump-7", "valve-a", "a*"] {
+            assert!(f.admits(yes), "{yes}");
+        }
+        for no in ["WHEHA", "EH", "s41", "s0", "pump-3", "tank-9", "ab"] {
+            assert!(!f.admits(no), "{no}");
+        }
+        // Commas split patterns outside braces and classes.
+        let g = DeviceFilter::new(&["m1,{pump,valve}-[,0]"]).unwrap();
+        assert!(g.admits("m1") && g.admits("pump-,") && g.admits("valve-0"));
+        assert!(!g.admits("pump") && !g.admits("m1,pump-0"));
+        let e = DeviceFilter::new(&["x[ab"]).unwrap_err();
+        assert!(e.starts_with("device pattern 'x[ab': unclosed"), "{e}");
     }
 
     #[test]
