@@ -986,3 +986,102 @@ fn per_thread_pcaps_on_the_virtual_clock_carry_the_planned_departures() {
     assert_eq!(a.len(), b.len());
     assert_eq!(a, b, "the same planned departures, however many threads");
 }
+
+/// FLOR §5.1's sessions saved and edited: a session saved with no edit,
+/// as JSON and back as YAML, sends the very packets the original sends
+/// (times and bytes); an edit changes the flow it names and no other; a
+/// save over the input, or an edit that makes a session `flows run`
+/// refuses, is an error naming the key, and leaves the output as it was.
+#[test]
+fn sessions_saved_and_edited_send_what_was_saved() {
+    let d = tmpdir("flows-edit");
+    let mixed = repo("examples/sessions/mixed.yaml");
+    let (json, yaml) = (d.join("s.json"), d.join("s.yaml"));
+    let edit = |input: &Path, out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "flows",
+            "edit",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    for (from, to) in [(&mixed, &json), (&json, &yaml)] {
+        let o = edit(from, to, &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("7 entries, 107 flows"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let sent = |session: &Path, name: &str| {
+        let out = d.join(name);
+        let o = flows_to_pcap(session, &out, &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        // Times from the first packet: the run's start is the clock's.
+        let pkts = read_all(&out);
+        let t0 = pkts[0].0;
+        pkts.into_iter()
+            .map(|(t, f)| (t - t0, f))
+            .collect::<Vec<_>>()
+    };
+    let original = sent(&mixed, "orig.pcap");
+    assert_eq!(original.len(), 1078);
+    assert!(sent(&json, "json.pcap") == original, "saved as JSON");
+    assert!(sent(&yaml, "yaml.pcap") == original, "and back as YAML");
+
+    // The UDP flow from 10.0.0.1:5000 at 50 pps, set to 100 pps; the
+    // meta-flow's 100 flows are left as they were.
+    let edited = d.join("edited.yaml");
+    let o = edit(
+        &yaml,
+        &edited,
+        &["--set", "flows[1].pps=100", "--set", "seed=42"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let times = |pkts: &[(u64, Vec<u8>)], src: [u8; 4], sport: u16| -> Vec<u64> {
+        pkts.iter()
+            .filter(|(_, f)| f[12..14] == [8, 0] && f[23] == 17 && f[26..30] == src)
+            .filter(|(_, f)| u16::from_be_bytes([f[34], f[35]]) == sport)
+            .map(|(t, _)| *t)
+            .collect()
+    };
+    let after = sent(&edited, "edited.pcap");
+    let want: Vec<u64> = (0..10).map(|k| 1_000_000 + k * 10_000_000).collect();
+    assert_eq!(times(&after, [10, 0, 0, 1], 5000), want);
+    assert_eq!(times(&original, [10, 0, 0, 1], 5000)[1], 21_000_000);
+    for k in 0..100u8 {
+        let src = [192, 168, 0, 1 + k];
+        assert_eq!(
+            times(&after, src, 10_000 + u16::from(k)),
+            times(&original, src, 10_000 + u16::from(k)),
+            "meta-flow {k}"
+        );
+    }
+
+    // Refusals name the key; the output stays as it was.
+    let good = std::fs::read(&edited).unwrap();
+    for (extra, want) in [
+        (
+            &["--set", "flows[1].pps=0"][..],
+            "flows[1]: pps 0 must be positive",
+        ),
+        (
+            &["--set", "flows[9].pps=1"][..],
+            "--set flows[9].pps=1: no entry 9: the session has 7",
+        ),
+        (&["--delete", "flows[2].colour"][..], "no such field"),
+        (&["--append", "{proto: udp4}"][..], "flows[7]"),
+    ] {
+        let o = edit(&yaml, &edited, extra);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert!(stderr(&o).contains(want), "{extra:?}: {}", stderr(&o));
+    }
+    let o = edit(&yaml, &yaml, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is also the input"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&edited).unwrap(), good);
+}

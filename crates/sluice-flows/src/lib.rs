@@ -5,6 +5,7 @@
 
 mod calendar;
 mod dtree;
+pub mod edit;
 mod expand;
 mod import;
 mod onoff;
@@ -12,6 +13,7 @@ mod session;
 mod source;
 mod stream;
 
+pub use edit::{Edit, EditError, MAX_EDIT};
 pub use expand::{Expander, Flow, NO_TOTAL};
 pub use import::{import_csv, import_text, ImportError, ImportStats};
 pub use onoff::OnOff;

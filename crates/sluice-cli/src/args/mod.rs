@@ -26,7 +26,7 @@ pub use analyze::AnalyzeArgs;
 pub use demo::DemoArgs;
 pub use distributed::{ControlArgs, ControlCommand, ControlRunArgs, KeygenArgs, WorkerArgs};
 pub use doctor::DoctorArgs;
-pub use flows::{FlowsArgs, FlowsCommand, ImportArgs};
+pub use flows::{EditArgs, FlowsArgs, FlowsCommand, ImportArgs};
 pub use jobs::{ChangeArgs, JobsArgs, JobsCommand, SubmitArgs, TopArgs};
 pub use prep::{PrepArgs, PrepFormat};
 pub use profile::{

@@ -1,7 +1,8 @@
 //! `sluice flows run` (sessions of flows and meta-flows) and
-//! `sluice flows import` (flow records → a session).
+//! `sluice flows import` (flow records → a session) and `sluice flows
+//! edit` (a session changed and saved).
 
-use crate::args::{FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
+use crate::args::{EditArgs, FlowsArgs, FlowsCommand, ImportArgs, RunArgs};
 use crate::dest::{self, Dest};
 use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
@@ -15,7 +16,51 @@ pub fn run(a: FlowsArgs) -> Result<u8, Failure> {
     match a.command {
         FlowsCommand::Run(mut r) => prepare(&mut r)?.run(),
         FlowsCommand::Import(i) => import(i),
+        FlowsCommand::Edit(e) => edit(e),
     }
+}
+
+fn edit(a: EditArgs) -> Result<u8, Failure> {
+    use sluice_flows::{Edit, EditError};
+    dest::check(&[&a.session], &[&a.output])?;
+    let name = a.session.display().to_string();
+    let text = sluice_source::text::read_bounded(&a.session, sluice_flows::MAX_EDIT)
+        .map_err(|e| bad_input(anyhow!("{name}: {e}")))?;
+    let mut edits = Vec::new();
+    for s in &a.set {
+        let (path, value) = s
+            .split_once('=')
+            .ok_or_else(|| bad_input(anyhow!("--set {s}: expected PATH=VALUE")))?;
+        edits.push(Edit::Set(path.trim().into(), value.into()));
+    }
+    edits.extend(a.delete.iter().map(|p| Edit::Delete(p.trim().into())));
+    edits.extend(a.append.iter().map(|e| Edit::Append(e.clone())));
+    let in_yaml = sluice_source::is_yaml(&a.session);
+    let out_yaml = match a.output.as_str() {
+        "-" => in_yaml,
+        o => sluice_source::is_yaml(o.as_ref()),
+    };
+    let (out_text, session) = sluice_flows::edit::edit(
+        &name, &text, in_yaml, &edits, &a.output, out_yaml,
+    )
+    .map_err(|e| match e {
+        EditError::Session(s) => bad_input(anyhow!(s)),
+        e => bad_input(anyhow!(e)),
+    })?;
+    let mut out = Dest::open(&a.output)?;
+    std::io::Write::write_all(&mut out, out_text.as_bytes())
+        .and_then(|()| out.commit())
+        .with_context(|| format!("cannot write {}", a.output))?;
+    eoutln!(
+        "sluice: {name} -> {}: {} entries, {} flows ({} set, {} deleted, {} appended)",
+        a.output,
+        session.flows.len(),
+        session.flows.iter().map(|f| f.flows()).sum::<u64>(),
+        a.set.len(),
+        a.delete.len(),
+        a.append.len()
+    );
+    Ok(crate::exit::OK)
 }
 
 /// The session's plan and sources (`run::prepare`).
