@@ -11,6 +11,7 @@
 #   call sequences, a plan and profiles -> fuzz/corpus/control_plane/
 #   client streams -> fuzz/corpus/inject_decoder/
 #   frames of the classic pcaps -> fuzz/corpus/header_rewrite/
+#   each classic pcap as a frame list -> fuzz/corpus/rx_fragments/
 #   tcpprep caches (testdata/tcpreplay-suite) -> fuzz/corpus/tcpprep_cache/
 # Usage (from anywhere): fuzz/seed.sh [TESTDATA_DIR]
 # Then, with a nightly toolchain and cargo-fuzz installed:
@@ -110,6 +111,23 @@ for i, path in enumerate(sys.argv[2:]):
         incl = struct.unpack(end + "I", data[at + 8:at + 12])[0]
         open(f"{out}/{i}-{n}", "wb").write(data[at + 16:at + 16 + incl])
         at, n = at + 16 + incl, n + 1
+PY
+# rx_fragments: a pcap's first 64 frames as (u16 length, u8 time step,
+# bytes), the testdata's fragmented traces among them.
+mkdir -p "$here/corpus/rx_fragments"
+python3 - "$here/corpus/rx_fragments" "$src"/pcap/*.pcap <<'PY'
+import struct, sys
+out = sys.argv[1]
+for i, path in enumerate(sys.argv[2:]):
+    data = open(path, "rb").read()
+    end = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    at, n, seed = 24, 0, b""
+    while at + 16 <= len(data) and n < 64:
+        incl = struct.unpack(end + "I", data[at + 8:at + 12])[0]
+        frame = data[at + 16:at + 16 + incl][:65535]
+        seed += struct.pack(">HB", len(frame), n % 3) + frame
+        at, n = at + 16 + incl, n + 1
+    open(f"{out}/{i}", "wb").write(seed)
 PY
 echo "seeded $(ls "$here/corpus/control_plane" | wc -l) control-plane, $(ls "$here/corpus/inject_decoder" | wc -l) inject,"
 echo "seeded $(ls "$here/corpus/pcap_reader" | wc -l) pcap, $(ls "$here/corpus/pcapng_reader" | wc -l) pcapng, $(ls "$here/corpus/archive_reader" | wc -l) archive, $(ls "$here/corpus/text_inputs" | wc -l) text inputs and $(ls "$here/corpus/header_rewrite" | wc -l) frames"

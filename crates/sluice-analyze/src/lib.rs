@@ -37,6 +37,7 @@ pub mod judge;
 mod key;
 mod matching;
 pub mod pacing;
+pub mod reasm;
 mod report;
 mod stats;
 pub mod streams;

@@ -251,6 +251,8 @@ pub struct StreamCounter {
     /// Stamped frames, duplicates included.
     stamped: u64,
     clocks: Vec<ClockCorrection>,
+    /// IP fragments, put back together before their stamp is read.
+    pub frags: crate::reasm::Reassembler,
 }
 
 impl StreamCounter {
@@ -269,17 +271,36 @@ impl StreamCounter {
 
     /// Counts `frame` (Ethernet), received at `rx_ns` (ns since the
     /// epoch); true when it carried a stamp.
+    /// An IP fragment counts when the datagram it completes does (at the
+    /// last piece's arrival), and not before.
     pub fn frame(&mut self, frame: &[u8], rx_ns: u64) -> bool {
-        match sluice_wire::rxstamp::read(frame) {
-            Some(s) => {
+        if let Some(s) = sluice_wire::rxstamp::read(frame) {
+            self.stamped(&s, rx_ns);
+            return true;
+        }
+        let mut whole = None;
+        let piece = self.frags.push(frame, rx_ns, |w| {
+            whole = Some(sluice_wire::rxstamp::read(w));
+        });
+        match whole {
+            Some(Some(s)) => {
                 self.stamped(&s, rx_ns);
                 true
             }
-            None => {
+            Some(None) => {
                 self.unstamped += 1;
                 false
             }
+            None => {
+                self.unstamped += u64::from(!piece);
+                false
+            }
         }
+    }
+
+    /// Ends the count: datagrams still missing pieces timed out.
+    pub fn finish(&mut self) {
+        self.frags.finish();
     }
 
     /// Counts one stamp received at `rx_ns`.

@@ -377,6 +377,21 @@ fn render_rx(d: &sluice_receive::RxDoc) -> String {
         "Frames the kernel dropped before the receiver read them.",
         vec![(String::new(), d.kernel_drops as f64)],
     );
+    let f = &d.fragments;
+    metric(
+        "sluice_rx_ip_fragments_total",
+        "counter",
+        "IP fragments received, and the datagrams they made: reassembled, timed out, failed.",
+        [
+            ("received", f.fragments),
+            ("reassembled", f.reassembled),
+            ("timed_out", f.timed_out),
+            ("failed", f.failed),
+        ]
+        .into_iter()
+        .map(|(k, v)| (format!("{{outcome=\"{k}\"}}"), v as f64))
+        .collect(),
+    );
     out
 }
 

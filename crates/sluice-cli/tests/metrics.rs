@@ -239,6 +239,10 @@ fn a_receiver_beside_the_run_is_scraped_per_stream() {
         body.contains("sluice_rx_latency_seconds{stream=\"0\",percentile=\"99\"}"),
         "{body}"
     );
+    assert!(
+        body.contains("sluice_rx_ip_fragments_total{outcome=\"reassembled\"} 0\n"),
+        "{body}"
+    );
     promtool_accepts(&body);
     assert!(job.wait().unwrap().success());
 }

@@ -65,6 +65,10 @@ pub struct RxDoc {
     pub other_streams: u64,
     /// Frames the kernel dropped before the receiver read them.
     pub kernel_drops: u64,
+    /// IP fragments: received, datagrams put back together (and then
+    /// counted above), timed out, failed.
+    #[serde(default)]
+    pub fragments: sluice_analyze::reasm::FragStats,
     /// How far CLOCK_REALTIME stepped against the monotonic clock while
     /// receiving (an NTP step, a date set): latency across the step is off
     /// by that much. 0 when it kept pace (within 1 ms).
@@ -215,6 +219,9 @@ impl Receiver {
     /// What was counted so far (`last`: the final count).
     pub fn doc(&mut self, last: bool) -> RxDoc {
         self.drops += self.rx.drops();
+        if last {
+            self.counter.finish();
+        }
         RxDoc {
             iface: self.iface.clone(),
             t: self.started.elapsed().as_secs_f64(),
@@ -226,6 +233,7 @@ impl Receiver {
             unstamped: self.counter.unstamped,
             other_streams: self.counter.other_streams,
             kernel_drops: self.drops,
+            fragments: self.counter.frags.stats,
             clock_step_ns: {
                 let step = realtime_offset() - self.realtime_offset;
                 if step.abs() > 1_000_000 {
@@ -349,6 +357,13 @@ pub fn render(d: &RxDoc) -> String {
     );
     if let Some(n) = &d.path_note {
         s += &format!("\n{n}: the TPACKET ring received");
+    }
+    let f = &d.fragments;
+    if f.fragments > 0 {
+        s += &format!(
+            "\nIP fragments: {} received, {} datagrams reassembled, {} timed out, {} failed",
+            f.fragments, f.reassembled, f.timed_out, f.failed
+        );
     }
     for st in &d.streams {
         let p = &st.latency.percentiles;

@@ -133,6 +133,10 @@ pub fn write(frame: &mut [u8], spot: &StampSpot, s: &RxStamp) {
 /// The stamp `frame` carries, if any.
 pub fn read(frame: &[u8]) -> Option<RxStamp> {
     let layers = parse_layers(frame);
+    // A first fragment's end is not its datagram's.
+    if layers.ip?.is_fragment() {
+        return None;
+    }
     let l4 = layers.l4?;
     if l4.header_len == 0 || l4.payload_len < SHORT_STAMP_LEN {
         return None;

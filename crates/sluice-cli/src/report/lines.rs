@@ -258,6 +258,14 @@ pub(super) fn rx_report(lines: &[RxDoc], who: &str) -> Result<String, Failure> {
         last.kernel_drops,
         esc(&last.stamps)
     );
+    let f = &last.fragments;
+    if f.fragments > 0 {
+        let _ = writeln!(
+            out,
+            "<p>IP fragments: {} received, {} datagrams reassembled, {} timed out, {} failed.</p>",
+            f.fragments, f.reassembled, f.timed_out, f.failed
+        );
+    }
     if !last.last {
         let _ = writeln!(
             out,
