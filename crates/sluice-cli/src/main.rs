@@ -49,6 +49,7 @@ mod job;
 mod json;
 mod local;
 mod metrics;
+mod placement;
 mod plan;
 mod plot;
 mod progress;

@@ -55,6 +55,7 @@ impl<'a> SendPlan<'a> {
         }
         opts.send.check().map_err(|e| bad_input(anyhow!(e)))?;
         check_sink(opts, &opts.to)?;
+        let placement = crate::placement::place(opts, 1)?;
         Ok(SendPlan {
             opts,
             to2: None,
@@ -62,11 +63,21 @@ impl<'a> SendPlan<'a> {
             // The metrics token is read (or made): no output may be it.
             inputs: opts.metrics_token_file.iter().cloned().collect(),
             outputs: run_outputs(opts),
-            engine: engine_config(opts, topspeed),
+            engine: engine_config(opts, topspeed, placement),
             nominal: Nominal::None("this command"),
             xdp_keep: 0,
         }
         .reads_ramp())
+    }
+
+    /// Places `n` planner threads (flows run's planners, series play's
+    /// workers) instead of the one reader.
+    pub fn planners(mut self, n: usize) -> Result<Self, Failure> {
+        let p = crate::placement::place(self.opts, n)?;
+        self.engine.planner_cpus = p.planner_cpus.clone();
+        self.engine.helper_cpus = p.helper_cpus.clone();
+        self.engine.placement = Some(p);
+        Ok(self)
     }
 
     /// `--ramp-file` is read: no output may be it.
@@ -201,6 +212,10 @@ impl<'a> SendPlan<'a> {
         }
         self.check_files()?;
         crate::json::set_inputs(&self.input_paths());
+        let mut engine = self.engine;
+        if let Some(p) = engine.placement.as_mut() {
+            crate::placement::apply_memory(p);
+        }
         let summary_out = o.summary_json.as_deref().map(Dest::open).transpose()?;
         let stats_out = o
             .stats_json
@@ -223,13 +238,10 @@ impl<'a> SendPlan<'a> {
             .extend(metrics.as_ref().map(crate::metrics::Metrics::watch));
         progress.watch.extend(watch);
         progress.length = crate::progress::Length {
-            duration_s: self.engine.duration.map(|d| d.0 as f64 / 1e9),
-            packets: self.engine.limit,
+            duration_s: engine.duration.map(|d| d.0 as f64 / 1e9),
+            packets: engine.limit,
         };
-        let cfg = EngineConfig {
-            stop,
-            ..self.engine
-        };
+        let cfg = EngineConfig { stop, ..engine };
         if let Some(at) = cfg.start_at {
             let wait = at.saturating_sub(sluice_sys::clock::realtime_ns());
             if wait >= 1_000_000_000 && !o.quiet {
@@ -446,27 +458,15 @@ fn open_sinks(o: &RunOpts, to: &SinkSpec, keep: u64) -> Result<Vec<Box<dyn Sink>
         .collect()
 }
 
-/// `--cpu` if given; else, when there are more CPUs than TX threads, the
-/// last CPUs (TX thread i on CPU n-1-i), leaving CPU 0 and up to the IO
-/// thread, the aggregator and the rest of the system: a TX thread that
-/// shares its CPU is late by whatever runs there.
-fn tx_cpus(o: &RunOpts) -> Vec<usize> {
-    if let Some(c) = &o.send.cpu {
-        return c.0.clone();
-    }
-    let n = sluice_sys::cpus::online_cpus();
-    if o.send.no_pin || n <= o.send.threads {
-        return Vec::new();
-    }
-    (0..o.send.threads).map(|i| n - 1 - i).collect()
-}
-
 /// Engine settings from the shared options (the stop flag is wired by
 /// [`SendPlan::run`]).
-fn engine_config(o: &RunOpts, topspeed: bool) -> EngineConfig {
+fn engine_config(o: &RunOpts, topspeed: bool, p: sluice_engine::Placement) -> EngineConfig {
     let e = o.send.engine();
     EngineConfig {
-        cpus: tx_cpus(o),
+        cpus: p.tx_cpus.clone(),
+        planner_cpus: p.planner_cpus.clone(),
+        helper_cpus: p.helper_cpus.clone(),
+        placement: Some(p),
         topspeed,
         // A pass line goes where the interval lines go.
         pass_stats: o.stats_json.is_some(),

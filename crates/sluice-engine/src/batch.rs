@@ -222,9 +222,13 @@ impl Pipeline for BatchPipeline<'_> {
             } else {
                 format!("sluice-plan{k}")
             };
+            let pins = cfg.planner_cpus.clone();
             let io = thread::Builder::new()
                 .name(name)
-                .spawn(move || io::run(io_cx))
+                .spawn(move || {
+                    crate::run::pin_planner(&pins, k);
+                    io::run(io_cx)
+                })
                 .map_err(EngineError::Spawn)?;
             self.io.push(io);
         }

@@ -42,6 +42,14 @@ pub struct EngineConfig {
     pub late_threshold: Nanos,
     /// CPU for each TX thread (cycled if shorter than the thread count).
     pub cpus: Vec<usize>,
+    /// CPU for each planner (a part's IO thread, a series worker),
+    /// cycled; empty: not pinned.
+    pub planner_cpus: Vec<usize>,
+    /// CPUs the helper threads (aggregator, IO, planners not pinned) keep
+    /// to; empty: any CPU but the TX threads'.
+    pub helper_cpus: Vec<usize>,
+    /// Where the threads and memory were placed, for the summary.
+    pub placement: Option<crate::Placement>,
     /// SCHED_FIFO + mlockall for the TX threads.
     pub realtime: bool,
     /// Stop sending this long after the start (no packet due later is
@@ -159,6 +167,9 @@ impl Default for EngineConfig {
             drift: None,
             late_threshold: Nanos::from_micros(10),
             cpus: Vec::new(),
+            planner_cpus: Vec::new(),
+            helper_cpus: Vec::new(),
+            placement: None,
             realtime: false,
             duration: None,
             limit: None,

@@ -34,8 +34,8 @@ pub use live::{Applied, LiveRate};
 pub use run::EngineError;
 pub use series::{run_series, SeriesConfig, SeriesPayload};
 pub use stats::{
-    duration, FlowStats, FrameCopies, IntervalStats, Observer, PassStats, RunTiming, SeriesSummary,
-    Summary,
+    duration, FlowStats, FrameCopies, IntervalStats, Observer, PassStats, Placement, RunTiming,
+    SeriesSummary, Summary,
 };
 pub use tsc::{ClockReport, TscClock};
 

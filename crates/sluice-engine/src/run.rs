@@ -154,8 +154,17 @@ pub(crate) type FeedUnit<P> = <<P as Pipeline>::Feed as Feed>::Unit;
 /// this call (IO, workers) keep off the TX threads' CPUs; TX threads pin
 /// themselves explicitly.
 pub(crate) fn keep_helpers_off_tx_cpus(cfg: &EngineConfig) {
-    if !cfg.cpus.is_empty() {
+    if !cfg.helper_cpus.is_empty() {
+        let _ = os::allow_cpus(&cfg.helper_cpus);
+    } else if !cfg.cpus.is_empty() {
         let _ = os::avoid_cpus(&cfg.cpus);
+    }
+}
+
+/// Pins the calling planner thread `k` where the placement put it.
+pub(crate) fn pin_planner(cfg_cpus: &[usize], k: usize) {
+    if let Some(&cpu) = cfg_cpus.get(k % cfg_cpus.len().max(1)) {
+        let _ = os::pin_to_cpu(cpu);
     }
 }
 
@@ -444,6 +453,7 @@ impl<'a> Run<'a> {
         let mut summary = Summary::base(sinks, threads, &totals, duration, hist, self.cfg.topspeed);
         summary.tx_path = tx_path.map(str::to_string);
         summary.frame_copies = copies.map(FrameCopies::from);
+        summary.placement = self.cfg.placement.clone();
         summary.clock = self.tsc.map(|t| t.report());
         (summary, first_error)
     }

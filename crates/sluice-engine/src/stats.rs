@@ -247,6 +247,10 @@ pub struct Summary {
     /// without a copy, or copied on each send; null for the other sinks.
     #[serde(default)]
     pub frame_copies: Option<FrameCopies>,
+    /// Where TX threads, planners, helpers and memory were placed (NUMA
+    /// node, CPUs); null for runs that place nothing.
+    #[serde(default)]
+    pub placement: Option<Placement>,
     /// `--clock tsc`: the counter's calibrated rate and its drift from
     /// CLOCK_MONOTONIC over the run; null for the other clocks.
     pub clock: Option<crate::tsc::ClockReport>,
@@ -291,6 +295,59 @@ pub struct Summary {
     /// Stopped by a signal before the end.
     pub interrupted: bool,
     pub warnings: Vec<String>,
+}
+
+/// Where a run's threads and memory went ([`Summary::placement`], FLOR
+/// §5.4: core affinity per unit, §5.4.1: the NIC's NUMA node).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Placement {
+    /// NUMA nodes this host has.
+    pub nodes: usize,
+    /// The node threads and memory were kept on; null: none chosen.
+    pub node: Option<usize>,
+    /// Why that node, or why none.
+    pub why: String,
+    /// TX thread i's CPU is entry i mod len; empty: not pinned.
+    pub tx_cpus: Vec<usize>,
+    /// Planner k's CPU is entry k mod len; empty: not pinned.
+    pub planner_cpus: Vec<usize>,
+    /// CPUs the other threads keep to; empty: any but the TX threads'.
+    pub helper_cpus: Vec<usize>,
+    /// The memory policy applied, or why none.
+    pub memory: String,
+}
+
+impl Placement {
+    /// One line of text: `placement: ...`.
+    pub fn line(&self) -> String {
+        let list = |c: &[usize], none: &str| {
+            if c.is_empty() {
+                none.to_string()
+            } else {
+                format!(
+                    "CPU{} {}",
+                    if c.len() > 1 { "s" } else { "" },
+                    c.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
+            }
+        };
+        format!(
+            "placement: {} NUMA node{}, {}; TX threads on {}; planners on {}; helpers on {}; memory: {}",
+            self.nodes,
+            if self.nodes == 1 { "" } else { "s" },
+            match self.node {
+                Some(n) => format!("node {n} ({})", self.why),
+                None => format!("no node chosen ({})", self.why),
+            },
+            list(&self.tx_cpus, "any CPU"),
+            list(&self.planner_cpus, "any CPU"),
+            list(&self.helper_cpus, "any CPU but the TX threads'"),
+            self.memory
+        )
+    }
 }
 
 /// How frames reached a sink's memory ([`Summary::frame_copies`]).
@@ -558,6 +615,10 @@ impl Summary {
         }
         if let Some(series) = &self.series {
             series.render(&mut s);
+        }
+        if let Some(p) = &self.placement {
+            s.push('\n');
+            s.push_str(&p.line());
         }
         if let Some(c) = &self.frame_copies {
             s.push_str(&format!(

@@ -39,9 +39,16 @@ pub struct SendOpts {
     #[arg(long, value_parser = cpus)]
     #[serde(with = "crate::fields::opt_cpus")]
     pub cpu: Option<CpuList>,
-    /// Do not pin TX threads (by default they go to the last CPUs when there are more CPUs than TX threads).
-    #[arg(long, conflicts_with = "cpu")]
+    /// Pin the planners (the threads that read or plan packets: flows run's --planners, series play's --workers, the reader of the others) to these CPUs, e.g. 2 or 2-3 (by default the CPUs below the TX threads' when enough remain).
+    #[arg(long, value_parser = cpus)]
+    #[serde(with = "crate::fields::opt_cpus")]
+    pub planner_cpu: Option<CpuList>,
+    /// Do not pin TX threads or planners (by default TX threads go to the last CPUs when there are more CPUs than TX threads).
+    #[arg(long, conflicts_with_all = ["cpu", "planner_cpu"])]
     pub no_pin: bool,
+    /// Keep threads and memory on this NUMA node: TX threads, planners and helpers on its CPUs, pages preferred there (default: the node of the output interface's device, on a host with more than one node).
+    #[arg(long, value_name = "NODE")]
+    pub numa_node: Option<usize>,
     /// SCHED_FIFO priority and mlockall for the TX threads.
     #[arg(long)]
     pub rt: bool,
@@ -109,7 +116,9 @@ impl Default for SendOpts {
             bursts: None,
             threads: 1,
             cpu: None,
+            planner_cpu: None,
             no_pin: false,
+            numa_node: None,
             rt: false,
             tx_mode: TxMode::default(),
             csum_offload: false,

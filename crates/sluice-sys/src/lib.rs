@@ -30,6 +30,7 @@ pub mod ethtool;
 pub mod filemap;
 pub mod mem;
 pub mod net;
+pub mod numa;
 pub mod output;
 pub mod packet_rx;
 pub mod peer;

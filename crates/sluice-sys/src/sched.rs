@@ -33,6 +33,17 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
 pub fn avoid_cpus(avoid: &[usize]) -> io::Result<()> {
     let n = online_cpus().min(libc::CPU_SETSIZE as usize);
     let allowed: Vec<usize> = (0..n).filter(|c| !avoid.contains(c)).collect();
+    allow_cpus(&allowed)
+}
+
+/// Restricts the calling thread to the CPUs `allowed` (nothing changes
+/// when it is empty); threads it spawns afterwards inherit the set.
+pub fn allow_cpus(allowed: &[usize]) -> io::Result<()> {
+    let allowed: Vec<usize> = allowed
+        .iter()
+        .copied()
+        .filter(|&c| c < libc::CPU_SETSIZE as usize)
+        .collect();
     if allowed.is_empty() {
         return Ok(());
     }
@@ -40,7 +51,7 @@ pub fn avoid_cpus(avoid: &[usize]) -> io::Result<()> {
     // and a live local passed with its exact size.
     let rc = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for c in allowed {
+        for &c in &allowed {
             libc::CPU_SET(c, &mut set);
         }
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)

@@ -76,6 +76,7 @@ pub fn prepare(a: &mut RunArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
     a.run.send.threads = a.run.send.threads.max(planners as usize);
     let a = &*a;
     let mut plan = SendPlan::new(&a.run, a.opts.topspeed)?
+        .planners(planners as usize)?
         .reads(&a.session)
         .rate(sluice_job::rate::Nominal::Multiplier(1.0))?;
     plan.engine.start_at = a.part.start_at;

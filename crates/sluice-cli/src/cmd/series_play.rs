@@ -42,6 +42,7 @@ pub fn prepare(a: &mut PlayArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
         )));
     }
     let mut plan = SendPlan::new(&a.run, topspeed)?
+        .planners(a.opts.workers.max(1))?
         .datagrams()
         .reads(&a.archive)
         .rate(match timing {

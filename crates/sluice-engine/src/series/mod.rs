@@ -147,9 +147,13 @@ impl<'a> SeriesPipeline<'a> {
             indexer.select = select.clone();
             let (lanes, back) = (lanes.clone(), back_tx.clone());
             let queue = w % cfg.queues;
+            let pins = self.ecfg.planner_cpus.clone();
             let h = thread::Builder::new()
                 .name(format!("sluice-work{w}"))
-                .spawn(move || worker::run(r, back, indexer, lanes, queue))
+                .spawn(move || {
+                    crate::run::pin_planner(&pins, w);
+                    worker::run(r, back, indexer, lanes, queue)
+                })
                 .map_err(EngineError::Spawn)?;
             self.workers.push(h);
         }
