@@ -241,6 +241,10 @@ impl<'a> SendPlan<'a> {
             duration_s: engine.duration.map(|d| d.0 as f64 / 1e9),
             packets: engine.limit,
         };
+        let eps_writer = match &o.eps_log {
+            Some(path) => Some(start_eps_log(path, &mut engine)?),
+            None => None,
+        };
         let cfg = EngineConfig { stop, ..engine };
         if let Some(at) = cfg.start_at {
             let wait = at.saturating_sub(sluice_sys::clock::realtime_ns());
@@ -263,7 +267,12 @@ impl<'a> SendPlan<'a> {
         if let (Some(m), Some(b)) = (&metrics, &beside) {
             m.follow(b.live.clone());
         }
-        let result = go(sinks, &cfg, &mut progress);
+        let mut result = go(sinks, &cfg, &mut progress);
+        // The ε log's writer ends once the last sender of its rows is gone.
+        drop(cfg);
+        if let Some(w) = eps_writer {
+            w.end(&mut result)?;
+        }
         // The last scrape may come until the run ends.
         drop(metrics);
         let rx = beside
@@ -276,6 +285,62 @@ impl<'a> SendPlan<'a> {
             result,
             rx,
         })
+    }
+}
+
+/// `--eps-log PATH`: its file and the thread writing it.
+struct EpsWriter {
+    path: String,
+    thread: std::thread::JoinHandle<std::io::Result<(Dest, u64)>>,
+    lost: Arc<std::sync::atomic::AtomicU64>,
+}
+
+fn start_eps_log(path: &str, engine: &mut EngineConfig) -> Result<EpsWriter, Failure> {
+    if engine.topspeed {
+        return Err(bad_input(anyhow!(
+            "--eps-log {path}: a top-speed run has no schedule, so no send-time error to log"
+        )));
+    }
+    let dest = Dest::open(path)?;
+    let (log, rx) = sluice_engine::epslog::EpsLog::new();
+    let lost = log.lost.clone();
+    engine.eps_log = Some(log);
+    let thread = std::thread::Builder::new()
+        .name("sluice-epslog".into())
+        .spawn(move || {
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, dest);
+            let rows = sluice_engine::epslog::write_csv(rx, &mut w)?;
+            Ok((w.into_inner().map_err(|e| e.into_error())?, rows))
+        })
+        .context("starting the --eps-log writer")?;
+    Ok(EpsWriter {
+        path: path.to_string(),
+        thread,
+        lost,
+    })
+}
+
+impl EpsWriter {
+    /// Waits for the rows, then keeps the file if the run ended well (a
+    /// failed run leaves an earlier file as it was); rows lost to a slow
+    /// writer become a warning.
+    fn end(self, result: &mut Result<Summary, EngineError>) -> Result<(), Failure> {
+        let (dest, _rows) = self
+            .thread
+            .join()
+            .map_err(|_| anyhow!("the --eps-log writer panicked"))?
+            .with_context(|| format!("writing --eps-log {}", self.path))?;
+        let complete = matches!(&*result, Ok(s) if !s.interrupted);
+        dest.end(complete)
+            .with_context(|| format!("writing --eps-log {}", self.path))?;
+        let lost = self.lost.load(std::sync::atomic::Ordering::Relaxed);
+        if let (Ok(s), true) = (result, lost > 0) {
+            s.warnings.push(format!(
+                "--eps-log {}: {lost} packets' rows lost: the file's writer fell behind the TX threads",
+                self.path
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -420,9 +485,13 @@ impl Report {
 fn run_outputs(o: &RunOpts) -> Vec<String> {
     sink_outputs(&o.to, o.send.threads)
         .chain(
-            [o.stats_json.clone(), o.summary_json.clone()]
-                .into_iter()
-                .flatten(),
+            [
+                o.stats_json.clone(),
+                o.summary_json.clone(),
+                o.eps_log.clone(),
+            ]
+            .into_iter()
+            .flatten(),
         )
         .collect()
 }

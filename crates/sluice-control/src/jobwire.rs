@@ -63,7 +63,8 @@ mod tests {
             "rt":true,"tx_mode":"sendmmsg","csum_offload":true,"xdp_mode":"copy",
             "tx_queues":"2,3","launch_time":"off","rx_stamp":"append",
             "clock":"virtual","drift":"1ms","late_threshold":"5us","spin":"50us",
-            "loss":"2.5","loss_seed":7,"ramp":"0..x2/5s:4","bursts":"100x3/2ms"}"#;
+            "loss":"2.5","loss_seed":7,"ramp":"0..x2/5s:4","bursts":"100x3/2ms",
+            "planner_cpu":"1","numa_node":0}"#;
         let no_pin = r#""send":{"no_pin":true}"#;
         [
             format!(

@@ -50,6 +50,8 @@ pub struct EngineConfig {
     pub helper_cpus: Vec<usize>,
     /// Where the threads and memory were placed, for the summary.
     pub placement: Option<crate::Placement>,
+    /// Where each packet's send time and ε go (`--eps-log`).
+    pub eps_log: Option<crate::epslog::EpsLog>,
     /// SCHED_FIFO + mlockall for the TX threads.
     pub realtime: bool,
     /// Stop sending this long after the start (no packet due later is
@@ -170,6 +172,7 @@ impl Default for EngineConfig {
             planner_cpus: Vec::new(),
             helper_cpus: Vec::new(),
             placement: None,
+            eps_log: None,
             realtime: false,
             duration: None,
             limit: None,

@@ -17,6 +17,7 @@
 
 mod batch;
 mod config;
+pub mod epslog;
 #[cfg(test)]
 mod harness;
 mod io;

@@ -380,6 +380,10 @@ impl<'a> Run<'a> {
             loss: cfg.loss.map(|l| l.draws(i)),
             timeline: cfg.live.as_ref().map(|l| l.reader(cfg.clock.is_real())),
             spin: cfg.spin,
+            eps_log: cfg
+                .eps_log
+                .clone()
+                .map(|l| crate::epslog::EpsRecorder::new(l, i)),
         }
     }
 

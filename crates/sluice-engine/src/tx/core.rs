@@ -55,6 +55,8 @@ pub(crate) struct TxSetup {
     pub timeline: Option<TimelineReader>,
     /// How long before a deadline the waiter spins.
     pub spin: Nanos,
+    /// `--eps-log`: this thread's recorder.
+    pub eps_log: Option<crate::epslog::EpsRecorder>,
 }
 
 /// What a TX thread reports when it ends.
@@ -103,6 +105,7 @@ pub(crate) struct TxCore {
     ended: bool,
     pub c: CounterSnapshot,
     hist: ErrorHistogram,
+    eps_log: Option<crate::epslog::EpsRecorder>,
     /// The clock as last read.
     pub now: MonoTime,
     last_send: MonoTime,
@@ -142,6 +145,7 @@ impl TxCore {
             ended: false,
             c: CounterSnapshot::default(),
             hist: ErrorHistogram::new(),
+            eps_log: s.eps_log,
             last_send: start,
             last_departure: start,
             chain_at: 0,
@@ -333,6 +337,9 @@ impl TxCore {
             return false;
         }
         self.hist.record(eps);
+        if let Some(log) = self.eps_log.as_mut() {
+            log.record(self.now.since(self.pacer.start()).0, eps);
+        }
         let late = eps > self.late_threshold.0 as i64;
         if late {
             self.c.late += 1;
@@ -438,6 +445,9 @@ impl TxCore {
         self.c = self.handed_over();
         self.counters.publish(&self.c);
         self.counters.eps.finish(self.hist);
+        if let Some(mut log) = self.eps_log.take() {
+            log.hand_over(true);
+        }
         TxReport {
             totals: self.c,
             last_send: self.last_send,

@@ -48,6 +48,9 @@ pub struct RunOpts {
     /// Write the final summary as JSON to PATH (- for stdout).
     #[arg(long)]
     pub summary_json: Option<String>,
+    /// Write each packet's send time and send-time error ε to PATH (- for stdout), one CSV line per packet: thread,packet,t_ns,eps_ns (ε over time, TCPivo's figures). Not at top speed.
+    #[arg(long, value_name = "PATH")]
+    pub eps_log: Option<String>,
     /// No live status line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -76,6 +79,7 @@ impl RunOpts {
             rx_clock: Vec::new(),
             clock_shift: 0,
             stats_json: None,
+            eps_log: None,
             summary_json: None,
             quiet: false,
             metrics: None,
