@@ -4,7 +4,7 @@
 # rate, veth throughput with 2^16 flows next to trafgen, and FLOR's timing
 # test (100 flows × 100 packets at 10 pps) judged from a tcpdump capture.
 #
-#   bench/flows.sh [all|scale|planners|insert|veth|csum|timing|records|timing10k]   (default: all;
+#   bench/flows.sh [all|scale|planners|insert|veth|csum|timing|records|payload|slow|timing10k]   (default: all;
 #   timing10k, FLOR's 10 000-flow test, takes 17 minutes and is not in all;
 #   TO=pcap runs it into a pcap file, as FLOR did, instead of through veth)
 #
@@ -179,6 +179,46 @@ timing10k() { # ~17 minutes: not part of "all". TO=pcap writes FLOR's pcap outpu
     sleep 1; kill $pid; wait $pid 2>/dev/null || true
   fi
   say "calendar: $(python3 "$here/flowtime.py" "$work/t10k.pcap" 10000 100 100000000 100000000)"
+}
+
+payload() { # FLOR §6.3.3, Figs. 6.6-6.7: one UDP/IPv4 flow, payload 0..1472 B
+  say "== one flow, payload 0 to 1472 B (64 B steps), --to null --topspeed, 10 M packets, median of RUNS=${RUNS:-3} (FLOR §6.3.3) =="
+  say "payload_B  frame_B   Mpps    Gbit/s_L2  10G_line_Mpps  40G_line_Mpps  of_40G"
+  local p r
+  for p in 0 64 128 192 256 320 384 448 512 576 640 704 768 832 896 960 1024 1088 1152 1216 1280 1344 1408 1472; do
+    printf 'flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.99.0.2, sport: 1, dport: 9, packets: 10000000, pps: 100000000, payload: %d}\n' "$p" > "$work/pl.yaml"
+    for r in $(seq "${RUNS:-3}"); do
+      "$sluice" flows run "$work/pl.yaml" --to null --topspeed -q --summary-json "$work/pl$r.json" 2>/dev/null
+    done
+    python3 - "$p" "$work"/pl[0-9]*.json <<'PY' | tee -a "$results"
+import json, statistics, sys
+p = int(sys.argv[1])
+frame = max(60, 14 + 20 + 8 + p)            # bytes sluice builds (no FCS)
+wire = max(64, frame + 4) + 20              # FCS, preamble and gap on a link
+pps = statistics.median(s["packets"] / s["duration_s"] for s in map(lambda f: json.load(open(f)), sys.argv[2:]))
+l10, l40 = 10e9 / 8 / wire, 40e9 / 8 / wire
+print(f"{p:9d}  {frame:7d}  {pps/1e6:6.2f}  {pps*frame*8/1e9:9.2f}  {l10/1e6:13.2f}  {l40/1e6:13.2f}  {pps/l40:6.2f}")
+PY
+  done
+}
+
+slow() { # FLOR §6.3.7, Fig. 6.11: 2^e flows at 1 packet/s each, real time
+  say "== 2^e flows at 1 pps each (offered 2^e pps), --to null, 5 s on the real clock (FLOR §6.3.7) =="
+  say "flows      offered_pps  sent_pps   of_offered  late_%   eps_p99_us"
+  local e
+  for e in 12 14 16 18 20 22; do
+    local n=$(( 1 << e ))
+    printf 'flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.99.0.2, sport: 1, dport: 9, start: 0, packets: 100, pps: 1, payload: 18, count: %d, step: {src: 1, sport: 1}}\n' "$n" > "$work/slow.yaml"
+    "$sluice" flows run "$work/slow.yaml" --to null --duration 5s -q --summary-json "$work/slow.json" 2>/dev/null
+    python3 - "$work/slow.json" "$n" <<'PY' | tee -a "$results"
+import json, sys
+s = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+# Every flow sends at 0, 1, 2, 3, 4 s: 5 n packets in 5 s.
+sent = s["packets"] / 5.0
+p99 = (s["eps"] or {}).get("percentiles", {}).get("p99_ns", 0) / 1e3
+print(f"{n:9d}  {n:11d}  {sent:9.0f}  {s['packets'] / (5 * n):10.3f}  {100 * s['late'] / max(1, s['packets']):6.2f}  {p99:11.1f}")
+PY
+  done
 }
 
 records() {
