@@ -293,3 +293,18 @@ pub fn bench_row(text: &str) -> std::collections::HashMap<String, String> {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
+
+/// A time-series CSV of `n` records of device BIG, `gap_us` apart from
+/// 2024-05-01T10:00:00 at UTC offset `tz` (`Z`, `+02:00`), record i
+/// holding 1000 + 400 i bytes: longer than an Ethernet MTU from the third.
+pub fn long_records_csv(n: usize, gap_us: usize, tz: &str) -> String {
+    let mut s = String::from("timestamp,device_id,value\n");
+    for i in 0..n {
+        s.push_str(&format!(
+            "2024-05-01T10:00:00.{:06}{tz},BIG,{}\n",
+            i * gap_us,
+            "x".repeat(1000 + i * 400)
+        ));
+    }
+    s
+}

@@ -913,15 +913,7 @@ fn fragmented_stamped_datagrams_are_counted_once_reassembled() {
         return;
     }
     let d = tmpdir("rx-frag");
-    let mut csv = String::from("timestamp,device_id,value\n");
-    for i in 0..20 {
-        csv.push_str(&format!(
-            "2024-05-01T10:00:00.{:06}Z,BIG,{}\n",
-            i * 2000,
-            "x".repeat(1000 + i * 400)
-        ));
-    }
-    let arc = convert_csv(&d, "big", &csv);
+    let arc = convert_csv(&d, "big", &long_records_csv(20, 2000, "Z"));
     let play = |to: &str| {
         let o = run(&[
             "series",

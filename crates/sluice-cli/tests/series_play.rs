@@ -397,15 +397,7 @@ fn long_records_are_fragmented_and_tshark_reassembles_them() {
         return;
     }
     let d = tmpdir("series-frag");
-    let mut s = String::from("timestamp,device_id,value\n");
-    for i in 0..20 {
-        s.push_str(&format!(
-            "2024-05-01T10:00:00.{:06}+02:00,BIG,{}\n",
-            i * 1000,
-            "x".repeat(1000 + i * 400)
-        ));
-    }
-    let arc = convert_csv(&d, "big", &s);
+    let arc = convert_csv(&d, "big", &long_records_csv(20, 1000, "+02:00"));
     let out = d.join("out.pcap");
     let (o, s) = play(&arc, &out, &["--mtu", "1500"]);
     assert!(o.status.success(), "{}", stderr(&o));

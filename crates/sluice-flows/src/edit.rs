@@ -201,6 +201,19 @@ fn flows_mut(tree: &mut Value) -> Result<&mut Vec<Value>, EditError> {
     })
 }
 
+/// What a path's fields are looked up in: the top mapping, or the
+/// entries `entries` selects.
+fn targets(tree: &mut Value, entries: Option<Entries>) -> Result<Vec<&mut Value>, String> {
+    Ok(match entries {
+        None => vec![tree],
+        Some(sel) => {
+            let list = flows_mut(tree).map_err(|e| e.to_string())?;
+            let r = indices(sel, list.len())?;
+            list[r].iter_mut().collect()
+        }
+    })
+}
+
 fn set(tree: &mut Value, path: &str, value: &str) -> Result<(), String> {
     let p = parse_path(path)?;
     let value: Value = serde_yaml_ng::from_str(value).map_err(|e| format!("value: {e}"))?;
@@ -209,14 +222,7 @@ fn set(tree: &mut Value, path: &str, value: &str) -> Result<(), String> {
             "path '{path}': name a field of the entries, or give --append"
         ));
     }
-    let targets: Vec<&mut Value> = match p.entries {
-        None => vec![tree],
-        Some(sel) => {
-            let list = flows_mut(tree).map_err(|e| e.to_string())?;
-            let r = indices(sel, list.len())?;
-            list[r].iter_mut().collect()
-        }
-    };
+    let targets = targets(tree, p.entries)?;
     for t in targets {
         let mut at = t;
         for (k, f) in p.fields.iter().enumerate() {
@@ -243,14 +249,7 @@ fn delete(tree: &mut Value, path: &str, gone: &mut Vec<usize>) -> Result<(), Str
         gone.extend(indices(sel, list.len())?);
         return Ok(());
     };
-    let targets: Vec<&mut Value> = match p.entries {
-        None => vec![tree],
-        Some(sel) => {
-            let list = flows_mut(tree).map_err(|e| e.to_string())?;
-            let r = indices(sel, list.len())?;
-            list[r].iter_mut().collect()
-        }
-    };
+    let targets = targets(tree, p.entries)?;
     let mut found = false;
     for t in targets {
         let mut at = Some(t);
