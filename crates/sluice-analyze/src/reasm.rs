@@ -67,6 +67,13 @@ struct Held {
     total: Option<usize>,
 }
 
+impl Held {
+    /// Whether 8-byte block `b` has come.
+    fn has(&self, b: usize) -> bool {
+        self.have[b / 64] >> (b % 64) & 1 == 1
+    }
+}
+
 /// How to rebuild the unfragmented header.
 #[derive(Clone, Copy, Debug)]
 enum Shape {
@@ -129,8 +136,7 @@ impl Reassembler {
             total: None,
         });
         let (b0, b1) = (p.offset / 8, end.div_ceil(8));
-        let bit = |b: usize| h.have[b / 64] >> (b % 64) & 1 == 1;
-        let seen = (b0..b1).filter(|&b| bit(b)).count();
+        let seen = (b0..b1).filter(|&b| h.has(b)).count();
         if seen == b1 - b0 && b1 > b0 {
             // An exact duplicate (or a piece wholly inside others): the
             // bytes must agree, or the datagram is ambiguous.
@@ -166,7 +172,7 @@ impl Reassembler {
         }
         let Some(total) = h.total else { return true };
         let blocks = total.div_ceil(8);
-        if h.head.is_none() || (0..blocks).any(|b| h.have[b / 64] >> (b % 64) & 1 == 0) {
+        if h.head.is_none() || !(0..blocks).all(|b| h.has(b)) {
             return true;
         }
         let h = self.held.remove(&p.key).expect("held above");
@@ -224,7 +230,7 @@ impl Reassembler {
 
 /// The fragment `frame` carries, if it is one.
 fn piece(frame: &[u8]) -> Option<Piece<'_>> {
-    let layers = sluice_wire::parse_layers(frame);
+    let (layers, v6_frag) = sluice_wire::layers::parse_with_fragment_header(frame);
     let ip = layers.ip?;
     if !ip.is_fragment() {
         return None;
@@ -254,17 +260,7 @@ fn piece(frame: &[u8]) -> Option<Piece<'_>> {
             })
         }
         sluice_wire::Ip::V6 { .. } => {
-            frame.get(l3..l3 + 40)?;
-            // Walk the extension headers before the fragment header.
-            let (mut next, mut next_at, mut at) = (frame[l3 + 6], l3 + 6, l3 + 40);
-            while matches!(next, 0 | 43 | 60) {
-                let len = (usize::from(*frame.get(at + 1)?) + 1) * 8;
-                (next, next_at) = (*frame.get(at)?, at);
-                at += len;
-            }
-            if next != 44 {
-                return None;
-            }
+            let (at, next_at) = v6_frag?;
             let f = frame.get(at..at + 8)?;
             let om = u16::from_be_bytes([f[2], f[3]]);
             Some(Piece {

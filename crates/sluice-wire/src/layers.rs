@@ -166,6 +166,15 @@ pub fn parse_layers(frame: &[u8]) -> Layers {
     parse_full(frame).0
 }
 
+/// The layers of `frame` and, for an IPv6 fragment, where its fragment
+/// header is and the byte naming it (the fixed header's next header
+/// field, or the first byte of the extension header before it): what a
+/// receiver needs to put fragments back together.
+pub fn parse_with_fragment_header(frame: &[u8]) -> (Layers, Option<(usize, usize)>) {
+    let (layers, extra) = parse_full(frame);
+    (layers, extra.frag_header)
+}
+
 /// Crate-private facts found by the same walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Extra {
@@ -179,6 +188,10 @@ pub(crate) struct Extra {
     /// For fragments: the protocol the fragments carry (IPv4 protocol field,
     /// or the next header field of the IPv6 fragment header).
     pub frag_proto: Option<u8>,
+    /// For IPv6 fragments: the offset of the fragment header, and of the
+    /// byte naming it (the fixed header's next header field, or the first
+    /// byte of the extension header before it).
+    pub frag_header: Option<(usize, usize)>,
     /// The IP header sits behind MPLS labels (the outer Ethernet header
     /// is not its own).
     pub mpls: bool,
@@ -269,6 +282,7 @@ pub(crate) fn parse_full(frame: &[u8]) -> (Layers, Extra) {
         final_dst: None,
         jumbo: false,
         frag_proto: None,
+        frag_header: None,
         mpls,
     };
     match ethertype {
@@ -354,6 +368,7 @@ fn parse_ipv6(frame: &[u8], layers: &mut Layers, extra: &mut Extra) {
     let mut next = fixed[6];
     let mut final_dst = addr::<16>(fixed, 24);
     let mut off = l3 + IPV6_HEADER_LEN;
+    let mut naming = l3 + 6;
     let mut fragment = false;
     let mut first_fragment = false;
     let mut known = false;
@@ -394,6 +409,7 @@ fn parse_ipv6(frame: &[u8], layers: &mut Layers, extra: &mut Extra) {
                     fragment = true;
                     first_fragment = offset == 0;
                     extra.frag_proto = Some(ext[0]);
+                    extra.frag_header = Some((off, naming));
                 }
                 if offset != 0 {
                     // A later fragment: what follows is fragment data.
@@ -403,6 +419,7 @@ fn parse_ipv6(frame: &[u8], layers: &mut Layers, extra: &mut Extra) {
             _ => {}
         }
         next = ext[0];
+        naming = off;
         off += len;
     }
     layers.ip = Some(Ip::V6 {
