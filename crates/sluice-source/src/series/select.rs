@@ -102,7 +102,7 @@ impl DeviceFilter {
         };
         let (mut seen, mut records) = (Vec::<String>::new(), 0u64);
         while let Ok(Some(rec)) = r.next_record() {
-            let name = device_name_of(rec.device_id());
+            let name = super::devices::device_name(rec.device);
             if self.admits(&name) {
                 return Ok(());
             }
@@ -153,13 +153,6 @@ fn split_list(list: &str) -> Vec<&str> {
     out
 }
 
-/// A trimmed device id as [`super::devices::device_name`] names it.
-fn device_name_of(id: &[u8]) -> String {
-    let mut full = [0u8; 16];
-    let n = id.len().min(16);
-    full[..n].copy_from_slice(&id[..n]);
-    super::devices::device_name(&full)
-}
 
 /// Live simulated devices over play time: sorted `(from, count)` steps.
 #[derive(Clone, Debug, PartialEq, Eq)]
