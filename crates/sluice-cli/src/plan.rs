@@ -73,10 +73,7 @@ impl<'a> SendPlan<'a> {
     /// Places `n` planner threads (flows run's planners, series play's
     /// workers) instead of the one reader.
     pub fn planners(mut self, n: usize) -> Result<Self, Failure> {
-        let p = crate::placement::place(self.opts, n)?;
-        self.engine.planner_cpus = p.planner_cpus.clone();
-        self.engine.helper_cpus = p.helper_cpus.clone();
-        self.engine.placement = Some(p);
+        self.engine.placement = Some(crate::placement::place(self.opts, n)?);
         Ok(self)
     }
 
@@ -533,8 +530,6 @@ fn engine_config(o: &RunOpts, topspeed: bool, p: sluice_engine::Placement) -> En
     let e = o.send.engine();
     EngineConfig {
         cpus: p.tx_cpus.clone(),
-        planner_cpus: p.planner_cpus.clone(),
-        helper_cpus: p.helper_cpus.clone(),
         placement: Some(p),
         topspeed,
         // A pass line goes where the interval lines go.

@@ -222,7 +222,7 @@ impl Pipeline for BatchPipeline<'_> {
             } else {
                 format!("sluice-plan{k}")
             };
-            let pins = cfg.planner_cpus.clone();
+            let pins = cfg.planner_cpus().to_vec();
             let io = thread::Builder::new()
                 .name(name)
                 .spawn(move || {

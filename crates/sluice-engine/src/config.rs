@@ -42,13 +42,9 @@ pub struct EngineConfig {
     pub late_threshold: Nanos,
     /// CPU for each TX thread (cycled if shorter than the thread count).
     pub cpus: Vec<usize>,
-    /// CPU for each planner (a part's IO thread, a series worker),
-    /// cycled; empty: not pinned.
-    pub planner_cpus: Vec<usize>,
-    /// CPUs the helper threads (aggregator, IO, planners not pinned) keep
-    /// to; empty: any CPU but the TX threads'.
-    pub helper_cpus: Vec<usize>,
-    /// Where the threads and memory were placed, for the summary.
+    /// Where the planners (a part's IO thread, a series worker) and the
+    /// helper threads go, and the summary's account of the placement;
+    /// None: planners not pinned, helpers anywhere but on `cpus`.
     pub placement: Option<crate::Placement>,
     /// Where each packet's send time and ε go (`--eps-log`).
     pub eps_log: Option<crate::epslog::EpsLog>,
@@ -161,6 +157,18 @@ sluice_core::named_values!(RxStampMode {
     Append => "append",
 });
 
+impl EngineConfig {
+    /// Planner k's CPU is entry k mod len; empty: not pinned.
+    pub(crate) fn planner_cpus(&self) -> &[usize] {
+        self.placement.as_ref().map_or(&[], |p| &p.planner_cpus)
+    }
+
+    /// CPUs the helper threads keep to; empty: any but the TX threads'.
+    pub(crate) fn helper_cpus(&self) -> &[usize] {
+        self.placement.as_ref().map_or(&[], |p| &p.helper_cpus)
+    }
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
@@ -169,8 +177,6 @@ impl Default for EngineConfig {
             drift: None,
             late_threshold: Nanos::from_micros(10),
             cpus: Vec::new(),
-            planner_cpus: Vec::new(),
-            helper_cpus: Vec::new(),
             placement: None,
             eps_log: None,
             realtime: false,

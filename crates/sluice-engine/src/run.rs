@@ -154,8 +154,8 @@ pub(crate) type FeedUnit<P> = <<P as Pipeline>::Feed as Feed>::Unit;
 /// this call (IO, workers) keep off the TX threads' CPUs; TX threads pin
 /// themselves explicitly.
 pub(crate) fn keep_helpers_off_tx_cpus(cfg: &EngineConfig) {
-    if !cfg.helper_cpus.is_empty() {
-        let _ = os::allow_cpus(&cfg.helper_cpus);
+    if !cfg.helper_cpus().is_empty() {
+        let _ = os::allow_cpus(cfg.helper_cpus());
     } else if !cfg.cpus.is_empty() {
         let _ = os::avoid_cpus(&cfg.cpus);
     }

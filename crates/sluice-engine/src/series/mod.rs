@@ -147,7 +147,7 @@ impl<'a> SeriesPipeline<'a> {
             indexer.select = select.clone();
             let (lanes, back) = (lanes.clone(), back_tx.clone());
             let queue = w % cfg.queues;
-            let pins = self.ecfg.planner_cpus.clone();
+            let pins = self.ecfg.planner_cpus().to_vec();
             let h = thread::Builder::new()
                 .name(format!("sluice-work{w}"))
                 .spawn(move || {

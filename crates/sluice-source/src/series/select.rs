@@ -153,7 +153,6 @@ fn split_list(list: &str) -> Vec<&str> {
     out
 }
 
-
 /// Live simulated devices over play time: sorted `(from, count)` steps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceSteps {
