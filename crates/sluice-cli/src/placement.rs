@@ -21,6 +21,7 @@ use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::Placement;
 use sluice_job::command::RunOpts;
+use sluice_job::values::CpuList;
 
 /// The placement `o` asks for with `planners` planner threads; memory is
 /// not touched (see [`apply_memory`]).
@@ -84,7 +85,7 @@ fn place_on(
         match (node, cpus.iter().find(|c| !pool.contains(c))) {
             (Some(n), Some(c)) => Err(bad_input(anyhow!(
                 "{opt} {c}: not a CPU of NUMA node {n} ({}); give CPUs of the node, or another --numa-node",
-                list(&pool)
+                CpuList(pool.clone())
             ))),
             _ => Ok(()),
         }
@@ -148,19 +149,10 @@ pub fn apply_memory(p: &mut Placement) {
     };
 }
 
-fn list(c: &[usize]) -> String {
-    c.iter()
-        .map(|x| x.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_job::command::RunOpts;
     use sluice_job::send::SendOpts;
-    use sluice_job::values::CpuList;
     use sluice_sink::SinkSpec;
 
     fn opts(f: impl FnOnce(&mut SendOpts)) -> RunOpts {
