@@ -193,6 +193,7 @@ pub fn job_of(w: WorkerJob) -> Job {
             run,
             part,
             share_by: w.share_by,
+            fourier: w.fourier,
             // A profile's `from:` captures are uploads beside it, nothing else.
             confine_inputs: true,
         }),

@@ -917,12 +917,52 @@ fn profiles_and_sessions_split_over_three_workers_come_out_whole() {
         "2s",
         Some("components"),
     );
-    let (_, all, _) = go(&p, "cp");
+    let (_, all, frames) = go(&p, "cp");
     let j = ratejudge(&target, &all);
     eprintln!("components split: {j:?}");
     assert!(
         (j["generated_packets"] / j["target_packets"] - 1.0).abs() < 0.05,
         "the rate is kept: {j:?}"
+    );
+    // The controller decomposed once and shipped each worker its queue
+    // (a worker refuses the split without them): the three queues
+    // together are one host's Fourier run, frame for frame but for the
+    // IP identification and checksum (each sender counts its own).
+    let local = d.join("cp-local.pcap");
+    let o = run(&[
+        "profile",
+        "run",
+        prof.to_str().unwrap(),
+        "--mode",
+        "fourier",
+        "--queues",
+        "3",
+        "--keep",
+        "60",
+        "--clock",
+        "virtual",
+        "--to",
+        &format!("pcap:{}", local.display()),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let masked = |v: Vec<(u64, Vec<u8>)>| {
+        let mut v: Vec<Vec<u8>> = v
+            .into_iter()
+            .map(|(_, mut f)| {
+                f[18..20].fill(0);
+                f[24..26].fill(0);
+                f
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (ours, one) = (masked(frames), masked(read_all(&local)));
+    assert!(
+        !one.is_empty() && ours == one,
+        "{} frames from the workers, {} from one host",
+        ours.len(),
+        one.len()
     );
 
     // A flow session: every flow with its exact packet count.

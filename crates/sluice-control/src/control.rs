@@ -664,6 +664,26 @@ async fn upload_all(plan: &Plan, conns: &mut [Conn]) -> Result<Vec<String>> {
 /// Runs the plan; the summary even when workers failed (the error says
 /// which), an error only when nothing could start.
 pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
+    // A split by components is decomposed here, once, before any worker
+    // is contacted (the synthesis and FFT may take a while: off the
+    // runtime's threads).
+    let fourier = {
+        let (file, split, workers) = (
+            cfg.plan.file.clone(),
+            cfg.plan.split,
+            cfg.plan.workers.len(),
+        );
+        let job = cfg.job.clone();
+        let work = tokio::task::spawn_blocking(move || {
+            crate::fourier::plan_components(&file, split, workers, &job)
+        });
+        tokio::select! {
+            r = work => r.map_err(|e| ControlError::Environment(format!("the Fourier plan: {e}")))??,
+            _ = stopped(&cfg.stop) => return Err(ControlError::Environment(
+                "interrupted while planning the Fourier components: nothing was sent".into(),
+            )),
+        }
+    };
     let mut conns = Vec::new();
     let prepared = tokio::select! {
         r = prepare(&cfg, &mut conns) => r,
@@ -686,7 +706,7 @@ pub async fn run(mut cfg: ControlConfig) -> Result<ControlSummary> {
     plan_receivers(&cfg, &mut conns);
     let start_ns = now_ns() + lead.as_nanos() as i64;
     let deadline_ns = start_ns + cfg.plan.duration_ns as i64 + GRACE.as_nanos() as i64;
-    let events = start_all(&cfg, &conns, &ids, start_ns, deadline_ns);
+    let events = start_all(&cfg, &conns, &ids, fourier.as_ref(), start_ns, deadline_ns);
     let stoppers: Vec<Client> = conns.iter().map(|c| c.client.clone()).collect();
     let mut g = Gather::new(conns.len(), deadline_ns, stoppers);
     g.gather(&mut cfg, &mut conns, events, start_ns).await;
@@ -745,6 +765,7 @@ fn start_all(
     cfg: &ControlConfig,
     conns: &[Conn],
     ids: &[String],
+    fourier: Option<&sluice_profile::Components>,
     start_ns: i64,
     deadline_ns: i64,
 ) -> tokio::sync::mpsc::Receiver<(usize, Event)> {
@@ -785,6 +806,7 @@ fn start_all(
                     ahead_ns: s.ahead_ns,
                 })
                 .collect(),
+            fourier: fourier.map(|c| crate::jobwire::fourier_to_proto(&c.share(i as u32, n))),
         };
         tokio::spawn(follow(i, c.client.clone(), task, tx.clone()));
     }

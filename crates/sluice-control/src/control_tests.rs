@@ -322,3 +322,105 @@ fn a_worker_of_another_version_is_refused_naming_both() {
         "{e}"
     );
 }
+
+/// A split by components (the paper's §4.4): the controller decomposes
+/// the profile once and the task carries the worker's components; a
+/// worker refuses a task of that split without them, with them on
+/// another split, and with values no controller writes.
+#[tokio::test]
+async fn a_split_by_components_ships_the_components_and_workers_check_them() {
+    let d = tempfile::tempdir().unwrap();
+    // The job script keeps the job file the worker wrote for it.
+    let exe = d.path().join("job.sh");
+    let kept = d.path().join("kept.json");
+    std::fs::write(
+        &exe,
+        format!(
+            "#!/bin/sh\ncp \"$2\" {}\n\
+             out=$(sed -n 's/.*\"summary_json\":\"\\([^\"]*\\)\".*/\\1/p' \"$2\")\n\
+             echo '{{\"packets\": 1}}' > \"$out\"\n",
+            kept.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let addr = worker(d.path(), &exe).await;
+    let mut cfg = config(d.path(), &addr, "null");
+    let profile = d.path().join("p.yaml");
+    std::fs::write(
+        &profile,
+        "seed: 5\nduration: 200ms\nrate: 20k\nipd: {dist: poisson}\n",
+    )
+    .unwrap();
+    cfg.plan.file = profile.clone();
+    cfg.plan.command = pb::Command::Profile;
+    cfg.plan.split = pb::Split::Components;
+    let mut opts = sluice_job::profile::ProfileOpts {
+        mode: sluice_job::profile::Mode::Fourier,
+        queues: 2,
+        ..Default::default()
+    };
+    opts.select.keep = Some(12);
+    cfg.job.work = sluice_job::Work::Profile(opts);
+    let s = run(cfg).await.unwrap();
+    assert_eq!(s.workers[0].error, None, "{s:?}");
+    let job: sluice_job::WorkerJob =
+        serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    let c = job.fourier.expect("the task carried components");
+    // One worker: both queues, the 12 kept components between them, the
+    // profile's seed, 200 bins of 1 ms.
+    assert_eq!((c.queue_count, c.queues.len(), c.carried()), (2, 2, 12));
+    assert_eq!(
+        (c.seed, c.bins, c.sample_ns, c.kept),
+        (5, 200, 1_000_000, 12)
+    );
+    let p = sluice_profile::Profile::load(&profile, 1.0).unwrap();
+    let want =
+        sluice_profile::Components::of(&p, 1_000_000, sluice_profile::Selection::Keep(12), 2)
+            .unwrap();
+    assert_eq!(c, want, "the controller's decomposition, bit for bit");
+
+    // Tasks no controller of ours sends.
+    let cfg = config(d.path(), &addr, "null");
+    let mut conns = Vec::new();
+    register_all(&cfg, &mut conns).await.unwrap();
+    publish_ports(&mut conns).await.unwrap();
+    let ids = upload_all(&cfg.plan, &mut conns).await.unwrap();
+    let mut job = cfg.job.clone();
+    job.work = sluice_job::Work::Profile(sluice_job::profile::ProfileOpts {
+        mode: sluice_job::profile::Mode::Fourier,
+        ..Default::default()
+    });
+    job.send.duration = Some(sluice_job::Nanos(200_000_000));
+    let task = |split: pb::Split, fourier: Option<pb::Fourier>| pb::Task {
+        file_id: ids[0].clone(),
+        job: Some(crate::jobwire::to_proto(&job)),
+        split: split as i32,
+        start_ns: now_ns() + 5_000_000_000,
+        deadline_ns: now_ns() + 10_000_000_000,
+        fourier,
+        ..Default::default()
+    };
+    let mut bad = crate::jobwire::fourier_to_proto(&want.share(0, 1));
+    bad.queues[1].components[0].k = 101;
+    let shipped = crate::jobwire::fourier_to_proto(&want);
+    for (t, says) in [
+        (
+            task(pb::Split::Components, None),
+            "carries no Fourier components",
+        ),
+        (
+            task(pb::Split::Packets, Some(shipped)),
+            "with split COMPONENTS only",
+        ),
+        (
+            task(pb::Split::Components, Some(bad)),
+            "fourier.queues[1].components[0].k: 101",
+        ),
+    ] {
+        let e = conns[0].client.run(t).await.expect_err(says);
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+        assert!(e.message().contains(says), "{says}: {}", e.message());
+    }
+    release_all(&mut conns).await;
+}

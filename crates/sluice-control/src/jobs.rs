@@ -391,6 +391,7 @@ impl Jobs for JobsService {
             start_at: sluice_sys::clock::realtime_ns(),
             share: None,
             share_by: Default::default(),
+            fourier: None,
             receive,
             streams_from: 0,
             clock_shift: 0,

@@ -8,6 +8,7 @@
 
 use crate::pb;
 use sluice_job::RemoteJob;
+use sluice_profile::{Component, Components, QueueComponents};
 
 /// The message of a job, every field set (a field the job leaves at its
 /// default is written with that default).
@@ -25,6 +26,70 @@ pub fn from_proto(job: &pb::Job) -> Result<RemoteJob, String> {
     }
     let doc = serde_json::to_value(job).map_err(|e| format!("the job: {e}"))?;
     RemoteJob::from_value(doc)
+}
+
+/// The components of a task (split COMPONENTS) as the message carries
+/// them.
+pub fn fourier_to_proto(c: &Components) -> pb::Fourier {
+    pb::Fourier {
+        sample_ns: c.sample_ns,
+        bins: c.bins,
+        seed: c.seed,
+        queue_count: c.queue_count,
+        available: c.available,
+        kept: c.kept,
+        queues: c
+            .queues
+            .iter()
+            .map(|q| pb::FourierQueue {
+                queue: q.queue,
+                base: q.base,
+                components: q
+                    .components
+                    .iter()
+                    .map(|c| pb::FourierComponent {
+                        k: c.k as u32,
+                        freq_hz: c.freq_hz,
+                        amplitude: c.amplitude,
+                        phase: c.phase,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// The components a task carries, checked (`Components::check`): a
+/// value no controller writes is refused by its key.
+pub fn fourier_from_proto(f: &pb::Fourier) -> Result<Components, String> {
+    let c = Components {
+        sample_ns: f.sample_ns,
+        bins: f.bins,
+        seed: f.seed,
+        queue_count: f.queue_count,
+        available: f.available,
+        kept: f.kept,
+        queues: f
+            .queues
+            .iter()
+            .map(|q| QueueComponents {
+                queue: q.queue,
+                base: q.base,
+                components: q
+                    .components
+                    .iter()
+                    .map(|c| Component {
+                        k: c.k as usize,
+                        freq_hz: c.freq_hz,
+                        amplitude: c.amplitude,
+                        phase: c.phase,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    c.check()?;
+    Ok(c)
 }
 
 /// A field of a job message that is not set: the serialiser leaves it out,

@@ -8,6 +8,7 @@ pub mod clocksvc;
 pub mod control;
 pub mod error;
 pub mod failure;
+mod fourier;
 pub mod jobs;
 pub mod jobs_client;
 pub mod jobwire;

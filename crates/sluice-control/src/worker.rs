@@ -826,6 +826,25 @@ impl Service {
                 "share_index must be below share_count",
             ));
         }
+        // Split by components: the controller's decomposition, checked;
+        // this worker never decomposes the profile itself.
+        let fourier = match (task.split(), &task.fourier) {
+            (pb::Split::Components, Some(f)) => Some(
+                crate::jobwire::fourier_from_proto(f)
+                    .map_err(|e| Status::invalid_argument(format!("the task: {e}")))?,
+            ),
+            (pb::Split::Components, None) => {
+                return Err(Status::invalid_argument(
+                    "split COMPONENTS: the task carries no Fourier components (the controller computes them once)",
+                ))
+            }
+            (_, Some(_)) => {
+                return Err(Status::invalid_argument(
+                    "Fourier components come with split COMPONENTS only",
+                ))
+            }
+            (_, None) => None,
+        };
         let what = format!("{} on {sink}", job.work.command());
         let run = WorkerJob {
             job,
@@ -838,6 +857,7 @@ impl Service {
                 pb::Split::Components => ShareBy::Components,
                 _ => ShareBy::Packets,
             },
+            fourier,
             receive: self.receive(&task)?,
             streams_from: task.streams_from,
             clock_shift: self.cfg.clock_offset_ns,

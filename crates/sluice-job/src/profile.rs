@@ -10,7 +10,7 @@ use sluice_core::Nanos;
 use sluice_wire::MacAddr;
 
 /// Most Fourier queues a job may spread components over.
-pub const MAX_QUEUES: usize = 1024;
+pub const MAX_QUEUES: usize = sluice_profile::MAX_QUEUES;
 
 /// How `profile run` sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

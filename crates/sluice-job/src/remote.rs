@@ -184,6 +184,9 @@ pub struct WorkerJob {
     /// What a profile's share deals out.
     #[serde(with = "text")]
     pub share_by: ShareBy,
+    /// A split by components: this worker's Fourier queues, as the
+    /// controller computed them (the worker checked them).
+    pub fourier: Option<sluice_profile::Components>,
     pub receive: Option<Receive>,
     /// The first stream id of the job's receive stamps.
     pub streams_from: u32,

@@ -10,23 +10,38 @@
 //! negative unless the reconstruction itself does somewhere (a low-pass
 //! of a spiky series), where the count is 0 and the shortfall counted.
 //!
+//! The queues' components and DC shares ([`Components`]) are what a
+//! distributed run's controller ships to its workers (the paper's task):
+//! a worker rebuilds its queues' rates from them alone.
+//!
 //! Each bin, a queue sends rate + carry rounded to the nearest integer
 //! packets, the remainder carried to its next bin. Within the bin the
 //! packets are placed by the profile's own gap law: the first at the
 //! bin's start, then c gaps drawn from the law and scaled so that they
 //! span the bin (the last one ends at the next bin's start), so bins stay
 //! aligned with the target's. Sizes follow the
-//! size law. Each queue's rate series is computed once, before the run, as
+//! size law. Each queue draws gaps and sizes from its own streams (the
+//! seed and its index): a queue sends the same packets on any worker. Each queue's rate series is computed once, before the run, as
 //! the inverse FFT of its components: the same values as summing their
 //! cosines bin by bin, in O(n log n).
 //!
 //! [`spectrum`]: super::spectrum
 
 use super::file::Profile;
-use super::spectrum::{RateSeries, Selection, Spectrum};
+use super::spectrum::{Component, RateSeries, Selection, Spectrum, MAX_BINS};
 use super::synth::{Planned, Synth};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
+use realfft::num_complex::Complex;
+use realfft::RealFftPlanner;
+use serde::{Deserialize, Serialize};
+
+/// Most components one task may carry (a worker's share of a plan): the
+/// task stays a few MB, well inside a worker's message limit.
+pub const MAX_SHIPPED: usize = 1 << 18;
+
+/// Most Fourier queues a plan may have.
+pub const MAX_QUEUES: usize = 1024;
 
 /// The decomposition a fourier plan uses, for reports.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,8 +51,9 @@ pub struct Decomposition {
     /// Components kept (DC not counted) and available.
     pub kept: usize,
     pub available: usize,
-    /// Packets of the synthesized trace and of the reconstruction.
-    pub target_packets: u64,
+    /// Packets of the synthesized trace (None where the components were
+    /// shipped: the trace was the controller's) and of the reconstruction.
+    pub target_packets: Option<u64>,
     pub planned_packets: u64,
     /// Packets per bin the queues could not send because the
     /// reconstruction went below 0 there.
@@ -46,78 +62,315 @@ pub struct Decomposition {
     pub per_queue: Vec<usize>,
 }
 
+/// One Fourier queue as a task carries it (§4.4): its components and the
+/// packets per bin added to their sum (each component's offset into
+/// [0, 2a] and the queue's share of the DC component).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueComponents {
+    /// Its index among the plan's queues: its draws' seed.
+    pub queue: u32,
+    /// Packets per bin added to the components' sum.
+    pub base: f64,
+    pub components: Vec<Component>,
+}
+
+/// What the paper's task carries for a worker: the components computed
+/// once by the controller, the sampling grid and the shared seed. A
+/// worker rebuilds its queues' rates from these alone (an inverse FFT),
+/// never the decomposition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Components {
+    pub sample_ns: u64,
+    /// Bins n of the rate series (t_duration = n · t_sample).
+    pub bins: u64,
+    /// The seed of every worker's draws (the profile's, or --seed).
+    pub seed: u64,
+    /// Queues of the whole plan.
+    pub queue_count: u32,
+    /// Components available (n/2) and kept, in the whole plan.
+    pub available: u64,
+    pub kept: u64,
+    /// This task's queues.
+    pub queues: Vec<QueueComponents>,
+}
+
+impl Components {
+    /// The controller's decomposition of `profile` (§4.2–4.4), every
+    /// queue's components and DC share.
+    pub fn of(
+        profile: &Profile,
+        sample_ns: u64,
+        selection: Selection,
+        queues: usize,
+    ) -> Result<Components, String> {
+        decompose(profile, sample_ns, selection, queues).map(|(c, _, _)| c)
+    }
+
+    /// The queues of share `index` of `count` (queue q goes to q mod
+    /// `count`).
+    pub fn share(&self, index: u32, count: u32) -> Components {
+        Components {
+            queues: self
+                .queues
+                .iter()
+                .filter(|q| q.queue % count.max(1) == index)
+                .cloned()
+                .collect(),
+            ..self.clone()
+        }
+    }
+
+    /// Components of all this task's queues.
+    pub fn carried(&self) -> usize {
+        self.queues.iter().map(|q| q.components.len()).sum()
+    }
+
+    /// Refuses a task no controller of ours writes, naming the key: a
+    /// peer's task is bounded before anything is allocated for it.
+    pub fn check(&self) -> Result<(), String> {
+        let n = self.bins;
+        if self.sample_ns == 0 {
+            return Err("fourier.sample_ns: must be above 0".into());
+        }
+        if n < 2 || n > MAX_BINS as u64 {
+            return Err(format!("fourier.bins: {n}: between 2 and {MAX_BINS}"));
+        }
+        if self.queue_count == 0 || self.queue_count as usize > MAX_QUEUES {
+            return Err(format!(
+                "fourier.queue_count: {}: between 1 and {MAX_QUEUES}",
+                self.queue_count
+            ));
+        }
+        if self.queues.is_empty() {
+            return Err("fourier.queues: none: a task carries at least one queue".into());
+        }
+        if (n as usize).saturating_mul(self.queues.len()) > MAX_BINS * 4 {
+            return Err(format!(
+                "fourier: {n} bins × {} queues: more than {} per-queue rates",
+                self.queues.len(),
+                MAX_BINS * 4
+            ));
+        }
+        if self.carried() > MAX_SHIPPED {
+            return Err(format!(
+                "fourier: {} components: a task carries at most {MAX_SHIPPED}",
+                self.carried()
+            ));
+        }
+        let dt = self.sample_ns as f64 * 1e-9;
+        let mut seen = vec![false; self.queue_count as usize];
+        for (i, q) in self.queues.iter().enumerate() {
+            let key = format!("fourier.queues[{i}]");
+            let Some(s) = seen.get_mut(q.queue as usize) else {
+                return Err(format!(
+                    "{key}.queue: {}: below queue_count {} expected",
+                    q.queue, self.queue_count
+                ));
+            };
+            if std::mem::replace(s, true) {
+                return Err(format!("{key}.queue: {}: given twice", q.queue));
+            }
+            if !q.base.is_finite() {
+                return Err(format!("{key}.base: a finite number expected"));
+            }
+            let mut ks = std::collections::HashSet::with_capacity(q.components.len());
+            for (j, c) in q.components.iter().enumerate() {
+                let key = format!("{key}.components[{j}]");
+                if c.k == 0 || c.k as u64 > n / 2 {
+                    return Err(format!(
+                        "{key}.k: {}: between 1 and bins/2 = {}",
+                        c.k,
+                        n / 2
+                    ));
+                }
+                if !ks.insert(c.k) {
+                    return Err(format!("{key}.k: {}: given twice", c.k));
+                }
+                if !(c.amplitude.is_finite() && c.amplitude >= 0.0) {
+                    return Err(format!("{key}.amplitude: a finite number ≥ 0 expected"));
+                }
+                if !c.phase.is_finite() {
+                    return Err(format!("{key}.phase: a finite number expected"));
+                }
+                let f = c.k as f64 / (n as f64 * dt);
+                if !c.freq_hz.is_finite() || (c.freq_hz - f).abs() > 1e-9 * f {
+                    return Err(format!(
+                        "{key}.freq_hz: {}: component k = {} of {n} bins of {} ns is at {f} Hz",
+                        c.freq_hz, c.k, self.sample_ns
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The rate of a queue: its components' sum (an inverse FFT of their
+/// bins, eq. 3) plus `base`, packets per bin.
+fn rates_of(n: usize, components: &[Component], base: f64) -> Vec<f64> {
+    let mut bins = vec![Complex::new(0.0, 0.0); n / 2 + 1];
+    let half = n as f64 / 2.0;
+    for c in components {
+        bins[c.k] = if n.is_multiple_of(2) && c.k == n / 2 {
+            // The Nyquist bin of a real signal is real.
+            Complex::new(c.amplitude * n as f64 * c.phase.cos(), 0.0)
+        } else {
+            Complex::from_polar(c.amplitude * half, c.phase)
+        };
+    }
+    let ifft = RealFftPlanner::<f64>::new().plan_fft_inverse(n);
+    let mut out = ifft.make_output_vec();
+    ifft.process(&mut bins, &mut out)
+        .expect("n/2 + 1 bins, the first (and a Nyquist) real");
+    out.iter_mut().for_each(|v| *v = *v / n as f64 + base);
+    out
+}
+
+/// The decomposition and every queue's rates (§4.2–4.4 on one host).
+fn decompose(
+    profile: &Profile,
+    sample_ns: u64,
+    selection: Selection,
+    queues: usize,
+) -> Result<(Components, Vec<Vec<f64>>, u64), String> {
+    let queues = queues.max(1);
+    if queues > MAX_QUEUES {
+        return Err(format!("{queues} queues: at most {MAX_QUEUES}"));
+    }
+    profile.check_analyzable().map_err(|e| e.to_string())?;
+    let target = Synth::new(profile.clone());
+    let series = RateSeries::from_times(target.map(|p| p.due), sample_ns, None)?;
+    let target_packets = series.counts.iter().sum::<f64>() as u64;
+    // Each queue keeps its rate series: bins × queues values in all.
+    if series.counts.len().saturating_mul(queues) > MAX_BINS * 4 {
+        return Err(format!(
+            "{} bins × {queues} queues: more than {} per-queue rates (fewer queues, or a longer t_sample)",
+            series.counts.len(),
+            MAX_BINS * 4
+        ));
+    }
+    let spectrum = Spectrum::of(&series)?;
+    let keep = spectrum.select(selection);
+    // Strongest first, dealt round-robin: queues carry similar power.
+    let mut order = keep.clone();
+    order.sort_by(|a, b| {
+        spectrum.components[b - 1]
+            .amplitude
+            .total_cmp(&spectrum.components[a - 1].amplitude)
+    });
+    let mut dealt = Vec::with_capacity(queues);
+    let mut rates = Vec::with_capacity(queues);
+    for q in 0..queues {
+        let mine: Vec<Component> = order
+            .iter()
+            .skip(q)
+            .step_by(queues)
+            .map(|k| spectrum.components[k - 1])
+            .collect();
+        // The components alone, offset into [0, 2a] each.
+        let offset: f64 = mine.iter().map(|c| c.amplitude).sum();
+        // Their sum alone: the base is added once it is known, as a
+        // worker adds it (the same floating-point sums, the same packets).
+        rates.push(rates_of(spectrum.n, &mine, 0.0));
+        dealt.push((mine, offset));
+    }
+    // DC shares: lift each queue's lowest bin to 0, split the rest.
+    let offsets: f64 = dealt.iter().map(|(_, o)| o).sum();
+    let lows: Vec<f64> = rates
+        .iter()
+        .zip(&dealt)
+        .map(|(r, (_, offset))| r.iter().copied().fold(f64::INFINITY, f64::min) + offset)
+        .collect();
+    let rest = spectrum.dc - offsets + lows.iter().sum::<f64>();
+    let mut shipped = Vec::with_capacity(queues);
+    for (q, ((components, offset), (r, low))) in dealt
+        .into_iter()
+        .zip(rates.iter_mut().zip(&lows))
+        .enumerate()
+    {
+        let base = offset + (-low + rest / queues as f64);
+        r.iter_mut().for_each(|v| *v += base);
+        shipped.push(QueueComponents {
+            queue: q as u32,
+            base,
+            components,
+        });
+    }
+    Ok((
+        Components {
+            sample_ns,
+            bins: spectrum.n as u64,
+            seed: profile.seed,
+            queue_count: queues as u32,
+            available: spectrum.components.len() as u64,
+            kept: keep.len() as u64,
+            queues: shipped,
+        },
+        rates,
+        target_packets,
+    ))
+}
+
+/// A queue's own draws and state: its packets are the same whichever
+/// worker sends it.
+struct QueueState {
+    /// Its index among the plan's queues.
+    queue: u32,
+    gaps: SmallRng,
+    sizes: SmallRng,
+    carry: f64,
+    /// Packets it sent so far.
+    sent: u64,
+}
+
 pub struct FourierPlan {
     /// Packets per bin, per queue.
     rates: Vec<Vec<f64>>,
-    carry: Vec<f64>,
+    queues: Vec<QueueState>,
+    /// Queues of the whole plan (a worker sends some of them).
+    queue_count: u64,
     bin: usize,
     sample_ns: u64,
     profile: Profile,
-    gaps: SmallRng,
-    sizes: SmallRng,
-    /// This bin's packets, due order, consumed from the back.
-    pending: Vec<(u64, u32)>,
-    index: u64,
+    /// This bin's packets (due, queue slot, size, index), due order,
+    /// consumed from the back.
+    pending: Vec<(u64, u32, u16, u64)>,
     pub decomposition: Decomposition,
 }
 
 impl FourierPlan {
+    /// The plan of one host: the decomposition, then every queue.
     pub fn new(
         profile: Profile,
         sample_ns: u64,
         selection: Selection,
         queues: usize,
     ) -> Result<FourierPlan, String> {
-        let queues = queues.max(1);
-        profile.check_analyzable().map_err(|e| e.to_string())?;
-        let target = Synth::new(profile.clone());
-        let series = RateSeries::from_times(target.map(|p| p.due), sample_ns, None)?;
-        let target_packets = series.counts.iter().sum::<f64>() as u64;
-        // Each queue keeps its rate series: bins × queues values in all.
-        if series.counts.len().saturating_mul(queues) > super::spectrum::MAX_BINS * 4 {
-            return Err(format!(
-                "{} bins × {queues} queues: more than {} per-queue rates (fewer queues, or a longer t_sample)",
-                series.counts.len(),
-                super::spectrum::MAX_BINS * 4
-            ));
-        }
-        let spectrum = Spectrum::of(&series)?;
-        let keep = spectrum.select(selection);
-        // Strongest first, dealt round-robin: queues carry similar power.
-        let mut order = keep.clone();
-        order.sort_by(|a, b| {
-            spectrum.components[b - 1]
-                .amplitude
-                .total_cmp(&spectrum.components[a - 1].amplitude)
-        });
-        let mut rates = Vec::with_capacity(queues);
-        let mut per_queue = Vec::with_capacity(queues);
-        for q in 0..queues {
-            let mine: Vec<usize> = order.iter().skip(q).step_by(queues).copied().collect();
-            per_queue.push(mine.len());
-            let offset: f64 = mine
-                .iter()
-                .map(|k| spectrum.components[k - 1].amplitude)
-                .sum();
-            // The components alone, offset into [0, 2a] each.
-            let mut r = spectrum.reconstruct(&mine, false);
-            r.iter_mut().for_each(|v| *v += offset);
-            rates.push(r);
-        }
-        // DC shares: lift each queue's lowest bin to 0, split the rest.
-        let offsets: f64 = rates
+        let (c, rates, target) = decompose(&profile, sample_ns, selection, queues)?;
+        Ok(FourierPlan::of(profile, c, rates, Some(target)))
+    }
+
+    /// A worker's plan: its queues rebuilt from the components a
+    /// controller shipped (checked first), with the shipped seed.
+    pub fn from_components(mut profile: Profile, c: Components) -> Result<FourierPlan, String> {
+        c.check()?;
+        profile.seed = c.seed;
+        let rates = c
+            .queues
             .iter()
-            .map(|r| r.iter().sum::<f64>() / r.len() as f64)
-            .sum();
-        let lows: Vec<f64> = rates
-            .iter()
-            .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
+            .map(|q| rates_of(c.bins as usize, &q.components, q.base))
             .collect();
-        let rest = spectrum.dc - offsets + lows.iter().sum::<f64>();
-        for (r, low) in rates.iter_mut().zip(&lows) {
-            let share = -low + rest / queues as f64;
-            r.iter_mut().for_each(|v| *v += share);
-        }
+        Ok(FourierPlan::of(profile, c, rates, None))
+    }
+
+    fn of(
+        profile: Profile,
+        c: Components,
+        mut rates: Vec<Vec<f64>>,
+        target_packets: Option<u64>,
+    ) -> FourierPlan {
         let mut shortfall = 0.0;
         for r in &mut rates {
             for v in r.iter_mut() {
@@ -128,28 +381,48 @@ impl FourierPlan {
             }
         }
         let planned: f64 = rates.iter().flat_map(|r| r.iter()).sum();
-        let seed = profile.seed;
-        Ok(FourierPlan {
-            carry: vec![0.0; queues],
+        let seed = c.seed;
+        // Each queue its own streams, from the shared seed and its index.
+        let stream = |q: u32, salt: u64| {
+            SmallRng::seed_from_u64(
+                seed ^ salt ^ (u64::from(q) + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
+            )
+        };
+        let queues = c
+            .queues
+            .iter()
+            .map(|q| QueueState {
+                queue: q.queue,
+                gaps: stream(q.queue, 0x5851_f42d_4c95_7f2d),
+                sizes: stream(q.queue, 0x9e37_79b9_7f4a_7c15),
+                carry: 0.0,
+                sent: 0,
+            })
+            .collect();
+        FourierPlan {
+            queues,
+            queue_count: u64::from(c.queue_count),
             bin: 0,
-            sample_ns,
-            gaps: SmallRng::seed_from_u64(seed ^ 0x5851_f42d_4c95_7f2d),
-            sizes: SmallRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15),
+            sample_ns: c.sample_ns,
             profile,
             pending: Vec::new(),
-            index: 0,
             decomposition: Decomposition {
-                bins: spectrum.n,
-                sample_ns,
-                kept: keep.len(),
-                available: spectrum.components.len(),
+                bins: c.bins as usize,
+                sample_ns: c.sample_ns,
+                kept: c.kept as usize,
+                available: c.available as usize,
                 target_packets,
                 planned_packets: planned.round() as u64,
                 shortfall,
-                per_queue,
+                per_queue: c.queues.iter().map(|q| q.components.len()).collect(),
             },
             rates,
-        })
+        }
+    }
+
+    /// Queues of the whole plan (this plan may send some of them).
+    pub fn queue_count(&self) -> u64 {
+        self.queue_count
     }
 
     /// Packets per bin of each queue (after the DC shares).
@@ -162,12 +435,12 @@ impl FourierPlan {
         let bins = self.rates[0].len();
         while self.pending.is_empty() && self.bin < bins {
             let start = self.bin as u64 * self.sample_ns;
-            for q in 0..self.rates.len() {
-                let want = self.rates[q][self.bin] + self.carry[q];
+            for (rate, q) in self.rates.iter().zip(&mut self.queues) {
+                let want = rate[self.bin] + q.carry;
                 // Rounded to nearest, the remainder carried: float noise
                 // on an integer rate never loses a packet to flooring.
                 let count = (want + 0.5).floor().max(0.0);
-                self.carry[q] = want - count;
+                q.carry = want - count;
                 let count = count as usize;
                 if count == 0 {
                     continue;
@@ -177,15 +450,20 @@ impl FourierPlan {
                 let mut gaps = Vec::with_capacity(count);
                 let mut sum = 0.0;
                 for _ in 0..count {
-                    let g = self.profile.gap.sample(&mut self.gaps);
+                    let g = self.profile.gap.sample(&mut q.gaps);
                     sum += g;
                     gaps.push(g);
                 }
                 let mut at = 0.0;
                 for g in &gaps {
                     let t = start + ((at / sum) * self.sample_ns as f64) as u64;
+                    // The queue's k-th packet is the plan's packet
+                    // k·Q + q: flows and sizes are the same on any worker.
+                    let index = q.sent * self.queue_count + u64::from(q.queue);
+                    let size = self.profile.size.sample(&mut q.sizes);
                     self.pending
-                        .push((t.min(start + self.sample_ns - 1), q as u32));
+                        .push((t.min(start + self.sample_ns - 1), q.queue, size, index));
+                    q.sent += 1;
                     at += g;
                 }
             }
@@ -204,17 +482,15 @@ impl Iterator for FourierPlan {
         if self.pending.is_empty() && !self.next_bin() {
             return None;
         }
-        let (due, queue) = self.pending.pop()?;
+        let (due, queue, size, index) = self.pending.pop()?;
         let flows = u64::from(self.profile.packet.flows);
-        let p = Planned {
+        Some(Planned {
             due,
-            size: self.profile.size.sample(&mut self.sizes),
-            flow: (self.index % flows) as u32,
+            size,
+            flow: (index % flows) as u32,
             lane: queue,
-            index: self.index,
-        };
-        self.index += 1;
-        Some(p)
+            index,
+        })
     }
 }
 
@@ -270,8 +546,101 @@ mod tests {
                     }
                     assert!((a - *b as f64).abs() <= queues as f64, "{a} vs {b}");
                 }
-                assert!(d.target_packets.abs_diff(got.iter().sum::<u64>()) <= queues as u64);
+                let target = d.target_packets.unwrap();
+                assert!(target.abs_diff(got.iter().sum::<u64>()) <= queues as u64);
             }
         }
+    }
+
+    /// The paper's task (§4.4): the controller decomposes once; each
+    /// worker rebuilds only its queues from the shipped components (after
+    /// a trip through JSON, as a worker's job file takes it), and the
+    /// workers' packets together are the single host's, packet for packet.
+    #[test]
+    fn shipped_components_rebuild_the_single_hosts_packets() {
+        let profile = poisson("50k", "300ms");
+        for (queues, workers, sel) in [
+            (3, 3, Selection::Keep(40)),
+            (4, 2, Selection::All),
+            (2, 1, Selection::Cutoff(100.0)),
+        ] {
+            let whole: Vec<Planned> = FourierPlan::new(profile.clone(), 1_000_000, sel, queues)
+                .unwrap()
+                .collect();
+            let c = Components::of(&profile, 1_000_000, sel, queues).unwrap();
+            assert_eq!(c.queues.len(), queues);
+            let mut joined = Vec::new();
+            for w in 0..workers {
+                let task = c.share(w, workers);
+                assert_eq!(task.queues.len(), queues / workers as usize);
+                let text = serde_json::to_string(&task).unwrap();
+                let back: Components = serde_json::from_str(&text).unwrap();
+                assert_eq!(back, task, "JSON keeps every bit");
+                // The worker's profile may carry another seed: the shipped
+                // one is the plan's.
+                let mut theirs = profile.clone();
+                theirs.seed = 99;
+                let plan = FourierPlan::from_components(theirs, back).unwrap();
+                assert!(plan.decomposition.target_packets.is_none());
+                joined.extend(plan);
+            }
+            let key = |p: &Planned| (p.due, p.lane, p.index, p.size, p.flow);
+            let mut a: Vec<_> = whole.iter().map(key).collect();
+            let mut b: Vec<_> = joined.iter().map(key).collect();
+            a.sort_unstable();
+            b.sort_unstable();
+            assert!(!a.is_empty());
+            assert!(
+                a == b,
+                "{queues} queues on {workers} workers: {} vs {} packets",
+                a.len(),
+                b.len()
+            );
+        }
+    }
+
+    /// A peer's task is bounded and consistent before anything is built.
+    #[test]
+    fn a_task_no_controller_writes_is_refused_by_key() {
+        let profile = poisson("20k", "100ms");
+        let good = Components::of(&profile, 1_000_000, Selection::Keep(10), 2).unwrap();
+        good.check().unwrap();
+        let bad = |f: &dyn Fn(&mut Components), key: &str| {
+            let mut c = good.clone();
+            f(&mut c);
+            let e = FourierPlan::from_components(profile.clone(), c)
+                .err()
+                .unwrap();
+            assert!(e.contains(key), "{key}: {e}");
+        };
+        bad(&|c| c.bins = 1, "fourier.bins");
+        bad(&|c| c.bins = u64::MAX, "fourier.bins");
+        bad(&|c| c.sample_ns = 0, "fourier.sample_ns");
+        bad(&|c| c.queue_count = 0, "fourier.queue_count");
+        bad(&|c| c.queues.clear(), "fourier.queues");
+        bad(&|c| c.queues[1].queue = 0, "fourier.queues[1].queue");
+        bad(&|c| c.queues[0].queue = 7, "fourier.queues[0].queue");
+        bad(&|c| c.queues[0].base = f64::NAN, "fourier.queues[0].base");
+        bad(
+            &|c| c.queues[0].components[1].k = 51,
+            "fourier.queues[0].components[1].k",
+        );
+        bad(
+            &|c| c.queues[0].components[1].k = c.queues[0].components[0].k,
+            "components[1].k",
+        );
+        bad(&|c| c.queues[1].components[0].amplitude = -1.0, "amplitude");
+        bad(
+            &|c| c.queues[1].components[0].phase = f64::INFINITY,
+            "phase",
+        );
+        bad(&|c| c.queues[1].components[0].freq_hz *= 2.0, "freq_hz");
+        bad(
+            &|c| {
+                let one = c.queues[0].components[0];
+                c.queues[0].components = vec![one; MAX_SHIPPED + 1];
+            },
+            "at most",
+        );
     }
 }

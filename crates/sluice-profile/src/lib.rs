@@ -17,10 +17,12 @@ mod synth;
 
 pub use file::{confine_inputs, read_capture, PacketSpec, Profile, ProfileError, Stop};
 pub use fit::{fit_gaps, fit_sizes};
-pub use fourier::{Decomposition, FourierPlan};
+pub use fourier::{
+    Components, Decomposition, FourierPlan, QueueComponents, MAX_QUEUES, MAX_SHIPPED,
+};
 pub use gaps::{GapLaw, Spread};
 pub use onoff::{OnOffConfig, OnOffSource};
 pub use sizes::SizeLaw;
 pub use source::{ProfileSource, Sequence};
-pub use spectrum::{fit_errors, RateSeries, Selection, Spectrum};
+pub use spectrum::{fit_errors, Component, RateSeries, Selection, Spectrum, MAX_BINS};
 pub use synth::{stop_asked, stop_on, Planned, Synth};

@@ -51,7 +51,8 @@ impl RateSeries {
 }
 
 /// One frequency component: a·cos(2π f t + φ) in packets per bin.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Component {
     /// Index k: frequency k / (n t_sample).
     pub k: usize,

@@ -138,6 +138,30 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
             }
             Sequence::Exact(Synth::new(profile))
         }
+        // A worker's queues: the controller decomposed the profile once.
+        Mode::Fourier if a.fourier.is_some() => {
+            let c = a.fourier.clone().expect("matched");
+            if c.queue_count as usize != a.opts.queues {
+                return Err(bad_input(anyhow!(
+                    "the task's components are dealt over {} queues, the job asks for {}",
+                    c.queue_count,
+                    a.opts.queues
+                )));
+            }
+            let f = FourierPlan::from_components(profile, c)
+                .map_err(|e| bad_input(anyhow!("{}: {e}", a.profile.display())))?;
+            let d = &f.decomposition;
+            eoutln!(
+                "sluice: fourier: queues {} of {} shipped by the controller: {} components on {} bins of {}, {} packets planned",
+                d.per_queue.len(),
+                f.queue_count(),
+                d.per_queue.iter().sum::<usize>(),
+                d.bins,
+                sluice_core::Nanos(d.sample_ns),
+                d.planned_packets,
+            );
+            Sequence::Fourier(f)
+        }
         Mode::Fourier => {
             // `--queues` was bounded by `ProfileOpts::check`.
             let sel = selection(&a.opts.select)?;
@@ -161,7 +185,7 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
                 d.per_queue.len(),
                 d.per_queue.iter().max().unwrap_or(&0),
                 d.planned_packets,
-                d.target_packets,
+                d.target_packets.unwrap_or_default(),
                 if d.shortfall > 0.0 {
                     format!(
                         "; the reconstruction goes below 0 in places: {:.0} packets not sent there",
@@ -189,7 +213,11 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
         first_ts,
     )
     .map_err(bad_input)?
-    .with_share(a.part.share, a.share_by == ShareBy::Components);
+    // Shipped components are this worker's queues already: no share.
+    .with_share(
+        a.part.share.filter(|_| a.fourier.is_none()),
+        a.share_by == ShareBy::Components,
+    );
     for path in read_paths(&a.profile, &reads) {
         plan = plan.reads(path);
     }

@@ -19,6 +19,9 @@ pub struct ProfileRunArgs {
     /// What --share deals out: packets (every Nth of the global schedule) or components (Fourier queues, with --mode fourier).
     #[arg(long, value_parser = named::<ShareBy>(ShareBy::NAMES), default_value_t = ShareBy::default(), requires = "share")]
     pub share_by: ShareBy,
+    /// What a worker adds: its Fourier queues as the controller computed them (never the command line's).
+    #[arg(skip)]
+    pub fourier: Option<sluice_profile::Components>,
     /// What a worker adds: the profile's from: captures are plain names of files beside it (uploads), never paths.
     #[arg(long, hide = true)]
     pub confine_inputs: bool,

@@ -1,0 +1,80 @@
+//! The distributed-generator paper's §4.4 on the controller: a profile
+//! split by components is decomposed here, once, and each worker's task
+//! carries its Fourier queues (components, DC share, sampling grid and
+//! the shared seed). Workers rebuild their rates from these alone.
+
+use crate::error::{input, Result};
+use crate::pb;
+use sluice_job::profile::{Mode, ProfileOpts};
+use sluice_job::{RemoteJob, Work};
+use sluice_profile::{Components, Profile, Selection, MAX_SHIPPED};
+use std::path::Path;
+
+/// The plan's components when its split is COMPONENTS (None otherwise),
+/// every worker's share within what a task may carry.
+pub fn plan_components(
+    file: &Path,
+    split: pb::Split,
+    workers: usize,
+    job: &RemoteJob,
+) -> Result<Option<Components>> {
+    if split != pb::Split::Components {
+        return Ok(None);
+    }
+    let Work::Profile(opts) = &job.work else {
+        return Err(input!("split: components: a profile job expected"));
+    };
+    check_opts(opts, workers)?;
+    let name = file.display();
+    let mut profile = Profile::load(file, opts.frame.scale).map_err(|e| input!("{e}"))?;
+    if let Some(seed) = opts.frame.seed {
+        profile.seed = seed;
+    }
+    let sample = opts.select.sample.0;
+    let need = profile.fourier_bytes(sample, opts.queues);
+    let budget = sluice_sys::mem::default_budget();
+    if need > budget as f64 {
+        return Err(input!(
+            "{name}: a Fourier plan at t_sample {} takes about {:.0} MB, more than the \
+             controller's memory budget of {:.0} MB: sample more coarsely (--sample) or \
+             shorten the profile",
+            sluice_core::Nanos(sample),
+            need / 1e6,
+            budget as f64 / 1e6
+        ));
+    }
+    let selection = match (opts.select.keep, opts.select.cutoff) {
+        (Some(k), _) => Selection::Keep(k),
+        (None, Some(hz)) => Selection::Cutoff(hz),
+        (None, None) => Selection::All,
+    };
+    let c = Components::of(&profile, sample, selection, opts.queues)
+        .map_err(|e| input!("{name}: {e}"))?;
+    for i in 0..workers as u32 {
+        let carried = c.share(i, workers as u32).carried();
+        if carried > MAX_SHIPPED {
+            return Err(input!(
+                "{name}: worker {i}'s task would carry {carried} components, at most \
+                 {MAX_SHIPPED}: keep fewer (--keep, --cutoff) or sample more coarsely (--sample)"
+            ));
+        }
+    }
+    Ok(Some(c))
+}
+
+/// What `profile run --share-by components` refuses, said before any
+/// worker is contacted.
+fn check_opts(opts: &ProfileOpts, workers: usize) -> Result<()> {
+    if opts.mode != Mode::Fourier || !opts.queues.is_multiple_of(workers) {
+        return Err(input!(
+            "split: components deals out Fourier queues: give --mode fourier and --queues a \
+             multiple of {workers} (the workers)"
+        ));
+    }
+    if let Some(hz) = opts.select.cutoff {
+        if !(hz.is_finite() && hz >= 0.0) {
+            return Err(input!("--cutoff must be a frequency ≥ 0, got {hz}"));
+        }
+    }
+    opts.check().map_err(|e| input!("{e}"))
+}
