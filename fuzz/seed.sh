@@ -88,7 +88,7 @@ seqs = {
 for name, data in seqs.items():
     open(f"{calls}/{name}", "wb").write(data)
 # Inject streams: HELLO (session time), DESCS of raw and field-built
-# descriptions, BYE; one with a token after HELLO.
+# descriptions, BYE; one with a token after HELLO, one with a stored payload.
 def msg(kind, body):
     return struct.pack("<I", len(body) + 1) + bytes([kind]) + body
 hello = b"SLIJ" + struct.pack("<HBB", 1, 0, 0) + bytes(12)
@@ -97,6 +97,10 @@ descs = msg(2, struct.pack("<I", 1) + raw)
 open(f"{inject}/session", "wb").write(msg(1, hello) + descs + msg(3, b""))
 open(f"{inject}/token", "wb").write(msg(1, hello + bytes(32)) + descs + msg(3, b""))
 open(f"{inject}/many", "wb").write(msg(1, hello) + descs * 20 + msg(3, b""))
+# A stored payload (PAYLOAD id 5) named by a raw description (flag 1).
+named = struct.pack("<QQHHHBB", 2, 2000, 100, 14, 4, 0, 1) + b"\xff" * 12 + b"\x88\xb5" + struct.pack("<I", 5)
+open(f"{inject}/stored", "wb").write(msg(1, hello) + msg(4, struct.pack("<I", 5) + b"payload")
+                                     + msg(2, struct.pack("<I", 1) + named) + msg(3, b""))
 PY
 # Frames for the rewriter: up to 200 records of each classic pcap.
 mkdir -p "$here/corpus/header_rewrite"

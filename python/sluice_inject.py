@@ -19,7 +19,7 @@ MAGIC = b"SLIJ"
 VERSION = 1
 MAX_MESSAGE = 1 << 20
 
-HELLO, DESCS, BYE = 0x01, 0x02, 0x03
+HELLO, DESCS, BYE, PAYLOAD = 0x01, 0x02, 0x03, 0x04
 WELCOME, ACKS, FRAME, ERROR, DONE = 0x81, 0x82, 0x83, 0x84, 0x85
 
 SESSION, MONOTONIC, REALTIME = 0, 1, 2
@@ -33,6 +33,8 @@ ACK = struct.Struct("<QQB7x")
 assert DESC_HEAD.size == 24 and FIELDS.size == 52 and ACK.size == 24
 
 TCP, UDP = 6, 17
+# A description flag: its prefix is a stored payload's u32 id.
+STORED_PAYLOAD = 0x01
 FIN, SYN, RST, PSH, ACKF = 0x01, 0x02, 0x04, 0x08, 0x10
 
 
@@ -49,24 +51,38 @@ class ProtocolError(Exception):
     """sluice ended the session: its message names the offset and field."""
 
 
-def raw(seq, time_ns, head, total_len, prefix=b""):
+def _tail(prefix, payload_id):
+    """The bytes behind a description's head and its flags: the prefix,
+    or the id of a payload stored with Client.store_payload."""
+    if payload_id is None:
+        return prefix, 0
+    if prefix:
+        raise ValueError("a description carries a prefix or names a stored payload, not both")
+    return struct.pack("<I", payload_id), STORED_PAYLOAD
+
+
+def raw(seq, time_ns, head, total_len, prefix=b"", payload_id=None):
     """A description whose headers (Ethernet, IP, L4) are given as bytes;
-    sluice sets lengths and checksums, zero-fills behind the prefix."""
-    return DESC_HEAD.pack(seq, time_ns, total_len, len(head), len(prefix), 0, 0) + head + prefix
+    sluice sets lengths and checksums, zero-fills behind the prefix (or
+    the stored payload `payload_id`)."""
+    tail, flags = _tail(prefix, payload_id)
+    return DESC_HEAD.pack(seq, time_ns, total_len, len(head), len(tail), 0, flags) + head + tail
 
 
 def fields(seq, time_ns, src, dst, sport, dport, total_len, proto=UDP,
            tcp_flags=0, tcp_seq=0, tcp_ack=0, window=65535, ttl=64, tos=0,
-           prefix=b""):
+           prefix=b"", payload_id=None):
     """A description whose headers sluice builds from fields (IPv4 or IPv6
-    addresses as strings)."""
+    addresses as strings); behind them the prefix, or the stored payload
+    `payload_id`."""
     fam = socket.AF_INET6 if ":" in src else socket.AF_INET
     s = socket.inet_pton(fam, src).ljust(16, b"\0")
     d = socket.inet_pton(fam, dst).ljust(16, b"\0")
     f = FIELDS.pack(6 if fam == socket.AF_INET6 else 4, proto, tcp_flags, ttl,
                     tos, 0, window, s, d, sport, dport, tcp_seq & 0xffffffff,
                     tcp_ack & 0xffffffff)
-    return DESC_HEAD.pack(seq, time_ns, total_len, len(f), len(prefix), 1, 0) + f + prefix
+    tail, flags = _tail(prefix, payload_id)
+    return DESC_HEAD.pack(seq, time_ns, total_len, len(f), len(tail), 1, flags) + f + tail
 
 
 def message(kind, body=b""):
@@ -144,6 +160,13 @@ class Client:
 
     def send_bytes(self, data):
         self.sock.sendall(data)
+
+    def store_payload(self, payload_id, data):
+        """Stores `data` (at most 65535 bytes) under `payload_id` for this
+        session: descriptions name it (payload_id=) instead of carrying
+        the bytes. Storing an id again replaces its payload; a session
+        holds at most 4096 payloads and 4 MiB."""
+        self.sock.sendall(message(PAYLOAD, struct.pack("<I", payload_id) + bytes(data)))
 
     def bye(self):
         """No more descriptions: sluice answers DONE once all are acknowledged."""

@@ -870,3 +870,110 @@ fn hostile_clients_get_bounded_memory_and_cannot_lock_others_out() {
     assert!(src["clients_refused"].as_u64().unwrap() > 0, "{s}");
     assert_eq!(s["packets"], 1, "{s}");
 }
+
+/// A client that stores two payloads (Caliper §5: uploaded once, attached
+/// later), then sends descriptions naming them by id, one with its bytes
+/// as a prefix, and one naming an id it never stored; prints the
+/// acknowledgements counted, then the error sluice answered.
+const STORED_CLIENT: &str = "\
+import sys, sluice_inject as si
+c = si.Client.connect('unix:' + sys.argv[1], timeout=30)
+c.hello()
+get = b'GET / HTTP/1.1\\r\\nHost: lab\\r\\n\\r\\n'
+blob = bytes(range(256)) * 4
+c.store_payload(1, get)
+c.store_payload(2, blob)
+ds = [si.fields(i, 1000 * i, '10.0.0.1', '10.0.0.2', 4000 + i % 2, 9, 1100,
+                payload_id=1 + i % 2) for i in range(100)]
+ds.append(si.fields(100, 200000, '10.0.0.1', '10.0.0.2', 4000, 9, 1100, prefix=get))
+c.send(ds)
+n = 0
+while n < 101:
+    kind, v = c.read_message()
+    assert kind == 'acks', kind
+    n += len([a for a in v if a[2] in ('sent', 'sent_late')])
+print('acked', n)
+c.send([si.fields(101, 300000, '10.0.0.1', '10.0.0.2', 4000, 9, 1100, payload_id=3)])
+try:
+    while True:
+        c.read_message()
+except si.ProtocolError as e:
+    print('error', e)
+";
+
+#[test]
+fn stored_payloads_are_attached_to_the_frames_that_name_them() {
+    let t = "stored_payloads_are_attached_to_the_frames_that_name_them";
+    if !require("python3", t) || !require("tshark", t) {
+        return;
+    }
+    let d = tmpdir("inject-stored");
+    let (sock, cap) = (d.join("i.sock"), d.join("out.pcap"));
+    let to = format!("pcap:{}", cap.display());
+    let inject = start_inject(&sock, &["--to", &to, "--sessions", "1", "-q"]);
+    let o = Command::new("python3")
+        .env("PYTHONPATH", repo_root().join("python"))
+        .args(["-c", STORED_CLIENT])
+        .arg(&sock)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("acked 101"), "{out}");
+    // The id never stored ends the session, naming the field and offset.
+    assert!(out.contains("payload_id: 3: no payload stored"), "{out}");
+    let err = finish(inject);
+    assert!(err.contains("payload_id"), "{err}");
+    // tshark reads each frame: checksums good, the payload behind the
+    // headers the one its description named, zeros to 1100 bytes.
+    let fields = Command::new("tshark")
+        .arg("-r")
+        .arg(&cap)
+        .args([
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "udp.check_checksum:TRUE",
+        ])
+        .args(["-Y", "ip.checksum.status == 1 && udp.checksum.status == 1"])
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "udp.srcport",
+            "-e",
+            "frame.len",
+            "-e",
+            "data.data",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&fields.stdout);
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(rows.len(), 101, "frames tshark accepts:\n{text}");
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let get = hex(b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n");
+    let blob = hex(&(0..=255u8).cycle().take(1024).collect::<Vec<u8>>());
+    let (mut gets, mut blobs) = (0, 0);
+    for r in &rows {
+        assert_eq!(r[1], "1100", "{r:?}");
+        let data = r[2].replace(':', "");
+        assert_eq!(data.len(), (1100 - 42) * 2, "{r:?}");
+        let want = if data.starts_with(&get) {
+            gets += 1;
+            &get
+        } else {
+            assert_eq!(r[0], "4001", "port 4001 named payload 2: {r:?}");
+            blobs += 1;
+            &blob
+        };
+        assert!(data.starts_with(want.as_str()), "{r:?}");
+        assert!(data[want.len()..].bytes().all(|c| c == b'0'), "{r:?}");
+    }
+    // 50 named payload 1, one carried the same bytes as a prefix.
+    assert_eq!((gets, blobs), (51, 50));
+}

@@ -149,11 +149,18 @@ pub fn walk_stream(bytes: &[u8]) -> Result<u64, ProtoError> {
     let mut hello = false;
     let mut built = 0u64;
     let mut frame = Vec::new();
+    let mut stored = super::payloads::Payloads::default();
     while let Some(m) = split(&bytes[pos..], pos as u64)? {
         match decode(m.kind, m.body, m.at, hello)? {
             Message::Hello(_) => hello = true,
+            Message::Payload { id, bytes } => stored.store(id, bytes, m.at)?,
             Message::Descs { body, .. } => {
+                stored.check(body, m.at)?;
                 for d in descs(body) {
+                    let d = Desc {
+                        prefix: stored.prefix(&d),
+                        ..d
+                    };
                     frame.clear();
                     build(&mut frame, &d, ([2; 6], [4; 6]));
                     assert_eq!(frame.len(), usize::from(d.total_len), "frame length");
@@ -196,6 +203,8 @@ mod tests {
             total_len: total,
             head,
             prefix,
+            payload: None,
+            pos: 0,
         }
     }
 

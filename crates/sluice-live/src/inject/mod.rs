@@ -8,6 +8,7 @@
 
 mod build;
 mod listen;
+mod payloads;
 mod proto;
 mod session;
 
@@ -383,8 +384,9 @@ impl InjectSource {
                 Ok(None) => return true,
                 Ok(Some(f)) => proto::decode(f.kind, f.body, f.at, hello_seen).map(|m| match m {
                     Message::Hello(h) => Msg::Hello(h, f.at),
-                    Message::Descs { .. } => Msg::Descs(f.body.to_vec()),
+                    Message::Descs { .. } => Msg::Descs(f.body.to_vec(), f.at),
                     Message::Bye => Msg::Bye,
+                    Message::Payload { id, bytes } => Msg::Payload(id, bytes.to_vec(), f.at),
                 }),
                 Err(e) => Err(e),
             };
@@ -419,8 +421,23 @@ impl InjectSource {
                     proto::welcome(s.out(), mono0 + now, real0 + now, src, dst);
                 }
                 Ok(Msg::Bye) => self.sessions[i].bye = true,
-                Ok(Msg::Descs(body)) => {
-                    if !self.accept_descs(i, &body, out) {
+                Ok(Msg::Payload(id, bytes, at)) => {
+                    if let Err(e) = self.sessions[i].payloads.store(id, &bytes, at) {
+                        self.fail(i, &e);
+                        return true;
+                    }
+                }
+                Ok(Msg::Descs(body, at)) => {
+                    // Every stored payload named is there and fits before
+                    // any description of the message is scheduled.
+                    if let Err(e) = self.sessions[i].payloads.check(&body, at) {
+                        self.fail(i, &e);
+                        return true;
+                    }
+                    let payloads = std::mem::take(&mut self.sessions[i].payloads);
+                    let more = self.accept_descs(i, &body, &payloads, out);
+                    self.sessions[i].payloads = payloads;
+                    if !more {
                         return false;
                     }
                 }
@@ -430,10 +447,20 @@ impl InjectSource {
 
     /// Schedules a DESCS body's descriptions; false when the outbox
     /// refused a frame (the run is over).
-    fn accept_descs(&mut self, i: usize, body: &[u8], out: &mut Outbox<'_>) -> bool {
+    fn accept_descs(
+        &mut self,
+        i: usize,
+        body: &[u8],
+        payloads: &payloads::Payloads,
+        out: &mut Outbox<'_>,
+    ) -> bool {
         let (mono0, real0) = (self.mono0, self.real0);
         let mut now = self.now();
         for (k, d) in proto::descs(body).enumerate() {
+            let d = proto::Desc {
+                prefix: payloads.prefix(&d),
+                ..d
+            };
             // A long message is built in slices, between which what fell
             // due meanwhile leaves.
             if k % RELEASE_EVERY == RELEASE_EVERY - 1 {
@@ -787,8 +814,11 @@ impl InjectSource {
 /// A decoded message, owned, so the session may be borrowed again.
 enum Msg {
     Hello(proto::Hello, u64),
-    Descs(Vec<u8>),
+    /// The body and its stream offset.
+    Descs(Vec<u8>, u64),
     Bye,
+    /// A payload to store: id, bytes, the body's stream offset.
+    Payload(u32, Vec<u8>, u64),
 }
 
 impl Source for InjectSource {

@@ -16,6 +16,7 @@ pub const MAX_MESSAGE: usize = 1 << 20;
 pub const HELLO: u8 = 0x01;
 pub const DESCS: u8 = 0x02;
 pub const BYE: u8 = 0x03;
+pub const PAYLOAD: u8 = 0x04;
 /// Sluice → client.
 pub const WELCOME: u8 = 0x81;
 pub const ACKS: u8 = 0x82;
@@ -34,6 +35,9 @@ pub const DESC_HEAD: usize = 24;
 pub const FIELDS_LEN: usize = 52;
 /// Bytes of one acknowledgement.
 pub const ACK_LEN: usize = 24;
+/// A description's flag: its prefix is the u32 id of a payload the
+/// session stored (PAYLOAD), attached behind the headers.
+pub const STORED_PAYLOAD: u8 = 1;
 
 /// What a description's and an acknowledgement's times count from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +99,11 @@ pub struct Desc<'a> {
     pub total_len: u16,
     pub head: Head<'a>,
     pub prefix: &'a [u8],
+    /// A stored payload named instead of a prefix (its id): the session
+    /// attaches its bytes (`Payloads::prefix`).
+    pub payload: Option<u32>,
+    /// Offset of the description in its DESCS body (for errors).
+    pub pos: usize,
 }
 
 /// A decoded client message.
@@ -107,6 +116,11 @@ pub enum Message<'a> {
         body: &'a [u8],
     },
     Bye,
+    /// A payload to keep under `id` for this session's descriptions.
+    Payload {
+        id: u32,
+        bytes: &'a [u8],
+    },
 }
 
 /// What is wrong with a client's bytes, and where.
@@ -216,6 +230,23 @@ pub fn decode(kind: u8, body: &[u8], at: u64, hello_seen: bool) -> Result<Messag
         }
         BYE if body.is_empty() => Ok(Message::Bye),
         BYE => Err(err(at, "length", "BYE has no body")),
+        PAYLOAD => {
+            if body.len() < 4 {
+                return Err(err(at, "id", "truncated: PAYLOAD starts with a u32 id"));
+            }
+            let bytes = &body[4..];
+            if bytes.len() > usize::from(u16::MAX) {
+                return Err(err(
+                    at + 4,
+                    "payload",
+                    format!("{} bytes: a frame holds at most 65535", bytes.len()),
+                ));
+            }
+            Ok(Message::Payload {
+                id: u32_at(body, 0),
+                bytes,
+            })
+        }
         k => Err(err(
             type_at,
             "type",
@@ -299,13 +330,26 @@ fn check_desc(b: &[u8], pos: usize, at: u64) -> Result<usize, ProtoError> {
     let head_len = usize::from(u16_at(d, 18));
     let prefix_len = usize::from(u16_at(d, 20));
     let kind = d[22];
-    if d[23] != 0 {
+    if d[23] & !STORED_PAYLOAD != 0 {
         return Err(err(
             off(23),
             "flags",
             format!("unknown bits 0x{:02x}", d[23]),
         ));
     }
+    if d[23] & STORED_PAYLOAD != 0 && prefix_len != 4 {
+        return Err(err(
+            off(20),
+            "prefix_len",
+            format!("{prefix_len}: a stored payload is named by its u32 id (4 bytes)"),
+        ));
+    }
+    // A stored payload's length is checked against the session's store.
+    let attached = if d[23] & STORED_PAYLOAD != 0 {
+        0
+    } else {
+        prefix_len
+    };
     let end = DESC_HEAD + head_len + prefix_len;
     if d.len() < end {
         return Err(err(
@@ -344,11 +388,11 @@ fn check_desc(b: &[u8], pos: usize, at: u64) -> Result<usize, ProtoError> {
             ))
         }
     };
-    if total < built + prefix_len {
+    if total < built + attached {
         return Err(err(
             off(16),
             "total_len",
-            format!("{total} is less than the {built} header and {prefix_len} prefix bytes"),
+            format!("{total} is less than the {built} header and {attached} prefix bytes"),
         ));
     }
     Ok(pos + end)
@@ -406,13 +450,18 @@ pub fn descs(body: &[u8]) -> impl Iterator<Item = Desc<'_>> + '_ {
         } else {
             Head::Fields(fields(h, 0).expect("checked by decode"))
         };
+        let at = pos;
         pos += DESC_HEAD + head_len + prefix_len;
+        let prefix = &d[DESC_HEAD + head_len..DESC_HEAD + head_len + prefix_len];
+        let stored = d[23] & STORED_PAYLOAD != 0;
         Desc {
             seq: u64_at(d, 0),
             time: u64_at(d, 8),
             total_len: u16_at(d, 16),
             head,
-            prefix: &d[DESC_HEAD + head_len..DESC_HEAD + head_len + prefix_len],
+            prefix: if stored { &[] } else { prefix },
+            payload: stored.then(|| u32_at(prefix, 0)),
+            pos: at,
         }
     })
 }
@@ -684,5 +733,103 @@ mod tests {
         }
         // Some mutations only touch payload bytes and stay valid.
         assert!(ok > 0);
+    }
+
+    /// Caliper §5's predefined payloads: a payload stored once and named
+    /// by id builds the very frames its bytes sent as a prefix would; the
+    /// store refuses, by offset and field, an id never stored, an id not
+    /// 4 bytes long, a payload that does not fit the frame, and more
+    /// than a session's bytes (storing an id again replaces it).
+    #[test]
+    fn stored_payloads_build_the_frames_their_bytes_would() {
+        use crate::inject::build::build;
+        use crate::inject::payloads::{Payloads, MAX_STORED_BYTES};
+        let payload: Vec<u8> = (0..200u8).collect();
+        let stored = |seq: u64, total: u16, id: u32| {
+            let mut d = fields_desc(seq, total, &id.to_le_bytes());
+            d[23] = STORED_PAYLOAD;
+            d
+        };
+        let descs_body = |ds: &[Vec<u8>]| {
+            let mut b = (ds.len() as u32).to_le_bytes().to_vec();
+            ds.iter().for_each(|d| b.extend_from_slice(d));
+            b
+        };
+        let mut store = Payloads::default();
+        store.store(7, &payload, 0).unwrap();
+        let named = descs_body(&[stored(1, 300, 7), stored(2, 60, 9)]);
+        assert!(decode(DESCS, &named, 0, true).is_ok());
+        let e = store.check(&named, 1000).unwrap_err();
+        // The second description's id: after the count, the first
+        // description (24 + 52 + 4) and the second's head and fields.
+        assert_eq!(
+            (e.field, e.offset),
+            ("payload_id", 1000 + 4 + 80 + 76),
+            "{e}"
+        );
+        store.store(9, b"tiny", 0).unwrap();
+        store.check(&named, 0).unwrap();
+        let inline = descs_body(&[fields_desc(1, 300, &payload), fields_desc(2, 60, b"tiny")]);
+        let frames = |body: &[u8]| -> Vec<Vec<u8>> {
+            descs(body)
+                .map(|d| {
+                    let d = Desc {
+                        prefix: store.prefix(&d),
+                        ..d
+                    };
+                    let mut f = Vec::new();
+                    build(&mut f, &d, ([2; 6], [4; 6]));
+                    f
+                })
+                .collect()
+        };
+        let (a, b) = (frames(&named), frames(&inline));
+        assert_eq!(a, b);
+        assert_eq!(&a[0][42..242], &payload[..]);
+        // Whole streams, as a session reads them.
+        let mut s = msg(HELLO, &hello_body());
+        let mut p = 7u32.to_le_bytes().to_vec();
+        p.extend_from_slice(&payload);
+        s.extend(msg(PAYLOAD, &p));
+        s.extend(msg(
+            DESCS,
+            &descs_body(&[stored(1, 300, 7), stored(2, 400, 7)]),
+        ));
+        assert_eq!(walk_stream(&s), Ok(2));
+        let too_short = [s.clone(), msg(DESCS, &descs_body(&[stored(3, 100, 7)]))].concat();
+        let e = walk_stream(&too_short).unwrap_err();
+        assert_eq!(
+            (e.field, e.offset),
+            ("total_len", s.len() as u64 + 5 + 4 + 16),
+            "{e}"
+        );
+        let mut three = stored(4, 300, 7);
+        three[20] = 3;
+        three.truncate(three.len() - 1);
+        let e = walk_stream(&[s.clone(), msg(DESCS, &descs_body(&[three]))].concat()).unwrap_err();
+        assert_eq!(
+            (e.field, e.offset),
+            ("prefix_len", s.len() as u64 + 5 + 4 + 20),
+            "{e}"
+        );
+        let e = walk_stream(&[s.clone(), msg(PAYLOAD, &[1, 0])].concat()).unwrap_err();
+        assert_eq!(e.field, "id", "{e}");
+        let e = walk_stream(&[msg(PAYLOAD, &p), s.clone()].concat()).unwrap_err();
+        assert_eq!((e.field, e.offset), ("type", 4), "{e}");
+        // Bounded: the same id again and again replaces, new ids add up.
+        let big = vec![0xa5u8; usize::from(u16::MAX)];
+        let mut store = Payloads::default();
+        for _ in 0..100 {
+            store.store(1, &big, 0).unwrap();
+        }
+        let fit = MAX_STORED_BYTES / big.len();
+        for id in 2..=fit as u32 {
+            store.store(id, &big, 0).unwrap();
+        }
+        let e = store.store(0, &big, 50).unwrap_err();
+        assert_eq!((e.field, e.offset), ("payload", 54), "{e}");
+        let over = vec![0u8; usize::from(u16::MAX) + 5];
+        let e = decode(PAYLOAD, &over, 0, true).unwrap_err();
+        assert_eq!(e.field, "payload", "{e}");
     }
 }

@@ -44,6 +44,8 @@ pub struct Session {
     pub opened: u64,
     /// It went away without BYE: what it still had waiting was dropped.
     pub departed: bool,
+    /// Payloads it stored (PAYLOAD) for its descriptions to name.
+    pub payloads: super::payloads::Payloads,
 }
 
 impl Session {
@@ -68,6 +70,7 @@ impl Session {
             acks: Vec::new(),
             opened,
             departed: false,
+            payloads: Default::default(),
         }
     }
 
