@@ -90,6 +90,8 @@ fn fourier_mode_rebuilds_the_rate_series_from_its_components() {
     for (extra, exact) in [
         (vec!["--queues", "1"], true),
         (vec!["--queues", "2"], true),
+        // The short-time transform, every window's components: exact too.
+        (vec!["--queues", "2", "--window", "100ms"], true),
         (vec!["--queues", "3"], false),
         (vec!["--queues", "2", "--keep", "400"], false),
         (vec!["--queues", "2", "--keep", "20"], false),
@@ -162,6 +164,96 @@ fn spectrum_lists_components_and_the_error_of_a_selection() {
     assert!(
         text.contains("components: 50 up to 250.0 Hz; kept 4 (cutoff 20 Hz)"),
         "{text}"
+    );
+}
+
+/// The short-time transform (the distributed-generator paper's §2.3,
+/// Fig. 1) of a capture whose rate oscillates ever faster (a chirp from
+/// 5 to 45 Hz): each window's strongest component follows the frequency
+/// up, and as many components kept window by window rebuild the series
+/// better than from the whole series' spectrum.
+#[test]
+fn windows_follow_a_spectrum_that_changes_over_time() {
+    let d = tmpdir("profile-stft");
+    let mut frames = Vec::new();
+    let mut seq = 0;
+    for m in 0..2000u64 {
+        let t = m as f64 * 1e-3;
+        let phase = 2.0 * std::f64::consts::PI * (5.0 * t + 10.0 * t * t);
+        let count = (50.0 + 40.0 * phase.sin()).round() as u64;
+        for i in 0..count {
+            frames.push((
+                1_000_000_000 + m * 1_000_000 + i * 1_000_000 / count,
+                frame(seq, 64),
+            ));
+            seq += 1;
+        }
+    }
+    let cap = d.join("chirp.pcap");
+    write_frames(&cap, &frames);
+    let spectrum = |extra: &[&str]| {
+        let mut args = vec!["profile", "spectrum", s(&cap), "--json"];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        sluice_testkit::checked_json(&o.stdout)
+    };
+    let whole = spectrum(&["--keep", "20"]);
+    let win = spectrum(&["--keep", "2", "--window", "200ms"]);
+    assert_eq!(
+        (win["kept"].as_u64(), win["window_ns"].as_u64()),
+        (Some(20), Some(200_000_000))
+    );
+    let windows = win["windows"].as_array().unwrap();
+    assert_eq!(windows.len(), 10);
+    assert_eq!(win["components"].as_array().map(Vec::len), Some(0));
+    let tops: Vec<f64> = windows
+        .iter()
+        .map(|w| w["components"][0]["freq_hz"].as_f64().unwrap())
+        .collect();
+    for (i, w) in windows.iter().enumerate() {
+        assert_eq!(w["bins"], 200, "{w}");
+        assert!(
+            (w["start_s"].as_f64().unwrap() - 0.2 * i as f64).abs() < 1e-9,
+            "{w}"
+        );
+    }
+    // The local frequency 5 + 20 t Hz at each window's middle, to the
+    // windows' 5 Hz resolution.
+    for (i, f) in tops.iter().enumerate() {
+        let want = 5.0 + 20.0 * (0.1 + 0.2 * i as f64);
+        assert!(
+            (f - want).abs() <= 5.0,
+            "window {i}: {f} Hz, {want} expected: {tops:?}"
+        );
+    }
+    let (w, g) = (
+        win["reconstruction"]["nmse"].as_f64().unwrap(),
+        whole["reconstruction"]["nmse"].as_f64().unwrap(),
+    );
+    assert!(w < g, "windowed NMSE {w} vs whole {g}");
+    // Text, and a window not a multiple of the sample refused.
+    let o = run(&[
+        "profile",
+        "spectrum",
+        s(&cap),
+        "--keep",
+        "2",
+        "--window",
+        "200ms",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("windows: 10 of 200ms; kept 20 of 1000 components"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let o = run(&["profile", "spectrum", s(&cap), "--window", "2500us"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("window 2.5ms is not a multiple"),
+        "{}",
+        stderr(&o)
     );
 }
 

@@ -376,7 +376,7 @@ async fn a_split_by_components_ships_the_components_and_workers_check_them() {
     );
     let p = sluice_profile::Profile::load(&profile, 1.0).unwrap();
     let want =
-        sluice_profile::Components::of(&p, 1_000_000, sluice_profile::Selection::Keep(12), 2)
+        sluice_profile::Components::of(&p, 1_000_000, sluice_profile::Selection::Keep(12), 2, None)
             .unwrap();
     assert_eq!(c, want, "the controller's decomposition, bit for bit");
 

@@ -48,7 +48,11 @@ pub fn plan_components(
         (None, Some(hz)) => Selection::Cutoff(hz),
         (None, None) => Selection::All,
     };
-    let c = Components::of(&profile, sample, selection, opts.queues)
+    let window = opts
+        .select
+        .window_bins()
+        .map_err(|e| input!("--window: {e}"))?;
+    let c = Components::of(&profile, sample, selection, opts.queues, window)
         .map_err(|e| input!("{name}: {e}"))?;
     for i in 0..workers as u32 {
         let carried = c.share(i, workers as u32).carried();

@@ -34,6 +34,7 @@ pub fn fourier_to_proto(c: &Components) -> pb::Fourier {
     pb::Fourier {
         sample_ns: c.sample_ns,
         bins: c.bins,
+        window_bins: c.window_bins,
         seed: c.seed,
         queue_count: c.queue_count,
         available: c.available,
@@ -43,6 +44,7 @@ pub fn fourier_to_proto(c: &Components) -> pb::Fourier {
             .iter()
             .map(|q| pb::FourierQueue {
                 queue: q.queue,
+                window: q.window,
                 base: q.base,
                 components: q
                     .components
@@ -65,6 +67,7 @@ pub fn fourier_from_proto(f: &pb::Fourier) -> Result<Components, String> {
     let c = Components {
         sample_ns: f.sample_ns,
         bins: f.bins,
+        window_bins: f.window_bins,
         seed: f.seed,
         queue_count: f.queue_count,
         available: f.available,
@@ -74,6 +77,7 @@ pub fn fourier_from_proto(f: &pb::Fourier) -> Result<Components, String> {
             .iter()
             .map(|q| QueueComponents {
                 queue: q.queue,
+                window: q.window,
                 base: q.base,
                 components: q
                     .components
@@ -168,7 +172,7 @@ mod tests {
                 "keep":4},"queues":2,"frame":{"scale":0.5,"seed":3,
                 "src_mac":"02:00:00:00:00:0a","dst_mac":"02:00:00:00:00:0b"}}}}"#
                 .into(),
-            r#"{"work":{"profile":{"select":{"cutoff":0.5}}}}"#.into(),
+            r#"{"work":{"profile":{"select":{"cutoff":0.5,"window":"4ms"}}}}"#.into(),
         ]
         .iter()
         .map(|text| RemoteJob::from_json(text).unwrap_or_else(|e| panic!("{e}: {text}")))

@@ -87,6 +87,10 @@ pub struct SelectOpts {
     /// Keep the components at or below HZ (the paper's low-pass).
     #[arg(long)]
     pub cutoff: Option<f64>,
+    /// Short-time transform: windows of T (a multiple of --sample, at least two), each with its own components.
+    #[arg(long, value_parser = positive_duration)]
+    #[serde(with = "crate::fields::opt_positive_duration")]
+    pub window: Option<Nanos>,
 }
 
 impl Default for SelectOpts {
@@ -95,6 +99,7 @@ impl Default for SelectOpts {
             sample: Nanos::from_millis(1),
             keep: None,
             cutoff: None,
+            window: None,
         }
     }
 }
@@ -137,6 +142,24 @@ impl ProfileOpts {
         if self.queues == 0 || self.queues > MAX_QUEUES {
             return Err(format!("queues must be between 1 and {MAX_QUEUES}"));
         }
-        Ok(())
+        self.select.window_bins().map(|_| ())
+    }
+}
+
+impl SelectOpts {
+    /// Bins of each window of `--window` (None: one window), refused
+    /// unless a multiple of `--sample` of at least two.
+    pub fn window_bins(&self) -> Result<Option<u64>, String> {
+        let Some(w) = self.window else {
+            return Ok(None);
+        };
+        let s = self.sample.0;
+        if !w.0.is_multiple_of(s) || w.0 / s < 2 {
+            return Err(format!(
+                "window {w} is not a multiple of at least two of the sample {}",
+                self.sample
+            ));
+        }
+        Ok(Some(w.0 / s))
     }
 }

@@ -58,8 +58,10 @@ pub struct Decomposition {
     /// Packets per bin the queues could not send because the
     /// reconstruction went below 0 there.
     pub shortfall: f64,
-    /// Per-queue count of components.
+    /// Per-queue count of components (all windows).
     pub per_queue: Vec<usize>,
+    /// Windows of the short-time transform (1: the whole series).
+    pub windows: usize,
 }
 
 /// One Fourier queue as a task carries it (§4.4): its components and the
@@ -70,6 +72,9 @@ pub struct Decomposition {
 pub struct QueueComponents {
     /// Its index among the plan's queues: its draws' seed.
     pub queue: u32,
+    /// The window of the short-time transform they describe (0 when the
+    /// series is one window).
+    pub window: u32,
     /// Packets per bin added to the components' sum.
     pub base: f64,
     pub components: Vec<Component>,
@@ -85,14 +90,17 @@ pub struct Components {
     pub sample_ns: u64,
     /// Bins n of the rate series (t_duration = n · t_sample).
     pub bins: u64,
+    /// Bins of each window of the short-time transform (the last may be
+    /// shorter); `bins` for one window.
+    pub window_bins: u64,
     /// The seed of every worker's draws (the profile's, or --seed).
     pub seed: u64,
     /// Queues of the whole plan.
     pub queue_count: u32,
-    /// Components available (n/2) and kept, in the whole plan.
+    /// Components available (n/2 per window) and kept, in the whole plan.
     pub available: u64,
     pub kept: u64,
-    /// This task's queues.
+    /// This task's queues, window by window.
     pub queues: Vec<QueueComponents>,
 }
 
@@ -104,8 +112,14 @@ impl Components {
         sample_ns: u64,
         selection: Selection,
         queues: usize,
+        window: Option<u64>,
     ) -> Result<Components, String> {
-        decompose(profile, sample_ns, selection, queues).map(|(c, _, _)| c)
+        decompose(profile, sample_ns, selection, queues, window).map(|(c, _, _)| c)
+    }
+
+    /// The windows' (first bin, bins).
+    fn spans(&self) -> impl Iterator<Item = (usize, usize)> {
+        spans(self.bins as usize, self.window_bins as usize)
     }
 
     /// The queues of share `index` of `count` (queue q goes to q mod
@@ -146,10 +160,43 @@ impl Components {
         if self.queues.is_empty() {
             return Err("fourier.queues: none: a task carries at least one queue".into());
         }
-        if (n as usize).saturating_mul(self.queues.len()) > MAX_BINS * 4 {
+        if self.window_bins < 2 || self.window_bins > n {
+            return Err(format!(
+                "fourier.window_bins: {}: between 2 and bins = {n}",
+                self.window_bins
+            ));
+        }
+        let windows: Vec<(usize, usize)> = self.spans().collect();
+        let mut pairs = std::collections::HashSet::with_capacity(self.queues.len());
+        let mut distinct = std::collections::HashSet::new();
+        for (i, q) in self.queues.iter().enumerate() {
+            if q.window as usize >= windows.len() {
+                return Err(format!(
+                    "fourier.queues[{i}].window: {}: the series has {} windows",
+                    q.window,
+                    windows.len()
+                ));
+            }
+            if !pairs.insert((q.queue, q.window)) {
+                return Err(format!(
+                    "fourier.queues[{i}]: queue {} of window {} given twice",
+                    q.queue, q.window
+                ));
+            }
+            distinct.insert(q.queue);
+        }
+        if distinct.len() * windows.len() != self.queues.len() {
+            return Err(format!(
+                "fourier.queues: {} entries for {} queues in {} windows: every queue needs each window",
+                self.queues.len(),
+                distinct.len(),
+                windows.len()
+            ));
+        }
+        if (n as usize).saturating_mul(distinct.len()) > MAX_BINS * 4 {
             return Err(format!(
                 "fourier: {n} bins × {} queues: more than {} per-queue rates",
-                self.queues.len(),
+                distinct.len(),
                 MAX_BINS * 4
             ));
         }
@@ -160,18 +207,15 @@ impl Components {
             ));
         }
         let dt = self.sample_ns as f64 * 1e-9;
-        let mut seen = vec![false; self.queue_count as usize];
         for (i, q) in self.queues.iter().enumerate() {
             let key = format!("fourier.queues[{i}]");
-            let Some(s) = seen.get_mut(q.queue as usize) else {
+            if q.queue >= self.queue_count {
                 return Err(format!(
                     "{key}.queue: {}: below queue_count {} expected",
                     q.queue, self.queue_count
                 ));
-            };
-            if std::mem::replace(s, true) {
-                return Err(format!("{key}.queue: {}: given twice", q.queue));
             }
+            let n = windows[q.window as usize].1 as u64;
             if !q.base.is_finite() {
                 return Err(format!("{key}.base: a finite number expected"));
             }
@@ -205,11 +249,48 @@ impl Components {
         }
         Ok(())
     }
+
+    /// Each queue's rate series (packets per bin), window after window,
+    /// in the order of the queues' first entries.
+    fn rates(&self) -> (Vec<u32>, Vec<Vec<f64>>) {
+        let mut order: Vec<u32> = Vec::new();
+        for q in &self.queues {
+            if !order.contains(&q.queue) {
+                order.push(q.queue);
+            }
+        }
+        let spans: Vec<(usize, usize)> = self.spans().collect();
+        let rates = order
+            .iter()
+            .map(|&queue| {
+                let mut mine: Vec<&QueueComponents> =
+                    self.queues.iter().filter(|q| q.queue == queue).collect();
+                mine.sort_by_key(|q| q.window);
+                let mut r = Vec::with_capacity(self.bins as usize);
+                for q in mine {
+                    r.extend(rates_of(spans[q.window as usize].1, &q.components, q.base));
+                }
+                r
+            })
+            .collect();
+        (order, rates)
+    }
+}
+
+/// The windows of a series of `n` bins, `w` bins each (the last may be
+/// shorter): (first bin, bins).
+fn spans(n: usize, w: usize) -> impl Iterator<Item = (usize, usize)> {
+    let w = w.max(1);
+    (0..n.div_ceil(w)).map(move |i| (i * w, w.min(n - i * w)))
 }
 
 /// The rate of a queue: its components' sum (an inverse FFT of their
 /// bins, eq. 3) plus `base`, packets per bin.
 fn rates_of(n: usize, components: &[Component], base: f64) -> Vec<f64> {
+    if n < 2 {
+        // A window of one bin has its DC alone.
+        return vec![base; n];
+    }
     let mut bins = vec![Complex::new(0.0, 0.0); n / 2 + 1];
     let half = n as f64 / 2.0;
     for c in components {
@@ -228,12 +309,15 @@ fn rates_of(n: usize, components: &[Component], base: f64) -> Vec<f64> {
     out
 }
 
-/// The decomposition and every queue's rates (§4.2–4.4 on one host).
+/// The decomposition and every queue's rates (§4.2–4.4 on one host),
+/// window by window with `window` (bins; the short-time transform of
+/// §2.3: each window's components are its own).
 fn decompose(
     profile: &Profile,
     sample_ns: u64,
     selection: Selection,
     queues: usize,
+    window: Option<u64>,
 ) -> Result<(Components, Vec<Vec<f64>>, u64), String> {
     let queues = queues.max(1);
     if queues > MAX_QUEUES {
@@ -243,69 +327,95 @@ fn decompose(
     let target = Synth::new(profile.clone());
     let series = RateSeries::from_times(target.map(|p| p.due), sample_ns, None)?;
     let target_packets = series.counts.iter().sum::<f64>() as u64;
+    let n = series.counts.len();
     // Each queue keeps its rate series: bins × queues values in all.
-    if series.counts.len().saturating_mul(queues) > MAX_BINS * 4 {
+    if n.saturating_mul(queues) > MAX_BINS * 4 {
         return Err(format!(
-            "{} bins × {queues} queues: more than {} per-queue rates (fewer queues, or a longer t_sample)",
-            series.counts.len(),
+            "{n} bins × {queues} queues: more than {} per-queue rates (fewer queues, or a longer t_sample)",
             MAX_BINS * 4
         ));
     }
-    let spectrum = Spectrum::of(&series)?;
-    let keep = spectrum.select(selection);
-    // Strongest first, dealt round-robin: queues carry similar power.
-    let mut order = keep.clone();
-    order.sort_by(|a, b| {
-        spectrum.components[b - 1]
-            .amplitude
-            .total_cmp(&spectrum.components[a - 1].amplitude)
-    });
-    let mut dealt = Vec::with_capacity(queues);
-    let mut rates = Vec::with_capacity(queues);
-    for q in 0..queues {
-        let mine: Vec<Component> = order
-            .iter()
-            .skip(q)
-            .step_by(queues)
-            .map(|k| spectrum.components[k - 1])
-            .collect();
-        // The components alone, offset into [0, 2a] each.
-        let offset: f64 = mine.iter().map(|c| c.amplitude).sum();
-        // Their sum alone: the base is added once it is known, as a
-        // worker adds it (the same floating-point sums, the same packets).
-        rates.push(rates_of(spectrum.n, &mine, 0.0));
-        dealt.push((mine, offset));
+    if n < 2 {
+        return Err("a rate series of fewer than 2 bins has no spectrum".into());
     }
-    // DC shares: lift each queue's lowest bin to 0, split the rest.
-    let offsets: f64 = dealt.iter().map(|(_, o)| o).sum();
-    let lows: Vec<f64> = rates
-        .iter()
-        .zip(&dealt)
-        .map(|(r, (_, offset))| r.iter().copied().fold(f64::INFINITY, f64::min) + offset)
-        .collect();
-    let rest = spectrum.dc - offsets + lows.iter().sum::<f64>();
-    let mut shipped = Vec::with_capacity(queues);
-    for (q, ((components, offset), (r, low))) in dealt
-        .into_iter()
-        .zip(rates.iter_mut().zip(&lows))
-        .enumerate()
-    {
-        let base = offset + (-low + rest / queues as f64);
-        r.iter_mut().for_each(|v| *v += base);
-        shipped.push(QueueComponents {
-            queue: q as u32,
-            base,
-            components,
+    let window_bins = match window {
+        Some(w) if w < 2 => {
+            return Err(format!("a window of {w} bins: at least 2 t_sample"));
+        }
+        Some(w) => (w as usize).min(n),
+        None => n,
+    };
+    let mut rates = vec![Vec::with_capacity(n); queues];
+    let mut shipped = Vec::new();
+    let (mut kept, mut available) = (0, 0);
+    for (w, (first, len)) in spans(n, window_bins).enumerate() {
+        let seg = RateSeries {
+            sample_ns,
+            counts: series.counts[first..first + len].to_vec(),
+        };
+        let (dc, components, keep) = if len >= 2 {
+            let spectrum = Spectrum::of(&seg)?;
+            let keep = spectrum.select(selection);
+            (spectrum.dc, spectrum.components, keep)
+        } else {
+            (seg.counts[0], Vec::new(), Vec::new())
+        };
+        kept += keep.len();
+        available += components.len();
+        // Strongest first, dealt round-robin: queues carry similar power.
+        let mut order = keep;
+        order.sort_by(|a, b| {
+            components[b - 1]
+                .amplitude
+                .total_cmp(&components[a - 1].amplitude)
         });
+        let mut dealt = Vec::with_capacity(queues);
+        let mut raw = Vec::with_capacity(queues);
+        for q in 0..queues {
+            let mine: Vec<Component> = order
+                .iter()
+                .skip(q)
+                .step_by(queues)
+                .map(|k| components[k - 1])
+                .collect();
+            // The components alone, offset into [0, 2a] each.
+            let offset: f64 = mine.iter().map(|c| c.amplitude).sum();
+            // Their sum alone: the base is added once it is known, as a
+            // worker adds it (the same floating-point sums, the same
+            // packets).
+            raw.push(rates_of(len, &mine, 0.0));
+            dealt.push((mine, offset));
+        }
+        // DC shares: lift each queue's lowest bin to 0, split the rest.
+        let offsets: f64 = dealt.iter().map(|(_, o)| o).sum();
+        let lows: Vec<f64> = raw
+            .iter()
+            .zip(&dealt)
+            .map(|(r, (_, offset))| r.iter().copied().fold(f64::INFINITY, f64::min) + offset)
+            .collect();
+        let rest = dc - offsets + lows.iter().sum::<f64>();
+        for (q, ((components, offset), (r, low))) in
+            dealt.into_iter().zip(raw.iter().zip(&lows)).enumerate()
+        {
+            let base = offset + (-low + rest / queues as f64);
+            rates[q].extend(r.iter().map(|v| v + base));
+            shipped.push(QueueComponents {
+                queue: q as u32,
+                window: w as u32,
+                base,
+                components,
+            });
+        }
     }
     Ok((
         Components {
             sample_ns,
-            bins: spectrum.n as u64,
+            bins: n as u64,
+            window_bins: window_bins as u64,
             seed: profile.seed,
             queue_count: queues as u32,
-            available: spectrum.components.len() as u64,
-            kept: keep.len() as u64,
+            available: available as u64,
+            kept: kept as u64,
             queues: shipped,
         },
         rates,
@@ -347,9 +457,11 @@ impl FourierPlan {
         sample_ns: u64,
         selection: Selection,
         queues: usize,
+        window: Option<u64>,
     ) -> Result<FourierPlan, String> {
-        let (c, rates, target) = decompose(&profile, sample_ns, selection, queues)?;
-        Ok(FourierPlan::of(profile, c, rates, Some(target)))
+        let (c, rates, target) = decompose(&profile, sample_ns, selection, queues, window)?;
+        let order = (0..c.queue_count).collect();
+        Ok(FourierPlan::of(profile, c, order, rates, Some(target)))
     }
 
     /// A worker's plan: its queues rebuilt from the components a
@@ -357,17 +469,16 @@ impl FourierPlan {
     pub fn from_components(mut profile: Profile, c: Components) -> Result<FourierPlan, String> {
         c.check()?;
         profile.seed = c.seed;
-        let rates = c
-            .queues
-            .iter()
-            .map(|q| rates_of(c.bins as usize, &q.components, q.base))
-            .collect();
-        Ok(FourierPlan::of(profile, c, rates, None))
+        let (order, rates) = c.rates();
+        Ok(FourierPlan::of(profile, c, order, rates, None))
     }
 
+    /// The plan of queues `order` (their indices in the plan), `rates`
+    /// each.
     fn of(
         profile: Profile,
         c: Components,
+        order: Vec<u32>,
         mut rates: Vec<Vec<f64>>,
         target_packets: Option<u64>,
     ) -> FourierPlan {
@@ -388,15 +499,24 @@ impl FourierPlan {
                 seed ^ salt ^ (u64::from(q) + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
             )
         };
-        let queues = c
-            .queues
+        let queues = order
             .iter()
-            .map(|q| QueueState {
-                queue: q.queue,
-                gaps: stream(q.queue, 0x5851_f42d_4c95_7f2d),
-                sizes: stream(q.queue, 0x9e37_79b9_7f4a_7c15),
+            .map(|&queue| QueueState {
+                queue,
+                gaps: stream(queue, 0x5851_f42d_4c95_7f2d),
+                sizes: stream(queue, 0x9e37_79b9_7f4a_7c15),
                 carry: 0.0,
                 sent: 0,
+            })
+            .collect();
+        let per_queue = order
+            .iter()
+            .map(|&queue| {
+                c.queues
+                    .iter()
+                    .filter(|q| q.queue == queue)
+                    .map(|q| q.components.len())
+                    .sum()
             })
             .collect();
         FourierPlan {
@@ -414,7 +534,8 @@ impl FourierPlan {
                 target_packets,
                 planned_packets: planned.round() as u64,
                 shortfall,
-                per_queue: c.queues.iter().map(|q| q.components.len()).collect(),
+                per_queue,
+                windows: c.spans().count(),
             },
             rates,
         }
@@ -516,7 +637,7 @@ mod tests {
             (3, Selection::Cutoff(50.0)),
         ] {
             let profile = poisson("200k", "500ms");
-            let plan = FourierPlan::new(profile.clone(), 1_000_000, sel, queues).unwrap();
+            let plan = FourierPlan::new(profile.clone(), 1_000_000, sel, queues, None).unwrap();
             for r in plan.queue_rates() {
                 assert!(r.iter().all(|v| *v >= 0.0), "{queues} queues, {sel:?}");
             }
@@ -559,20 +680,25 @@ mod tests {
     #[test]
     fn shipped_components_rebuild_the_single_hosts_packets() {
         let profile = poisson("50k", "300ms");
-        for (queues, workers, sel) in [
-            (3, 3, Selection::Keep(40)),
-            (4, 2, Selection::All),
-            (2, 1, Selection::Cutoff(100.0)),
+        for (queues, workers, sel, window) in [
+            (3, 3, Selection::Keep(40), None),
+            (4, 2, Selection::All, None),
+            (2, 1, Selection::Cutoff(100.0), None),
+            // Short-time: windows of 64 bins (the last one 44), each with
+            // its own components.
+            (4, 2, Selection::Keep(6), Some(64)),
         ] {
-            let whole: Vec<Planned> = FourierPlan::new(profile.clone(), 1_000_000, sel, queues)
-                .unwrap()
-                .collect();
-            let c = Components::of(&profile, 1_000_000, sel, queues).unwrap();
-            assert_eq!(c.queues.len(), queues);
+            let whole: Vec<Planned> =
+                FourierPlan::new(profile.clone(), 1_000_000, sel, queues, window)
+                    .unwrap()
+                    .collect();
+            let c = Components::of(&profile, 1_000_000, sel, queues, window).unwrap();
+            let windows = if window.is_some() { 5 } else { 1 };
+            assert_eq!(c.queues.len(), queues * windows);
             let mut joined = Vec::new();
             for w in 0..workers {
                 let task = c.share(w, workers);
-                assert_eq!(task.queues.len(), queues / workers as usize);
+                assert_eq!(task.queues.len(), queues / workers as usize * windows);
                 let text = serde_json::to_string(&task).unwrap();
                 let back: Components = serde_json::from_str(&text).unwrap();
                 assert_eq!(back, task, "JSON keeps every bit");
@@ -603,7 +729,7 @@ mod tests {
     #[test]
     fn a_task_no_controller_writes_is_refused_by_key() {
         let profile = poisson("20k", "100ms");
-        let good = Components::of(&profile, 1_000_000, Selection::Keep(10), 2).unwrap();
+        let good = Components::of(&profile, 1_000_000, Selection::Keep(10), 2, None).unwrap();
         good.check().unwrap();
         let bad = |f: &dyn Fn(&mut Components), key: &str| {
             let mut c = good.clone();
@@ -618,7 +744,10 @@ mod tests {
         bad(&|c| c.sample_ns = 0, "fourier.sample_ns");
         bad(&|c| c.queue_count = 0, "fourier.queue_count");
         bad(&|c| c.queues.clear(), "fourier.queues");
-        bad(&|c| c.queues[1].queue = 0, "fourier.queues[1].queue");
+        bad(
+            &|c| c.queues[1].queue = 0,
+            "fourier.queues[1]: queue 0 of window 0 given twice",
+        );
         bad(&|c| c.queues[0].queue = 7, "fourier.queues[0].queue");
         bad(&|c| c.queues[0].base = f64::NAN, "fourier.queues[0].base");
         bad(
@@ -635,6 +764,26 @@ mod tests {
             "phase",
         );
         bad(&|c| c.queues[1].components[0].freq_hz *= 2.0, "freq_hz");
+        // Short-time windows: each queue once per window, each window's
+        // components on its own grid.
+        let windowed =
+            Components::of(&profile, 1_000_000, Selection::Keep(3), 2, Some(30)).unwrap();
+        assert_eq!((windowed.window_bins, windowed.queues.len()), (30, 8));
+        windowed.check().unwrap();
+        let bad_w = |f: &dyn Fn(&mut Components), key: &str| {
+            let mut c = windowed.clone();
+            f(&mut c);
+            let e = c.check().unwrap_err();
+            assert!(e.contains(key), "{key}: {e}");
+        };
+        bad_w(&|c| c.window_bins = 1, "fourier.window_bins: 1");
+        bad_w(&|c| c.queues[7].window = 4, "fourier.queues[7].window: 4");
+        bad_w(&|c| drop(c.queues.pop()), "every queue needs each window");
+        // The last window has 10 bins: k 6 is past its n/2.
+        bad_w(
+            &|c| c.queues[7].components[0].k = 6,
+            "between 1 and bins/2 = 5",
+        );
         bad(
             &|c| {
                 let one = c.queues[0].components[0];

@@ -130,10 +130,13 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
     let packet = profile.packet.clone();
     let sequence = match a.opts.mode {
         Mode::Exact => {
-            if a.opts.select.keep.is_some() || a.opts.select.cutoff.is_some() || a.opts.queues != 1
+            if a.opts.select.keep.is_some()
+                || a.opts.select.cutoff.is_some()
+                || a.opts.select.window.is_some()
+                || a.opts.queues != 1
             {
                 return Err(bad_input(anyhow!(
-                    "--keep, --cutoff and --queues select Fourier components: give --mode fourier"
+                    "--keep, --cutoff, --window and --queues select Fourier components: give --mode fourier"
                 )));
             }
             Sequence::Exact(Synth::new(profile))
@@ -167,7 +170,13 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
             let sel = selection(&a.opts.select)?;
             profile.check_analyzable().map_err(bad_input)?;
             fits_in_memory(&profile, a.opts.select.sample.0, a.opts.queues, &a.profile)?;
-            let f = FourierPlan::new(profile, a.opts.select.sample.0, sel, a.opts.queues)
+            // `--window` was checked by `ProfileOpts::check`.
+            let window = a
+                .opts
+                .select
+                .window_bins()
+                .map_err(|e| bad_input(anyhow!("--{e}")))?;
+            let f = FourierPlan::new(profile, a.opts.select.sample.0, sel, a.opts.queues, window)
                 .map_err(|e| bad_input(anyhow!("{}: {e}", a.profile.display())))?;
             if sluice_profile::stop_asked() {
                 return Err(Failure {
@@ -177,9 +186,14 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
             }
             let d = &f.decomposition;
             eoutln!(
-                "sluice: fourier: {} bins of {}, {} of {} components kept, {} queues ({} components each at most), {} packets planned for {} in the target{}",
+                "sluice: fourier: {} bins of {}{}, {} of {} components kept, {} queues ({} components each at most), {} packets planned for {} in the target{}",
                 d.bins,
                 sluice_core::Nanos(d.sample_ns),
+                if d.windows > 1 {
+                    format!(" in {} windows", d.windows)
+                } else {
+                    String::new()
+                },
                 d.kept,
                 d.available,
                 d.per_queue.len(),
@@ -248,6 +262,12 @@ struct SpectrumOut<'a> {
     selection: &'a str,
     reconstruction: ErrorsOut,
     components: Vec<ComponentOut>,
+    /// `--window`: the short-time transform's windows (the components
+    /// are each window's; `components` is then empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    window_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    windows: Option<Vec<WindowOut>>,
 }
 
 #[derive(Serialize)]
@@ -319,8 +339,15 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
     } else {
         capture_series(&a.input, sample)?
     };
-    let s = Spectrum::of(&series).map_err(|e| bad_input(anyhow!("{}: {e}", a.input.display())))?;
     let sel = selection(&a.select)?;
+    if let Some(w) = a
+        .select
+        .window_bins()
+        .map_err(|e| bad_input(anyhow!("--{e}")))?
+    {
+        return show_windowed(&a, &series, w as usize, sel);
+    }
+    let s = Spectrum::of(&series).map_err(|e| bad_input(anyhow!("{}: {e}", a.input.display())))?;
     let keep = s.select(sel);
     let back = s.reconstruct(&keep, true);
     let (mse, nmse, pearson) = sluice_profile::fit_errors(&series.counts, &back);
@@ -359,6 +386,8 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
                     }
                 })
                 .collect(),
+            window_ns: None,
+            windows: None,
         };
         outln!(
             "{}",
@@ -400,6 +429,148 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
             c.freq_hz,
             c.amplitude,
             c.phase
+        )?;
+    }
+    Ok(crate::exit::OK)
+}
+
+#[derive(Serialize)]
+struct WindowOut {
+    start_s: f64,
+    bins: usize,
+    dc: f64,
+    available: usize,
+    kept: usize,
+    components: Vec<ComponentOut>,
+}
+
+/// `profile spectrum --window`: the short-time transform (§2.3): each
+/// window's spectrum and selection, and the windows' reconstructions
+/// together against the full series.
+fn show_windowed(
+    a: &SpectrumArgs,
+    series: &RateSeries,
+    w: usize,
+    sel: Selection,
+) -> Result<u8, Failure> {
+    let sample = series.sample_ns;
+    let n = series.counts.len();
+    let mut back = Vec::with_capacity(n);
+    let mut windows = Vec::new();
+    for first in (0..n).step_by(w.max(1)) {
+        let counts = series.counts[first..n.min(first + w)].to_vec();
+        let start_s = first as f64 * sample as f64 * 1e-9;
+        if counts.len() < 2 {
+            // A last window of one bin: its DC alone.
+            back.extend(&counts);
+            windows.push(WindowOut {
+                start_s,
+                bins: 1,
+                dc: counts[0],
+                available: 0,
+                kept: 0,
+                components: Vec::new(),
+            });
+            continue;
+        }
+        let part = RateSeries {
+            sample_ns: sample,
+            counts,
+        };
+        let s =
+            Spectrum::of(&part).map_err(|e| bad_input(anyhow!("{}: {e}", a.input.display())))?;
+        let mut keep = s.select(sel);
+        back.extend(s.reconstruct(&keep, true));
+        keep.sort_by(|x, y| {
+            s.components[y - 1]
+                .amplitude
+                .total_cmp(&s.components[x - 1].amplitude)
+        });
+        windows.push(WindowOut {
+            start_s,
+            bins: s.n,
+            dc: s.dc,
+            available: s.components.len(),
+            kept: keep.len(),
+            components: keep
+                .iter()
+                .map(|k| {
+                    let c = s.components[k - 1];
+                    ComponentOut {
+                        k: c.k,
+                        freq_hz: c.freq_hz,
+                        amplitude: c.amplitude,
+                        phase: c.phase,
+                    }
+                })
+                .collect(),
+        });
+    }
+    let (mse, nmse, pearson) = sluice_profile::fit_errors(&series.counts, &back);
+    let sel_text = match sel {
+        Selection::All => "all".to_string(),
+        Selection::Keep(k) => format!("keep {k}"),
+        Selection::Cutoff(hz) => format!("cutoff {hz} Hz"),
+    };
+    let packets = series.counts.iter().sum::<f64>() as u64;
+    let kept: usize = windows.iter().map(|w| w.kept).sum();
+    let available: usize = windows.iter().map(|w| w.available).sum();
+    let dc = packets as f64 / n as f64;
+    if a.json {
+        let out = SpectrumOut {
+            input: a.input.display().to_string(),
+            sample_ns: sample,
+            bins: n,
+            packets,
+            dc,
+            available,
+            kept,
+            selection: &sel_text,
+            reconstruction: ErrorsOut { mse, nmse, pearson },
+            components: Vec::new(),
+            window_ns: Some(w as u64 * sample),
+            windows: Some(windows),
+        };
+        outln!(
+            "{}",
+            crate::json::pretty(crate::json::Kind::Spectrum, &out)?
+        )?;
+        return Ok(crate::exit::OK);
+    }
+    outln!(
+        "{}: {} packets in {} bins of {} (mean {:.3} packets/bin, {:.1} pps)",
+        a.input.display(),
+        packets,
+        n,
+        sluice_core::Nanos(sample),
+        dc,
+        dc * 1e9 / sample as f64
+    )?;
+    outln!(
+        "windows: {} of {}; kept {kept} of {available} components ({sel_text} in each) and each window's DC",
+        windows.len(),
+        sluice_core::Nanos(w as u64 * sample),
+    )?;
+    outln!(
+        "reconstruction vs the full series: MSE {mse:.6}  NMSE {nmse:.3e}  Pearson {pearson:.6}"
+    )?;
+    outln!(
+        "{:>10} {:>12} {:>6} {:>12} {:>12}",
+        "start s",
+        "DC/bin",
+        "kept",
+        "top freq Hz",
+        "amplitude"
+    )?;
+    for w in windows.iter().take(a.top) {
+        let top = w.components.first();
+        outln!(
+            "{:>10.3} {:>12.3} {:>6} {:>12.3} {:>12.6}",
+            w.start_s,
+            w.dc,
+            w.kept,
+            top.map_or(0.0, |c| c.freq_hz),
+            top.map_or(0.0, |c| c.amplitude)
         )?;
     }
     Ok(crate::exit::OK)
