@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Synthetic time-series archive for the series benchmark (paper Table II).
 
-    mkseries.py OUT RECORDS SECONDS DEVICES [RECORD_BYTES]
+    mkseries.py OUT RECORDS SECONDS DEVICES [RECORD_BYTES] [--sensors]
 
 RECORDS records evenly spread over SECONDS (microsecond timestamps, UTC,
 starting 2024-01-01T00:00:00Z), devices round-robin, each record
 RECORD_BYTES long in total (default 70: 30-byte header + 40 bytes of data).
+With --sensors each device is a sensor sampling every
+P = SECONDS * DEVICES / RECORDS on its own phase (drawn once, seeded by
+its number), so records of several sensors may share an instant, as in
+the paper's seismic data set (Table III).
 Written straight in the archive format documented in docs/FORMATS.md.
 """
+import random
 import struct
 import sys
 
@@ -23,17 +28,25 @@ def stamp(us):
 
 
 def main():
-    out, n, secs, devices = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-    size = int(sys.argv[5]) if len(sys.argv) > 5 else 70
+    sensors = "--sensors" in sys.argv
+    argv = [a for a in sys.argv if a != "--sensors"]
+    out, n, secs, devices = argv[1], int(argv[2]), float(argv[3]), int(argv[4])
+    size = int(argv[5]) if len(argv) > 5 else 70
     assert 30 <= size <= 65535
     head = struct.pack(">H", size)
     ids = [(b"DEV%d" % d).ljust(16, b"\0") for d in range(devices)]
     data = b"x" * (size - 30)
     span_us = int(secs * 1_000_000)
+    if sensors:
+        period = span_us * devices // n
+        phases = sorted((random.Random(d).randrange(period), d) for d in range(devices))
+        times = ((k * period + ph, d) for k in range(n // devices) for ph, d in phases)
+    else:
+        times = ((i * span_us // n, i % devices) for i in range(n))
     with open(out, "wb") as f:
         buf = []
-        for i in range(n):
-            buf.append(head + stamp(i * span_us // n) + ids[i % devices] + data)
+        for us, d in times:
+            buf.append(head + stamp(us) + ids[d] + data)
             if len(buf) == 65536:
                 f.write(b"".join(buf))
                 buf = []

@@ -2,7 +2,8 @@
 # Replay benchmark: sluice side by side with tcpreplay and trafgen on the
 # veth test network of bench/netns.sh, in one run, ratios printed.
 #
-#   bench/replay.sh [all|throughput|timing|null|big]   (default: all but big)
+#   bench/replay.sh [all|throughput|timing|tcpivo|null|big]   (default: all but big;
+#   tcpivo: TCPivo's delta = 20, 70, 2500 us workloads, epsilon over time)
 #
 # Needs root, tcpreplay, netsniff-ng (trafgen), tcpdump, python3. Timing is
 # judged by bench/gaperr.py on a tcpdump capture in the sink namespace.
@@ -108,6 +109,46 @@ timing() {
   done
 }
 
+tcpivo() {
+  # TCPivo's workloads (Figs. 2-9): packets every delta = 20, 70 and 2 500 us
+  # (2 s each), replayed by sluice and by tcpreplay in the same run, judged
+  # by gaperr.py on a capture in the sink namespace; ratios of |D_M - D_R|
+  # p50 and p99 (tcpreplay / sluice: above 1, sluice is closer). sluice also
+  # writes each packet's send-time error (--eps-log): its p50 / p99 per
+  # fifth of the run, TCPivo's epsilon over time.
+  say "== TCPivo's workloads: delta 20 / 70 / 2500 us, 64 B, sluice and tcpreplay on veth =="
+  (cd "$root" && cargo build --release -q -p sluice-pace --example hiccups)
+  say "platform floor, CPU $(( $(nproc) - 1 )): $(taskset -c $(( $(nproc) - 1 )) "$root/target/release/examples/hiccups" 2 2>/dev/null | tr '\n' ' ')"
+  for d in 20 70 2500; do
+    local n=$(( 2000000 / d )) f=d$d
+    trace $f.pcap $n 64 $(( d * 1000 ))
+    capture_run "sluice_$f" "$sluice" replay "$work/$f.pcap" --to afpacket:va -q --eps-log "$work/eps_$f.csv"
+    capture_run "tcpreplay_$f" tcpreplay -q -i va "$work/$f.pcap"
+    local a b
+    a=$(python3 "$judges/gaperr.py" "$work/$f.pcap" "$work/cap_sluice_$f.pcap" --oneline)
+    b=$(python3 "$judges/gaperr.py" "$work/$f.pcap" "$work/cap_tcpreplay_$f.pcap" --oneline)
+    say "peer=sluice delta_us=$d $a"
+    say "peer=tcpreplay delta_us=$d $b"
+    say "delta_us=$d ratio tcpreplay/sluice: $(python3 - "$a" "$b" <<'PY'
+import sys
+f = [dict(kv.split('=') for kv in s.split()) for s in sys.argv[1:]]
+print(' '.join(f"{k} {float(f[1][k]) / max(1.0, float(f[0][k])):.1f}" for k in ('p50_ns', 'p99_ns')))
+PY
+)"
+    say "delta_us=$d sluice eps over time (p50/p99 ns per fifth): $(python3 - "$work/eps_$f.csv" <<'PY'
+import sys
+rows = [int(l.split(',')[3]) for l in open(sys.argv[1]).readlines()[1:]]
+k = max(1, len(rows) // 5)
+out = []
+for i in range(0, len(rows), k):
+    part = sorted(rows[i:i + k])
+    out.append(f"{part[len(part) // 2]}/{part[min(len(part) - 1, len(part) * 99 // 100)]}")
+print(' '.join(out[:5]))
+PY
+)"
+  done
+}
+
 big() {
   # 4 GiB of 1500-byte frames at 10 us (100 kpps): recorded timing, cold cache.
   trace big.pcap 2830000 1500 10000
@@ -125,6 +166,6 @@ big() {
 : > "$results"
 say "# sluice replay benchmark $(date -u +%FT%TZ) on $(nproc) cores, kernel $(uname -r)"
 case "${1:-all}" in
-  all) null_engine; throughput; timing ;;
+  all) null_engine; throughput; timing; tcpivo ;;
   *) "$1" ;;
 esac

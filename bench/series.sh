@@ -4,9 +4,10 @@
 # time-violation table (Table II), and real seismic data judged by arrival
 # time, with tcpreplay replaying the very same datagrams side by side.
 #
-#   bench/series.sh [all|io|throughput|sweep|drift|real]   (default: all;
+#   bench/series.sh [all|io|throughput|sweep|drift|real|day]   (default: all;
 #   sweep: Fig. 10's records/s against TX threads, THREADS="1 2 3 4" RUNS=3;
-#   readers: Fig. 9's mmap against double-buffered reads, warm and cold)
+#   readers: Fig. 9's mmap against double-buffered reads, warm and cold;
+#   day: Table III at scale, SENSORS=1399 PERIOD=10 FF=1440)
 #
 # Needs root, tcpdump, tcpreplay, python3. Uses bench/netns.sh (vendored from shared/bench)
 # (veth va <-> vb in namespace "sink"); frames to 02:00:00:00:00:99 are
@@ -22,7 +23,8 @@ results=$work/series-results.txt
 sluice=${SLUICE:-$root/target/release/sluice}
 sink_mac=02:00:00:00:00:99
 
-(cd "$root" && cargo build --release -q && cargo build --release -q -p sluice-source --example archive_read)
+# SLUICE=PATH runs a build of your own (then `io` needs the release example).
+[ -n "${SLUICE:-}" ] || (cd "$root" && cargo build --release -q && cargo build --release -q -p sluice-source --example archive_read)
 "$judges/netns.sh" up
 trap '"$judges/netns.sh" down' EXIT
 sysctl -qw net.ipv6.conf.va.disable_ipv6=1 || true
@@ -211,7 +213,30 @@ sweep() {
   done
 }
 
+day() {
+  # Table III at scale (paper §VI-F.2): SENSORS sensors (1399, the seismic
+  # set's count), each sampling every PERIOD s on its own phase, for a day;
+  # the day compressed FF times (--fast-forward), so the rows' durations
+  # are the paper's record time, played in 1/FF of it. T_d 100 us as in the
+  # paper. Each row plays the first N records of the day's archive.
+  local sensors=${SENSORS:-1399} period=${PERIOD:-10} ff=${FF:-1440}
+  local total=$(( sensors * 86400 / period ))
+  say "== Table III at scale: $sensors sensors every ${period} s, a day = $total records of 40 B, --fast-forward $ff, T_d 100 us =="
+  arc "day$sensors.arc" "$total" 86400 "$sensors" 40 --sensors
+  say "duration  records  played_s  null_dropped  null_late  veth_dropped  veth_sent  veth_rx"
+  for secs in 30 153 306 1533 3066 86400; do
+    local n=$(( sensors * secs / period )) line
+    line=$(printf '%02d:%02d:%02d %8s' $((secs / 3600)) $((secs % 3600 / 60)) $((secs % 60)) "$n")
+    play "day$sensors.arc" null "$work/d.json" --fast-forward "$ff" --drift 100us --limit "$n"
+    line+=" $(json "$work/d.json" "['duration_s']") $(json "$work/d.json" "['dropped']") $(json "$work/d.json" "['late']")"
+    local before; before=$(rx)
+    play "day$sensors.arc" afpacket:va "$work/d.json" --fast-forward "$ff" --drift 100us --limit "$n"
+    line+=" $(json "$work/d.json" "['dropped']") $(json "$work/d.json" "['packets']") $(( $(rx) - before ))"
+    say "$line"
+  done
+}
+
 case "${1:-all}" in
-  all) io; readers; throughput; sweep; drift; real ;;
+  all) io; readers; throughput; sweep; drift; real; day ;;
   *) "$1" ;;
 esac

@@ -75,9 +75,10 @@ import sys
 rows = [l.split() for l in open(sys.argv[1]) if not l.startswith('#')]
 base = next(float(r[2]) for r in rows if r[0] == '1' and r[1] == '0')
 starts = sorted({int(r[1]) for r in rows})
+print('NMSE (and over one worker without errors):')
 print('| workers | ' + ' | '.join(f'σ start {s} µs' for s in starts) + ' |')
 print('|---|' + '---|' * len(starts))
 for w in sorted({int(r[0]) for r in rows}):
-    cells = {int(r[1]): float(r[2]) / base for r in rows if int(r[0]) == w}
-    print(f'| {w} | ' + ' | '.join(f'{cells[s]:.3f}' for s in starts) + ' |')
+    cells = {int(r[1]): float(r[2]) for r in rows if int(r[0]) == w}
+    print(f'| {w} | ' + ' | '.join(f'{cells[s]:.2e} ({cells[s] / base:.4f})' for s in starts) + ' |')
 PY
