@@ -170,20 +170,7 @@ fn described_frames_leave_once_in_order_at_acknowledged_times() {
     );
 
     // Checksums tshark verifies: every IPv4 and UDP checksum good.
-    let good = Command::new("tshark")
-        .arg("-r")
-        .arg(&cap)
-        .args([
-            "-o",
-            "ip.check_checksum:TRUE",
-            "-o",
-            "udp.check_checksum:TRUE",
-        ])
-        .args(["-Y", "ip.checksum.status == 1 && udp.checksum.status == 1"])
-        .args(["-T", "fields", "-e", "frame.number"])
-        .output()
-        .unwrap();
-    let n = String::from_utf8_lossy(&good.stdout).lines().count();
+    let n = checked_fields(&cap, &["frame.number"]).lines().count();
     assert_eq!(n, N, "frames whose checksums tshark accepts");
 }
 
@@ -327,6 +314,26 @@ fn inject_pcap_output_lines_up_with_realtime_acks() {
     );
     // Both on CLOCK_REALTIME: a different time base would be decades off.
     assert!(lag[N / 2] < 1_000_000_000, "median lag {} ns", lag[N / 2]);
+}
+
+/// tshark's `fields` of the frames of `cap` whose IPv4 and UDP checksums
+/// it verifies as good, one line per frame, tab-separated.
+fn checked_fields(cap: &Path, fields: &[&str]) -> String {
+    let o = Command::new("tshark")
+        .arg("-r")
+        .arg(cap)
+        .args([
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "udp.check_checksum:TRUE",
+        ])
+        .args(["-Y", "ip.checksum.status == 1 && udp.checksum.status == 1"])
+        .args(["-T", "fields"])
+        .args(fields.iter().flat_map(|f| ["-e", f]))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// Sends raw bytes after a HELLO; returns everything sluice answered.
@@ -930,29 +937,7 @@ fn stored_payloads_are_attached_to_the_frames_that_name_them() {
     assert!(err.contains("payload_id"), "{err}");
     // tshark reads each frame: checksums good, the payload behind the
     // headers the one its description named, zeros to 1100 bytes.
-    let fields = Command::new("tshark")
-        .arg("-r")
-        .arg(&cap)
-        .args([
-            "-o",
-            "ip.check_checksum:TRUE",
-            "-o",
-            "udp.check_checksum:TRUE",
-        ])
-        .args(["-Y", "ip.checksum.status == 1 && udp.checksum.status == 1"])
-        .args([
-            "-T",
-            "fields",
-            "-e",
-            "udp.srcport",
-            "-e",
-            "frame.len",
-            "-e",
-            "data.data",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&fields.stdout);
+    let text = checked_fields(&cap, &["udp.srcport", "frame.len", "data.data"]);
     let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
     assert_eq!(rows.len(), 101, "frames tshark accepts:\n{text}");
     let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();

@@ -13,7 +13,8 @@ use sluice_analyze::judge::Packets;
 use sluice_engine::{run_source, ClockChoice};
 use sluice_job::SendOpts;
 use sluice_profile::{
-    FourierPlan, Profile, ProfileSource, RateSeries, Selection, Sequence, Spectrum, Synth,
+    Component, FourierPlan, Profile, ProfileSource, RateSeries, Selection, Sequence, Spectrum,
+    Synth,
 };
 use sluice_sink::SinkSpec;
 use std::path::{Path, PathBuf};
@@ -39,6 +40,15 @@ fn load(path: &Path, scale: f64, seed: Option<u64>) -> Result<Profile, Failure> 
         p.seed = s;
     }
     Ok(p)
+}
+
+/// How a selection reads in the spectrum's output.
+fn selection_text(sel: Selection) -> String {
+    match sel {
+        Selection::All => "all".to_string(),
+        Selection::Keep(k) => format!("keep {k}"),
+        Selection::Cutoff(hz) => format!("cutoff {hz} Hz"),
+    }
 }
 
 fn selection(s: &SelectOpts) -> Result<Selection, Failure> {
@@ -242,14 +252,6 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
 }
 
 #[derive(Serialize)]
-struct ComponentOut {
-    k: usize,
-    freq_hz: f64,
-    amplitude: f64,
-    phase: f64,
-}
-
-#[derive(Serialize)]
 struct SpectrumOut<'a> {
     input: String,
     sample_ns: u64,
@@ -261,7 +263,7 @@ struct SpectrumOut<'a> {
     kept: usize,
     selection: &'a str,
     reconstruction: ErrorsOut,
-    components: Vec<ComponentOut>,
+    components: Vec<Component>,
     /// `--window`: the short-time transform's windows (the components
     /// are each window's; `components` is then empty).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -357,11 +359,7 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
             .amplitude
             .total_cmp(&s.components[x - 1].amplitude)
     });
-    let sel_text = match sel {
-        Selection::All => "all".to_string(),
-        Selection::Keep(k) => format!("keep {k}"),
-        Selection::Cutoff(hz) => format!("cutoff {hz} Hz"),
-    };
+    let sel_text = selection_text(sel);
     let packets = series.counts.iter().sum::<f64>() as u64;
     if a.json {
         let out = SpectrumOut {
@@ -374,18 +372,7 @@ fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
             kept: keep.len(),
             selection: &sel_text,
             reconstruction: ErrorsOut { mse, nmse, pearson },
-            components: listed
-                .iter()
-                .map(|k| {
-                    let c = s.components[k - 1];
-                    ComponentOut {
-                        k: c.k,
-                        freq_hz: c.freq_hz,
-                        amplitude: c.amplitude,
-                        phase: c.phase,
-                    }
-                })
-                .collect(),
+            components: listed.iter().map(|k| s.components[k - 1]).collect(),
             window_ns: None,
             windows: None,
         };
@@ -441,7 +428,7 @@ struct WindowOut {
     dc: f64,
     available: usize,
     kept: usize,
-    components: Vec<ComponentOut>,
+    components: Vec<Component>,
 }
 
 /// `profile spectrum --window`: the short-time transform (§2.3): each
@@ -492,26 +479,11 @@ fn show_windowed(
             dc: s.dc,
             available: s.components.len(),
             kept: keep.len(),
-            components: keep
-                .iter()
-                .map(|k| {
-                    let c = s.components[k - 1];
-                    ComponentOut {
-                        k: c.k,
-                        freq_hz: c.freq_hz,
-                        amplitude: c.amplitude,
-                        phase: c.phase,
-                    }
-                })
-                .collect(),
+            components: keep.iter().map(|k| s.components[k - 1]).collect(),
         });
     }
     let (mse, nmse, pearson) = sluice_profile::fit_errors(&series.counts, &back);
-    let sel_text = match sel {
-        Selection::All => "all".to_string(),
-        Selection::Keep(k) => format!("keep {k}"),
-        Selection::Cutoff(hz) => format!("cutoff {hz} Hz"),
-    };
+    let sel_text = selection_text(sel);
     let packets = series.counts.iter().sum::<f64>() as u64;
     let kept: usize = windows.iter().map(|w| w.kept).sum();
     let available: usize = windows.iter().map(|w| w.available).sum();
