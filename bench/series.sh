@@ -4,10 +4,11 @@
 # time-violation table (Table II), and real seismic data judged by arrival
 # time, with tcpreplay replaying the very same datagrams side by side.
 #
-#   bench/series.sh [all|io|throughput|sweep|drift|real|day]   (default: all;
+#   bench/series.sh [all|io|throughput|sweep|drift|real|day|nics]   (default: all;
 #   sweep: Fig. 10's records/s against TX threads, THREADS="1 2 3 4" RUNS=3;
 #   readers: Fig. 9's mmap against double-buffered reads, warm and cold;
-#   day: Table III at scale, SENSORS=1399 PERIOD=10 FF=1440)
+#   day: Table III at scale, SENSORS=1399 PERIOD=10 FF=1440;
+#   nics: Fig. 11, records/s through 1 and 2 NICs (--also-to), RUNS=3)
 #
 # Needs root, tcpdump, tcpreplay, python3. Uses bench/netns.sh (vendored from shared/bench)
 # (veth va <-> vb in namespace "sink"); frames to 02:00:00:00:00:99 are
@@ -236,7 +237,36 @@ day() {
   done
 }
 
+nics() {
+  # Fig. 11 (multi-NIC scalability): records/s of one play through 1 and 2
+  # NICs (--also-to), 1 and 2 TX threads, as fast as possible
+  # (--tight-loop 0), 64-byte datagrams of 1399 devices; a second veth
+  # pair vc <-> vd into the sink namespace for the second NIC. Median of
+  # RUNS (3), records counted by the sink veths.
+  local runs=${RUNS:-3}
+  ip link add vc type veth peer name vd 2>/dev/null || true
+  ip link set vd netns sink 2>/dev/null || true
+  ip link set vc up; ip netns exec sink ip link set vd up
+  rxd() { ip netns exec sink cat /sys/class/net/vd/statistics/rx_packets; }
+  arc nics.arc 2000000 1 1399 52
+  say "== Fig. 11: one series play through 1 and 2 NICs (veth), records/s, median of $runs =="
+  say "nics  tx_threads  records_per_s  (runs)"
+  for cfg in "1 1" "2 1" "1 2" "2 2"; do
+    local nic=${cfg% *} t=${cfg#* } got=()
+    for _ in $(seq "$runs"); do
+      local a b extra=()
+      [ "$nic" = 2 ] && extra=(--also-to afpacket:vc)
+      a=$(( $(rx) + $(rxd) ))
+      play nics.arc afpacket:va "$work/n.json" --tight-loop 0 --threads "$t" "${extra[@]}"
+      b=$(( $(rx) + $(rxd) ))
+      got+=("$(python3 -c "print(round(($b - $a) / $(json "$work/n.json" "['duration_s']")))")")
+    done
+    say "$nic  $t  $(printf '%s\n' "${got[@]}" | sort -n | sed -n "$(( (runs + 1) / 2 ))p")  (${got[*]})"
+  done
+  ip link del vc 2>/dev/null || true
+}
+
 case "${1:-all}" in
-  all) io; readers; throughput; sweep; drift; real; day ;;
+  all) io; readers; throughput; sweep; drift; real; day; nics ;;
   *) "$1" ;;
 esac

@@ -186,6 +186,8 @@ pub fn job_of(w: WorkerJob) -> Job {
             opts,
             run,
             part,
+            // A worker sends by the one port the controller gave it.
+            also_to: Vec::new(),
         }),
         Work::Profile(opts) => Job::Profile(crate::args::ProfileRunArgs {
             profile: w.input,

@@ -11,7 +11,7 @@ use sluice_engine::{EngineConfig, EngineError, LiveRate, RxStampMode, Summary};
 use sluice_job::rate::{Nominal, Ramp};
 use sluice_pace::Timeline;
 use sluice_receive::RxDoc;
-use sluice_sink::{DualSink, Sink, SinkError, SinkOptions, SinkSpec};
+use sluice_sink::{PortSink, Sink, SinkError, SinkOptions, SinkSpec};
 use sluice_source::Fault;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,8 +26,9 @@ use std::sync::Arc;
 /// it; every sending command ends there.
 pub struct SendPlan<'a> {
     opts: &'a RunOpts,
-    /// The second output of two-port replay (`--to2`).
-    to2: Option<&'a SinkSpec>,
+    /// Outputs after `--to`: two-port replay's `--to2`, series play's
+    /// `--also-to`.
+    more: Vec<&'a SinkSpec>,
     /// Whether the udp sink (datagram payloads) makes sense here.
     datagrams: bool,
     /// Files the run reads: no output may be one of them.
@@ -58,7 +59,7 @@ impl<'a> SendPlan<'a> {
         let placement = crate::placement::place(opts, 1)?;
         Ok(SendPlan {
             opts,
-            to2: None,
+            more: Vec::new(),
             datagrams: false,
             // The metrics token is read (or made): no output may be it.
             inputs: opts.metrics_token_file.iter().cloned().collect(),
@@ -132,13 +133,14 @@ impl<'a> SendPlan<'a> {
         self
     }
 
-    /// A second output (two-port replay, `--to2`): each TX thread gets one
-    /// sink of each, joined in a [`DualSink`].
+    /// Another output (two-port replay's `--to2`, series play's
+    /// `--also-to`): each TX thread gets one sink of each, joined in a
+    /// [`PortSink`] (output k is port k, `--to` port 0).
     pub fn second_port(mut self, to2: &'a SinkSpec) -> Result<Self, Failure> {
         check_sink(self.opts, to2)?;
         self.outputs
             .extend(sink_outputs(to2, self.opts.send.threads));
-        self.to2 = Some(to2);
+        self.more.push(to2);
         Ok(self)
     }
 
@@ -179,7 +181,7 @@ impl<'a> SendPlan<'a> {
         watch: Option<Watch>,
     ) -> Result<Ran, Failure> {
         let o = self.opts;
-        for to in std::iter::once(&o.to).chain(self.to2) {
+        for to in std::iter::once(&o.to).chain(self.more.iter().copied()) {
             if matches!(to, SinkSpec::Udp(_)) && !self.datagrams {
                 return Err(bad_input(anyhow!(
                     "--to {to}: this command sends whole frames; the udp sink takes datagram payloads (use it with `sluice series play`)"
@@ -220,12 +222,16 @@ impl<'a> SendPlan<'a> {
             .map(|p| Dest::open_log(p, "--stats-json"))
             .transpose()?;
         let mut sinks = open_sinks(o, &o.to, self.xdp_keep)?;
-        if let Some(to2) = self.to2 {
-            let second = open_sinks(o, to2, self.xdp_keep)?;
-            sinks = sinks
+        if !self.more.is_empty() {
+            let mut each: Vec<Vec<Box<dyn Sink>>> = sinks.into_iter().map(|s| vec![s]).collect();
+            for to in &self.more {
+                for (outs, s) in each.iter_mut().zip(open_sinks(o, to, self.xdp_keep)?) {
+                    outs.push(s);
+                }
+            }
+            sinks = each
                 .into_iter()
-                .zip(second)
-                .map(|(a, b)| Box::new(DualSink::new(a, b)) as Box<dyn Sink>)
+                .map(|outs| Box::new(PortSink::new(outs)) as Box<dyn Sink>)
                 .collect();
         }
         let metrics = o.metrics.map(|addr| serve_metrics(o, addr)).transpose()?;

@@ -761,3 +761,60 @@ fn rx_stamps_ride_on_the_datagrams() {
         }
     }
 }
+
+/// Several NICs in one run (the time-series paper's §VI-E): `--also-to`
+/// adds outputs, each device's datagrams leave by one of them (flow k by
+/// output k mod outputs), and together they are the one-output play,
+/// frame for frame and time for time.
+#[test]
+fn devices_leave_by_their_own_output_of_several() {
+    let d = tmpdir("series-outputs");
+    let arc = archive(&d, 12, 600, 1000);
+    let (o, one) = play(&arc, &d.join("one.pcap"), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let outs: Vec<PathBuf> = (0..3).map(|i| d.join(format!("out{i}.pcap"))).collect();
+    let also: Vec<String> = outs[1..]
+        .iter()
+        .map(|p| format!("pcap:{}", p.display()))
+        .collect();
+    let (o, s) = play(
+        &arc,
+        &outs[0],
+        &["--also-to", &also[0], "--also-to", &also[1]],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(s["packets"], one["packets"], "{s}");
+    let parts: Vec<Vec<(u64, Vec<u8>)>> = outs.iter().map(|p| read_all(p)).collect();
+    // Each output has its devices (source addresses), none shared.
+    let mut seen = std::collections::HashMap::new();
+    for (k, part) in parts.iter().enumerate() {
+        assert!(part.len() >= 150, "output {k}: {} frames", part.len());
+        for (_, f) in part {
+            let src = f[26..30].to_vec();
+            assert_eq!(*seen.entry(src).or_insert(k), k, "a device on two outputs");
+        }
+    }
+    assert_eq!(seen.len(), 12);
+    let mut joined: Vec<(u64, Vec<u8>)> = parts.into_iter().flatten().collect();
+    let mut whole = read_all(&d.join("one.pcap"));
+    joined.sort();
+    whole.sort();
+    assert!(
+        joined == whole,
+        "{} frames vs {}",
+        joined.len(),
+        whole.len()
+    );
+    // The kernel's UDP sockets choose no output: refused by name.
+    let o = run(&[
+        "series",
+        "play",
+        arc.to_str().unwrap(),
+        "--to",
+        "udp:127.0.0.1:9",
+        "--also-to",
+        &also[0],
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--also-to"), "{}", stderr(&o));
+}

@@ -209,3 +209,51 @@ fn two_veth_links_carry_one_side_each() {
     let went_a = assign(&frames_of(&trace), &frames_of(&c1), &frames_of(&c2));
     check_sides(&trace, &went_a);
 }
+
+/// A time series through two NICs in one run (`series play --also-to`):
+/// each link carries its own devices, every record arrives once.
+#[test]
+fn a_series_leaves_through_two_links_each_with_its_devices() {
+    if !can_run() {
+        return;
+    }
+    let (n1, n2) = (Net::up("s2c"), Net::up("s2d"));
+    let d = tmpdir("series-two-links");
+    let mut csv = String::from("timestamp,device_id,value\n");
+    for i in 0..400 {
+        csv += &format!("2024-01-01T00:00:00.{:06}Z,DEV{},{}\n", i * 2000, i % 10, i);
+    }
+    let arc = convert_csv(&d, "s", &csv);
+    let (c1, c2) = (d.join("one.pcap"), d.join("two.pcap"));
+    let (d1, d2) = (n1.capture(&c1), n2.capture(&c2));
+    let o = run(&[
+        "series",
+        "play",
+        arc.to_str().unwrap(),
+        "-q",
+        "--dst-mac",
+        "02:00:00:00:00:99",
+        "--to",
+        &format!("afpacket:{}", n1.tx()),
+        "--also-to",
+        &format!("afpacket:{}", n2.tx()),
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    stop(d1);
+    stop(d2);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let udp = |p: &Path| -> Vec<Vec<u8>> {
+        frames_of(p)
+            .into_iter()
+            .filter(|f| f.len() > 42 && f[12..14] == [8, 0] && f[23] == 17)
+            .collect()
+    };
+    let (a, b) = (udp(&c1), udp(&c2));
+    assert_eq!(a.len() + b.len(), 400, "{} + {}", a.len(), b.len());
+    let srcs =
+        |v: &[Vec<u8>]| -> HashSet<Vec<u8>> { v.iter().map(|f| f[26..30].to_vec()).collect() };
+    let (sa, sb) = (srcs(&a), srcs(&b));
+    assert!(!sa.is_empty() && !sb.is_empty(), "both links used");
+    assert!(sa.is_disjoint(&sb), "a device on both links");
+    assert_eq!(sa.len() + sb.len(), 10);
+}

@@ -12,24 +12,24 @@
 //! `unsafe_code`.
 
 pub mod afpacket;
-pub mod dual;
 mod iface;
 pub mod launch;
 mod mmsg;
 pub mod null;
 pub mod open;
 pub mod pcap;
+pub mod ports;
 mod sockopt;
 mod spec;
 pub mod udp;
 pub mod xdp;
 
 pub use afpacket::{AfPacketSink, TxMode};
-pub use dual::DualSink;
 pub use launch::LaunchTime;
 pub use null::NullSink;
 pub use open::SinkOptions;
 pub use pcap::PcapSink;
+pub use ports::PortSink;
 pub use spec::SinkSpec;
 pub use udp::UdpSink;
 pub use xdp::{XdpMode, XdpSink};
@@ -137,10 +137,24 @@ pub trait Sink: Send {
     ) -> Result<(), SinkError> {
         self.send(payload, stamp_ns)
     }
-    /// Queues one frame for output `port` (two-port replay, [`DualSink`]);
-    /// a sink with one output takes every frame.
+    /// Queues one frame for output `port` (two-port replay, several
+    /// NICs: [`PortSink`]); a sink with one output takes every frame.
     fn send_on(&mut self, _port: u8, frame: &[u8], stamp_ns: u64) -> Result<(), SinkError> {
         self.send(frame, stamp_ns)
+    }
+    /// [`Sink::send_parts`] for output `port`.
+    fn send_parts_on(
+        &mut self,
+        _port: u8,
+        head: &[u8],
+        body: &[u8],
+        stamp_ns: u64,
+    ) -> Result<(), SinkError> {
+        self.send_parts(head, body, stamp_ns)
+    }
+    /// Outputs behind this sink (1 but for a [`PortSink`]).
+    fn ports(&self) -> usize {
+        1
     }
     /// Queues one frame of a kept batch: a sink that keeps frames places
     /// it the first time and sends its own copy from then on; the others

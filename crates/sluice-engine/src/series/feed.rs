@@ -286,9 +286,11 @@ impl SeriesFeed {
                 },
                 Udp4Error::Mtu(m) => SinkError::Config(format!("--mtu {m} is below 68")),
             })?;
+        // Several outputs (`--also-to`): each device's flow by its own.
+        let port = (flow as usize % core.sink.ports()) as u8;
         let (mut n, mut bytes) = (0, 0);
         while let Some((head, body)) = frags.next_fragment() {
-            core.sink.send_parts(head, body, stamp)?;
+            core.sink.send_parts_on(port, head, body, stamp)?;
             n += 1;
             bytes += head.len() + body.len();
         }

@@ -19,4 +19,7 @@ pub struct PlayArgs {
     pub run: RunOpts,
     #[command(flatten)]
     pub part: ShareOpts,
+    /// A further output (repeatable, several NICs in one run): device flow k leaves by output k mod (1 + outputs), --to being output 0.
+    #[arg(long = "also-to", value_name = "SINK")]
+    pub also_to: Vec<sluice_sink::SinkSpec>,
 }
