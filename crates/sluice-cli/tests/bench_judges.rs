@@ -1,6 +1,6 @@
 //! The distributed bench's helpers on known inputs: bench/realign.py
-//! (per-worker realignment, Fig. 14) and bench/nmse_table.py (Figs. 16-17,
-//! Table 7).
+//! (per-worker realignment, Fig. 14), bench/nmse_table.py (Figs. 16-17,
+//! Table 7) and bench/sync_sim.py (Fig. 18's simulated workers).
 
 mod common;
 use common::*;
@@ -95,4 +95,72 @@ fn nmse_table_normalizes_to_one_worker_and_finds_the_highest_load() {
         out.contains("packets: threshold 1.000e-03; 1 workers: 0.3  2 workers: 0.6"),
         "{out}"
     );
+}
+
+/// Fig. 18's simulated workers: queue q (UDP source port 1024 + q) is
+/// worker q; a worker's capability delays a packet due too soon after its
+/// last one, and a start error moves a worker's packets together, gaps
+/// kept; every packet comes out once, in time order.
+#[test]
+fn sync_sim_delays_past_the_capability_and_moves_whole_workers() {
+    if !sluice_testkit::require("python3", "bench/sync_sim.py") {
+        return;
+    }
+    let d = tmpdir("sync-sim");
+    let t0 = 1_000_000_000_000u64;
+    let on = |q: u8, seq: u64| {
+        let mut f = frame(seq, 64);
+        f[35] = q;
+        f
+    };
+    let input = d.join("f.pcap");
+    let frames = vec![
+        (t0, on(0, 0)),
+        (t0, on(1, 3)),
+        (t0 + 1_000, on(0, 1)),
+        (t0 + 2_000, on(0, 2)),
+        (t0 + 50_000, on(1, 4)),
+    ];
+    write_frames(&input, &frames);
+    let out = d.join("m.pcap");
+    let (i, o) = (input.to_str().unwrap(), out.to_str().unwrap());
+    // 100 kpps: a packet every 10 us at most.
+    let line = python("sync_sim.py", &[i, "2", o, "--cap", "100000"]);
+    assert!(
+        line.contains("workers=2") && line.contains("delayed=2"),
+        "{line}"
+    );
+    let got: Vec<(u64, u64)> = read_all(&out)
+        .iter()
+        .map(|(t, f)| (t - t0, u64::from_be_bytes(f[42..50].try_into().unwrap())))
+        .collect();
+    assert_eq!(got, [(0, 0), (0, 3), (10_000, 1), (20_000, 2), (50_000, 4)]);
+    // A start error per worker, no drift: each worker's own gaps stay.
+    let line = python(
+        "sync_sim.py",
+        &[i, "2", o, "--start-us", "1000", "--seed", "3"],
+    );
+    assert!(line.contains("delayed=0"), "{line}");
+    let got = read_all(&out);
+    assert_eq!(got.len(), 5);
+    assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "time order");
+    let at = |seq: u64| {
+        got.iter()
+            .find(|(_, f)| f[42..50] == seq.to_be_bytes())
+            .unwrap()
+            .0
+    };
+    assert_eq!(
+        (at(1) - at(0), at(2) - at(1), at(4) - at(3)),
+        (1_000, 1_000, 50_000)
+    );
+    assert_ne!(at(3), at(0), "the two workers' starts differ");
+    // A port that is no queue of the run is refused.
+    let o2 = Command::new("python3")
+        .arg(bench_script("sync_sim.py"))
+        .args([i, "1", o])
+        .output()
+        .unwrap();
+    assert!(!o2.status.success());
+    assert!(String::from_utf8_lossy(&o2.stderr).contains("source port 1025"));
 }
