@@ -7,7 +7,7 @@ use crate::error::{input, Result};
 use crate::pb;
 use sluice_job::profile::{Mode, ProfileOpts};
 use sluice_job::{RemoteJob, Work};
-use sluice_profile::{Components, Profile, Selection, MAX_SHIPPED};
+use sluice_profile::{Components, Profile, MAX_SHIPPED};
 use std::path::Path;
 
 /// The plan's components when its split is COMPONENTS (None otherwise),
@@ -25,29 +25,15 @@ pub fn plan_components(
         return Err(input!("split: components: a profile job expected"));
     };
     check_opts(opts, workers)?;
+    let selection = opts.select.selection().map_err(|e| input!("{e}"))?;
     let name = file.display();
     let mut profile = Profile::load(file, opts.frame.scale).map_err(|e| input!("{e}"))?;
     if let Some(seed) = opts.frame.seed {
         profile.seed = seed;
     }
     let sample = opts.select.sample.0;
-    let need = profile.fourier_bytes(sample, opts.queues);
-    let budget = sluice_sys::mem::default_budget();
-    if need > budget as f64 {
-        return Err(input!(
-            "{name}: a Fourier plan at t_sample {} takes about {:.0} MB, more than the \
-             controller's memory budget of {:.0} MB: sample more coarsely (--sample) or \
-             shorten the profile",
-            sluice_core::Nanos(sample),
-            need / 1e6,
-            budget as f64 / 1e6
-        ));
-    }
-    let selection = match (opts.select.keep, opts.select.cutoff) {
-        (Some(k), _) => Selection::Keep(k),
-        (None, Some(hz)) => Selection::Cutoff(hz),
-        (None, None) => Selection::All,
-    };
+    sluice_job::profile::fits_in_memory(&profile, sample, opts.queues)
+        .map_err(|e| input!("{name}: {e}"))?;
     let window = opts
         .select
         .window_bins()
@@ -74,11 +60,6 @@ fn check_opts(opts: &ProfileOpts, workers: usize) -> Result<()> {
             "split: components deals out Fourier queues: give --mode fourier and --queues a \
              multiple of {workers} (the workers)"
         ));
-    }
-    if let Some(hz) = opts.select.cutoff {
-        if !(hz.is_finite() && hz >= 0.0) {
-            return Err(input!("--cutoff must be a frequency ≥ 0, got {hz}"));
-        }
     }
     opts.check().map_err(|e| input!("{e}"))
 }

@@ -147,6 +147,18 @@ impl ProfileOpts {
 }
 
 impl SelectOpts {
+    /// The components kept: the K strongest, those at or below a cutoff
+    /// (a frequency ≥ 0), or all.
+    pub fn selection(&self) -> Result<sluice_profile::Selection, String> {
+        use sluice_profile::Selection;
+        Ok(match (self.keep, self.cutoff) {
+            (Some(k), _) => Selection::Keep(k),
+            (None, Some(hz)) if hz.is_finite() && hz >= 0.0 => Selection::Cutoff(hz),
+            (None, Some(hz)) => return Err(format!("--cutoff must be a frequency ≥ 0, got {hz}")),
+            (None, None) => Selection::All,
+        })
+    }
+
     /// Bins of each window of `--window` (None: one window), refused
     /// unless a multiple of `--sample` of at least two.
     pub fn window_bins(&self) -> Result<Option<u64>, String> {
@@ -162,4 +174,27 @@ impl SelectOpts {
         }
         Ok(Some(w.0 / s))
     }
+}
+
+/// Refuses, before planning, a Fourier plan or spectrum of `p` larger than
+/// the memory budget (`--max-memory`, or half of what the machine, the
+/// process's limits and its cgroup leave), naming both.
+pub fn fits_in_memory(
+    p: &sluice_profile::Profile,
+    sample_ns: u64,
+    queues: usize,
+) -> Result<(), String> {
+    let need = p.fourier_bytes(sample_ns, queues);
+    let budget = sluice_sys::mem::default_budget();
+    if need > budget as f64 {
+        return Err(format!(
+            "a Fourier plan at t_sample {} takes about {:.0} MB, more than the memory \
+             budget of {:.0} MB (half of what the machine, ulimit -v and the cgroup leave, \
+             or --max-memory): sample more coarsely (--sample) or shorten the profile",
+            Nanos(sample_ns),
+            need / 1e6,
+            budget as f64 / 1e6
+        ));
+    }
+    Ok(())
 }

@@ -52,16 +52,7 @@ fn selection_text(sel: Selection) -> String {
 }
 
 fn selection(s: &SelectOpts) -> Result<Selection, Failure> {
-    Ok(match (s.keep, s.cutoff) {
-        (Some(k), _) => Selection::Keep(k),
-        (None, Some(hz)) if hz.is_finite() && hz >= 0.0 => Selection::Cutoff(hz),
-        (None, Some(hz)) => {
-            return Err(bad_input(anyhow!(
-                "--cutoff must be a frequency ≥ 0, got {hz}"
-            )))
-        }
-        (None, None) => Selection::All,
-    })
+    s.selection().map_err(|e| bad_input(anyhow!(e)))
 }
 
 /// The synthesized trace, through the engine on a virtual clock into a
@@ -300,29 +291,15 @@ fn capture_series(path: &Path, sample_ns: u64) -> Result<RateSeries, Failure> {
         .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))
 }
 
-/// Refuses, before planning, a Fourier plan or spectrum larger than the
-/// memory budget (`--max-memory`, or half of what the machine, the
-/// process's limits and its cgroup leave), naming both.
+/// [`sluice_job::profile::fits_in_memory`], naming the file.
 fn fits_in_memory(
     p: &Profile,
     sample_ns: u64,
     queues: usize,
     file: &std::path::Path,
 ) -> Result<(), Failure> {
-    let need = p.fourier_bytes(sample_ns, queues);
-    let budget = sluice_sys::mem::default_budget();
-    if need > budget as f64 {
-        return Err(bad_input(anyhow!(
-            "{}: a Fourier plan at t_sample {} takes about {:.0} MB, more than the memory \
-             budget of {:.0} MB (half of what the machine, ulimit -v and the cgroup leave, \
-             or --max-memory): sample more coarsely (--sample) or shorten the profile",
-            file.display(),
-            sluice_core::Nanos(sample_ns),
-            need / 1e6,
-            budget as f64 / 1e6
-        )));
-    }
-    Ok(())
+    sluice_job::profile::fits_in_memory(p, sample_ns, queues)
+        .map_err(|e| bad_input(anyhow!("{}: {e}", file.display())))
 }
 
 fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {
