@@ -251,29 +251,21 @@ impl Components {
     }
 
     /// Each queue's rate series (packets per bin), window after window,
-    /// in the order of the queues' first entries.
+    /// queues in ascending order (checked: each has every window once).
     fn rates(&self) -> (Vec<u32>, Vec<Vec<f64>>) {
-        let mut order: Vec<u32> = Vec::new();
-        for q in &self.queues {
-            if !order.contains(&q.queue) {
-                order.push(q.queue);
-            }
-        }
         let spans: Vec<(usize, usize)> = self.spans().collect();
-        let rates = order
-            .iter()
-            .map(|&queue| {
-                let mut mine: Vec<&QueueComponents> =
-                    self.queues.iter().filter(|q| q.queue == queue).collect();
-                mine.sort_by_key(|q| q.window);
+        let mut entries: Vec<&QueueComponents> = self.queues.iter().collect();
+        entries.sort_unstable_by_key(|q| (q.queue, q.window));
+        entries
+            .chunks(spans.len())
+            .map(|mine| {
                 let mut r = Vec::with_capacity(self.bins as usize);
                 for q in mine {
                     r.extend(rates_of(spans[q.window as usize].1, &q.components, q.base));
                 }
-                r
+                (mine[0].queue, r)
             })
-            .collect();
-        (order, rates)
+            .unzip()
     }
 }
 
@@ -509,16 +501,11 @@ impl FourierPlan {
                 sent: 0,
             })
             .collect();
-        let per_queue = order
-            .iter()
-            .map(|&queue| {
-                c.queues
-                    .iter()
-                    .filter(|q| q.queue == queue)
-                    .map(|q| q.components.len())
-                    .sum()
-            })
-            .collect();
+        let mut counts = std::collections::HashMap::with_capacity(order.len());
+        for q in &c.queues {
+            *counts.entry(q.queue).or_insert(0) += q.components.len();
+        }
+        let per_queue = order.iter().map(|q| counts[q]).collect();
         FourierPlan {
             queues,
             queue_count: u64::from(c.queue_count),
