@@ -78,6 +78,9 @@ pub(crate) struct SeriesFeed {
     cfg: Arc<SeriesConfig>,
     flow_map: FlowMap,
     takes: Takes,
+    /// Outputs behind this thread's sink (`--also-to`): flow k leaves by
+    /// output k mod `ports`.
+    ports: usize,
     threads: usize,
     /// IPv4 identification of the last datagram. Threads take turns
     /// (thread t of n uses t + 1, t + 1 + n, ...), so a flow whose records
@@ -136,6 +139,7 @@ impl SeriesFeed {
         table: Arc<Mutex<DeviceTable>>,
         cfg: Arc<SeriesConfig>,
         takes: Takes,
+        ports: usize,
     ) -> Self {
         SeriesFeed {
             flow_map: cfg.flows.clone(),
@@ -149,6 +153,7 @@ impl SeriesFeed {
             table,
             cfg,
             takes,
+            ports: ports.max(1),
             heap: BinaryHeap::new(),
             seq: 0,
             frames: 0,
@@ -287,7 +292,7 @@ impl SeriesFeed {
                 Udp4Error::Mtu(m) => SinkError::Config(format!("--mtu {m} is below 68")),
             })?;
         // Several outputs (`--also-to`): each device's flow by its own.
-        let port = (flow as usize % core.sink.ports()) as u8;
+        let port = (flow as usize % self.ports) as u8;
         let (mut n, mut bytes) = (0, 0);
         while let Some((head, body)) = frags.next_fragment() {
             core.sink.send_parts_on(port, head, body, stamp)?;

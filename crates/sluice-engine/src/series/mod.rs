@@ -283,6 +283,7 @@ impl Pipeline for SeriesPipeline<'_> {
             self.table.clone(),
             cfg.clone(),
             sink.takes(),
+            sink.ports(),
         );
         if let (Some(mode), Some(clock)) = (self.ecfg.rx_stamp, &self.clock) {
             let append = mode == crate::config::RxStampMode::Append;
