@@ -153,7 +153,7 @@ pub fn walk_stream(bytes: &[u8]) -> Result<u64, ProtoError> {
     while let Some(m) = split(&bytes[pos..], pos as u64)? {
         match decode(m.kind, m.body, m.at, hello)? {
             Message::Hello(_) => hello = true,
-            Message::Payload { id, bytes } => stored.store(id, bytes, m.at)?,
+            Message::Payload { id, bytes } => stored.store(id, bytes.to_vec(), m.at)?,
             Message::Descs { body, .. } => {
                 stored.check(body, m.at)?;
                 for d in descs(body) {

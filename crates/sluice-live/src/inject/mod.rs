@@ -422,7 +422,7 @@ impl InjectSource {
                 }
                 Ok(Msg::Bye) => self.sessions[i].bye = true,
                 Ok(Msg::Payload(id, bytes, at)) => {
-                    if let Err(e) = self.sessions[i].payloads.store(id, &bytes, at) {
+                    if let Err(e) = self.sessions[i].payloads.store(id, bytes, at) {
                         self.fail(i, &e);
                         return true;
                     }

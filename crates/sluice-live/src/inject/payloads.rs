@@ -21,7 +21,7 @@ pub struct Payloads {
 impl Payloads {
     /// Keeps `bytes` under `id` (a payload stored again under its id
     /// replaces the old one); `at` is the message body's stream offset.
-    pub fn store(&mut self, id: u32, bytes: &[u8], at: u64) -> Result<(), ProtoError> {
+    pub fn store(&mut self, id: u32, bytes: Vec<u8>, at: u64) -> Result<(), ProtoError> {
         let old = self.by_id.get(&id).map_or(0, Vec::len);
         let bytes_after = self.bytes - old + bytes.len();
         if bytes_after > MAX_STORED_BYTES {
@@ -41,7 +41,7 @@ impl Payloads {
                 reason: format!("{id}: a session stores at most {MAX_STORED} payloads"),
             });
         }
-        self.by_id.insert(id, bytes.to_vec());
+        self.by_id.insert(id, bytes);
         self.bytes = bytes_after;
         Ok(())
     }

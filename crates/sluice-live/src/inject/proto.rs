@@ -756,7 +756,7 @@ mod tests {
             b
         };
         let mut store = Payloads::default();
-        store.store(7, &payload, 0).unwrap();
+        store.store(7, payload.clone(), 0).unwrap();
         let named = descs_body(&[stored(1, 300, 7), stored(2, 60, 9)]);
         assert!(decode(DESCS, &named, 0, true).is_ok());
         let e = store.check(&named, 1000).unwrap_err();
@@ -767,7 +767,7 @@ mod tests {
             ("payload_id", 1000 + 4 + 80 + 76),
             "{e}"
         );
-        store.store(9, b"tiny", 0).unwrap();
+        store.store(9, b"tiny".to_vec(), 0).unwrap();
         store.check(&named, 0).unwrap();
         let inline = descs_body(&[fields_desc(1, 300, &payload), fields_desc(2, 60, b"tiny")]);
         let frames = |body: &[u8]| -> Vec<Vec<u8>> {
@@ -820,13 +820,13 @@ mod tests {
         let big = vec![0xa5u8; usize::from(u16::MAX)];
         let mut store = Payloads::default();
         for _ in 0..100 {
-            store.store(1, &big, 0).unwrap();
+            store.store(1, big.clone(), 0).unwrap();
         }
         let fit = MAX_STORED_BYTES / big.len();
         for id in 2..=fit as u32 {
-            store.store(id, &big, 0).unwrap();
+            store.store(id, big.clone(), 0).unwrap();
         }
-        let e = store.store(0, &big, 50).unwrap_err();
+        let e = store.store(0, big.clone(), 50).unwrap_err();
         assert_eq!((e.field, e.offset), ("payload", 54), "{e}");
         let over = vec![0u8; usize::from(u16::MAX) + 5];
         let e = decode(PAYLOAD, &over, 0, true).unwrap_err();
