@@ -16,6 +16,7 @@
 #   SCALE="1 2 4 8 16" bench/xdp.sh # then xdp: and afpacket: at each TX
 #                                   # thread count, on as many veth queues
 #                                   # (a many-core machine: one CPU per thread)
+#   SCALE_ONLY=1 SCALE="1 2 4 8 16" bench/xdp.sh # the scaling table alone
 #   TCPREPLAY_XDP=/path/to/tcpreplay bench/xdp.sh
 #
 # TCPREPLAY_XDP is a tcpreplay built from its repository with libxdp
@@ -72,14 +73,17 @@ PY
 peer_run() { # trace expected -> pps (tcpreplay's own send-phase rate)
   local a b out
   a=$(rx)
-  out=$("$peer" -i xdpa --xdp --xdp-batch-size=64 --topspeed --preload-pcap -l "${loops[$1]}" "$work/$1.pcap" 2>&1)
+  out=$("$peer" -i xdpa --xdp --xdp-batch-size=64 --topspeed --preload-pcap -l "${loops[$1]}" "$work/$1.pcap" 2>&1) ||
+    { echo "$out" > "$work/peer-failed.txt"; echo FAILED; return; }
   b=$(rx)
+  echo "$out" > "$work/peer-last.txt"
   local pps; pps=$(sed -n 's/.*Mbps, \([0-9.]*\) pps.*/\1/p' <<< "$out" | head -1)
   if [ "$((b - a))" -eq "$2" ]; then echo "${pps%.*}"; else echo "LOST:$(($2 - b + a))"; fi
 }
 
 declare -A got
-for _ in $(seq "$runs"); do
+[ -z "${SCALE_ONLY:-}" ] || runs_main=0
+for _ in $(seq "${runs_main:-$runs}"); do
   for t in x64 x1500 s64 s1500; do
     n=$((frames[$t] * loops[$t]))
     got[$t.xdp1]+="$(sluice_run xdp:xdpa 1 $t "$n") "
@@ -91,11 +95,13 @@ for _ in $(seq "$runs"); do
   done
 done
 
-med() { tr ' ' '\n' <<< "${got[$1]:-}" | grep -E '^[0-9]+$' | median; }
+med() { tr ' ' '\n' <<< "${got[$1]:-}" | { grep -E '^[0-9]+$' || true; } | median; }
 lost() { tr ' ' '\n' <<< "${got[$1]:-}" | grep -c LOST || true; }
 ratio() { python3 -c "import sys; a,b=sys.argv[1:]; print(f'{int(a)/int(b):.2f}' if a and b else '-')" "$1" "$2"; }
+[ -n "${SCALE_ONLY:-}" ] ||
 say "== top speed on veth, frames/s counted by the sink (median of $runs, alternated) =="
-for t in x64 x1500 s64 s1500; do
+for t in ${SCALE_ONLY:+none} x64 x1500 s64 s1500; do
+  [ "$t" != none ] || break
   size="$t (${frames[$t]} frames x ${loops[$t]})"
   x1=$(med $t.xdp1); x2=$(med $t.xdp2); a1=$(med $t.afp1); a2=$(med $t.afp2)
   say "${size} sluice xdp 1T=$x1 2T=$x2 (2T/1T x$(ratio "$x2" "$x1"))  afpacket 1T=$a1 2T=$a2  xdp/afpacket 1T x$(ratio "$x1" "$a1")  bare --to 1T=$(med $t.bare)"
@@ -122,7 +128,7 @@ for _ in $(seq "$runs"); do
     done
   done
 done
-smed() { tr ' ' '\n' <<< "${sc[$1]:-}" | grep -E '^[0-9]+$' | median; }
+smed() { tr ' ' '\n' <<< "${sc[$1]:-}" | { grep -E '^[0-9]+$' || true; } | median; }
 say "== scaling over TX threads, one veth queue each (median of $runs) =="
 for t in x64 x1500; do
   for k in xdp afp; do
