@@ -186,8 +186,7 @@ pub fn job_of(w: WorkerJob) -> Job {
             opts,
             run,
             part,
-            // A worker sends by the one port the controller gave it.
-            also_to: Vec::new(),
+            also_to: w.also_to,
         }),
         Work::Profile(opts) => Job::Profile(crate::args::ProfileRunArgs {
             profile: w.input,
@@ -196,6 +195,7 @@ pub fn job_of(w: WorkerJob) -> Job {
             part,
             share_by: w.share_by,
             fourier: w.fourier,
+            also_to: w.also_to,
             // A profile's `from:` captures are uploads beside it, nothing else.
             confine_inputs: true,
         }),

@@ -144,6 +144,31 @@ impl<'a> SendPlan<'a> {
         Ok(self)
     }
 
+    /// `--also-to`: further outputs, each a [`second_port`](Self::second_port).
+    pub fn also_to(mut self, outs: &'a [SinkSpec]) -> Result<Self, Failure> {
+        if outs.is_empty() {
+            return Ok(self);
+        }
+        if std::iter::once(&self.opts.to)
+            .chain(outs)
+            .any(|s| matches!(s, SinkSpec::Udp(_)))
+        {
+            return Err(bad_input(anyhow!(
+                "--also-to: several outputs take frames; the udp sink sends through the kernel's routes"
+            )));
+        }
+        if outs.len() > usize::from(u8::MAX) {
+            return Err(bad_input(anyhow!(
+                "--also-to: at most {} outputs more",
+                u8::MAX
+            )));
+        }
+        for to in outs {
+            self = self.second_port(to)?;
+        }
+        Ok(self)
+    }
+
     /// The udp sink may be used (the command sends datagram payloads).
     pub fn datagrams(mut self) -> Self {
         self.datagrams = true;

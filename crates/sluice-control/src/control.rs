@@ -127,6 +127,11 @@ pub struct WorkerResult {
     pub address: String,
     pub port: u32,
     pub sink: String,
+    /// Its further generating ports (`to:` a list in the plan): global
+    /// port IDs following `port`, the worker's Fourier queues (or flows)
+    /// dealt over all of them.
+    #[serde(default)]
+    pub also_to: Vec<PortOut>,
     /// Worker − controller, ns (four-timestamp exchange, minimum delay).
     pub offset_ns: i64,
     /// Half the minimum round-trip delay: the offset is known to ± this.
@@ -168,6 +173,13 @@ pub struct WorkerResult {
     pub rx_clocks: Vec<SenderClock>,
 }
 
+/// A further port of a worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PortOut {
+    pub port: u32,
+    pub sink: String,
+}
+
 /// A sender's streams as one receiving worker saw them.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SenderClock {
@@ -196,6 +208,15 @@ impl WorkerResult {
             address: w.address.clone(),
             port,
             sink: w.to.clone(),
+            also_to: w
+                .also_to
+                .iter()
+                .zip(port + 1..)
+                .map(|(sink, port)| PortOut {
+                    port,
+                    sink: sink.clone(),
+                })
+                .collect(),
             offset_ns: 0,
             offset_uncertainty_ns: 0,
             clock_service_offset_ns: service.then_some(reg.clock_service_offset_ns),
@@ -558,6 +579,16 @@ async fn register_all(cfg: &ControlConfig, conns: &mut Vec<Conn>) -> Result<()> 
         .map(|w| tokio::spawn(register(w.name.clone(), w.address.clone(), tls.clone())))
         .collect();
     let mut first_error = None;
+    // Global port IDs in plan order: a worker's sinks take consecutive IDs.
+    let first_ports: Vec<u32> = plan
+        .workers
+        .iter()
+        .scan(0u32, |next, w| {
+            let first = *next;
+            *next += 1 + w.also_to.len() as u32;
+            Some(first)
+        })
+        .collect();
     for (i, t) in tasks.into_iter().enumerate() {
         let (client, reg) = match t.await.context("a connection task")? {
             Ok(r) => r,
@@ -570,40 +601,47 @@ async fn register_all(cfg: &ControlConfig, conns: &mut Vec<Conn>) -> Result<()> 
         let w = &plan.workers[i];
         conns.push(Conn {
             client,
-            result: WorkerResult::registered(w, i as u32, &reg),
+            result: WorkerResult::registered(w, first_ports[i], &reg),
         });
         if let Err(e) = same_version(&w.name, &reg.version) {
             first_error.get_or_insert(e);
         }
-        match reg.ports.iter().find(|p| p.sink == w.to) {
-            None => {
-                let have: Vec<&str> = reg.ports.iter().map(|p| p.sink.as_str()).collect();
-                first_error.get_or_insert(input!(
-                    "worker '{}': no port {} (it has {})",
-                    w.name,
-                    w.to,
-                    have.join(", ")
-                ));
+        for to in w.sinks() {
+            match reg.ports.iter().find(|p| &p.sink == to) {
+                None => {
+                    let have: Vec<&str> = reg.ports.iter().map(|p| p.sink.as_str()).collect();
+                    first_error.get_or_insert(input!(
+                        "worker '{}': no port {} (it has {})",
+                        w.name,
+                        to,
+                        have.join(", ")
+                    ));
+                }
+                Some(p) if !p.up => {
+                    first_error.get_or_insert(input!("worker '{}': {} is down", w.name, to));
+                }
+                Some(_) => {}
             }
-            Some(p) if !p.up => {
-                first_error.get_or_insert(input!("worker '{}': {} is down", w.name, w.to));
-            }
-            Some(_) => {}
         }
     }
     first_error.map_or(Ok(()), Err)
 }
 
-/// The global port map (Fig. 6), port i being worker i's sink, to every
-/// worker.
+/// The global port map (Fig. 6), every worker's sinks under consecutive
+/// IDs, to every worker.
 async fn publish_ports(conns: &mut [Conn]) -> Result<()> {
     let map = pb::PortMap {
         ports: conns
             .iter()
-            .map(|c| pb::GlobalPort {
-                id: c.result.port,
-                worker: c.result.name.clone(),
-                sink: c.result.sink.clone(),
+            .flat_map(|c| {
+                let r = &c.result;
+                std::iter::once((r.port, &r.sink))
+                    .chain(r.also_to.iter().map(|p| (p.port, &p.sink)))
+                    .map(|(id, sink)| pb::GlobalPort {
+                        id,
+                        worker: r.name.clone(),
+                        sink: sink.clone(),
+                    })
             })
             .collect(),
     };
@@ -782,6 +820,7 @@ fn start_all(
             file_id: ids[i].clone(),
             job: Some(crate::jobwire::to_proto(&job)),
             port: c.result.port,
+            also_ports: c.result.also_to.iter().map(|p| p.port).collect(),
             split: plan.split as i32,
             share_index: i as u32,
             share_count: n,

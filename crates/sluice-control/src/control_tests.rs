@@ -64,6 +64,7 @@ fn config(dir: &Path, address: &str, to: &str) -> ControlConfig {
                 name: "w1".into(),
                 address: address.into(),
                 to: to.into(),
+                also_to: Vec::new(),
                 rx: None,
             }],
             command: pb::Command::Replay,
@@ -260,6 +261,7 @@ fn a_lost_worker_is_lost_and_counted_at_least_as_it_last_reported() {
         name: name.into(),
         address: "unix:/nowhere".into(),
         to: "null".into(),
+        also_to: Vec::new(),
         rx: None,
     };
     let reply = pb::RegisterReply::default();
@@ -416,6 +418,80 @@ async fn a_split_by_components_ships_the_components_and_workers_check_them() {
         (
             task(pb::Split::Components, Some(bad)),
             "fourier.queues[1].components[0].k: 101",
+        ),
+    ] {
+        let e = conns[0].client.run(t).await.expect_err(says);
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+        assert!(e.message().contains(says), "{says}: {}", e.message());
+    }
+    release_all(&mut conns).await;
+}
+
+/// A worker with several generating ports gets them as `--also-to`; it
+/// refuses further ports that are not its own, or for a job of one port.
+#[tokio::test]
+async fn a_worker_of_two_ports_gets_both_and_refuses_ports_not_its_own() {
+    let d = tempfile::tempdir().unwrap();
+    let exe = d.path().join("job.sh");
+    let kept = d.path().join("kept.json");
+    std::fs::write(
+        &exe,
+        format!(
+            "#!/bin/sh\ncp \"$2\" {}\n\
+             out=$(sed -n 's/.*\"summary_json\":\"\\([^\"]*\\)\".*/\\1/p' \"$2\")\n\
+             echo '{{\"packets\": 1}}' > \"$out\"\n",
+            kept.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let addr = worker(d.path(), &exe).await;
+    let mut cfg = config(d.path(), &addr, "null");
+    cfg.plan.workers[0].also_to = vec!["afpacket:lo".into()];
+    cfg.plan.command = pb::Command::Profile;
+    cfg.job.work = sluice_job::Work::Profile(Default::default());
+    let s = run(cfg).await.unwrap();
+    assert_eq!(s.workers[0].error, None, "{s:?}");
+    assert_eq!(
+        (s.workers[0].port, s.workers[0].also_to[0].port),
+        (0, 1),
+        "{s:?}"
+    );
+    let job: sluice_job::WorkerJob =
+        serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    assert_eq!(job.to.to_string(), "null");
+    let also: Vec<String> = job.also_to.iter().map(|s| s.to_string()).collect();
+    assert_eq!(also, ["afpacket:lo"]);
+
+    let mut cfg = config(d.path(), &addr, "null");
+    cfg.plan.workers[0].also_to = vec!["afpacket:lo".into()];
+    let mut conns = Vec::new();
+    register_all(&cfg, &mut conns).await.unwrap();
+    publish_ports(&mut conns).await.unwrap();
+    let ids = upload_all(&cfg.plan, &mut conns).await.unwrap();
+    let task = |work: sluice_job::Work, also_ports: Vec<u32>| {
+        let mut job = cfg.job.clone();
+        job.work = work;
+        job.send.duration = Some(sluice_job::Nanos(200_000_000));
+        pb::Task {
+            file_id: ids[0].clone(),
+            job: Some(crate::jobwire::to_proto(&job)),
+            start_ns: now_ns() + 5_000_000_000,
+            deadline_ns: now_ns() + 10_000_000_000,
+            also_ports,
+            ..Default::default()
+        }
+    };
+    let profile = || sluice_job::Work::Profile(Default::default());
+    for (t, says) in [
+        (
+            task(cfg.job.work.clone(), vec![1]),
+            "a replay job sends by one port",
+        ),
+        (task(profile(), vec![7]), "port 7 is not in the port map"),
+        (
+            task(profile(), vec![0]),
+            "also_ports[0]: port 0 is not another port",
         ),
     ] {
         let e = conns[0].client.run(t).await.expect_err(says);

@@ -388,6 +388,7 @@ impl Jobs for JobsService {
             input: input.clone(),
             map: None,
             to,
+            also_to: Vec::new(),
             start_at: sluice_sys::clock::realtime_ns(),
             share: None,
             share_by: Default::default(),

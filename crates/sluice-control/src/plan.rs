@@ -18,18 +18,70 @@ pub struct PlanFile {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "RawWorkerEntry")]
 pub struct WorkerEntry {
     pub name: String,
     /// HOST:PORT of `sluice worker --listen`.
     pub address: String,
     /// The sink this worker sends on: afpacket:IFACE, xdp:IFACE or null.
     pub to: String,
+    /// Its further generating ports (the paper's §5.2), `to:` being a
+    /// list: each a global port of its own; the worker's Fourier queues
+    /// (or flows) are dealt over `to` and these.
+    pub also_to: Vec<String>,
     /// An interface this worker counts stamped frames on while it sends
     /// (every worker's, one-way latency corrected by the measured clock
     /// offsets).
-    #[serde(default)]
     pub rx: Option<String>,
+}
+
+impl WorkerEntry {
+    /// Every sink it sends on, `to` first.
+    pub fn sinks(&self) -> impl Iterator<Item = &String> {
+        std::iter::once(&self.to).chain(&self.also_to)
+    }
+}
+
+/// A worker entry as written: `to` one sink or a list of them.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkerEntry {
+    name: String,
+    address: String,
+    to: OneOrMany,
+    #[serde(default)]
+    rx: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    untagged,
+    expecting = "to: a sink (afpacket:IFACE, xdp:IFACE or null) or a list of sinks"
+)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+    /// `to: null`, as YAML reads it.
+    Null(()),
+}
+
+impl From<RawWorkerEntry> for WorkerEntry {
+    fn from(r: RawWorkerEntry) -> Self {
+        let (to, also_to) = match r.to {
+            OneOrMany::One(s) => (s, Vec::new()),
+            OneOrMany::Null(()) => ("null".into(), Vec::new()),
+            // An empty list is refused by `parse` (`to` empty).
+            OneOrMany::Many(mut v) if !v.is_empty() => (v.remove(0), v),
+            OneOrMany::Many(_) => (String::new(), Vec::new()),
+        };
+        WorkerEntry {
+            name: r.name,
+            address: r.address,
+            to,
+            also_to,
+            rx: r.rx,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -103,10 +155,26 @@ pub fn parse(name: &str, text: &str, base: &Path) -> Result<Plan> {
                 ));
             }
         }
-        if w.to != "null" && !w.to.starts_with("afpacket:") && !w.to.starts_with("xdp:") {
+        for (k, to) in w.sinks().enumerate() {
+            let key = if w.also_to.is_empty() {
+                format!("workers[{i}].to")
+            } else {
+                format!("workers[{i}].to[{k}]")
+            };
+            if to != "null" && !to.starts_with("afpacket:") && !to.starts_with("xdp:") {
+                return Err(input!(
+                    "{name}: {key}: '{to}': afpacket:IFACE, xdp:IFACE or null expected"
+                ));
+            }
+            if w.sinks().take(k).any(|o| o == to) {
+                return Err(input!("{name}: {key}: '{to}' is listed twice"));
+            }
+        }
+        if w.also_to.len() > usize::from(u8::MAX) {
             return Err(input!(
-                "{name}: workers[{i}].to: '{}': afpacket:IFACE, xdp:IFACE or null expected",
-                w.to
+                "{name}: workers[{i}].to: {} sinks: at most {} per worker",
+                w.also_to.len() + 1,
+                u16::from(u8::MAX) + 1
             ));
         }
     }
@@ -127,6 +195,14 @@ pub fn parse(name: &str, text: &str, base: &Path) -> Result<Plan> {
             ))
         }
     };
+    if matches!(command, pb::Command::Replay | pb::Command::Flows) {
+        if let Some(i) = f.workers.iter().position(|w| !w.also_to.is_empty()) {
+            return Err(input!(
+                "{name}: workers[{i}].to: several sinks per worker are for series and profile jobs; {} sends by one",
+                f.job.command
+            ));
+        }
+    }
     let split = match (command, f.split.as_deref()) {
         (pb::Command::Replay | pb::Command::Flows, None | Some("flow")) => pb::Split::ByFlow,
         (pb::Command::Series, None | Some("device")) => pb::Split::ByDevice,
@@ -189,4 +265,57 @@ pub fn upload_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(workers: &str, command: &str) -> std::result::Result<Plan, String> {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("j"), b"x").unwrap();
+        let text =
+            format!("workers:\n{workers}job:\n  command: {command}\n  file: j\n  duration: 1s\n");
+        parse("plan.yaml", &text, d.path()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_worker_takes_one_sink_or_a_list_of_them() {
+        let p = parsed(
+            "  - {name: a, address: x, to: \"xdp:e1\"}\n  - {name: b, address: y, to: [\"xdp:e1\", \"afpacket:e2\"]}\n",
+            "profile",
+        )
+        .unwrap();
+        assert_eq!(
+            (p.workers[0].to.as_str(), p.workers[0].also_to.len()),
+            ("xdp:e1", 0)
+        );
+        assert_eq!(p.workers[1].to, "xdp:e1");
+        assert_eq!(p.workers[1].also_to, ["afpacket:e2"]);
+        let e = parsed(
+            "  - {name: b, address: y, to: [\"xdp:e1\", \"xdp:e1\"]}\n",
+            "series",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("workers[0].to[1]: 'xdp:e1' is listed twice"),
+            "{e}"
+        );
+        let e = parsed(
+            "  - {name: b, address: y, to: [\"xdp:e1\", \"e2\"]}\n",
+            "series",
+        )
+        .unwrap_err();
+        assert!(e.contains("workers[0].to[1]: 'e2': afpacket:IFACE"), "{e}");
+        let e = parsed("  - {name: b, address: y, to: []}\n", "series").unwrap_err();
+        assert!(e.contains("workers[0].to: '': afpacket:IFACE"), "{e}");
+        let e = parsed("  - {name: b, address: y, to: {a: 1}}\n", "series").unwrap_err();
+        assert!(e.contains("workers[0]: to: a sink"), "{e}");
+        let e = parsed(
+            "  - {name: a, address: x, to: null}\n  - {name: b, address: y, to: [\"xdp:e1\", \"xdp:e2\"]}\n",
+            "replay",
+        )
+        .unwrap_err();
+        assert!(e.contains("workers[1].to: several sinks per worker"), "{e}");
+    }
 }

@@ -776,7 +776,7 @@ impl Service {
             .ok_or_else(|| "the task holds no job".to_string())
             .and_then(crate::jobwire::from_proto)
             .map_err(|e| Status::invalid_argument(shown_long(&e, 300)))?;
-        let (input, map, sink, summary, name, dir) = {
+        let (input, map, sinks, summary, name, dir) = {
             let st = self.leased(&req)?;
             let task = req.get_ref();
             if st.job.is_some() {
@@ -793,27 +793,61 @@ impl Service {
                 .first()
                 .map(|u| upload(u.as_str()))
                 .transpose()?;
-            let sink = st
-                .ports
-                .iter()
-                .find(|p| p.id == task.port)
-                .map(|p| p.sink.clone())
-                .ok_or_else(|| {
-                    Status::invalid_argument(format!("port {} is not in the port map", task.port))
+            if task.also_ports.len() > usize::from(u8::MAX) {
+                return Err(Status::invalid_argument(format!(
+                    "also_ports: {}: at most {} ports more",
+                    task.also_ports.len(),
+                    u8::MAX
+                )));
+            }
+            let me = st.name();
+            let mut sinks = Vec::with_capacity(1 + task.also_ports.len());
+            for (k, &id) in std::iter::once(&task.port)
+                .chain(&task.also_ports)
+                .enumerate()
+            {
+                let p = st.ports.iter().find(|p| p.id == id).ok_or_else(|| {
+                    Status::invalid_argument(format!("port {id} is not in the port map"))
                 })?;
+                if k > 0 && (p.worker != me || sinks.contains(&p.sink)) {
+                    return Err(Status::invalid_argument(format!(
+                        "also_ports[{}]: port {id} is not another port of this worker",
+                        k - 1
+                    )));
+                }
+                sinks.push(p.sink.clone());
+            }
             let dir = st.dir.clone().expect("a lease has a directory");
-            (input, map, sink, dir.join(".summary.json"), st.name(), dir)
+            (input, map, sinks, dir.join(".summary.json"), me, dir)
         };
         let task = req.into_inner();
         // Only sinks this worker announced.
-        if !ports().iter().any(|p| p.sink == sink) {
+        let own = ports();
+        if !sinks.iter().all(|s| own.iter().any(|p| &p.sink == s)) {
             return Err(Status::invalid_argument(
                 "the task's port is not a sink this worker announced",
             ));
         }
-        let to: sluice_job::SinkSpec = sink
-            .parse()
-            .map_err(|e| Status::internal(format!("announced sink '{sink}': {e}")))?;
+        if sinks.len() > 1
+            && !matches!(
+                job.work,
+                sluice_job::Work::Series { .. } | sluice_job::Work::Profile(_)
+            )
+        {
+            return Err(Status::invalid_argument(format!(
+                "also_ports: a {} job sends by one port (series and profile jobs by several)",
+                job.work.command()
+            )));
+        }
+        let mut specs = Vec::with_capacity(sinks.len());
+        for sink in &sinks {
+            specs.push(
+                sink.parse::<sluice_job::SinkSpec>()
+                    .map_err(|e| Status::internal(format!("announced sink '{sink}': {e}")))?,
+            );
+        }
+        let to = specs.remove(0);
+        let sink = sinks.join(", ");
         // Start and deadline on the host's clock: the controller's instant,
         // moved by this worker's measured offset, less the test shift.
         let to_host = |t: i64| t + task.offset_ns - self.cfg.clock_offset_ns;
@@ -851,6 +885,7 @@ impl Service {
             input,
             map,
             to,
+            also_to: specs,
             start_at: start as u64,
             share: (task.share_count > 1).then_some((task.share_index, task.share_count)),
             share_by: match task.split() {

@@ -177,6 +177,10 @@ pub struct WorkerJob {
     /// A sink the worker announced.
     #[serde(with = "text")]
     pub to: SinkSpec,
+    /// Further sinks the worker announced (its other generating ports):
+    /// the job's `--also-to`.
+    #[serde(default, with = "text::vec")]
+    pub also_to: Vec<SinkSpec>,
     /// CLOCK_REALTIME start on this host, ns since the epoch.
     pub start_at: u64,
     /// Share `(index, count)`, the index from 0, when the job is split.

@@ -528,6 +528,13 @@ impl FourierPlan {
         }
     }
 
+    /// The indices of the queues this plan sends, ascending.
+    pub fn queues(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.queues.iter().map(|q| q.queue).collect();
+        v.sort_unstable();
+        v
+    }
+
     /// Queues of the whole plan (this plan may send some of them).
     pub fn queue_count(&self) -> u64 {
         self.queue_count

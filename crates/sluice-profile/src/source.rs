@@ -4,7 +4,7 @@
 use super::fourier::FourierPlan;
 use super::synth::{Planned, Synth};
 use sluice_core::Nanos;
-use sluice_source::seam::{End, Lane, Origin, Outbox, Source, SourceError, SourceReport};
+use sluice_source::seam::{Due, End, Lane, Origin, Outbox, Source, SourceError, SourceReport};
 use sluice_wire::{FlowHeaders, MacAddr, PacketFields};
 
 /// What the source sends.
@@ -43,6 +43,9 @@ pub struct ProfileSource {
     planned: u64,
     /// Share by plan lane (Fourier queue) instead of by packet.
     by_lane: bool,
+    /// The output each plan lane leaves by, by lane index (empty: the
+    /// first output takes all).
+    port_of: Vec<u8>,
 }
 
 impl ProfileSource {
@@ -73,6 +76,7 @@ impl ProfileSource {
             share: None,
             planned: 0,
             by_lane: false,
+            port_of: Vec::new(),
         })
     }
 
@@ -87,6 +91,33 @@ impl ProfileSource {
             _ => self.share = share,
         }
         self.by_lane = by_lane;
+        self
+    }
+
+    /// Several outputs (the paper's generating ports): the lanes this
+    /// source sends (its flows, or its Fourier queues), in ascending
+    /// order, leave by output rank mod `ports`. Call after
+    /// [`with_share`](Self::with_share).
+    pub fn with_ports(mut self, ports: usize) -> Self {
+        if ports <= 1 {
+            self.port_of.clear();
+            return self;
+        }
+        let mine: Vec<u32> = match &self.sequence {
+            Sequence::Exact(_) => (0..self.headers.len() as u32).collect(),
+            Sequence::Fourier(f) => {
+                let share = self.share.filter(|_| self.by_lane);
+                f.queues()
+                    .into_iter()
+                    .filter(|&q| share.is_none_or(|s| s.takes(u64::from(q))))
+                    .collect()
+            }
+        };
+        let lanes = mine.iter().max().map_or(0, |&m| m as usize + 1);
+        self.port_of = vec![0; lanes];
+        for (rank, &lane) in mine.iter().enumerate() {
+            self.port_of[lane as usize] = (rank % ports) as u8;
+        }
         self
     }
 }
@@ -130,7 +161,10 @@ impl Source for ProfileSource {
                 stamp: None,
             };
             let h = &self.headers[flow];
-            if !out.push(lane, Nanos(p.due), |b| h.write(b, &fields)) {
+            let port = self.port_of.get(l).copied().unwrap_or(0);
+            if !out.push(lane, Due::at(Nanos(p.due)).on_port(port), |b| {
+                h.write(b, &fields)
+            }) {
                 break;
             }
             self.sent[flow] += 1;

@@ -118,6 +118,7 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
     let mut plan =
         SendPlan::new(&a.run, false)?.rate(sluice_job::rate::Nominal::Multiplier(1.0))?;
     plan.engine.start_at = a.part.start_at;
+    plan = plan.also_to(&a.also_to)?;
     if let (Some(s), ShareBy::Components) = (a.part.share, a.share_by) {
         if a.opts.mode != Mode::Fourier || !a.opts.queues.is_multiple_of(s.count as usize) {
             return Err(bad_input(anyhow!(
@@ -232,7 +233,8 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
     .with_share(
         a.part.share.filter(|_| a.fourier.is_none()),
         a.share_by == ShareBy::Components,
-    );
+    )
+    .with_ports(1 + a.also_to.len());
     for path in read_paths(&a.profile, &reads) {
         plan = plan.reads(path);
     }

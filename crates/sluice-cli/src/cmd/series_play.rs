@@ -52,24 +52,7 @@ pub fn prepare(a: &mut PlayArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
     if let Some(map) = &a.map {
         plan = plan.reads(map);
     }
-    if !a.also_to.is_empty() {
-        if matches!(a.run.to, SinkSpec::Udp(_))
-            || a.also_to.iter().any(|s| matches!(s, SinkSpec::Udp(_)))
-        {
-            return Err(bad_input(anyhow!(
-                "--also-to: several outputs take frames; the udp sink sends through the kernel's routes"
-            )));
-        }
-        if a.also_to.len() > usize::from(u8::MAX) {
-            return Err(bad_input(anyhow!(
-                "--also-to: at most {} outputs more",
-                u8::MAX
-            )));
-        }
-        for to in &a.also_to {
-            plan = plan.second_port(to)?;
-        }
-    }
+    plan = plan.also_to(&a.also_to)?;
     plan.engine.preload = a.opts.preload;
     plan.engine.preload_budget = a.opts.preload_max;
     plan.engine.start_at = a.part.start_at;

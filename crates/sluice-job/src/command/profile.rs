@@ -19,6 +19,9 @@ pub struct ProfileRunArgs {
     /// What --share deals out: packets (every Nth of the global schedule) or components (Fourier queues, with --mode fourier).
     #[arg(long, value_parser = named::<ShareBy>(ShareBy::NAMES), default_value_t = ShareBy::default(), requires = "share")]
     pub share_by: ShareBy,
+    /// A further output (repeatable, the paper's generating ports): the run's Fourier queues (or flows) leave by output (rank mod (1 + outputs)), --to being output 0.
+    #[arg(long = "also-to", value_name = "SINK")]
+    pub also_to: Vec<sluice_sink::SinkSpec>,
     /// What a worker adds: its Fourier queues as the controller computed them (never the command line's).
     #[arg(skip)]
     pub fourier: Option<sluice_profile::Components>,
