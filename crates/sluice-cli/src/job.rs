@@ -142,11 +142,49 @@ pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
     let w: WorkerJob =
         serde_json::from_str(&text).map_err(|e| bad_input(anyhow!("{}: {e}", file.display())))?;
     let summary = w.summary_json.display().to_string();
+    let (corrections, drift_ppm) = (w.clock_corrections, w.clock_drift_ppm);
+    if !(drift_ppm.is_finite() && drift_ppm.abs() < 1e5) {
+        return Err(bad_input(anyhow!(
+            "{}: clock_drift_ppm: {drift_ppm}: below 100 000 expected",
+            file.display()
+        )));
+    }
     let mut job = job_of(w);
     let run = job.run_opts_mut();
     run.stats_json = Some("-".into());
     run.summary_json = Some(summary);
-    crate::run::command(job)
+    let mut p = crate::run::prepare(&mut job)?;
+    if corrections || drift_ppm != 0.0 {
+        let live = p.plan.live();
+        if drift_ppm != 0.0 {
+            // A clock that runs fast runs the schedule as fast.
+            live.change(sluice_pace::Change::Scale(1.0 + drift_ppm * 1e-6), None)
+                .map_err(|e| bad_input(anyhow!("clock_drift_ppm: {e}")))?;
+        }
+        if corrections {
+            std::thread::Builder::new()
+                .name("corrections".into())
+                .spawn(move || read_corrections(std::io::stdin().lock(), &live))
+                .context("starting the corrections thread")?;
+        }
+    }
+    p.run()
+}
+
+/// Applies the worker's clock corrections, one line `shift NS` each, until
+/// the worker closes the pipe; a line of anything else is ignored (the
+/// worker writes only these).
+fn read_corrections(input: impl std::io::BufRead, live: &sluice_engine::LiveRate) {
+    // Lines are bounded: the worker writes short ones.
+    for line in input.split(b'\n').map_while(Result::ok) {
+        let text = String::from_utf8_lossy(&line[..line.len().min(64)]);
+        if let Some(ns) = text
+            .strip_prefix("shift ")
+            .and_then(|n| n.trim().parse::<i64>().ok())
+        {
+            live.set_shift(ns);
+        }
+    }
 }
 
 /// The job a worker was given, as the command it runs: no status line,

@@ -457,6 +457,83 @@ fn three_workers_split_a_replay_exactly_once_on_corrected_clocks() {
     assert!(skew > 5_000_000, "uncorrected start skew {skew} ns");
 }
 
+/// Clocks kept in step during the run (Fourier §6.3.1): a worker whose
+/// clock runs 4 000 ppm fast (its job's schedule as fast) is measured
+/// every 100 ms and its job moved by the drift; tcpdump's times, against
+/// t_tos plus each frame's planned offset, judge. Corrected, no frame
+/// after the first half second leaves earlier than the bound the summary
+/// states (lateness is the machine's, never earliness); uncorrected, the
+/// frames run milliseconds early.
+#[test]
+fn a_drifting_worker_is_kept_in_step_by_corrections_within_the_stated_bound() {
+    if !netns::can_run() {
+        return;
+    }
+    let _one = serial();
+    let d = tmpdir("distributed-drift");
+    let keys = d.join("keys");
+    assert!(run(&["keygen", keys.to_str().unwrap()]).status.success());
+    let trace = d.join("t.pcap");
+    const N: u64 = 2500;
+    flows_trace(&trace, N);
+    let mut lab = Lab::up(1);
+    let k = keys.to_str().unwrap().to_string();
+    lab.worker(0, &d, &["--tls", &k, "--clock-drift-ppm", "4000"]);
+    let p = plan(
+        &d,
+        &lab,
+        1,
+        "t.pcap",
+        &["--pps", "1k", "--spin", "200us"],
+        "4s",
+    );
+    // The earliest a frame from 0.5 s on left, against t_tos + seq / PPS
+    // (ns; negative: early).
+    let run_once = |extra: &[&str], tag: &str| {
+        let cap = d.join(format!("{tag}.pcap"));
+        let dump = lab.capture(0, &cap);
+        let mut args = vec!["--clock-every", "100ms"];
+        args.extend_from_slice(extra);
+        let (o, s) = control(&p, &keys, &d.join(format!("{tag}.json")), &args);
+        netns::stop(dump);
+        assert!(o.status.success(), "{tag}: {}\n{}", stderr(&o), lab.log(0));
+        let t_tos = s["start_ns"].as_i64().expect("t_tos in the summary");
+        let frames = read_all(&cap);
+        assert_eq!(frames.len() as u64, N, "{tag}: every frame");
+        let early = frames
+            .iter()
+            .filter(|(_, f)| seq(f) >= 500)
+            .map(|(ts, f)| *ts as i64 - (t_tos + (seq(f) * 1_000_000) as i64))
+            .min()
+            .unwrap();
+        (s, early)
+    };
+    let (s, early) = run_once(&[], "c");
+    let w = &s["workers"][0];
+    let corrections = w["drift_corrections"].as_u64().unwrap();
+    let bound = w["drift_residual_bound_ns"].as_i64().expect("a bound");
+    eprintln!(
+        "corrected: {corrections} corrections, bound {bound} ns, earliest {early} ns, drift {}",
+        w["drift_ns"]
+    );
+    assert!(corrections >= 3, "{w}");
+    // The drift it corrected: 4 ms a second.
+    assert!(w["drift_ns"].as_i64().unwrap() > 4_000_000, "{w}");
+    assert!(
+        early >= -(bound + 500_000),
+        "a frame {early} ns early, the bound {bound} ns"
+    );
+
+    let (s, early) = run_once(&["--no-clock-correction"], "u");
+    let w = &s["workers"][0];
+    eprintln!("uncorrected: earliest {early} ns, drift {}", w["drift_ns"]);
+    assert_eq!(w["drift_corrections"], 0, "{w}");
+    assert!(
+        early < -5_000_000,
+        "uncorrected, frames run early: {early} ns"
+    );
+}
+
 /// One-way latency across hosts: two workers send stamped frames onto
 /// one bridge, which floods each one's frames to the other, and each
 /// counts the other's on its own interface (`rx:` in the plan). Worker 1's

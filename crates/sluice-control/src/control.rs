@@ -76,6 +76,9 @@ pub struct ClockCheck {
     pub uncertainty_ns: u64,
     /// How far the offset moved since the one the start used, ns.
     pub drift_ns: i64,
+    /// The worker's job was moved by `drift_ns` (a correction) after it.
+    #[serde(default)]
+    pub corrected: bool,
 }
 
 pub struct ControlConfig {
@@ -162,6 +165,16 @@ pub struct WorkerResult {
     pub clock_checks: u64,
     pub drift_ns: Option<i64>,
     pub drift_max_abs_ns: Option<u64>,
+    /// Corrections sent to its job (each moved its schedule by the drift
+    /// then measured), and the bound on the error left between them: the
+    /// largest move of the offset from one check to the next, at that
+    /// pace until the next correction landed (what builds up before it),
+    /// plus the uncertainties of the start's and the checks' offsets.
+    /// None: no correction was made.
+    #[serde(default)]
+    pub drift_corrections: u64,
+    #[serde(default)]
+    pub drift_residual_bound_ns: Option<u64>,
     /// When a worker of the plan receives: the first stream id of this
     /// worker's stamps (it stamps up to `plan::STREAMS_PER_WORKER`).
     pub streams_from: Option<u32>,
@@ -231,6 +244,8 @@ impl WorkerResult {
             clock_checks: 0,
             drift_ns: None,
             drift_max_abs_ns: None,
+            drift_corrections: 0,
+            drift_residual_bound_ns: None,
             streams_from: None,
             rx: None,
             rx_clocks: Vec::new(),
@@ -821,6 +836,7 @@ fn start_all(
             job: Some(crate::jobwire::to_proto(&job)),
             port: c.result.port,
             also_ports: c.result.also_to.iter().map(|p| p.port).collect(),
+            clock_corrections: cfg.correct && cfg.clock_every.is_some(),
             split: plan.split as i32,
             share_index: i as u32,
             share_count: n,
@@ -939,7 +955,14 @@ impl Gather {
             .unwrap_or(Duration::from_secs(3600 * 24 * 365));
         let first = tokio::time::Instant::now() + every;
         let mut check = tokio::time::interval_at(first, every);
-        let (ctx, mut crx) = tokio::sync::mpsc::channel::<(usize, i64, u64)>(64);
+        let (ctx, mut crx) = tokio::sync::mpsc::channel::<(usize, i64, u64, Option<Duration>)>(64);
+        // Each worker's last drift and when it was measured, and the
+        // largest error built up before a correction landed.
+        let mut last_drift: Vec<(i64, tokio::time::Instant)> =
+            vec![(0, tokio::time::Instant::now()); conns.len()];
+        let mut max_step: Vec<u64> = vec![0; conns.len()];
+        let mut max_unc: Vec<u64> = vec![0; conns.len()];
+        let correct = cfg.correct;
         while self.open > 0 {
             tokio::select! {
                 ev = events.recv() => {
@@ -952,19 +975,30 @@ impl Gather {
                             continue;
                         }
                         let (mut client, tx) = (c.client.clone(), ctx.clone());
+                        let base = c.result.offset_ns;
                         tokio::spawn(async move {
                             let m = tokio::time::timeout(
                                 CALL_TIMEOUT,
                                 measure_offset(&mut client, CHECK_ROUNDS),
                             );
-                            if let Ok(Ok((off, unc))) = m.await {
-                                let _ = tx.send((i, off, unc)).await;
+                            let Ok(Ok((off, unc))) = m.await else { return };
+                            // The job keeps to the controller's clock: its
+                            // schedule moves by the drift measured now.
+                            let mut landed = None;
+                            if correct {
+                                let sent = tokio::time::Instant::now();
+                                let fix = client.correct(pb::Correction { shift_ns: off - base });
+                                if let Ok(Ok(_)) = tokio::time::timeout(CALL_TIMEOUT, fix).await {
+                                    landed = Some(sent.elapsed());
+                                }
                             }
+                            let _ = tx.send((i, off, unc, landed)).await;
                         });
                     }
                 }
                 m = crx.recv() => {
-                    let Some((i, off, unc)) = m else { continue };
+                    let Some((i, off, unc, landed)) = m else { continue };
+                    let corrected = landed.is_some();
                     if self.done[i] {
                         continue;
                     }
@@ -973,11 +1007,31 @@ impl Gather {
                     r.clock_checks += 1;
                     r.drift_ns = Some(drift);
                     r.drift_max_abs_ns = Some(r.drift_max_abs_ns.unwrap_or(0).max(drift.unsigned_abs()));
+                    // What builds up between two checks, at the rate seen
+                    // between them, until this correction landed (the
+                    // first check's drift, since the start's offset, is
+                    // before any correction: the error until it came).
+                    let at = tokio::time::Instant::now();
+                    let (prev, prev_at) = last_drift[i];
+                    if r.clock_checks > 1 {
+                        let dt = at.duration_since(prev_at).as_secs_f64().max(1e-6);
+                        let late = landed.unwrap_or_default().as_secs_f64();
+                        let built = drift.abs_diff(prev) as f64 * (dt + late) / dt;
+                        max_step[i] = max_step[i].max(built.ceil() as u64);
+                    }
+                    max_unc[i] = max_unc[i].max(unc);
+                    last_drift[i] = (drift, at);
+                    if corrected {
+                        r.drift_corrections += 1;
+                        r.drift_residual_bound_ns =
+                            Some(max_step[i] + max_unc[i] + r.offset_uncertainty_ns);
+                    }
                     let c = ClockCheck {
                         t: (now_ns() - start_ns) as f64 / 1e9,
                         offset_ns: off,
                         uncertainty_ns: unc,
                         drift_ns: drift,
+                        corrected,
                     };
                     (cfg.on_clock)(&r.name, r.port, &c);
                 }

@@ -13,6 +13,7 @@ async fn worker(dir: &Path, exe: &Path) -> String {
         listen: WorkerListen::Unix(sock.clone()),
         tls: None,
         clock_offset_ns: 0,
+        clock_drift_ppm: 0.0,
         exe: exe.to_path_buf(),
         max_upload: 1 << 20,
         clock_service: crate::clocksvc::ClockServiceSpec::None,

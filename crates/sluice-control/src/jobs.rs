@@ -396,6 +396,8 @@ impl Jobs for JobsService {
             receive,
             streams_from: 0,
             clock_shift: 0,
+            clock_corrections: false,
+            clock_drift_ppm: 0.0,
             summary_json: PathBuf::new(),
         };
         let stop = Arc::new(AtomicBool::new(false));

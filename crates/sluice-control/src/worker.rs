@@ -75,6 +75,9 @@ pub struct WorkerConfig {
     pub tls: Option<PathBuf>,
     /// Test only: this worker's clock reads this much ahead of the host's.
     pub clock_offset_ns: i64,
+    /// Test only: and runs this many parts per million fast (from the
+    /// worker's start), its jobs' schedules as fast.
+    pub clock_drift_ppm: f64,
     /// The sluice binary jobs run with.
     pub exe: PathBuf,
     /// Bytes one lease's uploads may hold in all.
@@ -106,6 +109,8 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 struct Job {
     pid: u32,
+    /// Clock corrections to the job's stdin (a task that asked for them).
+    corrections: Option<tokio::sync::mpsc::Sender<i64>>,
 }
 
 /// The controller that registered last, while it holds the worker.
@@ -162,6 +167,8 @@ impl State {
 struct Service {
     cfg: Arc<WorkerConfig>,
     state: Arc<Mutex<State>>,
+    /// When it started (CLOCK_REALTIME): a test drift runs from here.
+    born_ns: i64,
 }
 
 /// A broken stderr (its reader gone) loses the line, never the worker.
@@ -316,14 +323,14 @@ impl Worker for Service {
         req: Request<Streaming<pb::ClockRequest>>,
     ) -> Result<Response<Self::ClockStream>, Status> {
         drop(self.leased(&req)?);
-        let shift = self.cfg.clock_offset_ns;
+        let clock = self.clock();
         let replies = req.into_inner().map(move |r| {
             r.map(|r| {
-                let t2 = now_ns() + shift;
+                let t2 = clock.now();
                 pb::ClockReply {
                     t1_ns: r.t1_ns,
                     t2_ns: t2,
-                    t3_ns: now_ns() + shift,
+                    t3_ns: clock.now(),
                 }
             })
         });
@@ -439,22 +446,31 @@ impl Worker for Service {
             job.name, job.what, job.start
         ));
         let mut cmd = job_command(&self.cfg.exe, &job.args, &job.dir);
+        if job.corrections {
+            cmd.stdin(std::process::Stdio::piped());
+        }
         let mut child = {
             let mut st = self.lock();
             if st.job.is_some() {
                 return Err(Status::failed_precondition("a task is already running"));
             }
-            let child = cmd
+            let mut child = cmd
                 .spawn()
                 .map_err(|e| Status::internal(format!("{}: {e}", self.cfg.exe.display())))?;
+            let corrections = child.stdin.take().map(|stdin| {
+                let (tx, rx) = tokio::sync::mpsc::channel(8);
+                tokio::spawn(pass_corrections(stdin, rx));
+                tx
+            });
             st.job = Some(Job {
                 pid: child.id().unwrap_or(0),
+                corrections,
             });
             child
         };
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let accepted = pb::Accepted {
-            start_ns: job.start + self.cfg.clock_offset_ns,
+            start_ns: self.clock().host(job.start),
         };
         let _ = tx
             .send(Ok(pb::Update {
@@ -485,6 +501,29 @@ impl Worker for Service {
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
+    async fn correct(&self, req: Request<pb::Correction>) -> Result<Response<pb::Ack>, Status> {
+        let tx = {
+            let st = self.leased(&req)?;
+            st.job
+                .as_ref()
+                .and_then(|j| j.corrections.clone())
+                .ok_or_else(|| {
+                    Status::failed_precondition("no job that takes clock corrections runs")
+                })?
+        };
+        let shift = req.into_inner().shift_ns;
+        // A correction over a second is no drift a run could have.
+        if shift.unsigned_abs() > 1_000_000_000 {
+            return Err(Status::invalid_argument(format!(
+                "shift_ns: {shift}: at most 1 s either way"
+            )));
+        }
+        // The newest correction is the one that counts: a full queue
+        // drops this one rather than wait (the next one supersedes it).
+        let _ = tx.try_send(shift);
+        Ok(Response::new(pb::Ack {}))
+    }
+
     async fn stop(&self, req: Request<pb::StopRequest>) -> Result<Response<pb::Ack>, Status> {
         if let Some(j) = &self.leased(&req)?.job {
             log("stop asked: stopping the job");
@@ -500,6 +539,14 @@ impl Worker for Service {
 }
 
 impl Service {
+    fn clock(&self) -> WorkerClock {
+        WorkerClock {
+            offset_ns: self.cfg.clock_offset_ns,
+            drift_ppm: self.cfg.clock_drift_ppm,
+            born_ns: self.born_ns,
+        }
+    }
+
     async fn release_lease<T>(&self, req: &Request<T>) -> Result<(), Status> {
         let mut st = self.leased(req)?;
         if st.job.is_some() {
@@ -669,6 +716,7 @@ pub async fn serve(cfg: WorkerConfig) -> Result<()> {
     let svc = Service {
         cfg: cfg.clone(),
         state,
+        born_ns: now_ns(),
     };
     let refusals = Arc::new(Mutex::new(Refusals::new()));
     let server = tonic::transport::Server::builder()
@@ -721,6 +769,49 @@ struct Admitted {
     /// Start and deadline on this host's clock.
     start: i64,
     deadline: i64,
+    /// The job takes clock corrections on its stdin.
+    corrections: bool,
+}
+
+/// This worker's clock as it answers the controller: the host's, moved by
+/// the test offset and drift.
+#[derive(Clone, Copy)]
+struct WorkerClock {
+    offset_ns: i64,
+    drift_ppm: f64,
+    born_ns: i64,
+}
+
+impl WorkerClock {
+    /// The worker's clock at host time `real`.
+    fn host(&self, real: i64) -> i64 {
+        real + self.offset_ns + (self.drift_ppm * 1e-6 * (real - self.born_ns) as f64) as i64
+    }
+
+    fn now(&self) -> i64 {
+        self.host(now_ns())
+    }
+
+    /// The host time at which the worker's clock reads `t`.
+    fn real(&self, t: i64) -> i64 {
+        let r = 1.0 + self.drift_ppm * 1e-6;
+        self.born_ns + ((t - self.offset_ns - self.born_ns) as f64 / r) as i64
+    }
+}
+
+/// Writes each clock correction to the job's stdin as `shift NS`; ends
+/// when the job's pipe or the worker's channel closes.
+async fn pass_corrections(
+    mut stdin: tokio::process::ChildStdin,
+    mut rx: tokio::sync::mpsc::Receiver<i64>,
+) {
+    use tokio::io::AsyncWriteExt as _;
+    while let Some(shift) = rx.recv().await {
+        let line = format!("shift {shift}\n");
+        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+            break;
+        }
+    }
 }
 
 impl Service {
@@ -850,7 +941,8 @@ impl Service {
         let sink = sinks.join(", ");
         // Start and deadline on the host's clock: the controller's instant,
         // moved by this worker's measured offset, less the test shift.
-        let to_host = |t: i64| t + task.offset_ns - self.cfg.clock_offset_ns;
+        let clock = self.clock();
+        let to_host = |t: i64| clock.real(t + task.offset_ns);
         let (start, deadline) = (to_host(task.start_ns), to_host(task.deadline_ns));
         if start < now_ns() {
             return Err(Status::invalid_argument("the start time has passed"));
@@ -896,12 +988,15 @@ impl Service {
             receive: self.receive(&task)?,
             streams_from: task.streams_from,
             clock_shift: self.cfg.clock_offset_ns,
+            clock_corrections: task.clock_corrections,
+            clock_drift_ppm: self.cfg.clock_drift_ppm,
             summary_json: summary.clone(),
         };
         let file = dir.join(".job.json");
         std::fs::write(&file, serde_json::to_vec(&run).expect("a job serialises"))
             .map_err(|e| Status::internal(format!("{}: {e}", file.display())))?;
         Ok(Admitted {
+            corrections: task.clock_corrections,
             args: vec!["job".into(), file.display().to_string()],
             what,
             dir,

@@ -20,6 +20,7 @@ fn worker(rt: &tokio::runtime::Runtime, dir: &Path, max_upload: u64, idle: Durat
         listen: WorkerListen::Unix(sock.clone()),
         tls: None,
         clock_offset_ns: 0,
+        clock_drift_ppm: 0.0,
         exe: PathBuf::from("/bin/false"),
         max_upload,
         work_dir: Some(dir.to_path_buf()),

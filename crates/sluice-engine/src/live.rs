@@ -12,7 +12,7 @@
 use sluice_core::{MonoTime, Nanos};
 use sluice_pace::{Change, ChangeError, Line, Timeline};
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The earliest a change takes effect after it is asked for.
@@ -36,6 +36,9 @@ pub struct LiveRate {
     timeline: Mutex<Arc<Timeline>>,
     /// Mirrors the timeline's pause, for a top-speed run (no due times).
     paused: AtomicBool,
+    /// Every due time moved by this (ns, later when positive): a clock
+    /// correction (a worker's clock found drifting from its controller's).
+    shift: AtomicI64,
     began: OnceLock<Began>,
 }
 
@@ -64,6 +67,7 @@ impl LiveRate {
         Arc::new(LiveRate {
             epoch: AtomicU64::new(0),
             paused: AtomicBool::new(timeline.paused()),
+            shift: AtomicI64::new(0),
             timeline: Mutex::new(Arc::new(timeline)),
             began: OnceLock::new(),
         })
@@ -118,6 +122,19 @@ impl LiveRate {
         Ok(applied)
     }
 
+    /// Moves every due time from now on by `ns` in all (later when
+    /// positive; not added to earlier shifts): a clock correction. A
+    /// packet moved into the past is due at once.
+    pub fn set_shift(&self, ns: i64) {
+        self.shift.store(ns, Ordering::Relaxed);
+        self.epoch.fetch_add(1, Ordering::Release);
+    }
+
+    /// The shift in force ([`set_shift`](Self::set_shift)).
+    pub fn shift(&self) -> i64 {
+        self.shift.load(Ordering::Relaxed)
+    }
+
     /// The run began at `start` on the clock `now` reads.
     pub(crate) fn begin(&self, start: MonoTime, now: Box<dyn Fn() -> MonoTime + Send + Sync>) {
         let _ = self.began.set(Began { start, now });
@@ -132,7 +149,8 @@ impl LiveRate {
             current: RefCell::new(self.timeline()),
             hint: Cell::new(0),
             line: Cell::new(Line::NONE),
-            identity: Cell::new(self.timeline().is_identity()),
+            identity: Cell::new(self.timeline().is_identity() && self.shift() == 0),
+            shift: Cell::new(self.shift()),
             live: self.clone(),
         }
     }
@@ -153,6 +171,8 @@ pub(crate) struct TimelineReader {
     line: Cell<Line>,
     /// Nothing changed yet: due times are the planned ones.
     identity: Cell<bool>,
+    /// [`LiveRate::set_shift`]'s, as of `epoch`.
+    shift: Cell<i64>,
 }
 
 impl TimelineReader {
@@ -167,7 +187,9 @@ impl TimelineReader {
     #[cold]
     fn refresh(&self, e: u64) {
         let t = self.live.timeline();
-        self.identity.set(t.is_identity());
+        let shift = self.live.shift();
+        self.shift.set(shift);
+        self.identity.set(t.is_identity() && shift == 0);
         *self.current.borrow_mut() = t;
         self.epoch.set(e);
         self.hint.set(0);
@@ -182,10 +204,19 @@ impl TimelineReader {
         if self.identity.get() {
             return Some(due);
         }
-        if let Some(r) = self.line.get().real(due.0) {
-            return Some(Nanos(r));
+        let r = match self.line.get().real(due.0) {
+            Some(r) => Nanos(r),
+            None => self.real_slow(due)?,
+        };
+        Some(self.shifted(r))
+    }
+
+    #[inline(always)]
+    fn shifted(&self, r: Nanos) -> Nanos {
+        match self.shift.get() {
+            0 => r,
+            s => Nanos(r.0.saturating_add_signed(s)),
         }
-        self.real_slow(due)
     }
 
     #[inline(never)]
@@ -206,7 +237,8 @@ impl TimelineReader {
     /// The nominal time reached at real offset `t`.
     pub fn nominal(&self, t: Nanos) -> Nanos {
         self.fresh();
-        Nanos(self.current.borrow().nominal_at(t.0).max(0.0) as u64)
+        let t = t.0.saturating_add_signed(-self.shift.get());
+        Nanos(self.current.borrow().nominal_at(t).max(0.0) as u64)
     }
 
     /// The scale at real offset `t`.
@@ -225,6 +257,25 @@ impl TimelineReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shift_moves_every_due_time_later_or_earlier_and_none_below_zero() {
+        let live = LiveRate::new(Timeline::constant(1.0));
+        let r = live.reader(true);
+        assert_eq!(r.real(Nanos(1_000)), Some(Nanos(1_000)));
+        live.set_shift(300);
+        assert_eq!(r.real(Nanos(1_000)), Some(Nanos(1_300)));
+        assert_eq!(r.nominal(Nanos(1_300)), Nanos(1_000));
+        // Not cumulative: the shift in all.
+        live.set_shift(-400);
+        assert_eq!(r.real(Nanos(1_000)), Some(Nanos(600)));
+        assert_eq!(r.real(Nanos(100)), Some(Nanos(0)));
+        // With a rate change too.
+        live.change(Change::Scale(2.0), None).unwrap();
+        assert_eq!(r.real(Nanos(2_000)), Some(Nanos(600)));
+        live.set_shift(0);
+        assert_eq!(r.real(Nanos(2_000)), Some(Nanos(1_000)));
+    }
 
     #[test]
     fn before_the_run_a_change_applies_from_the_start() {

@@ -196,6 +196,14 @@ pub struct WorkerJob {
     pub streams_from: u32,
     /// Test only: the host's clock is this much ahead (ns).
     pub clock_shift: i64,
+    /// The worker passes clock corrections on stdin while the job runs
+    /// (lines `shift NS`: every due time moved by NS in all).
+    #[serde(default)]
+    pub clock_corrections: bool,
+    /// Test only: the host's clock runs this many parts per million fast
+    /// (the job's schedule runs as fast).
+    #[serde(default)]
+    pub clock_drift_ppm: f64,
     /// Where the job's summary goes (its statistics go to stdout).
     pub summary_json: PathBuf,
 }

@@ -32,6 +32,9 @@ pub struct WorkerArgs {
     /// Test only: this worker's clock reads this much ahead (negative: behind) of the host's, so clock correction can be tested on one host.
     #[arg(long, value_parser = signed_duration, allow_hyphen_values = true, hide = true)]
     pub clock_offset: Option<i64>,
+    /// Test only: this worker's clock runs this many parts per million fast (negative: slow) from its start, and its jobs' schedules as fast, so drift correction can be tested on one host.
+    #[arg(long, allow_hyphen_values = true, hide = true, value_parser = drift_ppm)]
+    pub clock_drift_ppm: Option<f64>,
     /// Directory the worker keeps its uploads in (a private sub-directory is made there; default: the system's temporary directory).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
@@ -68,10 +71,10 @@ pub struct ControlRunArgs {
     /// Clock exchanges per worker (the one with the smallest delay gives the offset).
     #[arg(long, default_value_t = 32)]
     pub clock_rounds: usize,
-    /// Measure every worker's clock offset again this often while the job runs, reporting its drift (0: only before the start).
+    /// Measure every worker's clock offset again this often while the job runs, reporting its drift and correcting it: the job's due times move by the drift (0: only before the start).
     #[arg(long, value_parser = duration, default_value = "10s")]
     pub clock_every: Nanos,
-    /// Start every worker at t_tos on its own clock, uncorrected (shows what correction does).
+    /// Start every worker at t_tos on its own clock, uncorrected, and correct no drift during the run (shows what correction does).
     #[arg(long, hide = true)]
     pub no_clock_correction: bool,
     /// Write every worker's per-second statistics as JSON lines to PATH (- for stdout).
@@ -83,4 +86,12 @@ pub struct ControlRunArgs {
     /// No live status line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+/// A test drift: finite, under 100 000 ppm either way.
+fn drift_ppm(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v.abs() < 1e5 => Ok(v),
+        _ => Err(format!("'{s}': parts per million, under 100000 either way")),
+    }
 }

@@ -48,6 +48,7 @@ pub fn worker(a: WorkerArgs) -> Result<u8, Failure> {
         listen: a.listen,
         tls: a.tls,
         clock_offset_ns: a.clock_offset.unwrap_or(0),
+        clock_drift_ppm: a.clock_drift_ppm.unwrap_or(0.0),
         exe: std::env::current_exe().context("finding the sluice binary")?,
         max_upload: a.max_upload,
         clock_service: a.clock_service,
