@@ -501,3 +501,23 @@ async fn a_worker_of_two_ports_gets_both_and_refuses_ports_not_its_own() {
     }
     release_all(&mut conns).await;
 }
+
+/// A correction needs a running job that takes them.
+#[tokio::test]
+async fn a_correction_without_a_job_that_takes_them_is_refused() {
+    let (d, cfg) = setup("null", "{}").await;
+    let mut conns = Vec::new();
+    register_all(&cfg, &mut conns).await.unwrap();
+    let c = &mut conns[0].client;
+    let e = c
+        .correct(pb::Correction { shift_ns: 1_000 })
+        .await
+        .expect_err("no job runs");
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e:?}");
+    assert!(
+        e.message().contains("no job that takes clock corrections"),
+        "{e:?}"
+    );
+    release_all(&mut conns).await;
+    drop(d);
+}
