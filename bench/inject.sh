@@ -16,9 +16,20 @@
 #           TCOUNT descriptions at TPPS (the test suite keeps only bounds
 #           a loaded machine cannot break; the precision is measured here).
 #
-#   bench/inject.sh [all|throughput|timing]
+#   caliper Caliper's Figs. 4 and 6 through inject: UDP frames of 1518 B
+#           (1514 without FCS) at T_R = 100..1000 Mbit/s (Fig. 4), and
+#           spike-bump gaps with the 1518/612/64 B size mix (Fig. 6),
+#           each a schedule a Python client streams (inject_schedule.py
+#           --schedule; bench/caliper_schedule.py writes it and the
+#           reference trace); the capture in the sink namespace judged by
+#           gaperr.py (|D_M - D_R| p50/p90/p99: Caliper's p95 lies
+#           between), and the same reference replayed by tcpreplay (the
+#           commodity path: timing from the trace) beside it.
+#
+#   bench/inject.sh [all|throughput|timing|caliper]
 #                   COUNT=2000000 (descriptions), SECS=3 (pace run),
-#                   TCOUNT=100000 TPPS=50000 (timing run)
+#                   TCOUNT=100000 TPPS=50000 (timing run),
+#                   CCOUNT=20000 CRATES="100 200 400 600 800 1000" (caliper)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -38,6 +49,53 @@ trap cleanup EXIT
 sh "$here/netns.sh" up
 rx() { ip netns exec sink cat /sys/class/net/vb/statistics/rx_packets; }
 what=${1:-all}
+
+# cap_run NAME CMD...: CMD's frames captured in the sink namespace.
+cap_run() {
+  local name=$1; shift
+  ip netns exec sink tcpdump -i vb -w "$work/cap_$name.pcap" -B 262144 -s 96 \
+    --time-stamp-precision nano -q 'udp' 2> "$work/tcpdump.err" &
+  local tpid=$!
+  for _ in $(seq 300); do grep -q "listening on" "$work/tcpdump.err" && break; sleep 0.1; done
+  "$@" > "$work/$name.out" 2>&1 || echo "$name: $(tail -2 "$work/$name.out")" >&2
+  sleep 1.5 # tcpdump's last ring block
+  kill -INT "$tpid"; wait "$tpid" 2>/dev/null || true
+}
+# inject_sched SCHEDULE: the schedule streamed to `sluice inject` on va.
+inject_sched() {
+  local sock=$work/c.sock
+  rm -f "$sock"
+  "$sluice" inject --listen "unix:$sock" --to afpacket:va --sessions 1 -q 2> "$work/inject.err" &
+  local ipid=$!
+  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+  python3 "$root/python/inject_schedule.py" --connect "unix:$sock" --schedule "$1" \
+    --start-ms 300 --src 10.99.0.1 --dst 10.99.0.2
+  wait "$ipid"
+}
+if [ "$what" = caliper ]; then
+  ccount=${CCOUNT:-20000}
+  judge() { python3 "$here/gaperr.py" "$1" "$2" --oneline | tr ' ' '\n' | grep -E '^(received|p50_ns|p90_ns|p99_ns)=' | tr '\n' ' '; }
+  echo "== Caliper Fig. 4 through inject: UDP 1518 B, $ccount frames per rate, |D_M - D_R| (gaperr.py) =="
+  for r in ${CRATES:-100 200 400 600 800 1000}; do
+    gap=$(python3 -c "print(round(1518 * 8 / ($r * 1e6) * 1e9))")
+    python3 "$here/caliper_schedule.py" "$work/s.txt" "$work/ref.pcap" "$ccount" cbr "$gap" 1514
+    cap_run inject inject_sched "$work/s.txt"
+    cap_run tcpreplay tcpreplay -q -i va "$work/ref.pcap"
+    echo "  T_R=${r}Mbit/s gap=${gap}ns  inject: $(judge "$work/ref.pcap" "$work/cap_inject.pcap")  tcpreplay: $(judge "$work/ref.pcap" "$work/cap_tcpreplay.pcap")"
+  done
+  echo "== Caliper Fig. 6 through inject: spike-bump gaps, sizes 1518/612/64 B, $ccount frames =="
+  python3 "$here/caliper_schedule.py" "$work/s.txt" "$work/ref.pcap" "$ccount" spikebump 6
+  cap_run inject inject_sched "$work/s.txt"
+  cap_run tcpreplay tcpreplay -q -i va "$work/ref.pcap"
+  echo "  inject: $(judge "$work/ref.pcap" "$work/cap_inject.pcap")  tcpreplay: $(judge "$work/ref.pcap" "$work/cap_tcpreplay.pcap")"
+  # The CDFs of requested and measured gaps (Fig. 6's two curves): their
+  # KS distance by sluice's analyzer, requested gaps from the schedule.
+  awk 'NR > 1 {print $1}' "$work/s.txt" > "$work/requested.txt"
+  for who in inject tcpreplay; do
+    printf '  %s: KS(requested, measured gaps) = %s\n' "$who" "$("$sluice" analyze "$work/cap_$who.pcap" --gaps "$work/requested.txt" --json | python3 -c 'import json,sys; v=json.load(sys.stdin); print("%.4f (1 us bins: %.4f)" % (v["ks"], v["ks_1us"]))')"
+  done
+  exit 0
+fi
 
 if [ "$what" = all ] || [ "$what" = timing ]; then
   tcount=${TCOUNT:-100000}

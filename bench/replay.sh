@@ -122,13 +122,21 @@ tcpivo() {
   for d in 20 70 2500; do
     local n=$(( 2000000 / d )) f=d$d
     trace $f.pcap $n 64 $(( d * 1000 ))
-    capture_run "sluice_$f" "$sluice" replay "$work/$f.pcap" --to afpacket:va -q --eps-log "$work/eps_$f.csv"
-    capture_run "tcpreplay_$f" tcpreplay -q -i va "$work/$f.pcap"
-    local a b
-    a=$(python3 "$judges/gaperr.py" "$work/$f.pcap" "$work/cap_sluice_$f.pcap" --oneline)
-    b=$(python3 "$judges/gaperr.py" "$work/$f.pcap" "$work/cap_tcpreplay_$f.pcap" --oneline)
-    say "peer=sluice delta_us=$d $a"
-    say "peer=tcpreplay delta_us=$d $b"
+    # $runs alternated runs of each tool; each figure's median over them.
+    local all_a="" all_b="" a b
+    for _ in $(seq "$runs"); do
+      capture_run "sluice_$f" "$sluice" replay "$work/$f.pcap" --to afpacket:va -q --eps-log "$work/eps_$f.csv"
+      capture_run "tcpreplay_$f" tcpreplay -q -i va "$work/$f.pcap"
+      all_a+="$(python3 "$judges/gaperr.py" "$work/$f.pcap" "$work/cap_sluice_$f.pcap" --oneline)"$'\n'
+      all_b+="$(python3 "$judges/gaperr.py" "$work/$f.pcap" "$work/cap_tcpreplay_$f.pcap" --oneline)"$'\n'
+    done
+    med_line() { python3 -c '
+import sys, statistics
+rows = [dict(kv.split("=") for kv in l.split()) for l in sys.stdin.read().splitlines() if l.strip()]
+print(" ".join(f"{k}={statistics.median(float(r[k]) for r in rows):g}" for k in rows[0]))'; }
+    a=$(med_line <<< "$all_a"); b=$(med_line <<< "$all_b")
+    say "peer=sluice delta_us=$d (median of $runs, each figure) $a"
+    say "peer=tcpreplay delta_us=$d (median of $runs, each figure) $b"
     say "delta_us=$d ratio tcpreplay/sluice: $(python3 - "$a" "$b" <<'PY'
 import sys
 f = [dict(kv.split('=') for kv in s.split()) for s in sys.argv[1:]]

@@ -27,7 +27,7 @@ import sluice_inject as si  # noqa: E402
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--connect", required=True)
-    p.add_argument("--count", type=int, required=True)
+    p.add_argument("--count", type=int)
     p.add_argument("--pps", type=float, default=0.0)
     p.add_argument("--start-ms", type=float, default=20.0,
                    help="first departure this long after the session start")
@@ -38,11 +38,39 @@ def main():
     p.add_argument("--time-base", choices=["session", "monotonic", "realtime"],
                    default="realtime")
     p.add_argument("--acks", help="write seq departure_ns status per line")
+    p.add_argument("--schedule",
+                   help="a file of lines `GAP_NS SIZE`: packet i is due the sum "
+                        "of the gaps before it after the first, with its own frame "
+                        "size (drawn laws and size mixes; --count defaults to its "
+                        "lines, --pps and --size are not used)")
     p.add_argument("--reuse", type=int, default=0,
                    help="encode this many descriptions once and send them "
                         "again and again (throughput runs: the client's own "
                         "encoding then costs nothing)")
     a = p.parse_args()
+    due, sizes = None, None
+    if a.schedule:
+        due, sizes, at = [], [], 0
+        for n, line in enumerate(open(a.schedule), 1):
+            parts = line.split()
+            if not parts or parts[0].startswith("#"):
+                continue
+            try:
+                gap, size = int(parts[0]), int(parts[1])
+            except (ValueError, IndexError):
+                p.error(f"{a.schedule}:{n}: `GAP_NS SIZE` expected")
+            if gap < 0 or not 60 <= size <= 9000:
+                p.error(f"{a.schedule}:{n}: a gap of 0 or more and a size of 60..9000 expected")
+            if due:
+                at += gap
+            due.append(at)
+            sizes.append(size)
+        if a.count is None:
+            a.count = len(due)
+        if a.count > len(due) or a.reuse:
+            p.error("--schedule: --count above its lines, or with --reuse")
+    if a.count is None:
+        p.error("--count is needed (or --schedule)")
 
     base = {"session": si.SESSION, "monotonic": si.MONOTONIC,
             "realtime": si.REALTIME}[a.time_base]
@@ -54,6 +82,9 @@ def main():
     gap = 1e9 / a.pps if a.pps > 0 else 0.0
 
     def desc(i):
+        if due is not None:
+            return si.fields(i, t0 + due[i], a.src, a.dst, 40000, 9,
+                             sizes[i], prefix=struct.pack(">Q", i))
         return si.fields(i, t0 + int(i * gap), a.src, a.dst, 40000, 9,
                          a.size, prefix=struct.pack(">Q", i))
 

@@ -1,6 +1,7 @@
-//! The distributed bench's helpers on known inputs: bench/realign.py
-//! (per-worker realignment, Fig. 14), bench/nmse_table.py (Figs. 16-17,
-//! Table 7) and bench/sync_sim.py (Fig. 18's simulated workers).
+//! The benches' helpers on known inputs: bench/realign.py (per-worker
+//! realignment, Fig. 14), bench/nmse_table.py (Figs. 16-17, Table 7),
+//! bench/sync_sim.py (Fig. 18's simulated workers), bench/sendloop.py
+//! (TCPivo Table 3) and bench/caliper_schedule.py (Caliper Figs. 4, 6).
 
 mod common;
 use common::*;
@@ -163,4 +164,95 @@ fn sync_sim_delays_past_the_capability_and_moves_whole_workers() {
         .unwrap();
     assert!(!o2.status.success());
     assert!(String::from_utf8_lossy(&o2.stderr).contains("source port 1025"));
+}
+
+/// A perf report of known samples: each line lands in its part by thread
+/// and symbol, and per-packet time is samples / frequency / packets.
+#[test]
+fn sendloop_puts_each_sample_in_its_part() {
+    if !sluice_testkit::require("python3", "bench/sendloop.py") {
+        return;
+    }
+    let report = "\
+# comment\n\
+    50.00%  1000  sluice-tx0  [kernel.kallsyms]  [k] packet_sendmsg\n\
+    20.00%   400  sluice-tx0  [kernel.kallsyms]  [k] net_rx_action\n\
+    10.00%   200  sluice-tx0  sluice             [.] <sluice_sink::afpacket::AfPacketSink as sluice_sink::Sink>::send_parts\n\
+    10.00%   200  sluice-io   sluice             [.] sluice_capture::reader::CaptureReader::next_packet\n\
+     5.00%   100  sluice-io   sluice             [.] sluice_wire::payload::rewrite_payload\n\
+     5.00%   100  sluice      libc.so.6          [.] malloc\n";
+    let o = Command::new("python3")
+        .arg(bench_script("sendloop.py"))
+        .args(["1000", "1000", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write as _;
+            c.stdin.take().unwrap().write_all(report.as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // 1000 Hz, 1000 packets: a sample is 1 us per packet.
+    for (part, us) in [
+        ("send: kernel", 1000.0),
+        ("sink receive", 400.0),
+        ("send: user", 200.0),
+        ("trace read", 200.0),
+        ("build", 100.0),
+        ("other", 100.0),
+        ("loop (ours, without the sink)", 1500.0),
+    ] {
+        let got = v[part]["us_per_packet"].as_f64().unwrap();
+        assert!((got - us).abs() < 1e-6, "{part}: {got}");
+    }
+    assert!((v["send: kernel"]["share"].as_f64().unwrap() - 0.5).abs() < 1e-9);
+}
+
+/// The spike-bump schedule and its reference trace agree frame for frame:
+/// gaperr.py finds no error of the reference against itself, the gaps are
+/// the schedule's, and the sizes and gaps have the law's mix.
+#[test]
+fn caliper_schedule_writes_a_schedule_and_its_reference() {
+    if !sluice_testkit::require("python3", "bench/caliper_schedule.py") {
+        return;
+    }
+    let d = tmpdir("caliper-schedule");
+    let (sched, reference) = (d.join("s.txt"), d.join("r.pcap"));
+    let (s, r) = (sched.to_str().unwrap(), reference.to_str().unwrap());
+    python("caliper_schedule.py", &[s, r, "4000", "spikebump", "6"]);
+    let rows: Vec<(u64, usize)> = std::fs::read_to_string(&sched)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            (
+                w.next().unwrap().parse().unwrap(),
+                w.next().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 4000);
+    let frames = read_all(&reference);
+    assert_eq!(frames.len(), 4000);
+    for (i, ((ts, f), (gap, size))) in frames.iter().zip(&rows).enumerate() {
+        assert_eq!(f.len(), *size, "frame {i}");
+        assert_eq!(u64::from_be_bytes(f[42..50].try_into().unwrap()), i as u64);
+        if i > 0 {
+            assert_eq!(ts - frames[i - 1].0, *gap, "gap before frame {i}");
+        }
+    }
+    let share =
+        |p: &dyn Fn(&(u64, usize)) -> bool| rows.iter().filter(|r| p(r)).count() as f64 / 4000.0;
+    // Binomial shares of 4000 draws: 5 sd is about 0.04.
+    assert!((share(&|r| r.1 == 1514) - 0.5).abs() < 0.04);
+    assert!((share(&|r| r.1 == 608) - 0.1).abs() < 0.04);
+    assert!((share(&|r| r.0 == 20_000) - 0.6).abs() < 0.04);
+    let judged = python("gaperr.py", &[r, r, "--oneline"]);
+    assert!(
+        judged.contains("received=4000") && judged.contains("max_ns=0"),
+        "{judged}"
+    );
 }
