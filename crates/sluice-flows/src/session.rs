@@ -41,6 +41,11 @@ pub const MAX_PREFIX: usize = 64;
 pub struct Session {
     #[serde(default)]
     pub seed: Option<u64>,
+    /// Layers every frame carries between its Ethernet addresses and its
+    /// IP header, outermost first: VLAN tags (`vlan`, 802.1Q; `svlan`,
+    /// 802.1ad), then MPLS labels (`sluice_wire::l2encap`).
+    #[serde(default)]
+    pub encap: Vec<sluice_wire::l2encap::L2Layer>,
     pub flows: Vec<FlowEntry>,
     /// The file it came from, for error messages.
     #[serde(skip)]
@@ -305,6 +310,10 @@ impl Session {
 
     /// The session, once every entry passed [`FlowEntry::check`].
     pub(crate) fn checked(self) -> Result<Session, SessionError> {
+        sluice_wire::l2encap::check(&self.encap).map_err(|what| SessionError::Syntax {
+            file: self.name.clone(),
+            what,
+        })?;
         for (i, f) in self.flows.iter().enumerate() {
             f.check().map_err(|what| self.entry_error(i, what))?;
         }

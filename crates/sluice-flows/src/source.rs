@@ -112,6 +112,8 @@ pub struct FlowSource {
     pick: u64,
     /// Header template of the flow (slot) that sent last.
     headers: Option<(u32, FlowHeaders)>,
+    /// The session's L2 layers (checked when it was loaded).
+    encap: Vec<sluice_wire::l2encap::L2Layer>,
 }
 
 impl FlowSource {
@@ -129,6 +131,7 @@ impl FlowSource {
             FlowEntry::peak_active,
         )?;
         let seed = cfg.seed.or(session.seed).unwrap_or(1);
+        let encap = session.encap.clone();
         let expander = Expander::new(session, seed)?;
         // Each planner picks with its own stream.
         let pick = seed ^ 0x5851_f42d_4c95_7f2d ^ u64::from(cfg.part.map_or(0, |p| p.index));
@@ -152,6 +155,7 @@ impl FlowSource {
             fast_next: 0.0,
             pick,
             headers: None,
+            encap,
         })
     }
 
@@ -233,6 +237,12 @@ impl FlowSource {
                 f.reverse,
             )
             .expect("families checked when the session was loaded");
+            let h = if self.encap.is_empty() {
+                h
+            } else {
+                h.with_l2(&self.encap)
+                    .expect("layers checked when the session was loaded")
+            };
             self.headers = Some((slot, h));
         }
         let Some((_, headers)) = &self.headers else {

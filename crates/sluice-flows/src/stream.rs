@@ -133,6 +133,7 @@ pub fn read_yaml(
     }
     head.push_str("flows: []\n");
     let mut s: Session = serde_yaml_ng::from_str(&head).map_err(|e| syntax(e.to_string()))?;
+    sluice_wire::l2encap::check(&s.encap).map_err(syntax)?;
     s.flows = flows;
     s.name = name.to_owned();
     Ok(s)
@@ -203,6 +204,7 @@ mod tests {
     fn same(text: &str) {
         let (a, b) = both(text);
         assert_eq!(a.seed, b.seed);
+        assert_eq!(a.encap, b.encap);
         assert_eq!(format!("{:?}", a.flows), format!("{:?}", b.flows), "{text}");
     }
 
@@ -211,6 +213,7 @@ mod tests {
         same("seed: 3\nflows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 3, pps: 5}\n  - {proto: tcp4, src: 10.0.0.1, dst: 10.0.0.3, packets: 1, start: 1ms}\n");
         // Block mappings, comments, blank lines, items at column 0, the seed after.
         same("# a session\nflows: # the list\n- proto: udp4\n  src: 10.0.0.1\n\n  # comment\n  dst: 10.0.0.2\n  packets: 5\n  spp: 2\n  vary:\n    sport: [1, 9]\n- proto: icmp4\n  src: 10.0.0.1\n  dst: 10.0.0.2\n  packets: 2\n  pps: 10\nseed: 9\n");
+        same("encap: [{vlan: 7}]\nflows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 3, pps: 5}\n");
         same("flows:\n    -   proto: udp6\n        src: '::1'\n        dst: '::2'\n        packets: 4\n        pps: 1\n        prefix: {hex: 'beef'}\n");
         let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../examples/sessions/mixed.yaml");
@@ -228,6 +231,13 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("at line 6 column 5"), "{e}");
+        let e = read_yaml(
+            "s.yaml",
+            "encap: [{vlan: 4095}]\nflows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 3}\n".as_bytes(),
+            u64::MAX,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("encap[0].vlan.id: 4095"), "{e}");
         let e = read_yaml("s.yaml", "seed: 1\n".as_bytes(), u64::MAX)
             .unwrap_err()
             .to_string();

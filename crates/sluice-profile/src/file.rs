@@ -168,6 +168,11 @@ pub struct PacketSpec {
     pub dport: u16,
     #[serde(default = "one")]
     pub flows: u32,
+    /// L2 layers in front of the IP header, outermost first (VLAN tags,
+    /// QinQ, MPLS labels; `sluice_wire::l2encap`): part of each frame's
+    /// size.
+    #[serde(default)]
+    pub encap: Vec<sluice_wire::l2encap::L2Layer>,
 }
 
 fn udp4() -> String {
@@ -198,6 +203,7 @@ impl Default for PacketSpec {
             sport: sport(),
             dport: dport(),
             flows: 1,
+            encap: Vec::new(),
         }
     }
 }
@@ -222,18 +228,20 @@ impl PacketSpec {
                     dport: self.dport,
                 };
                 let udp = sluice_wire::FlowProto::Udp;
-                sluice_wire::FlowHeaders::new(src_mac, dst_mac, ends, udp, false)
+                let h = sluice_wire::FlowHeaders::new(src_mac, dst_mac, ends, udp, false)?;
+                if self.encap.is_empty() {
+                    Ok(h)
+                } else {
+                    h.with_l2(&self.encap)
+                }
             })
             .collect()
     }
 
-    /// Ethernet, IP and UDP headers: the smallest frame.
+    /// Ethernet, the L2 layers, IP and UDP headers: the smallest frame.
     pub fn header_len(&self) -> u16 {
-        if self.v6() {
-            62
-        } else {
-            42
-        }
+        let l2 = 4 * self.encap.len() as u16;
+        l2 + if self.v6() { 62 } else { 42 }
     }
 }
 
@@ -447,6 +455,11 @@ fn key_err(key: &str, what: String) -> KeyError {
 
 /// The packet's protocol, addresses and flows, checked.
 fn check_packet(packet: &PacketSpec) -> Result<(), KeyError> {
+    sluice_wire::l2encap::check(&packet.encap).map_err(|e| {
+        // "encap[1].mpls.label: …": the key is the packet's.
+        let (k, what) = e.split_once(": ").unwrap_or(("encap", &e));
+        key_err(&format!("packet.{k}"), what.to_string())
+    })?;
     if !matches!(packet.proto.as_str(), "udp4" | "udp6") {
         return Err(key_err(
             "packet.proto",

@@ -207,6 +207,7 @@ mod tests {
                 sport: 2000,
                 dport: 9,
                 flows,
+                encap: Vec::new(),
             },
             src_mac: MacAddr::LOCAL_SRC,
             dst_mac: MacAddr::LOCAL_DST,

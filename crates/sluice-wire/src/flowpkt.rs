@@ -66,7 +66,10 @@ pub struct PacketFields<'a> {
 
 #[derive(Clone, Debug)]
 pub struct FlowHeaders {
-    head: [u8; 74],
+    /// The template: Ethernet, the L2 layers, IP and L4 headers.
+    head: [u8; HEAD],
+    /// Ethernet + L2 layers (where the IP header starts).
+    l2_end: usize,
     /// Ethernet + IP header length.
     l3_end: usize,
     /// Ethernet + IP + L4 header length.
@@ -85,6 +88,8 @@ pub struct FlowHeaders {
 }
 
 const ETH: usize = 14;
+/// Ethernet, the most L2 layers, IPv6 and TCP.
+const HEAD: usize = ETH + 4 * crate::l2encap::MAX_LAYERS + 40 + 20;
 
 impl FlowHeaders {
     /// Fails when the addresses are of different families.
@@ -101,7 +106,7 @@ impl FlowHeaders {
             sport,
             dport,
         } = ends;
-        let mut h = [0u8; 74];
+        let mut h = [0u8; HEAD];
         h[0..6].copy_from_slice(&dst_mac.0);
         h[6..12].copy_from_slice(&src_mac.0);
         let (v6, l3_end, next, pseudo) = match (src, dst) {
@@ -171,6 +176,7 @@ impl FlowHeaders {
         let l4_sum = sum16(&h[l3_end..l3_end + l4_len], 0);
         Ok(FlowHeaders {
             head: h,
+            l2_end: ETH,
             l3_end,
             l4_end: l3_end + l4_len,
             v6,
@@ -180,6 +186,27 @@ impl FlowHeaders {
             ip_sum,
             l4_sum,
         })
+    }
+
+    /// The same headers behind the L2 `layers` (VLAN tags, MPLS labels;
+    /// checked by [`crate::l2encap::check`]), outermost first.
+    pub fn with_l2(mut self, layers: &[crate::l2encap::L2Layer]) -> Result<Self, String> {
+        crate::l2encap::check(layers)?;
+        if self.l2_end != ETH {
+            return Err("the L2 layers are given once".into());
+        }
+        let ip_type = u16::from_be_bytes([self.head[12], self.head[13]]);
+        let l2 = crate::l2encap::bytes(layers, ip_type);
+        let grow = l2.len() - 2;
+        let mut h = [0u8; HEAD];
+        h[..12].copy_from_slice(&self.head[..12]);
+        h[12..12 + l2.len()].copy_from_slice(&l2);
+        h[ETH + grow..self.l4_end + grow].copy_from_slice(&self.head[ETH..self.l4_end]);
+        self.head = h;
+        self.l2_end += grow;
+        self.l3_end += grow;
+        self.l4_end += grow;
+        Ok(self)
     }
 
     /// Frame length for a payload of `payload_len` bytes.
@@ -214,15 +241,16 @@ impl FlowHeaders {
         out.resize(start + self.l4_end + f.payload_len, 0);
         let frame = &mut out[start..];
         // IP header.
+        let ip = self.l2_end;
         if self.v6 {
-            frame[ETH + 4..ETH + 6].copy_from_slice(&(l4_len as u16).to_be_bytes());
+            frame[ip + 4..ip + 6].copy_from_slice(&(l4_len as u16).to_be_bytes());
         } else {
             let total = (20 + l4_len) as u16;
             let id = f.index as u16;
-            frame[ETH + 2..ETH + 4].copy_from_slice(&total.to_be_bytes());
-            frame[ETH + 4..ETH + 6].copy_from_slice(&id.to_be_bytes());
+            frame[ip + 2..ip + 4].copy_from_slice(&total.to_be_bytes());
+            frame[ip + 4..ip + 6].copy_from_slice(&id.to_be_bytes());
             let c = fold(self.ip_sum + u32::from(total) + u32::from(id));
-            frame[ETH + 10..ETH + 12].copy_from_slice(&c.to_be_bytes());
+            frame[ip + 10..ip + 12].copy_from_slice(&c.to_be_bytes());
         }
         // L4 header: the changed words go into the checksum as they are written.
         let l4 = &mut frame[self.l3_end..self.l4_end];
@@ -343,6 +371,53 @@ mod tests {
             assert_eq!(&out[l3..], b"0123456789");
             let next = if l3 == 34 { out[14 + 9] } else { out[14 + 6] };
             assert_eq!(next, 47, "{s}: the IP protocol field");
+        }
+    }
+
+    #[test]
+    fn l2_layers_go_before_the_ip_header_and_checksums_stay_right() {
+        use crate::l2encap::{L2Layer, TPID_CTAG, TPID_STAG};
+        let layers = [
+            L2Layer::Vlan {
+                tpid: TPID_STAG,
+                pcp: 0,
+                dei: false,
+                vid: 10,
+            },
+            L2Layer::Vlan {
+                tpid: TPID_CTAG,
+                pcp: 3,
+                dei: false,
+                vid: 20,
+            },
+            L2Layer::Mpls {
+                label: 100,
+                tc: 0,
+                ttl: 64,
+            },
+        ];
+        for (s, d) in [("10.0.0.1", "10.0.0.2"), ("2001:db8::1", "2001:db8::2")] {
+            for proto in [FlowProto::Udp, FlowProto::Tcp, FlowProto::Icmp] {
+                let plain = headers(s, d, proto);
+                let h = headers(s, d, proto).with_l2(&layers).unwrap();
+                let fields = PacketFields {
+                    index: 2,
+                    last: false,
+                    payload_len: 33,
+                    tcp_seq: 9,
+                    prefix: b"x",
+                    stamp: Some(1),
+                };
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                plain.write(&mut a, &fields);
+                h.write(&mut b, &fields);
+                assert_eq!(b.len(), a.len() + 12);
+                // The same packet behind the layers.
+                assert_eq!(&b[..12], &a[..12]);
+                assert_eq!(&b[12..26], &crate::l2encap::bytes(&layers, 0)[..14]);
+                assert_eq!(&b[26..], &a[14..], "{s} {proto:?}");
+                verify_checksums(&b).unwrap_or_else(|e| panic!("{s} {proto:?}: {e:?}"));
+            }
         }
     }
 

@@ -11,6 +11,8 @@
 //!   receiver counts loss, reordering and one-way latency by.
 //! * [`tunnel`]: where VXLAN, GRE, GTP-U and IP-in-IP carry their packet,
 //!   so the header rewrite can reach it.
+//! * [`l2encap`]: VLAN tags, QinQ and MPLS label stacks in front of a
+//!   generated frame's IP header.
 //! * [`flow`]: a symmetric, stable flow hash for spreading frames over
 //!   senders while keeping both directions of a connection together.
 //!
@@ -28,6 +30,7 @@ pub mod checksum;
 pub mod ethernet;
 pub mod flow;
 pub mod flowpkt;
+pub mod l2encap;
 pub mod layers;
 pub mod payload;
 pub mod rewrite;
