@@ -41,6 +41,7 @@ fn world() -> &'static World {
             listen: WorkerListen::Unix(sock.clone()),
             tls: None,
             clock_offset_ns: 0,
+            clock_drift_ppm: 0.0,
             exe: PathBuf::from("/bin/false"),
             max_upload: 1 << 20,
             clock_service: sluice_control::clocksvc::ClockServiceSpec::None,

@@ -103,6 +103,62 @@ fn the_seed_makes_runs_repeat() {
     assert_ne!(a, send("6", "c.pcap"));
 }
 
+/// `--encap`: the frames behind an S-tag and an MPLS label, within
+/// `--size`, the IP packet the same as without; a bad layer is refused
+/// naming the option.
+#[test]
+fn encap_layers_go_in_front_of_the_ip_header_within_the_size() {
+    let d = tmpdir("onoff-encap");
+    let send = |extra: &[&str], name: &str| {
+        let out = d.join(name);
+        let mut args = vec![
+            "profile",
+            "onoff",
+            "--on",
+            "constant:1ms",
+            "--off",
+            "constant:1ms",
+            "--gap",
+            "constant:100us",
+            "--size",
+            "200",
+            "--limit",
+            "50",
+            "--clock",
+            "virtual",
+        ];
+        args.extend_from_slice(extra);
+        let to = format!("pcap:{}", out.display());
+        args.extend_from_slice(&["--to", &to]);
+        let o = run(&args);
+        (o, out)
+    };
+    let (o, plain) = send(&[], "plain.pcap");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (o, tagged) = send(
+        &["--encap", "svlan:5:3", "--encap", "mpls:16:0:9"],
+        "tagged.pcap",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (a, b) = (read_all(&plain), read_all(&tagged));
+    assert_eq!(a.len(), 50);
+    for ((_, p), (_, t)) in a.iter().zip(&b) {
+        assert_eq!(t.len(), 200, "--size holds the layers");
+        // S-tag (PCP 3, VID 5), MPLS, one label: 16, bottom, TTL 9.
+        assert_eq!(&t[12..22], &[0x88, 0xa8, 0x60, 5, 0x88, 0x47, 0, 1, 1, 9]);
+        // The IP packet: the same header (its length 8 bytes less).
+        assert_eq!(t[22] >> 4, 4);
+        assert_eq!(
+            u16::from_be_bytes([t[24], t[25]]) + 8,
+            u16::from_be_bytes([p[16], p[17]])
+        );
+        assert_eq!(&t[34..42], &p[26..34], "the addresses");
+    }
+    let (o, _) = send(&["--encap", "mpls:2000000"], "bad.pcap");
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--encap"), "{}", stderr(&o));
+}
+
 #[test]
 fn bad_laws_and_endless_files_are_refused_naming_the_option() {
     let d = tmpdir("onoff-bad");

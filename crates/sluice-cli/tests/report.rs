@@ -521,10 +521,11 @@ fn every_file_a_run_writes_makes_a_report_that_agrees_with_its_summary() {
     let cs = d.join("control.json");
     let worker = |name: &str, port: u32, summary: serde_json::Value, lost: bool| {
         serde_json::json!({
-            "name": name, "address": "unix:/w", "port": port, "sink": "null",
+            "name": name, "address": "unix:/w", "port": port, "sink": "null", "also_to": [],
             "offset_ns": 0, "offset_uncertainty_ns": 10, "clock_service": null,
             "clock_service_offset_ns": null, "clock_service_bound_ns": null,
             "start_ns": 0, "clock_checks": 0, "drift_ns": null, "drift_max_abs_ns": null,
+            "drift_corrections": 0, "drift_residual_bound_ns": null,
             "streams_from": null, "rx": null, "rx_clocks": [],
             "summary": summary, "error": if lost { serde_json::json!("worker: lost") } else { serde_json::Value::Null },
             "refused": false, "lost": lost, "last_packets": if lost { 21 } else { 100 },

@@ -113,6 +113,83 @@ pub fn bytes(layers: &[L2Layer], ip_type: u16) -> Vec<u8> {
     out
 }
 
+/// A layer as the command line writes it: `vlan:ID[:PCP[:dei]]`,
+/// `svlan:ID[:PCP[:dei]]` or `mpls:LABEL[:TC[:TTL]]` (ranges checked by
+/// [`check`]).
+impl std::str::FromStr for L2Layer {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut it = s.split(':');
+        let kind = it.next().unwrap_or_default();
+        let parts: Vec<&str> = it.collect();
+        let num = |i: usize, what: &str| -> Result<Option<u32>, String> {
+            parts
+                .get(i)
+                .map(|p| {
+                    p.parse::<u32>()
+                        .map_err(|_| format!("'{s}': {what} '{p}' is not a number"))
+                })
+                .transpose()
+        };
+        let small = |v: Option<u32>, what: &str, default: u8| -> Result<u8, String> {
+            v.map_or(Ok(default), |v| {
+                u8::try_from(v).map_err(|_| format!("'{s}': {what} {v} is above 255"))
+            })
+        };
+        let layer = match kind {
+            "vlan" | "svlan" => {
+                if parts.is_empty() || parts.len() > 3 || parts.get(2).is_some_and(|d| *d != "dei")
+                {
+                    return Err(format!("'{s}': {kind}:ID[:PCP[:dei]] expected"));
+                }
+                let vid = num(0, "the VLAN id")?.unwrap_or(0);
+                L2Layer::Vlan {
+                    tpid: if kind == "svlan" {
+                        TPID_STAG
+                    } else {
+                        TPID_CTAG
+                    },
+                    pcp: small(num(1, "the PCP")?, "the PCP", 0)?,
+                    dei: parts.len() == 3,
+                    vid: u16::try_from(vid)
+                        .map_err(|_| format!("'{s}': {kind}.id: {vid}: 1..4094 expected"))?,
+                }
+            }
+            "mpls" => {
+                if parts.is_empty() || parts.len() > 3 {
+                    return Err(format!("'{s}': mpls:LABEL[:TC[:TTL]] expected"));
+                }
+                L2Layer::Mpls {
+                    label: num(0, "the label")?.unwrap_or(0),
+                    tc: small(num(1, "the TC")?, "the TC", 0)?,
+                    ttl: small(num(2, "the TTL")?, "the TTL", 64)?,
+                }
+            }
+            _ => return Err(format!("'{s}': vlan:ID, svlan:ID or mpls:LABEL expected")),
+        };
+        check(std::slice::from_ref(&layer))
+            .map_err(|e| format!("'{s}': {}", e.trim_start_matches("encap[0].")))?;
+        Ok(layer)
+    }
+}
+
+impl std::fmt::Display for L2Layer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            L2Layer::Vlan {
+                tpid,
+                pcp,
+                dei,
+                vid,
+            } => {
+                let kind = if tpid == TPID_STAG { "svlan" } else { "vlan" };
+                write!(f, "{kind}:{vid}:{pcp}{}", if dei { ":dei" } else { "" })
+            }
+            L2Layer::Mpls { label, tc, ttl } => write!(f, "mpls:{label}:{tc}:{ttl}"),
+        }
+    }
+}
+
 /// A layer as written in a session or profile.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -243,6 +320,34 @@ mod tests {
             ]
         );
         assert_eq!(bytes(&[], 0x86dd), [0x86, 0xdd]);
+    }
+
+    #[test]
+    fn the_command_line_form_reads_back_what_it_writes() {
+        for text in ["vlan:100:0", "svlan:7:5:dei", "mpls:16:3:9"] {
+            let l: L2Layer = text.parse().unwrap();
+            assert_eq!(l.to_string(), text);
+        }
+        assert_eq!(
+            "mpls:16".parse::<L2Layer>().unwrap(),
+            L2Layer::Mpls {
+                label: 16,
+                tc: 0,
+                ttl: 64
+            }
+        );
+        for (bad, says) in [
+            ("vlan:0", "vlan.id: 0"),
+            ("vlan:5000", "vlan.id: 5000"),
+            ("svlan:70000", "svlan.id: 70000"),
+            ("vlan:5:9", "vlan.pcp: 9"),
+            ("mpls:x", "the label 'x' is not a number"),
+            ("gre:1", "vlan:ID, svlan:ID or mpls:LABEL expected"),
+            ("vlan", "vlan:ID[:PCP[:dei]] expected"),
+        ] {
+            let e = bad.parse::<L2Layer>().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -30,8 +30,7 @@ pub fn prepare(a: &mut OnOffArgs) -> Result<crate::plan::Prepared<'_>, Failure> 
         sport: a.opts.sport,
         dport: a.opts.dport,
         flows: a.opts.flows,
-        // The command line has no L2 layers yet; a profile's packet does.
-        encap: Vec::new(),
+        encap: a.opts.encap.clone(),
     };
     if a.opts.src.is_ipv6() != a.opts.dst.is_ipv6() {
         return Err(bad_input(anyhow!(
