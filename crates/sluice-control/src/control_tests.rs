@@ -56,6 +56,25 @@ fn job(dir: &Path, summary: &str) -> PathBuf {
     p
 }
 
+/// A worker whose job script keeps the job file the worker wrote for it
+/// (in `kept.json`) and answers with a summary: (address, kept file).
+async fn keeping_worker(dir: &Path) -> (String, PathBuf) {
+    let exe = dir.join("job.sh");
+    let kept = dir.join("kept.json");
+    std::fs::write(
+        &exe,
+        format!(
+            "#!/bin/sh\ncp \"$2\" {}\n\
+             out=$(sed -n 's/.*\"summary_json\":\"\\([^\"]*\\)\".*/\\1/p' \"$2\")\n\
+             echo '{{\"packets\": 1}}' > \"$out\"\n",
+            kept.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (worker(dir, &exe).await, kept)
+}
+
 fn config(dir: &Path, address: &str, to: &str) -> ControlConfig {
     let file = dir.join("t.pcap");
     std::fs::write(&file, b"the job's input").unwrap();
@@ -333,21 +352,7 @@ fn a_worker_of_another_version_is_refused_naming_both() {
 #[tokio::test]
 async fn a_split_by_components_ships_the_components_and_workers_check_them() {
     let d = tempfile::tempdir().unwrap();
-    // The job script keeps the job file the worker wrote for it.
-    let exe = d.path().join("job.sh");
-    let kept = d.path().join("kept.json");
-    std::fs::write(
-        &exe,
-        format!(
-            "#!/bin/sh\ncp \"$2\" {}\n\
-             out=$(sed -n 's/.*\"summary_json\":\"\\([^\"]*\\)\".*/\\1/p' \"$2\")\n\
-             echo '{{\"packets\": 1}}' > \"$out\"\n",
-            kept.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let addr = worker(d.path(), &exe).await;
+    let (addr, kept) = keeping_worker(d.path()).await;
     let mut cfg = config(d.path(), &addr, "null");
     let profile = d.path().join("p.yaml");
     std::fs::write(
@@ -433,20 +438,7 @@ async fn a_split_by_components_ships_the_components_and_workers_check_them() {
 #[tokio::test]
 async fn a_worker_of_two_ports_gets_both_and_refuses_ports_not_its_own() {
     let d = tempfile::tempdir().unwrap();
-    let exe = d.path().join("job.sh");
-    let kept = d.path().join("kept.json");
-    std::fs::write(
-        &exe,
-        format!(
-            "#!/bin/sh\ncp \"$2\" {}\n\
-             out=$(sed -n 's/.*\"summary_json\":\"\\([^\"]*\\)\".*/\\1/p' \"$2\")\n\
-             echo '{{\"packets\": 1}}' > \"$out\"\n",
-            kept.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let addr = worker(d.path(), &exe).await;
+    let (addr, kept) = keeping_worker(d.path()).await;
     let mut cfg = config(d.path(), &addr, "null");
     cfg.plan.workers[0].also_to = vec!["afpacket:lo".into()];
     cfg.plan.command = pb::Command::Profile;
