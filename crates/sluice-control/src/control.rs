@@ -956,10 +956,10 @@ impl Gather {
         let first = tokio::time::Instant::now() + every;
         let mut check = tokio::time::interval_at(first, every);
         let (ctx, mut crx) = tokio::sync::mpsc::channel::<(usize, i64, u64, Option<Duration>)>(64);
-        // Each worker's last drift and when it was measured, and the
-        // largest error built up before a correction landed.
-        let mut last_drift: Vec<(i64, tokio::time::Instant)> =
-            vec![(0, tokio::time::Instant::now()); conns.len()];
+        // When each worker's last check came in (its drift is the
+        // result's), and the largest error built up before a correction
+        // landed.
+        let mut last_at = vec![tokio::time::Instant::now(); conns.len()];
         let mut max_step: Vec<u64> = vec![0; conns.len()];
         let mut max_unc: Vec<u64> = vec![0; conns.len()];
         let correct = cfg.correct;
@@ -1004,6 +1004,7 @@ impl Gather {
                     }
                     let r = &mut conns[i].result;
                     let drift = off - r.offset_ns;
+                    let prev = r.drift_ns.unwrap_or(0);
                     r.clock_checks += 1;
                     r.drift_ns = Some(drift);
                     r.drift_max_abs_ns = Some(r.drift_max_abs_ns.unwrap_or(0).max(drift.unsigned_abs()));
@@ -1012,15 +1013,14 @@ impl Gather {
                     // first check's drift, since the start's offset, is
                     // before any correction: the error until it came).
                     let at = tokio::time::Instant::now();
-                    let (prev, prev_at) = last_drift[i];
                     if r.clock_checks > 1 {
-                        let dt = at.duration_since(prev_at).as_secs_f64().max(1e-6);
+                        let dt = at.duration_since(last_at[i]).as_secs_f64().max(1e-6);
                         let late = landed.unwrap_or_default().as_secs_f64();
                         let built = drift.abs_diff(prev) as f64 * (dt + late) / dt;
                         max_step[i] = max_step[i].max(built.ceil() as u64);
                     }
                     max_unc[i] = max_unc[i].max(unc);
-                    last_drift[i] = (drift, at);
+                    last_at[i] = at;
                     if corrected {
                         r.drift_corrections += 1;
                         r.drift_residual_bound_ns =
