@@ -43,9 +43,9 @@ pub struct Session {
     pub seed: Option<u64>,
     /// Layers every frame carries between its Ethernet addresses and its
     /// IP header, outermost first: VLAN tags (`vlan`, 802.1Q; `svlan`,
-    /// 802.1ad), then MPLS labels (`sluice_wire::l2encap`).
+    /// 802.1ad), MPLS labels, tunnels (`sluice_wire::encap`).
     #[serde(default)]
-    pub encap: Vec<sluice_wire::l2encap::L2Layer>,
+    pub encap: Vec<sluice_wire::encap::EncapLayer>,
     pub flows: Vec<FlowEntry>,
     /// The file it came from, for error messages.
     #[serde(skip)]
@@ -310,12 +310,15 @@ impl Session {
 
     /// The session, once every entry passed [`FlowEntry::check`].
     pub(crate) fn checked(self) -> Result<Session, SessionError> {
-        sluice_wire::l2encap::check(&self.encap).map_err(|what| SessionError::Syntax {
+        sluice_wire::encap::check(&self.encap).map_err(|what| SessionError::Syntax {
             file: self.name.clone(),
             what,
         })?;
+        let layers = sluice_wire::encapstack::len(&self.encap) as u64;
         for (i, f) in self.flows.iter().enumerate() {
-            f.check().map_err(|what| self.entry_error(i, what))?;
+            f.check()
+                .and_then(|()| f.fits_ip(layers))
+                .map_err(|what| self.entry_error(i, what))?;
         }
         Ok(self)
     }
@@ -517,6 +520,25 @@ impl FlowEntry {
     /// IP + L4 header bytes of every packet.
     pub fn header_len(&self) -> usize {
         self.proto.header_len()
+    }
+
+    /// Whether the largest packet, behind `layers` bytes of encapsulation,
+    /// fits an IP packet's length (checked after [`FlowEntry::check`]).
+    pub fn fits_ip(&self, layers: u64) -> Result<(), String> {
+        let h = self.header_len() as u64;
+        let most = match self.bytes {
+            Some(b) => (b - h * self.packets).div_ceil(self.packets),
+            None => {
+                let vary = self.vary.payload.map_or(0, |[a, b]| a.max(b));
+                u64::from(self.payload.bounds().1.max(vary))
+            }
+        };
+        if most + h + layers > 65_535 {
+            return Err(format!(
+                "a payload of {most} bytes behind {h} bytes of headers and {layers} of encap is over an IP packet's 65535"
+            ));
+        }
+        Ok(())
     }
 
     /// Gap between packets in ns (FLOR eq. 5.1), 0 for one-packet flows.

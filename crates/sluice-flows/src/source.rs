@@ -112,8 +112,8 @@ pub struct FlowSource {
     pick: u64,
     /// Header template of the flow (slot) that sent last.
     headers: Option<(u32, FlowHeaders)>,
-    /// The session's L2 layers (checked when it was loaded).
-    encap: Vec<sluice_wire::l2encap::L2Layer>,
+    /// The session's layers (checked when it was loaded), built once.
+    encap: Option<std::sync::Arc<sluice_wire::encapstack::EncapStack>>,
 }
 
 impl FlowSource {
@@ -131,7 +131,17 @@ impl FlowSource {
             FlowEntry::peak_active,
         )?;
         let seed = cfg.seed.or(session.seed).unwrap_or(1);
-        let encap = session.encap.clone();
+        let encap = if session.encap.is_empty() {
+            None
+        } else {
+            let stack =
+                sluice_wire::encapstack::EncapStack::new(&session.encap, cfg.src_mac, cfg.dst_mac)
+                    .map_err(|what| crate::session::SessionError::Syntax {
+                        file: session.name.clone(),
+                        what,
+                    })?;
+            Some(std::sync::Arc::new(stack))
+        };
         let expander = Expander::new(session, seed)?;
         // Each planner picks with its own stream.
         let pick = seed ^ 0x5851_f42d_4c95_7f2d ^ u64::from(cfg.part.map_or(0, |p| p.index));
@@ -237,11 +247,9 @@ impl FlowSource {
                 f.reverse,
             )
             .expect("families checked when the session was loaded");
-            let h = if self.encap.is_empty() {
-                h
-            } else {
-                h.with_l2(&self.encap)
-                    .expect("layers checked when the session was loaded")
+            let h = match &self.encap {
+                None => h,
+                Some(e) => h.with_encap(e),
             };
             self.headers = Some((slot, h));
         }

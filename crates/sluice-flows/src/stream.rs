@@ -133,9 +133,13 @@ pub fn read_yaml(
     }
     head.push_str("flows: []\n");
     let mut s: Session = serde_yaml_ng::from_str(&head).map_err(|e| syntax(e.to_string()))?;
-    sluice_wire::l2encap::check(&s.encap).map_err(syntax)?;
+    sluice_wire::encap::check(&s.encap).map_err(syntax)?;
     s.flows = flows;
     s.name = name.to_owned();
+    let layers = sluice_wire::encapstack::len(&s.encap) as u64;
+    for (i, f) in s.flows.iter().enumerate() {
+        f.fits_ip(layers).map_err(|what| s.entry_error(i, what))?;
+    }
     Ok(s)
 }
 
@@ -238,6 +242,19 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("encap[0].vlan.id: 4095"), "{e}");
+        // The largest packet and its tunnel fit an IP packet.
+        let big = "encap: [{ipip: {src: 10.0.0.1, dst: 10.0.0.2}}]\nflows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 3, pps: 5, payload: [1, 65500]}\n";
+        let e = read_yaml("s.yaml", big.as_bytes(), u64::MAX)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "flows[0]: a payload of 65500 bytes behind 28 bytes of headers and 20 of encap"
+            ),
+            "{e}"
+        );
+        let e = Session::parse("s.yaml", big, true).unwrap_err().to_string();
+        assert!(e.contains("a payload of 65500 bytes"), "{e}");
         let e = read_yaml("s.yaml", "seed: 1\n".as_bytes(), u64::MAX)
             .unwrap_err()
             .to_string();

@@ -118,10 +118,10 @@ pub struct OnOffOpts {
     #[arg(long, default_value_t = dst_mac())]
     #[serde(default = "dst_mac", with = "text")]
     pub dst_mac: MacAddr,
-    /// An L2 layer in front of the IP header, repeatable, outermost first: vlan:ID[:PCP[:dei]] (802.1Q), svlan:ID[:PCP[:dei]] (802.1ad), mpls:LABEL[:TC[:TTL]]; each adds 4 bytes within --size.
+    /// A layer in front of the IP header, repeatable, outermost first: vlan:ID[:PCP[:dei]] (802.1Q), svlan:ID[:PCP[:dei]] (802.1ad), mpls:LABEL[:TC[:TTL]], or a tunnel: vxlan:vni=N,src=IP,dst=IP, gre:src=IP,dst=IP[,key=N][,seq], gtpu:teid=N,src=IP,dst=IP[,qfi=N], ipip:src=IP,dst=IP; within --size.
     #[arg(long = "encap", value_name = "LAYER")]
     #[serde(default, with = "text::vec")]
-    pub encap: Vec<sluice_wire::l2encap::L2Layer>,
+    pub encap: Vec<sluice_wire::encap::EncapLayer>,
     /// Seed of every draw: the same seed sends the same frames at the same times.
     #[arg(long, default_value_t = seed())]
     #[serde(default = "seed")]
@@ -141,7 +141,7 @@ impl OnOffOpts {
                 self.src, self.dst
             ));
         }
-        sluice_wire::l2encap::check(&self.encap).map_err(|e| format!("--{e}"))?;
+        sluice_wire::encap::check(&self.encap).map_err(|e| format!("--{e}"))?;
         Ok(())
     }
 }

@@ -168,11 +168,11 @@ pub struct PacketSpec {
     pub dport: u16,
     #[serde(default = "one")]
     pub flows: u32,
-    /// L2 layers in front of the IP header, outermost first (VLAN tags,
-    /// QinQ, MPLS labels; `sluice_wire::l2encap`): part of each frame's
-    /// size.
+    /// Layers in front of the IP header, outermost first (VLAN tags,
+    /// QinQ, MPLS labels, tunnels; `sluice_wire::encap`): part of each
+    /// frame's size.
     #[serde(default)]
-    pub encap: Vec<sluice_wire::l2encap::L2Layer>,
+    pub encap: Vec<sluice_wire::encap::EncapLayer>,
 }
 
 fn udp4() -> String {
@@ -219,6 +219,12 @@ impl PacketSpec {
         src_mac: sluice_wire::MacAddr,
         dst_mac: sluice_wire::MacAddr,
     ) -> Result<Vec<sluice_wire::FlowHeaders>, String> {
+        let stack = if self.encap.is_empty() {
+            None
+        } else {
+            let s = sluice_wire::encapstack::EncapStack::new(&self.encap, src_mac, dst_mac)?;
+            Some(std::sync::Arc::new(s))
+        };
         (0..self.flows)
             .map(|k| {
                 let ends = sluice_wire::FlowEnds {
@@ -229,19 +235,18 @@ impl PacketSpec {
                 };
                 let udp = sluice_wire::FlowProto::Udp;
                 let h = sluice_wire::FlowHeaders::new(src_mac, dst_mac, ends, udp, false)?;
-                if self.encap.is_empty() {
-                    Ok(h)
-                } else {
-                    h.with_l2(&self.encap)
-                }
+                Ok(match &stack {
+                    None => h,
+                    Some(s) => h.with_encap(s),
+                })
             })
             .collect()
     }
 
-    /// Ethernet, the L2 layers, IP and UDP headers: the smallest frame.
+    /// Ethernet, the layers, IP and UDP headers: the smallest frame.
     pub fn header_len(&self) -> u16 {
-        let l2 = 4 * self.encap.len() as u16;
-        l2 + if self.v6() { 62 } else { 42 }
+        let layers = sluice_wire::encapstack::len(&self.encap) as u16;
+        layers + if self.v6() { 62 } else { 42 }
     }
 }
 
@@ -455,7 +460,7 @@ fn key_err(key: &str, what: String) -> KeyError {
 
 /// The packet's protocol, addresses and flows, checked.
 fn check_packet(packet: &PacketSpec) -> Result<(), KeyError> {
-    sluice_wire::l2encap::check(&packet.encap).map_err(|e| {
+    sluice_wire::encap::check(&packet.encap).map_err(|e| {
         // "encap[1].mpls.label: …": the key is the packet's.
         let (k, what) = e.split_once(": ").unwrap_or(("encap", &e));
         key_err(&format!("packet.{k}"), what.to_string())

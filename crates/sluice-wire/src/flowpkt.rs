@@ -18,8 +18,10 @@
 //! source port, sequence = packet index.
 
 use crate::checksum::{fold, sum16};
+use crate::encapstack::EncapStack;
 use crate::ethernet::MacAddr;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 /// Transport of a generated flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -66,10 +68,8 @@ pub struct PacketFields<'a> {
 
 #[derive(Clone, Debug)]
 pub struct FlowHeaders {
-    /// The template: Ethernet, the L2 layers, IP and L4 headers.
+    /// The template: Ethernet, IP and L4 headers.
     head: [u8; HEAD],
-    /// Ethernet + L2 layers (where the IP header starts).
-    l2_end: usize,
     /// Ethernet + IP header length.
     l3_end: usize,
     /// Ethernet + IP + L4 header length.
@@ -85,11 +85,16 @@ pub struct FlowHeaders {
     /// words are added, the frame is never read back.
     ip_sum: u32,
     l4_sum: u32,
+    /// Layers between the Ethernet addresses and the IP header (tags,
+    /// labels, tunnels), shared by every flow of a source.
+    encap: Option<Arc<EncapStack>>,
+    /// The flow's UDP source port for tunnels that take it from the flow.
+    entropy: u16,
 }
 
 const ETH: usize = 14;
-/// Ethernet, the most L2 layers, IPv6 and TCP.
-const HEAD: usize = ETH + 4 * crate::l2encap::MAX_LAYERS + 40 + 20;
+/// Ethernet, IPv6 and TCP.
+const HEAD: usize = ETH + 40 + 20;
 
 impl FlowHeaders {
     /// Fails when the addresses are of different families.
@@ -176,7 +181,6 @@ impl FlowHeaders {
         let l4_sum = sum16(&h[l3_end..l3_end + l4_len], 0);
         Ok(FlowHeaders {
             head: h,
-            l2_end: ETH,
             l3_end,
             l4_end: l3_end + l4_len,
             v6,
@@ -185,40 +189,56 @@ impl FlowHeaders {
             reverse,
             ip_sum,
             l4_sum,
+            encap: None,
+            entropy: 0,
         })
     }
 
-    /// The same headers behind the L2 `layers` (VLAN tags, MPLS labels;
-    /// checked by [`crate::l2encap::check`]), outermost first.
-    pub fn with_l2(mut self, layers: &[crate::l2encap::L2Layer]) -> Result<Self, String> {
-        crate::l2encap::check(layers)?;
-        if self.l2_end != ETH {
-            return Err("the L2 layers are given once".into());
+    /// The same headers behind the layers of `encap` (tags, labels,
+    /// tunnels). A tunnel without a UDP source port of its own takes one
+    /// from a hash of the flow's addresses and ports, in 49152..65535.
+    pub fn with_encap(mut self, encap: &Arc<EncapStack>) -> Self {
+        if encap.uses_entropy() {
+            // The sums cover the addresses, protocol and ports; a
+            // multiply-xorshift spreads them over the port's 14 bits.
+            let x = (u64::from(self.pseudo) << 32 | u64::from(self.l4_sum))
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            self.entropy = 0xc000 | ((x ^ x >> 31) >> 50) as u16;
         }
-        let ip_type = u16::from_be_bytes([self.head[12], self.head[13]]);
-        let l2 = crate::l2encap::bytes(layers, ip_type);
-        let grow = l2.len() - 2;
-        let mut h = [0u8; HEAD];
-        h[..12].copy_from_slice(&self.head[..12]);
-        h[12..12 + l2.len()].copy_from_slice(&l2);
-        h[ETH + grow..self.l4_end + grow].copy_from_slice(&self.head[ETH..self.l4_end]);
-        self.head = h;
-        self.l2_end += grow;
-        self.l3_end += grow;
-        self.l4_end += grow;
-        Ok(self)
+        self.encap = Some(Arc::clone(encap));
+        self
+    }
+
+    /// Bytes the layers add.
+    fn grow(&self) -> usize {
+        self.encap
+            .as_ref()
+            .map_or(0, |e| e.bytes(self.v6).len() - 2)
     }
 
     /// Frame length for a payload of `payload_len` bytes.
     pub fn frame_len(&self, payload_len: usize) -> usize {
-        self.l4_end + payload_len
+        self.grow() + self.l4_end + payload_len
     }
 
     /// Appends one frame to `out`.
     pub fn write(&self, out: &mut Vec<u8>, f: &PacketFields<'_>) {
         let start = out.len();
         let l4_len = self.l4_end - self.l3_end + f.payload_len;
-        out.extend_from_slice(&self.head[..self.l4_end]);
+        let grow = match &self.encap {
+            None => {
+                out.extend_from_slice(&self.head[..self.l4_end]);
+                0
+            }
+            Some(e) => {
+                let b = e.bytes(self.v6);
+                out.extend_from_slice(&self.head[..12]);
+                out.extend_from_slice(b);
+                out.extend_from_slice(&self.head[ETH..self.l4_end]);
+                b.len() - 2
+            }
+        };
+        let (l3_end, l4_end) = (self.l3_end + grow, self.l4_end + grow);
         // Payload: prefix, stamp, zeros. Their sum is taken from the source
         // bytes; zeros add nothing.
         let pre = f.prefix.len().min(f.payload_len);
@@ -238,10 +258,10 @@ impl FlowHeaders {
             }
             payload_sum += ss;
         }
-        out.resize(start + self.l4_end + f.payload_len, 0);
+        out.resize(start + l4_end + f.payload_len, 0);
         let frame = &mut out[start..];
         // IP header.
-        let ip = self.l2_end;
+        let ip = ETH + grow;
         if self.v6 {
             frame[ip + 4..ip + 6].copy_from_slice(&(l4_len as u16).to_be_bytes());
         } else {
@@ -252,8 +272,15 @@ impl FlowHeaders {
             let c = fold(self.ip_sum + u32::from(total) + u32::from(id));
             frame[ip + 10..ip + 12].copy_from_slice(&c.to_be_bytes());
         }
-        // L4 header: the changed words go into the checksum as they are written.
-        let l4 = &mut frame[self.l3_end..self.l4_end];
+        self.write_l4(&mut frame[l3_end..l4_end], f, l4_len, payload_sum);
+        if let Some(e) = &self.encap {
+            e.patch(frame, self.v6, f.index, self.entropy);
+        }
+    }
+
+    /// The L4 header's per-packet fields and checksum: the changed words go
+    /// into the checksum as they are written.
+    fn write_l4(&self, l4: &mut [u8], f: &PacketFields<'_>, l4_len: usize, payload_sum: u32) {
         let mut sum = self.l4_sum + payload_sum;
         let csum_at = match self.proto {
             FlowProto::Udp => {
@@ -376,21 +403,21 @@ mod tests {
 
     #[test]
     fn l2_layers_go_before_the_ip_header_and_checksums_stay_right() {
-        use crate::l2encap::{L2Layer, TPID_CTAG, TPID_STAG};
+        use crate::encap::{EncapLayer, TPID_CTAG, TPID_STAG};
         let layers = [
-            L2Layer::Vlan {
+            EncapLayer::Vlan {
                 tpid: TPID_STAG,
                 pcp: 0,
                 dei: false,
                 vid: 10,
             },
-            L2Layer::Vlan {
+            EncapLayer::Vlan {
                 tpid: TPID_CTAG,
                 pcp: 3,
                 dei: false,
                 vid: 20,
             },
-            L2Layer::Mpls {
+            EncapLayer::Mpls {
                 label: 100,
                 tc: 0,
                 ttl: 64,
@@ -399,7 +426,9 @@ mod tests {
         for (s, d) in [("10.0.0.1", "10.0.0.2"), ("2001:db8::1", "2001:db8::2")] {
             for proto in [FlowProto::Udp, FlowProto::Tcp, FlowProto::Icmp] {
                 let plain = headers(s, d, proto);
-                let h = headers(s, d, proto).with_l2(&layers).unwrap();
+                let stack =
+                    Arc::new(EncapStack::new(&layers, MacAddr([0; 6]), MacAddr([0; 6])).unwrap());
+                let h = headers(s, d, proto).with_encap(&stack);
                 let fields = PacketFields {
                     index: 2,
                     last: false,
@@ -414,7 +443,10 @@ mod tests {
                 assert_eq!(b.len(), a.len() + 12);
                 // The same packet behind the layers.
                 assert_eq!(&b[..12], &a[..12]);
-                assert_eq!(&b[12..26], &crate::l2encap::bytes(&layers, 0)[..14]);
+                assert_eq!(
+                    &b[12..26],
+                    [0x88, 0xa8, 0, 10, 0x81, 0, 0x60, 20, 0x88, 0x47, 0, 0x06, 0x41, 64]
+                );
                 assert_eq!(&b[26..], &a[14..], "{s} {proto:?}");
                 verify_checksums(&b).unwrap_or_else(|e| panic!("{s} {proto:?}: {e:?}"));
             }

@@ -11,8 +11,10 @@
 //!   receiver counts loss, reordering and one-way latency by.
 //! * [`tunnel`]: where VXLAN, GRE, GTP-U and IP-in-IP carry their packet,
 //!   so the header rewrite can reach it.
-//! * [`l2encap`]: VLAN tags, QinQ and MPLS label stacks in front of a
-//!   generated frame's IP header.
+//! * [`encap`]: VLAN tags, QinQ, MPLS label stacks and tunnels (VXLAN,
+//!   GRE, GTP-U, IP-in-IP) in front of a generated frame's IP header, as
+//!   written; [`encapstack`]: their bytes, built once, and the fields each
+//!   packet changes in them.
 //! * [`flow`]: a symmetric, stable flow hash for spreading frames over
 //!   senders while keeping both directions of a connection together.
 //!
@@ -27,10 +29,11 @@
 #![forbid(unsafe_code)]
 
 pub mod checksum;
+pub mod encap;
+pub mod encapstack;
 pub mod ethernet;
 pub mod flow;
 pub mod flowpkt;
-pub mod l2encap;
 pub mod layers;
 pub mod payload;
 pub mod rewrite;
