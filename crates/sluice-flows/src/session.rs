@@ -46,6 +46,10 @@ pub struct Session {
     /// 802.1ad), MPLS labels, tunnels (`sluice_wire::encap`).
     #[serde(default)]
     pub encap: Vec<sluice_wire::encap::EncapLayer>,
+    /// Header fields varied per flow or per packet
+    /// (`sluice_wire::fields`).
+    #[serde(default)]
+    pub fields: Vec<sluice_wire::fields::FieldSpec>,
     pub flows: Vec<FlowEntry>,
     /// The file it came from, for error messages.
     #[serde(skip)]
@@ -314,13 +318,64 @@ impl Session {
             file: self.name.clone(),
             what,
         })?;
+        let engine = self.field_engine()?;
         let layers = sluice_wire::encapstack::len(&self.encap) as u64;
         for (i, f) in self.flows.iter().enumerate() {
             f.check()
                 .and_then(|()| f.fits_ip(layers))
+                .and_then(|()| self.fields_fit(engine.as_ref(), f))
                 .map_err(|what| self.entry_error(i, what))?;
         }
         Ok(self)
+    }
+
+    /// The field engine of the session's `fields`, checked against its
+    /// layers.
+    pub fn field_engine(&self) -> Result<Option<sluice_wire::fields::FieldEngine>, SessionError> {
+        if self.fields.is_empty() {
+            return Ok(None);
+        }
+        sluice_wire::fields::FieldEngine::new(&self.fields, &self.encap, self.seed.unwrap_or(1))
+            .map(Some)
+            .map_err(|what| SessionError::Syntax {
+                file: self.name.clone(),
+                what,
+            })
+    }
+
+    /// Whether flow `f` has what the fields vary: ports, and bytes up to
+    /// the furthest field given by offset in its smallest frame.
+    pub(crate) fn fields_fit(
+        &self,
+        e: Option<&sluice_wire::fields::FieldEngine>,
+        f: &FlowEntry,
+    ) -> Result<(), String> {
+        let Some(e) = e else {
+            return Ok(());
+        };
+        let portless = f.proto.ip_only() || matches!(f.proto, Proto::Icmp4 | Proto::Icmp6);
+        if e.uses_ports() && portless {
+            return Err(format!(
+                "fields vary sport or dport, and {} flows have no ports",
+                f.proto.name()
+            ));
+        }
+        let least = 14
+            + sluice_wire::encapstack::len(&self.encap)
+            + f.header_len()
+            + usize::from(
+                f.payload
+                    .bounds()
+                    .0
+                    .min(f.vary.payload.map_or(u16::MAX, |[a, b]| a.min(b))),
+            );
+        if e.min_frame() > least && f.bytes.is_none() {
+            return Err(format!(
+                "a field by offset ends at byte {}, past this flow's smallest frame ({least} bytes)",
+                e.min_frame()
+            ));
+        }
+        Ok(())
     }
 
     /// An error of entry `index` of this session.

@@ -114,6 +114,10 @@ pub struct FlowSource {
     headers: Option<(u32, FlowHeaders)>,
     /// The session's layers (checked when it was loaded), built once.
     encap: Option<std::sync::Arc<sluice_wire::encapstack::EncapStack>>,
+    /// The session's varied fields, and the packets built so far (what a
+    /// per-packet field counts).
+    fields: Option<sluice_wire::fields::FieldEngine>,
+    built: u64,
 }
 
 impl FlowSource {
@@ -142,6 +146,10 @@ impl FlowSource {
                     })?;
             Some(std::sync::Arc::new(stack))
         };
+        // Random fields draw from the run's seed (--seed, else the session's).
+        let mut session = session;
+        session.seed = Some(seed);
+        let fields = session.field_engine()?;
         let expander = Expander::new(session, seed)?;
         // Each planner picks with its own stream.
         let pick = seed ^ 0x5851_f42d_4c95_7f2d ^ u64::from(cfg.part.map_or(0, |p| p.index));
@@ -166,6 +174,8 @@ impl FlowSource {
             pick,
             headers: None,
             encap,
+            fields,
+            built: 0,
         })
     }
 
@@ -264,10 +274,19 @@ impl FlowSource {
             prefix: &self.expander.prefixes[f.prefix as usize],
             stamp: self.cfg.stamp.then_some(f.id),
         };
-        if !out.push(a.lane, Nanos(due), |b| headers.write(b, &fields)) {
+        let (engine, built) = (&self.fields, self.built);
+        let pushed = out.push(a.lane, Nanos(due), |b| {
+            let start = b.len();
+            headers.write(b, &fields);
+            if let Some(e) = engine {
+                e.apply(&mut b[start..], headers, u64::from(f.id), built);
+            }
+        });
+        if !pushed {
             self.done = true;
             return None;
         }
+        self.built += 1;
         if l4 == FlowProto::Tcp {
             let syn = u32::from(a.sent == 0);
             a.tcp_seq = a.tcp_seq.wrapping_add(payload_len as u32).wrapping_add(syn);

@@ -136,9 +136,12 @@ pub fn read_yaml(
     sluice_wire::encap::check(&s.encap).map_err(syntax)?;
     s.flows = flows;
     s.name = name.to_owned();
+    let engine = s.field_engine()?;
     let layers = sluice_wire::encapstack::len(&s.encap) as u64;
     for (i, f) in s.flows.iter().enumerate() {
-        f.fits_ip(layers).map_err(|what| s.entry_error(i, what))?;
+        f.fits_ip(layers)
+            .and_then(|()| s.fields_fit(engine.as_ref(), f))
+            .map_err(|what| s.entry_error(i, what))?;
     }
     Ok(s)
 }

@@ -21,6 +21,10 @@ use std::net::IpAddr;
 pub struct EncapStack {
     /// For IPv4 flows, then IPv6 flows.
     fam: [Built; 2],
+    /// The layers, and where each one's own bytes start in the frame (a
+    /// tag's TCI, a label's entry, a tunnel's outer IP header).
+    layers: Vec<EncapLayer>,
+    starts: Vec<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -98,12 +102,39 @@ impl EncapStack {
     /// (the frame's).
     pub fn new(layers: &[EncapLayer], src_mac: MacAddr, dst_mac: MacAddr) -> Result<Self, String> {
         check(layers)?;
+        let mut starts = Vec::with_capacity(layers.len());
+        let mut at = 14;
+        for l in layers {
+            starts.push(at);
+            at += len(std::slice::from_ref(l));
+        }
         Ok(EncapStack {
             fam: [
                 build(layers, src_mac, dst_mac, false),
                 build(layers, src_mac, dst_mac, true),
             ],
+            layers: layers.to_vec(),
+            starts,
         })
+    }
+
+    /// The layers and where each one's bytes start in the frame.
+    pub fn layers(&self) -> impl Iterator<Item = (&EncapLayer, usize)> {
+        self.layers.iter().zip(self.starts.iter().copied())
+    }
+
+    /// The checksums the tunnels carry, innermost first: (outer IP header
+    /// offset, it is IPv6, the UDP header whose checksum covers the rest
+    /// over IPv6). Over IPv4, the IP header checksum covers the header.
+    pub(crate) fn checksums(
+        &self,
+        v6: bool,
+    ) -> impl Iterator<Item = (usize, bool, Option<usize>)> + '_ {
+        self.fam[usize::from(v6)]
+            .tunnels
+            .iter()
+            .rev()
+            .map(|p| (p.ip, p.v6, p.udp.filter(|_| p.v6)))
     }
 
     /// From the EtherType field to the IP header of a flow of version 6

@@ -66,6 +66,25 @@ pub struct PacketFields<'a> {
     pub stamp: Option<u32>,
 }
 
+/// Where a flow's headers sit in its frames (offsets from the frame's
+/// start).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The flow's IP header.
+    pub ip: usize,
+    pub v6: bool,
+    /// The L4 header (the payload for a flow without one).
+    pub l4: usize,
+    /// The L4 checksum, if the protocol has one.
+    pub l4_csum: Option<usize>,
+    /// The L4 checksum is UDP's (0 is sent as 0xffff).
+    pub udp: bool,
+    /// The L4 checksum covers the IP addresses (not ICMPv4's).
+    pub pseudo: bool,
+    /// The L4 header starts with source and destination ports.
+    pub ports: bool,
+}
+
 #[derive(Clone, Debug)]
 pub struct FlowHeaders {
     /// The template: Ethernet, IP and L4 headers.
@@ -207,6 +226,32 @@ impl FlowHeaders {
         }
         self.encap = Some(Arc::clone(encap));
         self
+    }
+
+    /// Where the flow's headers sit in its frames.
+    pub fn layout(&self) -> Layout {
+        let grow = self.grow();
+        let l4 = self.l3_end + grow;
+        let (csum, ports) = match self.proto {
+            FlowProto::Udp => (Some(6), true),
+            FlowProto::Tcp => (Some(16), true),
+            FlowProto::Icmp => (Some(2), false),
+            FlowProto::Ip(_) => (None, false),
+        };
+        Layout {
+            ip: ETH + grow,
+            v6: self.v6,
+            l4,
+            l4_csum: csum.map(|c| l4 + c),
+            udp: self.proto == FlowProto::Udp,
+            pseudo: self.proto != FlowProto::Icmp || self.v6,
+            ports,
+        }
+    }
+
+    /// The layers in front of the IP header.
+    pub fn encap(&self) -> Option<&EncapStack> {
+        self.encap.as_deref()
     }
 
     /// Bytes the layers add.

@@ -14,7 +14,8 @@
 //! * [`encap`]: VLAN tags, QinQ, MPLS label stacks and tunnels (VXLAN,
 //!   GRE, GTP-U, IP-in-IP) in front of a generated frame's IP header, as
 //!   written; [`encapstack`]: their bytes, built once, and the fields each
-//!   packet changes in them.
+//!   packet changes in them; [`fields`]: the field engine, header fields
+//!   varied per flow or per packet with their checksums kept right.
 //! * [`flow`]: a symmetric, stable flow hash for spreading frames over
 //!   senders while keeping both directions of a connection together.
 //!
@@ -32,6 +33,7 @@ pub mod checksum;
 pub mod encap;
 pub mod encapstack;
 pub mod ethernet;
+pub mod fields;
 pub mod flow;
 pub mod flowpkt;
 pub mod layers;
@@ -44,7 +46,7 @@ pub mod udp4;
 pub use checksum::{fold, incremental_update, ipv4_header_checksum, sum16};
 pub use ethernet::{encap_for_linktype, to_ethernet, Encap, EncapError, MacAddr, ParseMacError};
 pub use flow::flow_hash;
-pub use flowpkt::{FlowEnds, FlowHeaders, FlowProto, PacketFields};
+pub use flowpkt::{FlowEnds, FlowHeaders, FlowProto, Layout, PacketFields};
 pub use layers::{parse_layers, Ip, Layers, L4};
 pub use payload::{
     complete_checksum, leave_checksum_to_device, rewrite_payload, verify_checksums, ChecksumError,
