@@ -10,9 +10,7 @@
 use std::io::{self, Cursor};
 
 use libfuzzer_sys::fuzz_target;
-use sluice_archive::{
-    decode_micros, dump_reader, ArchiveReader, DataEncoding, Stamp, HEADER_LEN,
-};
+use sluice_archive::{decode_micros, dump_reader, ArchiveReader, DataEncoding, Stamp, HEADER_LEN};
 
 #[path = "common.rs"]
 mod common;

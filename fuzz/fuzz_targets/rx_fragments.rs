@@ -27,5 +27,9 @@ fuzz_target!(|data: &[u8]| {
     assert!(s.fragments <= frames);
     assert!(s.reassembled + s.timed_out + s.failed <= s.fragments + s.failed);
     assert!(s.reassembled + s.timed_out <= s.fragments);
-    assert_eq!(c.frames() + c.unstamped + s.fragments - s.reassembled, frames, "{s:?}");
+    assert_eq!(
+        c.frames() + c.unstamped + s.fragments - s.reassembled,
+        frames,
+        "{s:?}"
+    );
 });

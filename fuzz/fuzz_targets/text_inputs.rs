@@ -6,20 +6,28 @@
 //! - an imported session parses back, and expands into as many flows as
 //!   the importer says it wrote;
 //! - a converted archive reads back record for record;
-//! - an accepted session expands (lazily: the first 1 000 flows).
+//! - an accepted session expands (lazily: the first 1 000 flows), and its
+//!   first flows' frames build behind its layers with its fields;
+//! - a layer in the command line's form writes back as it reads.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sluice_archive::{convert_csv_from, ArchiveReader, ArchiveWriter, DataEncoding};
 use sluice_flows::{import_text, Expander, Session};
 use sluice_source::series::FlowMap;
+use sluice_wire::encap::EncapLayer;
+use sluice_wire::encapstack::EncapStack;
+use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, PacketFields};
 use std::io::Cursor;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 
 fn import(text: &str) {
     if let Ok((yaml, stats)) = import_text("fuzz.csv", text) {
         let s = Session::parse("imported", &yaml, true).expect("imported session parses back");
-        let flows = Expander::new(s, 1).expect("imported session expands").count() as u64;
+        let flows = Expander::new(s, 1)
+            .expect("imported session expands")
+            .count() as u64;
         assert_eq!(flows, stats.flows, "flows written and flows read back");
     }
 }
@@ -33,7 +41,11 @@ fn convert(data: &[u8]) {
         let bytes = w.finish().expect("writing to memory");
         let mut r = ArchiveReader::from_reader("out", Cursor::new(bytes));
         let mut n = 0;
-        while r.next_record().expect("a converted archive reads back").is_some() {
+        while r
+            .next_record()
+            .expect("a converted archive reads back")
+            .is_some()
+        {
             n += 1;
         }
         assert_eq!(n, stats.records);
@@ -43,11 +55,91 @@ fn convert(data: &[u8]) {
 fn session(text: &str) {
     for yaml in [true, false] {
         if let Ok(s) = Session::parse("fuzz", text, yaml) {
+            let frames = layers_and_fields(&s);
             if let Ok(e) = Expander::new(s, 7) {
-                for f in e.take(1000) {
+                for (k, f) in e.take(1000).enumerate() {
                     let _ = (f.src_ip(), f.dst_ip());
+                    // The first flows' frames, behind the session's layers
+                    // and with its fields, are built as a source builds them.
+                    if let (Some((stack, engine)), true) = (&frames, k < 50) {
+                        frame(stack.as_ref(), engine.as_ref(), &f);
+                    }
                 }
             }
+        }
+    }
+}
+
+type Frames = (
+    Option<Arc<EncapStack>>,
+    Option<sluice_wire::fields::FieldEngine>,
+);
+
+/// An accepted session's layers and fields build.
+fn layers_and_fields(s: &Session) -> Option<Frames> {
+    let mac = sluice_wire::MacAddr([2, 0, 0, 0, 0, 1]);
+    let stack = if s.encap.is_empty() {
+        None
+    } else {
+        Some(Arc::new(
+            EncapStack::new(&s.encap, mac, mac).expect("an accepted session's layers build"),
+        ))
+    };
+    let engine = s
+        .field_engine()
+        .expect("an accepted session's fields build");
+    Some((stack, engine))
+}
+
+fn frame(
+    stack: Option<&Arc<EncapStack>>,
+    engine: Option<&sluice_wire::fields::FieldEngine>,
+    f: &sluice_flows::Flow,
+) {
+    let mac = sluice_wire::MacAddr([2, 0, 0, 0, 0, 1]);
+    let l4 = f.l4();
+    let mut ends = FlowEnds {
+        src: f.src_ip(),
+        dst: f.dst_ip(),
+        sport: f.sport,
+        dport: f.dport,
+    };
+    let ports = matches!(l4, FlowProto::Udp | FlowProto::Tcp);
+    if let Some(e) = engine {
+        e.vary_ends(&mut ends, ports, u64::from(f.id), 3);
+    }
+    let Ok(mut h) = FlowHeaders::new(mac, mac, ends, l4, false) else {
+        return;
+    };
+    if let Some(e) = engine {
+        e.vary(&mut h, u64::from(f.id), 3);
+    }
+    if let Some(s) = stack {
+        h = h.with_encap(s);
+    }
+    let fields = PacketFields {
+        index: 1,
+        last: false,
+        payload_len: 10,
+        tcp_seq: 0,
+        prefix: b"",
+        stamp: None,
+    };
+    let mut out = Vec::new();
+    match engine {
+        Some(e) => h.write_varied(&mut out, &fields, e, u64::from(f.id), 3),
+        None => h.write(&mut out, &fields),
+    }
+    assert_eq!(out.len(), h.frame_len(10));
+}
+
+/// Each line as a command line's layer: what parses writes back as it
+/// reads.
+fn layer_lines(text: &str) {
+    for line in text.lines().take(64) {
+        if let Ok(l) = line.parse::<EncapLayer>() {
+            let again: EncapLayer = l.to_string().parse().expect("a written layer reads back");
+            assert_eq!(again, l);
         }
     }
 }
@@ -75,6 +167,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
         import(text);
         session(text);
+        layer_lines(text);
         mapping(text);
         profile(text);
     }

@@ -243,20 +243,26 @@ impl FlowSource {
         let l4 = f.l4();
         // The template of the flow that sent last is kept: a flow sending
         // several packets in a row (few flows, or one) skips rebuilding it.
-        if self.headers.as_ref().is_none_or(|(s, _)| *s != slot) {
-            let h = FlowHeaders::new(
-                self.cfg.src_mac,
-                self.cfg.dst_mac,
-                FlowEnds {
-                    src: f.src_ip(),
-                    dst: f.dst_ip(),
-                    sport: f.sport,
-                    dport: f.dport,
-                },
-                l4,
-                f.reverse,
-            )
-            .expect("families checked when the session was loaded");
+        // Fields varied per packet build it for each.
+        let again = self.fields.as_ref().is_some_and(|e| e.varies_packets());
+        if again || self.headers.as_ref().is_none_or(|(s, _)| *s != slot) {
+            let mut ends = FlowEnds {
+                src: f.src_ip(),
+                dst: f.dst_ip(),
+                sport: f.sport,
+                dport: f.dport,
+            };
+            let ports = matches!(l4, FlowProto::Udp | FlowProto::Tcp);
+            if let Some(e) = &self.fields {
+                e.vary_ends(&mut ends, ports, u64::from(f.id), self.built);
+            }
+            let mut h = FlowHeaders::new(self.cfg.src_mac, self.cfg.dst_mac, ends, l4, f.reverse)
+                .expect("families checked when the session was loaded");
+            if let Some(e) = &self.fields {
+                // The flow's own fields go into its template first, so
+                // that a tunnel's entropy follows the flow as varied.
+                e.vary(&mut h, u64::from(f.id), self.built);
+            }
             let h = match &self.encap {
                 None => h,
                 Some(e) => h.with_encap(e),
@@ -275,12 +281,9 @@ impl FlowSource {
             stamp: self.cfg.stamp.then_some(f.id),
         };
         let (engine, built) = (&self.fields, self.built);
-        let pushed = out.push(a.lane, Nanos(due), |b| {
-            let start = b.len();
-            headers.write(b, &fields);
-            if let Some(e) = engine {
-                e.apply(&mut b[start..], headers, u64::from(f.id), built);
-            }
+        let pushed = out.push(a.lane, Nanos(due), |b| match engine {
+            None => headers.write(b, &fields),
+            Some(e) => headers.write_varied(b, &fields, e, u64::from(f.id), built),
         });
         if !pushed {
             self.done = true;

@@ -25,6 +25,8 @@ pub struct EncapStack {
     /// tag's TCI, a label's entry, a tunnel's outer IP header).
     layers: Vec<EncapLayer>,
     starts: Vec<usize>,
+    /// Some tunnel takes its UDP source port from the flow.
+    entropy: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -108,11 +110,13 @@ impl EncapStack {
             starts.push(at);
             at += len(std::slice::from_ref(l));
         }
+        let fam = [
+            build(layers, src_mac, dst_mac, false),
+            build(layers, src_mac, dst_mac, true),
+        ];
         Ok(EncapStack {
-            fam: [
-                build(layers, src_mac, dst_mac, false),
-                build(layers, src_mac, dst_mac, true),
-            ],
+            entropy: fam[0].tunnels.iter().any(|p| p.auto_sport),
+            fam,
             layers: layers.to_vec(),
             starts,
         })
@@ -145,13 +149,25 @@ impl EncapStack {
 
     /// Whether a tunnel takes its UDP source port from the flow.
     pub fn uses_entropy(&self) -> bool {
-        self.fam[0].tunnels.iter().any(|p| p.auto_sport)
+        self.entropy
+    }
+
+    /// Writes the flow's UDP source port, `entropy`, into the tunnels
+    /// without one of their own.
+    pub fn write_entropy(&self, frame: &mut [u8], v6: bool, entropy: u16) {
+        for p in &self.fam[usize::from(v6)].tunnels {
+            if let (Some(u), true) = (p.udp, p.auto_sport) {
+                frame[u..u + 2].copy_from_slice(&entropy.to_be_bytes());
+            }
+        }
     }
 
     /// Sets the per-packet fields of a whole `frame` (the flow's headers
     /// and checksums already written): `index` is the packet's in its
-    /// flow, `entropy` the flow's UDP source port for tunnels without one.
-    pub fn patch(&self, frame: &mut [u8], v6: bool, index: u64, entropy: u16) {
+    /// flow;
+    /// `resum`: fields were written into the layers, so the outer IPv4
+    /// headers are summed again rather than from their templates.
+    pub fn patch(&self, frame: &mut [u8], v6: bool, index: u64, resum: bool) {
         let n = frame.len();
         for p in self.fam[usize::from(v6)].tunnels.iter().rev() {
             if let Some(at) = p.gre_seq {
@@ -164,14 +180,16 @@ impl EncapStack {
                 frame[g + 2..g + 4].copy_from_slice(&((n - g - 8) as u16).to_be_bytes());
             }
             if let Some(u) = p.udp {
-                if p.auto_sport {
-                    frame[u..u + 2].copy_from_slice(&entropy.to_be_bytes());
-                }
                 let len = n - u;
                 frame[u + 4..u + 6].copy_from_slice(&(len as u16).to_be_bytes());
                 if p.v6 {
                     frame[u + 6..u + 8].fill(0);
-                    let mut c = fold(sum16(&frame[u..], p.pseudo + len as u32));
+                    let pseudo = if resum {
+                        sum16(&frame[p.ip + 8..p.ip + 40], 17)
+                    } else {
+                        p.pseudo
+                    };
+                    let mut c = fold(sum16(&frame[u..], pseudo + len as u32));
                     if c == 0 {
                         c = 0xffff;
                     }
@@ -186,7 +204,12 @@ impl EncapStack {
                 let id = index as u16;
                 frame[ip + 2..ip + 4].copy_from_slice(&total.to_be_bytes());
                 frame[ip + 4..ip + 6].copy_from_slice(&id.to_be_bytes());
-                let c = fold(p.ip_sum + u32::from(total) + u32::from(id));
+                let c = if resum {
+                    frame[ip + 10..ip + 12].fill(0);
+                    fold(sum16(&frame[ip..ip + 20], 0))
+                } else {
+                    fold(p.ip_sum + u32::from(total) + u32::from(id))
+                };
                 frame[ip + 10..ip + 12].copy_from_slice(&c.to_be_bytes());
             }
         }

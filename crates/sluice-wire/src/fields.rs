@@ -8,15 +8,23 @@
 //! from the flow's number (`per: flow`, the default) or the packet's count
 //! (`per: packet`): `inc` and `dec` step through `from..=to` and start
 //! again, `random` draws uniformly in it (seeded), `list` takes `values`
-//! in turn. The engine writes the frame after it is built and keeps every
-//! checksum that covers the field right, inner and outer, by RFC 1624's
-//! incremental update (a handful of adds per field, never a re-sum).
+//! in turn.
+//!
+//! Fields are written before the checksums that cover them are taken, so
+//! a varied field costs about what a fixed one does: the flow's own
+//! addresses, TTL, TOS and ports go into its template ([`FieldEngine::vary`],
+//! whose sums are taken again), fields in front of the IP header (tags,
+//! labels, VNI, TEID, tunnel addresses) into the frame before the layers'
+//! lengths and checksums are set. The rest (the IPv4 ID, bytes by offset
+//! behind the IP header) is written last, every covering checksum, inner
+//! and outer, updated by RFC 1624's incremental update.
 
-use crate::checksum::{fold, sum16};
+use crate::checksum::fold;
 use crate::encap::{EncapLayer, TunnelSpec, TPID_STAG};
 use crate::encapstack::EncapStack;
-use crate::flowpkt::{FlowHeaders, Layout};
+use crate::flowpkt::{FlowEnds, FlowHeaders, Layout};
 use serde::Deserialize;
+use std::net::IpAddr;
 
 /// The most fields a session varies.
 pub const MAX_FIELDS: usize = 16;
@@ -106,7 +114,10 @@ impl Value {
 /// Where a field sits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Target {
-    /// Fixed in every frame: (byte offset, window bytes, shift).
+    /// In front of the flow's IP header in every frame (Ethernet, the
+    /// layers): (byte offset, window bytes, shift).
+    Front(usize, usize, u8),
+    /// By offset: anywhere, the same in every frame.
     Fixed(usize, usize, u8),
     /// In the flow's IP header.
     Ip(IpKey),
@@ -135,12 +146,18 @@ struct Field {
     values: Vec<u64>,
     per: Per,
     seed: u64,
+    /// Written in front of the IP header over an outer IPv4 header or IPv6
+    /// address, whose checksums are then summed again.
+    resum: bool,
 }
 
 /// The fields of a session, checked and placed.
 #[derive(Clone, Debug)]
 pub struct FieldEngine {
     fields: Vec<Field>,
+    /// Some field may lie behind the IP header outside the template (the
+    /// IPv4 ID, a field by offset).
+    late: bool,
 }
 
 /// The named fields, for error messages.
@@ -167,8 +184,34 @@ impl FieldEngine {
                 field(s, layers, seed.wrapping_add(i as u64))
                     .map_err(|e| format!("fields[{i}].{e}"))
             })
-            .collect::<Result<_, _>>()?;
-        Ok(FieldEngine { fields })
+            .collect::<Result<Vec<Field>, _>>()?;
+        // The outer IPv4 headers and IPv6 addresses (of a UDP checksum's
+        // pseudo header): a field over one has its checksums taken again.
+        let mut v4_headers = Vec::new();
+        let mut at = 14;
+        for l in layers {
+            if let EncapLayer::Tunnel(t) = l {
+                v4_headers.push(if t.src.is_ipv4() {
+                    at..at + 20
+                } else {
+                    at + 8..at + 40
+                });
+            }
+            at += crate::encapstack::len(std::slice::from_ref(l));
+        }
+        let mut fields = fields;
+        for f in &mut fields {
+            f.resum = match f.target {
+                Target::Front(at, n, _) => {
+                    v4_headers.iter().any(|r| r.start < at + n && at < r.end)
+                }
+                _ => true,
+            };
+        }
+        let late = fields
+            .iter()
+            .any(|f| matches!(f.target, Target::Ip(IpKey::Id) | Target::Fixed(..)));
+        Ok(FieldEngine { fields, late })
     }
 
     /// Whether a field needs the flow's ports.
@@ -183,54 +226,192 @@ impl FieldEngine {
         self.fields
             .iter()
             .map(|f| match f.target {
-                Target::Fixed(at, n, _) => at + n,
+                Target::Front(at, n, _) | Target::Fixed(at, n, _) => at + n,
                 _ => 0,
             })
             .max()
             .unwrap_or(0)
     }
 
-    /// Writes every field into `frame`, built by `h`, and keeps its
-    /// checksums right: `flow` is the flow's number, `packet` the packet's
-    /// count. A field past the frame's end, or one the flow lacks (ports
-    /// of an ICMP flow, the ID of an IPv6 header) is left alone.
-    pub fn apply(&self, frame: &mut [u8], h: &FlowHeaders, flow: u64, packet: u64) {
-        let lay = h.layout();
+    /// Whether the flow's own fields change per packet (its template is
+    /// built again for each).
+    pub fn varies_packets(&self) -> bool {
+        self.fields
+            .iter()
+            .any(|f| f.in_template() && f.per == Per::Packet)
+    }
+
+    /// Varies the flow's addresses and ports before its template is built
+    /// (so its sums cost nothing more): an IPv6 address's low 64 bits, the
+    /// ports of a flow that has them (`ports`: UDP, TCP). `flow` is the
+    /// flow's number, `packet` the packet's count.
+    pub fn vary_ends(&self, ends: &mut FlowEnds, ports: bool, flow: u64, packet: u64) {
+        let addr = |a: IpAddr, v: u64| match a {
+            IpAddr::V4(_) => IpAddr::V4((v as u32).into()),
+            IpAddr::V6(a) => IpAddr::V6((u128::from(a) >> 64 << 64 | u128::from(v)).into()),
+        };
         for (i, f) in self.fields.iter().enumerate() {
+            let v = || f.value(f.k(flow, packet), i);
+            match f.target {
+                Target::Ip(IpKey::Src) => ends.src = addr(ends.src, v()),
+                Target::Ip(IpKey::Dst) => ends.dst = addr(ends.dst, v()),
+                Target::Sport if ports => ends.sport = v() as u16,
+                Target::Dport if ports => ends.dport = v() as u16,
+                _ => {}
+            }
+        }
+    }
+
+    /// Writes the flow's TTL and TOS fields into its template `h`, whose
+    /// sums are then taken again: the frames built from it get their
+    /// checksums as any other.
+    pub fn vary(&self, h: &mut FlowHeaders, flow: u64, packet: u64) {
+        let in_header = |f: &Field| matches!(f.target, Target::Ip(IpKey::Ttl | IpKey::Tos));
+        if !self.fields.iter().any(in_header) {
+            return;
+        }
+        let lay = h.template_layout();
+        let head = h.head_mut();
+        for (i, f) in self.fields.iter().enumerate() {
+            if !in_header(f) {
+                continue;
+            }
+            if let Some(w) = window(f.target, &lay) {
+                put(head, w, f.bits, f.value(f.k(flow, packet), i));
+            }
+        }
+        h.resum();
+    }
+
+    /// Writes the fields in front of the flow's IP header (Ethernet, the
+    /// layers: VNI, labels, tags, tunnel addresses) into `frame`, before
+    /// the layers' lengths and checksums are set. True if one was written
+    /// over an outer IPv4 header or IPv6 address.
+    pub(crate) fn write_front(
+        &self,
+        frame: &mut [u8],
+        lay: &Layout,
+        flow: u64,
+        packet: u64,
+    ) -> bool {
+        let mut any = false;
+        for (i, f) in self.fields.iter().enumerate() {
+            if f.in_template() {
+                continue;
+            }
+            if let Some(w @ (at, n, _)) = window(f.target, lay) {
+                if at + n <= lay.ip {
+                    put(frame, w, f.bits, f.value(f.k(flow, packet), i));
+                    any |= f.resum;
+                }
+            }
+        }
+        any
+    }
+
+    /// Writes the remaining fields (the IPv4 ID, bytes by offset behind the
+    /// IP header) into `frame`, built by `h`, and keeps every checksum
+    /// covering them right. A field past the frame's end, or one the flow
+    /// lacks (the ID of an IPv6 header) is left alone.
+    pub fn apply(&self, frame: &mut [u8], h: &FlowHeaders, flow: u64, packet: u64) {
+        if !self.late {
+            return;
+        }
+        let lay = h.layout();
+        // The checksums, innermost first, and what each gathers.
+        let mut all = [Cover::NONE; 2 + 2 * crate::encap::MAX_LAYERS];
+        let covers = covers(&lay, h.encap(), &mut all);
+        let mut acc = [0u32; 2 + 2 * crate::encap::MAX_LAYERS];
+        let mut changed = false;
+        for (i, f) in self.fields.iter().enumerate() {
+            if f.in_template() {
+                continue;
+            }
             let Some((at, n, shift)) = window(f.target, &lay) else {
                 continue;
             };
-            if at + n > frame.len() {
+            if at + n <= lay.ip || at + n > frame.len() {
+                continue; // in front of the IP header: written before
+            }
+            let Some((old, new)) =
+                put(frame, (at, n, shift), f.bits, f.value(f.k(flow, packet), i))
+            else {
+                continue;
+            };
+            // The one's complement sums of the window's bytes at their
+            // place in 16-bit words (every checksummed range starts at an
+            // even offset); the bytes around it are the same before and
+            // after, so they are left out of both. Each checksum covering
+            // the field gathers the change (RFC 1624: ~m + m').
+            let (before, after) = (window_sum(old, at & 1, n), window_sum(new, at & 1, n));
+            let d = u32::from(!before) + u32::from(after);
+            for (j, c) in covers.iter().enumerate() {
+                if c.covers(at) {
+                    acc[j] += d;
+                }
+            }
+            changed = true;
+        }
+        if !changed {
+            return;
+        }
+        // Innermost first: a checksum that changes is itself a change the
+        // outer ones covering it gather.
+        for j in 0..covers.len() {
+            if acc[j] == 0 {
                 continue;
             }
-            let k = match f.per {
-                Per::Flow => flow,
-                Per::Packet => packet,
-            };
-            let v = f.value(k, i);
-            let mut w = [0u8; 8];
-            w[8 - n..].copy_from_slice(&frame[at..at + n]);
-            let old = u64::from_be_bytes(w);
-            let mask = mask(f.bits) << shift;
-            let new = (old & !mask) | ((v << shift) & mask);
+            let c = &covers[j];
+            let old = u16::from_be_bytes([frame[c.at], frame[c.at + 1]]);
+            let mut new = fold(u32::from(!old) + fold_sum(acc[j]));
+            if c.udp && new == 0 {
+                new = 0xffff;
+            }
             if new == old {
                 continue;
             }
-            // The one's complement sums of the even-aligned bytes around
-            // the field, before and after (every checksummed range starts
-            // at an even offset).
-            let (a, b) = (at & !1, ((at + n + 1) & !1).min(frame.len()));
-            let before = !fold(sum16(&frame[a..b], 0));
-            frame[at..at + n].copy_from_slice(&new.to_be_bytes()[8 - n..]);
-            let after = !fold(sum16(&frame[a..b], 0));
-            fix_checksums(frame, &lay, h.encap(), a, before, after);
+            frame[c.at..c.at + 2].copy_from_slice(&new.to_be_bytes());
+            let d = u32::from(!old) + u32::from(new);
+            for k in j + 1..covers.len() {
+                if covers[k].covers(c.at) {
+                    acc[k] += d;
+                }
+            }
         }
     }
 }
 
 impl Field {
+    /// Written into the flow's template: the flow's own addresses, TTL,
+    /// TOS and ports, which no per-packet field of the writer overlaps.
+    fn in_template(&self) -> bool {
+        matches!(
+            self.target,
+            Target::Ip(IpKey::Src | IpKey::Dst | IpKey::Ttl | IpKey::Tos)
+                | Target::Sport
+                | Target::Dport
+        )
+    }
+
+    /// What the value is drawn from.
+    fn k(&self, flow: u64, packet: u64) -> u64 {
+        match self.per {
+            Per::Flow => flow,
+            Per::Packet => packet,
+        }
+    }
+
     fn value(&self, k: u64, index: usize) -> u64 {
-        let span = |x: u64| if self.span == 0 { x } else { x % self.span };
+        let span = |x: u64| {
+            if self.span == 0 {
+                x
+            } else if (x | self.span) >> 32 == 0 {
+                // A 32-bit division is several times cheaper.
+                u64::from(x as u32 % self.span as u32)
+            } else {
+                x % self.span
+            }
+        };
         match self.op {
             Op::Inc => self.from.wrapping_add(span(k.wrapping_mul(self.step))),
             Op::Dec => self
@@ -259,6 +440,40 @@ fn splitmix(x: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Writes the low `bits` of `v` into the window (offset, bytes, shift) of
+/// `bytes`: the window's old and new values, None if it did not change.
+fn put(
+    bytes: &mut [u8],
+    (at, n, shift): (usize, usize, u8),
+    bits: u8,
+    v: u64,
+) -> Option<(u64, u64)> {
+    let w = bytes.get_mut(at..at + n)?;
+    let old = w.iter().fold(0u64, |acc, &b| acc << 8 | u64::from(b));
+    let mask = mask(bits) << shift;
+    let new = (old & !mask) | ((v << shift) & mask);
+    if new == old {
+        return None;
+    }
+    for (k, b) in w.iter_mut().enumerate() {
+        *b = (new >> (8 * (n - 1 - k))) as u8;
+    }
+    Some((old, new))
+}
+
+/// The sum of the 16-bit words holding `n` bytes of `v` (big-endian) that
+/// start `pad` bytes into a word.
+fn window_sum(v: u64, pad: usize, n: usize) -> u16 {
+    let words = (pad + n).div_ceil(2);
+    // The bytes at their place in `words` big-endian words.
+    let placed = u128::from(v) << (8 * (2 * words - pad - n));
+    let mut sum = 0u32;
+    for w in 0..words {
+        sum += (placed >> (16 * w)) as u16 as u32;
+    }
+    !fold(sum)
+}
+
 fn mask(bits: u8) -> u64 {
     if bits >= 64 {
         u64::MAX
@@ -272,7 +487,7 @@ fn mask(bits: u8) -> u64 {
 fn window(t: Target, lay: &Layout) -> Option<(usize, usize, u8)> {
     let ip = lay.ip;
     Some(match (t, lay.v6) {
-        (Target::Fixed(at, n, s), _) => (at, n, s),
+        (Target::Front(at, n, s) | Target::Fixed(at, n, s), _) => (at, n, s),
         (Target::Ip(IpKey::Src), false) => (ip + 12, 4, 0),
         (Target::Ip(IpKey::Dst), false) => (ip + 16, 4, 0),
         (Target::Ip(IpKey::Ttl), false) => (ip + 8, 1, 0),
@@ -289,77 +504,90 @@ fn window(t: Target, lay: &Layout) -> Option<(usize, usize, u8)> {
     })
 }
 
-/// Changed spans: (even offset, sum before, sum after).
-struct Changes {
-    list: [(usize, u16, u16); 20],
-    n: usize,
+/// A checksum and the bytes it covers: every byte from `tail` on, and
+/// those in `lo..hi` (a header, or the addresses of a pseudo header).
+#[derive(Clone, Copy, Debug)]
+struct Cover {
+    at: usize,
+    tail: usize,
+    lo: usize,
+    hi: usize,
+    /// UDP's: 0 is sent as 0xffff.
+    udp: bool,
 }
 
-/// Updates every checksum covering the bytes from `at` whose sum went from
-/// `before` to `after`, innermost first: a checksum that changes is itself
-/// a change the outer ones cover.
-fn fix_checksums(
-    frame: &mut [u8],
-    lay: &Layout,
-    encap: Option<&EncapStack>,
-    at: usize,
-    before: u16,
-    after: u16,
-) {
-    let mut ch = Changes {
-        list: [(0, 0, 0); 20],
-        n: 1,
+impl Cover {
+    const NONE: Cover = Cover {
+        at: 0,
+        tail: usize::MAX,
+        lo: 0,
+        hi: 0,
+        udp: false,
     };
-    ch.list[0] = (at, before, after);
-    let update = |frame: &mut [u8],
-                  ch: &mut Changes,
-                  csum: usize,
-                  covers: &dyn Fn(usize) -> bool,
-                  udp: bool| {
-        let old = u16::from_be_bytes([frame[csum], frame[csum + 1]]);
-        let mut c = old;
-        for &(o, b, a) in &ch.list[..ch.n] {
-            if covers(o) {
-                c = fold(u32::from(!c) + u32::from(!b) + u32::from(a));
-            }
-        }
-        if udp && c == 0 {
-            c = 0xffff;
-        }
-        if c != old {
-            frame[csum..csum + 2].copy_from_slice(&c.to_be_bytes());
-            if ch.n < ch.list.len() {
-                ch.list[ch.n] = (csum, old, c);
-                ch.n += 1;
-            }
-        }
-    };
+
+    fn covers(&self, o: usize) -> bool {
+        o >= self.tail || (self.lo..self.hi).contains(&o)
+    }
+}
+
+/// The checksums of a frame laid out as `lay` behind `encap`, innermost
+/// first, written into `all`.
+fn covers<'a>(lay: &Layout, encap: Option<&EncapStack>, all: &'a mut [Cover]) -> &'a [Cover] {
+    let mut n = 0;
     let ip = lay.ip;
-    let addrs = if lay.v6 {
-        ip + 8..ip + 40
-    } else {
-        ip + 12..ip + 20
-    };
-    if let Some(c) = lay.l4_csum {
-        let (l4, pseudo) = (lay.l4, lay.pseudo);
-        let covers = |o: usize| o >= l4 || (pseudo && addrs.contains(&o));
-        update(frame, &mut ch, c, &covers, lay.udp);
+    if let Some(at) = lay.l4_csum {
+        let (lo, hi) = match (lay.pseudo, lay.v6) {
+            (false, _) => (0, 0),
+            (true, false) => (ip + 12, ip + 20),
+            (true, true) => (ip + 8, ip + 40),
+        };
+        all[n] = Cover {
+            at,
+            tail: lay.l4,
+            lo,
+            hi,
+            udp: lay.udp,
+        };
+        n += 1;
     }
     if !lay.v6 {
-        let covers = |o: usize| (ip..ip + 20).contains(&o);
-        update(frame, &mut ch, ip + 10, &covers, false);
+        all[n] = Cover {
+            at: ip + 10,
+            lo: ip,
+            hi: ip + 20,
+            ..Cover::NONE
+        };
+        n += 1;
     }
-    let Some(e) = encap else { return };
-    for (oip, v6, udp) in e.checksums(lay.v6) {
-        if let Some(u) = udp {
-            let covers = |o: usize| o >= u || (oip + 8..oip + 40).contains(&o);
-            update(frame, &mut ch, u + 6, &covers, true);
-        }
-        if !v6 {
-            let covers = |o: usize| (oip..oip + 20).contains(&o);
-            update(frame, &mut ch, oip + 10, &covers, false);
+    if let Some(e) = encap {
+        for (oip, v6, udp) in e.checksums(lay.v6) {
+            if let Some(u) = udp {
+                all[n] = Cover {
+                    at: u + 6,
+                    tail: u,
+                    lo: oip + 8,
+                    hi: oip + 40,
+                    udp: true,
+                };
+                n += 1;
+            }
+            if !v6 {
+                all[n] = Cover {
+                    at: oip + 10,
+                    lo: oip,
+                    hi: oip + 20,
+                    ..Cover::NONE
+                };
+                n += 1;
+            }
         }
     }
+    &all[..n]
+}
+
+/// A sum of up to 2^16 16-bit terms folded to 16 bits (not complemented).
+fn fold_sum(s: u32) -> u32 {
+    u32::from(!fold(s))
 }
 
 /// A spec checked and placed; errors start with the key (`to: …`).
@@ -436,14 +664,15 @@ fn field(s: &FieldSpec, layers: &[EncapLayer], seed: u64) -> Result<Field, Strin
         values,
         per: s.per,
         seed: s.seed.unwrap_or(seed),
+        resum: true,
     })
 }
 
 /// A named field: where it is and its width.
 fn named(name: &str, layers: &[EncapLayer]) -> Result<(Target, u8), String> {
     let flow = match name {
-        "eth.dst" => Some((Target::Fixed(0, 6, 0), 48)),
-        "eth.src" => Some((Target::Fixed(6, 6, 0), 48)),
+        "eth.dst" => Some((Target::Front(0, 6, 0), 48)),
+        "eth.src" => Some((Target::Front(6, 6, 0), 48)),
         "ip.src" => Some((Target::Ip(IpKey::Src), 64)),
         "ip.dst" => Some((Target::Ip(IpKey::Dst), 64)),
         "ip.ttl" => Some((Target::Ip(IpKey::Ttl), 8)),
@@ -505,36 +734,36 @@ fn named(name: &str, layers: &[EncapLayer]) -> Result<(Target, u8), String> {
     let unknown = || format!("{kind} has no field '{key}' ({NAMES})");
     Ok(match l {
         EncapLayer::Vlan { .. } => match key {
-            "id" => (Target::Fixed(start, 2, 0), 12),
-            "pcp" => (Target::Fixed(start, 2, 13), 3),
+            "id" => (Target::Front(start, 2, 0), 12),
+            "pcp" => (Target::Front(start, 2, 13), 3),
             _ => return Err(unknown()),
         },
         EncapLayer::Mpls { .. } => match key {
-            "label" => (Target::Fixed(start, 4, 12), 20),
-            "tc" => (Target::Fixed(start, 4, 9), 3),
-            "ttl" => (Target::Fixed(start + 3, 1, 0), 8),
+            "label" => (Target::Front(start, 4, 12), 20),
+            "tc" => (Target::Front(start, 4, 9), 3),
+            "ttl" => (Target::Front(start + 3, 1, 0), 8),
             _ => return Err(unknown()),
         },
         EncapLayer::Tunnel(t) => {
             let v6 = t.src.is_ipv6();
             let ipl = if v6 { 40 } else { 20 };
             match (key, t.kind) {
-                ("src", _) if v6 => (Target::Fixed(start + 16, 8, 0), 64),
-                ("dst", _) if v6 => (Target::Fixed(start + 32, 8, 0), 64),
-                ("src", _) => (Target::Fixed(start + 12, 4, 0), 32),
-                ("dst", _) => (Target::Fixed(start + 16, 4, 0), 32),
-                ("ttl", _) => (Target::Fixed(start + if v6 { 7 } else { 8 }, 1, 0), 8),
-                ("vni", TunnelSpec::Vxlan { .. }) => (Target::Fixed(start + ipl + 12, 4, 8), 24),
-                ("sport", TunnelSpec::Vxlan { .. }) => (Target::Fixed(start + ipl, 2, 0), 16),
+                ("src", _) if v6 => (Target::Front(start + 16, 8, 0), 64),
+                ("dst", _) if v6 => (Target::Front(start + 32, 8, 0), 64),
+                ("src", _) => (Target::Front(start + 12, 4, 0), 32),
+                ("dst", _) => (Target::Front(start + 16, 4, 0), 32),
+                ("ttl", _) => (Target::Front(start + if v6 { 7 } else { 8 }, 1, 0), 8),
+                ("vni", TunnelSpec::Vxlan { .. }) => (Target::Front(start + ipl + 12, 4, 8), 24),
+                ("sport", TunnelSpec::Vxlan { .. }) => (Target::Front(start + ipl, 2, 0), 16),
                 ("key", TunnelSpec::Gre { key: Some(_), .. }) => {
-                    (Target::Fixed(start + ipl + 4, 4, 0), 32)
+                    (Target::Front(start + ipl + 4, 4, 0), 32)
                 }
                 ("key", TunnelSpec::Gre { key: None, .. }) => {
                     return Err("this gre has no key (give it one to vary it)".into())
                 }
-                ("teid", TunnelSpec::GtpU { .. }) => (Target::Fixed(start + ipl + 12, 4, 0), 32),
+                ("teid", TunnelSpec::GtpU { .. }) => (Target::Front(start + ipl + 12, 4, 0), 32),
                 ("qfi", TunnelSpec::GtpU { qfi: Some(_), .. }) => {
-                    (Target::Fixed(start + ipl + 8 + 8 + 4 + 2, 1, 0), 6)
+                    (Target::Front(start + ipl + 8 + 8 + 4 + 2, 1, 0), 6)
                 }
                 ("qfi", TunnelSpec::GtpU { qfi: None, .. }) => {
                     return Err("this gtpu has no qfi (give it one to vary it)".into())
@@ -562,14 +791,32 @@ mod tests {
     }
 
     fn headers(layers: &[EncapLayer], inner: (&str, &str), proto: FlowProto) -> FlowHeaders {
+        varied_headers(layers, inner, proto, None)
+    }
+
+    /// A flow's headers as a source builds them, its fields varied for
+    /// (flow, packet) by `e`.
+    fn varied_headers(
+        layers: &[EncapLayer],
+        inner: (&str, &str),
+        proto: FlowProto,
+        e: Option<(&FieldEngine, u64, u64)>,
+    ) -> FlowHeaders {
         let mac = MacAddr([2, 0, 0, 0, 0, 1]);
-        let ends = FlowEnds {
+        let mut ends = FlowEnds {
             src: inner.0.parse().unwrap(),
             dst: inner.1.parse().unwrap(),
             sport: 4000,
             dport: 80,
         };
-        let h = FlowHeaders::new(mac, mac, ends, proto, false).unwrap();
+        if let Some((e, flow, packet)) = e {
+            let ports = matches!(proto, FlowProto::Udp | FlowProto::Tcp);
+            e.vary_ends(&mut ends, ports, flow, packet);
+        }
+        let mut h = FlowHeaders::new(mac, mac, ends, proto, false).unwrap();
+        if let Some((e, flow, packet)) = e {
+            e.vary(&mut h, flow, packet);
+        }
         if layers.is_empty() {
             h
         } else {
@@ -577,19 +824,36 @@ mod tests {
         }
     }
 
+    fn fields(index: u64) -> PacketFields<'static> {
+        PacketFields {
+            index,
+            last: false,
+            payload_len: 37,
+            tcp_seq: 5,
+            prefix: b"abc",
+            stamp: Some(2),
+        }
+    }
+
     fn build(h: &FlowHeaders, index: u64) -> Vec<u8> {
         let mut out = Vec::new();
-        h.write(
-            &mut out,
-            &PacketFields {
-                index,
-                last: false,
-                payload_len: 37,
-                tcp_seq: 5,
-                prefix: b"abc",
-                stamp: Some(2),
-            },
-        );
+        h.write(&mut out, &fields(index));
+        out
+    }
+
+    /// A frame as a source builds it: the template varied, then written
+    /// with the other fields.
+    fn build_varied(
+        flow_of: (&[EncapLayer], (&str, &str), FlowProto),
+        e: &FieldEngine,
+        index: u64,
+        flow: u64,
+        packet: u64,
+    ) -> Vec<u8> {
+        let (layers, inner, proto) = flow_of;
+        let h = varied_headers(layers, inner, proto, Some((e, flow, packet)));
+        let mut out = Vec::new();
+        h.write_varied(&mut out, &fields(index), e, flow, packet);
         out
     }
 
@@ -682,9 +946,8 @@ mod tests {
                     ] {
                         let h = headers(stack, inner, proto);
                         for flow in 0..8 {
-                            let mut f = build(&h, flow);
-                            let plain = f.clone();
-                            engine.apply(&mut f, &h, flow, flow);
+                            let plain = build(&h, flow);
+                            let f = build_varied((stack, inner, proto), &engine, flow, flow, flow);
                             let what = format!("{stack:?} {name} {inner:?} {proto:?} flow {flow}");
                             check_all(&f).unwrap_or_else(|e| panic!("{what}: {e}"));
                             let lay = h.layout();
@@ -716,10 +979,10 @@ mod tests {
             let e = FieldEngine::new(&[spec(text)], &[], 1).unwrap();
             (0..7)
                 .map(|k| {
-                    let h = headers(&[], ("10.0.0.1", "10.0.0.2"), FlowProto::Udp);
-                    let mut f = build(&h, 0);
                     let (flow, packet) = if per_packet { (0, k) } else { (k, 0) };
-                    e.apply(&mut f, &h, flow, packet);
+                    let udp: (&[EncapLayer], _, _) =
+                        (&[], ("10.0.0.1", "10.0.0.2"), FlowProto::Udp);
+                    let f = build_varied(udp, &e, 0, flow, packet);
                     verify_checksums(&f).unwrap();
                     u64::from(u16::from_be_bytes([f[34], f[35]]))
                 })
@@ -784,9 +1047,8 @@ mod tests {
             1,
         )
         .unwrap();
-        let h = headers(&[], ("10.0.0.1", "10.0.0.2"), FlowProto::Udp);
-        let mut f = build(&h, 0);
-        e.apply(&mut f, &h, 258, 0);
+        let udp: (&[EncapLayer], _, _) = (&[], ("10.0.0.1", "10.0.0.2"), FlowProto::Udp);
+        let f = build_varied(udp, &e, 0, 258, 0);
         assert_eq!(&f[30..34], &[10, 1, 1, 2]);
         assert_eq!(f[42], 0x7f);
         verify_checksums(&f).unwrap();

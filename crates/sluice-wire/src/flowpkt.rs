@@ -20,6 +20,7 @@
 use crate::checksum::{fold, sum16};
 use crate::encapstack::EncapStack;
 use crate::ethernet::MacAddr;
+use crate::fields::FieldEngine;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -230,7 +231,34 @@ impl FlowHeaders {
 
     /// Where the flow's headers sit in its frames.
     pub fn layout(&self) -> Layout {
-        let grow = self.grow();
+        self.layout_at(self.grow())
+    }
+
+    /// Where they sit in the template (without the layers).
+    pub(crate) fn template_layout(&self) -> Layout {
+        self.layout_at(0)
+    }
+
+    /// The template: Ethernet, IP and L4 headers.
+    pub(crate) fn head_mut(&mut self) -> &mut [u8] {
+        &mut self.head[..self.l4_end]
+    }
+
+    /// Takes the template's sums again after its bytes changed (the
+    /// per-packet fields are still zero in it).
+    pub(crate) fn resum(&mut self) {
+        let ip = &self.head[ETH..self.l3_end];
+        let (addrs, proto) = if self.v6 {
+            (&ip[8..40], ip[6])
+        } else {
+            (&ip[12..20], ip[9])
+        };
+        self.pseudo = sum16(addrs, 0) + u32::from(proto);
+        self.ip_sum = if self.v6 { 0 } else { sum16(ip, 0) };
+        self.l4_sum = sum16(&self.head[self.l3_end..self.l4_end], 0);
+    }
+
+    fn layout_at(&self, grow: usize) -> Layout {
         let l4 = self.l3_end + grow;
         let (csum, ports) = match self.proto {
             FlowProto::Udp => (Some(6), true),
@@ -268,6 +296,30 @@ impl FlowHeaders {
 
     /// Appends one frame to `out`.
     pub fn write(&self, out: &mut Vec<u8>, f: &PacketFields<'_>) {
+        self.write_with(out, f, None);
+    }
+
+    /// Appends one frame to `out` with the fields of `engine` that are not
+    /// in the template ([`FieldEngine::vary`] wrote those): `flow` is the
+    /// flow's number, `packet` the packet's count.
+    pub fn write_varied(
+        &self,
+        out: &mut Vec<u8>,
+        f: &PacketFields<'_>,
+        engine: &FieldEngine,
+        flow: u64,
+        packet: u64,
+    ) {
+        self.write_with(out, f, Some((engine, flow, packet)));
+    }
+
+    #[inline(always)]
+    fn write_with(
+        &self,
+        out: &mut Vec<u8>,
+        f: &PacketFields<'_>,
+        vary: Option<(&FieldEngine, u64, u64)>,
+    ) {
         let start = out.len();
         let l4_len = self.l4_end - self.l3_end + f.payload_len;
         let grow = match &self.encap {
@@ -319,7 +371,19 @@ impl FlowHeaders {
         }
         self.write_l4(&mut frame[l3_end..l4_end], f, l4_len, payload_sum);
         if let Some(e) = &self.encap {
-            e.patch(frame, self.v6, f.index, self.entropy);
+            if e.uses_entropy() {
+                e.write_entropy(frame, self.v6, self.entropy);
+            }
+        }
+        let front = match vary {
+            Some((e, flow, packet)) => e.write_front(frame, &self.layout(), flow, packet),
+            None => false,
+        };
+        if let Some(e) = &self.encap {
+            e.patch(frame, self.v6, f.index, front);
+        }
+        if let Some((e, flow, packet)) = vary {
+            e.apply(frame, self, flow, packet);
         }
     }
 
