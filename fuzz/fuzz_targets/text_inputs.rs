@@ -17,6 +17,7 @@ use sluice_flows::{import_text, Expander, Session};
 use sluice_source::series::FlowMap;
 use sluice_wire::encap::EncapLayer;
 use sluice_wire::encapstack::EncapStack;
+use sluice_wire::ip6ext::Ipv6ExtStack;
 use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, PacketFields};
 use std::io::Cursor;
 use std::net::Ipv4Addr;
@@ -61,8 +62,8 @@ fn session(text: &str) {
                     let _ = (f.src_ip(), f.dst_ip());
                     // The first flows' frames, behind the session's layers
                     // and with its fields, are built as a source builds them.
-                    if let (Some((stack, engine)), true) = (&frames, k < 50) {
-                        frame(stack.as_ref(), engine.as_ref(), &f);
+                    if let (Some((stack, engine, ext)), true) = (&frames, k < 50) {
+                        frame(stack.as_ref(), engine.as_ref(), ext, &f);
                     }
                 }
             }
@@ -73,6 +74,7 @@ fn session(text: &str) {
 type Frames = (
     Option<Arc<EncapStack>>,
     Option<sluice_wire::fields::FieldEngine>,
+    Arc<Ipv6ExtStack>,
 );
 
 /// An accepted session's layers and fields build.
@@ -88,12 +90,14 @@ fn layers_and_fields(s: &Session) -> Option<Frames> {
     let engine = s
         .field_engine()
         .expect("an accepted session's fields build");
-    Some((stack, engine))
+    let ext = Ipv6ExtStack::new(&s.ipv6_ext).expect("an accepted session's IPv6 headers build");
+    Some((stack, engine, Arc::new(ext)))
 }
 
 fn frame(
     stack: Option<&Arc<EncapStack>>,
     engine: Option<&sluice_wire::fields::FieldEngine>,
+    ext: &Arc<Ipv6ExtStack>,
     f: &sluice_flows::Flow,
 ) {
     let mac = sluice_wire::MacAddr([2, 0, 0, 0, 0, 1]);
@@ -114,6 +118,7 @@ fn frame(
     if let Some(e) = engine {
         e.vary(&mut h, u64::from(f.id), 3);
     }
+    h = h.with_ipv6_ext(ext);
     if let Some(s) = stack {
         h = h.with_encap(s);
     }

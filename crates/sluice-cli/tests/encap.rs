@@ -81,6 +81,13 @@ fn tunnels_and_varied_fields_equal_the_packets_scapy_builds() {
             ),
             "Ether(dst=D,src=S)/IPv6(src='2001:db8:9::1',dst='2001:db8:9::2')/UDP(sport=7000,dport=4789)/VXLAN(flags=0x08,NextProtocol=0,vni=9)/Ether(dst=D,src=S)/IP(src='10.0.0.1',dst='10.1.2.3',id=I,ttl=7)/UDP(sport=1234+I%2,dport=53)/P",
         ),
+        (
+            format!(
+                "ipv6_ext: [{{hop_by_hop: {{router_alert: true}}}}, {{routing: {{segments: [\"2001:db8:a::1\", \"2001:db8:b::1\"]}}}}, {{fragment: {{id: 7}}}}, {{destination: {{}}}}]\n{}",
+                session("[]", "[]", udp6)
+            ),
+            "Ether(dst=D,src=S)/IPv6(src='2001:db8::1',dst='2001:db8:a::1')/IPv6ExtHdrHopByHop(options=[RouterAlert()])/IPv6ExtHdrSegmentRouting(addresses=['2001:db8::2','2001:db8:b::1','2001:db8:a::1'])/IPv6ExtHdrFragment(id=7)/IPv6ExtHdrDestOpt()/UDP(sport=6000,dport=6001)/P",
+        ),
     ];
     let mut json = Vec::new();
     for (k, (text, scapy)) in cases.iter().enumerate() {
@@ -105,7 +112,7 @@ fn tunnels_and_varied_fields_equal_the_packets_scapy_builds() {
         "{text}{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert_eq!(text.matches("4 frames equal scapy's").count(), 5, "{text}");
+    assert_eq!(text.matches("4 frames equal scapy's").count(), 6, "{text}");
 }
 
 /// Per-flow fields over a meta-flow of 50 flows, read back by tshark:
@@ -222,6 +229,106 @@ fn per_flow_fields_decode_as_asked_with_good_checksums() {
     );
     assert!(
         stderr(&o).contains("flows[0]") && stderr(&o).contains("icmp4 flows have no ports"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// IPv6 extension headers on every IPv6 flow of the mixed session (hop by
+/// hop with a router alert, a segment routing header through two
+/// segments, an atomic fragment, destination options): tshark decodes the
+/// chain, the IPv6 destination is the first segment, every L4 checksum
+/// (whose pseudo header takes the final destination) is good, no frame is
+/// malformed, and the IPv4 flows are left as they are.
+#[test]
+fn ipv6_extension_headers_decode_with_good_checksums() {
+    if !sluice_testkit::require("tshark", "IPv6 extension headers read back by tshark") {
+        return;
+    }
+    let d = tmpdir("encap-ip6ext");
+    let mixed = std::fs::read_to_string(repo("examples/sessions/mixed.yaml")).unwrap();
+    let s = d.join("s.yaml");
+    std::fs::write(
+        &s,
+        format!("ipv6_ext: [{{hop_by_hop: {{router_alert: true}}}}, {{routing: {{segments: [\"2001:db8:a::1\", \"2001:db8:b::1\"]}}}}, {{fragment: {{id: 7}}}}, {{destination: {{}}}}]\n{mixed}"),
+    )
+    .unwrap();
+    let out = d.join("out.pcap");
+    let o = run_to_pcap(&["flows", "run", s.to_str().unwrap()], &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = Command::new("tshark")
+        .args([
+            "-r",
+            out.to_str().unwrap(),
+            "-o",
+            "udp.check_checksum:TRUE",
+            "-o",
+            "tcp.check_checksum:TRUE",
+            "-o",
+            "ip.check_checksum:TRUE",
+        ])
+        .args(["-T", "fields", "-E", "occurrence=a"])
+        .args([
+            "-e",
+            "ipv6.dst",
+            "-e",
+            "ipv6.nxt",
+            "-e",
+            "ipv6.routing.segleft",
+            "-e",
+            "ipv6.fraghdr.ident",
+        ])
+        .args([
+            "-e",
+            "ipv6.opt.router_alert",
+            "-e",
+            "udp.checksum.status",
+            "-e",
+            "tcp.checksum.status",
+        ])
+        .args([
+            "-e",
+            "icmpv6.checksum.status",
+            "-e",
+            "ip.checksum.status",
+            "-e",
+            "_ws.malformed",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let (mut v6, mut v4) = (0, 0);
+    for line in text.lines() {
+        let r: Vec<&str> = line.split('\t').collect();
+        assert!(r[9].is_empty(), "malformed: {line}");
+        if r[0].is_empty() {
+            v4 += 1;
+            assert_eq!(r[8], "1", "an IPv4 flow keeps its header: {line}");
+            continue;
+        }
+        v6 += 1;
+        assert_eq!(
+            &r[..5],
+            ["2001:db8:a::1", "0", "2", "0x00000007", "0"],
+            "{line}"
+        );
+        let sums: Vec<&str> = r[5..8].iter().copied().filter(|v| !v.is_empty()).collect();
+        assert_eq!(sums, ["1"], "one L4 checksum, good: {line}");
+    }
+    assert_eq!((v6, v4), (23, 1055));
+    // Bad headers are refused naming the key.
+    std::fs::write(
+        &s,
+        format!("ipv6_ext: [{{routing: {{segments: []}}}}]\n{mixed}"),
+    )
+    .unwrap();
+    let o = run_to_pcap(
+        &["flows", "run", s.to_str().unwrap()],
+        &d.join("x.pcap"),
+        &[],
+    );
+    assert!(
+        stderr(&o).contains("ipv6_ext[0].routing.segments: 0 segments"),
         "{}",
         stderr(&o)
     );

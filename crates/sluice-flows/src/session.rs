@@ -50,6 +50,10 @@ pub struct Session {
     /// (`sluice_wire::fields`).
     #[serde(default)]
     pub fields: Vec<sluice_wire::fields::FieldSpec>,
+    /// IPv6 extension headers of the IPv6 flows' packets
+    /// (`sluice_wire::ip6ext`).
+    #[serde(default)]
+    pub ipv6_ext: Vec<sluice_wire::ip6ext::Ipv6Ext>,
     pub flows: Vec<FlowEntry>,
     /// The file it came from, for error messages.
     #[serde(skip)]
@@ -319,7 +323,7 @@ impl Session {
             what,
         })?;
         let engine = self.field_engine()?;
-        let layers = sluice_wire::encapstack::len(&self.encap) as u64;
+        let layers = self.layers_len()?;
         for (i, f) in self.flows.iter().enumerate() {
             f.check()
                 .and_then(|()| f.fits_ip(layers))
@@ -327,6 +331,18 @@ impl Session {
                 .map_err(|what| self.entry_error(i, what))?;
         }
         Ok(self)
+    }
+
+    /// Bytes in front of and behind the IP header that every packet may
+    /// carry: the layers and the IPv6 extension headers (checked).
+    pub(crate) fn layers_len(&self) -> Result<u64, SessionError> {
+        let ext = sluice_wire::ip6ext::Ipv6ExtStack::new(&self.ipv6_ext).map_err(|what| {
+            SessionError::Syntax {
+                file: self.name.clone(),
+                what,
+            }
+        })?;
+        Ok((sluice_wire::encapstack::len(&self.encap) + ext.len()) as u64)
     }
 
     /// The field engine of the session's `fields`, checked against its

@@ -114,6 +114,8 @@ pub struct FlowSource {
     headers: Option<(u32, FlowHeaders)>,
     /// The session's layers (checked when it was loaded), built once.
     encap: Option<std::sync::Arc<sluice_wire::encapstack::EncapStack>>,
+    /// The session's IPv6 extension headers, built once.
+    ext: Option<std::sync::Arc<sluice_wire::ip6ext::Ipv6ExtStack>>,
     /// The session's varied fields, and the packets built so far (what a
     /// per-packet field counts).
     fields: Option<sluice_wire::fields::FieldEngine>,
@@ -150,6 +152,17 @@ impl FlowSource {
         let mut session = session;
         session.seed = Some(seed);
         let fields = session.field_engine()?;
+        let ext = if session.ipv6_ext.is_empty() {
+            None
+        } else {
+            let x = sluice_wire::ip6ext::Ipv6ExtStack::new(&session.ipv6_ext).map_err(|what| {
+                crate::session::SessionError::Syntax {
+                    file: session.name.clone(),
+                    what,
+                }
+            })?;
+            Some(std::sync::Arc::new(x))
+        };
         let expander = Expander::new(session, seed)?;
         // Each planner picks with its own stream.
         let pick = seed ^ 0x5851_f42d_4c95_7f2d ^ u64::from(cfg.part.map_or(0, |p| p.index));
@@ -174,6 +187,7 @@ impl FlowSource {
             pick,
             headers: None,
             encap,
+            ext,
             fields,
             built: 0,
         })
@@ -262,6 +276,9 @@ impl FlowSource {
                 // The flow's own fields go into its template first, so
                 // that a tunnel's entropy follows the flow as varied.
                 e.vary(&mut h, u64::from(f.id), self.built);
+            }
+            if let Some(x) = &self.ext {
+                h = h.with_ipv6_ext(x);
             }
             let h = match &self.encap {
                 None => h,

@@ -137,7 +137,7 @@ pub fn read_yaml(
     s.flows = flows;
     s.name = name.to_owned();
     let engine = s.field_engine()?;
-    let layers = sluice_wire::encapstack::len(&s.encap) as u64;
+    let layers = s.layers_len()?;
     for (i, f) in s.flows.iter().enumerate() {
         f.fits_ip(layers)
             .and_then(|()| s.fields_fit(engine.as_ref(), f))

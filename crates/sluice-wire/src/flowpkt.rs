@@ -21,6 +21,7 @@ use crate::checksum::{fold, sum16};
 use crate::encapstack::EncapStack;
 use crate::ethernet::MacAddr;
 use crate::fields::FieldEngine;
+use crate::ip6ext::Ipv6ExtStack;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -110,6 +111,8 @@ pub struct FlowHeaders {
     encap: Option<Arc<EncapStack>>,
     /// The flow's UDP source port for tunnels that take it from the flow.
     entropy: u16,
+    /// IPv6 extension headers after the IP header (IPv6 flows).
+    ext: Option<Arc<Ipv6ExtStack>>,
 }
 
 const ETH: usize = 14;
@@ -211,6 +214,7 @@ impl FlowHeaders {
             l4_sum,
             encap: None,
             entropy: 0,
+            ext: None,
         })
     }
 
@@ -231,12 +235,12 @@ impl FlowHeaders {
 
     /// Where the flow's headers sit in its frames.
     pub fn layout(&self) -> Layout {
-        self.layout_at(self.grow())
+        self.layout_at(self.grow(), self.ext_len())
     }
 
     /// Where they sit in the template (without the layers).
     pub(crate) fn template_layout(&self) -> Layout {
-        self.layout_at(0)
+        self.layout_at(0, 0)
     }
 
     /// The template: Ethernet, IP and L4 headers.
@@ -258,8 +262,8 @@ impl FlowHeaders {
         self.l4_sum = sum16(&self.head[self.l3_end..self.l4_end], 0);
     }
 
-    fn layout_at(&self, grow: usize) -> Layout {
-        let l4 = self.l3_end + grow;
+    fn layout_at(&self, grow: usize, ext: usize) -> Layout {
+        let l4 = self.l3_end + grow + ext;
         let (csum, ports) = match self.proto {
             FlowProto::Udp => (Some(6), true),
             FlowProto::Tcp => (Some(16), true),
@@ -282,6 +286,20 @@ impl FlowHeaders {
         self.encap.as_deref()
     }
 
+    /// The same headers with IPv6 extension headers after the IP header;
+    /// an IPv4 flow is left as it is.
+    pub fn with_ipv6_ext(mut self, ext: &Arc<Ipv6ExtStack>) -> Self {
+        if self.v6 && !ext.is_empty() {
+            self.ext = Some(Arc::clone(ext));
+        }
+        self
+    }
+
+    /// Bytes of the IPv6 extension headers.
+    fn ext_len(&self) -> usize {
+        self.ext.as_ref().map_or(0, |e| e.len())
+    }
+
     /// Bytes the layers add.
     fn grow(&self) -> usize {
         self.encap
@@ -291,7 +309,7 @@ impl FlowHeaders {
 
     /// Frame length for a payload of `payload_len` bytes.
     pub fn frame_len(&self, payload_len: usize) -> usize {
-        self.grow() + self.l4_end + payload_len
+        self.grow() + self.ext_len() + self.l4_end + payload_len
     }
 
     /// Appends one frame to `out`.
@@ -322,20 +340,34 @@ impl FlowHeaders {
     ) {
         let start = out.len();
         let l4_len = self.l4_end - self.l3_end + f.payload_len;
-        let grow = match &self.encap {
-            None => {
+        let ext = self.ext_len();
+        let grow = match (&self.encap, &self.ext) {
+            (None, None) => {
                 out.extend_from_slice(&self.head[..self.l4_end]);
                 0
             }
-            Some(e) => {
-                let b = e.bytes(self.v6);
-                out.extend_from_slice(&self.head[..12]);
-                out.extend_from_slice(b);
-                out.extend_from_slice(&self.head[ETH..self.l4_end]);
-                b.len() - 2
+            (encap, xs) => {
+                let grow = match encap {
+                    None => {
+                        out.extend_from_slice(&self.head[..ETH]);
+                        0
+                    }
+                    Some(e) => {
+                        let b = e.bytes(self.v6);
+                        out.extend_from_slice(&self.head[..12]);
+                        out.extend_from_slice(b);
+                        b.len() - 2
+                    }
+                };
+                out.extend_from_slice(&self.head[ETH..self.l3_end]);
+                if let Some(x) = xs {
+                    out.extend_from_slice(x.bytes());
+                }
+                out.extend_from_slice(&self.head[self.l3_end..self.l4_end]);
+                grow
             }
         };
-        let (l3_end, l4_end) = (self.l3_end + grow, self.l4_end + grow);
+        let (l3_end, l4_end) = (self.l3_end + grow + ext, self.l4_end + grow + ext);
         // Payload: prefix, stamp, zeros. Their sum is taken from the source
         // bytes; zeros add nothing.
         let pre = f.prefix.len().min(f.payload_len);
@@ -360,7 +392,10 @@ impl FlowHeaders {
         // IP header.
         let ip = ETH + grow;
         if self.v6 {
-            frame[ip + 4..ip + 6].copy_from_slice(&(l4_len as u16).to_be_bytes());
+            frame[ip + 4..ip + 6].copy_from_slice(&((ext + l4_len) as u16).to_be_bytes());
+            if let Some(x) = &self.ext {
+                x.patch(frame, ip);
+            }
         } else {
             let total = (20 + l4_len) as u16;
             let id = f.index as u16;

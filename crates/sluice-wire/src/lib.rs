@@ -15,7 +15,8 @@
 //!   GRE, GTP-U, IP-in-IP) in front of a generated frame's IP header, as
 //!   written; [`encapstack`]: their bytes, built once, and the fields each
 //!   packet changes in them; [`fields`]: the field engine, header fields
-//!   varied per flow or per packet with their checksums kept right.
+//!   varied per flow or per packet with their checksums kept right;
+//!   [`ip6ext`]: IPv6 extension headers of generated IPv6 packets.
 //! * [`flow`]: a symmetric, stable flow hash for spreading frames over
 //!   senders while keeping both directions of a connection together.
 //!
@@ -36,6 +37,7 @@ pub mod ethernet;
 pub mod fields;
 pub mod flow;
 pub mod flowpkt;
+pub mod ip6ext;
 pub mod layers;
 pub mod payload;
 pub mod rewrite;

@@ -14,7 +14,10 @@ import json
 import sys
 
 from scapy.all import IP, UDP, TCP, ICMP, GRE, Ether, Dot1Q, Dot1AD, Raw, rdpcap  # noqa: F401
-from scapy.layers.inet6 import IPv6, ICMPv6EchoRequest  # noqa: F401
+from scapy.layers.inet6 import (  # noqa: F401
+    IPv6, ICMPv6EchoRequest, IPv6ExtHdrHopByHop, IPv6ExtHdrDestOpt,
+    IPv6ExtHdrSegmentRouting, IPv6ExtHdrFragment, RouterAlert,
+)
 from scapy.layers.vxlan import VXLAN  # noqa: F401
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer  # noqa: F401
 from scapy.contrib.mpls import MPLS  # noqa: F401
