@@ -208,6 +208,21 @@ fn per_flow_fields_decode_as_asked_with_good_checksums() {
         .map(|v| v.iter().next().unwrap().1.clone())
         .collect();
     assert!(vlans.len() > 30, "random VLAN ids: {vlans:?}");
+    // analyze --flows --session expands the flows as planned: a session
+    // whose fields change them as built is refused, not misjudged.
+    let o = run(&[
+        "analyze",
+        out.to_str().unwrap(),
+        "--flows",
+        "--session",
+        s.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("a session with fields or ipv6_ext is not compared yet"),
+        "{}",
+        stderr(&o)
+    );
     // A bad field is refused naming the key.
     std::fs::write(&s, "encap: [{vlan: 1}]\nfields: [{field: vxlan.vni}]\nflows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1}\n").unwrap();
     let o = run_to_pcap(

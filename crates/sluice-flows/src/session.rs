@@ -323,26 +323,39 @@ impl Session {
             what,
         })?;
         let engine = self.field_engine()?;
-        let layers = self.layers_len()?;
+        let lens = self.layer_lens()?;
         for (i, f) in self.flows.iter().enumerate() {
             f.check()
-                .and_then(|()| f.fits_ip(layers))
-                .and_then(|()| self.fields_fit(engine.as_ref(), f))
+                .and_then(|()| self.check_built(engine.as_ref(), lens, f))
                 .map_err(|what| self.entry_error(i, what))?;
         }
         Ok(self)
     }
 
-    /// Bytes in front of and behind the IP header that every packet may
-    /// carry: the layers and the IPv6 extension headers (checked).
-    pub(crate) fn layers_len(&self) -> Result<u64, SessionError> {
+    /// Bytes the layers put in front of the IP header, and the IPv6
+    /// extension headers behind it (checked).
+    pub(crate) fn layer_lens(&self) -> Result<(usize, usize), SessionError> {
         let ext = sluice_wire::ip6ext::Ipv6ExtStack::new(&self.ipv6_ext).map_err(|what| {
             SessionError::Syntax {
                 file: self.name.clone(),
                 what,
             }
         })?;
-        Ok((sluice_wire::encapstack::len(&self.encap) + ext.len()) as u64)
+        Ok((sluice_wire::encapstack::len(&self.encap), ext.len()))
+    }
+
+    /// What a checked entry `f` must also hold to be built: its largest
+    /// packet fits an IP length with its layers (the extension headers on
+    /// IPv6 flows only), and it has what the fields vary.
+    pub(crate) fn check_built(
+        &self,
+        e: Option<&sluice_wire::fields::FieldEngine>,
+        (encap, ext): (usize, usize),
+        f: &FlowEntry,
+    ) -> Result<(), String> {
+        let layers = encap + if f.proto.v6() { ext } else { 0 };
+        f.fits_ip(layers as u64)?;
+        self.fields_fit(e, f, layers)
     }
 
     /// The field engine of the session's `fields`, checked against its
@@ -361,10 +374,11 @@ impl Session {
 
     /// Whether flow `f` has what the fields vary: ports, and bytes up to
     /// the furthest field given by offset in its smallest frame.
-    pub(crate) fn fields_fit(
+    fn fields_fit(
         &self,
         e: Option<&sluice_wire::fields::FieldEngine>,
         f: &FlowEntry,
+        layers: usize,
     ) -> Result<(), String> {
         let Some(e) = e else {
             return Ok(());
@@ -377,7 +391,7 @@ impl Session {
             ));
         }
         let least = 14
-            + sluice_wire::encapstack::len(&self.encap)
+            + layers
             + f.header_len()
             + usize::from(
                 f.payload

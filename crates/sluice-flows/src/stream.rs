@@ -137,10 +137,9 @@ pub fn read_yaml(
     s.flows = flows;
     s.name = name.to_owned();
     let engine = s.field_engine()?;
-    let layers = s.layers_len()?;
+    let lens = s.layer_lens()?;
     for (i, f) in s.flows.iter().enumerate() {
-        f.fits_ip(layers)
-            .and_then(|()| s.fields_fit(engine.as_ref(), f))
+        s.check_built(engine.as_ref(), lens, f)
             .map_err(|what| s.entry_error(i, what))?;
     }
     Ok(s)

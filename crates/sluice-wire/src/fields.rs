@@ -343,11 +343,21 @@ impl FieldEngine {
             // even offset); the bytes around it are the same before and
             // after, so they are left out of both. Each checksum covering
             // the field gathers the change (RFC 1624: ~m + m').
-            let (before, after) = (window_sum(old, at & 1, n), window_sum(new, at & 1, n));
-            let d = u32::from(!before) + u32::from(after);
             for (j, c) in covers.iter().enumerate() {
-                if c.covers(at) {
-                    acc[j] += d;
+                // Only the field's bytes this checksum covers count (a
+                // field by offset may straddle two headers).
+                let mut m = 0u64;
+                for k in 0..n {
+                    if c.covers(at + k) {
+                        m |= 0xff << (8 * (n - 1 - k));
+                    }
+                }
+                if m != 0 {
+                    let (before, after) = (
+                        window_sum(old & m, at & 1, n),
+                        window_sum(new & m, at & 1, n),
+                    );
+                    acc[j] += u32::from(!before) + u32::from(after);
                 }
             }
             changed = true;
@@ -512,6 +522,9 @@ struct Cover {
     tail: usize,
     lo: usize,
     hi: usize,
+    /// A second range: a routing header's final destination.
+    lo2: usize,
+    hi2: usize,
     /// UDP's: 0 is sent as 0xffff.
     udp: bool,
 }
@@ -522,11 +535,13 @@ impl Cover {
         tail: usize::MAX,
         lo: 0,
         hi: 0,
+        lo2: 0,
+        hi2: 0,
         udp: false,
     };
 
     fn covers(&self, o: usize) -> bool {
-        o >= self.tail || (self.lo..self.hi).contains(&o)
+        o >= self.tail || (self.lo..self.hi).contains(&o) || (self.lo2..self.hi2).contains(&o)
     }
 }
 
@@ -536,16 +551,21 @@ fn covers<'a>(lay: &Layout, encap: Option<&EncapStack>, all: &'a mut [Cover]) ->
     let mut n = 0;
     let ip = lay.ip;
     if let Some(at) = lay.l4_csum {
-        let (lo, hi) = match (lay.pseudo, lay.v6) {
-            (false, _) => (0, 0),
-            (true, false) => (ip + 12, ip + 20),
-            (true, true) => (ip + 8, ip + 40),
+        // The pseudo header's addresses; behind a routing header the
+        // destination is the final one, in the header.
+        let ((lo, hi), (lo2, hi2)) = match (lay.pseudo, lay.v6, lay.final_dst) {
+            (false, _, _) => ((0, 0), (0, 0)),
+            (true, false, _) => ((ip + 12, ip + 20), (0, 0)),
+            (true, true, None) => ((ip + 8, ip + 40), (0, 0)),
+            (true, true, Some(f)) => ((ip + 8, ip + 24), (f, f + 16)),
         };
         all[n] = Cover {
             at,
             tail: lay.l4,
             lo,
             hi,
+            lo2,
+            hi2,
             udp: lay.udp,
         };
         n += 1;
@@ -568,6 +588,7 @@ fn covers<'a>(lay: &Layout, encap: Option<&EncapStack>, all: &'a mut [Cover]) ->
                     lo: oip + 8,
                     hi: oip + 40,
                     udp: true,
+                    ..Cover::NONE
                 };
                 n += 1;
             }
@@ -600,6 +621,9 @@ fn field(s: &FieldSpec, layers: &[EncapLayer], seed: u64) -> Result<Field, Strin
             named(name, layers).map_err(|e| format!("field: '{name}': {e}"))?
         }
         (None, Some(at)) => {
+            if at > 65_535 {
+                return Err(format!("offset: {at}: past any frame (at most 65535)"));
+            }
             let bits = s
                 .bits
                 .ok_or("bits: missing (the field's width, 1..64, with offset)")?;
@@ -610,9 +634,18 @@ fn field(s: &FieldSpec, layers: &[EncapLayer], seed: u64) -> Result<Field, Strin
         }
         _ => return Err("field: give a field name or an offset (and bits)".into()),
     };
-    let max = mask(bits);
+    // A VLAN id is 1..4094 (0 and 4095 are reserved, as `encap` says).
+    let vlan_id = s.field.as_deref().is_some_and(|n| {
+        n.split_once('.').is_some_and(|(layer, key)| {
+            key == "id" && matches!(layer.split('[').next(), Some("vlan" | "svlan"))
+        })
+    });
+    let (least, max) = if vlan_id { (1, 4094) } else { (0, mask(bits)) };
     let get = |v: &Value, key: &str| -> Result<u64, String> {
         let x = v.get().map_err(|e| format!("{key}: {e}"))?;
+        if vlan_id && !(least..=max).contains(&x) {
+            return Err(format!("{key}: {x}: a VLAN id is 1..4094"));
+        }
         if x > max {
             return Err(format!(
                 "{key}: {x}: over the field's {bits} bits (at most {max})"
@@ -642,7 +675,7 @@ fn field(s: &FieldSpec, layers: &[EncapLayer], seed: u64) -> Result<Field, Strin
         if s.values.is_some() {
             return Err("values: for op: list; inc, dec and random take from and to".into());
         }
-        let from = s.from.as_ref().map_or(Ok(0), |v| get(v, "from"))?;
+        let from = s.from.as_ref().map_or(Ok(least), |v| get(v, "from"))?;
         let to = s.to.as_ref().map_or(Ok(max), |v| get(v, "to"))?;
         if from > to {
             return Err(format!(
@@ -974,6 +1007,79 @@ mod tests {
     }
 
     #[test]
+    fn fields_by_offset_across_headers_keep_every_checksum() {
+        use crate::ip6ext::{Fragment, Ipv6Ext, Ipv6ExtStack, Routing};
+        // IPv4 UDP: bytes 32..36 are the destination's low half (IPv4
+        // header, pseudo header) and the source port (UDP header).
+        let e = FieldEngine::new(
+            &[spec(
+                r#"{"offset": 32, "bits": 32, "op": "list", "values": ["0x12345678"]}"#,
+            )],
+            &[],
+            1,
+        )
+        .unwrap();
+        let udp: (&[EncapLayer], _, _) = (&[], ("10.0.0.1", "10.0.0.2"), FlowProto::Udp);
+        let f = build_varied(udp, &e, 0, 0, 0);
+        assert_eq!(&f[32..36], &[0x12, 0x34, 0x56, 0x78]);
+        verify_checksums(&f).unwrap();
+        // IPv6 behind a routing header and a fragment header: the IPv6
+        // destination (the segment, not in the pseudo header) at 38..54,
+        // the final destination (segment list[0]) at 62..78, the fragment
+        // header at 94..102, UDP from 102.
+        let ext = Arc::new(
+            Ipv6ExtStack::new(&[
+                Ipv6Ext::Routing(Routing {
+                    segments: vec!["2001:db8:a::1".parse().unwrap()],
+                }),
+                Ipv6Ext::Fragment(Fragment { id: 1 }),
+            ])
+            .unwrap(),
+        );
+        let e = FieldEngine::new(
+            &[
+                spec(r#"{"offset": 46, "bits": 16, "op": "list", "values": [48879]}"#),
+                spec(
+                    r#"{"offset": 70, "bits": 64, "op": "list", "values": ["0xdeadbeef01020304"]}"#,
+                ),
+                spec(r#"{"offset": 98, "bits": 48, "op": "list", "values": ["0xa1a2a3a4a5a6"]}"#),
+            ],
+            &[],
+            1,
+        )
+        .unwrap();
+        let mac = MacAddr([2, 0, 0, 0, 0, 1]);
+        let ends = FlowEnds {
+            src: "2001:db8::1".parse().unwrap(),
+            dst: "2001:db8::2".parse().unwrap(),
+            sport: 4000,
+            dport: 80,
+        };
+        for proto in [FlowProto::Udp, FlowProto::Tcp, FlowProto::Icmp] {
+            let h = FlowHeaders::new(mac, mac, ends, proto, false)
+                .unwrap()
+                .with_ipv6_ext(&ext);
+            let mut f = Vec::new();
+            h.write_varied(&mut f, &fields(0), &e, 0, 0);
+            assert_eq!(
+                &f[70..78],
+                &0xdead_beef_0102_0304u64.to_be_bytes(),
+                "{proto:?}"
+            );
+            assert_eq!(
+                &f[98..104],
+                &[0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6],
+                "{proto:?}"
+            );
+            verify_checksums(&f).unwrap_or_else(|err| panic!("{proto:?}: {err:?}"));
+            // The L4 checksum is checked there (an atomic fragment is whole).
+            let n = f.len();
+            f[n - 1] ^= 1;
+            assert!(verify_checksums(&f).is_err(), "{proto:?}");
+        }
+    }
+
+    #[test]
     fn values_follow_the_op() {
         let seq = |text: &str, per_packet: bool| -> Vec<u64> {
             let e = FieldEngine::new(&[spec(text)], &[], 1).unwrap();
@@ -1108,6 +1214,18 @@ mod tests {
                 "fields[0].from: 'nope' is not a number",
             ),
             (r#"{}"#, "fields[0].field: give a field name or an offset"),
+            (
+                r#"{"field": "vlan.id", "to": 4095}"#,
+                "fields[0].to: 4095: a VLAN id is 1..4094",
+            ),
+            (
+                r#"{"field": "vlan[0].id", "op": "list", "values": [0]}"#,
+                "fields[0].values[0]: 0: a VLAN id is 1..4094",
+            ),
+            (
+                r#"{"offset": 18446744073709551615, "bits": 8}"#,
+                "fields[0].offset: 18446744073709551615: past any frame",
+            ),
         ] {
             let e = FieldEngine::new(&[spec(text)], &vx, 1).unwrap_err();
             assert!(e.contains(says), "{text}: {e}");

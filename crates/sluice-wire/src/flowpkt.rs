@@ -85,6 +85,9 @@ pub struct Layout {
     pub pseudo: bool,
     /// The L4 header starts with source and destination ports.
     pub ports: bool,
+    /// Behind a routing header: where the final destination is (the L4
+    /// checksum's pseudo header takes it, not the IPv6 destination).
+    pub final_dst: Option<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -278,6 +281,12 @@ impl FlowHeaders {
             udp: self.proto == FlowProto::Udp,
             pseudo: self.proto != FlowProto::Icmp || self.v6,
             ports,
+            final_dst: self
+                .ext
+                .as_ref()
+                .filter(|_| ext > 0)
+                .and_then(|x| x.final_dst_at())
+                .map(|at| ETH + grow + 40 + at),
         }
     }
 

@@ -211,6 +211,12 @@ impl Ipv6ExtStack {
         self.bytes.is_empty()
     }
 
+    /// Where a routing header puts the final destination, from the first
+    /// extension header.
+    pub(crate) fn final_dst_at(&self) -> Option<usize> {
+        self.routing.map(|(at, _)| at)
+    }
+
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.bytes
     }
