@@ -18,7 +18,7 @@ use sluice_source::series::FlowMap;
 use sluice_wire::encap::EncapLayer;
 use sluice_wire::encapstack::EncapStack;
 use sluice_wire::ip6ext::Ipv6ExtStack;
-use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, PacketFields};
+use sluice_wire::{FlowHeaders, FlowProto, PacketFields};
 use std::io::Cursor;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -102,12 +102,7 @@ fn frame(
 ) {
     let mac = sluice_wire::MacAddr([2, 0, 0, 0, 0, 1]);
     let l4 = f.l4();
-    let mut ends = FlowEnds {
-        src: f.src_ip(),
-        dst: f.dst_ip(),
-        sport: f.sport,
-        dport: f.dport,
-    };
+    let mut ends = f.ends();
     let ports = matches!(l4, FlowProto::Udp | FlowProto::Tcp);
     if let Some(e) = engine {
         e.vary_ends(&mut ends, ports, u64::from(f.id), 3);

@@ -91,6 +91,16 @@ impl Flow {
     pub fn dst_ip(&self) -> IpAddr {
         self.dst.ip(self.proto.v6())
     }
+
+    /// Its addresses and ports, as a frame's template takes them.
+    pub fn ends(&self) -> sluice_wire::FlowEnds {
+        sluice_wire::FlowEnds {
+            src: self.src_ip(),
+            dst: self.dst_ip(),
+            sport: self.sport,
+            dport: self.dport,
+        }
+    }
 }
 
 /// What expanding an entry changes, kept beside the entries (moved from

@@ -16,7 +16,7 @@ use super::session::Proto;
 use super::session::{FlowEntry, Session};
 use sluice_core::Nanos;
 use sluice_source::seam::{End, Lane, Origin, Outbox, Source, SourceError, SourceReport};
-use sluice_wire::{FlowEnds, FlowHeaders, FlowProto, MacAddr, PacketFields};
+use sluice_wire::{FlowHeaders, FlowProto, MacAddr, PacketFields};
 use std::path::Path;
 
 #[derive(Clone, Debug)]
@@ -260,12 +260,7 @@ impl FlowSource {
         // Fields varied per packet build it for each.
         let again = self.fields.as_ref().is_some_and(|e| e.varies_packets());
         if again || self.headers.as_ref().is_none_or(|(s, _)| *s != slot) {
-            let mut ends = FlowEnds {
-                src: f.src_ip(),
-                dst: f.dst_ip(),
-                sport: f.sport,
-                dport: f.dport,
-            };
+            let mut ends = f.ends();
             let ports = matches!(l4, FlowProto::Udp | FlowProto::Tcp);
             if let Some(e) = &self.fields {
                 e.vary_ends(&mut ends, ports, u64::from(f.id), self.built);

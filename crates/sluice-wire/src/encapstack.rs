@@ -21,10 +21,6 @@ use std::net::IpAddr;
 pub struct EncapStack {
     /// For IPv4 flows, then IPv6 flows.
     fam: [Built; 2],
-    /// The layers, and where each one's own bytes start in the frame (a
-    /// tag's TCI, a label's entry, a tunnel's outer IP header).
-    layers: Vec<EncapLayer>,
-    starts: Vec<usize>,
     /// Some tunnel takes its UDP source port from the flow.
     entropy: bool,
 }
@@ -98,18 +94,22 @@ pub fn len(layers: &[EncapLayer]) -> usize {
         .sum()
 }
 
+/// Each layer and where its own bytes start in the frame (a tag's TCI, a
+/// label's entry, a tunnel's outer IP header).
+pub fn starts(layers: &[EncapLayer]) -> impl Iterator<Item = (&EncapLayer, usize)> {
+    layers.iter().scan(14, |at, l| {
+        let start = *at;
+        *at += len(std::slice::from_ref(l));
+        Some((l, start))
+    })
+}
+
 impl EncapStack {
     /// Checks `layers` ([`check`]) and builds their bytes; an inner
     /// Ethernet header without MACs of its own gets `src_mac`, `dst_mac`
     /// (the frame's).
     pub fn new(layers: &[EncapLayer], src_mac: MacAddr, dst_mac: MacAddr) -> Result<Self, String> {
         check(layers)?;
-        let mut starts = Vec::with_capacity(layers.len());
-        let mut at = 14;
-        for l in layers {
-            starts.push(at);
-            at += len(std::slice::from_ref(l));
-        }
         let fam = [
             build(layers, src_mac, dst_mac, false),
             build(layers, src_mac, dst_mac, true),
@@ -117,14 +117,7 @@ impl EncapStack {
         Ok(EncapStack {
             entropy: fam[0].tunnels.iter().any(|p| p.auto_sport),
             fam,
-            layers: layers.to_vec(),
-            starts,
         })
-    }
-
-    /// The layers and where each one's bytes start in the frame.
-    pub fn layers(&self) -> impl Iterator<Item = (&EncapLayer, usize)> {
-        self.layers.iter().zip(self.starts.iter().copied())
     }
 
     /// The checksums the tunnels carry, innermost first: (outer IP header

@@ -158,6 +158,9 @@ pub struct FieldEngine {
     /// Some field may lie behind the IP header outside the template (the
     /// IPv4 ID, a field by offset).
     late: bool,
+    /// Some field of the template changes per packet (asked per packet by
+    /// the source, so kept rather than found each time).
+    varies_packets: bool,
 }
 
 /// The named fields, for error messages.
@@ -187,18 +190,13 @@ impl FieldEngine {
             .collect::<Result<Vec<Field>, _>>()?;
         // The outer IPv4 headers and IPv6 addresses (of a UDP checksum's
         // pseudo header): a field over one has its checksums taken again.
-        let mut v4_headers = Vec::new();
-        let mut at = 14;
-        for l in layers {
-            if let EncapLayer::Tunnel(t) = l {
-                v4_headers.push(if t.src.is_ipv4() {
-                    at..at + 20
-                } else {
-                    at + 8..at + 40
-                });
-            }
-            at += crate::encapstack::len(std::slice::from_ref(l));
-        }
+        let v4_headers: Vec<_> = crate::encapstack::starts(layers)
+            .filter_map(|(l, at)| match l {
+                EncapLayer::Tunnel(t) if t.src.is_ipv4() => Some(at..at + 20),
+                EncapLayer::Tunnel(_) => Some(at + 8..at + 40),
+                _ => None,
+            })
+            .collect();
         let mut fields = fields;
         for f in &mut fields {
             f.resum = match f.target {
@@ -211,7 +209,14 @@ impl FieldEngine {
         let late = fields
             .iter()
             .any(|f| matches!(f.target, Target::Ip(IpKey::Id) | Target::Fixed(..)));
-        Ok(FieldEngine { fields, late })
+        let varies_packets = fields
+            .iter()
+            .any(|f| f.in_template() && f.per == Per::Packet);
+        Ok(FieldEngine {
+            fields,
+            late,
+            varies_packets,
+        })
     }
 
     /// Whether a field needs the flow's ports.
@@ -236,9 +241,7 @@ impl FieldEngine {
     /// Whether the flow's own fields change per packet (its template is
     /// built again for each).
     pub fn varies_packets(&self) -> bool {
-        self.fields
-            .iter()
-            .any(|f| f.in_template() && f.per == Per::Packet)
+        self.varies_packets
     }
 
     /// Varies the flow's addresses and ports before its template is built
@@ -744,10 +747,9 @@ fn named(name: &str, layers: &[EncapLayer]) -> Result<(Target, u8), String> {
         EncapLayer::Mpls { .. } => kind == "mpls",
         EncapLayer::Tunnel(t) => t.kind.key() == kind,
     };
-    let mut at = 14;
     let mut found = None;
     let mut seen = 0;
-    for l in layers {
+    for (l, at) in crate::encapstack::starts(layers) {
         if of_kind(l) {
             if seen == nth {
                 found = Some((l, at));
@@ -755,7 +757,6 @@ fn named(name: &str, layers: &[EncapLayer]) -> Result<(Target, u8), String> {
             }
             seen += 1;
         }
-        at += crate::encapstack::len(std::slice::from_ref(l));
     }
     let Some((l, start)) = found else {
         return Err(if seen == 0 {
