@@ -3,7 +3,10 @@
 //! `--fixcsum`, with length changes (VLAN, MTU, fixlen) and a claimed
 //! original length taken from the input, and tunnels (VXLAN, GRE, GTP-U,
 //! IP-in-IP) entered in every `--tunnel` mode. Never a panic; a frame without
-//! length options keeps its length; padding stays bounded.
+//! length options keeps its length; padding stays bounded. The same frame
+//! as a session's template (`sluice_wire::template`): looked into, its
+//! checksums computed or kept, a flow's ends and named fields written in,
+//! every frame the template's length.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -60,4 +63,68 @@ fuzz_target!(|data: &[u8]| {
     let mut f = frame.to_vec();
     sized.apply_frame(&mut f, claimed, u64::from(sel), sel & 1);
     assert!(f.len() <= MAX_PADDED.max(frame.len() + 4));
+    template(frame, sel);
 });
+
+fn spec() -> sluice_wire::fields::FieldSpec {
+    sluice_wire::fields::FieldSpec {
+        field: None,
+        offset: None,
+        bits: None,
+        op: sluice_wire::fields::Op::Inc,
+        from: None,
+        to: None,
+        step: None,
+        values: None,
+        per: sluice_wire::fields::Per::Flow,
+        seed: None,
+    }
+}
+
+fn template(frame: &[u8], sel: u8) {
+    use sluice_wire::fields::{FieldSpec, Op, Per};
+    use sluice_wire::template::Template;
+    let Ok(t) = Template::new(frame.to_vec(), sel & 8 == 8) else {
+        return;
+    };
+    let names = [
+        "eth.src", "ip.src", "ip.dst", "ip.id", "ip.ttl", "ip.tos", "sport", "dport",
+        "vlan.id", "vlan[1].pcp", "svlan.id", "mpls.label", "mpls[1].ttl", "vxlan.vni",
+        "vxlan.src", "gre.key", "gtpu.teid", "ipip.dst",
+    ];
+    let specs: Vec<FieldSpec> = names
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| (sel as usize + i) % 3 != 0)
+        .take(sluice_wire::fields::MAX_FIELDS - 1)
+        .map(|(i, n)| FieldSpec {
+            field: Some(n.to_string()),
+            op: Op::Random,
+            per: if i % 2 == 0 { Per::Packet } else { Per::Flow },
+            ..spec()
+        })
+        .chain(std::iter::once(FieldSpec {
+            offset: Some(usize::from(sel) % frame.len().max(1)),
+            bits: Some(13),
+            ..spec()
+        }))
+        .collect();
+    // Every name the template lacks is refused; keep those it has.
+    let kept: Vec<_> = specs
+        .into_iter()
+        .filter(|s| t.engine(std::slice::from_ref(s), 1).is_ok())
+        .collect();
+    let engine = t.engine(&kept, 7).expect("fields accepted one by one are accepted together");
+    let mut base = t.bytes().to_vec();
+    if let Some(mut ends) = t.ends() {
+        ends.sport ^= 0x1234;
+        ends.dport = ends.dport.wrapping_add(u16::from(sel));
+        t.write_ends(&mut base, &ends);
+    }
+    let mut out = Vec::new();
+    for k in 0..3u64 {
+        out.clear();
+        t.write(&mut out, &base, Some(&engine), k, k * 5);
+        assert_eq!(out.len(), frame.len());
+    }
+}

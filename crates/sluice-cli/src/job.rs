@@ -217,6 +217,8 @@ pub fn job_of(w: WorkerJob) -> Job {
             opts,
             run,
             part,
+            // A template's capture is an upload beside the session.
+            confine_inputs: true,
         }),
         Work::Series { opts, .. } => Job::Series(crate::args::PlayArgs {
             archive: w.input,
@@ -377,6 +379,11 @@ mod tests {
                 "--confine-inputs",
             ),
             (pb::Command::Flows, &["--stats-json=-"], "--stats-json"),
+            (
+                pb::Command::Flows,
+                &["--confine-inputs"],
+                "--confine-inputs",
+            ),
         ] {
             let e = plan_job(&plan(d.path(), cmd, args))
                 .unwrap_err()

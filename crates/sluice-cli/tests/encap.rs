@@ -24,6 +24,26 @@ fn require_scapy(test: &str) -> bool {
     found
 }
 
+/// The `fields` tshark decodes in each frame of `pcap` (every occurrence,
+/// comma-separated), with the IPv4, UDP and TCP checksums checked.
+fn tshark_fields(pcap: &std::path::Path, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut c = Command::new("tshark");
+    c.arg("-r").arg(pcap);
+    for proto in ["ip", "udp", "tcp"] {
+        c.args(["-o", &format!("{proto}.check_checksum:TRUE")]);
+    }
+    c.args(["-T", "fields", "-E", "occurrence=a"]);
+    for f in fields {
+        c.args(["-e", f]);
+    }
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "tshark: {}", stderr(&o));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.split('\t').map(String::from).collect())
+        .collect()
+}
+
 /// One flow of four packets behind `encap`, with `fields`.
 fn session(encap: &str, fields: &str, flow: &str) -> String {
     format!("seed: 5\nencap: {encap}\nfields: {fields}\nflows:\n  - {{{flow}, packets: 4, pps: 100, payload: 40}}\n")
@@ -88,6 +108,14 @@ fn tunnels_and_varied_fields_equal_the_packets_scapy_builds() {
             ),
             "Ether(dst=D,src=S)/IPv6(src='2001:db8::1',dst='2001:db8:a::1')/IPv6ExtHdrHopByHop(options=[RouterAlert()])/IPv6ExtHdrSegmentRouting(addresses=['2001:db8::2','2001:db8:b::1','2001:db8:a::1'])/IPv6ExtHdrFragment(id=7)/IPv6ExtHdrDestOpt()/UDP(sport=6000,dport=6001)/P",
         ),
+        (
+            // A template from a description, its fields varied per packet.
+            "template: {describe: \"udp4 src=10.0.0.1 dst=10.0.0.2 sport=5000 dport=53 payload=40 encap=vlan:3\"}\n\
+             fields: [{field: vlan.id, from: 100, to: 103, per: packet}, {field: ip.id, per: packet}]\n\
+             flows:\n  - {packets: 4, pps: 100}\n"
+                .to_string(),
+            "Ether(dst=D,src=S)/Dot1Q(vlan=100+I%4)/IP(src='10.0.0.1',dst='10.0.0.2',id=I)/UDP(sport=5000,dport=53)/P",
+        ),
     ];
     let mut json = Vec::new();
     for (k, (text, scapy)) in cases.iter().enumerate() {
@@ -112,7 +140,7 @@ fn tunnels_and_varied_fields_equal_the_packets_scapy_builds() {
         "{text}{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert_eq!(text.matches("4 frames equal scapy's").count(), 6, "{text}");
+    assert_eq!(text.matches("4 frames equal scapy's").count(), 7, "{text}");
 }
 
 /// Per-flow fields over a meta-flow of 50 flows, read back by tshark:
@@ -136,45 +164,24 @@ fn per_flow_fields_decode_as_asked_with_good_checksums() {
     let out = d.join("out.pcap");
     let o = run_to_pcap(&["flows", "run", s.to_str().unwrap()], &out, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = Command::new("tshark")
-        .args([
-            "-r",
-            out.to_str().unwrap(),
-            "-o",
-            "ip.check_checksum:TRUE",
-            "-o",
-            "udp.check_checksum:TRUE",
-        ])
-        .args(["-T", "fields", "-E", "occurrence=a"])
-        .args([
-            "-e",
+    let rows = tshark_fields(
+        &out,
+        &[
             "udp.srcport",
-            "-e",
             "vxlan.vni",
-            "-e",
             "vlan.id",
-            "-e",
             "ip.src",
-        ])
-        .args([
-            "-e",
             "ip.checksum.status",
-            "-e",
             "udp.checksum.status",
-            "-e",
             "_ws.malformed",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&o.stdout);
+        ],
+    );
     let mut by_flow: std::collections::BTreeMap<
         String,
         std::collections::BTreeSet<(String, String, String)>,
     > = Default::default();
-    let mut frames = 0;
-    for line in text.lines() {
-        let r: Vec<&str> = line.split('\t').collect();
-        frames += 1;
+    let frames = rows.len();
+    for r in &rows {
         // The inner UDP source port names the flow (the outer one is VXLAN's).
         let inner_sport = r[0].split(',').nth(1).unwrap().to_string();
         let inner_src = r[3].split(',').nth(1).unwrap().to_string();
@@ -183,9 +190,9 @@ fn per_flow_fields_decode_as_asked_with_good_checksums() {
             r[2].to_string(),
             inner_src,
         ));
-        assert_eq!(r[4], "1,1", "{line}");
-        assert_eq!(r[5], "3,1", "outer UDP none over IPv4, inner good: {line}");
-        assert!(r[6].is_empty(), "malformed: {line}");
+        assert_eq!(r[4], "1,1", "{r:?}");
+        assert_eq!(r[5], "3,1", "outer UDP none over IPv4, inner good: {r:?}");
+        assert!(r[6].is_empty(), "malformed: {r:?}");
     }
     assert_eq!(frames, 150);
     assert_eq!(by_flow.len(), 50);
@@ -219,7 +226,7 @@ fn per_flow_fields_decode_as_asked_with_good_checksums() {
     ]);
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("a session with fields or ipv6_ext is not compared yet"),
+        stderr(&o).contains("a session with fields, ipv6_ext or a template is not compared yet"),
         "{}",
         stderr(&o)
     );
@@ -271,64 +278,41 @@ fn ipv6_extension_headers_decode_with_good_checksums() {
     let out = d.join("out.pcap");
     let o = run_to_pcap(&["flows", "run", s.to_str().unwrap()], &out, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = Command::new("tshark")
-        .args([
-            "-r",
-            out.to_str().unwrap(),
-            "-o",
-            "udp.check_checksum:TRUE",
-            "-o",
-            "tcp.check_checksum:TRUE",
-            "-o",
-            "ip.check_checksum:TRUE",
-        ])
-        .args(["-T", "fields", "-E", "occurrence=a"])
-        .args([
-            "-e",
+    let rows = tshark_fields(
+        &out,
+        &[
             "ipv6.dst",
-            "-e",
             "ipv6.nxt",
-            "-e",
             "ipv6.routing.segleft",
-            "-e",
             "ipv6.fraghdr.ident",
-        ])
-        .args([
-            "-e",
             "ipv6.opt.router_alert",
-            "-e",
             "udp.checksum.status",
-            "-e",
             "tcp.checksum.status",
-        ])
-        .args([
-            "-e",
             "icmpv6.checksum.status",
-            "-e",
             "ip.checksum.status",
-            "-e",
             "_ws.malformed",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&o.stdout);
+        ],
+    );
     let (mut v6, mut v4) = (0, 0);
-    for line in text.lines() {
-        let r: Vec<&str> = line.split('\t').collect();
-        assert!(r[9].is_empty(), "malformed: {line}");
+    for r in &rows {
+        assert!(r[9].is_empty(), "malformed: {r:?}");
         if r[0].is_empty() {
             v4 += 1;
-            assert_eq!(r[8], "1", "an IPv4 flow keeps its header: {line}");
+            assert_eq!(r[8], "1", "an IPv4 flow keeps its header: {r:?}");
             continue;
         }
         v6 += 1;
         assert_eq!(
             &r[..5],
             ["2001:db8:a::1", "0", "2", "0x00000007", "0"],
-            "{line}"
+            "{r:?}"
         );
-        let sums: Vec<&str> = r[5..8].iter().copied().filter(|v| !v.is_empty()).collect();
-        assert_eq!(sums, ["1"], "one L4 checksum, good: {line}");
+        let sums: Vec<&str> = r[5..8]
+            .iter()
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+            .collect();
+        assert_eq!(sums, ["1"], "one L4 checksum, good: {r:?}");
     }
     assert_eq!((v6, v4), (23, 1055));
     // Bad headers are refused naming the key.
@@ -344,6 +328,187 @@ fn ipv6_extension_headers_decode_with_good_checksums() {
     );
     assert!(
         stderr(&o).contains("ipv6_ext[0].routing.segments: 0 segments"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A template from a capture (scapy writes it: a TCP SYN with IP and TCP
+/// options behind a VLAN tag, which the session builder cannot make) sent
+/// by a meta-flow of 10 flows: tshark finds the template's options in
+/// every frame, each flow's own address and port, the fields as asked and
+/// every checksum good. Bad templates are refused naming the key.
+#[test]
+fn a_capture_template_is_sent_with_its_flows_and_fields() {
+    if !require_scapy("a_capture_template_is_sent_with_its_flows_and_fields")
+        || !sluice_testkit::require("tshark", "a template read back by tshark")
+    {
+        return;
+    }
+    let d = tmpdir("encap-template");
+    let pcap = d.join("t.pcap");
+    let script = format!(
+        "from scapy.all import *\n\
+         syn = Ether(dst='02:00:00:00:00:99', src='02:00:00:00:00:01')/Dot1Q(vlan=7)/\
+         IP(src='10.5.0.1', dst='10.5.0.2', options=[IPOption_Router_Alert()])/\
+         TCP(sport=40000, dport=443, flags='S', options=[('MSS', 1460), ('WScale', 7), ('SAckOK', b''), ('Timestamp', (1, 0))])\n\
+         wrpcap('{}', [Ether()/IP()/UDP(), syn])\n",
+        pcap.display()
+    );
+    let o = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = d.join("s.yaml");
+    std::fs::write(
+        &s,
+        "seed: 3\ntemplate: {pcap: t.pcap, frame: 2}\n\
+         fields:\n  - {field: vlan.id, from: 200, to: 209}\n  - {field: ip.id, per: packet}\n  - {field: ip.ttl, op: list, values: [9, 99]}\n\
+         flows:\n  - {packets: 3, pps: 1000, count: 10, period: 1ms, step: {src: 1, sport: 1}}\n",
+    )
+    .unwrap();
+    let out = d.join("out.pcap");
+    let o = run_to_pcap(&["flows", "run", s.to_str().unwrap()], &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = tshark_fields(
+        &out,
+        &[
+            "ip.src",
+            "tcp.srcport",
+            "vlan.id",
+            "ip.ttl",
+            "ip.id",
+            "tcp.options.mss_val",
+            "tcp.options.wscale.shift",
+            "ip.hdr_len",
+            "tcp.dstport",
+            "ip.checksum.status",
+            "tcp.checksum.status",
+            "_ws.malformed",
+        ],
+    );
+    assert_eq!(rows.len(), 30);
+    let mut ids = std::collections::BTreeSet::new();
+    for r in &rows {
+        let k: u32 = r[1].parse::<u32>().unwrap() - 40000;
+        assert!(k < 10, "{r:?}");
+        assert_eq!(r[0], format!("10.5.0.{}", 1 + k), "{r:?}");
+        assert_eq!(r[2], (200 + k).to_string(), "{r:?}");
+        assert_eq!(r[3], if k.is_multiple_of(2) { "9" } else { "99" }, "{r:?}");
+        assert_eq!(&r[5..11], ["1460", "7", "24", "443", "1", "1"], "{r:?}");
+        assert!(r[11].is_empty(), "malformed: {r:?}");
+        ids.insert(r[4].clone());
+    }
+    assert_eq!(ids.len(), 30, "one IP ID per packet: {ids:?}");
+    // The example session's template (a description) sends as documented.
+    let o = run_to_pcap(
+        &[
+            "flows",
+            "run",
+            repo("examples/sessions/template.yaml").to_str().unwrap(),
+        ],
+        &out,
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = tshark_fields(&out, &["vlan.id", "udp.checksum.status", "_ws.malformed"]);
+    assert_eq!(rows.len(), 1000);
+    assert!(
+        rows.iter().all(|r| r[1] == "1" && r[2].is_empty()),
+        "{:?}",
+        rows[0]
+    );
+    // A hex template without an IP packet: the flows give timing only, a
+    // field by offset counts the packets.
+    std::fs::write(
+        &s,
+        format!(
+            "template: {{hex: \"02:00:00:00:00:99 02:00:00:00:00:01 88b5 {}\"}}\n\
+             fields: [{{offset: 16, bits: 16, per: packet}}]\nflows:\n  - {{packets: 5, pps: 1000}}\n",
+            "00".repeat(46)
+        ),
+    )
+    .unwrap();
+    let o = run_to_pcap(&["flows", "run", s.to_str().unwrap()], &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let frames = frames_of(&out);
+    assert_eq!(frames.len(), 5);
+    for (k, f) in frames.iter().enumerate() {
+        assert_eq!(f.len(), 60);
+        assert_eq!(&f[12..14], [0x88, 0xb5]);
+        assert_eq!(u16::from_be_bytes([f[16], f[17]]) as usize, k);
+    }
+    for (text, want) in [
+        ("template: {pcap: t.pcap, frame: 3}\nflows:\n  - {packets: 1}\n", "template.frame: 3: "),
+        ("template: {hex: \"00zz\"}\nflows:\n  - {packets: 1}\n", "template.hex: hex digit 2: 'z' is not a hex digit"),
+        ("template: {pcap: t.pcap, frame: 2}\nflows:\n  - {proto: udp4, packets: 1}\n", "flows[0].proto: udp4: the template's packet is tcp4"),
+        ("template: {pcap: t.pcap, frame: 2}\nflows:\n  - {packets: 1, payload: 9}\n", "flows[0]: payload, prefix, bytes and vary.payload"),
+        ("template: {pcap: t.pcap, frame: 2}\nfields: [{field: vxlan.vni}]\nflows:\n  - {packets: 1}\n", "fields[0].field: 'vxlan.vni': the template has no such field"),
+        ("template: {pcap: t.pcap, frame: 2}\nencap: [{vlan: 3}]\nflows:\n  - {packets: 1}\n", "encap: a template carries its own headers"),
+        ("template: {hex: \"00\", describe: \"udp4\"}\nflows:\n  - {packets: 1}\n", "template: give one of hex, pcap (with frame) or describe"),
+    ] {
+        std::fs::write(&s, text).unwrap();
+        let o = run_to_pcap(&["flows", "run", s.to_str().unwrap()], &d.join("x.pcap"), &[]);
+        assert!(!o.status.success(), "{text}");
+        assert!(stderr(&o).contains(want), "{text}: {}", stderr(&o));
+    }
+}
+
+/// A profile's packets with layers, IPv6 extension headers and fields:
+/// tshark finds each flow's VLAN id (per flow), a new source address per
+/// packet, the router alert, and every checksum good. A field the
+/// packet's layers lack is refused naming the key.
+#[test]
+fn a_profile_sends_its_layers_extension_headers_and_fields() {
+    if !sluice_testkit::require("tshark", "a profile's fields read back by tshark") {
+        return;
+    }
+    let d = tmpdir("encap-profile");
+    let p = d.join("p.yaml");
+    let text = "seed: 2\npackets: 40\nrate: 10k\nipd: {dist: constant}\nsize: {dist: constant, bytes: 200}\n\
+                packet:\n  proto: udp6\n  src: \"2001:db8::1\"\n  dst: \"2001:db8::2\"\n  flows: 4\n  encap: [{vlan: 1}]\n\
+                \x20 ipv6_ext: [{hop_by_hop: {router_alert: true}}]\n\
+                \x20 fields: [{field: vlan.id, from: 100, to: 103}, {field: ip.src, op: random, per: packet}]\n";
+    std::fs::write(&p, text).unwrap();
+    let out = d.join("out.pcap");
+    let o = run_to_pcap(
+        &["profile", "run", p.to_str().unwrap()],
+        &out,
+        &["--threads", "1"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = tshark_fields(
+        &out,
+        &[
+            "udp.srcport",
+            "vlan.id",
+            "ipv6.src",
+            "ipv6.opt.router_alert",
+            "udp.checksum.status",
+            "frame.len",
+            "_ws.malformed",
+        ],
+    );
+    assert_eq!(rows.len(), 40);
+    let mut srcs = std::collections::BTreeSet::new();
+    for r in &rows {
+        let k: u16 = r[0].parse::<u16>().unwrap() - 1024;
+        assert_eq!(r[1], (100 + k).to_string(), "{r:?}");
+        assert_eq!(&r[3..6], ["0", "1", "200"], "{r:?}");
+        assert!(r[6].is_empty(), "malformed: {r:?}");
+        srcs.insert(r[2].clone());
+    }
+    assert_eq!(srcs.len(), 40, "a random source per packet");
+    std::fs::write(&p, text.replace("vlan.id", "vxlan.vni")).unwrap();
+    let o = run_to_pcap(
+        &["profile", "run", p.to_str().unwrap()],
+        &out,
+        &["--threads", "1"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("packet.fields[0].field: 'vxlan.vni': the encap has no vxlan layer"),
         "{}",
         stderr(&o)
     );

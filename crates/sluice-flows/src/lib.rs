@@ -12,6 +12,7 @@ mod onoff;
 mod session;
 mod source;
 mod stream;
+pub mod template;
 
 pub use edit::{Edit, EditError, MAX_EDIT};
 pub use expand::{Expander, Flow, NO_TOTAL};
@@ -19,3 +20,4 @@ pub use import::{import_csv, import_text, ImportError, ImportStats};
 pub use onoff::OnOff;
 pub use session::{FlowEntry, Proto, Session, SessionError, DEFAULT_IPPROTO};
 pub use source::{FlowConfig, FlowSource, Planner};
+pub use template::confine_inputs;

@@ -54,10 +54,16 @@ pub struct Session {
     /// (`sluice_wire::ip6ext`).
     #[serde(default)]
     pub ipv6_ext: Vec<sluice_wire::ip6ext::Ipv6Ext>,
+    /// The frame every flow sends, from outside (`crate::template`).
+    #[serde(default)]
+    pub template: Option<crate::template::TemplateSpec>,
     pub flows: Vec<FlowEntry>,
     /// The file it came from, for error messages.
     #[serde(skip)]
     pub name: String,
+    /// The template, read when the session was.
+    #[serde(skip)]
+    pub frame: Option<std::sync::Arc<sluice_wire::template::Template>>,
 }
 
 /// Why a session cannot be generated. Every variant names the file; the
@@ -307,6 +313,29 @@ impl Session {
             what,
         };
         sluice_source::text::check_depth(text).map_err(syntax)?;
+        // A template fills what its flows leave out: read it first (YAML
+        // reads JSON too; positions in errors are lost on this path).
+        if text.contains("template") {
+            let mut doc: serde_yaml_ng::Value =
+                serde_yaml_ng::from_str(text).map_err(|e| syntax(e.to_string()))?;
+            if let Some(spec) = doc.get("template").filter(|t| !t.is_null()) {
+                let spec: crate::template::TemplateSpec =
+                    serde_yaml_ng::from_value(spec.clone())
+                        .map_err(|e| syntax(format!("template: {e}")))?;
+                let dir = std::path::Path::new(name)
+                    .parent()
+                    .unwrap_or(std::path::Path::new(""));
+                let t = spec.load(dir).map_err(syntax)?;
+                if let Some(flows) = doc.get_mut("flows") {
+                    crate::template::fill(flows, &t).map_err(syntax)?;
+                }
+                let mut s: Session =
+                    serde_yaml_ng::from_value(doc).map_err(|e| syntax(e.to_string()))?;
+                s.name = name.to_owned();
+                s.frame = Some(std::sync::Arc::new(t));
+                return s.checked();
+            }
+        }
         let mut s: Session = if yaml {
             serde_yaml_ng::from_str(text).map_err(|e| syntax(e.to_string()))?
         } else {
@@ -322,6 +351,27 @@ impl Session {
             file: self.name.clone(),
             what,
         })?;
+        if self.template.is_some() && self.frame.is_none() {
+            return Err(SessionError::Syntax {
+                file: self.name.clone(),
+                what: "template: not read (a session over 4 MiB is read entry by entry, \
+                       and takes no template)"
+                    .into(),
+            });
+        }
+        if self.frame.is_some() {
+            for (key, given) in [
+                ("encap", !self.encap.is_empty()),
+                ("ipv6_ext", !self.ipv6_ext.is_empty()),
+            ] {
+                if given {
+                    return Err(SessionError::Syntax {
+                        file: self.name.clone(),
+                        what: format!("{key}: a template carries its own headers"),
+                    });
+                }
+            }
+        }
         let engine = self.field_engine()?;
         let lens = self.layer_lens()?;
         for (i, f) in self.flows.iter().enumerate() {
@@ -353,6 +403,9 @@ impl Session {
         (encap, ext): (usize, usize),
         f: &FlowEntry,
     ) -> Result<(), String> {
+        if self.frame.is_some() {
+            return f.fits_template();
+        }
         let layers = encap + if f.proto.v6() { ext } else { 0 };
         f.fits_ip(layers as u64)?;
         self.fields_fit(e, f, layers)
@@ -364,12 +417,16 @@ impl Session {
         if self.fields.is_empty() {
             return Ok(None);
         }
-        sluice_wire::fields::FieldEngine::new(&self.fields, &self.encap, self.seed.unwrap_or(1))
-            .map(Some)
-            .map_err(|what| SessionError::Syntax {
-                file: self.name.clone(),
-                what,
-            })
+        let seed = self.seed.unwrap_or(1);
+        match &self.frame {
+            Some(t) => t.engine(&self.fields, seed),
+            None => sluice_wire::fields::FieldEngine::new(&self.fields, &self.encap, seed),
+        }
+        .map(Some)
+        .map_err(|what| SessionError::Syntax {
+            file: self.name.clone(),
+            what,
+        })
     }
 
     /// Whether flow `f` has what the fields vary: ports, and bytes up to
@@ -605,6 +662,25 @@ impl FlowEntry {
     /// IP + L4 header bytes of every packet.
     pub fn header_len(&self) -> usize {
         self.proto.header_len()
+    }
+
+    /// A flow of a template sends its frame: it builds no payload of its
+    /// own and has no reverse direction.
+    pub fn fits_template(&self) -> Result<(), String> {
+        let own_payload = self.payload != Length::default()
+            || self.prefix.is_some()
+            || self.bytes.is_some()
+            || self.vary.payload.is_some();
+        if own_payload {
+            return Err(
+                "payload, prefix, bytes and vary.payload: a template's flows send its frame as it is"
+                    .into(),
+            );
+        }
+        if self.biflow {
+            return Err("biflow: a template's frame has one direction".into());
+        }
+        Ok(())
     }
 
     /// Whether the largest packet, behind `layers` bytes of encapsulation,

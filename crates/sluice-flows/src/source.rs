@@ -120,6 +120,10 @@ pub struct FlowSource {
     /// per-packet field counts).
     fields: Option<sluice_wire::fields::FieldEngine>,
     built: u64,
+    /// The session's template, and the frame of the flow (slot) that sent
+    /// last: the template with that flow's addresses and ports.
+    template: Option<std::sync::Arc<sluice_wire::template::Template>>,
+    base: Option<(u32, Vec<u8>)>,
 }
 
 impl FlowSource {
@@ -163,6 +167,14 @@ impl FlowSource {
             })?;
             Some(std::sync::Arc::new(x))
         };
+        let template = session.frame.clone();
+        if template.is_some() && cfg.stamp {
+            return Err(crate::session::SessionError::Syntax {
+                file: session.name.clone(),
+                what: "template: --stamp writes into the payload, and a template's frame is sent as it is".into(),
+            }
+            .into());
+        }
         let expander = Expander::new(session, seed)?;
         // Each planner picks with its own stream.
         let pick = seed ^ 0x5851_f42d_4c95_7f2d ^ u64::from(cfg.part.map_or(0, |p| p.index));
@@ -190,6 +202,8 @@ impl FlowSource {
             ext,
             fields,
             built: 0,
+            template,
+            base: None,
         })
     }
 
@@ -253,6 +267,9 @@ impl FlowSource {
             let r = (u128::from(splitmix(&mut a.rng)) * u128::from(span)) >> 64;
             usize::from(f.payload.0) + r as usize
         };
+        if let Some(t) = &self.template {
+            return self.emit_template(slot, due, out, t.clone());
+        }
         let last = a.sent + 1 == f.packets;
         let l4 = f.l4();
         // The template of the flow that sent last is kept: a flow sending
@@ -306,6 +323,44 @@ impl FlowSource {
             let syn = u32::from(a.sent == 0);
             a.tcp_seq = a.tcp_seq.wrapping_add(payload_len as u32).wrapping_add(syn);
         }
+        self.sent(slot)
+    }
+
+    /// [`FlowSource::emit`] for a session with a template: the template
+    /// with the flow's addresses and ports, the fields written in.
+    fn emit_template(
+        &mut self,
+        slot: u32,
+        due: u64,
+        out: &mut Outbox<'_>,
+        t: std::sync::Arc<sluice_wire::template::Template>,
+    ) -> Option<u64> {
+        let a = self.slots[slot as usize].as_ref()?;
+        let f = &a.flow;
+        if self.base.as_ref().is_none_or(|(s, _)| *s != slot) {
+            // The fields are written per packet, over these ends.
+            let mut b = t.bytes().to_vec();
+            t.write_ends(&mut b, &f.ends());
+            self.base = Some((slot, b));
+        }
+        let Some((_, base)) = &self.base else {
+            return None;
+        };
+        let (engine, flow, built) = (self.fields.as_ref(), u64::from(f.id), self.built);
+        if !out.push(a.lane, Nanos(due), |b| {
+            t.write(b, base, engine, flow, built)
+        }) {
+            self.done = true;
+            return None;
+        }
+        self.built += 1;
+        self.sent(slot)
+    }
+
+    /// Counts a packet of the flow in `slot` sent: when its next one is
+    /// due, or None when it has ended (its slot is free again).
+    fn sent(&mut self, slot: u32) -> Option<u64> {
+        let a = self.slots[slot as usize].as_mut()?;
         a.sent += 1;
         if a.sent < a.flow.packets {
             Some(a.flow.start.0 + (a.sent as f64 * a.flow.gap_ns) as u64)
@@ -313,7 +368,9 @@ impl FlowSource {
             self.slots[slot as usize] = None;
             self.free.push(slot);
             self.active -= 1;
-            self.headers = None; // the slot may go to another flow
+            // The slot may go to another flow.
+            self.headers = None;
+            self.base = None;
             None
         }
     }

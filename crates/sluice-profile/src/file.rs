@@ -153,7 +153,7 @@ struct SizeSpec {
 
 /// The packets' headers: UDP over IPv4 or IPv6; `flows` flows on
 /// consecutive source ports, packet k on flow k mod `flows`.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PacketSpec {
     #[serde(default = "udp4")]
@@ -173,6 +173,14 @@ pub struct PacketSpec {
     /// frame's size.
     #[serde(default)]
     pub encap: Vec<sluice_wire::encap::EncapLayer>,
+    /// IPv6 extension headers of udp6 packets (`sluice_wire::ip6ext`):
+    /// part of each frame's size.
+    #[serde(default)]
+    pub ipv6_ext: Vec<sluice_wire::ip6ext::Ipv6Ext>,
+    /// Header fields varied per flow (k, the flow's number) or per packet
+    /// (`sluice_wire::fields`).
+    #[serde(default)]
+    pub fields: Vec<sluice_wire::fields::FieldSpec>,
 }
 
 fn udp4() -> String {
@@ -204,6 +212,8 @@ impl Default for PacketSpec {
             dport: dport(),
             flows: 1,
             encap: Vec::new(),
+            ipv6_ext: Vec::new(),
+            fields: Vec::new(),
         }
     }
 }
@@ -213,40 +223,135 @@ impl PacketSpec {
         self.proto == "udp6"
     }
 
-    /// UDP headers of each flow: flow k from source port `sport + k`.
-    pub fn flow_headers(
+    /// What builds the packets' frames; `seed` draws the random fields.
+    pub fn frames(
         &self,
         src_mac: sluice_wire::MacAddr,
         dst_mac: sluice_wire::MacAddr,
-    ) -> Result<Vec<sluice_wire::FlowHeaders>, String> {
-        let stack = if self.encap.is_empty() {
-            None
-        } else {
-            let s = sluice_wire::encapstack::EncapStack::new(&self.encap, src_mac, dst_mac)?;
-            Some(std::sync::Arc::new(s))
-        };
-        (0..self.flows)
-            .map(|k| {
-                let ends = sluice_wire::FlowEnds {
-                    src: self.src,
-                    dst: self.dst,
-                    sport: self.sport.wrapping_add(k as u16),
-                    dport: self.dport,
-                };
-                let udp = sluice_wire::FlowProto::Udp;
-                let h = sluice_wire::FlowHeaders::new(src_mac, dst_mac, ends, udp, false)?;
-                Ok(match &stack {
-                    None => h,
-                    Some(s) => h.with_encap(s),
-                })
-            })
-            .collect()
+        seed: u64,
+    ) -> Result<Frames, String> {
+        Frames::new(self.clone(), src_mac, dst_mac, seed)
     }
 
     /// Ethernet, the layers, IP and UDP headers: the smallest frame.
     pub fn header_len(&self) -> u16 {
         let layers = sluice_wire::encapstack::len(&self.encap) as u16;
-        layers + if self.v6() { 62 } else { 42 }
+        let ext = if self.v6() {
+            sluice_wire::ip6ext::Ipv6ExtStack::new(&self.ipv6_ext).map_or(0, |x| x.len() as u16)
+        } else {
+            0
+        };
+        layers + ext + if self.v6() { 62 } else { 42 }
+    }
+}
+
+/// What builds a profile's frames: each flow's UDP headers (flow k from
+/// source port `sport + k`) behind the packet's layers, with its fields.
+#[derive(Clone, Debug)]
+pub struct Frames {
+    spec: PacketSpec,
+    macs: (sluice_wire::MacAddr, sluice_wire::MacAddr),
+    stack: Option<std::sync::Arc<sluice_wire::encapstack::EncapStack>>,
+    ext: Option<std::sync::Arc<sluice_wire::ip6ext::Ipv6ExtStack>>,
+    engine: Option<sluice_wire::fields::FieldEngine>,
+    /// Each flow's headers, its own fields written in.
+    headers: Vec<sluice_wire::FlowHeaders>,
+    /// Packets built so far (what a per-packet field counts).
+    built: u64,
+}
+
+impl Frames {
+    fn new(
+        spec: PacketSpec,
+        src_mac: sluice_wire::MacAddr,
+        dst_mac: sluice_wire::MacAddr,
+        seed: u64,
+    ) -> Result<Frames, String> {
+        let stack = if spec.encap.is_empty() {
+            None
+        } else {
+            let s = sluice_wire::encapstack::EncapStack::new(&spec.encap, src_mac, dst_mac)?;
+            Some(std::sync::Arc::new(s))
+        };
+        let ext = if spec.ipv6_ext.is_empty() || !spec.v6() {
+            None
+        } else {
+            let x = sluice_wire::ip6ext::Ipv6ExtStack::new(&spec.ipv6_ext)?;
+            Some(std::sync::Arc::new(x))
+        };
+        let engine = if spec.fields.is_empty() {
+            None
+        } else {
+            let e = sluice_wire::fields::FieldEngine::new(&spec.fields, &spec.encap, seed)?;
+            Some(e)
+        };
+        let mut f = Frames {
+            spec,
+            macs: (src_mac, dst_mac),
+            stack,
+            ext,
+            engine,
+            headers: Vec::new(),
+            built: 0,
+        };
+        f.headers = (0..f.spec.flows)
+            .map(|k| f.header(k, 0))
+            .collect::<Result<_, _>>()?;
+        Ok(f)
+    }
+
+    /// How many flows.
+    pub fn flows(&self) -> usize {
+        self.headers.len()
+    }
+
+    /// Flow k's headers for packet `packet` (its fields written in).
+    fn header(&self, k: u32, packet: u64) -> Result<sluice_wire::FlowHeaders, String> {
+        let p = &self.spec;
+        let mut ends = sluice_wire::FlowEnds {
+            src: p.src,
+            dst: p.dst,
+            sport: p.sport.wrapping_add(k as u16),
+            dport: p.dport,
+        };
+        if let Some(e) = &self.engine {
+            e.vary_ends(&mut ends, true, u64::from(k), packet);
+        }
+        let udp = sluice_wire::FlowProto::Udp;
+        let mut h = sluice_wire::FlowHeaders::new(self.macs.0, self.macs.1, ends, udp, false)?;
+        if let Some(e) = &self.engine {
+            e.vary(&mut h, u64::from(k), packet);
+        }
+        if let Some(x) = &self.ext {
+            h = h.with_ipv6_ext(x);
+        }
+        Ok(match &self.stack {
+            None => h,
+            Some(s) => h.with_encap(s),
+        })
+    }
+
+    /// Appends flow `flow`'s frame with `fields` to `out`.
+    pub fn write(
+        &mut self,
+        out: &mut Vec<u8>,
+        flow: usize,
+        fields: &sluice_wire::PacketFields<'_>,
+    ) {
+        let packet = self.built;
+        self.built += 1;
+        let Some(e) = &self.engine else {
+            return self.headers[flow].write(out, fields);
+        };
+        let again;
+        let h = if e.varies_packets() {
+            // The same spec built every flow's headers when made.
+            again = self.header(flow as u32, packet).expect("built before");
+            &again
+        } else {
+            &self.headers[flow]
+        };
+        h.write_varied(out, fields, e, flow as u64, packet);
     }
 }
 
@@ -429,6 +534,16 @@ impl Profile {
                 ),
             ));
         }
+        let reach = sluice_wire::fields::FieldEngine::new(&packet.fields, &packet.encap, 1)
+            .map_or(0, |e| e.min_frame());
+        if usize::from(lo) < reach {
+            return Err(err(
+                "packet.fields",
+                format!(
+                    "a field by offset ends at byte {reach}, past the smallest frame ({lo} bytes)"
+                ),
+            ));
+        }
 
         let g = &f.ipd;
         let mean_ns = mean_gap(&f, size.mean).map_err(|(k, w)| err(&k, w))?;
@@ -478,6 +593,24 @@ fn check_packet(packet: &PacketSpec) -> Result<(), KeyError> {
                 format!("{a} is not of the IP version {} needs", packet.proto),
             ));
         }
+    }
+    if !packet.ipv6_ext.is_empty() {
+        if !packet.v6() {
+            return Err(key_err(
+                "packet.ipv6_ext",
+                "IPv6 extension headers are for udp6 packets".into(),
+            ));
+        }
+        sluice_wire::ip6ext::Ipv6ExtStack::new(&packet.ipv6_ext).map_err(|e| {
+            let (k, what) = e.split_once(": ").unwrap_or(("ipv6_ext", &e));
+            key_err(&format!("packet.{k}"), what.to_string())
+        })?;
+    }
+    if !packet.fields.is_empty() {
+        sluice_wire::fields::FieldEngine::new(&packet.fields, &packet.encap, 1).map_err(|e| {
+            let (k, what) = e.split_once(": ").unwrap_or(("fields", &e));
+            key_err(&format!("packet.{k}"), what.to_string())
+        })?;
     }
     if packet.flows == 0 || u64::from(packet.sport) + u64::from(packet.flows) - 1 > 65_535 {
         return Err(key_err(

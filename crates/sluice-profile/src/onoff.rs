@@ -18,7 +18,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sluice_core::Nanos;
 use sluice_source::seam::{End, Lane, Origin, Outbox, Source, SourceError, SourceReport};
-use sluice_wire::{FlowHeaders, MacAddr, PacketFields};
+use sluice_wire::{MacAddr, PacketFields};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -53,7 +53,7 @@ struct Flow {
 pub struct OnOffSource {
     cfg: OnOffConfig,
     flows: Vec<Flow>,
-    headers: Vec<FlowHeaders>,
+    frames: crate::file::Frames,
     lanes: Vec<Option<Lane>>,
     /// (next due, flow), earliest first.
     next: BinaryHeap<Reverse<(u64, u32)>>,
@@ -83,7 +83,7 @@ impl OnOffSource {
                 p.flows, p.sport
             )));
         }
-        let headers = p.flow_headers(cfg.src_mac, cfg.dst_mac).map_err(bad)?;
+        let frames = p.frames(cfg.src_mac, cfg.dst_mac, cfg.seed).map_err(bad)?;
         let mut flows = Vec::with_capacity(p.flows as usize);
         let mut next = BinaryHeap::with_capacity(p.flows as usize);
         let p_on = cfg.on.mean / (cfg.on.mean + cfg.off.mean);
@@ -112,7 +112,7 @@ impl OnOffSource {
             payload_len: usize::from(cfg.size - header),
             cfg,
             flows,
-            headers,
+            frames,
             lanes: vec![None; n as usize],
             next,
             on_periods: u64::from(n),
@@ -147,8 +147,8 @@ impl Source for OnOffSource {
                 prefix: &[],
                 stamp: None,
             };
-            let h = &self.headers[i];
-            if !out.push(lane, Nanos(due), |b| h.write(b, &fields)) {
+            let frames = &mut self.frames;
+            if !out.push(lane, Nanos(due), |b| frames.write(b, i, &fields)) {
                 break;
             }
             self.flows[i].sent += 1;
@@ -207,7 +207,7 @@ mod tests {
                 sport: 2000,
                 dport: 9,
                 flows,
-                encap: Vec::new(),
+                ..PacketSpec::default()
             },
             src_mac: MacAddr::LOCAL_SRC,
             dst_mac: MacAddr::LOCAL_DST,

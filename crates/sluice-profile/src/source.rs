@@ -5,7 +5,7 @@ use super::fourier::FourierPlan;
 use super::synth::{Planned, Synth};
 use sluice_core::Nanos;
 use sluice_source::seam::{Due, End, Lane, Origin, Outbox, Source, SourceError, SourceReport};
-use sluice_wire::{FlowHeaders, MacAddr, PacketFields};
+use sluice_wire::{MacAddr, PacketFields};
 
 /// What the source sends.
 pub enum Sequence {
@@ -28,7 +28,7 @@ impl Iterator for Sequence {
 
 pub struct ProfileSource {
     sequence: Sequence,
-    headers: Vec<FlowHeaders>,
+    frames: super::file::Frames,
     /// Packets sent per flow (the IP identification).
     sent: Vec<u64>,
     /// The TX lane of each plan lane (a flow or a Fourier queue), asked of
@@ -50,17 +50,19 @@ pub struct ProfileSource {
 
 impl ProfileSource {
     /// A source of `sequence`'s packets with `packet`'s headers; a pcap output
-    /// is stamped from `first_ts` (ns since the epoch).
+    /// is stamped from `first_ts` (ns since the epoch); `seed` draws the
+    /// packet's random fields.
     pub fn new(
         sequence: Sequence,
         packet: &super::PacketSpec,
         src_mac: MacAddr,
         dst_mac: MacAddr,
         first_ts: u64,
+        seed: u64,
     ) -> Result<Self, SourceError> {
-        let headers =
+        let frames =
             packet
-                .flow_headers(src_mac, dst_mac)
+                .frames(src_mac, dst_mac, seed)
                 .map_err(|reason| SourceError::BadPacket {
                     file: "profile".into(),
                     packet: 0,
@@ -68,9 +70,9 @@ impl ProfileSource {
                 })?;
         Ok(ProfileSource {
             sequence,
-            sent: vec![0; headers.len()],
+            sent: vec![0; frames.flows()],
             lanes: Vec::new(),
-            headers,
+            frames,
             header_len: usize::from(packet.header_len()),
             first_ts,
             share: None,
@@ -104,7 +106,7 @@ impl ProfileSource {
             return self;
         }
         let mine: Vec<u32> = match &self.sequence {
-            Sequence::Exact(_) => (0..self.headers.len() as u32).collect(),
+            Sequence::Exact(_) => (0..self.frames.flows() as u32).collect(),
             Sequence::Fourier(f) => {
                 let share = self.share.filter(|_| self.by_lane);
                 f.queues()
@@ -126,7 +128,7 @@ impl Source for ProfileSource {
     fn fill(&mut self, out: &mut Outbox<'_>) -> Result<End, SourceError> {
         out.set_first_ts(self.first_ts);
         let exact = matches!(self.sequence, Sequence::Exact(_));
-        let flows = self.headers.len() as u64;
+        let flows = self.frames.flows() as u64;
         for p in self.sequence.by_ref() {
             let flow = p.flow as usize;
             let j = if self.by_lane {
@@ -160,10 +162,10 @@ impl Source for ProfileSource {
                 prefix: &[],
                 stamp: None,
             };
-            let h = &self.headers[flow];
+            let frames = &mut self.frames;
             let port = self.port_of.get(l).copied().unwrap_or(0);
             if !out.push(lane, Due::at(Nanos(p.due)).on_port(port), |b| {
-                h.write(b, &fields)
+                frames.write(b, flow, &fields)
             }) {
                 break;
             }

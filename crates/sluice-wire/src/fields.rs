@@ -184,7 +184,7 @@ impl FieldEngine {
             .iter()
             .enumerate()
             .map(|(i, s)| {
-                field(s, layers, seed.wrapping_add(i as u64))
+                field(s, &|n| named(n, layers), seed.wrapping_add(i as u64))
                     .map_err(|e| format!("fields[{i}].{e}"))
             })
             .collect::<Result<Vec<Field>, _>>()?;
@@ -216,6 +216,36 @@ impl FieldEngine {
             fields,
             late,
             varies_packets,
+        })
+    }
+
+    /// The fields of a template: every name is placed by `place` (byte
+    /// offset, window bytes, shift; width in bits), and every field is
+    /// written by [`FieldEngine::apply_placed`].
+    pub(crate) fn placed(
+        specs: &[FieldSpec],
+        place: &Place<'_>,
+        seed: u64,
+    ) -> Result<Self, String> {
+        if specs.len() > MAX_FIELDS {
+            return Err(format!(
+                "fields: {} fields, at most {MAX_FIELDS}",
+                specs.len()
+            ));
+        }
+        let resolve = |n: &str| place(n).map(|((at, k, s), bits)| (Target::Fixed(at, k, s), bits));
+        let fields = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                field(s, &resolve, seed.wrapping_add(i as u64))
+                    .map_err(|e| format!("fields[{i}].{e}"))
+            })
+            .collect::<Result<Vec<Field>, _>>()?;
+        Ok(FieldEngine {
+            fields,
+            late: true,
+            varies_packets: false,
         })
     }
 
@@ -322,73 +352,106 @@ impl FieldEngine {
         }
         let lay = h.layout();
         // The checksums, innermost first, and what each gathers.
-        let mut all = [Cover::NONE; 2 + 2 * crate::encap::MAX_LAYERS];
+        let mut all = [Cover::NONE; MAX_COVERS];
         let covers = covers(&lay, h.encap(), &mut all);
-        let mut acc = [0u32; 2 + 2 * crate::encap::MAX_LAYERS];
-        let mut changed = false;
-        for (i, f) in self.fields.iter().enumerate() {
+        let writes = self.fields.iter().enumerate().filter_map(|(i, f)| {
             if f.in_template() {
-                continue;
+                return None;
             }
-            let Some((at, n, shift)) = window(f.target, &lay) else {
-                continue;
-            };
-            if at + n <= lay.ip || at + n > frame.len() {
-                continue; // in front of the IP header: written before
-            }
-            let Some((old, new)) =
-                put(frame, (at, n, shift), f.bits, f.value(f.k(flow, packet), i))
-            else {
-                continue;
-            };
-            // The one's complement sums of the window's bytes at their
-            // place in 16-bit words (every checksummed range starts at an
-            // even offset); the bytes around it are the same before and
-            // after, so they are left out of both. Each checksum covering
-            // the field gathers the change (RFC 1624: ~m + m').
-            for (j, c) in covers.iter().enumerate() {
-                // Only the field's bytes this checksum covers count (a
-                // field by offset may straddle two headers).
-                let mut m = 0u64;
-                for k in 0..n {
-                    if c.covers(at + k) {
-                        m |= 0xff << (8 * (n - 1 - k));
-                    }
+            let w @ (at, n, _) = window(f.target, &lay)?;
+            // In front of the IP header: written before.
+            (at + n > lay.ip).then(|| (w, f.bits, f.value(f.k(flow, packet), i)))
+        });
+        put_covered(frame, covers, writes);
+    }
+
+    /// Writes every field (all given by place: a template's) into `frame`
+    /// and keeps the `covers` checksums right.
+    pub(crate) fn apply_placed(&self, frame: &mut [u8], covers: &[Cover], flow: u64, packet: u64) {
+        let writes = self
+            .fields
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| match f.target {
+                Target::Front(at, n, s) | Target::Fixed(at, n, s) => {
+                    Some(((at, n, s), f.bits, f.value(f.k(flow, packet), i)))
                 }
-                if m != 0 {
-                    let (before, after) = (
-                        window_sum(old & m, at & 1, n),
-                        window_sum(new & m, at & 1, n),
-                    );
-                    acc[j] += u32::from(!before) + u32::from(after);
-                }
-            }
-            changed = true;
+                _ => None,
+            });
+        put_covered(frame, covers, writes);
+    }
+}
+
+/// The most checksums a frame's fields may touch: a template's levels
+/// (an L4 checksum, an IPv4 header's, a GRE checksum each).
+pub(crate) const MAX_COVERS: usize = 3 * MAX_LEVELS;
+/// The most IP headers a template is looked into.
+pub(crate) const MAX_LEVELS: usize = 2 + crate::encap::MAX_LAYERS;
+
+/// Writes each (window, bits, value) into `frame` and updates every
+/// checksum of `covers` (innermost first) covering the bytes that changed.
+/// A window past the frame's end is left alone.
+pub(crate) fn put_covered(
+    frame: &mut [u8],
+    covers: &[Cover],
+    writes: impl Iterator<Item = ((usize, usize, u8), u8, u64)>,
+) {
+    let mut acc = [0u32; MAX_COVERS];
+    let mut changed = false;
+    for ((at, n, shift), bits, v) in writes {
+        if at + n > frame.len() {
+            continue;
         }
-        if !changed {
-            return;
-        }
-        // Innermost first: a checksum that changes is itself a change the
-        // outer ones covering it gather.
-        for j in 0..covers.len() {
-            if acc[j] == 0 {
-                continue;
-            }
-            let c = &covers[j];
-            let old = u16::from_be_bytes([frame[c.at], frame[c.at + 1]]);
-            let mut new = fold(u32::from(!old) + fold_sum(acc[j]));
-            if c.udp && new == 0 {
-                new = 0xffff;
-            }
-            if new == old {
-                continue;
-            }
-            frame[c.at..c.at + 2].copy_from_slice(&new.to_be_bytes());
-            let d = u32::from(!old) + u32::from(new);
-            for k in j + 1..covers.len() {
-                if covers[k].covers(c.at) {
-                    acc[k] += d;
+        let Some((old, new)) = put(frame, (at, n, shift), bits, v) else {
+            continue;
+        };
+        // The one's complement sums of the window's bytes at their
+        // place in 16-bit words (every checksummed range starts at an
+        // even offset); the bytes around it are the same before and
+        // after, so they are left out of both. Each checksum covering
+        // the field gathers the change (RFC 1624: ~m + m').
+        for (j, c) in covers.iter().enumerate() {
+            // Only the field's bytes this checksum covers count (a
+            // field by offset may straddle two headers).
+            let mut m = 0u64;
+            for k in 0..n {
+                if c.covers(at + k) {
+                    m |= 0xff << (8 * (n - 1 - k));
                 }
+            }
+            if m != 0 {
+                let (before, after) = (
+                    window_sum(old & m, at & 1, n),
+                    window_sum(new & m, at & 1, n),
+                );
+                acc[j] += u32::from(!before) + u32::from(after);
+            }
+        }
+        changed = true;
+    }
+    if !changed {
+        return;
+    }
+    // Innermost first: a checksum that changes is itself a change the
+    // outer ones covering it gather.
+    for j in 0..covers.len() {
+        if acc[j] == 0 {
+            continue;
+        }
+        let c = &covers[j];
+        let old = u16::from_be_bytes([frame[c.at], frame[c.at + 1]]);
+        let mut new = fold(u32::from(!old) + fold_sum(acc[j]));
+        if c.udp && new == 0 {
+            new = 0xffff;
+        }
+        if new == old {
+            continue;
+        }
+        frame[c.at..c.at + 2].copy_from_slice(&new.to_be_bytes());
+        let d = u32::from(!old) + u32::from(new);
+        for k in j + 1..covers.len() {
+            if covers[k].covers(c.at) {
+                acc[k] += d;
             }
         }
     }
@@ -520,22 +583,25 @@ fn window(t: Target, lay: &Layout) -> Option<(usize, usize, u8)> {
 /// A checksum and the bytes it covers: every byte from `tail` on, and
 /// those in `lo..hi` (a header, or the addresses of a pseudo header).
 #[derive(Clone, Copy, Debug)]
-struct Cover {
-    at: usize,
-    tail: usize,
-    lo: usize,
-    hi: usize,
+pub(crate) struct Cover {
+    pub(crate) at: usize,
+    /// Every byte from `tail` up to `end`.
+    pub(crate) tail: usize,
+    pub(crate) end: usize,
+    pub(crate) lo: usize,
+    pub(crate) hi: usize,
     /// A second range: a routing header's final destination.
-    lo2: usize,
-    hi2: usize,
+    pub(crate) lo2: usize,
+    pub(crate) hi2: usize,
     /// UDP's: 0 is sent as 0xffff.
-    udp: bool,
+    pub(crate) udp: bool,
 }
 
 impl Cover {
-    const NONE: Cover = Cover {
+    pub(crate) const NONE: Cover = Cover {
         at: 0,
         tail: usize::MAX,
+        end: usize::MAX,
         lo: 0,
         hi: 0,
         lo2: 0,
@@ -544,7 +610,9 @@ impl Cover {
     };
 
     fn covers(&self, o: usize) -> bool {
-        o >= self.tail || (self.lo..self.hi).contains(&o) || (self.lo2..self.hi2).contains(&o)
+        (self.tail..self.end).contains(&o)
+            || (self.lo..self.hi).contains(&o)
+            || (self.lo2..self.hi2).contains(&o)
     }
 }
 
@@ -565,6 +633,7 @@ fn covers<'a>(lay: &Layout, encap: Option<&EncapStack>, all: &'a mut [Cover]) ->
         all[n] = Cover {
             at,
             tail: lay.l4,
+            end: usize::MAX,
             lo,
             hi,
             lo2,
@@ -614,14 +683,24 @@ fn fold_sum(s: u32) -> u32 {
     u32::from(!fold(s))
 }
 
+/// Where a field sits in a frame: (byte offset, window bytes, shift of
+/// its low bit in the window).
+pub(crate) type Window = (usize, usize, u8);
+
+/// Where a template's named field is and its width in bits.
+pub(crate) type Place<'a> = dyn Fn(&str) -> Result<(Window, u8), String> + 'a;
+
+/// Where a named field is and its width.
+type Resolve<'a> = dyn Fn(&str) -> Result<(Target, u8), String> + 'a;
+
 /// A spec checked and placed; errors start with the key (`to: …`).
-fn field(s: &FieldSpec, layers: &[EncapLayer], seed: u64) -> Result<Field, String> {
+fn field(s: &FieldSpec, named: &Resolve<'_>, seed: u64) -> Result<Field, String> {
     let (target, bits) = match (&s.field, s.offset) {
         (Some(name), None) => {
             if s.bits.is_some() {
                 return Err("bits: a named field has its own width; bits go with offset".into());
             }
-            named(name, layers).map_err(|e| format!("field: '{name}': {e}"))?
+            named(name).map_err(|e| format!("field: '{name}': {e}"))?
         }
         (None, Some(at)) => {
             if at > 65_535 {
@@ -809,7 +888,7 @@ fn named(name: &str, layers: &[EncapLayer]) -> Result<(Target, u8), String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::flowpkt::{FlowEnds, FlowProto, PacketFields};
     use crate::payload::verify_checksums;
@@ -892,7 +971,7 @@ mod tests {
     }
 
     /// Every checksum of a frame and of each packet its tunnels carry.
-    fn check_all(frame: &[u8]) -> Result<usize, String> {
+    pub(crate) fn check_all(frame: &[u8]) -> Result<usize, String> {
         let mut f = frame.to_vec();
         let mut depth = 0;
         loop {

@@ -16,7 +16,9 @@
 //!   written; [`encapstack`]: their bytes, built once, and the fields each
 //!   packet changes in them; [`fields`]: the field engine, header fields
 //!   varied per flow or per packet with their checksums kept right;
-//!   [`ip6ext`]: IPv6 extension headers of generated IPv6 packets.
+//!   [`ip6ext`]: IPv6 extension headers of generated IPv6 packets;
+//!   [`template`]: frames from outside (hex, a capture, a description)
+//!   the field engine varies.
 //! * [`flow`]: a symmetric, stable flow hash for spreading frames over
 //!   senders while keeping both directions of a connection together.
 //!
@@ -42,6 +44,7 @@ pub mod layers;
 pub mod payload;
 pub mod rewrite;
 pub mod rxstamp;
+pub mod template;
 pub mod tunnel;
 pub mod udp4;
 

@@ -160,10 +160,10 @@ pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
     let session = match &a.session {
         Some(p) => {
             let s = Session::load(p).map_err(bad_input)?;
-            if !s.fields.is_empty() || !s.ipv6_ext.is_empty() {
+            if !s.fields.is_empty() || !s.ipv6_ext.is_empty() || s.template.is_some() {
                 // The expansion knows the flows as planned, not as varied.
                 return Err(bad_input(anyhow::anyhow!(
-                    "{}: a session with fields or ipv6_ext is not compared yet (its flows' addresses, ports and sizes are changed as they are built)",
+                    "{}: a session with fields, ipv6_ext or a template is not compared yet (its flows' addresses, ports and sizes are changed as they are built)",
                     p.display()
                 )));
             }

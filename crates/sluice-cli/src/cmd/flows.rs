@@ -80,6 +80,9 @@ pub fn prepare(a: &mut RunArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
         .reads(&a.session)
         .rate(sluice_job::rate::Nominal::Multiplier(1.0))?;
     plan.engine.start_at = a.part.start_at;
+    if a.confine_inputs {
+        sluice_flows::confine_inputs();
+    }
     let session = Session::load(&a.session).map_err(bad_input)?;
     let sources = (0..planners)
         .map(|k| -> Result<Box<dyn Source>, Failure> {

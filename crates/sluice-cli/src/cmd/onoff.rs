@@ -31,6 +31,7 @@ pub fn prepare(a: &mut OnOffArgs) -> Result<crate::plan::Prepared<'_>, Failure> 
         dport: a.opts.dport,
         flows: a.opts.flows,
         encap: a.opts.encap.clone(),
+        ..PacketSpec::default()
     };
     if a.opts.src.is_ipv6() != a.opts.dst.is_ipv6() {
         return Err(bad_input(anyhow!(

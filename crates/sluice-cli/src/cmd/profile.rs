@@ -80,13 +80,14 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
             )));
         }
     }
-    let packet = profile.packet.clone();
+    let (packet, seed) = (profile.packet.clone(), profile.seed);
     let source = ProfileSource::new(
         Sequence::Exact(Synth::new(profile)),
         &packet,
         a.frame.src_mac,
         a.frame.dst_mac,
         0,
+        seed,
     )
     .map_err(bad_input)?;
     let mut opts = RunOpts::new(
@@ -129,7 +130,7 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
     }
     let profile = load(&a.profile, a.opts.frame.scale, a.opts.frame.seed)?;
     let reads = profile.inputs.clone();
-    let packet = profile.packet.clone();
+    let (packet, seed) = (profile.packet.clone(), profile.seed);
     let sequence = match a.opts.mode {
         Mode::Exact => {
             if a.opts.select.keep.is_some()
@@ -227,6 +228,7 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
         a.opts.frame.src_mac,
         a.opts.frame.dst_mac,
         first_ts,
+        seed,
     )
     .map_err(bad_input)?
     // Shipped components are this worker's queues already: no share.

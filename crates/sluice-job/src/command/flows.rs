@@ -15,4 +15,7 @@ pub struct RunArgs {
     pub run: RunOpts,
     #[command(flatten)]
     pub part: ShareOpts,
+    /// What a worker adds: the session's template.pcap is the plain name of a file beside it (an upload), never a path.
+    #[arg(long, hide = true)]
+    pub confine_inputs: bool,
 }

@@ -1,0 +1,806 @@
+//! Templates from outside: a frame given as hex, taken from a capture or
+//! built from a short description, sent as it is with the field engine's
+//! fields varied in it (TRex's streams over scapy packets, trafgen's
+//! packet configurations).
+//!
+//! A template is looked into once ([`Template::new`]): its Ethernet
+//! header, VLAN tags and MPLS labels, each IP header down through the
+//! tunnels [`crate::tunnel::find`] knows (VXLAN, GRE, GTP-U, IP-in-IP),
+//! and the checksums each level carries. Fields are then placed by name
+//! (as a session's layers name them: `vlan[1].id`, `vxlan.vni`,
+//! `gre.key`, `gtpu.teid`, a tunnel's `src`, `dst`, `ttl`; `ip.*`,
+//! `sport` and `dport` are the innermost packet's) or by offset, and each
+//! write updates every checksum covering it (RFC 1624), inner and outer.
+//! A checksum that was wrong in the template stays as wrong, unless the
+//! template's checksums are computed when it is read (the default).
+
+use crate::encap::EncapLayer;
+use crate::fields::{put_covered, Cover, FieldEngine, FieldSpec, Window, MAX_COVERS, MAX_LEVELS};
+use crate::flowpkt::{FlowEnds, FlowHeaders, FlowProto, PacketFields};
+use crate::layers::{be16, parse_layers, Ip, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP};
+use crate::tunnel::{InnerStart, TunnelKind};
+use crate::MacAddr;
+use std::net::IpAddr;
+
+/// The shortest template: an Ethernet header.
+pub const MIN_TEMPLATE: usize = 14;
+/// The longest template: a jumbo frame.
+pub const MAX_TEMPLATE: usize = 9216;
+
+/// A template looked into: where its fields and checksums are.
+#[derive(Clone, Debug)]
+pub struct Template {
+    bytes: Vec<u8>,
+    /// Checksums, innermost first.
+    covers: Vec<Cover>,
+    /// Fields of the outer layers.
+    names: Vec<Named>,
+    inner: Option<Inner>,
+}
+
+/// A field of a template's outer layers: the `nth` layer of `kind`'s
+/// `key`.
+#[derive(Clone, Copy, Debug)]
+struct Named {
+    kind: &'static str,
+    nth: usize,
+    key: &'static str,
+    window: Window,
+    bits: u8,
+}
+
+/// The innermost IP packet of a template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Inner {
+    pub v6: bool,
+    /// The IP protocol number (IPv6: the upper layer's, past extension
+    /// headers).
+    pub proto: u8,
+    ip: usize,
+    /// The L4 header, when the packet is not a fragment and the chain of
+    /// extension headers was walked.
+    l4: Option<usize>,
+}
+
+impl Inner {
+    /// The flow's L4 as the session builder names it.
+    pub fn flow_proto(&self) -> FlowProto {
+        match self.proto {
+            PROTO_UDP => FlowProto::Udp,
+            PROTO_TCP => FlowProto::Tcp,
+            PROTO_ICMP if !self.v6 => FlowProto::Icmp,
+            PROTO_ICMPV6 if self.v6 => FlowProto::Icmp,
+            p => FlowProto::Ip(p),
+        }
+    }
+
+    /// Where the flow's source port (ICMP: the echo identifier) and
+    /// destination port are, if the template holds them.
+    fn ports(&self) -> Option<(usize, Option<usize>)> {
+        let l4 = self.l4?;
+        match self.flow_proto() {
+            FlowProto::Udp | FlowProto::Tcp => Some((l4, Some(l4 + 2))),
+            FlowProto::Icmp => Some((l4 + 4, None)),
+            FlowProto::Ip(_) => None,
+        }
+    }
+}
+
+impl Template {
+    /// Looks into `bytes`; with `fix`, every checksum is computed first
+    /// (IPv4 headers, TCP, UDP, ICMP, GRE; inner and outer).
+    pub fn new(mut bytes: Vec<u8>, fix: bool) -> Result<Template, String> {
+        if !(MIN_TEMPLATE..=MAX_TEMPLATE).contains(&bytes.len()) {
+            return Err(format!(
+                "{} bytes: a template is {MIN_TEMPLATE} to {MAX_TEMPLATE} bytes",
+                bytes.len()
+            ));
+        }
+        if fix {
+            crate::HeaderRewrite {
+                fixcsum: true,
+                tunnel: crate::tunnel::TunnelMode::Both,
+                ..Default::default()
+            }
+            .apply(&mut bytes);
+        }
+        let mut t = Template {
+            bytes,
+            covers: Vec::new(),
+            names: Vec::new(),
+            inner: None,
+        };
+        t.level(0, InnerStart::Ethernet, 0);
+        t.covers.reverse();
+        Ok(t)
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The innermost IP packet, if the template carries one.
+    pub fn inner(&self) -> Option<&Inner> {
+        self.inner.as_ref()
+    }
+
+    /// The innermost packet's addresses and ports (ICMP: the echo
+    /// identifier as `sport`).
+    pub fn ends(&self) -> Option<FlowEnds> {
+        let i = self.inner?;
+        let b = &self.bytes;
+        let (src, dst) = if i.v6 {
+            let a = |at: usize| IpAddr::from(<[u8; 16]>::try_from(&b[at..at + 16]).unwrap());
+            (a(i.ip + 8), a(i.ip + 24))
+        } else {
+            let a = |at: usize| IpAddr::from(<[u8; 4]>::try_from(&b[at..at + 4]).unwrap());
+            (a(i.ip + 12), a(i.ip + 16))
+        };
+        let (sport, dport) = i.ports().map_or((0, 0), |(s, d)| {
+            let at = |k: usize| be16(b, k).unwrap_or(0);
+            (at(s), d.map_or(0, at))
+        });
+        Some(FlowEnds {
+            src,
+            dst,
+            sport,
+            dport,
+        })
+    }
+
+    /// The engine of `specs` over this template; errors name the key.
+    pub fn engine(&self, specs: &[FieldSpec], seed: u64) -> Result<FieldEngine, String> {
+        let e = FieldEngine::placed(specs, &|n| self.place(n), seed)?;
+        if e.min_frame() > self.bytes.len() {
+            return Err(format!(
+                "fields: a field by offset ends at byte {}, past the template's {} bytes",
+                e.min_frame(),
+                self.bytes.len()
+            ));
+        }
+        Ok(e)
+    }
+
+    /// Writes a flow's addresses and ports into `frame` (a copy of the
+    /// template) as its innermost packet's, checksums kept right. A
+    /// template without an IP packet is left alone.
+    pub fn write_ends(&self, frame: &mut [u8], ends: &FlowEnds) {
+        let Some(i) = self.inner else { return };
+        let mut w: [(Window, u8, u64); 6] = [((0, 0, 0), 0, 0); 6];
+        let mut n = 0;
+        let mut addr = |a: IpAddr, at: usize| match a {
+            IpAddr::V4(a) => {
+                w[n] = ((at, 4, 0), 32, u64::from(u32::from(a)));
+                n += 1;
+            }
+            IpAddr::V6(a) => {
+                let v = u128::from(a);
+                w[n] = ((at, 8, 0), 64, (v >> 64) as u64);
+                w[n + 1] = ((at + 8, 8, 0), 64, v as u64);
+                n += 2;
+            }
+        };
+        if i.v6 == ends.src.is_ipv6() && i.v6 == ends.dst.is_ipv6() {
+            let (s, d) = if i.v6 {
+                (i.ip + 8, i.ip + 24)
+            } else {
+                (i.ip + 12, i.ip + 16)
+            };
+            addr(ends.src, s);
+            addr(ends.dst, d);
+        }
+        if let Some((s, d)) = i.ports() {
+            w[n] = ((s, 2, 0), 16, u64::from(ends.sport));
+            n += 1;
+            if let Some(d) = d {
+                w[n] = ((d, 2, 0), 16, u64::from(ends.dport));
+                n += 1;
+            }
+        }
+        put_covered(frame, &self.covers, w[..n].iter().copied());
+    }
+
+    /// Appends a frame to `out`: `base` (the template with the flow's
+    /// ends) with `engine`'s fields of flow `flow`, packet `packet`.
+    pub fn write(
+        &self,
+        out: &mut Vec<u8>,
+        base: &[u8],
+        engine: Option<&FieldEngine>,
+        flow: u64,
+        packet: u64,
+    ) {
+        let at = out.len();
+        out.extend_from_slice(base);
+        if let Some(e) = engine {
+            e.apply_placed(&mut out[at..], &self.covers, flow, packet);
+        }
+    }
+
+    /// Where a named field is.
+    fn place(&self, name: &str) -> Result<(Window, u8), String> {
+        let inner = || {
+            self.inner
+                .ok_or_else(|| "the template carries no IP packet".to_string())
+        };
+        match name {
+            "eth.dst" => return Ok(((0, 6, 0), 48)),
+            "eth.src" => return Ok(((6, 6, 0), 48)),
+            "ip.src" | "ip.dst" | "ip.ttl" | "ip.tos" | "ip.id" => {
+                let i = inner()?;
+                return ip_field(i.ip, i.v6, &name[3..])
+                    .ok_or_else(|| "an IPv6 header has no ID".to_string());
+            }
+            "sport" | "dport" => {
+                let i = inner()?;
+                let (s, d) = i
+                    .ports()
+                    .and_then(|(s, d)| Some((s, d?)))
+                    .ok_or("the template's innermost packet has no ports")?;
+                return Ok((
+                    if name == "sport" {
+                        (s, 2, 0)
+                    } else {
+                        (d, 2, 0)
+                    },
+                    16,
+                ));
+            }
+            _ => {}
+        }
+        let (layer, key) = name
+            .split_once('.')
+            .ok_or_else(|| format!("not a field ({})", self.known()))?;
+        let (kind, nth) = match layer.split_once('[') {
+            Some((k, rest)) => (
+                k,
+                rest.strip_suffix(']')
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .ok_or_else(|| format!("'{layer}': KIND[N] expected"))?,
+            ),
+            None => (layer, 0),
+        };
+        self.names
+            .iter()
+            .find(|n| n.kind == kind && n.nth == nth && n.key == key)
+            .map(|n| (n.window, n.bits))
+            .ok_or_else(|| format!("the template has no such field ({})", self.known()))
+    }
+
+    /// The names the template has, for error messages.
+    fn known(&self) -> String {
+        let mut v: Vec<String> = vec!["eth.dst".into(), "eth.src".into()];
+        if let Some(i) = self.inner {
+            v.extend(["ip.src", "ip.dst", "ip.ttl", "ip.tos"].map(String::from));
+            if !i.v6 {
+                v.push("ip.id".into());
+            }
+            if i.ports().is_some_and(|(_, d)| d.is_some()) {
+                v.extend(["sport".into(), "dport".into()]);
+            }
+        }
+        for n in &self.names {
+            v.push(format!("{}[{}].{}", n.kind, n.nth, n.key));
+        }
+        v.join(", ")
+    }
+
+    fn name(&mut self, kind: &'static str, key: &'static str, window: Window, bits: u8) {
+        let nth = self
+            .names
+            .iter()
+            .filter(|n| n.kind == kind && n.key == key)
+            .count();
+        if window.0 + window.1 <= self.bytes.len() {
+            self.names.push(Named {
+                kind,
+                nth,
+                key,
+                window,
+                bits,
+            });
+        }
+    }
+
+    /// Looks into the level starting at `at` with `start`.
+    fn level(&mut self, at: usize, start: InnerStart, depth: usize) {
+        if depth >= MAX_LEVELS || self.covers.len() + 3 > MAX_COVERS {
+            return;
+        }
+        // The level as an Ethernet frame, as `parse_layers` reads one.
+        let (view, shift): (Vec<u8>, usize) = match start {
+            InnerStart::Ethernet => (self.bytes[at..].to_vec(), at),
+            InnerStart::Ipv4 | InnerStart::Ipv6 => {
+                let et: u16 = if start == InnerStart::Ipv4 {
+                    0x0800
+                } else {
+                    0x86dd
+                };
+                let mut v = vec![0u8; 12];
+                v.extend_from_slice(&et.to_be_bytes());
+                v.extend_from_slice(&self.bytes[at..]);
+                // The view's offset k is the frame's k + at - 14.
+                (v, at.wrapping_sub(14))
+            }
+        };
+        let abs = |k: usize| k.wrapping_add(shift);
+        if start == InnerStart::Ethernet {
+            self.tags_and_labels(&view, shift);
+        }
+        let layers = parse_layers(&view);
+        let Some(ip) = layers.ip else { return };
+        let ip_at = abs(layers.l3_offset);
+        let v6 = matches!(ip, Ip::V6 { .. });
+        let ip_end = abs(layers.ip_end().unwrap_or(view.len()).min(view.len()));
+        if let Ip::V4 { header_len, .. } = ip {
+            self.covers.push(Cover {
+                at: ip_at + 10,
+                lo: ip_at,
+                hi: ip_at + header_len,
+                ..Cover::NONE
+            });
+        }
+        let l4 = layers.l4.filter(|_| !ip.is_fragment());
+        if let Some(l) = l4 {
+            let l4_at = abs(l.offset);
+            let (pseudo, csum) = match (l.proto, v6) {
+                (PROTO_UDP, _) => (true, Some(6)),
+                (PROTO_TCP, _) => (true, Some(16)),
+                (PROTO_ICMP, false) => (false, Some(2)),
+                (PROTO_ICMPV6, true) => (true, Some(2)),
+                _ => (false, None),
+            };
+            let stored = be16(&self.bytes, l4_at + csum.unwrap_or(0));
+            let none = l.proto == PROTO_UDP && !v6 && stored == Some(0);
+            if let (Some(c), false, true) = (csum, none, l4_at + l.header_len <= ip_end) {
+                let (lo, hi) = match (pseudo, v6) {
+                    (false, _) => (0, 0),
+                    (true, false) => (ip_at + 12, ip_at + 20),
+                    (true, true) => (ip_at + 8, ip_at + 40),
+                };
+                self.covers.push(Cover {
+                    at: l4_at + c,
+                    tail: l4_at,
+                    end: ip_end,
+                    lo,
+                    hi,
+                    udp: l.proto == PROTO_UDP,
+                    ..Cover::NONE
+                });
+            }
+        }
+        let tunnel = crate::tunnel::find(&view).filter(|_| l4.is_some());
+        let Some(t) = tunnel else {
+            self.inner = Some(Inner {
+                v6,
+                proto: l4.map_or_else(|| ip_proto(&view, layers.l3_offset, v6), |l| l.proto),
+                ip: ip_at,
+                l4: l4.map(|l| abs(l.offset)),
+            });
+            return;
+        };
+        let l = l4.expect("a tunnel has an L4 header");
+        let kind = match t.kind {
+            TunnelKind::Vxlan => "vxlan",
+            TunnelKind::Gre => "gre",
+            TunnelKind::GtpU => "gtpu",
+            TunnelKind::IpInIp => "ipip",
+        };
+        for key in ["src", "dst", "ttl"] {
+            if let Some((w, bits)) = ip_field(ip_at, v6, key) {
+                self.name(kind, key, w, bits);
+            }
+        }
+        let (l4_at, payload) = (abs(l.offset), abs(l.payload_offset));
+        match t.kind {
+            TunnelKind::Vxlan => {
+                self.name(kind, "vni", (payload + 4, 4, 8), 24);
+                self.name(kind, "sport", (l4_at, 2, 0), 16);
+            }
+            TunnelKind::GtpU => self.name(kind, "teid", (payload + 4, 4, 0), 32),
+            TunnelKind::Gre => {
+                let flags = self.bytes.get(l4_at).copied().unwrap_or(0);
+                if flags & 0x20 != 0 {
+                    let key_at = l4_at + 4 + if flags & 0x80 != 0 { 4 } else { 0 };
+                    self.name(kind, "key", (key_at, 4, 0), 32);
+                }
+                if let Some(c) = t.cover {
+                    self.covers.push(Cover {
+                        at: abs(c.at),
+                        tail: abs(c.start),
+                        end: abs(t.end),
+                        ..Cover::NONE
+                    });
+                }
+            }
+            TunnelKind::IpInIp => {}
+        }
+        self.level(abs(t.offset), t.inner, depth + 1);
+    }
+
+    /// Names the VLAN tags and MPLS labels of an Ethernet header at view
+    /// offset 0 (frame offset `shift`).
+    fn tags_and_labels(&mut self, view: &[u8], shift: usize) {
+        let mut p = 12;
+        let mut et = be16(view, p).unwrap_or(0);
+        while matches!(et, 0x8100 | 0x88a8 | 0x9100) && p + 6 <= view.len() {
+            let kind = if et == 0x8100 { "vlan" } else { "svlan" };
+            self.name(kind, "id", (shift + p + 2, 2, 0), 12);
+            self.name(kind, "pcp", (shift + p + 2, 2, 13), 3);
+            p += 4;
+            et = be16(view, p).unwrap_or(0);
+        }
+        if matches!(et, 0x8847 | 0x8848) {
+            let mut q = p + 2;
+            while q + 4 <= view.len() {
+                let at = shift + q;
+                self.name("mpls", "label", (at, 4, 12), 20);
+                self.name("mpls", "tc", (at, 4, 9), 3);
+                self.name("mpls", "ttl", (at + 3, 1, 0), 8);
+                q += 4;
+                if view[q - 2] & 1 == 1 {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The protocol field of an IP header at `ip` of `view` (IPv6: its next
+/// header, for a packet whose chain was not walked).
+fn ip_proto(view: &[u8], ip: usize, v6: bool) -> u8 {
+    view.get(ip + if v6 { 6 } else { 9 }).copied().unwrap_or(0)
+}
+
+/// A field of the IP header at `ip`: `src`, `dst` (IPv6: their low 64
+/// bits), `ttl`, `tos`, `id` (IPv4).
+fn ip_field(ip: usize, v6: bool, key: &str) -> Option<(Window, u8)> {
+    Some(match (key, v6) {
+        ("src", false) => ((ip + 12, 4, 0), 32),
+        ("dst", false) => ((ip + 16, 4, 0), 32),
+        ("ttl", false) => ((ip + 8, 1, 0), 8),
+        ("tos", false) => ((ip + 1, 1, 0), 8),
+        ("id", false) => ((ip + 4, 2, 0), 16),
+        ("src", true) => ((ip + 16, 8, 0), 64),
+        ("dst", true) => ((ip + 32, 8, 0), 64),
+        ("ttl", true) => ((ip + 7, 1, 0), 8),
+        ("tos", true) => ((ip, 2, 4), 8),
+        _ => return None,
+    })
+}
+
+/// A frame written as hex: pairs of digits, with spaces, colons, dashes
+/// or line breaks between them as a hex dump has; `0x` may lead.
+pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
+    let t = text.trim();
+    let t = t.strip_prefix("0x").unwrap_or(t);
+    let digits: Vec<u8> = t
+        .bytes()
+        .filter(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b':' | b'-'))
+        .collect();
+    if let Some(k) = digits.iter().position(|c| !c.is_ascii_hexdigit()) {
+        return Err(format!(
+            "hex digit {k}: '{}' is not a hex digit",
+            char::from(digits[k]).escape_default()
+        ));
+    }
+    if digits.len() % 2 == 1 {
+        return Err(format!("{} hex digits: an odd number", digits.len()));
+    }
+    Ok(digits
+        .chunks(2)
+        .map(|p| {
+            let d = |c: u8| (c as char).to_digit(16).expect("checked") as u8;
+            d(p[0]) << 4 | d(p[1])
+        })
+        .collect())
+}
+
+/// A frame built from a short description, as a session's flow is:
+/// `PROTO [KEY=VALUE ...]` with PROTO one of udp4, udp6, tcp4, tcp6,
+/// icmp4, icmp6, ip4, ip6 and keys `src`, `dst`, `sport`, `dport`,
+/// `ipproto`, `payload` (bytes), `src_mac`, `dst_mac` and `encap` (layers
+/// as a session's `encap` writes them, outermost first, joined by `/`).
+pub fn describe(text: &str) -> Result<Vec<u8>, String> {
+    let mut words = text.split_whitespace();
+    let proto = words
+        .next()
+        .ok_or("empty (PROTO [KEY=VALUE ...] expected)")?;
+    let (v6, l4) = match proto {
+        "udp4" => (false, FlowProto::Udp),
+        "udp6" => (true, FlowProto::Udp),
+        "tcp4" => (false, FlowProto::Tcp),
+        "tcp6" => (true, FlowProto::Tcp),
+        "icmp4" => (false, FlowProto::Icmp),
+        "icmp6" => (true, FlowProto::Icmp),
+        "ip4" => (false, FlowProto::Ip(253)),
+        "ip6" => (true, FlowProto::Ip(253)),
+        _ => {
+            return Err(format!(
+                "'{proto}' is not a protocol (udp4, udp6, tcp4, tcp6, icmp4, icmp6, ip4, ip6)"
+            ))
+        }
+    };
+    let (mut src, mut dst): (IpAddr, IpAddr) = if v6 {
+        ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap())
+    } else {
+        ([10, 0, 0, 1].into(), [10, 0, 0, 2].into())
+    };
+    let (mut sport, mut dport, mut payload, mut l4) = (1024u16, 9u16, 0usize, l4);
+    let (mut src_mac, mut dst_mac) = (MacAddr::LOCAL_SRC, MacAddr::LOCAL_DST);
+    let mut layers: Vec<EncapLayer> = Vec::new();
+    for w in words {
+        let (k, v) = w
+            .split_once('=')
+            .ok_or_else(|| format!("'{w}': KEY=VALUE expected"))?;
+        let bad = |e: &dyn std::fmt::Display| format!("{k}: '{v}': {e}");
+        match k {
+            "src" => src = v.parse().map_err(|e| bad(&e))?,
+            "dst" => dst = v.parse().map_err(|e| bad(&e))?,
+            "sport" => sport = v.parse().map_err(|e| bad(&e))?,
+            "dport" => dport = v.parse().map_err(|e| bad(&e))?,
+            "payload" => payload = v.parse().map_err(|e| bad(&e))?,
+            "ipproto" if matches!(l4, FlowProto::Ip(_)) => {
+                l4 = FlowProto::Ip(v.parse().map_err(|e| bad(&e))?)
+            }
+            "src_mac" => src_mac = v.parse().map_err(|e| bad(&e))?,
+            "dst_mac" => dst_mac = v.parse().map_err(|e| bad(&e))?,
+            "encap" => {
+                layers = v
+                    .split('/')
+                    .map(|l| l.parse::<EncapLayer>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| bad(&e))?;
+                crate::encap::check(&layers)?;
+            }
+            _ => {
+                return Err(format!(
+                    "'{k}' is not a key (src, dst, sport, dport, ipproto with ip4/ip6, \
+                     payload, src_mac, dst_mac, encap)"
+                ))
+            }
+        }
+    }
+    if src.is_ipv6() != v6 || dst.is_ipv6() != v6 {
+        return Err(format!(
+            "src {src}, dst {dst}: not the addresses of {proto}"
+        ));
+    }
+    let mut h = FlowHeaders::new(
+        src_mac,
+        dst_mac,
+        FlowEnds {
+            src,
+            dst,
+            sport,
+            dport,
+        },
+        l4,
+        false,
+    )?;
+    if !layers.is_empty() {
+        let stack = crate::encapstack::EncapStack::new(&layers, src_mac, dst_mac)?;
+        h = h.with_encap(&std::sync::Arc::new(stack));
+    }
+    if h.frame_len(payload) > MAX_TEMPLATE {
+        return Err(format!(
+            "payload: {payload}: the frame would be {} bytes, over {MAX_TEMPLATE}",
+            h.frame_len(payload)
+        ));
+    }
+    let mut out = Vec::with_capacity(h.frame_len(payload));
+    h.write(
+        &mut out,
+        &PacketFields {
+            index: 0,
+            last: false,
+            payload_len: payload,
+            tcp_seq: 0,
+            prefix: &[],
+            stamp: None,
+        },
+    );
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fields::tests::check_all;
+
+    fn spec(text: &str) -> FieldSpec {
+        // `{key: value}` with bare words, as a session writes them.
+        let json = regex_lite(text);
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("{json}: {e}"))
+    }
+
+    /// Quotes the bare words of a one-line YAML mapping (JSON numbers
+    /// stay numbers).
+    fn regex_lite(text: &str) -> String {
+        let mut out = String::new();
+        let mut word = String::new();
+        let flush = |w: &mut String, out: &mut String| {
+            if !w.is_empty() {
+                if w.parse::<u64>().is_ok() {
+                    out.push_str(w);
+                } else {
+                    out.push_str(&format!("\"{w}\""));
+                }
+                w.clear();
+            }
+        };
+        for c in text.chars() {
+            if c.is_alphanumeric() || matches!(c, '.' | '[' | ']' | '_') {
+                word.push(c);
+            } else {
+                flush(&mut word, &mut out);
+                out.push(c);
+            }
+        }
+        flush(&mut word, &mut out);
+        out
+    }
+
+    const NESTED: &str = "udp4 src=10.1.0.1 dst=10.1.0.2 sport=1000 dport=53 payload=40 \
+        encap=svlan:100/vlan:5/vxlan:vni=7,src=192.0.2.1,dst=192.0.2.2/vlan:9";
+
+    #[test]
+    fn a_description_is_looked_into_as_the_session_names_its_layers() {
+        let t = Template::new(describe(NESTED).unwrap(), false).unwrap();
+        let names: Vec<String> = t
+            .names
+            .iter()
+            .map(|n| format!("{}[{}].{}", n.kind, n.nth, n.key))
+            .collect();
+        for want in [
+            "svlan[0].id",
+            "vlan[0].id",
+            "vlan[1].id",
+            "vxlan[0].vni",
+            "vxlan[0].src",
+        ] {
+            assert!(names.contains(&want.to_string()), "{want} in {names:?}");
+        }
+        let e = t.ends().unwrap();
+        assert_eq!(
+            (e.src, e.dst, e.sport, e.dport),
+            (
+                "10.1.0.1".parse().unwrap(),
+                "10.1.0.2".parse().unwrap(),
+                1000,
+                53
+            )
+        );
+        assert_eq!(t.inner().unwrap().flow_proto(), FlowProto::Udp);
+        // The VNI is where the VXLAN header holds it.
+        let ((at, _, _), bits) = t.place("vxlan.vni").unwrap();
+        assert_eq!((bits, &t.bytes()[at..at + 3]), (24, &[0, 0, 7][..]));
+        let ((at, _, _), _) = t.place("vlan[1].id").unwrap();
+        assert_eq!(
+            u16::from_be_bytes([t.bytes()[at], t.bytes()[at + 1]]) & 0xfff,
+            9
+        );
+    }
+
+    #[test]
+    fn fields_and_ends_written_into_a_template_keep_every_checksum() {
+        for (text, fields) in [
+            (
+                NESTED,
+                &[
+                    "{field: vxlan.vni, per: packet}",
+                    "{field: ip.src, op: random}",
+                    "{field: sport, per: packet, from: 1, to: 9}",
+                    "{offset: 120, bits: 13}",
+                    "{field: vlan[1].id, from: 10, to: 20}",
+                    "{field: ip.id, per: packet}",
+                ][..],
+            ),
+            (
+                "tcp6 payload=20 encap=gre:key=5,src=2001:db8::1,dst=2001:db8::2",
+                &[
+                    "{field: gre.key}",
+                    "{field: ip.dst, op: random}",
+                    "{field: dport}",
+                    "{field: gre.dst, op: random}",
+                    "{field: ip.tos, per: packet}",
+                ][..],
+            ),
+            (
+                "icmp4 payload=8 encap=gtpu:teid=9,src=192.0.2.1,dst=192.0.2.2",
+                &[
+                    "{field: gtpu.teid, per: packet}",
+                    "{field: ip.ttl}",
+                    "{offset: 80, bits: 16}",
+                ][..],
+            ),
+            (
+                "ip6 ipproto=99 payload=30",
+                &["{field: ip.src, per: packet}"][..],
+            ),
+        ] {
+            let t = Template::new(describe(text).unwrap(), false).unwrap();
+            check_all(t.bytes()).unwrap();
+            let specs: Vec<FieldSpec> = fields.iter().map(|f| spec(f)).collect();
+            let e = t.engine(&specs, 3).unwrap();
+            let mut ends = t.ends().unwrap();
+            ends.sport ^= 0x5a5a;
+            ends.dport ^= 0x0f0f;
+            let mut base = t.bytes().to_vec();
+            t.write_ends(&mut base, &ends);
+            check_all(&base).unwrap_or_else(|e| panic!("{text}: ends: {e}"));
+            let mut seen = std::collections::HashSet::new();
+            for k in 0..20u64 {
+                let mut out = Vec::new();
+                t.write(&mut out, &base, Some(&e), k / 4, k);
+                assert_eq!(out.len(), t.bytes().len());
+                check_all(&out).unwrap_or_else(|e| panic!("{text}: packet {k}: {e}"));
+                seen.insert(out);
+            }
+            assert!(seen.len() > 4, "{text}: the fields vary the frames");
+        }
+    }
+
+    #[test]
+    fn a_wrong_checksum_in_a_template_is_computed_or_kept_as_asked() {
+        let mut b = describe("udp4 payload=10").unwrap();
+        b[14 + 10] ^= 0xff; // the IPv4 header checksum
+        b[14 + 20 + 6] ^= 0x01; // the UDP checksum
+        assert!(check_all(&b).is_err());
+        check_all(Template::new(b.clone(), true).unwrap().bytes()).unwrap();
+        let kept = Template::new(b.clone(), false).unwrap();
+        assert_eq!(kept.bytes(), &b[..]);
+        let e = kept
+            .engine(&[spec("{field: ip.src, per: packet}")], 1)
+            .unwrap();
+        let mut out = Vec::new();
+        kept.write(&mut out, kept.bytes(), Some(&e), 0, 5);
+        assert!(check_all(&out).is_err(), "a wrong checksum stays wrong");
+    }
+
+    #[test]
+    fn bad_templates_and_fields_are_refused_naming_what() {
+        for (hex, want) in [
+            ("0x00112233445566778899aabbcc", "13 bytes"),
+            ("00112g", "'g' is not a hex digit"),
+            ("001", "odd"),
+        ] {
+            let e = parse_hex(hex).and_then(|b| Template::new(b, true).map(|_| ()));
+            assert!(e.unwrap_err().contains(want), "{hex}");
+        }
+        // A hex dump's separators are taken.
+        assert_eq!(
+            parse_hex("0x00:11-22 33\n44").unwrap(),
+            [0, 0x11, 0x22, 0x33, 0x44]
+        );
+        let arp = Template::new(vec![0xff; 60], true).unwrap();
+        assert!(arp.ends().is_none());
+        for (f, want) in [
+            ("{field: ip.src}", "carries no IP packet"),
+            ("{field: vxlan.vni}", "no such field"),
+            ("{offset: 59, bits: 16}", "past the template's 60 bytes"),
+        ] {
+            let e = arp.engine(&[spec(f)], 1).unwrap_err();
+            assert!(e.contains(want), "{f}: {e}");
+        }
+        let icmp = Template::new(describe("icmp6").unwrap(), true).unwrap();
+        let e = icmp.engine(&[spec("{field: dport}")], 1).unwrap_err();
+        assert!(
+            e.contains("fields[0].field: 'dport': the template's innermost packet has no ports"),
+            "{e}"
+        );
+        for (d, want) in [
+            ("sctp4", "not a protocol"),
+            ("udp4 src=::1", "not the addresses of udp4"),
+            ("udp4 payload=9999", "over 9216"),
+            ("udp4 vni=3", "'vni' is not a key"),
+            (
+                "udp4 encap=vxlan:vni=99999999,src=1.1.1.1,dst=1.1.1.2",
+                "encap",
+            ),
+        ] {
+            let e = describe(d).unwrap_err();
+            assert!(e.contains(want), "{d}: {e}");
+        }
+    }
+}
