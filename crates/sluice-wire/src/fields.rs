@@ -161,6 +161,8 @@ pub struct FieldEngine {
     /// Some field of the template changes per packet (asked per packet by
     /// the source, so kept rather than found each time).
     varies_packets: bool,
+    /// Some field may lie in front of the IP header (asked per packet).
+    front: bool,
 }
 
 /// The named fields, for error messages.
@@ -209,6 +211,10 @@ impl FieldEngine {
         let late = fields
             .iter()
             .any(|f| matches!(f.target, Target::Ip(IpKey::Id) | Target::Fixed(..)));
+        // Fields by offset may lie anywhere; named ones in front are Front.
+        let front = fields
+            .iter()
+            .any(|f| matches!(f.target, Target::Front(..) | Target::Fixed(..)));
         let varies_packets = fields
             .iter()
             .any(|f| f.in_template() && f.per == Per::Packet);
@@ -216,6 +222,7 @@ impl FieldEngine {
             fields,
             late,
             varies_packets,
+            front,
         })
     }
 
@@ -246,6 +253,7 @@ impl FieldEngine {
             fields,
             late: true,
             varies_packets: false,
+            front: false,
         })
     }
 
@@ -266,6 +274,12 @@ impl FieldEngine {
             })
             .max()
             .unwrap_or(0)
+    }
+
+    /// Whether some field may lie in front of the IP header (written by
+    /// `write_front`).
+    pub(crate) fn has_front(&self) -> bool {
+        self.front
     }
 
     /// Whether the flow's own fields change per packet (its template is

@@ -420,8 +420,10 @@ impl FlowHeaders {
             }
         }
         let front = match vary {
-            Some((e, flow, packet)) => e.write_front(frame, &self.layout(), flow, packet),
-            None => false,
+            Some((e, flow, packet)) if e.has_front() => {
+                e.write_front(frame, &self.layout(), flow, packet)
+            }
+            _ => false,
         };
         if let Some(e) = &self.encap {
             e.patch(frame, self.v6, f.index, front);
