@@ -44,6 +44,28 @@ fn tshark_fields(pcap: &std::path::Path, fields: &[&str]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// `sluice CMD FILE` into `out` (a pcap), which must succeed.
+fn sent(cmd: &[&str], file: &std::path::Path, out: &std::path::Path) {
+    let mut args = cmd.to_vec();
+    args.push(file.to_str().unwrap());
+    let o = run_to_pcap(&args, out, &[]);
+    assert!(o.status.success(), "{}: {}", file.display(), stderr(&o));
+}
+
+/// `sluice CMD FILE` of `text` written into `file`, which must be
+/// refused with `want` in its error.
+fn refused(cmd: &[&str], file: &std::path::Path, text: &str, want: &str) {
+    std::fs::write(file, text).unwrap();
+    let mut args = cmd.to_vec();
+    args.push(file.to_str().unwrap());
+    let o = run_to_pcap(&args, &file.with_extension("pcap"), &[]);
+    assert!(!o.status.success(), "{text}");
+    assert!(stderr(&o).contains(want), "{text}: {}", stderr(&o));
+}
+
+const FLOWS: &[&str] = &["flows", "run"];
+const PROFILE: &[&str] = &["profile", "run", "--threads", "1"];
+
 /// One flow of four packets behind `encap`, with `fields`.
 fn session(encap: &str, fields: &str, flow: &str) -> String {
     format!("seed: 5\nencap: {encap}\nfields: {fields}\nflows:\n  - {{{flow}, packets: 4, pps: 100, payload: 40}}\n")
@@ -122,8 +144,7 @@ fn tunnels_and_varied_fields_equal_the_packets_scapy_builds() {
         let s = d.join(format!("s{k}.yaml"));
         std::fs::write(&s, text).unwrap();
         let out = d.join(format!("s{k}.pcap"));
-        let o = run_to_pcap(&["flows", "run", s.to_str().unwrap()], &out, &[]);
-        assert!(o.status.success(), "case {k}: {}", stderr(&o));
+        sent(FLOWS, &s, &out);
         assert_eq!(read_all(&out).len(), 4, "case {k}");
         json.push(serde_json::json!({"pcap": out, "scapy": scapy, "payload": 40}));
     }
@@ -162,8 +183,7 @@ fn per_flow_fields_decode_as_asked_with_good_checksums() {
     )
     .unwrap();
     let out = d.join("out.pcap");
-    let o = run_to_pcap(&["flows", "run", s.to_str().unwrap()], &out, &[]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    sent(FLOWS, &s, &out);
     let rows = tshark_fields(
         &out,
         &[
@@ -231,28 +251,17 @@ fn per_flow_fields_decode_as_asked_with_good_checksums() {
         stderr(&o)
     );
     // A bad field is refused naming the key.
-    std::fs::write(&s, "encap: [{vlan: 1}]\nfields: [{field: vxlan.vni}]\nflows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1}\n").unwrap();
-    let o = run_to_pcap(
-        &["flows", "run", s.to_str().unwrap()],
-        &d.join("x.pcap"),
-        &[],
+    refused(
+        FLOWS,
+        &s,
+        "encap: [{vlan: 1}]\nfields: [{field: vxlan.vni}]\nflows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1}\n",
+        "fields[0].field: 'vxlan.vni': the encap has no vxlan layer",
     );
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("fields[0].field: 'vxlan.vni': the encap has no vxlan layer"),
-        "{}",
-        stderr(&o)
-    );
-    std::fs::write(&s, "fields: [{field: sport}]\nflows:\n  - {proto: icmp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1}\n").unwrap();
-    let o = run_to_pcap(
-        &["flows", "run", s.to_str().unwrap()],
-        &d.join("x.pcap"),
-        &[],
-    );
-    assert!(
-        stderr(&o).contains("flows[0]") && stderr(&o).contains("icmp4 flows have no ports"),
-        "{}",
-        stderr(&o)
+    refused(
+        FLOWS,
+        &s,
+        "fields: [{field: sport}]\nflows:\n  - {proto: icmp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 1}\n",
+        "flows[0]: fields vary sport or dport, and icmp4 flows have no ports",
     );
 }
 
@@ -276,8 +285,7 @@ fn ipv6_extension_headers_decode_with_good_checksums() {
     )
     .unwrap();
     let out = d.join("out.pcap");
-    let o = run_to_pcap(&["flows", "run", s.to_str().unwrap()], &out, &[]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    sent(FLOWS, &s, &out);
     let rows = tshark_fields(
         &out,
         &[
@@ -316,20 +324,11 @@ fn ipv6_extension_headers_decode_with_good_checksums() {
     }
     assert_eq!((v6, v4), (23, 1055));
     // Bad headers are refused naming the key.
-    std::fs::write(
+    refused(
+        FLOWS,
         &s,
-        format!("ipv6_ext: [{{routing: {{segments: []}}}}]\n{mixed}"),
-    )
-    .unwrap();
-    let o = run_to_pcap(
-        &["flows", "run", s.to_str().unwrap()],
-        &d.join("x.pcap"),
-        &[],
-    );
-    assert!(
-        stderr(&o).contains("ipv6_ext[0].routing.segments: 0 segments"),
-        "{}",
-        stderr(&o)
+        &format!("ipv6_ext: [{{routing: {{segments: []}}}}]\n{mixed}"),
+        "ipv6_ext[0].routing.segments: 0 segments",
     );
 }
 
@@ -369,8 +368,7 @@ fn a_capture_template_is_sent_with_its_flows_and_fields() {
     )
     .unwrap();
     let out = d.join("out.pcap");
-    let o = run_to_pcap(&["flows", "run", s.to_str().unwrap()], &out, &[]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    sent(FLOWS, &s, &out);
     let rows = tshark_fields(
         &out,
         &[
@@ -402,16 +400,7 @@ fn a_capture_template_is_sent_with_its_flows_and_fields() {
     }
     assert_eq!(ids.len(), 30, "one IP ID per packet: {ids:?}");
     // The example session's template (a description) sends as documented.
-    let o = run_to_pcap(
-        &[
-            "flows",
-            "run",
-            repo("examples/sessions/template.yaml").to_str().unwrap(),
-        ],
-        &out,
-        &[],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    sent(FLOWS, &repo("examples/sessions/template.yaml"), &out);
     let rows = tshark_fields(&out, &["vlan.id", "udp.checksum.status", "_ws.malformed"]);
     assert_eq!(rows.len(), 1000);
     assert!(
@@ -430,8 +419,7 @@ fn a_capture_template_is_sent_with_its_flows_and_fields() {
         ),
     )
     .unwrap();
-    let o = run_to_pcap(&["flows", "run", s.to_str().unwrap()], &out, &[]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    sent(FLOWS, &s, &out);
     let frames = frames_of(&out);
     assert_eq!(frames.len(), 5);
     for (k, f) in frames.iter().enumerate() {
@@ -448,10 +436,7 @@ fn a_capture_template_is_sent_with_its_flows_and_fields() {
         ("template: {pcap: t.pcap, frame: 2}\nencap: [{vlan: 3}]\nflows:\n  - {packets: 1}\n", "encap: a template carries its own headers"),
         ("template: {hex: \"00\", describe: \"udp4\"}\nflows:\n  - {packets: 1}\n", "template: give one of hex, pcap (with frame) or describe"),
     ] {
-        std::fs::write(&s, text).unwrap();
-        let o = run_to_pcap(&["flows", "run", s.to_str().unwrap()], &d.join("x.pcap"), &[]);
-        assert!(!o.status.success(), "{text}");
-        assert!(stderr(&o).contains(want), "{text}: {}", stderr(&o));
+        refused(FLOWS, &s, text, want);
     }
 }
 
@@ -472,12 +457,7 @@ fn a_profile_sends_its_layers_extension_headers_and_fields() {
                 \x20 fields: [{field: vlan.id, from: 100, to: 103}, {field: ip.src, op: random, per: packet}]\n";
     std::fs::write(&p, text).unwrap();
     let out = d.join("out.pcap");
-    let o = run_to_pcap(
-        &["profile", "run", p.to_str().unwrap()],
-        &out,
-        &["--threads", "1"],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    sent(PROFILE, &p, &out);
     let rows = tshark_fields(
         &out,
         &[
@@ -500,16 +480,10 @@ fn a_profile_sends_its_layers_extension_headers_and_fields() {
         srcs.insert(r[2].clone());
     }
     assert_eq!(srcs.len(), 40, "a random source per packet");
-    std::fs::write(&p, text.replace("vlan.id", "vxlan.vni")).unwrap();
-    let o = run_to_pcap(
-        &["profile", "run", p.to_str().unwrap()],
-        &out,
-        &["--threads", "1"],
-    );
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("packet.fields[0].field: 'vxlan.vni': the encap has no vxlan layer"),
-        "{}",
-        stderr(&o)
+    refused(
+        PROFILE,
+        &p,
+        &text.replace("vlan.id", "vxlan.vni"),
+        "packet.fields[0].field: 'vxlan.vni': the encap has no vxlan layer",
     );
 }

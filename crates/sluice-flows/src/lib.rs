@@ -19,5 +19,5 @@ pub use expand::{Expander, Flow, NO_TOTAL};
 pub use import::{import_csv, import_text, ImportError, ImportStats};
 pub use onoff::OnOff;
 pub use session::{FlowEntry, Proto, Session, SessionError, DEFAULT_IPPROTO};
+pub use sluice_source::confine::confine_inputs;
 pub use source::{FlowConfig, FlowSource, Planner};
-pub use template::confine_inputs;

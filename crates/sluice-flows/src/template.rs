@@ -18,7 +18,6 @@ use serde::Deserialize;
 use sluice_wire::template::{describe, parse_hex, Template};
 use sluice_wire::FlowProto;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The most frames read from a capture to find the N-th.
 pub const MAX_FRAME: u64 = 1 << 20;
@@ -54,16 +53,6 @@ pub enum Checksums {
     Keep,
 }
 
-/// Set once by a worker's job: `pcap:` names only a file beside the
-/// session (an upload), never a path elsewhere on the host.
-static CONFINED: AtomicBool = AtomicBool::new(false);
-
-/// From now on, this process's sessions read `template.pcap` only by a
-/// plain name, beside the session (what a distributed job was uploaded).
-pub fn confine_inputs() {
-    CONFINED.store(true, Ordering::Relaxed);
-}
-
 impl TemplateSpec {
     /// Reads the template; `dir` resolves `pcap:`. Errors start with the
     /// key (`template.frame: …`).
@@ -72,7 +61,8 @@ impl TemplateSpec {
         let bytes = match (&self.hex, &self.pcap, &self.describe) {
             (Some(h), None, None) => parse_hex(h).map_err(|e| format!("template.hex: {e}"))?,
             (None, Some(p), None) => {
-                let path = input(dir, p).map_err(|e| format!("template.pcap: {e}"))?;
+                let path = sluice_source::confine::input(dir, p)
+                    .map_err(|e| format!("template.pcap: {e}"))?;
                 nth_frame(&path, self.frame.unwrap_or(1))?
             }
             (None, None, Some(d)) => describe(d).map_err(|e| format!("template.describe: {e}"))?,
@@ -88,26 +78,6 @@ impl TemplateSpec {
         };
         Template::new(bytes, fix).map_err(|e| format!("{key}: {e}"))
     }
-}
-
-/// Where `pcap:` is: relative to the session's directory; when confined,
-/// a plain name in that directory.
-fn input(dir: &Path, p: &Path) -> Result<PathBuf, String> {
-    if CONFINED.load(Ordering::Relaxed) {
-        let mut parts = p.components();
-        let plain = matches!(
-            (parts.next(), parts.next()),
-            (Some(std::path::Component::Normal(_)), None)
-        ) && !p.to_string_lossy().starts_with('.');
-        if !plain {
-            return Err(format!(
-                "'{}': a distributed job reads only its uploaded files: name one by its \
-                 plain name (and list it in the plan's job.files)",
-                p.display().to_string().escape_default()
-            ));
-        }
-    }
-    Ok(dir.join(p))
 }
 
 /// Frame `n` (1-based) of a capture of Ethernet frames, whole.

@@ -938,36 +938,8 @@ fn size_law(s: &SizeSpec, dir: &Path, least: u16) -> Result<SizeLaw, KeyError> {
     }
 }
 
-/// Set once by a worker's job: `from:` names only a file beside the
-/// profile (an upload), never a path elsewhere on the host.
-static CONFINED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// From now on, this process's profiles read `from:` captures only by a
-/// plain name, beside the profile (what a distributed job was uploaded).
-pub fn confine_inputs() {
-    CONFINED.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Where a `from:` capture is: relative to the profile's directory; when
-/// confined, a plain name in that directory.
-fn input(dir: &Path, from: &Path) -> Result<PathBuf, String> {
-    if CONFINED.load(std::sync::atomic::Ordering::Relaxed) {
-        let plain = from.components().count() == 1
-            && matches!(
-                from.components().next(),
-                Some(std::path::Component::Normal(_))
-            )
-            && !from.to_string_lossy().starts_with('.');
-        if !plain {
-            return Err(format!(
-                "'{}': a distributed job reads only its uploaded files: name one by its \
-                 plain name (and list it in the plan's job.files)",
-                from.display().to_string().escape_default()
-            ));
-        }
-    }
-    Ok(dir.join(from))
-}
+pub use sluice_source::confine::confine_inputs;
+use sluice_source::confine::input;
 
 /// Whether two existing paths are one file.
 fn same_inode(a: &Path, b: &Path) -> bool {

@@ -7,6 +7,7 @@
 //! ([`series`]) supplies the archive reading, indexing and device mapping
 //! that the engine's time-series pipeline runs.
 
+pub mod confine;
 mod dual;
 mod replay;
 pub mod seam;
