@@ -8,7 +8,9 @@
 //! - a converted archive reads back record for record;
 //! - an accepted session expands (lazily: the first 1 000 flows), and its
 //!   first flows' frames build behind its layers with its fields;
-//! - a layer in the command line's form writes back as it reads.
+//! - a layer in the command line's form writes back as it reads;
+//! - a template's description (`describe`) or hex builds a frame of its
+//!   bounded length, which a template then looks into.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -170,5 +172,19 @@ fuzz_target!(|data: &[u8]| {
         layer_lines(text);
         mapping(text);
         profile(text);
+        template(text);
     }
 });
+
+/// Each line as a template's description and as hex.
+fn template(text: &str) {
+    use sluice_wire::template::{describe, parse_hex, Template, MAX_TEMPLATE};
+    for line in text.lines().take(8) {
+        for frame in [describe(line), parse_hex(line)].into_iter().flatten() {
+            if let Ok(t) = Template::new(frame.clone(), true) {
+                assert!(t.bytes().len() <= MAX_TEMPLATE);
+                assert_eq!(t.bytes().len(), frame.len());
+            }
+        }
+    }
+}

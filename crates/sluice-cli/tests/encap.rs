@@ -435,6 +435,9 @@ fn a_capture_template_is_sent_with_its_flows_and_fields() {
         ("template: {pcap: t.pcap, frame: 2}\nfields: [{field: vxlan.vni}]\nflows:\n  - {packets: 1}\n", "fields[0].field: 'vxlan.vni': the template has no such field"),
         ("template: {pcap: t.pcap, frame: 2}\nencap: [{vlan: 3}]\nflows:\n  - {packets: 1}\n", "encap: a template carries its own headers"),
         ("template: {hex: \"00\", describe: \"udp4\"}\nflows:\n  - {packets: 1}\n", "template: give one of hex, pcap (with frame) or describe"),
+        ("template: {describe: \"ip4 ipproto=47 payload=10\"}\nflows:\n  - {ipproto: 50, packets: 1}\n", "flows[0].ipproto: the template's packet is protocol 47"),
+        ("template: {hex: \"ffffffffffff020000000001 88b5 0000\"}\nflows:\n  - {packets: 2, pps: 9, step: {src: 1}}\n", "flows[0].step.src: the template carries no IP packet"),
+        ("template: {describe: \"udp4 payload=99999\"}\nflows:\n  - {packets: 1}\n", "template.describe: payload: 99999: over 9216 bytes"),
     ] {
         refused(FLOWS, &s, text, want);
     }

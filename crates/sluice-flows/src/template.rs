@@ -145,14 +145,27 @@ pub fn fill(flows: &mut serde_yaml_ng::Value, t: &Template) -> Result<(), String
         let Some(m) = item.as_mapping_mut() else {
             continue;
         };
+        // Where an address or port of the flow is varied or stepped.
+        let moved = |m: &serde_yaml_ng::Mapping| {
+            ["vary", "step"].into_iter().find_map(|outer| {
+                let inner = m.get(outer)?.as_mapping()?;
+                ["src", "dst", "sport", "dport"]
+                    .into_iter()
+                    .find(|k| inner.contains_key(*k))
+                    .map(|k| format!("{outer}.{k}"))
+            })
+        };
         let Some(((proto, ipproto), ends)) = own.zip(ends) else {
             // No IP packet: the flows give timing only.
-            for k in ["proto", "src", "dst", "sport", "dport", "ipproto"] {
-                if m.contains_key(k) {
-                    return Err(format!(
-                        "flows[{i}].{k}: the template carries no IP packet to write it into"
-                    ));
-                }
+            let given = ["proto", "src", "dst", "sport", "dport", "ipproto"]
+                .into_iter()
+                .find(|k| m.contains_key(*k))
+                .map(String::from)
+                .or_else(|| moved(m));
+            if let Some(k) = given {
+                return Err(format!(
+                    "flows[{i}].{k}: the template carries no IP packet to write it into"
+                ));
             }
             m.insert("proto".into(), "udp4".into());
             m.insert("src".into(), "0.0.0.0".into());
@@ -168,6 +181,27 @@ pub fn fill(flows: &mut serde_yaml_ng::Value, t: &Template) -> Result<(), String
                 ));
             }
         }
+        if let (Some(given), Some(p)) = (m.get("ipproto"), ipproto) {
+            if given.as_u64() != Some(u64::from(p)) {
+                return Err(format!(
+                    "flows[{i}].ipproto: the template's packet is protocol {p}"
+                ));
+            }
+        }
+        let ports = t.has_ports();
+        if !ports && ipproto.is_none() {
+            let given = ["sport", "dport"]
+                .into_iter()
+                .find(|k| m.contains_key(*k))
+                .map(String::from)
+                .or_else(|| moved(m).filter(|k| k.ends_with("port")));
+            if let Some(k) = given {
+                return Err(format!(
+                    "flows[{i}].{k}: the template's packet has no ports to write it into \
+                     (a fragment, or cut by its IP length)"
+                ));
+            }
+        }
         let mut put = |k: &str, v: Value| {
             if !m.contains_key(k) {
                 m.insert(k.into(), v);
@@ -178,7 +212,7 @@ pub fn fill(flows: &mut serde_yaml_ng::Value, t: &Template) -> Result<(), String
         put("dst", ends.dst.to_string().into());
         if let Some(p) = ipproto {
             put("ipproto", u64::from(p).into());
-        } else {
+        } else if ports {
             put("sport", u64::from(ends.sport).into());
             if !matches!(proto, Proto::Icmp4 | Proto::Icmp6) {
                 put("dport", u64::from(ends.dport).into());

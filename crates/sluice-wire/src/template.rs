@@ -17,7 +17,7 @@
 use crate::encap::EncapLayer;
 use crate::fields::{put_covered, Cover, FieldEngine, FieldSpec, Window, MAX_COVERS, MAX_LEVELS};
 use crate::flowpkt::{FlowEnds, FlowHeaders, FlowProto, PacketFields};
-use crate::layers::{be16, parse_layers, Ip, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP};
+use crate::layers::{be16, Ip, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP};
 use crate::tunnel::{InnerStart, TunnelKind};
 use crate::MacAddr;
 use std::net::IpAddr;
@@ -110,7 +110,8 @@ impl Template {
             names: Vec::new(),
             inner: None,
         };
-        t.level(0, InnerStart::Ethernet, 0);
+        let end = t.bytes.len();
+        t.level(0, end, InnerStart::Ethernet, 0);
         t.covers.reverse();
         Ok(t)
     }
@@ -146,6 +147,12 @@ impl Template {
             sport,
             dport,
         })
+    }
+
+    /// Whether the innermost packet's ports (ICMP: its echo identifier)
+    /// are in the template: not a fragment, not cut by its IP length.
+    pub fn has_ports(&self) -> bool {
+        self.inner.is_some_and(|i| i.ports().is_some())
     }
 
     /// The engine of `specs` over this template; errors name the key.
@@ -303,13 +310,15 @@ impl Template {
     }
 
     /// Looks into the level starting at `at` with `start`.
-    fn level(&mut self, at: usize, start: InnerStart, depth: usize) {
-        if depth >= MAX_LEVELS || self.covers.len() + 3 > MAX_COVERS {
+    fn level(&mut self, at: usize, end: usize, start: InnerStart, depth: usize) {
+        if depth >= MAX_LEVELS || self.covers.len() + 3 > MAX_COVERS || at >= end {
             return;
         }
-        // The level as an Ethernet frame, as `parse_layers` reads one.
+        // The level as an Ethernet frame, as `parse_layers` reads one: the
+        // bytes of its carrier's packet, not the carrier's trailer.
+        let bytes = &self.bytes[at..end.min(self.bytes.len())];
         let (view, shift): (Vec<u8>, usize) = match start {
-            InnerStart::Ethernet => (self.bytes[at..].to_vec(), at),
+            InnerStart::Ethernet => (bytes.to_vec(), at),
             InnerStart::Ipv4 | InnerStart::Ipv6 => {
                 let et: u16 = if start == InnerStart::Ipv4 {
                     0x0800
@@ -318,7 +327,7 @@ impl Template {
                 };
                 let mut v = vec![0u8; 12];
                 v.extend_from_slice(&et.to_be_bytes());
-                v.extend_from_slice(&self.bytes[at..]);
+                v.extend_from_slice(bytes);
                 // The view's offset k is the frame's k + at - 14.
                 (v, at.wrapping_sub(14))
             }
@@ -327,10 +336,23 @@ impl Template {
         if start == InnerStart::Ethernet {
             self.tags_and_labels(&view, shift);
         }
-        let layers = parse_layers(&view);
+        let (layers, extra) = crate::layers::parse_full(&view);
         let Some(ip) = layers.ip else { return };
         let ip_at = abs(layers.l3_offset);
         let v6 = matches!(ip, Ip::V6 { .. });
+        // A source route or routing header puts its final hop, not the
+        // header's destination, in the L4 pseudo header: the header's
+        // destination is then not covered (and the final hop is not named).
+        let header_dst = if v6 {
+            view.get(layers.l3_offset + 24..layers.l3_offset + 40)
+        } else {
+            view.get(layers.l3_offset + 16..layers.l3_offset + 20)
+        };
+        let routed = match (extra.final_dst, header_dst) {
+            (Some(crate::layers::FinalDst::V4(d)), Some(h)) => d[..] != *h,
+            (Some(crate::layers::FinalDst::V6(d)), Some(h)) => d[..] != *h,
+            _ => true,
+        };
         let ip_end = abs(layers.ip_end().unwrap_or(view.len()).min(view.len()));
         if let Ip::V4 { header_len, .. } = ip {
             self.covers.push(Cover {
@@ -351,12 +373,16 @@ impl Template {
                 _ => (false, None),
             };
             let stored = be16(&self.bytes, l4_at + csum.unwrap_or(0));
-            let none = l.proto == PROTO_UDP && !v6 && stored == Some(0);
+            // A UDP checksum of 0 is none (IPv4; tunnels' over IPv6, RFC
+            // 6935) and stays 0.
+            let none = l.proto == PROTO_UDP && stored == Some(0);
             if let (Some(c), false, true) = (csum, none, l4_at + l.header_len <= ip_end) {
-                let (lo, hi) = match (pseudo, v6) {
-                    (false, _) => (0, 0),
-                    (true, false) => (ip_at + 12, ip_at + 20),
-                    (true, true) => (ip_at + 8, ip_at + 40),
+                let (lo, hi) = match (pseudo, v6, routed) {
+                    (false, ..) => (0, 0),
+                    (true, false, false) => (ip_at + 12, ip_at + 20),
+                    (true, false, true) => (ip_at + 12, ip_at + 16),
+                    (true, true, false) => (ip_at + 8, ip_at + 40),
+                    (true, true, true) => (ip_at + 8, ip_at + 24),
                 };
                 self.covers.push(Cover {
                     at: l4_at + c,
@@ -369,14 +395,18 @@ impl Template {
                 });
             }
         }
+        // This packet is the innermost until a tunnel shows one inside.
+        self.inner = Some(Inner {
+            v6,
+            proto: l4
+                .map(|l| l.proto)
+                .or(extra.frag_proto)
+                .unwrap_or_else(|| ip_proto(&view, layers.l3_offset, v6)),
+            ip: ip_at,
+            l4: l4.map(|l| abs(l.offset)),
+        });
         let tunnel = crate::tunnel::find(&view).filter(|_| l4.is_some());
         let Some(t) = tunnel else {
-            self.inner = Some(Inner {
-                v6,
-                proto: l4.map_or_else(|| ip_proto(&view, layers.l3_offset, v6), |l| l.proto),
-                ip: ip_at,
-                l4: l4.map(|l| abs(l.offset)),
-            });
             return;
         };
         let l = l4.expect("a tunnel has an L4 header");
@@ -415,7 +445,7 @@ impl Template {
             }
             TunnelKind::IpInIp => {}
         }
-        self.level(abs(t.offset), t.inner, depth + 1);
+        self.level(abs(t.offset), abs(t.end), t.inner, depth + 1);
     }
 
     /// Names the VLAN tags and MPLS labels of an Ethernet header at view
@@ -539,7 +569,12 @@ pub fn describe(text: &str) -> Result<Vec<u8>, String> {
             "dst" => dst = v.parse().map_err(|e| bad(&e))?,
             "sport" => sport = v.parse().map_err(|e| bad(&e))?,
             "dport" => dport = v.parse().map_err(|e| bad(&e))?,
-            "payload" => payload = v.parse().map_err(|e| bad(&e))?,
+            "payload" => {
+                payload = v.parse().map_err(|e| bad(&e))?;
+                if payload > MAX_TEMPLATE {
+                    return Err(format!("payload: {payload}: over {MAX_TEMPLATE} bytes"));
+                }
+            }
             "ipproto" if matches!(l4, FlowProto::Ip(_)) => {
                 l4 = FlowProto::Ip(v.parse().map_err(|e| bad(&e))?)
             }
@@ -551,7 +586,7 @@ pub fn describe(text: &str) -> Result<Vec<u8>, String> {
                     .map(|l| l.parse::<EncapLayer>())
                     .collect::<Result<_, _>>()
                     .map_err(|e| bad(&e))?;
-                crate::encap::check(&layers)?;
+                crate::encap::check(&layers).map_err(|e| format!("encap: {e}"))?;
             }
             _ => {
                 return Err(format!(
@@ -579,7 +614,8 @@ pub fn describe(text: &str) -> Result<Vec<u8>, String> {
         false,
     )?;
     if !layers.is_empty() {
-        let stack = crate::encapstack::EncapStack::new(&layers, src_mac, dst_mac)?;
+        let stack = crate::encapstack::EncapStack::new(&layers, src_mac, dst_mac)
+            .map_err(|e| format!("encap: {e}"))?;
         h = h.with_encap(&std::sync::Arc::new(stack));
     }
     if h.frame_len(payload) > MAX_TEMPLATE {
@@ -801,6 +837,110 @@ mod tests {
         ] {
             let e = describe(d).unwrap_err();
             assert!(e.contains(want), "{d}: {e}");
+        }
+    }
+
+    #[test]
+    fn routes_zero_sums_and_trailers_are_kept_as_receivers_read_them() {
+        // A segment routing header: the pseudo header takes the final
+        // segment, so the header's destination varies without the UDP sum.
+        let x: Vec<crate::ip6ext::Ipv6Ext> =
+            serde_json::from_str(r#"[{"routing": {"segments": ["2001:db8:a::1"]}}]"#).unwrap();
+        let stack = std::sync::Arc::new(crate::ip6ext::Ipv6ExtStack::new(&x).unwrap());
+        let ends = FlowEnds {
+            src: "2001:db8::1".parse().unwrap(),
+            dst: "2001:db8::2".parse().unwrap(),
+            sport: 5,
+            dport: 6,
+        };
+        let h = FlowHeaders::new(
+            MacAddr::LOCAL_SRC,
+            MacAddr::LOCAL_DST,
+            ends,
+            FlowProto::Udp,
+            false,
+        )
+        .unwrap()
+        .with_ipv6_ext(&stack);
+        let mut routed = Vec::new();
+        h.write(
+            &mut routed,
+            &PacketFields {
+                index: 0,
+                last: false,
+                payload_len: 20,
+                tcp_seq: 0,
+                prefix: &[],
+                stamp: None,
+            },
+        );
+        // A VXLAN frame over IPv6 with no outer UDP sum, and a trailer
+        // behind a VXLAN frame over IPv4 (its IP length ends before it).
+        let mut zero =
+            describe("udp4 payload=20 encap=vxlan:vni=3,src=2001:db8::7,dst=2001:db8::8").unwrap();
+        zero[14 + 40 + 6..14 + 40 + 8].fill(0);
+        let mut trailer =
+            describe("udp4 payload=20 encap=vxlan:vni=3,src=192.0.2.1,dst=192.0.2.2").unwrap();
+        let n = trailer.len();
+        trailer.extend_from_slice(&[0xee; 8]);
+        // The header's destination is not the pseudo header's: varying it
+        // leaves the UDP checksum as it was (a verifier that does not
+        // follow the segments cannot tell).
+        let t = Template::new(routed.clone(), false).unwrap();
+        let at = t.inner().unwrap().l4.unwrap() + 6;
+        let e = t
+            .engine(&[spec("{field: ip.dst, op: random, per: packet}")], 1)
+            .unwrap();
+        for k in 1..6u64 {
+            let mut out = Vec::new();
+            t.write(&mut out, t.bytes(), Some(&e), 0, k);
+            assert_ne!(out[46..54], routed[46..54]);
+            assert_eq!(out[at..at + 2], routed[at..at + 2], "packet {k}");
+        }
+        for (frame, fields) in [
+            (routed, &["{field: ip.src, per: packet}"][..]),
+            (
+                zero,
+                &[
+                    "{field: ip.src, per: packet}",
+                    "{field: vxlan.vni, per: packet}",
+                ][..],
+            ),
+            (
+                trailer.clone(),
+                &[
+                    "{field: ip.id, per: packet}",
+                    "{offset: 100, bits: 8, per: packet}",
+                ][..],
+            ),
+        ] {
+            let t = Template::new(frame.clone(), false).unwrap();
+            let specs: Vec<FieldSpec> = fields.iter().map(|f| spec(f)).collect();
+            let e = t.engine(&specs, 1).unwrap();
+            for k in 1..6u64 {
+                let mut out = Vec::new();
+                t.write(&mut out, t.bytes(), Some(&e), 0, k);
+                if frame[14 + 40 + 6..14 + 40 + 8] == [0, 0] && frame[12..14] == [0x86, 0xdd] {
+                    // A verifier calls IPv6's 0 wrong; the tunnel's packet
+                    // (behind 8 bytes of VXLAN) is checked on its own.
+                    assert_eq!(out[14 + 40 + 6..14 + 40 + 8], [0, 0], "no sum stays none");
+                    check_all(&out[14 + 40 + 16..]).unwrap_or_else(|e| panic!("{fields:?}: {e}"));
+                } else {
+                    check_all(&out).unwrap_or_else(|e| panic!("{fields:?}: {e}"));
+                }
+                if out.len() == n + 8 {
+                    assert_eq!(out[n..], [0xee; 8], "the trailer is not the packet's");
+                }
+            }
+        }
+        // The trailer is not looked into as the inner packet's bytes.
+        let t = Template::new(trailer, false).unwrap();
+        assert!(t.place("ip.id").is_ok());
+        for d in [
+            "udp4 payload=18446744073709551615",
+            "udp4 payload=99999999999999999999",
+        ] {
+            assert!(describe(d).unwrap_err().starts_with("payload"), "{d}");
         }
     }
 }
