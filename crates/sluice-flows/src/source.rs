@@ -253,6 +253,13 @@ impl FlowSource {
     /// has ended (its slot is free again). Sets `done` when the outbox
     /// refuses the packet.
     fn emit(&mut self, slot: u32, due: u64, out: &mut Outbox<'_>) -> Option<u64> {
+        // A template's flows build no payload: their frame is the
+        // template's (moved out for the call, not counted per packet).
+        if let Some(t) = self.template.take() {
+            let next = self.emit_template(slot, due, out, &t);
+            self.template = Some(t);
+            return next;
+        }
         let a = self.slots[slot as usize].as_mut()?;
         let f = &a.flow;
         let payload_len = if f.payload_total != NO_TOTAL {
@@ -267,9 +274,6 @@ impl FlowSource {
             let r = (u128::from(splitmix(&mut a.rng)) * u128::from(span)) >> 64;
             usize::from(f.payload.0) + r as usize
         };
-        if let Some(t) = &self.template {
-            return self.emit_template(slot, due, out, t.clone());
-        }
         let last = a.sent + 1 == f.packets;
         let l4 = f.l4();
         // The template of the flow that sent last is kept: a flow sending
@@ -333,7 +337,7 @@ impl FlowSource {
         slot: u32,
         due: u64,
         out: &mut Outbox<'_>,
-        t: std::sync::Arc<sluice_wire::template::Template>,
+        t: &sluice_wire::template::Template,
     ) -> Option<u64> {
         let a = self.slots[slot as usize].as_ref()?;
         let f = &a.flow;
