@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Cost of layers and varied fields per generated frame (issue 48): 2^20
-# concurrent flows to null at top speed, plain against the same flows in a
-# VXLAN/IPv4/UDP template with three fields varied per flow (VNI, inner
-# source address, inner source port), and the two halves apart (fields
-# alone, VXLAN alone). Variants alternate run by run (a VM swings between
-# fast and slow phases); medians of RUNS (default 3).
+# concurrent flows to null at top speed, plain against the same flows
+# behind a session's VXLAN/IPv4/UDP `encap` with three fields varied per
+# flow (VNI, inner source address, inner source port), and the two halves
+# apart (fields alone, VXLAN alone); then the issue's own pair, a
+# VXLAN/IPv4/UDP `template` with the three fields against the same
+# template without VXLAN (its third field the destination address).
+# Variants alternate run by run (a VM swings between fast and slow
+# phases); medians of RUNS (default 3).
 #
 #   bench/encap.sh            FLOWS=1048576 PACKETS=2 RUNS=3
 #
@@ -37,7 +40,14 @@ session "$work/encap-plain.yaml" '[]' '[]'
 session "$work/encap-fields.yaml" '[]' "$three_plain"
 session "$work/encap-vxlan.yaml" "$vxlan" '[]'
 session "$work/encap-vxlan-fields.yaml" "$vxlan" "$three"
-variants="plain fields vxlan vxlan-fields"
+d='udp4 src=10.0.0.1 dst=10.99.0.2 sport=1 dport=9 payload=18'
+template() { # file description fields
+  printf 'seed: 1\ntemplate: {describe: "%s"}\nfields: %s\nflows:\n  - {start: 0, packets: %d, pps: 1000, count: %d, step: {src: 1, sport: 1}}\n' \
+    "$2" "$3" "$packets" "$flows" > "$1"
+}
+template "$work/encap-tfields.yaml" "$d" "$three_plain"
+template "$work/encap-tvxlan-fields.yaml" "$d encap=vxlan:vni=1,src=192.0.2.1,dst=192.0.2.2" "$three"
+variants="plain fields vxlan vxlan-fields tfields tvxlan-fields"
 
 out=$(mktemp); trap 'rm -f "$out"' EXIT
 declare -A got
@@ -56,6 +66,9 @@ base=$(median "${got[plain]}")
     printf '%-13s pps %s  median %s  cost per frame x%s\n' "$v" "${got[$v]}" "$m" \
       "$(python3 -c "print(round($base / $m, 3))")"
   done
+  python3 -c "
+f, vf, tf, tvf = $(median "${got[fields]}"), $(median "${got[vxlan-fields]}"), $(median "${got[tfields]}"), $(median "${got[tvxlan-fields]}")
+print(f'VXLAN with three fields against the same without: session encap x{f / vf:.3f}, template x{tf / tvf:.3f}')"
 } | tee -a "$results"
 
 peer() {

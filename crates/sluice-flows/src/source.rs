@@ -123,7 +123,7 @@ pub struct FlowSource {
     /// The session's template, and the frame of the flow (slot) that sent
     /// last: the template with that flow's addresses and ports.
     template: Option<std::sync::Arc<sluice_wire::template::Template>>,
-    base: Option<(u32, Vec<u8>)>,
+    base: (Option<u32>, Vec<u8>),
 }
 
 impl FlowSource {
@@ -203,7 +203,7 @@ impl FlowSource {
             fields,
             built: 0,
             template,
-            base: None,
+            base: (None, Vec::new()),
         })
     }
 
@@ -341,19 +341,15 @@ impl FlowSource {
     ) -> Option<u64> {
         let a = self.slots[slot as usize].as_ref()?;
         let f = &a.flow;
-        if self.base.as_ref().is_none_or(|(s, _)| *s != slot) {
-            // The fields are written per packet, over these ends.
-            let mut b = t.bytes().to_vec();
-            t.write_ends(&mut b, &f.ends());
-            self.base = Some((slot, b));
+        let (engine, flow) = (self.fields.as_ref(), u64::from(f.id));
+        if self.base.0 != Some(slot) {
+            // The packet's fields are written over the flow's frame (into
+            // the buffer of the flow that sent last).
+            t.flow_frame(&mut self.base.1, &f.ends(), engine, flow);
+            self.base.0 = Some(slot);
         }
-        let Some((_, base)) = &self.base else {
-            return None;
-        };
-        let (engine, flow, built) = (self.fields.as_ref(), u64::from(f.id), self.built);
-        if !out.push(a.lane, Nanos(due), |b| {
-            t.write(b, base, engine, flow, built)
-        }) {
+        let (base, packet) = (&self.base.1, self.built);
+        if !out.push(a.lane, Nanos(due), |b| t.write(b, base, engine, packet)) {
             self.done = true;
             return None;
         }
@@ -374,7 +370,7 @@ impl FlowSource {
             self.active -= 1;
             // The slot may go to another flow.
             self.headers = None;
-            self.base = None;
+            self.base.0 = None;
             None
         }
     }

@@ -149,6 +149,8 @@ struct Field {
     /// Written in front of the IP header over an outer IPv4 header or IPv6
     /// address, whose checksums are then summed again.
     resum: bool,
+    /// A template's field: the checksums covering its window, found once.
+    hits: Hits,
 }
 
 /// The fields of a session, checked and placed.
@@ -228,10 +230,12 @@ impl FieldEngine {
 
     /// The fields of a template: every name is placed by `place` (byte
     /// offset, window bytes, shift; width in bits), and every field is
-    /// written by [`FieldEngine::apply_placed`].
+    /// written by [`FieldEngine::apply_placed`] under the template's
+    /// `covers`.
     pub(crate) fn placed(
         specs: &[FieldSpec],
         place: &Place<'_>,
+        covers: &[Cover],
         seed: u64,
     ) -> Result<Self, String> {
         if specs.len() > MAX_FIELDS {
@@ -241,7 +245,7 @@ impl FieldEngine {
             ));
         }
         let resolve = |n: &str| place(n).map(|((at, k, s), bits)| (Target::Fixed(at, k, s), bits));
-        let fields = specs
+        let mut fields = specs
             .iter()
             .enumerate()
             .map(|(i, s)| {
@@ -249,10 +253,16 @@ impl FieldEngine {
                     .map_err(|e| format!("fields[{i}].{e}"))
             })
             .collect::<Result<Vec<Field>, _>>()?;
+        for f in &mut fields {
+            if let Target::Front(at, n, _) | Target::Fixed(at, n, _) = f.target {
+                f.hits = hits(covers, at, n).collect();
+            }
+        }
+        let varies_packets = fields.iter().any(|f| f.per == Per::Packet);
         Ok(FieldEngine {
             fields,
             late: true,
-            varies_packets: false,
+            varies_packets,
             front: false,
         })
     }
@@ -283,7 +293,8 @@ impl FieldEngine {
     }
 
     /// Whether the flow's own fields change per packet (its template is
-    /// built again for each).
+    /// built again for each); of a template's engine, whether any field
+    /// does.
     pub fn varies_packets(&self) -> bool {
         self.varies_packets
     }
@@ -379,20 +390,25 @@ impl FieldEngine {
         put_covered(frame, covers, writes);
     }
 
-    /// Writes every field (all given by place: a template's) into `frame`
-    /// and keeps the `covers` checksums right.
-    pub(crate) fn apply_placed(&self, frame: &mut [u8], covers: &[Cover], flow: u64, packet: u64) {
-        let writes = self
-            .fields
+    /// The writes of the fields drawn `per` flow or packet (all given by
+    /// place: a template's), `k` being the flow's number or the packet's
+    /// count, with the checksums each hits under the covers the engine
+    /// was placed under (for [`put_placed`]).
+    pub(crate) fn placed_writes(
+        &self,
+        per: Per,
+        k: u64,
+    ) -> impl Iterator<Item = (Window, u8, u64, &[(usize, u64)])> {
+        self.fields
             .iter()
             .enumerate()
-            .filter_map(|(i, f)| match f.target {
+            .filter(move |(_, f)| f.per == per)
+            .filter_map(move |(i, f)| match f.target {
                 Target::Front(at, n, s) | Target::Fixed(at, n, s) => {
-                    Some(((at, n, s), f.bits, f.value(f.k(flow, packet), i)))
+                    Some(((at, n, s), f.bits, f.value(k, i), &f.hits[..]))
                 }
                 _ => None,
-            });
-        put_covered(frame, covers, writes);
+            })
     }
 }
 
@@ -410,51 +426,92 @@ pub(crate) fn put_covered(
     covers: &[Cover],
     writes: impl Iterator<Item = ((usize, usize, u8), u8, u64)>,
 ) {
-    let mut acc = [0u32; MAX_COVERS];
+    let mut acc: Sums = [(0, 0); MAX_COVERS];
     let mut changed = false;
     for ((at, n, shift), bits, v) in writes {
         if at + n > frame.len() {
             continue;
         }
-        let Some((old, new)) = put(frame, (at, n, shift), bits, v) else {
-            continue;
-        };
-        // The one's complement sums of the window's bytes at their
-        // place in 16-bit words (every checksummed range starts at an
-        // even offset); the bytes around it are the same before and
-        // after, so they are left out of both. Each checksum covering
-        // the field gathers the change (RFC 1624: ~m + m').
-        for (j, c) in covers.iter().enumerate() {
-            // Only the field's bytes this checksum covers count (a
-            // field by offset may straddle two headers).
-            let mut m = 0u64;
-            for k in 0..n {
-                if c.covers(at + k) {
-                    m |= 0xff << (8 * (n - 1 - k));
-                }
-            }
-            if m != 0 {
-                let (before, after) = (
-                    window_sum(old & m, at & 1, n),
-                    window_sum(new & m, at & 1, n),
-                );
-                acc[j] += u32::from(!before) + u32::from(after);
-            }
+        if let Some((old, new)) = put(frame, (at, n, shift), bits, v) {
+            gather(&mut acc, hits(covers, at, n), at, n, old, new);
+            changed = true;
         }
-        changed = true;
     }
-    if !changed {
-        return;
+    if changed {
+        settle(frame, covers, &mut acc);
     }
-    // Innermost first: a checksum that changes is itself a change the
-    // outer ones covering it gather.
-    for j in 0..covers.len() {
-        if acc[j] == 0 {
+}
+
+/// [`put_covered`] of windows whose `hits` under `covers` were found
+/// before (by [`hits`]).
+pub(crate) fn put_placed<'a>(
+    frame: &mut [u8],
+    covers: &[Cover],
+    writes: impl Iterator<Item = (Window, u8, u64, &'a [(usize, u64)])>,
+) {
+    let mut acc: Sums = [(0, 0); MAX_COVERS];
+    let mut changed = false;
+    for ((at, n, shift), bits, v, hits) in writes {
+        if let Some((old, new)) = put(frame, (at, n, shift), bits, v) {
+            gather(&mut acc, hits.iter().copied(), at, n, old, new);
+            changed = true;
+        }
+    }
+    if changed {
+        settle(frame, covers, &mut acc);
+    }
+}
+
+/// Each checksum of `covers` covering some byte of the window of `n`
+/// bytes at `at`: its index and the window's bytes it covers (a field by
+/// offset may straddle two headers; only the bytes a checksum covers
+/// count in it).
+pub(crate) fn hits(
+    covers: &[Cover],
+    at: usize,
+    n: usize,
+) -> impl Iterator<Item = (usize, u64)> + '_ {
+    covers
+        .iter()
+        .enumerate()
+        .map(move |(j, c)| (j, c.mask(at, n)))
+        .filter(|&(_, m)| m != 0)
+}
+
+/// The sums, per checksum, of the bytes that changed: before, after.
+type Sums = [(u32, u32); MAX_COVERS];
+
+/// Adds the change of a window (`old` to `new`, `n` bytes at `at`) to
+/// the sums of each checksum hit: the sums of the window's bytes at their
+/// place in 16-bit words (every checksummed range starts at an even
+/// offset); the bytes around it are the same before and after, so they
+/// are left out of both.
+fn gather(
+    acc: &mut Sums,
+    hits: impl Iterator<Item = (usize, u64)>,
+    at: usize,
+    n: usize,
+    old: u64,
+    new: u64,
+) {
+    for (j, m) in hits {
+        acc[j].0 += window_sum(old & m, at & 1, n);
+        acc[j].1 += window_sum(new & m, at & 1, n);
+    }
+}
+
+/// Writes each checksum of `covers` whose bytes changed (RFC 1624:
+/// HC' = ~(~HC + ~m + m')), innermost first: a checksum that changes is
+/// itself a change the outer ones covering it gather.
+fn settle(frame: &mut [u8], covers: &[Cover], acc: &mut Sums) {
+    for (j, c) in covers.iter().enumerate() {
+        let (before, after) = acc[j];
+        if before == after {
             continue;
         }
-        let c = &covers[j];
         let old = u16::from_be_bytes([frame[c.at], frame[c.at + 1]]);
-        let mut new = fold(u32::from(!old) + fold_sum(acc[j]));
+        let m = !fold(before);
+        let mut new = fold(u32::from(!old) + u32::from(!m) + fold_sum(after));
         if c.udp && new == 0 {
             new = 0xffff;
         }
@@ -462,11 +519,12 @@ pub(crate) fn put_covered(
             continue;
         }
         frame[c.at..c.at + 2].copy_from_slice(&new.to_be_bytes());
-        let d = u32::from(!old) + u32::from(new);
-        for k in j + 1..covers.len() {
-            if covers[k].covers(c.at) {
-                acc[k] += d;
-            }
+        let mut outer = c.outer;
+        while outer != 0 {
+            let k = outer.trailing_zeros() as usize;
+            outer &= outer - 1;
+            acc[k].0 += u32::from(old);
+            acc[k].1 += u32::from(new);
         }
     }
 }
@@ -551,17 +609,17 @@ fn put(
     Some((old, new))
 }
 
-/// The sum of the 16-bit words holding `n` bytes of `v` (big-endian) that
-/// start `pad` bytes into a word.
-fn window_sum(v: u64, pad: usize, n: usize) -> u16 {
-    let words = (pad + n).div_ceil(2);
-    // The bytes at their place in `words` big-endian words.
-    let placed = u128::from(v) << (8 * (2 * words - pad - n));
-    let mut sum = 0u32;
-    for w in 0..words {
-        sum += (placed >> (16 * w)) as u16 as u32;
-    }
-    !fold(sum)
+/// The sum (not folded: at most 5 words) of the 16-bit words holding `n`
+/// bytes (at most 8) of `v` (big-endian) that start `pad` (0 or 1) bytes
+/// into a word.
+fn window_sum(v: u64, pad: usize, n: usize) -> u32 {
+    // The window's last byte is a word's high byte when pad + n is odd:
+    // moved up a byte, the words are the 16-bit lanes of (lo, hi).
+    let x = u128::from(v) << (8 * ((pad + n) & 1));
+    let (lo, hi) = (x as u64, (x >> 64) as u64);
+    const LANES: u64 = 0x0000_ffff_0000_ffff;
+    let s = (lo & LANES) + ((lo >> 16) & LANES);
+    ((s & 0xffff_ffff) + (s >> 32) + hi) as u32
 }
 
 fn mask(bits: u8) -> u64 {
@@ -609,6 +667,9 @@ pub(crate) struct Cover {
     pub(crate) hi2: usize,
     /// UDP's: 0 is sent as 0xffff.
     pub(crate) udp: bool,
+    /// The checksums (bits by index, all outer) covering this one, set by
+    /// [`link`].
+    pub(crate) outer: u32,
 }
 
 impl Cover {
@@ -621,12 +682,32 @@ impl Cover {
         lo2: 0,
         hi2: 0,
         udp: false,
+        outer: 0,
     };
 
     fn covers(&self, o: usize) -> bool {
         (self.tail..self.end).contains(&o)
             || (self.lo..self.hi).contains(&o)
             || (self.lo2..self.hi2).contains(&o)
+    }
+
+    /// The bytes of the window of `n` bytes (at most 8) at `at` this
+    /// checksum covers, as a mask over the window's big-endian value.
+    fn mask(&self, at: usize, n: usize) -> u64 {
+        let mut m = 0;
+        for (lo, hi) in [
+            (self.tail, self.end),
+            (self.lo, self.hi),
+            (self.lo2, self.hi2),
+        ] {
+            let (a, b) = (lo.max(at), hi.min(at + n));
+            if a < b {
+                // Window bytes a - at .. b - at; byte k is bits 8 (n - 1 - k).
+                let run = u64::MAX >> (64 - 8 * (b - a));
+                m |= run << (8 * (at + n - b));
+            }
+        }
+        m
     }
 }
 
@@ -653,6 +734,7 @@ fn covers<'a>(lay: &Layout, encap: Option<&EncapStack>, all: &'a mut [Cover]) ->
             lo2,
             hi2,
             udp: lay.udp,
+            outer: 0,
         };
         n += 1;
     }
@@ -689,13 +771,29 @@ fn covers<'a>(lay: &Layout, encap: Option<&EncapStack>, all: &'a mut [Cover]) ->
             }
         }
     }
+    link(&mut all[..n]);
     &all[..n]
+}
+
+/// Notes in each checksum of `covers` (innermost first, at most
+/// [`MAX_COVERS`]) the outer ones covering it.
+pub(crate) fn link(covers: &mut [Cover]) {
+    for j in 0..covers.len() {
+        let at = covers[j].at;
+        covers[j].outer = (j + 1..covers.len())
+            .filter(|&k| covers[k].covers(at))
+            .fold(0, |m, k| m | 1 << k);
+    }
 }
 
 /// A sum of up to 2^16 16-bit terms folded to 16 bits (not complemented).
 fn fold_sum(s: u32) -> u32 {
     u32::from(!fold(s))
 }
+
+/// The checksums covering a window: each one's index in the covers and
+/// the window's bytes it covers (a mask over the window's value).
+pub(crate) type Hits = Vec<(usize, u64)>;
 
 /// Where a field sits in a frame: (byte offset, window bytes, shift of
 /// its low bit in the window).
@@ -794,6 +892,7 @@ fn field(s: &FieldSpec, named: &Resolve<'_>, seed: u64) -> Result<Field, String>
         per: s.per,
         seed: s.seed.unwrap_or(seed),
         resum: true,
+        hits: Vec::new(),
     })
 }
 

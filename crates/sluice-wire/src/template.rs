@@ -15,7 +15,9 @@
 //! template's checksums are computed when it is read (the default).
 
 use crate::encap::EncapLayer;
-use crate::fields::{put_covered, Cover, FieldEngine, FieldSpec, Window, MAX_COVERS, MAX_LEVELS};
+use crate::fields::{
+    hits, put_placed, Cover, FieldEngine, FieldSpec, Hits, Per, Window, MAX_COVERS, MAX_LEVELS,
+};
 use crate::flowpkt::{FlowEnds, FlowHeaders, FlowProto, PacketFields};
 use crate::layers::{be16, Ip, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP};
 use crate::tunnel::{InnerStart, TunnelKind};
@@ -36,6 +38,10 @@ pub struct Template {
     /// Fields of the outer layers.
     names: Vec<Named>,
     inner: Option<Inner>,
+    /// Where `flow_frame` writes the flow's ends, with the checksums covering each: the
+    /// innermost packet's addresses (IPv6: two 64-bit halves each), then
+    /// the ports it has.
+    ends: Vec<(Window, u8, Hits)>,
 }
 
 /// A field of a template's outer layers: the `nth` layer of `kind`'s
@@ -109,10 +115,31 @@ impl Template {
             covers: Vec::new(),
             names: Vec::new(),
             inner: None,
+            ends: Vec::new(),
         };
         let end = t.bytes.len();
         t.level(0, end, InnerStart::Ethernet, 0);
         t.covers.reverse();
+        crate::fields::link(&mut t.covers);
+        if let Some(i) = t.inner {
+            let (src, dst, half) = if i.v6 {
+                (i.ip + 8, i.ip + 24, 8)
+            } else {
+                (i.ip + 12, i.ip + 16, 4)
+            };
+            let mut spots = vec![(src, half), (dst, half)];
+            if i.v6 {
+                spots = vec![(src, 8), (src + 8, 8), (dst, 8), (dst + 8, 8)];
+            }
+            if let Some((s, d)) = i.ports() {
+                spots.push((s, 2));
+                spots.extend(d.map(|d| (d, 2)));
+            }
+            t.ends = spots
+                .into_iter()
+                .map(|(at, n)| ((at, n, 0), 8 * n as u8, hits(&t.covers, at, n).collect()))
+                .collect();
+        }
         Ok(t)
     }
 
@@ -157,7 +184,7 @@ impl Template {
 
     /// The engine of `specs` over this template; errors name the key.
     pub fn engine(&self, specs: &[FieldSpec], seed: u64) -> Result<FieldEngine, String> {
-        let e = FieldEngine::placed(specs, &|n| self.place(n), seed)?;
+        let e = FieldEngine::placed(specs, &|n| self.place(n), &self.covers, seed)?;
         if e.min_frame() > self.bytes.len() {
             return Err(format!(
                 "fields: a field by offset ends at byte {}, past the template's {} bytes",
@@ -168,59 +195,65 @@ impl Template {
         Ok(e)
     }
 
-    /// Writes a flow's addresses and ports into `frame` (a copy of the
-    /// template) as its innermost packet's, checksums kept right. A
-    /// template without an IP packet is left alone.
-    pub fn write_ends(&self, frame: &mut [u8], ends: &FlowEnds) {
-        let Some(i) = self.inner else { return };
-        let mut w: [(Window, u8, u64); 6] = [((0, 0, 0), 0, 0); 6];
-        let mut n = 0;
-        let mut addr = |a: IpAddr, at: usize| match a {
-            IpAddr::V4(a) => {
-                w[n] = ((at, 4, 0), 32, u64::from(u32::from(a)));
-                n += 1;
-            }
-            IpAddr::V6(a) => {
-                let v = u128::from(a);
-                w[n] = ((at, 8, 0), 64, (v >> 64) as u64);
-                w[n + 1] = ((at + 8, 8, 0), 64, v as u64);
-                n += 2;
-            }
-        };
-        if i.v6 == ends.src.is_ipv6() && i.v6 == ends.dst.is_ipv6() {
-            let (s, d) = if i.v6 {
-                (i.ip + 8, i.ip + 24)
-            } else {
-                (i.ip + 12, i.ip + 16)
-            };
-            addr(ends.src, s);
-            addr(ends.dst, d);
-        }
-        if let Some((s, d)) = i.ports() {
-            w[n] = ((s, 2, 0), 16, u64::from(ends.sport));
-            n += 1;
-            if let Some(d) = d {
-                w[n] = ((d, 2, 0), 16, u64::from(ends.dport));
-                n += 1;
-            }
-        }
-        put_covered(frame, &self.covers, w[..n].iter().copied());
-    }
-
-    /// Appends a frame to `out`: `base` (the template with the flow's
-    /// ends) with `engine`'s fields of flow `flow`, packet `packet`.
-    pub fn write(
+    /// The frame of a flow into `out` (cleared): the template with the
+    /// flow's addresses and ports as its innermost packet's (a template
+    /// without an IP packet is left alone) and `engine`'s fields drawn per
+    /// flow (`flow`), every checksum kept right. Packets then add the
+    /// fields drawn per packet ([`Template::write`]).
+    pub fn flow_frame(
         &self,
         out: &mut Vec<u8>,
-        base: &[u8],
+        ends: &FlowEnds,
         engine: Option<&FieldEngine>,
         flow: u64,
-        packet: u64,
     ) {
+        out.clear();
+        out.extend_from_slice(&self.bytes);
+        // The ends' values in the order of `self.ends`, from `skip` on.
+        let mut v = [0u64; 6];
+        let mut skip = 0;
+        if let Some(i) = self.inner {
+            let addrs = if i.v6 { 4 } else { 2 };
+            if i.v6 == ends.src.is_ipv6() && i.v6 == ends.dst.is_ipv6() {
+                for (k, a) in [ends.src, ends.dst].into_iter().enumerate() {
+                    match a {
+                        IpAddr::V4(a) => v[k] = u64::from(u32::from(a)),
+                        IpAddr::V6(a) => {
+                            let a = u128::from(a);
+                            (v[2 * k], v[2 * k + 1]) = ((a >> 64) as u64, a as u64);
+                        }
+                    }
+                }
+            } else {
+                skip = addrs;
+            }
+            v[addrs] = u64::from(ends.sport);
+            v[addrs + 1] = u64::from(ends.dport);
+        }
+        let ends = self
+            .ends
+            .iter()
+            .zip(v)
+            .skip(skip)
+            .map(|((w, bits, hits), v)| (*w, *bits, v, &hits[..]));
+        let fields = engine
+            .into_iter()
+            .flat_map(|e| e.placed_writes(Per::Flow, flow));
+        put_placed(out, &self.covers, ends.chain(fields));
+    }
+
+    /// Appends a packet's frame to `out`: `base` (its flow's
+    /// [`Template::flow_frame`]) with `engine`'s fields drawn per packet
+    /// (`packet`), written after those drawn per flow.
+    pub fn write(&self, out: &mut Vec<u8>, base: &[u8], engine: Option<&FieldEngine>, packet: u64) {
         let at = out.len();
         out.extend_from_slice(base);
-        if let Some(e) = engine {
-            e.apply_placed(&mut out[at..], &self.covers, flow, packet);
+        if let Some(e) = engine.filter(|e| e.varies_packets()) {
+            put_placed(
+                &mut out[at..],
+                &self.covers,
+                e.placed_writes(Per::Packet, packet),
+            );
         }
     }
 
@@ -762,18 +795,68 @@ mod tests {
             let mut ends = t.ends().unwrap();
             ends.sport ^= 0x5a5a;
             ends.dport ^= 0x0f0f;
-            let mut base = t.bytes().to_vec();
-            t.write_ends(&mut base, &ends);
-            check_all(&base).unwrap_or_else(|e| panic!("{text}: ends: {e}"));
-            let mut seen = std::collections::HashSet::new();
+            let mut plain = Vec::new();
+            t.flow_frame(&mut plain, &ends, None, 0);
+            check_all(&plain).unwrap_or_else(|e| panic!("{text}: ends: {e}"));
+            let (mut base, mut seen) = (Vec::new(), std::collections::HashSet::new());
             for k in 0..20u64 {
+                if k % 4 == 0 {
+                    // A flow of 4 packets.
+                    t.flow_frame(&mut base, &ends, Some(&e), k / 4);
+                    check_all(&base).unwrap_or_else(|e| panic!("{text}: flow {k}: {e}"));
+                }
                 let mut out = Vec::new();
-                t.write(&mut out, &base, Some(&e), k / 4, k);
+                t.write(&mut out, &base, Some(&e), k);
                 assert_eq!(out.len(), t.bytes().len());
                 check_all(&out).unwrap_or_else(|e| panic!("{text}: packet {k}: {e}"));
                 seen.insert(out);
             }
             assert!(seen.len() > 4, "{text}: the fields vary the frames");
+        }
+    }
+
+    #[test]
+    fn fields_by_offset_over_addresses_and_payload_keep_every_checksum() {
+        // Windows of every width at even and odd offsets over the bytes a
+        // pseudo header and an L4 checksum cover, behind a tunnel.
+        let mut x = 1u64;
+        let mut draw = |n: usize| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (x >> 33) as usize % n
+        };
+        for text in [
+            "udp4 payload=40 encap=vxlan:vni=7,src=192.0.2.1,dst=192.0.2.2",
+            "tcp6 payload=40 encap=gre:key=5,src=2001:db8::1,dst=2001:db8::2",
+        ] {
+            let t = Template::new(describe(text).unwrap(), false).unwrap();
+            let i = *t.inner().unwrap();
+            let l4 = i.l4.unwrap();
+            let addrs = if i.v6 {
+                i.ip + 8..i.ip + 40
+            } else {
+                i.ip + 12..i.ip + 20
+            };
+            let payload = l4 + if i.proto == PROTO_TCP { 20 } else { 8 };
+            let mut changed = 0;
+            for d in 0..300u64 {
+                let bits = 1 + draw(64);
+                let n = bits.div_ceil(8);
+                let r = if d % 2 == 0 {
+                    addrs.clone()
+                } else {
+                    payload..t.bytes().len()
+                };
+                let at = r.start + draw(r.len() - n + 1);
+                let f = format!("{{offset: {at}, bits: {bits}, op: random, per: packet}}");
+                let e = t.engine(&[spec(&f)], d).unwrap();
+                let mut out = Vec::new();
+                t.write(&mut out, t.bytes(), Some(&e), d);
+                check_all(&out).unwrap_or_else(|err| panic!("{text}: {f}: {err}"));
+                changed += usize::from(out != t.bytes());
+            }
+            assert!(changed > 250, "{text}: {changed} of 300 frames changed");
         }
     }
 
@@ -790,7 +873,7 @@ mod tests {
             .engine(&[spec("{field: ip.src, per: packet}")], 1)
             .unwrap();
         let mut out = Vec::new();
-        kept.write(&mut out, kept.bytes(), Some(&e), 0, 5);
+        kept.write(&mut out, kept.bytes(), Some(&e), 5);
         assert!(check_all(&out).is_err(), "a wrong checksum stays wrong");
     }
 
@@ -893,7 +976,7 @@ mod tests {
             .unwrap();
         for k in 1..6u64 {
             let mut out = Vec::new();
-            t.write(&mut out, t.bytes(), Some(&e), 0, k);
+            t.write(&mut out, t.bytes(), Some(&e), k);
             assert_ne!(out[46..54], routed[46..54]);
             assert_eq!(out[at..at + 2], routed[at..at + 2], "packet {k}");
         }
@@ -919,7 +1002,7 @@ mod tests {
             let e = t.engine(&specs, 1).unwrap();
             for k in 1..6u64 {
                 let mut out = Vec::new();
-                t.write(&mut out, t.bytes(), Some(&e), 0, k);
+                t.write(&mut out, t.bytes(), Some(&e), k);
                 if frame[14 + 40 + 6..14 + 40 + 8] == [0, 0] && frame[12..14] == [0x86, 0xdd] {
                     // A verifier calls IPv6's 0 wrong; the tunnel's packet
                     // (behind 8 bytes of VXLAN) is checked on its own.
