@@ -116,15 +116,16 @@ fn template(frame: &[u8], sel: u8) {
         .collect();
     let engine = t.engine(&kept, 7).expect("fields accepted one by one are accepted together");
     let mut base = t.bytes().to_vec();
-    if let Some(mut ends) = t.ends() {
-        ends.sport ^= 0x1234;
-        ends.dport = ends.dport.wrapping_add(u16::from(sel));
-        t.write_ends(&mut base, &ends);
-    }
     let mut out = Vec::new();
     for k in 0..3u64 {
+        if let Some(mut ends) = t.ends() {
+            ends.sport ^= 0x1234;
+            ends.dport = ends.dport.wrapping_add(u16::from(sel));
+            t.flow_frame(&mut base, &ends, Some(&engine), k);
+            assert_eq!(base.len(), frame.len());
+        }
         out.clear();
-        t.write(&mut out, &base, Some(&engine), k, k * 5);
+        t.write(&mut out, &base, Some(&engine), k * 5);
         assert_eq!(out.len(), frame.len());
     }
 }

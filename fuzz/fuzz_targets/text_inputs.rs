@@ -135,13 +135,23 @@ fn frame(
     assert_eq!(out.len(), h.frame_len(10));
 }
 
-/// Each line as a command line's layer: what parses writes back as it
-/// reads.
+/// Each line as a command line's layer, field and extension header:
+/// what parses writes back as it reads.
 fn layer_lines(text: &str) {
     for line in text.lines().take(64) {
         if let Ok(l) = line.parse::<EncapLayer>() {
             let again: EncapLayer = l.to_string().parse().expect("a written layer reads back");
             assert_eq!(again, l);
+        }
+        if let Ok(f) = line.parse::<sluice_wire::fields::FieldSpec>() {
+            let again: sluice_wire::fields::FieldSpec =
+                f.to_string().parse().expect("a written field reads back");
+            assert_eq!(again, f);
+        }
+        if let Ok(x) = line.parse::<sluice_wire::ip6ext::Ipv6Ext>() {
+            let again: sluice_wire::ip6ext::Ipv6Ext =
+                x.to_string().parse().expect("a written header reads back");
+            assert_eq!(again, x);
         }
     }
 }

@@ -490,3 +490,95 @@ fn a_profile_sends_its_layers_extension_headers_and_fields() {
         "packet.fields[0].field: 'vxlan.vni': the encap has no vxlan layer",
     );
 }
+
+/// `profile onoff` takes layers, extension headers and fields from its
+/// command line, and tshark reads them back as asked.
+#[test]
+fn onoff_sends_its_layers_extension_headers_and_fields() {
+    if !sluice_testkit::require("tshark", "onoff's fields read back by tshark") {
+        return;
+    }
+    let d = tmpdir("encap-onoff");
+    let out = d.join("out.pcap");
+    let to = format!("pcap:{}", out.display());
+    let o = run(&[
+        "profile",
+        "onoff",
+        "--on",
+        "constant:1ms",
+        "--off",
+        "constant:1ms",
+        "--gap",
+        "constant:100us",
+        "--flows",
+        "4",
+        "--src",
+        "2001:db8::1",
+        "--dst",
+        "2001:db8::2",
+        "--size",
+        "200",
+        "--encap",
+        "vlan:1",
+        "--ipv6-ext",
+        "hbh:router_alert",
+        "--ipv6-ext",
+        "routing:2001:db8::9+2001:db8::2",
+        "--field",
+        "vlan.id,from=100,to=103",
+        "--field",
+        "ip.src,op=random,per=packet",
+        "--limit",
+        "40",
+        "--clock",
+        "virtual",
+        "--to",
+        &to,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = tshark_fields(
+        &out,
+        &[
+            "udp.srcport",
+            "vlan.id",
+            "ipv6.src",
+            "ipv6.opt.router_alert",
+            "ipv6.routing.segleft",
+            "udp.checksum.status",
+            "frame.len",
+            "_ws.malformed",
+        ],
+    );
+    assert_eq!(rows.len(), 40);
+    let mut srcs = std::collections::BTreeSet::new();
+    for r in &rows {
+        let k: u16 = r[0].parse::<u16>().unwrap() - 1024;
+        assert_eq!(r[1], (100 + k).to_string(), "{r:?}");
+        assert_eq!(&r[3..7], ["0", "2", "1", "200"], "{r:?}");
+        assert!(r[7].is_empty(), "malformed: {r:?}");
+        srcs.insert(r[2].clone());
+    }
+    assert_eq!(srcs.len(), 40, "a random source per packet");
+    let o = run(&[
+        "profile",
+        "onoff",
+        "--on",
+        "constant:1ms",
+        "--off",
+        "constant:1ms",
+        "--gap",
+        "constant:100us",
+        "--field",
+        "vxlan.vni",
+        "--limit",
+        "1",
+        "--to",
+        &to,
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--field: fields[0].field: 'vxlan.vni'"),
+        "{}",
+        stderr(&o)
+    );
+}

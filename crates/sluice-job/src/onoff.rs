@@ -122,6 +122,14 @@ pub struct OnOffOpts {
     #[arg(long = "encap", value_name = "LAYER")]
     #[serde(default, with = "text::vec")]
     pub encap: Vec<sluice_wire::encap::EncapLayer>,
+    /// An IPv6 extension header after the IP header, repeatable, in order (IPv6 flows): hbh[:router_alert], dst[:router_alert], routing:ADDR[+ADDR…], frag[:ID]; within --size.
+    #[arg(long = "ipv6-ext", value_name = "EXT")]
+    #[serde(default, with = "text::vec")]
+    pub ipv6_ext: Vec<sluice_wire::ip6ext::Ipv6Ext>,
+    /// A header field varied per flow or per packet, repeatable: NAME[,KEY=VALUE…] or offset=N,bits=B[,KEY=VALUE…], keys op (inc, dec, random, list), from, to, step, values (joined by +), per (flow, packet), seed; e.g. vlan.id,from=10,to=19.
+    #[arg(long = "field", value_name = "FIELD")]
+    #[serde(default, with = "text::vec")]
+    pub fields: Vec<sluice_wire::fields::FieldSpec>,
     /// Seed of every draw: the same seed sends the same frames at the same times.
     #[arg(long, default_value_t = seed())]
     #[serde(default = "seed")]
@@ -142,6 +150,83 @@ impl OnOffOpts {
             ));
         }
         sluice_wire::encap::check(&self.encap).map_err(|e| format!("--{e}"))?;
+        if !self.ipv6_ext.is_empty() {
+            if !self.src.is_ipv6() {
+                return Err("--ipv6-ext: extension headers are for IPv6 flows (--src)".into());
+            }
+            sluice_wire::ip6ext::Ipv6ExtStack::new(&self.ipv6_ext)
+                .map_err(|e| format!("--ipv6-ext: {e}"))?;
+        }
+        if !self.fields.is_empty() {
+            let e = sluice_wire::fields::FieldEngine::new(&self.fields, &self.encap, self.seed)
+                .map_err(|e| format!("--field: {e}"))?;
+            if e.min_frame() > usize::from(self.size) {
+                return Err(format!(
+                    "--field: a field by offset ends at byte {}, past --size {}",
+                    e.min_frame(),
+                    self.size
+                ));
+            }
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(extra: serde_json::Value) -> Result<OnOffOpts, String> {
+        let mut v = serde_json::json!({"on": "constant:1ms", "off": "constant:1ms",
+            "gap": "constant:10us", "src": "2001:db8::1", "dst": "2001:db8::2"});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let o: OnOffOpts = serde_json::from_value(v).map_err(|e| e.to_string())?;
+        o.check()?;
+        Ok(o)
+    }
+
+    #[test]
+    fn layers_extension_headers_and_fields_travel_as_the_command_line_writes_them() {
+        let o = opts(serde_json::json!({
+            "encap": ["vlan:5:0"],
+            "ipv6_ext": ["hbh:router_alert", "routing:2001:db8::9+2001:db8::2", "frag:7"],
+            "fields": ["vlan.id,from=10,to=13", "offset=150,bits=16,op=list,values=1+0xbeef"],
+        }))
+        .unwrap();
+        assert_eq!(o.ipv6_ext.len(), 3);
+        assert_eq!(o.fields[1].offset, Some(150));
+        let again: OnOffOpts = serde_json::from_str(&serde_json::to_string(&o).unwrap()).unwrap();
+        assert_eq!(again, o);
+    }
+
+    #[test]
+    fn bad_extension_headers_and_fields_name_the_option() {
+        for (extra, says) in [
+            (
+                serde_json::json!({"ipv6_ext": ["routing:10.0.0.1"]}),
+                "is not an IPv6 address",
+            ),
+            (
+                serde_json::json!({"fields": ["vxlan.vni"]}),
+                "--field: fields[0].field: 'vxlan.vni'",
+            ),
+            (
+                serde_json::json!({"fields": ["offset=600,bits=8"]}),
+                "--field: a field by offset ends at byte 601, past --size 512",
+            ),
+            (
+                serde_json::json!({"fields": ["vlan.id,from=3,to=2"], "encap": ["vlan:1"]}),
+                "--field: fields[0].from",
+            ),
+            (
+                serde_json::json!({"src": "10.0.0.1", "dst": "10.0.0.2", "ipv6_ext": ["hbh"]}),
+                "--ipv6-ext: extension headers are for IPv6 flows",
+            ),
+        ] {
+            let e = opts(extra.clone()).unwrap_err();
+            assert!(e.contains(says), "{extra}: {e}");
+        }
     }
 }

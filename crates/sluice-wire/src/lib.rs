@@ -45,6 +45,7 @@ pub mod payload;
 pub mod rewrite;
 pub mod rxstamp;
 pub mod template;
+mod textforms;
 pub mod tunnel;
 pub mod udp4;
 

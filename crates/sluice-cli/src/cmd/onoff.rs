@@ -31,7 +31,8 @@ pub fn prepare(a: &mut OnOffArgs) -> Result<crate::plan::Prepared<'_>, Failure> 
         dport: a.opts.dport,
         flows: a.opts.flows,
         encap: a.opts.encap.clone(),
-        ..PacketSpec::default()
+        ipv6_ext: a.opts.ipv6_ext.clone(),
+        fields: a.opts.fields.clone(),
     };
     if a.opts.src.is_ipv6() != a.opts.dst.is_ipv6() {
         return Err(bad_input(anyhow!(
