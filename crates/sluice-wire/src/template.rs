@@ -877,8 +877,8 @@ mod tests {
         assert!(check_all(&out).is_err(), "a wrong checksum stays wrong");
         // VXLAN's UDP checksum of 0 is none: fixed, it stays none (as
         // tcprewrite's --fixcsum leaves it), the inner ones are computed.
-        let mut b = describe("udp4 payload=10 encap=vxlan:vni=3,src=192.0.2.1,dst=192.0.2.2")
-            .unwrap();
+        let mut b =
+            describe("udp4 payload=10 encap=vxlan:vni=3,src=192.0.2.1,dst=192.0.2.2").unwrap();
         assert_eq!(b[40..42], [0, 0]);
         b[90] ^= 0x01; // the inner UDP checksum (bytes 90..92)
         let fixed = Template::new(b, true).unwrap();
