@@ -367,7 +367,7 @@ pub(crate) fn recompute_checksums(frame: &mut [u8], l4_by_device: bool) {
             && !layers.ip.is_some_and(|ip| ip.is_fragment())
             && frame.get(l.offset + 6..l.offset + 8) == Some(&[0, 0][..])
     });
-    if !none && !(l4_by_device && device_plan(frame).is_some()) {
+    if !(none || l4_by_device && device_plan(frame).is_some()) {
         complete_checksum(frame);
     }
 }
