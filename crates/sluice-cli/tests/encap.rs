@@ -461,34 +461,41 @@ fn a_profile_sends_its_layers_extension_headers_and_fields() {
     std::fs::write(&p, text).unwrap();
     let out = d.join("out.pcap");
     sent(PROFILE, &p, &out);
-    let rows = tshark_fields(
-        &out,
-        &[
-            "udp.srcport",
-            "vlan.id",
-            "ipv6.src",
-            "ipv6.opt.router_alert",
-            "udp.checksum.status",
-            "frame.len",
-            "_ws.malformed",
-        ],
-    );
-    assert_eq!(rows.len(), 40);
-    let mut srcs = std::collections::BTreeSet::new();
-    for r in &rows {
-        let k: u16 = r[0].parse::<u16>().unwrap() - 1024;
-        assert_eq!(r[1], (100 + k).to_string(), "{r:?}");
-        assert_eq!(&r[3..6], ["0", "1", "200"], "{r:?}");
-        assert!(r[6].is_empty(), "malformed: {r:?}");
-        srcs.insert(r[2].clone());
-    }
-    assert_eq!(srcs.len(), 40, "a random source per packet");
+    tagged_random_sources(&out, &[], &[]);
     refused(
         PROFILE,
         &p,
         &text.replace("vlan.id", "vxlan.vni"),
         "packet.fields[0].field: 'vxlan.vni': the encap has no vxlan layer",
     );
+}
+
+/// The 40 frames of 4 IPv6 flows in `out`, as tshark reads them: flow k
+/// (source port 1024 + k) in VLAN 100 + k, a router alert, `more` fields
+/// equal to `want`, good checksums, 200 bytes, a random source address
+/// per packet.
+fn tagged_random_sources(out: &std::path::Path, more: &[&str], want: &[&str]) {
+    let mut fields = vec![
+        "udp.srcport",
+        "vlan.id",
+        "ipv6.src",
+        "ipv6.opt.router_alert",
+    ];
+    fields.extend_from_slice(more);
+    fields.extend_from_slice(&["udp.checksum.status", "frame.len", "_ws.malformed"]);
+    let rows = tshark_fields(out, &fields);
+    assert_eq!(rows.len(), 40);
+    let mut expected = vec!["0"];
+    expected.extend_from_slice(want);
+    expected.extend_from_slice(&["1", "200", ""]);
+    let mut srcs = std::collections::BTreeSet::new();
+    for r in &rows {
+        let k: u16 = r[0].parse::<u16>().unwrap() - 1024;
+        assert_eq!(r[1], (100 + k).to_string(), "{r:?}");
+        assert_eq!(&r[3..], expected, "{r:?} (the last: malformed)");
+        srcs.insert(r[2].clone());
+    }
+    assert_eq!(srcs.len(), 40, "a random source per packet");
 }
 
 /// `profile onoff` takes layers, extension headers and fields from its
@@ -536,29 +543,7 @@ fn onoff_sends_its_layers_extension_headers_and_fields() {
         &to,
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let rows = tshark_fields(
-        &out,
-        &[
-            "udp.srcport",
-            "vlan.id",
-            "ipv6.src",
-            "ipv6.opt.router_alert",
-            "ipv6.routing.segleft",
-            "udp.checksum.status",
-            "frame.len",
-            "_ws.malformed",
-        ],
-    );
-    assert_eq!(rows.len(), 40);
-    let mut srcs = std::collections::BTreeSet::new();
-    for r in &rows {
-        let k: u16 = r[0].parse::<u16>().unwrap() - 1024;
-        assert_eq!(r[1], (100 + k).to_string(), "{r:?}");
-        assert_eq!(&r[3..7], ["0", "2", "1", "200"], "{r:?}");
-        assert!(r[7].is_empty(), "malformed: {r:?}");
-        srcs.insert(r[2].clone());
-    }
-    assert_eq!(srcs.len(), 40, "a random source per packet");
+    tagged_random_sources(&out, &["ipv6.routing.segleft"], &["2"]);
     let o = run(&[
         "profile",
         "onoff",

@@ -348,8 +348,10 @@ pub fn rewrite_payload(frame: &mut [u8], mode: PayloadMode) -> Rewrite {
 
 /// Computes the IPv4 header checksum (where there is one) and the TCP,
 /// UDP, ICMP or ICMPv6 checksum of a frame, whatever they held, but a UDP
-/// checksum of 0 ("none"), which stays 0 as tcprewrite's `--fixcsum`
-/// leaves it (VXLAN and GTP-U send none, RFC 7348).
+/// checksum of 0 over IPv4 ("none"), which stays 0 as tcprewrite's
+/// `--fixcsum` leaves it (VXLAN and GTP-U send none, RFC 7348). Over IPv6
+/// 0 is not a checksum (RFC 8200) and is computed, as everywhere else in
+/// this crate.
 ///
 /// With `l4_by_device` (checksum offload), a TCP or UDP checksum the sink
 /// leaves to the device ([`leave_checksum_to_device`]) is not computed.
@@ -362,11 +364,11 @@ pub(crate) fn recompute_checksums(frame: &mut [u8], l4_by_device: bool) {
             frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
         }
     }
-    let none = layers.l4.is_some_and(|l| {
-        l.proto == crate::layers::PROTO_UDP
-            && !layers.ip.is_some_and(|ip| ip.is_fragment())
-            && frame.get(l.offset + 6..l.offset + 8) == Some(&[0, 0][..])
-    });
+    let none = matches!(layers.ip, Some(Ip::V4 { .. }))
+        && layers.l4.is_some_and(|l| {
+            l.proto == crate::layers::PROTO_UDP
+                && frame.get(l.offset + 6..l.offset + 8) == Some(&[0, 0][..])
+        });
     if !(none || l4_by_device && device_plan(frame).is_some()) {
         complete_checksum(frame);
     }

@@ -1235,6 +1235,23 @@ mod tests {
         f[40..42].copy_from_slice(&[0, 0]);
         all().apply(&mut f);
         assert_eq!(f[40..42], [0, 0]);
+        // --fixcsum leaves none over IPv4 (as tcprewrite), computes a sum
+        // over IPv6, where 0 is none only for tunnels (RFC 6935).
+        let fix = HeaderRewrite {
+            fixcsum: true,
+            ..Default::default()
+        };
+        for (text, at) in [("udp4 payload=9", 40), ("udp6 payload=9", 60)] {
+            let mut f = crate::template::describe(text).unwrap();
+            f[at..at + 2].copy_from_slice(&[0, 0]);
+            fix.apply(&mut f);
+            if text.starts_with("udp4") {
+                assert_eq!(f[at..at + 2], [0, 0], "{text}");
+            } else {
+                assert_ne!(f[at..at + 2], [0, 0], "{text}");
+            }
+            verify_checksums(&f).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+        }
         let mut g = frame(PROTO_TCP);
         let before = g.clone();
         let other = HeaderRewrite {

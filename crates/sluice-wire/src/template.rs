@@ -182,7 +182,9 @@ impl Template {
         self.inner.is_some_and(|i| i.ports().is_some())
     }
 
-    /// The engine of `specs` over this template; errors name the key.
+    /// The engine of `specs` over this template (it knows the template's
+    /// checksums: give it to this template's `flow_frame` and `write`
+    /// only); errors name the key.
     pub fn engine(&self, specs: &[FieldSpec], seed: u64) -> Result<FieldEngine, String> {
         let e = FieldEngine::placed(specs, &|n| self.place(n), &self.covers, seed)?;
         if e.min_frame() > self.bytes.len() {
