@@ -508,15 +508,23 @@ fn onoff_sends_its_layers_extension_headers_and_fields() {
     let d = tmpdir("encap-onoff");
     let out = d.join("out.pcap");
     let to = format!("pcap:{}", out.display());
-    let o = run(&[
-        "profile",
-        "onoff",
-        "--on",
-        "constant:1ms",
-        "--off",
-        "constant:1ms",
-        "--gap",
-        "constant:100us",
+    let onoff = |extra: &[&str]| {
+        let mut args = vec![
+            "profile",
+            "onoff",
+            "--on",
+            "constant:1ms",
+            "--off",
+            "constant:1ms",
+            "--gap",
+            "constant:100us",
+            "--to",
+            &to,
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let o = onoff(&[
         "--flows",
         "4",
         "--src",
@@ -539,27 +547,10 @@ fn onoff_sends_its_layers_extension_headers_and_fields() {
         "40",
         "--clock",
         "virtual",
-        "--to",
-        &to,
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     tagged_random_sources(&out, &["ipv6.routing.segleft"], &["2"]);
-    let o = run(&[
-        "profile",
-        "onoff",
-        "--on",
-        "constant:1ms",
-        "--off",
-        "constant:1ms",
-        "--gap",
-        "constant:100us",
-        "--field",
-        "vxlan.vni",
-        "--limit",
-        "1",
-        "--to",
-        &to,
-    ]);
+    let o = onoff(&["--field", "vxlan.vni", "--limit", "1"]);
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("--field: fields[0].field: 'vxlan.vni'"),

@@ -230,7 +230,7 @@ impl FieldEngine {
 
     /// The fields of a template: every name is placed by `place` (byte
     /// offset, window bytes, shift; width in bits), and every field is
-    /// written by [`FieldEngine::apply_placed`] under the template's
+    /// written by [`FieldEngine::placed_writes`] under the template's
     /// `covers`.
     pub(crate) fn placed(
         specs: &[FieldSpec],
@@ -426,20 +426,8 @@ pub(crate) fn put_covered(
     covers: &[Cover],
     writes: impl Iterator<Item = ((usize, usize, u8), u8, u64)>,
 ) {
-    let mut acc: Sums = [(0, 0); MAX_COVERS];
-    let mut changed = false;
-    for ((at, n, shift), bits, v) in writes {
-        if at + n > frame.len() {
-            continue;
-        }
-        if let Some((old, new)) = put(frame, (at, n, shift), bits, v) {
-            gather(&mut acc, hits(covers, at, n), at, n, old, new);
-            changed = true;
-        }
-    }
-    if changed {
-        settle(frame, covers, &mut acc);
-    }
+    let writes = writes.map(|(w @ (at, n, _), bits, v)| (w, bits, v, hits(covers, at, n)));
+    put_hits(frame, covers, writes);
 }
 
 /// [`put_covered`] of windows whose `hits` under `covers` were found
@@ -449,11 +437,25 @@ pub(crate) fn put_placed<'a>(
     covers: &[Cover],
     writes: impl Iterator<Item = (Window, u8, u64, &'a [(usize, u64)])>,
 ) {
+    put_hits(
+        frame,
+        covers,
+        writes.map(|(w, bits, v, h)| (w, bits, v, h.iter().copied())),
+    );
+}
+
+/// Writes each (window, bits, value) into `frame` (one past the frame's
+/// end is left alone) and updates the checksums each one hits.
+fn put_hits<H: Iterator<Item = (usize, u64)>>(
+    frame: &mut [u8],
+    covers: &[Cover],
+    writes: impl Iterator<Item = (Window, u8, u64, H)>,
+) {
     let mut acc: Sums = [(0, 0); MAX_COVERS];
     let mut changed = false;
     for ((at, n, shift), bits, v, hits) in writes {
         if let Some((old, new)) = put(frame, (at, n, shift), bits, v) {
-            gather(&mut acc, hits.iter().copied(), at, n, old, new);
+            gather(&mut acc, hits, at, n, old, new);
             changed = true;
         }
     }

@@ -203,6 +203,11 @@ impl L4Checksum {
         u16::from_be_bytes([frame[self.field], frame[self.field + 1]])
     }
 
+    /// UDP over IPv4 sent without a checksum (0): it stays 0.
+    fn none(&self, frame: &[u8]) -> bool {
+        self.zero_means_none && self.stored(frame) == 0
+    }
+
     fn store(&self, frame: &mut [u8], value: u16) {
         frame[self.field..self.field + 2].copy_from_slice(&value.to_be_bytes());
     }
@@ -299,7 +304,7 @@ pub fn rewrite_payload(frame: &mut [u8], mode: PayloadMode) -> Rewrite {
             }
             payload.fill(0);
             if let Some(plan) = plan {
-                if !(plan.zero_means_none && plan.stored(frame) == 0) {
+                if !plan.none(frame) {
                     let c = plan.compute(frame, ip_end);
                     plan.store(frame, c);
                 }
@@ -333,7 +338,7 @@ pub fn rewrite_payload(frame: &mut [u8], mode: PayloadMode) -> Rewrite {
                 if l4.proto == PROTO_UDP {
                     frame[l4.offset + 4..l4.offset + 6].copy_from_slice(&8u16.to_be_bytes());
                 }
-                if !(plan.zero_means_none && plan.stored(frame) == 0) {
+                if !plan.none(frame) {
                     let c = plan.compute(frame, new_len);
                     plan.store(frame, c);
                 }
@@ -364,13 +369,8 @@ pub(crate) fn recompute_checksums(frame: &mut [u8], l4_by_device: bool) {
             frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
         }
     }
-    let none = matches!(layers.ip, Some(Ip::V4 { .. }))
-        && layers.l4.is_some_and(|l| {
-            l.proto == crate::layers::PROTO_UDP
-                && frame.get(l.offset + 6..l.offset + 8) == Some(&[0, 0][..])
-        });
-    if !(none || l4_by_device && device_plan(frame).is_some()) {
-        complete_checksum(frame);
+    if !(l4_by_device && device_plan(frame).is_some()) {
+        complete(frame, true);
     }
 }
 
@@ -380,6 +380,12 @@ pub(crate) fn recompute_checksums(frame: &mut [u8], l4_by_device: bool) {
 /// was written; frames we cannot checksum (fragments, cut short, unknown
 /// protocols) are left as they are.
 pub fn complete_checksum(frame: &mut [u8]) -> bool {
+    complete(frame, false)
+}
+
+/// [`complete_checksum`]; with `keep_none`, a UDP checksum of 0 over IPv4
+/// stays 0.
+fn complete(frame: &mut [u8], keep_none: bool) -> bool {
     let (layers, extra) = parse_full(frame);
     let (Some(ip), Some(l4)) = (layers.ip, layers.l4) else {
         return false;
@@ -391,6 +397,9 @@ pub fn complete_checksum(frame: &mut [u8]) -> bool {
     let Ok(plan) = checksum_plan(frame, &layers, &extra, &l4) else {
         return false;
     };
+    if keep_none && plan.none(frame) {
+        return false;
+    }
     let c = plan.compute(frame, ip_end);
     plan.store(frame, c);
     true
@@ -439,7 +448,7 @@ fn device_plan(frame: &[u8]) -> Option<L4Checksum> {
         return None;
     }
     let plan = checksum_plan(frame, &layers, &extra, &l4).ok()?;
-    (!(plan.zero_means_none && plan.stored(frame) == 0)).then_some(plan)
+    (!plan.none(frame)).then_some(plan)
 }
 
 /// Verifies the IPv4 header checksum and the TCP, UDP, ICMP or ICMPv6
@@ -478,10 +487,10 @@ pub fn verify_checksums(frame: &[u8]) -> Result<(), ChecksumError> {
     let Ok(plan) = checksum_plan(frame, &layers, &extra, &l4) else {
         return Ok(());
     };
-    let found = plan.stored(frame);
-    if plan.zero_means_none && found == 0 {
+    if plan.none(frame) {
         return Ok(());
     }
+    let found = plan.stored(frame);
     let mut end = ip_end;
     if l4.proto == PROTO_UDP {
         let available = ip_end - l4.offset;

@@ -38,9 +38,9 @@ pub struct Template {
     /// Fields of the outer layers.
     names: Vec<Named>,
     inner: Option<Inner>,
-    /// Where `flow_frame` writes the flow's ends, with the checksums covering each: the
-    /// innermost packet's addresses (IPv6: two 64-bit halves each), then
-    /// the ports it has.
+    /// Where `flow_frame` writes the flow's ends, with the checksums
+    /// covering each: the innermost packet's addresses (IPv6: two 64-bit
+    /// halves each), then the ports it has.
     ends: Vec<(Window, u8, Hits)>,
 }
 
@@ -77,6 +77,15 @@ impl Inner {
             PROTO_ICMP if !self.v6 => FlowProto::Icmp,
             PROTO_ICMPV6 if self.v6 => FlowProto::Icmp,
             p => FlowProto::Ip(p),
+        }
+    }
+
+    /// Where the source and destination addresses are.
+    fn addrs(&self) -> (usize, usize) {
+        if self.v6 {
+            (self.ip + 8, self.ip + 24)
+        } else {
+            (self.ip + 12, self.ip + 16)
         }
     }
 
@@ -122,15 +131,13 @@ impl Template {
         t.covers.reverse();
         crate::fields::link(&mut t.covers);
         if let Some(i) = t.inner {
-            let (src, dst, half) = if i.v6 {
-                (i.ip + 8, i.ip + 24, 8)
+            // Windows of at most 8 bytes: an IPv6 address is two.
+            let (src, dst) = i.addrs();
+            let mut spots = if i.v6 {
+                vec![(src, 8), (src + 8, 8), (dst, 8), (dst + 8, 8)]
             } else {
-                (i.ip + 12, i.ip + 16, 4)
+                vec![(src, 4), (dst, 4)]
             };
-            let mut spots = vec![(src, half), (dst, half)];
-            if i.v6 {
-                spots = vec![(src, 8), (src + 8, 8), (dst, 8), (dst + 8, 8)];
-            }
             if let Some((s, d)) = i.ports() {
                 spots.push((s, 2));
                 spots.extend(d.map(|d| (d, 2)));
@@ -157,12 +164,13 @@ impl Template {
     pub fn ends(&self) -> Option<FlowEnds> {
         let i = self.inner?;
         let b = &self.bytes;
+        let (s, d) = i.addrs();
         let (src, dst) = if i.v6 {
             let a = |at: usize| IpAddr::from(<[u8; 16]>::try_from(&b[at..at + 16]).unwrap());
-            (a(i.ip + 8), a(i.ip + 24))
+            (a(s), a(d))
         } else {
             let a = |at: usize| IpAddr::from(<[u8; 4]>::try_from(&b[at..at + 4]).unwrap());
-            (a(i.ip + 12), a(i.ip + 16))
+            (a(s), a(d))
         };
         let (sport, dport) = i.ports().map_or((0, 0), |(s, d)| {
             let at = |k: usize| be16(b, k).unwrap_or(0);
