@@ -5,17 +5,20 @@
 # ring), while tcpdump (the peer, writing to /dev/null) takes the same
 # frames in another run. Reported per rate: frames sent, the interface's
 # rx counter, frames counted, kernel drops, and the receiver's CPU
-# seconds per million frames (user + system from /proc/PID/stat, over the
-# send alone: what it took before, setting up, is given apart).
+# seconds per million frames (user + system on the scheduler's clock,
+# /proc/PID/task/*/schedstat, over the send alone: what it took before,
+# setting up, is given apart).
 #
 #   bench/rx.sh [SLUICE] [RATES...]    (default: target/release/sluice 100k 200k top)
 #   TO=xdp bench/rx.sh ...             the sender on xdp: (default afpacket)
 #   PATHS="xdp ring" (default)         the receive paths measured
+#   LOOPS=62500 (default: 1 M frames)  passes over the 16 frames
 set -euo pipefail
 S=${1:-target/release/sluice}; shift || true
 RATES=${*:-100k 200k top}
 TO=${TO:-afpacket}
 PATHS=${PATHS:-xdp ring}
+LOOPS=${LOOPS:-62500}                # passes over 16 frames: 1 M frames
 ns=rxb$$ out=$(mktemp -d)
 trap 'ip netns del $ns 2>/dev/null; ip link del ${ns}a 2>/dev/null; rm -rf "$out"' EXIT
 ip netns add $ns
@@ -37,7 +40,9 @@ for i in range(16):
     out.write(struct.pack('<IIII', 1, i * 1000, len(fr), len(fr)) + fr)
 PY
 rxc() { ip netns exec $ns cat /sys/class/net/${ns}b/statistics/rx_packets; }
-cpu() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+# CPU time on the scheduler's clock (ns), summed over the receiver's
+# threads: /proc/PID/stat's ticks are 10 ms, too coarse for 1 M frames.
+cpu() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {printf "%.4f\n", s / 1e9}'; }
 for rate in $RATES; do
   if [ "$rate" = top ]; then timing=--topspeed; else timing="--pps $rate"; fi
   for who in $(printf 'sluice-%s ' $PATHS) tcpdump; do
@@ -51,7 +56,7 @@ for rate in $RATES; do
     pid=$!
     sleep 1
     c0=$(cpu $pid)
-    "$S" replay "$out/t.pcap" --loop 62500 $timing --preload --to $TO:${ns}a --rx-stamp replace -q --summary-json "$out/tx.json" 2>/dev/null
+    "$S" replay "$out/t.pcap" --loop "$LOOPS" $timing --preload --to $TO:${ns}a --rx-stamp replace -q --summary-json "$out/tx.json" 2>/dev/null
     sleep 0.5
     echo "$c0 $(cpu $pid)" > "$out/cpu"
     if [ $who = tcpdump ]; then kill -INT $pid; fi
@@ -73,7 +78,7 @@ else:
     drops = int(re.search(r'(\d+) packets dropped by kernel', err).group(1))
 print(f"{who:24} rate {rate:>5}: sent {tx['packets']} at {round(tx['pps'] or 0)} pps, "
       f"iface rx {iface}, counted {got}, kernel drops {drops}, "
-      f"cpu while sending {send:.2f} s = {send / (tx['packets'] / 1e6):.3f} s per M frames "
+      f"cpu while sending {send:.3f} s = {send / (tx['packets'] / 1e6):.4f} s per M frames "
       f"(setting up before: {setup:.2f} s)")
 PY
   done

@@ -33,6 +33,8 @@ use std::collections::BTreeMap;
 pub const MAX_STREAMS: usize = 512;
 /// Sequence numbers below the highest kept to recognise duplicates.
 pub const DUP_WINDOW: u64 = 1 << 16;
+/// Latencies a stream holds before they go into its histogram.
+const PENDING: usize = 256;
 
 /// Stamps of streams `first..=last` come from a clock `ahead_ns` ahead
 /// of the receiver's (negative: behind).
@@ -104,9 +106,15 @@ struct Stream {
     /// Bit `seq % DUP_WINDOW`: number seq was received (for numbers
     /// within DUP_WINDOW below the highest).
     seen: Vec<u64>,
+    /// Latency up to the last report (the whole run's is this plus
+    /// `interval`).
     latency: ErrorHistogram,
     /// Latency since the last report.
     interval: ErrorHistogram,
+    /// Latencies not yet in `interval`: recorded [`PENDING`] at a time,
+    /// the histogram's lines stay in cache for the whole batch (the
+    /// receive ring streams through the cache between two frames).
+    pending: Vec<i64>,
     /// (receive, departure) of the last arrival, for jitter.
     last: Option<(u64, u64)>,
     jitter_ns: f64,
@@ -126,6 +134,7 @@ impl Stream {
             seen: vec![0; (DUP_WINDOW / 64) as usize],
             latency: ErrorHistogram::new(),
             interval: ErrorHistogram::new(),
+            pending: Vec::with_capacity(PENDING),
             last: None,
             jitter_ns: 0.0,
             first_rx_ns: rx_ns,
@@ -198,13 +207,25 @@ impl Stream {
             *w |= m;
         }
         self.received += 1;
-        self.latency.record(rx_ns as i64 - s.tx_ns as i64);
-        self.interval.record(rx_ns as i64 - s.tx_ns as i64);
+        // Recorded once, into the interval's histogram: the report folds
+        // it into the whole run's (one histogram update per frame).
+        self.pending.push(rx_ns as i64 - s.tx_ns as i64);
+        if self.pending.len() == PENDING {
+            self.settle();
+        }
         if let Some((r, t)) = self.last {
             let d = (rx_ns as i64 - r as i64) - (s.tx_ns as i64 - t as i64);
             self.jitter_ns += (d.unsigned_abs() as f64 - self.jitter_ns) / 16.0;
         }
         self.last = Some((rx_ns, s.tx_ns));
+    }
+
+    /// Records the pending latencies.
+    fn settle(&mut self) {
+        for &v in &self.pending {
+            self.interval.record(v);
+        }
+        self.pending.clear();
     }
 
     fn lost(&self) -> u64 {
@@ -333,25 +354,27 @@ impl StreamCounter {
     pub fn report(&mut self) -> Vec<StreamReport> {
         self.streams
             .iter_mut()
-            .map(|(&id, s)| StreamReport {
-                stream: id,
-                received: s.received,
-                lost: s.lost(),
-                duplicates: s.duplicates,
-                reordered: s.reordered,
-                first_seq: s.lowest,
-                last_seq: s.highest,
-                latency: s.latency.percentiles(),
-                interval_latency: {
-                    let d = s.interval.percentiles();
-                    s.interval.reset();
-                    d
-                },
-                early: s.latency.early(),
-                jitter_ns: s.jitter_ns,
-                clock_correction_ns: s.clock_ns,
-                first_rx_ns: s.first_rx_ns,
-                last_rx_ns: s.last_rx_ns,
+            .map(|(&id, s)| {
+                s.settle();
+                let interval_latency = s.interval.percentiles();
+                s.latency.merge(&s.interval);
+                s.interval.reset();
+                StreamReport {
+                    stream: id,
+                    received: s.received,
+                    lost: s.lost(),
+                    duplicates: s.duplicates,
+                    reordered: s.reordered,
+                    first_seq: s.lowest,
+                    last_seq: s.highest,
+                    latency: s.latency.percentiles(),
+                    interval_latency,
+                    early: s.latency.early(),
+                    jitter_ns: s.jitter_ns,
+                    clock_correction_ns: s.clock_ns,
+                    first_rx_ns: s.first_rx_ns,
+                    last_rx_ns: s.last_rx_ns,
+                }
             })
             .collect()
     }

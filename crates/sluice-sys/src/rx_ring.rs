@@ -23,6 +23,23 @@ const BLOCKS: usize = 64;
 const FRAME_SIZE: usize = 2048;
 /// A block not full is handed over after this many ms.
 const RETIRE_MS: u32 = 10;
+/// How far ahead of the frame being read the block is prefetched, bytes:
+/// the kernel wrote it from another CPU, so each line is a miss that
+/// prefetching overlaps with the work on the frames before it.
+const PREFETCH_AHEAD: usize = 1024;
+
+/// Asks for the cache line at `p` (a hint: no fault, whatever `p` is).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    // SAFETY: SSE is part of x86_64's baseline; a prefetch reads nothing
+    // and never faults, whatever the address.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
 
 pub struct RxRing {
     fd: OwnedFd,
@@ -202,7 +219,15 @@ impl RxRing {
                 let h = &(*block).hdr.bh1;
                 let start = block.cast::<u8>();
                 let mut at = h.offset_to_first_pkt as usize;
+                // Lines below `fetched` were asked for; the frames are
+                // packed in order, so asking ahead of `at` covers each.
+                let mut fetched = at & !63;
                 for _ in 0..h.num_pkts {
+                    let ahead = (at + PREFETCH_AHEAD).min(BLOCK_SIZE);
+                    while fetched < ahead {
+                        prefetch(start.add(fetched));
+                        fetched += 64;
+                    }
                     if at + std::mem::size_of::<libc::tpacket3_hdr>() > BLOCK_SIZE {
                         break;
                     }
