@@ -22,7 +22,8 @@
 //!
 //! Memory is bounded: at most [`MAX_STREAMS`] streams are told apart
 //! (frames of further streams are counted together), each with a fixed
-//! window of sequence bits and one histogram.
+//! window of sequence bits, two histograms (the run's and the interval's)
+//! and at most 256 latencies waiting to be recorded.
 
 use serde::Serialize;
 use sluice_core::{Dist, ErrorHistogram};
@@ -46,7 +47,7 @@ pub struct ClockCorrection {
 }
 
 impl std::fmt::Display for ClockCorrection {
-    /// `FIRST-LAST=NSns`, as [`ClockCorrection::from_str`] reads it back.
+    /// `FIRST-LAST=NSns`, as its `FromStr` reads it back.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}-{}={}ns", self.first, self.last, self.ahead_ns)
     }
