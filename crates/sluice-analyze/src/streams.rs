@@ -108,7 +108,7 @@ struct Stream {
     /// within DUP_WINDOW below the highest).
     seen: Vec<u64>,
     /// Latency up to the last report (the whole run's is this plus
-    /// `interval`).
+    /// `interval` and `pending`).
     latency: ErrorHistogram,
     /// Latency since the last report.
     interval: ErrorHistogram,
@@ -208,8 +208,6 @@ impl Stream {
             *w |= m;
         }
         self.received += 1;
-        // Recorded once, into the interval's histogram: the report folds
-        // it into the whole run's (one histogram update per frame).
         self.pending.push(rx_ns as i64 - s.tx_ns as i64);
         if self.pending.len() == PENDING {
             self.settle();

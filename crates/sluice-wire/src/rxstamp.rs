@@ -28,7 +28,9 @@
 //! after, a UDP checksum of 0 (none, IPv4) stays 0.
 
 use crate::checksum::Cover;
-use crate::layers::{parse_layers, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP};
+use crate::layers::{
+    parse_layers, ETHERTYPE_IPV4, ETH_HEADER_LEN, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP,
+};
 
 /// Bytes of a stamp.
 pub const RX_STAMP_LEN: usize = 24;
@@ -149,11 +151,15 @@ const PLAIN_UDP4_PAYLOAD: usize = 42;
 #[inline]
 fn plain_udp4(frame: &[u8]) -> Option<usize> {
     let h = frame.get(..PLAIN_UDP4_PAYLOAD)?;
-    let plain = h[12..15] == [0x08, 0x00, 0x45] && h[20] & 0x3f == 0 && h[21] == 0 && h[23] == 17;
+    // IPv4 with a 20-byte header; neither more fragments nor an offset.
+    let plain = h[12..14] == ETHERTYPE_IPV4.to_be_bytes()
+        && h[14] == 0x45
+        && h[20] & 0x3f == 0
+        && h[21] == 0
+        && h[23] == PROTO_UDP;
     plain.then(|| {
-        frame
-            .len()
-            .min(14 + usize::from(u16::from_be_bytes([h[16], h[17]])))
+        let ip_len = usize::from(u16::from_be_bytes([h[16], h[17]]));
+        frame.len().min(ETH_HEADER_LEN + ip_len)
     })
 }
 
