@@ -13,7 +13,8 @@
 //!   distinct numbers received: a frame still in flight at the end counts
 //!   as lost only if a later one arrived;
 //! - **jitter** J is smoothed |D| with D = (R_j − R_i) − (S_j − S_i) for
-//!   consecutive arrivals: J += (|D| − J) / 16.
+//!   consecutive arrivals: J += (|D| − J) / 16, in integers of 1/16 ns
+//!   (RFC 3550 A.8).
 //!
 //! Stamps from a clock other than the receiver's (another host) are moved
 //! onto the receiver's clock by a [`ClockCorrection`] for their streams
@@ -23,10 +24,10 @@
 //! Memory is bounded: at most [`MAX_STREAMS`] streams are told apart
 //! (frames of further streams are counted together), each with a fixed
 //! window of sequence bits, two histograms (the run's and the interval's)
-//! and at most 256 latencies waiting to be recorded.
+//! and a tally of the latencies not yet in them.
 
 use serde::Serialize;
-use sluice_core::{Dist, ErrorHistogram};
+use sluice_core::{Dist, ErrorHistogram, ErrorTally};
 use sluice_wire::rxstamp::RxStamp;
 use std::collections::BTreeMap;
 
@@ -34,8 +35,6 @@ use std::collections::BTreeMap;
 pub const MAX_STREAMS: usize = 512;
 /// Sequence numbers below the highest kept to recognise duplicates.
 pub const DUP_WINDOW: u64 = 1 << 16;
-/// Latencies a stream holds before they go into its histogram.
-const PENDING: usize = 256;
 
 /// Stamps of streams `first..=last` come from a clock `ahead_ns` ahead
 /// of the receiver's (negative: behind).
@@ -108,17 +107,17 @@ struct Stream {
     /// within DUP_WINDOW below the highest).
     seen: Vec<u64>,
     /// Latency up to the last report (the whole run's is this plus
-    /// `interval` and `pending`).
+    /// `interval` and `tally`).
     latency: ErrorHistogram,
     /// Latency since the last report.
     interval: ErrorHistogram,
-    /// Latencies not yet in `interval`: recorded [`PENDING`] at a time,
-    /// the histogram's lines stay in cache for the whole batch (the
-    /// receive ring streams through the cache between two frames).
-    pending: Vec<i64>,
+    /// Latencies not yet in `interval`: counted per frame, added to it
+    /// when it is read.
+    tally: ErrorTally,
     /// (receive, departure) of the last arrival, for jitter.
     last: Option<(u64, u64)>,
-    jitter_ns: f64,
+    /// Jitter in 1/16 ns.
+    jitter16: u64,
     first_rx_ns: u64,
     last_rx_ns: u64,
 }
@@ -135,9 +134,9 @@ impl Stream {
             seen: vec![0; (DUP_WINDOW / 64) as usize],
             latency: ErrorHistogram::new(),
             interval: ErrorHistogram::new(),
-            pending: Vec::with_capacity(PENDING),
+            tally: ErrorTally::new(),
             last: None,
-            jitter_ns: 0.0,
+            jitter16: 0,
             first_rx_ns: rx_ns,
             last_rx_ns: rx_ns,
         }
@@ -169,19 +168,30 @@ impl Stream {
         if self.received == 0 {
             return seq;
         }
-        let base = self.highest & !0xffff_ffff;
-        [base.wrapping_sub(1 << 32), base, base + (1 << 32)]
-            .into_iter()
-            .map(|b| b.wrapping_add(seq))
-            .min_by_key(|&c| c.abs_diff(self.highest))
-            .unwrap_or(seq)
+        // The distance from the highest's low 32 bits, either way.
+        let d = (seq as u32).wrapping_sub(self.highest as u32) as i32;
+        if let Some(near) = self.highest.checked_add_signed(i64::from(d)) {
+            return near;
+        }
+        // Across 0 or 2^64: the nearest on this side (highest is then
+        // within 2^31 of the end it would cross).
+        if d < 0 {
+            self.highest + u64::from(d as u32)
+        } else {
+            self.highest - ((1 << 32) - d as u64)
+        }
     }
 
+    // Inlined into its callers, as `StreamCounter::count` is.
+    #[inline(always)]
     fn frame(&mut self, s: &RxStamp, rx_ns: u64) {
         let s = &RxStamp {
             seq: if s.short { self.extend(s.seq) } else { s.seq },
-            tx_ns: (i128::from(s.tx_ns) - i128::from(self.clock_ns)).clamp(0, u64::MAX as i128)
-                as u64,
+            tx_ns: if self.clock_ns >= 0 {
+                s.tx_ns.saturating_sub(self.clock_ns as u64)
+            } else {
+                s.tx_ns.saturating_add(self.clock_ns.unsigned_abs())
+            },
             ..*s
         };
         self.last_rx_ns = self.last_rx_ns.max(rx_ns);
@@ -208,23 +218,19 @@ impl Stream {
             *w |= m;
         }
         self.received += 1;
-        self.pending.push(rx_ns as i64 - s.tx_ns as i64);
-        if self.pending.len() == PENDING {
-            self.settle();
-        }
+        self.tally.record(rx_ns as i64 - s.tx_ns as i64);
         if let Some((r, t)) = self.last {
             let d = (rx_ns as i64 - r as i64) - (s.tx_ns as i64 - t as i64);
-            self.jitter_ns += (d.unsigned_abs() as f64 - self.jitter_ns) / 16.0;
+            // J ≥ (J + 8) / 16 for every J ≥ 0: no underflow.
+            self.jitter16 =
+                (self.jitter16 - ((self.jitter16 + 8) >> 4)).saturating_add(d.unsigned_abs());
         }
         self.last = Some((rx_ns, s.tx_ns));
     }
 
-    /// Records the pending latencies.
+    /// Adds the tallied latencies to the interval's histogram.
     fn settle(&mut self) {
-        for &v in &self.pending {
-            self.interval.record(v);
-        }
-        self.pending.clear();
+        self.interval.absorb(&mut self.tally);
     }
 
     fn lost(&self) -> u64 {
@@ -263,7 +269,12 @@ pub struct StreamReport {
 /// Counts stamped frames by stream.
 #[derive(Debug, Default)]
 pub struct StreamCounter {
-    streams: BTreeMap<u32, Stream>,
+    streams: Vec<Stream>,
+    /// Where each stream id's state is in `streams`.
+    ids: BTreeMap<u32, usize>,
+    /// The last stamp's stream id and place: frames come in runs of one
+    /// stream.
+    last: Option<(u32, usize)>,
     /// Frames without a stamp.
     pub unstamped: u64,
     /// Stamped frames of streams past [`MAX_STREAMS`].
@@ -294,26 +305,38 @@ impl StreamCounter {
     /// An IP fragment counts when the datagram it completes does (at the
     /// last piece's arrival), and not before.
     pub fn frame(&mut self, frame: &[u8], rx_ns: u64) -> bool {
+        // Two calls, not one after a match: the stamp read stays in
+        // registers (see `count`).
         if let Some(s) = sluice_wire::rxstamp::read(frame) {
-            self.stamped(&s, rx_ns);
+            self.count(&s, rx_ns);
             return true;
         }
+        match self.reassembled(frame, rx_ns) {
+            Some(s) => {
+                self.stamped(&s, rx_ns);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The stamp of the datagram `frame` completes, if it is a fragment
+    /// that does; unstamped frames and datagrams are counted.
+    #[inline(never)]
+    fn reassembled(&mut self, frame: &[u8], rx_ns: u64) -> Option<RxStamp> {
         let mut whole = None;
         let piece = self.frags.push(frame, rx_ns, |w| {
             whole = Some(sluice_wire::rxstamp::read(w));
         });
         match whole {
-            Some(Some(s)) => {
-                self.stamped(&s, rx_ns);
-                true
-            }
+            Some(Some(s)) => Some(s),
             Some(None) => {
                 self.unstamped += 1;
-                false
+                None
             }
             None => {
                 self.unstamped += u64::from(!piece);
-                false
+                None
             }
         }
     }
@@ -324,24 +347,50 @@ impl StreamCounter {
     }
 
     /// Counts one stamp received at `rx_ns`.
+    #[inline(never)]
     pub fn stamped(&mut self, s: &RxStamp, rx_ns: u64) {
+        self.count(s, rx_ns)
+    }
+
+    /// `stamped`, inlined into the receive loop: a stamp passed through
+    /// memory, built field by field and read back whole, stalls on store
+    /// forwarding.
+    #[inline(always)]
+    fn count(&mut self, s: &RxStamp, rx_ns: u64) {
         self.stamped += 1;
-        let full = self.streams.len() >= MAX_STREAMS;
-        match self.streams.get_mut(&s.stream) {
-            Some(st) => st.frame(s, rx_ns),
-            None if full => self.other_streams += 1,
+        let at = match self.last {
+            Some((id, at)) if id == s.stream => at,
+            _ => match self.find(s, rx_ns) {
+                Some(at) => at,
+                None => {
+                    self.other_streams += 1;
+                    return;
+                }
+            },
+        };
+        self.streams[at].frame(s, rx_ns);
+    }
+
+    /// Where the state of `s`'s stream is, made if there is room (the
+    /// stream's first frame arrives at `rx_ns`); it becomes the last.
+    #[inline(never)]
+    fn find(&mut self, s: &RxStamp, rx_ns: u64) -> Option<usize> {
+        let at = match self.ids.get(&s.stream) {
+            Some(&at) => at,
+            None if self.streams.len() >= MAX_STREAMS => return None,
             None => {
                 let clock = self
                     .clocks
                     .iter()
                     .find(|c| (c.first..=c.last).contains(&s.stream))
                     .map_or(0, |c| c.ahead_ns);
-                self.streams
-                    .entry(s.stream)
-                    .or_insert_with(|| Stream::new(s.seq, rx_ns, clock))
-                    .frame(s, rx_ns)
+                self.streams.push(Stream::new(s.seq, rx_ns, clock));
+                self.ids.insert(s.stream, self.streams.len() - 1);
+                self.streams.len() - 1
             }
-        }
+        };
+        self.last = Some((s.stream, at));
+        Some(at)
     }
 
     /// Stamped frames received (duplicates included).
@@ -351,9 +400,10 @@ impl StreamCounter {
 
     /// Every stream, by id; the interval latency starts again.
     pub fn report(&mut self) -> Vec<StreamReport> {
-        self.streams
-            .iter_mut()
-            .map(|(&id, s)| {
+        self.ids
+            .iter()
+            .map(|(&id, &at)| {
+                let s = &mut self.streams[at];
                 s.settle();
                 let interval_latency = s.interval.percentiles();
                 s.latency.merge(&s.interval);
@@ -369,7 +419,7 @@ impl StreamCounter {
                     latency: s.latency.percentiles(),
                     interval_latency,
                     early: s.latency.early(),
-                    jitter_ns: s.jitter_ns,
+                    jitter_ns: s.jitter16 as f64 / 16.0,
                     clock_correction_ns: s.clock_ns,
                     first_rx_ns: s.first_rx_ns,
                     last_rx_ns: s.last_rx_ns,
@@ -460,6 +510,63 @@ mod tests {
         let r = &c.report()[0];
         assert_eq!((r.received, r.lost, r.reordered), (6, 0, 0));
         assert_eq!(r.last_seq, (1 << 32) + 2);
+    }
+
+    #[test]
+    fn a_short_number_is_taken_as_the_nearest_to_the_highest() {
+        // (highest so far, the short number, what it extends to)
+        let cases = [
+            (5, 3, 3),                                             // just behind
+            (5, 0xffff_fff0, 0xffff_fff0),                         // behind 0: not below it
+            ((7 << 32) + 5, 0xffff_fff0, (6 << 32) + 0xffff_fff0), // behind a wrap
+            ((7 << 32) + 0xffff_fff0, 9, (8 << 32) + 9),           // past a wrap
+            (1 << 31, 0, 0),                                       // 2^31 either way: the lower
+            (u64::MAX - 2, 4, u64::MAX - 0xffff_ffff + 4),         // past 2^64: not above it
+        ];
+        for (highest, short, want) in cases {
+            let mut c = StreamCounter::new();
+            let stamp = |seq, short| RxStamp {
+                stream: 1,
+                seq,
+                tx_ns: 1,
+                short,
+            };
+            c.stamped(&stamp(highest, false), 2);
+            c.stamped(&stamp(short, true), 2);
+            let r = &c.report()[0];
+            assert_eq!(
+                (r.first_seq.min(r.last_seq), r.last_seq.max(r.first_seq)),
+                (highest.min(want), highest.max(want)),
+                "highest {highest:#x}, short {short:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn jitter_is_rfc_3550s_to_within_a_nanosecond() {
+        let mut c = StreamCounter::new();
+        let mut j = 0.0f64;
+        let mut last: Option<(i64, i64)> = None;
+        for k in 0..2_000i64 {
+            let tx = 1_000_000 + k * 10_000;
+            let rx = tx + 50_000 + (k * 7_919 % 13_001) - (k % 3) * 2_000;
+            c.stamped(
+                &RxStamp {
+                    stream: 1,
+                    seq: k as u64,
+                    tx_ns: tx as u64,
+                    short: false,
+                },
+                rx as u64,
+            );
+            if let Some((r, t)) = last {
+                j += (((rx - r) - (tx - t)).abs() as f64 - j) / 16.0;
+            }
+            last = Some((rx, tx));
+            let got = c.report()[0].jitter_ns;
+            assert!((got - j).abs() < 1.0, "frame {k}: {got} against {j}");
+        }
+        assert!(j > 1_000.0, "{j}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod outbox;
 pub mod parse;
 pub mod spread;
 pub mod stats;
+pub mod tally;
 pub mod time;
 
 pub use batch::{Batch, FrameRef, Work};
@@ -27,4 +28,5 @@ pub use outbox::{Burst, Due, Handoff, Lane, Outbox, OutboxRules};
 pub use parse::{parse_count, parse_duration, parse_rate, ParseError};
 pub use spread::Spreader;
 pub use stats::{Dist, ErrorHistogram, Quantiles};
+pub use tally::ErrorTally;
 pub use time::{MonoTime, Nanos};

@@ -5,7 +5,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 /// Highest ε tracked exactly; later packets clamp to this (60 s).
-const MAX_TRACKABLE_NS: u64 = 60_000_000_000;
+pub(crate) const MAX_TRACKABLE_NS: u64 = 60_000_000_000;
 
 /// Histogram of per-packet send-time errors ε = actual − scheduled (ns).
 ///
@@ -98,6 +98,17 @@ impl ErrorHistogram {
         self.early += other.early;
         self.max_ns = self.max_ns.max(other.max_ns);
         self.min_ns = self.min_ns.min(other.min_ns);
+    }
+
+    /// Adds what `tally` counted and empties it: the same as recording
+    /// each of its values here.
+    pub fn absorb(&mut self, tally: &mut crate::ErrorTally) {
+        self.early += tally.early;
+        self.max_ns = self.max_ns.max(tally.max_ns);
+        self.min_ns = self.min_ns.min(tally.min_ns);
+        for (v, n) in tally.take() {
+            self.hist.saturating_record_n(v, n);
+        }
     }
 
     pub fn reset(&mut self) {

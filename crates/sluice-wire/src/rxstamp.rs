@@ -133,6 +133,7 @@ pub fn write(frame: &mut [u8], spot: &StampSpot, s: &RxStamp) {
 }
 
 /// The stamp `frame` carries, if any.
+#[inline]
 pub fn read(frame: &[u8]) -> Option<RxStamp> {
     match plain_udp4(frame) {
         Some(end) => at_end(frame, end, end.checked_sub(PLAIN_UDP4_PAYLOAD)?),
@@ -157,13 +158,15 @@ fn plain_udp4(frame: &[u8]) -> Option<usize> {
         && h[20] & 0x3f == 0
         && h[21] == 0
         && h[23] == PROTO_UDP;
-    plain.then(|| {
-        let ip_len = usize::from(u16::from_be_bytes([h[16], h[17]]));
-        frame.len().min(ETH_HEADER_LEN + ip_len)
-    })
+    if !plain {
+        return None;
+    }
+    let ip_len = usize::from(u16::from_be_bytes([h[16], h[17]]));
+    Some(frame.len().min(ETH_HEADER_LEN + ip_len))
 }
 
 /// `read` for any frame: the headers walked to the L4 payload's end.
+#[inline(never)]
 fn read_walked(frame: &[u8]) -> Option<RxStamp> {
     let layers = parse_layers(frame);
     // A first fragment's end is not its datagram's.

@@ -1,0 +1,213 @@
+//! A per-frame recorder for [`ErrorHistogram`]: counts by the histogram's
+//! own buckets in `u16`s, without its bookkeeping (minimum, maximum and
+//! total per record, a bounds check that may resize), added to the
+//! histogram in one pass ([`ErrorHistogram::absorb`]). A receiver records
+//! every frame's latency here: the receive ring streams through the cache
+//! between two records, and the histogram's `u64` counts take four times
+//! the lines (each a miss) for the same values. A count that would pass
+//! `u16::MAX` moves to a `u64` beside it.
+//!
+//! The buckets are those of `Histogram::new_with_bounds(1, MAX, 3)`
+//! (hdrhistogram): 2048 sub-buckets, each power of two above 2048 split
+//! into 1024. A test checks every bucket edge against hdrhistogram.
+
+use crate::stats::MAX_TRACKABLE_NS;
+
+/// Bits of a sub-bucket index at 3 significant digits (2048 sub-buckets).
+const SUB_BITS: u32 = 11;
+/// Half the sub-buckets: each bucket above the first adds this many.
+const HALF_BITS: u32 = SUB_BITS - 1;
+
+/// The bucket index of `v` (hdrhistogram's `index_for` at these bounds).
+#[inline]
+fn index_of(v: u64) -> usize {
+    // v | 2047 has at least 11 significant bits: bucket ≥ 0.
+    let bucket = 64 - SUB_BITS - (v | ((1 << SUB_BITS) - 1)).leading_zeros();
+    let sub = (v >> bucket) as usize;
+    ((bucket as usize + 1) << HALF_BITS) + sub - (1 << HALF_BITS)
+}
+
+/// The lowest value of bucket `i` (hdrhistogram's `value_for`).
+fn value_of(i: usize) -> u64 {
+    if i < 1 << SUB_BITS {
+        return i as u64;
+    }
+    let bucket = (i >> HALF_BITS) - 1;
+    let sub = (i & ((1 << HALF_BITS) - 1)) + (1 << HALF_BITS);
+    (sub as u64) << bucket
+}
+
+/// Counts of nanosecond values by [`ErrorHistogram`]'s buckets, with the
+/// exact extremes and the negative values ("early", counted as 0), until
+/// [`ErrorHistogram::absorb`] takes them.
+#[derive(Clone, Debug)]
+pub struct ErrorTally {
+    counts: Box<[u16]>,
+    /// Per bucket, the counts moved out of `counts` as it filled
+    /// (allocated at the first).
+    spilled: Option<Box<[u64]>>,
+    /// Buckets `lo..=hi` hold every count (empty: lo > hi).
+    lo: usize,
+    hi: usize,
+    len: u64,
+    pub(crate) early: u64,
+    pub(crate) max_ns: i64,
+    pub(crate) min_ns: i64,
+}
+
+impl Default for ErrorTally {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ErrorTally {
+    pub fn new() -> Self {
+        ErrorTally {
+            counts: vec![0; index_of(MAX_TRACKABLE_NS) + 1].into_boxed_slice(),
+            spilled: None,
+            lo: usize::MAX,
+            hi: 0,
+            len: 0,
+            early: 0,
+            max_ns: i64::MIN,
+            min_ns: i64::MAX,
+        }
+    }
+
+    /// Counts `v` as [`ErrorHistogram::record`] would.
+    #[inline]
+    pub fn record(&mut self, v: i64) {
+        self.max_ns = self.max_ns.max(v);
+        self.min_ns = self.min_ns.min(v);
+        self.early += u64::from(v < 0);
+        let i = index_of(v.clamp(0, MAX_TRACKABLE_NS as i64) as u64);
+        self.lo = self.lo.min(i);
+        self.hi = self.hi.max(i);
+        // `i` is at most the index of MAX_TRACKABLE_NS, the last one.
+        let c = &mut self.counts[i];
+        match c.checked_add(1) {
+            Some(n) => *c = n,
+            None => self.spill(i),
+        }
+        self.len += 1;
+    }
+
+    /// Bucket `i`'s count, full, moves beside it with one more.
+    #[cold]
+    #[inline(never)]
+    fn spill(&mut self, i: usize) {
+        let len = self.counts.len();
+        let spilled = self
+            .spilled
+            .get_or_insert_with(|| vec![0; len].into_boxed_slice());
+        spilled[i] += u64::from(std::mem::take(&mut self.counts[i])) + 1;
+    }
+
+    /// Values counted.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Every non-zero count as (a value of its bucket, count), emptying
+    /// the tally.
+    pub(crate) fn take(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let (lo, hi) = (self.lo, self.hi);
+        self.lo = usize::MAX;
+        self.hi = 0;
+        self.len = 0;
+        self.early = 0;
+        self.max_ns = i64::MIN;
+        self.min_ns = i64::MAX;
+        let range = if lo <= hi { lo..hi + 1 } else { 0..0 };
+        let spilled = self.spilled.as_deref_mut().map(|s| &mut s[range.clone()]);
+        let mut spilled = spilled.into_iter().flatten();
+        self.counts[range]
+            .iter_mut()
+            .enumerate()
+            .map(move |(k, c)| {
+                let big = spilled.next().map_or(0, std::mem::take);
+                (value_of(lo + k), big + u64::from(std::mem::take(c)))
+            })
+            .filter(|&(_, n)| n != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorHistogram;
+    use hdrhistogram::Histogram;
+
+    #[test]
+    fn its_buckets_are_the_histograms() {
+        let h = Histogram::<u64>::new_with_bounds(1, MAX_TRACKABLE_NS, 3).unwrap();
+        // Every bucket's edges, and values between, up to the last bucket.
+        let mut v = 0u64;
+        while v <= MAX_TRACKABLE_NS {
+            let i = index_of(v);
+            assert_eq!(value_of(i), h.lowest_equivalent(v), "value {v}");
+            assert_eq!(index_of(value_of(i)), i, "bucket {i}");
+            let next = h.next_non_equivalent(v);
+            if next > v + 1 {
+                assert_eq!(index_of(next - 1), i, "value {}", next - 1);
+            }
+            assert_eq!(index_of(next), i + 1, "value {next}");
+            v = if v < 1 << 20 { next } else { next + (v >> 3) };
+        }
+        // Values above the bound clamp to it, as the histogram's do.
+        assert!(index_of(MAX_TRACKABLE_NS) < h.distinct_values());
+    }
+
+    #[test]
+    fn a_tally_absorbed_is_the_histogram_recorded() {
+        let values: Vec<i64> = (0..20_000i64)
+            .map(|k| (k * 7_919 % 300_007) * (k % 5 + 1) - 1_000)
+            .chain([-7, 0, 1, 2047, 2048, 1 << 40, i64::MAX])
+            .collect();
+        let mut direct = ErrorHistogram::new();
+        let mut tally = ErrorTally::new();
+        for &v in &values {
+            direct.record(v);
+            tally.record(v);
+        }
+        assert_eq!(tally.len(), values.len() as u64);
+        let mut absorbed = ErrorHistogram::new();
+        absorbed.absorb(&mut tally);
+        assert!(tally.is_empty());
+        assert_eq!(absorbed.percentiles(), direct.percentiles());
+        assert_eq!(absorbed.early(), direct.early());
+        for q in [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(absorbed.quantile(q), direct.quantile(q), "q {q}");
+        }
+        // Emptied: absorbing again adds nothing.
+        absorbed.absorb(&mut tally);
+        assert_eq!(absorbed.percentiles(), direct.percentiles());
+    }
+
+    #[test]
+    fn counts_past_u16_are_kept() {
+        let mut tally = ErrorTally::new();
+        // 200 000 of one value (three spills), then the same twice more
+        // after an absorb (the spilled counts start again from 0).
+        for round in 0..3 {
+            let n = [200_000, 70_000, 5][round];
+            for k in 0..n {
+                let v = 1_000 + (k % 2) * 40_000;
+                tally.record(v);
+            }
+            let mut absorbed = ErrorHistogram::new();
+            absorbed.absorb(&mut tally);
+            assert_eq!(absorbed.len(), n as u64, "round {round}");
+            let mut once = ErrorHistogram::new();
+            for k in 0..n {
+                once.record(1_000 + (k % 2) * 40_000);
+            }
+            assert_eq!(absorbed.percentiles(), once.percentiles());
+        }
+    }
+}
