@@ -30,7 +30,7 @@ const PREFETCH_AHEAD: usize = 1024;
 
 /// Asks for the cache line at `p` (a hint: no fault, whatever `p` is).
 #[inline(always)]
-fn prefetch(p: *const u8) {
+pub(crate) fn prefetch(p: *const u8) {
     // SAFETY: SSE is part of x86_64's baseline; a prefetch reads nothing
     // and never faults, whatever the address.
     #[cfg(target_arch = "x86_64")]

@@ -263,18 +263,42 @@ impl RxDescRing {
     /// Hands every received descriptor (address, length) to `each`, then
     /// gives the entries back; returns how many.
     #[inline]
-    pub fn take(&mut self, mut each: impl FnMut(u64, u32)) -> u32 {
+    pub fn take(&mut self, each: impl FnMut(u64, u32)) -> u32 {
+        self.take_ahead(0, |_, _| (), each)
+    }
+
+    /// `take`, telling `soon` of the descriptor `ahead` places after the
+    /// one `each` is given (when the ring holds it): time to fetch its
+    /// frame before it is read.
+    #[inline]
+    pub fn take_ahead(
+        &mut self,
+        ahead: u32,
+        mut soon: impl FnMut(u64, u32),
+        mut each: impl FnMut(u64, u32),
+    ) -> u32 {
         let n = self.index.peek(self.ring.producer());
-        for i in 0..n {
+        let desc = |i: u32| {
             let at = self.index.slot(i) * DESC_BYTES;
             // SAFETY: the slot is < the ring's size, inside the array of
             // 16-byte entries; peeked entries are written (the kernel's
             // producer index, read with acquire order) and ours until
             // released.
-            let (addr, len) = unsafe {
+            unsafe {
                 let d = self.ring.desc.add(at);
                 (d.cast::<u64>().read(), d.add(8).cast::<u32>().read())
-            };
+            }
+        };
+        for i in 0..n.min(ahead) {
+            let (addr, len) = desc(i);
+            soon(addr, len);
+        }
+        for i in 0..n {
+            if ahead > 0 && i + ahead < n {
+                let (addr, len) = desc(i + ahead);
+                soon(addr, len);
+            }
+            let (addr, len) = desc(i);
             each(addr, len);
         }
         if n > 0 {
@@ -397,6 +421,21 @@ impl Umem {
         }
     }
 
+    /// Asks for the cache lines of the received frame at `addr` (a hint:
+    /// nothing is read; a broken descriptor is caught by `frame`).
+    #[inline]
+    pub fn prefetch(&self, addr: u64, len: u32) {
+        let (start, end) = (addr as usize, addr as usize + len as usize);
+        if end <= self.len {
+            let mut line = start & !63;
+            while line < end {
+                // wrapping_add: an address computation, never dereferenced.
+                crate::rx_ring::prefetch(self.base.wrapping_add(line));
+                line += 64;
+            }
+        }
+    }
+
     /// The `len` bytes at UMEM offset `addr` of a received frame, or None
     /// when a (broken) descriptor points outside the UMEM.
     #[inline]
@@ -497,6 +536,72 @@ mod tests {
         }
         fn consumer(&self) -> &AtomicU32 {
             self.index(OFF.consumer)
+        }
+    }
+
+    #[test]
+    fn take_ahead_tells_of_each_descriptor_once_before_its_turn() {
+        for (held, ahead) in [(3u32, 2u32), (4, 1), (2, 3), (0, 2), (4, 0)] {
+            let mut mem = memory(DESC_BYTES);
+            let raw = Raw(mem.as_mut_ptr().cast());
+            // Starting near the index wrap: slots go round the ring.
+            let start = u32::MAX - 1;
+            raw.consumer().store(start, Ordering::Relaxed);
+            for k in 0..held {
+                let at = (start.wrapping_add(k) % SIZE) as usize * DESC_BYTES + OFF.desc as usize;
+                // SAFETY: an entry inside the ring's memory, which the
+                // test owns; no other thread runs.
+                unsafe {
+                    let d = raw.0.add(at);
+                    d.cast::<u64>().write(u64::from(k) * 2048);
+                    d.add(8).cast::<u32>().write(60 + k);
+                }
+            }
+            raw.producer()
+                .store(start.wrapping_add(held), Ordering::Release);
+            // SAFETY: the memory holds the whole ring, aligned, and
+            // outlives it.
+            let ring = unsafe { Mapped::over(raw.0, &OFF, SIZE) };
+            let index = ConsIndex::new(ring.size, ring.consumer());
+            let mut rx = RxDescRing { ring, index };
+            let events = std::cell::RefCell::new(Vec::new());
+            let n = rx.take_ahead(
+                ahead,
+                |a, l| events.borrow_mut().push(('s', a / 2048, l)),
+                |a, l| events.borrow_mut().push(('e', a / 2048, l)),
+            );
+            assert_eq!(n, held);
+            let events = events.into_inner();
+            let each: Vec<_> = events.iter().filter(|e| e.0 == 'e').collect();
+            let soon: Vec<_> = events.iter().filter(|e| e.0 == 's').collect();
+            assert_eq!(each.len(), held as usize);
+            assert!(each
+                .iter()
+                .enumerate()
+                .all(|(k, e)| e.1 == k as u64 && e.2 == 60 + k as u32));
+            // Told of every one when ahead > 0, once, in order, `ahead`
+            // places before it is handed over (or at the start).
+            let told = if ahead == 0 { 0 } else { held as usize };
+            assert_eq!(soon.len(), told, "held {held}, ahead {ahead}");
+            for k in 0..told {
+                assert_eq!(soon[k].1, k as u64);
+                let told_at = events.iter().position(|e| e.0 == 's' && e.1 == k as u64);
+                let given_at = events.iter().position(|e| e.0 == 'e' && e.1 == k as u64);
+                // Handed over before it was told of.
+                let before = events[..told_at.unwrap()]
+                    .iter()
+                    .filter(|e| e.0 == 'e')
+                    .count();
+                assert!(told_at < given_at, "held {held}, ahead {ahead}: {events:?}");
+                assert!(
+                    k < ahead as usize || before == k - ahead as usize,
+                    "{events:?}"
+                );
+            }
+            assert_eq!(
+                raw.consumer().load(Ordering::Relaxed),
+                start.wrapping_add(held)
+            );
         }
     }
 

@@ -35,6 +35,8 @@ const COMP: u32 = 64;
 /// read`).
 const GATHER_BELOW: u64 = 64;
 const GATHER: Duration = Duration::from_micros(100);
+/// Frames fetched ahead of the one being read.
+const PREFETCH_AHEAD: u32 = 8;
 
 /// One queue's socket.
 struct Queue {
@@ -125,18 +127,24 @@ impl Queue {
     /// back to the fill ring; returns how many.
     fn drain(&mut self, ts_ns: u64, f: &mut impl FnMut(RingFrame<'_>)) -> u64 {
         let (umem, spare) = (&self.umem, &mut self.spare);
-        let n = self.rx.take(|addr, len| {
-            if let Some(data) = umem.frame(addr, len) {
-                f(RingFrame {
-                    data,
-                    orig_len: len as usize,
-                    ts_ns,
-                    hardware: false,
-                });
-            }
-            // Back to a chunk start (the kernel may add headroom).
-            spare.push(addr - addr % CHUNK as u64);
-        });
+        // The kernel wrote the frames from another CPU: each is a miss,
+        // overlapped with the work on the frames before it.
+        let n = self.rx.take_ahead(
+            PREFETCH_AHEAD,
+            |addr, len| umem.prefetch(addr, len),
+            |addr, len| {
+                if let Some(data) = umem.frame(addr, len) {
+                    f(RingFrame {
+                        data,
+                        orig_len: len as usize,
+                        ts_ns,
+                        hardware: false,
+                    });
+                }
+                // Back to a chunk start (the kernel may add headroom).
+                spare.push(addr - addr % CHUNK as u64);
+            },
+        );
         let mut given = false;
         while self.fill.free() > 0 {
             let Some(a) = self.spare.pop() else { break };
