@@ -583,8 +583,8 @@ mod tests {
             // places before it is handed over (or at the start).
             let told = if ahead == 0 { 0 } else { held as usize };
             assert_eq!(soon.len(), told, "held {held}, ahead {ahead}");
-            for k in 0..told {
-                assert_eq!(soon[k].1, k as u64);
+            for (k, told) in soon.iter().enumerate() {
+                assert_eq!(told.1, k as u64);
                 let told_at = events.iter().position(|e| e.0 == 's' && e.1 == k as u64);
                 let given_at = events.iter().position(|e| e.0 == 'e' && e.1 == k as u64);
                 // Handed over before it was told of.
