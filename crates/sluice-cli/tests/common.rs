@@ -13,6 +13,22 @@ pub fn run(args: &[&str]) -> Output {
     sluice().args(args).output().expect("run sluice")
 }
 
+/// `profile onoff`, on and off 1 ms each with 100 µs gaps, then `extra`.
+pub fn onoff_1ms<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "profile",
+        "onoff",
+        "--on",
+        "constant:1ms",
+        "--off",
+        "constant:1ms",
+        "--gap",
+        "constant:100us",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 pub fn testdata(name: &str) -> PathBuf {
     sluice_testkit::testdata("pcap").join(name)
 }

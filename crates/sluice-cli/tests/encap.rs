@@ -509,18 +509,7 @@ fn onoff_sends_its_layers_extension_headers_and_fields() {
     let out = d.join("out.pcap");
     let to = format!("pcap:{}", out.display());
     let onoff = |extra: &[&str]| {
-        let mut args = vec![
-            "profile",
-            "onoff",
-            "--on",
-            "constant:1ms",
-            "--off",
-            "constant:1ms",
-            "--gap",
-            "constant:100us",
-            "--to",
-            &to,
-        ];
+        let mut args = onoff_1ms(&["--to", &to]);
         args.extend_from_slice(extra);
         run(&args)
     };

@@ -111,22 +111,7 @@ fn encap_layers_go_in_front_of_the_ip_header_within_the_size() {
     let d = tmpdir("onoff-encap");
     let send = |extra: &[&str], name: &str| {
         let out = d.join(name);
-        let mut args = vec![
-            "profile",
-            "onoff",
-            "--on",
-            "constant:1ms",
-            "--off",
-            "constant:1ms",
-            "--gap",
-            "constant:100us",
-            "--size",
-            "200",
-            "--limit",
-            "50",
-            "--clock",
-            "virtual",
-        ];
+        let mut args = onoff_1ms(&["--size", "200", "--limit", "50", "--clock", "virtual"]);
         args.extend_from_slice(extra);
         let to = format!("pcap:{}", out.display());
         args.extend_from_slice(&["--to", &to]);
