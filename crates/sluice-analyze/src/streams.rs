@@ -218,12 +218,16 @@ impl Stream {
             *w |= m;
         }
         self.received += 1;
-        self.tally.record(rx_ns as i64 - s.tx_ns as i64);
+        // In i128: a departure stamp is the sender's word, any u64.
+        let (rx, tx) = (i128::from(rx_ns), i128::from(s.tx_ns));
+        self.tally
+            .record((rx - tx).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64);
         if let Some((r, t)) = self.last {
-            let d = (rx_ns as i64 - r as i64) - (s.tx_ns as i64 - t as i64);
-            // J ≥ (J + 8) / 16 for every J ≥ 0: no underflow.
-            self.jitter16 =
-                (self.jitter16 - ((self.jitter16 + 8) >> 4)).saturating_add(d.unsigned_abs());
+            let d = ((rx - i128::from(r)) - (tx - i128::from(t))).unsigned_abs();
+            let j = self.jitter16;
+            // (J + 8) / 16 without overflow; at most J, so no underflow.
+            let decay = (j >> 4) + (((j & 15) + 8) >> 4);
+            self.jitter16 = (j - decay).saturating_add(d.min(u128::from(u64::MAX)) as u64);
         }
         self.last = Some((rx_ns, s.tx_ns));
     }
@@ -234,7 +238,9 @@ impl Stream {
     }
 
     fn lost(&self) -> u64 {
-        (self.highest - self.lowest + 1).saturating_sub(self.received)
+        // highest − lowest + 1 − received, without passing 2^64 (a stream
+        // has received at least its first frame).
+        (self.highest - self.lowest).saturating_sub(self.received.saturating_sub(1))
     }
 }
 
@@ -567,6 +573,35 @@ mod tests {
             assert!((got - j).abs() < 1.0, "frame {k}: {got} against {j}");
         }
         assert!(j > 1_000.0, "{j}");
+    }
+
+    #[test]
+    fn stamps_from_the_far_ends_of_time_neither_panic_nor_stick() {
+        let mut c = StreamCounter::new();
+        let stamp = |seq, tx_ns| RxStamp {
+            stream: 2,
+            seq,
+            tx_ns,
+            short: false,
+        };
+        // Departures at 0 and u64::MAX, alternately: every |D| ~ 2^64.
+        for seq in 0..40u64 {
+            let tx = if seq % 2 == 0 { u64::MAX } else { 0 };
+            c.stamped(&stamp(seq, tx), 1_000 + seq);
+        }
+        let r = &c.report()[0];
+        assert!(r.jitter_ns > 1e17, "{}", r.jitter_ns);
+        assert_eq!(r.early, 20);
+        // Ordinary frames after: the jitter decays back down.
+        for seq in 40..2_000u64 {
+            c.stamped(&stamp(seq, 1_000 * seq), 1_000 * seq + 500 + seq % 7);
+        }
+        let r = &c.report()[0];
+        assert!(r.jitter_ns < 10.0, "{}", r.jitter_ns);
+        // Numbers from 0 to u64::MAX: nothing overflows.
+        c.stamped(&stamp(u64::MAX, 1), 2);
+        let r = &c.report()[0];
+        assert_eq!(r.lost, u64::MAX - 2_000);
     }
 
     #[test]

@@ -106,9 +106,7 @@ impl ErrorHistogram {
         self.early += tally.early;
         self.max_ns = self.max_ns.max(tally.max_ns);
         self.min_ns = self.min_ns.min(tally.min_ns);
-        for (v, n) in tally.take() {
-            self.hist.saturating_record_n(v, n);
-        }
+        tally.drain(|v, n| self.hist.saturating_record_n(v, n));
     }
 
     pub fn reset(&mut self) {

@@ -294,7 +294,7 @@ impl RxDescRing {
             soon(addr, len);
         }
         for i in 0..n {
-            if ahead > 0 && i + ahead < n {
+            if ahead > 0 && ahead < n - i {
                 let (addr, len) = desc(i + ahead);
                 soon(addr, len);
             }
@@ -421,19 +421,23 @@ impl Umem {
         }
     }
 
-    /// Asks for the cache lines of the received frame at `addr` (a hint:
-    /// nothing is read; a broken descriptor is caught by `frame`).
+    /// Asks for the cache lines a receiver reads of the frame at `addr`:
+    /// the first (the headers) and the last 24 bytes (a stamp). A hint:
+    /// nothing is read; a broken descriptor is caught by `frame`.
     #[inline]
     pub fn prefetch(&self, addr: u64, len: u32) {
-        let (start, end) = (addr as usize, addr as usize + len as usize);
-        if end <= self.len {
-            let mut line = start & !63;
-            while line < end {
-                // wrapping_add: an address computation, never dereferenced.
-                crate::rx_ring::prefetch(self.base.wrapping_add(line));
-                line += 64;
-            }
+        let start = addr as usize;
+        let Some(end) = start.checked_add(len as usize) else {
+            return;
+        };
+        if len == 0 || end > self.len {
+            return;
         }
+        // wrapping_add: address computations, never dereferenced.
+        let line = |at: usize| crate::rx_ring::prefetch(self.base.wrapping_add(at & !63));
+        line(start);
+        line(end.saturating_sub(24).max(start));
+        line(end - 1);
     }
 
     /// The `len` bytes at UMEM offset `addr` of a received frame, or None
@@ -587,7 +591,7 @@ mod tests {
                 assert_eq!(told.1, k as u64);
                 let told_at = events.iter().position(|e| e.0 == 's' && e.1 == k as u64);
                 let given_at = events.iter().position(|e| e.0 == 'e' && e.1 == k as u64);
-                // Handed over before it was told of.
+                // Descriptors handed over before this one was told of.
                 let before = events[..told_at.unwrap()]
                     .iter()
                     .filter(|e| e.0 == 'e')
