@@ -5,7 +5,7 @@
 //! every frame's latency here: the receive ring streams through the cache
 //! between two records, and the histogram's `u64` counts take four times
 //! the lines (each a miss) for the same values. A count that would pass
-//! `u16::MAX` moves to a `u64` beside it.
+//! `u16::MAX` moves to a `u64` kept apart, by bucket.
 //!
 //! The buckets are those of `Histogram::new_with_bounds(1, MAX, 3)`
 //! (hdrhistogram): 2048 sub-buckets, each power of two above 2048 split
