@@ -35,6 +35,7 @@ pub mod output;
 pub mod packet_rx;
 pub mod peer;
 pub mod poll;
+mod prefetch;
 pub mod process;
 pub mod rx_ring;
 pub mod sched;

@@ -28,19 +28,6 @@ const RETIRE_MS: u32 = 10;
 /// prefetching overlaps with the work on the frames before it.
 const PREFETCH_AHEAD: usize = 1024;
 
-/// Asks for the cache line at `p` (a hint: no fault, whatever `p` is).
-#[inline(always)]
-pub(crate) fn prefetch(p: *const u8) {
-    // SAFETY: SSE is part of x86_64's baseline; a prefetch reads nothing
-    // and never faults, whatever the address.
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
 pub struct RxRing {
     fd: OwnedFd,
     base: *mut u8,
@@ -225,7 +212,7 @@ impl RxRing {
                 for _ in 0..h.num_pkts {
                     let ahead = (at + PREFETCH_AHEAD).min(BLOCK_SIZE);
                     while fetched < ahead {
-                        prefetch(start.add(fetched));
+                        crate::prefetch::prefetch(start.add(fetched));
                         fetched += 64;
                     }
                     if at + std::mem::size_of::<libc::tpacket3_hdr>() > BLOCK_SIZE {

@@ -434,7 +434,7 @@ impl Umem {
             return;
         }
         // wrapping_add: address computations, never dereferenced.
-        let line = |at: usize| crate::rx_ring::prefetch(self.base.wrapping_add(at & !63));
+        let line = |at: usize| crate::prefetch::prefetch(self.base.wrapping_add(at & !63));
         line(start);
         line(end.saturating_sub(24).max(start));
         line(end - 1);
