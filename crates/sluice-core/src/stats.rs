@@ -14,9 +14,38 @@ pub(crate) const MAX_TRACKABLE_NS: u64 = 60_000_000_000;
 #[derive(Clone, Debug)]
 pub struct ErrorHistogram {
     hist: Histogram<u64>,
-    early: u64,
-    max_ns: i64,
-    min_ns: i64,
+    ext: Extremes,
+}
+
+/// What is kept beside the buckets of |ε|: the exact signed extremes, and
+/// how many values were negative (early: recorded as 0).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Extremes {
+    pub(crate) early: u64,
+    pub(crate) max_ns: i64,
+    pub(crate) min_ns: i64,
+}
+
+impl Extremes {
+    /// Nothing recorded.
+    pub(crate) const NONE: Extremes = Extremes {
+        early: 0,
+        max_ns: i64::MIN,
+        min_ns: i64::MAX,
+    };
+
+    #[inline]
+    pub(crate) fn note(&mut self, v: i64) {
+        self.max_ns = self.max_ns.max(v);
+        self.min_ns = self.min_ns.min(v);
+        self.early += u64::from(v < 0);
+    }
+
+    pub(crate) fn merge(&mut self, other: &Extremes) {
+        self.early += other.early;
+        self.max_ns = self.max_ns.max(other.max_ns);
+        self.min_ns = self.min_ns.min(other.min_ns);
+    }
 }
 
 /// The one percentile shape of every JSON output (`percentiles` in
@@ -73,47 +102,33 @@ impl ErrorHistogram {
             // 3 significant digits: 0.1 % resolution at every magnitude.
             hist: Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, 3)
                 .expect("static histogram bounds are valid"),
-            early: 0,
-            max_ns: i64::MIN,
-            min_ns: i64::MAX,
+            ext: Extremes::NONE,
         }
     }
 
     #[inline]
     pub fn record(&mut self, eps_ns: i64) {
-        self.max_ns = self.max_ns.max(eps_ns);
-        self.min_ns = self.min_ns.min(eps_ns);
-        let v = if eps_ns < 0 {
-            self.early += 1;
-            0
-        } else {
-            (eps_ns as u64).min(MAX_TRACKABLE_NS)
-        };
-        self.hist.saturating_record(v);
+        self.ext.note(eps_ns);
+        self.hist
+            .saturating_record(eps_ns.clamp(0, MAX_TRACKABLE_NS as i64) as u64);
     }
 
     pub fn merge(&mut self, other: &ErrorHistogram) {
         // Both histograms share the same bounds, so add cannot fail.
         let _ = self.hist.add(&other.hist);
-        self.early += other.early;
-        self.max_ns = self.max_ns.max(other.max_ns);
-        self.min_ns = self.min_ns.min(other.min_ns);
+        self.ext.merge(&other.ext);
     }
 
     /// Adds what `tally` counted and empties it: the same as recording
     /// each of its values here.
     pub fn absorb(&mut self, tally: &mut crate::ErrorTally) {
-        self.early += tally.early;
-        self.max_ns = self.max_ns.max(tally.max_ns);
-        self.min_ns = self.min_ns.min(tally.min_ns);
+        self.ext.merge(&tally.ext);
         tally.drain(|v, n| self.hist.saturating_record_n(v, n));
     }
 
     pub fn reset(&mut self) {
         self.hist.reset();
-        self.early = 0;
-        self.max_ns = i64::MIN;
-        self.min_ns = i64::MAX;
+        self.ext = Extremes::NONE;
     }
 
     pub fn len(&self) -> u64 {
@@ -125,7 +140,7 @@ impl ErrorHistogram {
     }
 
     pub fn early(&self) -> u64 {
-        self.early
+        self.ext.early
     }
 
     pub fn quantile(&self, q: f64) -> u64 {
@@ -142,7 +157,7 @@ impl ErrorHistogram {
         }
         // The histogram's buckets round a value up to their upper end; the
         // exact maximum is kept apart, and no percentile may exceed it.
-        let max_ns = self.max_ns.max(0) as u64;
+        let max_ns = self.ext.max_ns.max(0) as u64;
         let at = |q| self.hist.value_at_quantile(q).min(max_ns);
         Dist {
             count: self.hist.len(),

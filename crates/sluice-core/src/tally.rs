@@ -11,7 +11,7 @@
 //! (hdrhistogram): 2048 sub-buckets, each power of two above 2048 split
 //! into 1024. A test checks every bucket edge against hdrhistogram.
 
-use crate::stats::MAX_TRACKABLE_NS;
+use crate::stats::{Extremes, MAX_TRACKABLE_NS};
 
 /// Bits of a sub-bucket index at 3 significant digits (2048 sub-buckets).
 const SUB_BITS: u32 = 11;
@@ -50,9 +50,7 @@ pub struct ErrorTally {
     lo: usize,
     hi: usize,
     len: u64,
-    pub(crate) early: u64,
-    pub(crate) max_ns: i64,
-    pub(crate) min_ns: i64,
+    pub(crate) ext: Extremes,
 }
 
 impl Default for ErrorTally {
@@ -69,18 +67,14 @@ impl ErrorTally {
             lo: usize::MAX,
             hi: 0,
             len: 0,
-            early: 0,
-            max_ns: i64::MIN,
-            min_ns: i64::MAX,
+            ext: Extremes::NONE,
         }
     }
 
     /// Counts `v` as [`ErrorHistogram::record`] would.
     #[inline]
     pub fn record(&mut self, v: i64) {
-        self.max_ns = self.max_ns.max(v);
-        self.min_ns = self.min_ns.min(v);
-        self.early += u64::from(v < 0);
+        self.ext.note(v);
         let i = index_of(v.clamp(0, MAX_TRACKABLE_NS as i64) as u64);
         self.lo = self.lo.min(i);
         self.hi = self.hi.max(i);
@@ -132,9 +126,7 @@ impl ErrorTally {
         self.lo = usize::MAX;
         self.hi = 0;
         self.len = 0;
-        self.early = 0;
-        self.max_ns = i64::MIN;
-        self.min_ns = i64::MAX;
+        self.ext = Extremes::NONE;
     }
 }
 
