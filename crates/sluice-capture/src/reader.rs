@@ -116,6 +116,24 @@ impl CaptureReader {
     }
 
     /// Reads a capture from any byte stream; `name` is used in errors.
+    /// [`CaptureReader::open`], stopped by `stop`: a trace that can be read
+    /// only once (a FIFO, a pipe, a device) may block a read for ever,
+    /// past a signal whose handler restarts it, so its reads wait in
+    /// `poll` and end with an error once `stop` is set. A regular file
+    /// is read as `open` reads it.
+    pub fn open_stoppable(
+        path: impl AsRef<Path>,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Result<Self, CaptureError> {
+        let path = path.as_ref();
+        if !read_once(path) {
+            return Self::open(path);
+        }
+        let name = path.display().to_string();
+        let file = open_input(path).map_err(|e| error(&name, 0, None, ErrorKind::Open(e)))?;
+        Self::from_reader(Box::new(Stoppable { file, stop }), &name)
+    }
+
     pub fn from_reader(r: Box<dyn Read + Send>, name: &str) -> Result<Self, CaptureError> {
         let fail = |kind| error(name, 0, None, kind);
         let mut buf = StreamBuf::new(r);
@@ -335,6 +353,35 @@ pub fn open_input(path: &Path) -> std::io::Result<File> {
     let flags = fcntl_getfl(&file)?;
     fcntl_setfl(&file, flags - OFlags::NONBLOCK)?;
     Ok(file)
+}
+
+/// A file whose reads wait in `poll`, a slice at a time, until data
+/// comes or the stop flag is set.
+struct Stoppable {
+    file: File,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Read for Stoppable {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let slice = Timespec {
+            tv_sec: 0,
+            tv_nsec: 50_000_000,
+        };
+        loop {
+            if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Not `Interrupted`: readers retry that.
+                return Err(std::io::Error::other("stopped by a signal"));
+            }
+            let mut fds = [PollFd::new(&self.file, PollFlags::IN)];
+            match poll(&mut fds, Some(&slice)) {
+                Ok(0) | Err(rustix::io::Errno::INTR) => continue,
+                Ok(_) => return self.file.read(buf),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
 }
 
 /// Whether `path` can be read only once: a FIFO, a pipe (`/dev/fd/N`), a

@@ -136,9 +136,10 @@ fn upload_of(plan: &Plan, name: &str) -> anyhow::Result<Upload> {
 /// runs its command (`run::command`): statistics lines on stdout, the
 /// summary to the worker's file, no status line.
 pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
-    let text = std::fs::read_to_string(file)
-        .with_context(|| format!("{}: cannot read", file.display()))
-        .map_err(bad_input)?;
+    // A job is what a worker wrote: options and a few paths.
+    let text = sluice_sys::input::read_capped(file, 16 << 20, "job file")
+        .map_err(|e| bad_input(anyhow!("{}: cannot read: {e}", file.display())))?;
+    let text = String::from_utf8_lossy(&text);
     let w: WorkerJob =
         serde_json::from_str(&text).map_err(|e| bad_input(anyhow!("{}: {e}", file.display())))?;
     let summary = w.summary_json.display().to_string();

@@ -6,9 +6,11 @@
 //! anything else is answered 401 and counted nowhere.
 //!
 //! The job's observer ([`Metrics::watch`]) keeps the latest interval's
-//! figures; the server thread renders them on each scrape. A client gets
-//! one request per connection, 8 KiB of headers and 2 s in all to send
-//! them (then 408).
+//! figures; the server renders them on each scrape. Each client is served
+//! on a thread of its own, at most [`MAX_CLIENTS`] at once (one more is
+//! answered 503 at once), so clients that send nothing, or a byte now and
+//! then, cannot keep a scrape waiting. A client gets one request per
+//! connection, 8 KiB of headers and 2 s in all to send them (then 408).
 
 use crate::progress::Watch;
 use crate::token::TOKEN_LEN;
@@ -25,6 +27,8 @@ use std::time::Duration;
 const MAX_HEAD: usize = 8 << 10;
 /// How long a client has to send its request.
 const CLIENT_TIME: Duration = Duration::from_secs(2);
+/// Clients served at once; each holds a thread for [`CLIENT_TIME`] at most.
+pub const MAX_CLIENTS: usize = 32;
 
 /// The latest interval's figures, without its per-flow counters (which
 /// may hold millions of flows: copied every second for nothing).
@@ -65,7 +69,7 @@ impl Metrics {
         let (f, r, s) = (figures.clone(), received.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("sluice-metrics".into())
-            .spawn(move || accept(listener, &token, &f, &r, &s))?;
+            .spawn(move || accept(listener, token, f, r, &s))?;
         Ok(Metrics {
             figures,
             received,
@@ -121,24 +125,42 @@ impl Observer for Keeper {
     }
 }
 
-/// Serves one client at a time until `stop`.
+/// Serves clients, each on a thread of its own, [`MAX_CLIENTS`] at most,
+/// until `stop`; the client threads end within [`CLIENT_TIME`] and a
+/// write's timeout, and are waited for.
 fn accept(
     listener: TcpListener,
-    token: &[u8; TOKEN_LEN],
-    f: &Mutex<Figures>,
-    r: &Received,
+    token: [u8; TOKEN_LEN],
+    f: Arc<Mutex<Figures>>,
+    r: Received,
     stop: &AtomicBool,
 ) {
+    let mut clients: Vec<JoinHandle<()>> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
+        clients.retain(|c| !c.is_finished());
         match listener.accept() {
+            Ok((mut client, _)) if clients.len() >= MAX_CLIENTS => {
+                let _ = client.set_nonblocking(false);
+                let _ = client.set_write_timeout(Some(Duration::from_millis(100)));
+                let _ = reply(&mut client, "503 Service Unavailable", "");
+            }
             Ok((client, _)) => {
-                let _ = answer(client, token, f, r);
+                let (f, r) = (f.clone(), r.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("sluice-metrics-client".into())
+                    .spawn(move || {
+                        let _ = answer(client, &token, &f, &r);
+                    });
+                clients.extend(spawned.ok());
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(20));
             }
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
+    }
+    for c in clients {
+        let _ = c.join();
     }
 }
 

@@ -36,16 +36,18 @@ pub fn read_or_make(path: &Path, option: &str) -> Result<[u8; TOKEN_LEN], Failur
                     m.uid()
                 )));
             }
-            let text =
-                std::fs::read_to_string(path).map_err(|e| anyhow!("{option} {name}: {e}"))?;
-            parse(text.trim())
+            // 64 hex digits and a line break; room for spaces around them.
+            let text = sluice_sys::input::read_capped(path, 4096, "token file")
+                .map_err(|e| anyhow!("{option} {name}: {e}"))?;
+            parse(String::from_utf8_lossy(&text).trim())
                 .ok_or_else(|| bad_input(anyhow!("{option} {name}: not 64 hex digits")))
         }
     }
 }
 
 pub fn parse(hex: &str) -> Option<[u8; TOKEN_LEN]> {
-    if hex.len() != 2 * TOKEN_LEN || !hex.is_ascii() {
+    // Hex digits only: from_str_radix alone would take a sign (`+f`).
+    if hex.len() != 2 * TOKEN_LEN || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     let mut out = [0u8; TOKEN_LEN];

@@ -110,6 +110,8 @@ pub struct JobsService {
     /// Where uploads go (the worker's private directory).
     dir: PathBuf,
     max_upload: u64,
+    /// The uploads being received, reserved chunk by chunk.
+    in_flight: crate::reserve::InFlight,
 }
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
@@ -132,6 +134,7 @@ impl JobsService {
             state,
             dir,
             max_upload,
+            in_flight: Default::default(),
         })
     }
 
@@ -246,9 +249,7 @@ impl Jobs for JobsService {
         &self,
         req: Request<Streaming<pb::FileChunk>>,
     ) -> Result<Response<pb::UploadReply>, Status> {
-        let room = self
-            .max_upload
-            .saturating_sub(lock(&self.state).upload_bytes());
+        let mut reserved = self.in_flight.reserve();
         let mut chunks = req.into_inner();
         let mut file: Option<(std::fs::File, Partial)> = None;
         let mut total = 0u64;
@@ -277,7 +278,8 @@ impl Jobs for JobsService {
                 file = Some((f, Partial::in_own_dir(path)));
             }
             total += c.data.len() as u64;
-            if total > room {
+            let kept = lock(&self.state).upload_bytes();
+            if !reserved.grow(c.data.len() as u64, kept, self.max_upload) {
                 return Err(Status::resource_exhausted(format!(
                     "upload '{}': the uploads waiting for jobs are over --max-upload {} bytes",
                     shown(&name),

@@ -15,6 +15,7 @@ pub mod jobwire;
 pub mod local;
 mod partial;
 pub mod plan;
+mod reserve;
 pub mod shown;
 pub mod tls;
 pub mod worker;

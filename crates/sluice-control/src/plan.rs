@@ -1,7 +1,7 @@
 //! The plan `sluice control run` reads (YAML): the workers, the job and
 //! how to split it. Unknown keys are refused; errors name the key.
 
-use crate::error::{input, Context, Result};
+use crate::error::{input, Result};
 use crate::pb;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -124,7 +124,15 @@ pub const MAX_STAMPING: usize = (1 << 16) / STREAMS_PER_WORKER as usize;
 
 pub fn load(path: &Path) -> Result<Plan> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).with_context(|| format!("{name}: cannot read"))?;
+    // A plan is a page of YAML; an endless device or a huge file is not.
+    let bytes = sluice_sys::input::read_capped(path, 16 << 20, "plan file")
+        .map_err(|e| input!("{name}: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        input!(
+            "{name}: byte {}: not UTF-8 text",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
     let base = path.parent().unwrap_or(Path::new("."));
     parse(&name, &text, base)
 }

@@ -147,7 +147,8 @@ fn this_year() -> i32 {
 
 fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
     let p = dir.join(name);
-    std::fs::read(&p)
+    // PEM certificates and keys: a few KiB each.
+    sluice_sys::input::read_capped(&p, 1 << 20, "certificate or key file")
         .with_context(|| format!("{}: cannot read (made by sluice keygen?)", p.display()))
 }
 

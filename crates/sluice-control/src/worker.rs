@@ -169,6 +169,8 @@ struct Service {
     state: Arc<Mutex<State>>,
     /// When it started (CLOCK_REALTIME): a test drift runs from here.
     born_ns: i64,
+    /// The uploads being received, reserved chunk by chunk.
+    in_flight: Arc<crate::reserve::InFlight>,
 }
 
 /// A broken stderr (its reader gone) loses the line, never the worker.
@@ -362,16 +364,13 @@ impl Worker for Service {
         &self,
         req: Request<Streaming<pb::FileChunk>>,
     ) -> Result<Response<pb::UploadReply>, Status> {
-        let (dir, room, session) = {
+        let (dir, session) = {
             let st = self.leased(&req)?;
             let dir = st.dir.clone().expect("a lease has a directory");
             let session = st.lease.as_ref().map(|l| l.session.clone());
-            (
-                dir,
-                self.cfg.max_upload.saturating_sub(st.upload_bytes),
-                session,
-            )
+            (dir, session)
         };
+        let mut reserved = self.in_flight.reserve();
         let over_cap = |name: &str| {
             Status::resource_exhausted(format!(
                 "upload '{}': this lease's uploads are over --max-upload {} bytes",
@@ -407,7 +406,8 @@ impl Worker for Service {
                 file = Some((f, Partial::file(p)));
             }
             total += c.data.len() as u64;
-            if total > room {
+            let kept = self.lock().upload_bytes;
+            if !reserved.grow(c.data.len() as u64, kept, self.cfg.max_upload) {
                 return Err(over_cap(&name));
             }
             let (f, _) = file.as_mut().expect("opened above");
@@ -717,6 +717,7 @@ pub async fn serve(cfg: WorkerConfig) -> Result<()> {
         cfg: cfg.clone(),
         state,
         born_ns: now_ns(),
+        in_flight: Default::default(),
     };
     let refusals = Arc::new(Mutex::new(Refusals::new()));
     let server = tonic::transport::Server::builder()

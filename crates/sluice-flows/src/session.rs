@@ -231,6 +231,9 @@ impl Prefix {
             Prefix::Text(t) => t.as_bytes().to_vec(),
             Prefix::Hex { hex } => {
                 let h: String = hex.chars().filter(|c| !c.is_whitespace()).collect();
+                if let Some(c) = h.chars().find(|c| !c.is_ascii_hexdigit()) {
+                    return Err(format!("prefix hex '{hex}': '{c}' is not a hex digit"));
+                }
                 if !h.len().is_multiple_of(2) {
                     return Err(format!("prefix hex '{hex}' has an odd number of digits"));
                 }

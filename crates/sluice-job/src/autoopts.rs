@@ -10,8 +10,13 @@
 use std::io::Read;
 use std::path::Path;
 
-/// Longest `--load-opts` file read.
-const MAX_OPTS_FILE: u64 = 1 << 20;
+/// Most bytes every `--load-opts` file of one command line reads,
+/// together (a file loaded twice counts twice).
+const MAX_OPTS_BYTES: u64 = 1 << 20;
+/// Most `--load-opts` files one command line reads, together: nesting is
+/// bounded by depth, fan-out (a file that loads another many times) by
+/// this.
+const MAX_OPTS_FILES: u32 = 64;
 
 /// One option of a tool, as its `*_opts.def` defines it.
 pub struct Opt {
@@ -117,6 +122,10 @@ pub fn parse_config(
         program,
         table,
         depth: 0,
+        files: 0,
+        bytes: 0,
+        reading: Vec::new(),
+        open: Vec::new(),
     };
     reader.load_text(name, text, &mut p)?;
     check(program, table, &p)?;
@@ -131,6 +140,10 @@ pub fn parse(program: &str, table: &'static [Opt], args: &[String]) -> Result<Pa
         program,
         table,
         depth: 0,
+        files: 0,
+        bytes: 0,
+        reading: Vec::new(),
+        open: Vec::new(),
     };
     reader.args(args, &mut p)?;
     check(program, table, &p)?;
@@ -142,6 +155,14 @@ struct Reader<'a> {
     table: &'static [Opt],
     /// Config files being read (a file that loads itself ends).
     depth: u32,
+    /// Config files read so far, and their bytes, together.
+    files: u32,
+    bytes: u64,
+    /// Where each file being read loaded the next (`a.opts:3`), for the
+    /// one error that names the chain.
+    reading: Vec<String>,
+    /// The files being read, resolved.
+    open: Vec<std::path::PathBuf>,
 }
 
 impl Reader<'_> {
@@ -253,28 +274,59 @@ impl Reader<'_> {
 
     /// Reads a config file's lines for this program as options.
     fn load(&mut self, file: &Path, p: &mut Parsed) -> Result<(), String> {
-        // An options file is a few lines: a bounded read, so a device or
-        // a huge file is refused, not read into memory.
+        let shown = file.display().to_string();
+        self.files += 1;
+        if self.files > MAX_OPTS_FILES {
+            return Err(self.chained(format!(
+                "--load-opts {shown}: more than {MAX_OPTS_FILES} option files in all"
+            )));
+        }
+        // A bounded read, so a device or a huge file is refused, not read
+        // into memory; what is left of the budget of every file together.
+        let left = MAX_OPTS_BYTES - self.bytes;
         let mut text = String::new();
         std::fs::File::open(file)
-            .and_then(|f| f.take(MAX_OPTS_FILE + 1).read_to_string(&mut text))
-            .map_err(|e| format!("--load-opts {}: {e}", file.display()))?;
-        if text.len() as u64 > MAX_OPTS_FILE {
-            return Err(format!(
-                "--load-opts {}: longer than {MAX_OPTS_FILE} bytes",
-                file.display()
-            ));
+            .and_then(|f| f.take(left + 1).read_to_string(&mut text))
+            .map_err(|e| self.chained(format!("--load-opts {shown}: {e}")))?;
+        if text.len() as u64 > left {
+            return Err(self.chained(format!(
+                "--load-opts {shown}: the option files pass {MAX_OPTS_BYTES} bytes in all"
+            )));
         }
-        self.load_text(&file.display().to_string(), &text, p)
+        self.bytes += text.len() as u64;
+        // A file that loads itself, directly or through others, is a loop
+        // the depth limit would only cut after repeating it.
+        let id = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+        if self.open.contains(&id) {
+            return Err(self.chained(format!(
+                "--load-opts {shown}: loads itself (a file being read)"
+            )));
+        }
+        self.open.push(id);
+        let read = self.load_text(&shown, &text, p);
+        self.open.pop();
+        read
+    }
+
+    /// `e`, after the chain of files that led to it (`a.opts:3 -> b.opts:1:
+    /// e`), named once.
+    fn chained(&self, e: String) -> String {
+        if self.reading.is_empty() {
+            e
+        } else {
+            format!("{} -> {e}", self.reading.join(" -> "))
+        }
     }
 
     /// The lines of a config file named `name`, read as options.
     fn load_text(&mut self, name: &str, text: &str, p: &mut Parsed) -> Result<(), String> {
         if self.depth >= 8 {
-            return Err(format!("{name}: --load-opts nested too deep"));
+            return Err(self.chained(format!("{name}: --load-opts nested too deep (8 files)")));
         }
         self.depth += 1;
         let mut mine = true;
+        // A byte-order mark, as some editors write, is no option.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -287,7 +339,8 @@ impl Reader<'_> {
             if !mine {
                 continue;
             }
-            let at = |e: String| format!("{name}:{}: {e}", n + 1);
+            let here = format!("{name}:{}", n + 1);
+            let at = |e: String| self.chained(format!("{here}: {e}"));
             let split = line
                 .find(|c: char| c.is_whitespace() || c == '=' || c == ':')
                 .unwrap_or(line.len());
@@ -303,7 +356,14 @@ impl Reader<'_> {
             } else {
                 None
             };
-            self.take(o, value, p).map_err(at)?;
+            if o.name == "load-opts" {
+                // The nested file's errors carry the whole chain already.
+                self.reading.push(here);
+                self.take(o, value, p)?;
+                self.reading.pop();
+            } else if let Err(e) = self.take(o, value, p) {
+                return Err(self.chained(format!("{here}: {e}")));
+            }
         }
         self.depth -= 1;
         Ok(())
@@ -422,5 +482,32 @@ mod tests {
         assert_eq!(e, "cfg:3: test: illegal option -- bogus");
         let e = parse_config("TEST", T, "cfg", "infile\n").unwrap_err();
         assert_eq!(e, "cfg:1: infile: needs a value");
+        // A byte-order mark before the first option.
+        let p = parse_config("TEST", T, "cfg", "\u{feff}topspeed\n").unwrap();
+        assert!(p.has("topspeed"));
+    }
+
+    #[test]
+    fn option_files_are_bounded_in_all_and_loops_named_once() {
+        let d = tempfile::tempdir().unwrap();
+        let f = |n: usize| d.path().join(format!("f{n}"));
+        // Each file loads the next twelve times: 12^6 files without a
+        // bound on the total.
+        for n in 0..7 {
+            let next = format!("load-opts {}\n", f(n + 1).display()).repeat(12);
+            std::fs::write(f(n), if n == 6 { "topspeed\n".into() } else { next }).unwrap();
+        }
+        let arg = format!("--load-opts={}", f(0).display());
+        let e = parse("TEST", T, &[arg]).unwrap_err();
+        assert!(e.contains("more than 64 option files in all"), "{e}");
+        // A file that loads itself: one error, the chain once.
+        let me = d.path().join("me");
+        std::fs::write(&me, format!("topspeed\nload-opts {}\n", me.display())).unwrap();
+        let e = parse("TEST", T, &[format!("--load-opts={}", me.display())]).unwrap_err();
+        assert!(e.contains("loads itself"), "{e}");
+        assert_eq!(e.matches(":2").count(), 1, "{e}");
+        // An endless device is read no further than the budget.
+        let e = parse("TEST", T, &["--load-opts=/dev/zero".to_string()]).unwrap_err();
+        assert!(e.contains("bytes in all") || e.contains("UTF-8"), "{e}");
     }
 }

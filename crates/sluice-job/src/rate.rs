@@ -206,7 +206,14 @@ impl Ramp {
                 meta.len()
             ));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
+        let text = sluice_sys::input::read_capped(path, 8 << 20, "ramp file")
+            .map_err(|e| format!("{name}: {e}"))?;
+        let text = String::from_utf8(text).map_err(|e| {
+            format!(
+                "{name}: byte {}: not UTF-8 text",
+                e.utf8_error().valid_up_to()
+            )
+        })?;
         let mut points = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or("").trim();

@@ -246,6 +246,19 @@ impl ReplayOpts {
         if timings.iter().filter(|t| **t).count() > 1 {
             return Err("multiplier, pps, mbps and topspeed exclude each other".into());
         }
+        // As the command line's parsers take them: finite and above 0.
+        for (key, v) in [
+            ("multiplier", self.multiplier),
+            ("pps", self.pps),
+            ("mbps", self.mbps),
+        ] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                return Err(format!("{key}: {v}: a finite number above 0 is needed"));
+            }
+        }
+        if let Some(m) = self.multiplier.filter(|m| !(1e-9..=1e9).contains(m)) {
+            return Err(format!("multiplier: {m}: between 1e-9 and 1e9"));
+        }
         let delays = [
             self.loopdelay.is_some(),
             self.loopdelay_ms.is_some(),

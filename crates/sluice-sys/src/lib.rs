@@ -17,6 +17,7 @@
 //! - [`process`]: a worker's jobs: stopped by SIGTERM, and dying with it.
 //! - [`filemap`]: a file mapped read-only, and its pages dropped from the
 //!   page cache (benches of reading strategies).
+//! - [`input`]: files read whole, each kind with a ceiling.
 //! - [`output`]: file outputs written to a temporary file and renamed into
 //!   place, locked while written, never aliasing an input.
 //!
@@ -28,6 +29,7 @@ pub mod clock;
 pub mod cpus;
 pub mod ethtool;
 pub mod filemap;
+pub mod input;
 pub mod mem;
 pub mod net;
 pub mod numa;

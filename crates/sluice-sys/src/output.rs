@@ -117,7 +117,10 @@ impl Output {
                     path: target.display().to_string(),
                 });
             }
-            if t.is_char_device() || t.is_fifo() {
+            if t.is_fifo() {
+                return Ok(Output::in_place(target, open_fifo(target)?));
+            }
+            if t.is_char_device() {
                 let file = OpenOptions::new()
                     .write(true)
                     .custom_flags(libc::O_NOFOLLOW)
@@ -289,6 +292,64 @@ impl Output {
                 }
             },
             State::Done => Ok(self.target.clone()),
+        }
+    }
+}
+
+/// The flag SIGINT/SIGTERM set (the binary registers it with its own):
+/// a wait for a FIFO's reader ends when it is set.
+pub fn stop_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    static FLAG: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+        std::sync::OnceLock::new();
+    FLAG.get_or_init(Default::default).clone()
+}
+
+/// A FIFO opened for writing once a reader has it open. A blocking open
+/// would wait in the kernel past any SIGINT/SIGTERM (the handlers restart
+/// it), so the open is tried without blocking until a reader comes or
+/// [`stop_flag`] is set, which ends the wait with `Interrupted`.
+fn open_fifo(target: &Path) -> Result<File, OutputError> {
+    use std::sync::atomic::Ordering;
+    let stop = stop_flag();
+    let mut said = false;
+    loop {
+        let open = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(target);
+        match open {
+            Ok(file) => {
+                // Writes block as usual once a reader is there.
+                let fd = std::os::fd::AsFd::as_fd(&file);
+                let flags =
+                    rustix::fs::fcntl_getfl(fd).map_err(|e| OutputError::io(target, e.into()))?;
+                rustix::fs::fcntl_setfl(fd, flags - rustix::fs::OFlags::NONBLOCK)
+                    .map_err(|e| OutputError::io(target, e.into()))?;
+                return Ok(file);
+            }
+            // ENXIO: no reader yet.
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(OutputError::io(
+                        target,
+                        io::Error::new(
+                            io::ErrorKind::Interrupted,
+                            "a FIFO: stopped while waiting for its reader",
+                        ),
+                    ));
+                }
+                if !said {
+                    said = true;
+                    use io::Write as _;
+                    let _ = writeln!(
+                        io::stderr(),
+                        "sluice: {} is a FIFO: waiting for its reader (SIGINT stops)",
+                        target.display()
+                    );
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(OutputError::io(target, e)),
         }
     }
 }

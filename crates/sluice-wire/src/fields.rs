@@ -90,6 +90,9 @@ impl Value {
             Value::Num(n) => Ok(*n),
             Value::Text(t) => {
                 if let Some(h) = t.strip_prefix("0x") {
+                    if h.is_empty() || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                        return Err(format!("'{t}' is not hex"));
+                    }
                     return u64::from_str_radix(h, 16).map_err(|_| format!("'{t}' is not hex"));
                 }
                 if let Ok(a) = t.parse::<std::net::Ipv4Addr>() {

@@ -119,6 +119,67 @@ fn pcap_commit(w: PcapWriter<Output>, path: &str) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Ends the output of a run that SIGINT/SIGTERM stopped: what was written
+/// replaces nothing (`NAME.partial` beside a file that was there), and
+/// stderr says where it went.
+fn pcap_interrupted(w: PcapWriter<Output>, path: &str, packets: u64) -> Result<(), Failure> {
+    let out = w.into_inner().with_context(|| format!("writing {path}"))?;
+    let went = out
+        .commit_partial()
+        .with_context(|| format!("writing {path}"))?;
+    eoutln!(
+        "sluice: interrupted: {packets} packets written to {}",
+        went.display()
+    );
+    Ok(())
+}
+
+/// What reading the next packet gave.
+enum Next<'r> {
+    Packet(sluice_capture::Packet<'r>),
+    End,
+    /// SIGINT/SIGTERM set `stop` (before the packet or while waiting for it).
+    Stopped,
+}
+
+/// The next packet of `r`, unless `stop` is set; a read error is the
+/// input's fault (exit 2).
+fn next_packet<'r>(
+    r: &'r mut sluice_capture::CaptureReader,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<Next<'r>, Failure> {
+    let read = r.next_packet();
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(Next::Stopped);
+    }
+    match read {
+        Ok(Some(p)) => Ok(Next::Packet(p)),
+        Ok(None) => Ok(Next::End),
+        Err(e) => Err(bad_input(anyhow!(e))),
+    }
+}
+
+/// Refuses an input that can be read only once (a FIFO, a pipe, a
+/// device) where the tool would read it `reads` times.
+fn read_once_inputs(inputs: &[String], reads: u64, why: &str) -> Result<(), Failure> {
+    for (i, f) in inputs.iter().enumerate() {
+        if !sluice_capture::read_once(Path::new(f)) {
+            continue;
+        }
+        let why = if reads != 1 {
+            why
+        } else if inputs[..i].contains(f) {
+            "it is named twice"
+        } else {
+            continue;
+        };
+        return Err(bad_input(anyhow!(
+            "{f}: a FIFO, pipe or device can be read once, and {why}: give a file"
+        )));
+    }
+    Ok(())
+}
+
 /// A number option's value as AutoOpts reads one (decimal, 0x hex or 0
 /// octal), in `T`'s range; the option is named in the error.
 fn number<T: std::str::FromStr>(p: &Parsed, name: &str) -> Result<Option<T>, Failure> {

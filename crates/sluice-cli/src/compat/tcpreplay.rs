@@ -199,6 +199,7 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
     } else {
         1
     };
+    super::read_once_inputs(&p.operands, passes, "--loop reads it once per pass")?;
     let mut w = Words::new(&["replay"]);
     for f in &p.operands {
         w.one(f);
@@ -409,16 +410,34 @@ fn write(p: &Parsed, file: &str) -> Result<u8, Failure> {
     };
     let ins: Vec<&Path> = p.operands.iter().map(Path::new).collect();
     crate::dest::check(&ins, &[file])?;
+    super::read_once_inputs(&p.operands, loops, "--loop reads it once per pass")?;
+    // Before the output opens: a FIFO's wait for its reader ends on SIGINT.
+    let stop = crate::signals::install()
+        .context("installing signal handlers")
+        .map_err(Failure::from)?;
     let mut writer = super::pcap_out(file, LinkType::ETHERNET, MAX_SNAPLEN, Stamps::NanosAsMicros)?;
     let began = Instant::now();
     let mut st = Stats::default();
     let mut frame = Vec::new();
     'all: for pass in 0..loops {
         for f in &p.operands {
-            let mut r = CaptureReader::open(f).map_err(|e| bad_input(anyhow!(e)))?;
+            let mut r = CaptureReader::open_stoppable(f, stop.clone())
+                .map_err(|e| bad_input(anyhow!(e)))?;
             let snap = super::libpcap_snap(&r);
             let mut n = 0u64;
-            while let Some(pk) = r.next_packet().map_err(|e| bad_input(anyhow!(e)))? {
+            loop {
+                let pk = match super::next_packet(&mut r, &stop)? {
+                    super::Next::Packet(pk) => pk,
+                    super::Next::End => break,
+                    super::Next::Stopped => {
+                        super::pcap_interrupted(writer, file, st.packets)?;
+                        st.took = began.elapsed();
+                        if !p.has("quiet") {
+                            st.print(file, None)?;
+                        }
+                        return Ok(exit::INTERRUPTED);
+                    }
+                };
                 n += 1;
                 if select.as_ref().is_some_and(|s| !s.keeps(n, Some(pk.data))) {
                     continue;

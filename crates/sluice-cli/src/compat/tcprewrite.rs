@@ -333,6 +333,8 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
             "tcprewrite: both -i/--infile and -o/--outfile are needed"
         )));
     };
+    // tcprewrite writes standard output for `-o -`.
+    let output = if output == "-" { "/dev/stdout" } else { output };
     let edit = editor(&p, input)?;
     let cache_path = p.value("cachefile").map(Path::new);
     let mut ins = vec![Path::new(input)];
@@ -342,14 +344,30 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         .map(|c| TcpprepCache::read(c).map_err(|e| bad_input(anyhow!(e))))
         .transpose()?;
 
-    let mut reader = CaptureReader::open(input).map_err(|e| bad_input(anyhow!(e)))?;
+    // Before the output opens: a FIFO's wait for its reader ends on SIGINT.
+    let stop = crate::signals::install()
+        .context("installing signal handlers")
+        .map_err(Failure::from)?;
+    let mut reader =
+        CaptureReader::open_stoppable(input, stop.clone()).map_err(|e| bad_input(anyhow!(e)))?;
     let snap = super::libpcap_snap(&reader);
     // Opened with the first packet's link type (a pcapng file has one per
     // interface), which must be Ethernet and stay so.
     let mut writer = None;
     let mut n = 0u64;
     let mut frame = Vec::new();
-    while let Some(pk) = reader.next_packet().map_err(|e| bad_input(anyhow!(e)))? {
+    let mut written = 0u64;
+    loop {
+        let pk = match super::next_packet(&mut reader, &stop)? {
+            super::Next::Packet(pk) => pk,
+            super::Next::End => break,
+            super::Next::Stopped => {
+                if let Some(w) = writer {
+                    super::pcap_interrupted(w, output, written)?;
+                }
+                return Ok(exit::INTERRUPTED);
+            }
+        };
         n += 1;
         let w = match &mut writer {
             Some(w) => w,
@@ -380,6 +398,7 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         };
         w.write_packet(pk.ts_ns, &frame, len)
             .with_context(|| format!("writing {output}"))?;
+        written += 1;
     }
     let writer = match writer {
         Some(w) => w,

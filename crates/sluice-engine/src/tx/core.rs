@@ -155,15 +155,48 @@ impl TxCore {
         }
     }
 
+    /// A top-speed run has no schedule, yet it starts when the run does
+    /// (`--start-at`, shared by every worker of a distributed job): the
+    /// first frame waits for the start, a paced one for its due time.
+    pub fn hold_until_start(&mut self) {
+        let start = self.pacer.start();
+        if self.topspeed && self.now < start {
+            let stop = self.stop.clone();
+            self.now = self
+                .waiter
+                .wait_until(start, &|| stop.load(Ordering::Relaxed));
+        }
+    }
+
     /// The run's stop flag (a signal, or another thread's fatal error).
     #[inline(always)]
     pub fn interrupted(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// True once the run's duration is over.
+    /// True once the run's duration is over. A top-speed run ends on the
+    /// clock. A paced run ends when its frames do: the producers hand over
+    /// no frame due at or after the duration, so every frame due before it
+    /// is sent, however late the sender runs (a loaded machine, the last
+    /// frames of a distributed share); the clock only ends a paced run
+    /// that has not ended by twice its duration and a second (a source
+    /// that went quiet), and a paused live timeline ([`Self::past_end`]).
     #[inline(always)]
     pub fn past_duration(&self) -> bool {
+        self.ended
+            || self.duration.is_some_and(|d| {
+                let late = if self.topspeed {
+                    Nanos(0)
+                } else {
+                    d.max(Nanos::from_secs(1))
+                };
+                self.now.since(self.pacer.start()) >= Nanos(d.0.saturating_add(late.0))
+            })
+    }
+
+    /// True once the clock is past the run's duration.
+    #[inline(always)]
+    pub fn past_end(&self) -> bool {
         self.ended
             || self
                 .duration

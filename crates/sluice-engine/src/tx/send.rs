@@ -96,6 +96,7 @@ impl<F: Feed> TxLoop<F> {
     /// Sends everything the feed has, then finishes the sink. Returns the
     /// report, the feed (with its own counters) and the packets rescued.
     pub fn run(mut self) -> (TxReport, F, u64) {
+        self.core.hold_until_start();
         self.main_loop();
         (self.core.finish(), self.feed, self.rescued)
     }
@@ -264,7 +265,7 @@ impl<F: Feed> TxLoop<F> {
                 Decision::WaitUntil(t) => self.pace_after_wait(due, spacing, Some(t)),
                 d => Verdict::of(d),
             },
-            None if self.core.past_duration() => None,
+            None if self.core.past_end() => None,
             None => self.pace_after_wait(due, spacing, None),
         };
         if let Some(Verdict::Send { .. }) = v {
@@ -305,7 +306,7 @@ impl<F: Feed> TxLoop<F> {
                 return None;
             }
             let Some(at) = self.core.timed(due, spacing) else {
-                if self.core.past_duration() {
+                if self.core.past_end() {
                     return None;
                 }
                 t = None;

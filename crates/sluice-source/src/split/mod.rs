@@ -102,7 +102,12 @@ impl FromStr for SplitMode {
 fn parse_mac(m: &str) -> Result<[u8; 6], String> {
     let bytes: Vec<u8> = m
         .split(':')
-        .map(|b| u8::from_str_radix(b, 16))
+        .map(|b| {
+            let hex = !b.is_empty() && b.len() <= 2 && b.bytes().all(|c| c.is_ascii_hexdigit());
+            hex.then(|| u8::from_str_radix(b, 16).ok())
+                .flatten()
+                .ok_or(())
+        })
         .collect::<Result<_, _>>()
         .map_err(|_| format!("--split mac: '{m}' is not a MAC address (aa:bb:cc:dd:ee:ff)"))?;
     bytes
@@ -194,8 +199,28 @@ impl SplitCache {
 
     /// Reads a cache; errors name the file and the offset.
     pub fn read(path: &Path) -> Result<Self, String> {
+        use std::io::Read;
         let name = path.display();
-        let data = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
+        let fail = |e: std::io::Error| format!("{name}: {e}");
+        // The header says how long the file is: no more than that (and one
+        // byte to see the end) is read, whatever the path names.
+        let file = std::fs::File::open(path).map_err(fail)?;
+        if file.metadata().map_err(fail)?.is_dir() {
+            return Err(format!("{name}: a directory, not a split cache"));
+        }
+        let mut data = Vec::with_capacity(HEADER);
+        let mut file = file.take(HEADER as u64);
+        file.read_to_end(&mut data).map_err(fail)?;
+        if data.len() == HEADER && &data[..8] == MAGIC {
+            let packets = u64::from_le_bytes(data[8..16].try_into().expect("8 bytes"));
+            if packets > 1 << 36 {
+                return Err(format!(
+                    "{name}: offset 8: {packets} packets, more than a split cache holds (2^36)"
+                ));
+            }
+            file.set_limit(packets.div_ceil(8) + 1);
+            file.read_to_end(&mut data).map_err(fail)?;
+        }
         if data.len() < HEADER || &data[..8] != MAGIC {
             return Err(format!(
                 "{name}: offset 0: not a sluice split cache (made by `sluice prep`)"

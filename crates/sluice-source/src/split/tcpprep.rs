@@ -146,19 +146,35 @@ impl TcpprepCache {
         })
     }
 
-    /// Reads a cache file; errors name the file and the offset.
+    /// Reads a cache file; errors name the file and the offset. The
+    /// header says how long the file is, so no more than that (and one
+    /// byte to see the end) is read, whatever the path names: a device
+    /// that never ends or a FIFO fed for ever costs no memory.
     pub fn read(path: &std::path::Path) -> Result<Self, String> {
+        use std::io::Read;
         let name = path.display();
-        let meta = std::fs::metadata(path).map_err(|e| format!("{name}: {e}"))?;
-        // 2^16 comment bytes and 2 bits a packet: a cache of a trace of
-        // 2^32 packets is 1 GiB; anything larger is not one.
-        if meta.len() > (1 << 30) + (1 << 16) + HEADER as u64 {
-            return Err(format!(
-                "{name}: {} bytes, too large for a tcpprep cache",
-                meta.len()
-            ));
+        let fail = |e: std::io::Error| format!("{name}: {e}");
+        let file = std::fs::File::open(path).map_err(fail)?;
+        if file.metadata().map_err(fail)?.is_dir() {
+            return Err(format!("{name}: a directory, not a tcpprep cache"));
         }
-        let bytes = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
+        let mut bytes = Vec::with_capacity(HEADER);
+        let mut file = file.take(HEADER as u64);
+        file.read_to_end(&mut bytes).map_err(fail)?;
+        if bytes.len() == HEADER && &bytes[..8] == MAGIC {
+            let packets = u64::from_be_bytes(bytes[12..20].try_into().expect("8 bytes"));
+            let comment = u64::from(u16::from_be_bytes([bytes[22], bytes[23]]));
+            // 2 bits a packet: a cache of a trace of 2^32 packets is
+            // 1 GiB; a header that claims more is not one.
+            let body = comment + packets.div_ceil(4);
+            if packets > 1 << 32 {
+                return Err(format!(
+                    "{name}: offset 12: {packets} packets, more than a tcpprep cache holds (2^32)"
+                ));
+            }
+            file.set_limit(body + 1);
+            file.read_to_end(&mut bytes).map_err(fail)?;
+        }
         Self::parse(&bytes).map_err(|e| format!("{name}: {e}"))
     }
 
