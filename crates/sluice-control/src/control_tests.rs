@@ -406,6 +406,7 @@ async fn a_split_by_components_ships_the_components_and_workers_check_them() {
         split: split as i32,
         start_ns: now_ns() + 5_000_000_000,
         deadline_ns: now_ns() + 10_000_000_000,
+        share_count: 1,
         fourier,
         ..Default::default()
     };
@@ -471,6 +472,7 @@ async fn a_worker_of_two_ports_gets_both_and_refuses_ports_not_its_own() {
             job: Some(crate::jobwire::to_proto(&job)),
             start_ns: now_ns() + 5_000_000_000,
             deadline_ns: now_ns() + 10_000_000_000,
+            share_count: 1,
             also_ports,
             ..Default::default()
         }

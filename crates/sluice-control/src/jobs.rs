@@ -313,9 +313,10 @@ impl Jobs for JobsService {
 
     async fn submit(&self, req: Request<pb::Submission>) -> Result<Response<pb::JobInfo>, Status> {
         let sub = req.into_inner();
-        if sub.name.chars().count() > MAX_NAME || sub.name.chars().any(char::is_control) {
+        if sub.name.chars().count() > MAX_NAME || sub.name.chars().any(crate::shown::hides) {
             return Err(Status::invalid_argument(format!(
-                "name: at most {MAX_NAME} characters, none a control character"
+                "name: at most {MAX_NAME} characters, none a control or format character \
+                 (bidi overrides, zero-width characters)"
             )));
         }
         let job = sub
@@ -520,15 +521,18 @@ impl Jobs for JobsService {
             )));
         }
         let change = change_of(&j.nominal, &c).map_err(Status::invalid_argument)?;
-        let at = (req.at_ns > 0).then_some(sluice_core::Nanos(req.at_ns));
+        let at = crate::local::change_at(req.at_ns).map_err(Status::invalid_argument)?;
         let applied = j
             .live
             .change(change, at)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         j.changed_at = Some(applied.at.0);
         log(&format!(
-            "job {} '{}': {c:?} at {}",
-            req.id, j.name, applied.at
+            "job {} '{}': {} at {}",
+            req.id,
+            shown(&j.name),
+            crate::local::change_line(&c),
+            applied.at
         ));
         Ok(Response::new(Self::info(req.id, j)))
     }

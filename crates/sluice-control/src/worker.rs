@@ -173,6 +173,56 @@ struct Service {
     in_flight: Arc<crate::reserve::InFlight>,
 }
 
+/// The farthest ahead a task may start, and the longest it may last
+/// (its deadline after its start): a day each.
+const MAX_AHEAD_NS: i64 = 86_400_000_000_000;
+/// The largest clock offset a worker may be told (an hour either way).
+const MAX_OFFSET_NS: i64 = 3_600_000_000_000;
+
+/// What a task's numbers must be, checked before any arithmetic on them:
+/// a share within its count (a count of 0 is no share), a split the
+/// proto names, a start within a day of `now` on the controller's clock
+/// (an offset within an hour, so no sum wraps) and a deadline after it.
+fn check_task(task: &pb::Task, now: i64) -> Result<(), Status> {
+    let bad = |m: String| Err(Status::invalid_argument(m));
+    if pb::Split::try_from(task.split).is_err() {
+        return bad(format!(
+            "split: {}: not a split this worker knows",
+            task.split
+        ));
+    }
+    if task.share_count == 0 {
+        return bad("share_count: 0: one share at least (1: the whole job)".into());
+    }
+    if task.share_index >= task.share_count {
+        return bad(format!(
+            "share_index {}: must be below share_count {}",
+            task.share_index, task.share_count
+        ));
+    }
+    if task.offset_ns.unsigned_abs() > MAX_OFFSET_NS as u64 {
+        return bad(format!(
+            "offset_ns: {}: more than an hour between the clocks",
+            task.offset_ns
+        ));
+    }
+    if task.start_ns.saturating_sub(now).unsigned_abs() > MAX_AHEAD_NS as u64 {
+        return bad(format!(
+            "start_ns: {}: more than a day from now ({now})",
+            task.start_ns
+        ));
+    }
+    if task.deadline_ns <= task.start_ns
+        || task.deadline_ns.saturating_sub(task.start_ns) > MAX_AHEAD_NS
+    {
+        return bad(format!(
+            "deadline_ns: {}: after start_ns {} and within a day of it",
+            task.deadline_ns, task.start_ns
+        ));
+    }
+    Ok(())
+}
+
 /// A broken stderr (its reader gone) loses the line, never the worker.
 fn log(msg: &str) {
     use std::io::Write as _;
@@ -283,7 +333,7 @@ impl Worker for Service {
             std::fs::DirBuilder::new()
                 .mode(0o700)
                 .create(&dir)
-                .map_err(|e| Status::internal(format!("{}: {e}", dir.display())))?;
+                .map_err(|e| Status::internal(format!("the lease directory: {e}")))?;
             st.dir = Some(dir);
             st.lease = Some(Lease {
                 session: session.clone(),
@@ -456,7 +506,7 @@ impl Worker for Service {
             }
             let mut child = cmd
                 .spawn()
-                .map_err(|e| Status::internal(format!("{}: {e}", self.cfg.exe.display())))?;
+                .map_err(|e| Status::internal(format!("starting the job: {e}")))?;
             let corrections = child.stdin.take().map(|stdin| {
                 let (tx, rx) = tokio::sync::mpsc::channel(8);
                 tokio::spawn(pass_corrections(stdin, rx));
@@ -942,16 +992,12 @@ impl Service {
         let sink = sinks.join(", ");
         // Start and deadline on the host's clock: the controller's instant,
         // moved by this worker's measured offset, less the test shift.
+        check_task(&task, now_ns())?;
         let clock = self.clock();
         let to_host = |t: i64| clock.real(t + task.offset_ns);
         let (start, deadline) = (to_host(task.start_ns), to_host(task.deadline_ns));
         if start < now_ns() {
             return Err(Status::invalid_argument("the start time has passed"));
-        }
-        if task.share_count > 1 && task.share_index >= task.share_count {
-            return Err(Status::invalid_argument(
-                "share_index must be below share_count",
-            ));
         }
         // Split by components: the controller's decomposition, checked;
         // this worker never decomposes the profile itself.
@@ -995,7 +1041,7 @@ impl Service {
         };
         let file = dir.join(".job.json");
         std::fs::write(&file, serde_json::to_vec(&run).expect("a job serialises"))
-            .map_err(|e| Status::internal(format!("{}: {e}", file.display())))?;
+            .map_err(|e| Status::internal(format!("writing the job: {e}")))?;
         Ok(Admitted {
             corrections: task.clock_corrections,
             args: vec!["job".into(), file.display().to_string()],
@@ -1115,16 +1161,31 @@ fn outcome(summary: &Path, ended: Ended) -> update::Kind {
     if let Ok(t) = std::fs::read_to_string(summary) {
         return update::Kind::Finished(t);
     }
+    // The lease's files as the peer named them: this worker's own
+    // directories are none of its business.
+    let dir = summary.parent().unwrap_or(Path::new("/"));
+    let plain = |t: &str| without_dir(t, dir);
     match ended.failure {
         // sluice exits 2 on bad input, before it sends anything.
-        Some(f) if f.exit == 2 => update::Kind::Refused(f.error),
-        Some(f) => update::Kind::Failed(format!("{} (exit status: {})", f.error, f.exit)),
+        Some(f) if f.exit == 2 => update::Kind::Refused(plain(&f.error)),
+        Some(f) => update::Kind::Failed(format!("{} (exit status: {})", plain(&f.error), f.exit)),
         None => update::Kind::Failed(format!(
             "{} ({})",
-            last_error_line(&ended.stderr),
+            plain(&last_error_line(&ended.stderr)),
             ended.status.map_or("killed".into(), |s| s.to_string())
         )),
     }
+}
+
+/// `text` with every path under `dir` shown by its name in `dir` (an
+/// upload, the job file), and `dir` itself as "the lease directory".
+fn without_dir(text: &str, dir: &Path) -> String {
+    let d = dir.display().to_string();
+    if d.len() < 2 {
+        return text.to_string();
+    }
+    text.replace(&format!("{d}/"), "")
+        .replace(&d, "the lease directory")
 }
 
 /// What a job that died without a failure line said last: a panic's
@@ -1280,7 +1341,65 @@ fn accept_tls(
 
 #[cfg(test)]
 mod tests {
-    use super::last_error_line;
+    use super::*;
+
+    #[test]
+    fn refusals_name_the_lease_files_not_the_workers_paths() {
+        let dir = Path::new("/var/lib/sluice/leases/l7");
+        assert_eq!(
+            without_dir(
+                "/var/lib/sluice/leases/l7/t.pcap: offset 24: cut short",
+                dir
+            ),
+            "t.pcap: offset 24: cut short"
+        );
+        assert_eq!(
+            without_dir("cannot write /var/lib/sluice/leases/l7", dir),
+            "cannot write the lease directory"
+        );
+        let t = pb::Task {
+            share_count: 2,
+            share_index: 1,
+            start_ns: 1_000,
+            deadline_ns: 2_000,
+            ..Default::default()
+        };
+        assert!(check_task(&t, 0).is_ok());
+        for bad in [
+            pb::Task {
+                share_count: 0,
+                share_index: 0,
+                ..t.clone()
+            },
+            pb::Task {
+                share_index: 2,
+                ..t.clone()
+            },
+            pb::Task {
+                split: 99,
+                ..t.clone()
+            },
+            pb::Task {
+                start_ns: 9 * 86_400_000_000_000,
+                deadline_ns: i64::MAX,
+                ..t.clone()
+            },
+            pb::Task {
+                start_ns: i64::MIN,
+                ..t.clone()
+            },
+            pb::Task {
+                deadline_ns: 999,
+                ..t.clone()
+            },
+            pb::Task {
+                offset_ns: i64::MIN,
+                ..t.clone()
+            },
+        ] {
+            assert!(check_task(&bad, 0).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn a_crashed_job_reports_its_message_not_its_backtrace() {
