@@ -10,6 +10,13 @@ seed for both; outputs compared byte for byte.
 Outcomes per set: identical; different (the first differing packet is
 named); refused by sluice (its one-line refusal counted by option);
 refused by the real tool (both refusing counts as agreeing).
+
+Besides the Ethernet traces, each is also written with the link layers
+tcpedit's other decoders read (Linux SLL and SLL2, raw IP, BSD null and
+loopback: the same IP packets), edited as they are or with `--dlt enet`
+(and both MACs, which raw, null and loopback input need). VLAN edits are
+not drawn for those: tcpedit writes the tag at the old header's offset,
+a frame no decoder reads (sluice writes the tag where Ethernet has it).
 """
 import argparse
 import collections
@@ -35,6 +42,56 @@ def ethernet_traces():
         if len(b) == 24 and b[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") and struct.unpack("<I", b[20:24])[0] == 1:
             out.append(p)
     return out
+
+
+def pcap_records(path):
+    """(linktype, [(header bytes, packet bytes)]) of a little- or big-endian
+    microsecond or nanosecond pcap."""
+    b = open(path, "rb").read()
+    end = "<" if b[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    lt = struct.unpack(end + "I", b[20:24])[0]
+    out, at = [], 24
+    while at + 16 <= len(b):
+        ts, tf, cap, orig = struct.unpack(end + "IIII", b[at:at + 16])
+        out.append((ts, tf, orig, b[at + 16:at + 16 + cap]))
+        at += 16 + cap
+    return b[:20], end, lt, out
+
+
+def relink(src, dst, kind):
+    """`src` (Ethernet) rewritten with the link layer `kind` in place of
+    each frame's Ethernet header; frames that layer cannot carry (not IP,
+    for raw, null and loopback; VLAN-tagged, for all) are left out.
+    False when no frame is left."""
+    head, end, _, recs = pcap_records(src)
+    lts = {"sll": 113, "sll2": 276, "raw": 101, "null": 0, "loop": 108}
+    out = []
+    for ts, tf, orig, f in recs:
+        if len(f) < 34:
+            continue
+        et, ip = f[12:14], f[14:]
+        if et not in (b"\x08\x00", b"\x86\xdd") and kind in ("raw", "null", "loop"):
+            continue
+        if et in (b"\x81\x00", b"\x88\xa8"):
+            continue
+        v6 = et == b"\x86\xdd"
+        if kind == "sll":
+            l2 = struct.pack("!HHH", 0, 1, 6) + f[6:12] + b"\0\0" + et
+        elif kind == "sll2":
+            l2 = et + b"\0\0" + struct.pack("!IHBB", 2, 1, 0, 6) + f[6:12] + b"\0\0"
+        elif kind == "raw":
+            l2 = b""
+        elif kind == "null":
+            l2 = struct.pack("<I", 24 if v6 else 2)
+        else:
+            l2 = struct.pack(">I", 30 if v6 else 2)
+        p = l2 + ip
+        out.append(struct.pack(end + "IIII", ts, tf, len(p), orig - 14 + len(l2)) + p)
+    if not out:
+        return False
+    with open(dst, "wb") as w:
+        w.write(head + struct.pack(end + "I", lts[kind]) + b"".join(out))
+    return True
 
 
 def mac(r):
@@ -135,18 +192,33 @@ def main():
     ap.add_argument("--sets", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json")
+    ap.add_argument("--linktypes", type=float, default=0.4,
+                    help="share of tcprewrite sets drawn on the other link types (0: none)")
     a = ap.parse_args()
     r = random.Random(a.seed)
     traces = ethernet_traces()
     work = tempfile.mkdtemp(prefix="tcpreplay-diff-")
+    linked = []
+    if a.linktypes:
+        for t in traces:
+            for kind in ("sll", "sll2", "raw", "null", "loop"):
+                dst = os.path.join(work, "%s.%s.pcap" % (os.path.basename(t)[:-5], kind))
+                if relink(t, dst, kind):
+                    linked.append((dst, kind))
     results = []
     for k in range(a.sets):
-        trace = r.choice(traces)
+        trace, kind = r.choice(traces), "enet"
         tool = r.choice(["tcprewrite", "tcprewrite", "tcpprep"])
+        if linked and tool == "tcprewrite" and r.random() < a.linktypes:
+            trace, kind = r.choice(linked)
         if tool == "tcprewrite":
             cache = os.path.join(work, "cache%d" % k)
             run([os.path.join(a.real, "tcpprep"), "-a", "bridge", "-i", trace, "-o", cache])
             opts = rewrite_opts(r, cache if os.path.exists(cache) else None)
+            if kind != "enet":
+                opts = [o for o in opts if not o.startswith("--enet-vlan")]
+                if r.random() < 0.7:
+                    opts += ["--dlt=enet", "--enet-smac=%s" % ucast(r), "--enet-dmac=%s" % ucast(r)]
             io = ["-i", trace, "-o"]
         else:
             opts = prep_opts(r, trace)
@@ -173,7 +245,8 @@ def main():
             res = "identical"
         else:
             res = "different"
-        row = {"tool": tool, "trace": os.path.basename(trace), "options": opts, "result": res}
+        row = {"tool": tool, "trace": os.path.basename(trace), "link": kind, "options": opts,
+               "result": res}
         if res == "different":
             row["first_byte"] = first_diff(rd, sd)
         if res == "refused by sluice":
@@ -183,6 +256,9 @@ def main():
         results.append(row)
     counts = collections.Counter(x["result"] for x in results)
     print("option sets tried: %d; %s" % (len(results), ", ".join("%s: %d" % kv for kv in sorted(counts.items()))))
+    for kind in sorted({x["link"] for x in results}):
+        c = collections.Counter(x["result"] for x in results if x["link"] == kind)
+        print("  %-5s %s" % (kind, ", ".join("%s: %d" % kv for kv in sorted(c.items()))))
     why = collections.Counter(x["why"].split(";")[0] for x in results if x["result"] == "refused by sluice")
     for w, n in why.most_common():
         print("  refused by sluice %3d  %s" % (n, w))

@@ -158,20 +158,43 @@ class Worker:
         return self.offset_ns, self.uncertainty_ns
 
     def upload(self, path):
-        name = os.path.basename(path)
-
-        def chunks():
-            with open(path, "rb") as f:
-                while True:
-                    data = f.read(1 << 20)
-                    if not data:
-                        return
-                    yield pb.FileChunk(name=name, data=data)
-
-        return self.stub.Upload(chunks(), timeout=600, metadata=self.meta).id
+        """Uploads `path` into the lease; its id. A file that cannot be read
+        raises ControlError naming it (not gRPC's request-thread error)."""
+        chunks, local = file_chunks(path)
+        try:
+            return self.stub.Upload(chunks, timeout=600, metadata=self.meta).id
+        except grpc.RpcError as e:
+            if local:
+                raise ControlError(f"upload {path}: {local[0]}") from None
+            raise
 
     def stop(self):
         self.stub.Stop(pb.StopRequest(), timeout=2, metadata=self.meta)
+
+
+def file_chunks(path, size=1 << 20):
+    """The FileChunks of `path` for an Upload stream, and a list that holds
+    the local error that ended the stream, if one did. The file is opened
+    here, so a missing or unreadable one raises OSError naming it before
+    any call; a read error later ends the stream (gRPC then fails the call
+    as "Exception iterating requests!") and is kept for the caller."""
+    f = open(path, "rb")
+    name = os.path.basename(path)
+    local = []
+
+    def chunks():
+        with f:
+            try:
+                while True:
+                    data = f.read(size)
+                    if not data:
+                        return
+                    yield pb.FileChunk(name=name, data=data)
+            except OSError as e:
+                local.append(e)
+                raise
+
+    return chunks(), local
 
 
 def job_message(command, options=None, send=None, duration_ns=None):
@@ -222,7 +245,12 @@ def run_job(workers, command, path, options=None, duration="2s", split=None, sta
             if unc > max_skew_ns:
                 raise ControlError(
                     f"worker {w.name!r} at {w.address}: clock offset known to +-{unc} ns only")
-        ids = [call(w, "upload", lambda: w.upload(path)) for w in workers]
+        ids = []
+        for w in workers:
+            try:
+                ids.append(call(w, "upload", lambda: w.upload(path)))
+            except OSError as e:
+                raise ControlError(f"{path}: {e.strerror or e}") from None
     except BaseException:
         # Nothing ran: no worker stays held, no upload stays behind.
         for w in registered:
@@ -261,17 +289,27 @@ def run_job(workers, command, path, options=None, duration="2s", split=None, sta
                 elif kind == "refused":
                     out["error"], out["refused"] = u.refused, True
         except grpc.RpcError as e:
-            # The connection broke before the summary: the worker is
-            # lost, and what it last reported is a lower bound.
-            out["error"] = str(_rpc_error(w, "run", e))
-            out["lost"] = True
+            if e.code() in (grpc.StatusCode.INVALID_ARGUMENT,
+                            grpc.StatusCode.FAILED_PRECONDITION):
+                # The worker refused the task before running it.
+                out["error"], out["refused"] = " ".join((e.details() or "").split()), True
+            else:
+                # The connection broke before the summary: the worker is
+                # lost, and what it last reported is a lower bound.
+                out["error"] = str(_rpc_error(w, "run", e))
+                out["lost"] = True
         results[i] = out
 
     threads = [threading.Thread(target=one, args=(i, w)) for i, w in enumerate(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        # The run is over (or the caller gave up): no lease stays held.
+        for w in workers:
+            w.release()
     refused = [r for r in results if r["refused"]]
     if refused:
         raise JobRefused("; ".join(f"worker {r['name']!r} refused the job: "

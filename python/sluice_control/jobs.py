@@ -17,7 +17,6 @@ and, with `rx=`, the receiver's count (sluice.rx/1), then the summary
 interval, as a DataFrame takes them (`pandas.DataFrame(svc.records(id))`).
 """
 import json
-import os
 
 import grpc
 from google.protobuf import json_format
@@ -45,8 +44,14 @@ def _error(what, e):
 
 
 def _info(m):
-    return json_format.MessageToDict(m, preserving_proto_field_name=True,
-                                     always_print_fields_with_no_presence=True)
+    """A message as a dict; 64-bit integers as ints (proto3's JSON mapping
+    writes them as strings), so `job["id"]` is what `set_rate` takes."""
+    d = json_format.MessageToDict(m, preserving_proto_field_name=True,
+                                  always_print_fields_with_no_presence=True)
+    for f in m.DESCRIPTOR.fields:
+        if f.type in (f.TYPE_UINT64, f.TYPE_INT64) and isinstance(d.get(f.name), str):
+            d[f.name] = int(d[f.name])
+    return d
 
 
 def flat(line):
@@ -89,19 +94,16 @@ class Jobs:
 
     def upload(self, path):
         """Uploads `path` under its plain name; the id a submission names."""
-        name = os.path.basename(path)
-
-        def chunks():
-            with open(path, "rb") as f:
-                while True:
-                    data = f.read(CHUNK)
-                    if not data:
-                        return
-                    yield pb.FileChunk(name=name, data=data)
-
+        from . import file_chunks
         try:
-            return self.stub.Upload(chunks(), timeout=600).id
+            chunks, local = file_chunks(path, CHUNK)
+        except OSError as e:
+            raise ServiceError(f"upload {path}: {e.strerror or e}") from None
+        try:
+            return self.stub.Upload(chunks, timeout=600).id
         except grpc.RpcError as e:
+            if local:
+                raise ServiceError(f"upload {path}: {local[0]}") from None
             raise _error(f"upload {path}", e) from None
 
     def submit(self, command, path, options=None, send=None, to="null", name="", rx=None,
@@ -125,7 +127,7 @@ class Jobs:
 
     def info(self, job_id):
         for j in self.list():
-            if int(j["id"]) == job_id:
+            if j["id"] == int(job_id):
                 return j
         raise Refused(f"no job {job_id}")
 

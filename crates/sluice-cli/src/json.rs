@@ -145,7 +145,7 @@ fn started_now() -> RunInfo {
 
 /// `ns` since the epoch as `YYYY-MM-DDThh:mm:ss.nnnnnnnnnZ` (civil from
 /// days: H. Hinnant's algorithm, proleptic Gregorian).
-fn rfc3339(ns: u64) -> String {
+pub(crate) fn rfc3339(ns: u64) -> String {
     let secs = ns / 1_000_000_000;
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     let z = days + 719_468;

@@ -7,6 +7,7 @@
 //! read by `sluice_job::autoopts`.
 
 mod checksum;
+mod dlt;
 
 mod tcpedit;
 mod tcpprep;

@@ -91,17 +91,23 @@ impl L2Out {
 }
 
 impl Tcpedit {
-    /// Edits `frame` (captured bytes; `orig` its original length) of
-    /// `side`.
-    pub fn packet(&self, frame: &mut Vec<u8>, orig: usize, side: u8) -> Edited {
-        let mut orig = orig;
-        // The FCS goes before anything looks at the frame.
+    /// `--efcs`: the frame's last 4 bytes cut (from the captured bytes when
+    /// they are whole); the original length after.
+    pub fn cut_fcs(&self, frame: &mut Vec<u8>, orig: usize) -> usize {
         if self.efcs && orig > 4 {
             if frame.len() == orig {
                 frame.truncate(orig - 4);
             }
-            orig -= 4;
+            return orig - 4;
         }
+        orig
+    }
+
+    /// Edits `frame` (captured bytes; `orig` its original length) of
+    /// `side`.
+    pub fn packet(&self, frame: &mut Vec<u8>, orig: usize, side: u8) -> Edited {
+        // The FCS goes before anything looks at the frame.
+        let orig = self.cut_fcs(frame, orig);
         let soft = |orig: usize| {
             if self.skip_soft_errors {
                 Edited::Drop

@@ -85,7 +85,21 @@ fn translate(p: &Parsed, w: &mut Words, one_pass: bool) -> Result<(), String> {
             "include" | "exclude" | "limit" | "loopdelay-ms" | "loopdelay-ns" | "pps" | "mbps" => {
                 w.two(&format!("--{name}"), v)
             }
-            "multiplier" => w.two("-x", v),
+            "multiplier" => {
+                // tcpreplay's atof takes 0 (or any word) as ×1 and a
+                // negative factor as no wait at all: both say something
+                // else than was meant.
+                if !v
+                    .trim()
+                    .parse::<f64>()
+                    .is_ok_and(|x| x.is_finite() && x > 0.0)
+                {
+                    return Err(format!(
+                        "--multiplier {v}: a factor above 0 is needed (-t sends at top speed)"
+                    ));
+                }
+                w.two("-x", v)
+            }
             "topspeed" => w.one("--topspeed"),
             "unique-ip" => w.one("--unique-ip"),
             "loop" => w.two("--loop", v),
@@ -168,6 +182,13 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         Some(p) => p,
         None => return Ok(exit::OK),
     };
+    // tcpreplay's ranges (tcpreplay_opts.def): --limit 1 and up.
+    if number::<u64>(&p, "limit")? == Some(0) {
+        return Err(bad_input(anyhow!(
+            "--limit 0: out of range, it must be 1 or more (leave it out to send every packet)"
+        )));
+    }
+    let every = number::<u64>(&p, "stats")?;
     if p.operands.is_empty() {
         return Err(bad_input(anyhow!(
             "tcpreplay: a pcap file to send is needed"
@@ -228,14 +249,30 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         }
         let mut job = crate::run::Job::Replay(replay_args(&w)?);
         let prepared = crate::run::prepare(&mut job)?;
-        let ran = prepared.plan.start(stop.clone(), prepared.go, None)?;
+        if pass == 0 && every.is_some() {
+            outln!(
+                "Test start: {} ...",
+                local_text(std::time::SystemTime::now())
+            )?;
+        }
+        let watch = every
+            .filter(|n| *n > 0)
+            .map(|n| Box::new(StatsEvery::new(n, &st)) as crate::progress::Watch);
+        let pass_began = Instant::now();
+        let ran = prepared.plan.start(stop.clone(), prepared.go, watch)?;
         let s = ran.report()?.summary;
         st.packets += s.packets;
         st.bytes += s.bytes;
         st.failed += s.oversize + s.too_short + s.rejected;
         interrupted |= s.interrupted;
         if !split_passes {
-            st.took = Duration::from_secs_f64(s.duration_s.max(0.0));
+            // At top speed the run's own span can round to nothing on a
+            // small trace; tcpreplay times its pass on the wall clock.
+            st.took = if p.has("topspeed") {
+                pass_began.elapsed()
+            } else {
+                Duration::from_secs_f64(s.duration_s.max(0.0))
+            };
         }
         pass += 1;
         if interrupted {
@@ -244,6 +281,12 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
     }
     if split_passes {
         st.took = began.elapsed();
+    }
+    if every.is_some() {
+        outln!(
+            "Test complete: {}",
+            local_text(std::time::SystemTime::now())
+        )?;
     }
     if !p.has("quiet") {
         st.print(&device, device2.as_deref())?;
@@ -286,6 +329,56 @@ fn sleep_unless(stop: &std::sync::atomic::AtomicBool, d: Duration) {
     }
 }
 
+/// `t` as tcpreplay's `--stats` lines show an instant: `2026-12-07
+/// 20:05:15.123456789` (in UTC: the clock sluice reports everywhere).
+fn local_text(t: std::time::SystemTime) -> String {
+    let ns = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let s = crate::json::rfc3339(ns);
+    s.trim_end_matches('Z').replacen('T', " ", 1)
+}
+
+/// `--stats N`: tcpreplay's `Actual:` and `Rated:` lines every N seconds
+/// of the run, counted from its start (and from earlier passes').
+struct StatsEvery {
+    every: f64,
+    last: f64,
+    base: (u64, u64, Duration),
+}
+
+impl StatsEvery {
+    fn new(every: u64, before: &Stats) -> StatsEvery {
+        StatsEvery {
+            every: every as f64,
+            last: 0.0,
+            base: (before.packets, before.bytes, before.took),
+        }
+    }
+}
+
+impl crate::progress::Watcher for StatsEvery {}
+
+impl sluice_engine::Observer for StatsEvery {
+    fn interval(&mut self, s: &sluice_engine::IntervalStats) {
+        if s.t - self.last < self.every {
+            return;
+        }
+        self.last = s.t;
+        let st = Stats {
+            packets: self.base.0 + s.packets,
+            bytes: self.base.1 + s.bytes,
+            took: self.base.2 + Duration::from_secs_f64(s.t.max(0.0)),
+            failed: 0,
+        };
+        let _ = st.rates();
+    }
+
+    fn wants_flows(&self) -> bool {
+        false
+    }
+}
+
 /// Counts for tcpreplay's summary lines.
 #[derive(Default)]
 struct Stats {
@@ -299,9 +392,37 @@ impl Stats {
     /// `Actual:`, `Rated:` and `Statistics for network device:` as
     /// tcpreplay prints them (its integer arithmetic, its rounding).
     fn print(&self, device: &str, device2: Option<&str>) -> std::io::Result<()> {
-        let us = u128::from(self.took.as_micros().max(1) as u64);
+        self.rates()?;
+        for d in std::iter::once(device).chain(device2) {
+            let sent = if device2.is_some() {
+                None
+            } else {
+                Some(self.packets)
+            };
+            outln!("Statistics for network device: {d}")?;
+            match sent {
+                Some(n) => outln!("\tSuccessful packets:        {n}")?,
+                None => outln!(
+                    "\tSuccessful packets:        (both devices) {}",
+                    self.packets
+                )?,
+            }
+            outln!("\tFailed packets:            {}", self.failed)?;
+            outln!("\tTruncated packets:         0")?;
+            outln!("\tRetried packets (ENOBUFS): 0")?;
+            outln!("\tRetried packets (EAGAIN):  0")?;
+        }
+        Ok(())
+    }
+
+    /// `Actual:` and `Rated:` (tcpreplay's `packet_stats`): rates of 0
+    /// when no time, packet or byte was counted.
+    fn rates(&self) -> std::io::Result<()> {
+        let us = u128::from(self.took.as_micros() as u64);
         let (bytes, pkts) = (u128::from(self.bytes), u128::from(self.packets));
-        let (b10, p100) = if bytes > 1_000_000_000 && us > 1_000_000 {
+        let (b10, p100) = if us == 0 || bytes == 0 || pkts == 0 {
+            (0, 0)
+        } else if bytes > 1_000_000_000 && us > 1_000_000 {
             (bytes * 10_000 / (us / 1000), pkts * 100_000 / (us / 1000))
         } else {
             (bytes * 10_000_000 / us, pkts * 100_000_000 / us)
@@ -338,25 +459,6 @@ impl Stats {
                 p100 / 100,
                 p100 % 100
             )?;
-        }
-        for d in std::iter::once(device).chain(device2) {
-            let sent = if device2.is_some() {
-                None
-            } else {
-                Some(self.packets)
-            };
-            outln!("Statistics for network device: {d}")?;
-            match sent {
-                Some(n) => outln!("\tSuccessful packets:        {n}")?,
-                None => outln!(
-                    "\tSuccessful packets:        (both devices) {}",
-                    self.packets
-                )?,
-            }
-            outln!("\tFailed packets:            {}", self.failed)?;
-            outln!("\tTruncated packets:         0")?;
-            outln!("\tRetried packets (ENOBUFS): 0")?;
-            outln!("\tRetried packets (EAGAIN):  0")?;
         }
         Ok(())
     }

@@ -6,6 +6,7 @@
 //! the rewrite added or cut; packets a `-c` cache skips are written as
 //! they are, so the cache still indexes the output.
 
+use super::dlt::Decoder;
 use super::tcpedit::{mac_mask, subsmacs, Edited, L2Out, Tcpedit};
 use super::{number, parse_c_number, refuse, replay_args, Words};
 use crate::dest;
@@ -283,6 +284,7 @@ fn l2_out(p: &Parsed) -> Result<Option<L2Out>, Failure> {
 /// user`, Cisco HDLC (104) for `--dlt hdlc`.
 fn out_linktype(p: &Parsed, input: LinkType) -> Result<LinkType, Failure> {
     match p.value("dlt") {
+        Some("enet") => Ok(LinkType::ETHERNET),
         Some("hdlc") => Ok(LinkType(104)),
         Some("user") => Ok(number::<u32>(p, "user-dlt")?.map_or(input, LinkType)),
         _ => Ok(input),
@@ -353,31 +355,37 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
     let snap = super::libpcap_snap(&reader);
     // Opened with the first packet's link type (a pcapng file has one per
     // interface), which must be Ethernet and stay so.
-    let mut writer = None;
+    let mut writer: Option<(PcapWriter<Output>, Layer, LinkType)> = None;
     let mut n = 0u64;
     let mut frame = Vec::new();
+    let mut converted = Vec::new();
     let mut written = 0u64;
     loop {
         let pk = match super::next_packet(&mut reader, &stop)? {
             super::Next::Packet(pk) => pk,
             super::Next::End => break,
             super::Next::Stopped => {
-                if let Some(w) = writer {
+                if let Some((w, ..)) = writer {
                     super::pcap_interrupted(w, output, written)?;
                 }
                 return Ok(exit::INTERRUPTED);
             }
         };
         n += 1;
-        let w = match &mut writer {
-            Some(w) => w,
-            None => writer.insert(open_output(&p, input, output, pk.linktype)?),
+        let (w, layer) = match &mut writer {
+            Some((w, layer, lt)) if *lt == pk.linktype => (w, *layer),
+            Some(_) => {
+                return Err(bad_input(anyhow!(
+                    "tcprewrite: {input}: packet {n} changes the link type; tcprewrite writes one"
+                )))
+            }
+            None => {
+                let layer = layer_of(&p, input, pk.linktype)?;
+                let w = open_output(&p, output, pk.linktype, layer)?;
+                let (w, layer, _) = writer.insert((w, layer, pk.linktype));
+                (w, *layer)
+            }
         };
-        if pk.linktype != LinkType::ETHERNET {
-            return Err(bad_input(anyhow!(
-                "tcprewrite: {input}: packet {n} changes the link type; tcprewrite writes one"
-            )));
-        }
         let dir = cache.as_ref().map_or(Some(Dir::Primary), |c| c.dir(n - 1));
         let Some(dir) = dir else {
             return Err(bad_input(anyhow!(
@@ -387,11 +395,32 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         };
         frame.clear();
         frame.extend_from_slice(&pk.data[..pk.data.len().min(snap)]);
+        let mut orig = pk.orig_len as usize;
+        // A packet tcpedit's decoder gives up on (and every packet of a
+        // link type it cannot write) is a soft error: written as it is,
+        // or left out with --skip-soft-errors.
+        let soft = match (layer, dir.side()) {
+            (_, None) | (Layer::Ethernet, _) => false,
+            (Layer::Kept, Some(_)) => true,
+            // The FCS goes first, as tcpedit cuts it before decoding.
+            (Layer::Converted(d), Some(_)) => match d.to_ethernet(&frame, &mut converted) {
+                Ok(grew) => {
+                    std::mem::swap(&mut frame, &mut converted);
+                    orig = orig.saturating_add_signed(grew);
+                    false
+                }
+                Err(_) => true,
+            },
+        };
+        if soft && edit.skip_soft_errors {
+            continue;
+        }
         // A packet the cache skips is written as it is, so the cache still
         // indexes the output.
         let len = match dir.side() {
             None => pk.orig_len,
-            Some(side) => match edit.packet(&mut frame, pk.orig_len as usize, side) {
+            Some(_) if soft => edit.cut_fcs(&mut frame, orig) as u32,
+            Some(side) => match edit.packet(&mut frame, orig, side) {
                 Edited::Write(len) => len,
                 Edited::Drop => continue,
             },
@@ -401,35 +430,74 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         written += 1;
     }
     let writer = match writer {
-        Some(w) => w,
+        Some((w, ..)) => w,
         // No packet: the file header alone, with the file's link type.
-        None => open_output(
-            &p,
-            input,
-            output,
-            reader.linktype().unwrap_or(LinkType::ETHERNET),
-        )?,
+        None => {
+            let lt = reader.linktype().unwrap_or(LinkType::ETHERNET);
+            open_output(&p, output, lt, layer_of(&p, input, lt)?)?
+        }
     };
     super::pcap_commit(writer, output)?;
     Ok(exit::OK)
 }
 
-/// The output pcap for an input of `linktype`, which must be Ethernet: a
-/// microsecond file with snap length 65535 and the link type `--dlt`
-/// gives (tcprewrite's `pcap_open_dead(DLT, 65535)`).
+/// How a trace's link layer is edited.
+#[derive(Clone, Copy, Debug)]
+enum Layer {
+    /// Ethernet: the editor's own.
+    Ethernet,
+    /// Decoded but never encoded (no `--dlt`): each packet is a soft error.
+    Kept,
+    /// Made Ethernet, then edited (`--dlt enet`, `user` or `hdlc`).
+    Converted(Decoder),
+}
+
+/// The layer of a trace of link type `lt`, or why tcprewrite cannot edit
+/// it.
+fn layer_of(p: &Parsed, input: &str, lt: LinkType) -> Result<Layer, Failure> {
+    if lt == LinkType::ETHERNET {
+        return Ok(Layer::Ethernet);
+    }
+    let Some(d) = Decoder::of(lt) else {
+        return Err(bad_input(anyhow!(
+            "tcprewrite: {input}: link type {} has no tcpedit decoder; sluice tcprewrite \
+             edits Ethernet, Linux cooked (SLL, SLL2), raw IP and null/loopback traces, as \
+             tcprewrite does (sluice replay --to pcap:FILE gives other link types an \
+             Ethernet header)",
+            lt.0
+        )));
+    };
+    match p.value("dlt") {
+        None => Ok(Layer::Kept),
+        Some("enet") if !d.has_source() => {
+            // tcpedit would shift each packet and fail it after: garbage.
+            for o in ["enet-smac", "enet-dmac"] {
+                if !p.has(o) {
+                    return Err(bad_input(anyhow!(
+                        "tcprewrite: {input}: --dlt enet from a {} trace needs --enet-smac \
+                         and --enet-dmac (it carries no MAC)",
+                        d.name()
+                    )));
+                }
+            }
+            Ok(Layer::Converted(d))
+        }
+        Some(_) => Ok(Layer::Converted(d)),
+    }
+}
+
+/// The output pcap for an input of `linktype`: a microsecond file with
+/// snap length 65535 and the link type `--dlt` gives, else the input's
+/// (tcprewrite's `pcap_open_dead(DLT, 65535)`).
 fn open_output(
     p: &Parsed,
-    input: &str,
     output: &str,
     linktype: LinkType,
+    layer: Layer,
 ) -> Result<PcapWriter<Output>, Failure> {
-    if linktype != LinkType::ETHERNET {
-        return Err(bad_input(anyhow!(
-            "tcprewrite: {input}: link type {} is not Ethernet; sluice tcprewrite edits \
-             Ethernet traces (sluice replay --to pcap:FILE gives other link types an \
-             Ethernet header)",
-            linktype.0
-        )));
-    }
-    super::pcap_out(output, out_linktype(p, linktype)?, 65_535, Stamps::Micros)
+    let lt = match layer {
+        Layer::Kept => linktype,
+        Layer::Ethernet | Layer::Converted(_) => out_linktype(p, linktype)?,
+    };
+    super::pcap_out(output, lt, 65_535, Stamps::Micros)
 }
