@@ -8,6 +8,7 @@
 
 mod checksum;
 mod dlt;
+mod fuzz;
 
 mod tcpedit;
 mod tcpprep;

@@ -50,6 +50,8 @@ pub struct Tcpedit {
     pub non_ip: [HeaderRewrite; 2],
     /// `--dlt user|hdlc`: the link-layer header that replaces Ethernet's.
     pub l2: Option<L2Out>,
+    /// `--fuzz-seed`, `--fuzz-factor`.
+    pub fuzz: Option<super::fuzz::Fuzz>,
 }
 
 /// The link-layer header written instead of Ethernet's (`--dlt`).
@@ -119,10 +121,10 @@ impl Tcpedit {
         let pw = pseudowire(frame);
         let edited = match pw {
             Err(()) => return soft(orig),
-            Ok(None) => self.ethernet(frame, orig, side),
+            Ok(None) => self.ethernet(frame, orig, side, 0),
             Ok(Some(at)) => {
                 let mut inner = frame.split_off(at);
-                let r = self.ethernet(&mut inner, orig.saturating_sub(at), side);
+                let r = self.ethernet(&mut inner, orig.saturating_sub(at), side, at);
                 frame.extend_from_slice(&inner);
                 match r {
                     Some(Edited::Write(len)) => Some(Edited::Write(len + at as u32)),
@@ -143,7 +145,8 @@ impl Tcpedit {
     /// One Ethernet frame through the editor; None where tcpedit's decoder
     /// gives up (a soft error): an 802.3 frame (a length, not a type,
     /// after the MACs) or one shorter than its header.
-    fn ethernet(&self, frame: &mut Vec<u8>, orig: usize, side: u8) -> Option<Edited> {
+    /// `outer`: the bytes before `frame` (a pseudowire's outer headers).
+    fn ethernet(&self, frame: &mut Vec<u8>, orig: usize, side: u8, outer: usize) -> Option<Edited> {
         if frame.len() < 14 || u16::from_be_bytes([frame[12], frame[13]]) < 0x0600 {
             return None;
         }
@@ -176,7 +179,30 @@ impl Tcpedit {
         if let Some((mask, keep)) = self.mac_mask {
             randomize_macs(frame, &mask, keep);
         }
-        let len = new_len(caplen, orig, frame.len(), r);
+        let mut len = new_len(caplen, orig, frame.len(), r);
+        let mut fuzzed = false;
+        if let Some(f) = &self.fuzz {
+            let l = parse_layers(frame);
+            let ip = l.ip.map(|ip| match ip {
+                Ip::V4 { .. } => 4,
+                Ip::V6 { .. } => 6,
+            });
+            match f.packet(frame, &mut len, l.l3_offset, ip, outer) {
+                super::fuzz::Fuzzed::Dropped => return Some(Edited::Drop),
+                super::fuzz::Fuzzed::Changed => fuzzed = true,
+                super::fuzz::Fuzzed::Untouched => {}
+            }
+            // tcpedit reads the fuzzed packet again from its start: one
+            // cut too short for its headers is a soft error, written as
+            // it is.
+            if fuzzed && !super::fuzz::headers_whole(frame, l.l3_offset, ip) {
+                return Some(if self.skip_soft_errors {
+                    Edited::Drop
+                } else {
+                    Edited::Write(len as u32)
+                });
+            }
+        }
         if self.l2.is_none() {
             multicast_dmac(frame);
         }
@@ -186,7 +212,7 @@ impl Tcpedit {
         let untrunc = (r.mtu_trunc.is_some() || (r.fixlen.is_some() && orig > caplen))
             && untrunc_fragments(frame);
         let fixed = self.fixhdrlen && fix_ip_length(frame, len);
-        if fixed || untrunc || self.recalc(r, &before, frame) {
+        if fixed || untrunc || fuzzed || self.recalc(r, &before, frame) {
             let whole = len == frame.len();
             tcpedit_checksums(frame, whole);
         }

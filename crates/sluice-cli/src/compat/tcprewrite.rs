@@ -93,7 +93,9 @@ fn translate(p: &Parsed, w: &mut Words, side: usize, pnat: Option<&str>) -> Resu
             | "skipbroadcast"
             | "tcp-sequence"
             | "tclass"
-            | "flowlabel" => {}
+            | "flowlabel"
+            | "fuzz-seed"
+            | "fuzz-factor" => {}
             "portmap" => w.two("--portmap", v),
             "seed" => w.two("--seed", v),
             "pnat" => {}
@@ -200,7 +202,23 @@ fn editor(p: &Parsed, input: &str) -> Result<Tcpedit, Failure> {
         mac_mask: number::<u32>(p, "enet-mac-seed")?.map(|s| (mac_mask(s), keep)),
         skip_l2_broadcast: p.has("skipl2broadcast"),
         skip_soft_errors: p.has("skip-soft-errors"),
+        fuzz: fuzz(p)?,
     })
+}
+
+/// `--fuzz-seed N` (0 and up) with `--fuzz-factor F` (1 and up, 8 by
+/// default): tcpedit's fuzzer.
+fn fuzz(p: &Parsed) -> Result<Option<super::fuzz::Fuzz>, Failure> {
+    let Some(seed) = number::<u32>(p, "fuzz-seed")? else {
+        return Ok(None);
+    };
+    let factor = number::<u32>(p, "fuzz-factor")?.unwrap_or(8);
+    if factor == 0 {
+        return Err(bad_input(anyhow!(
+            "--fuzz-factor 0: out of range, it must be 1 or more"
+        )));
+    }
+    Ok(Some(super::fuzz::Fuzz::new(seed, factor)))
 }
 
 /// `--dlt`: Ethernet stays Ethernet (`enet`); `user` writes
