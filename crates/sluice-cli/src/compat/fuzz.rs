@@ -218,8 +218,9 @@ mod tests {
                 Fuzzed::Changed => {
                     changed += 1;
                     assert_eq!(len, frame.len());
-                    // Headers are never touched.
-                    assert_eq!(frame[..42], before[..42]);
+                    // Headers are never touched (a cut may end inside them).
+                    let h = frame.len().min(42);
+                    assert_eq!(frame[..h], before[..h]);
                 }
             }
         }
