@@ -90,6 +90,22 @@ pub fn words_job(plan: &Plan) -> anyhow::Result<RemoteJob> {
             ));
         }
     }
+    // One operand, the job's file: a second one (or words after `--`)
+    // would be parsed and then lost.
+    let operands: Vec<String> = leaf_cmd
+        .get_arguments()
+        .filter(|a| a.is_positional())
+        .filter_map(|a| leaf.get_raw(a.get_id().as_str()))
+        .flatten()
+        .map(|v| v.to_string_lossy().into_owned())
+        .collect();
+    if let Some(extra) = operands.get(1) {
+        return Err(anyhow!(
+            "job.args: '{extra}': a job takes one operand, its file ({}); \
+             options go before any `--`",
+            plan.file.display()
+        ));
+    }
     let cli = Cli::from_arg_matches(&matches).map_err(refused)?;
     let (work, send) = match cli.command {
         Command::Replay(a) => (Work::Replay(a.opts), a.run.send),
@@ -398,6 +414,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("job.duration"), "{e}");
+        // A second operand, or words after `--`, would be lost: refused.
+        for args in [&["b.pcap"][..], &["--pps", "1k", "--", "--ttl", "3"]] {
+            let e = plan_job(&plan(d.path(), pb::Command::Replay, args))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("one operand"), "{args:?}: {e}");
+        }
         // A device map is one of the plan's files, by plain name.
         let job = plan_job(&plan(d.path(), pb::Command::Series, &["--map", "m.csv"])).unwrap();
         assert_eq!(job.uploads().len(), 1);

@@ -87,6 +87,28 @@ pub fn clap_cause(e: &clap::Error) -> String {
         .join("\n")
 }
 
+/// A hint for a command line that reads as another tool's: `sluice
+/// replay -t x.pcap` (tcpreplay's -t is top speed; sluice's -t is --to).
+fn tip_for(argv: &[String]) -> Option<String> {
+    let cmd = argv.get(1)?;
+    if cmd != "replay" {
+        return None;
+    }
+    let at = argv.iter().position(|a| a == "-t")?;
+    let next = argv.get(at + 1)?;
+    let file = [".pcap", ".pcapng", ".cap", ".gz"]
+        .iter()
+        .any(|x| next.ends_with(x))
+        || std::path::Path::new(next).is_file();
+    file.then(|| {
+        format!(
+            "-t is --to (where frames go) in sluice replay: '{next}' was taken as a sink. \
+             tcpreplay's -t is --topspeed here: sluice replay {next} --topspeed --to SINK, \
+             or sluice tcpreplay -t -i IFACE {next}"
+        )
+    })
+}
+
 fn main() -> ExitCode {
     json::begin_run();
     // Called as tcpreplay, tcprewrite or tcpprep (a user's own symlink):
@@ -105,6 +127,11 @@ fn main() -> ExitCode {
         Err(e) => {
             if e.use_stderr() {
                 report_failure(exit::BAD_INPUT, JobFault::Usage, clap_cause(&e));
+                if let Some(tip) = tip_for(&std::env::args().collect::<Vec<_>>()) {
+                    let _ = e.print();
+                    eoutln!("\ntip: {tip}");
+                    return ExitCode::from(exit::BAD_INPUT);
+                }
             }
             e.exit()
         }

@@ -149,3 +149,39 @@ mod tests {
         assert!(parse_count("1e999").is_err());
     }
 }
+
+/// Rates in documents (sessions, profiles) as the command line takes
+/// them: a number, or text with an SI suffix (`10k`, `1.5M`), through
+/// `#[serde(deserialize_with = ...)]`.
+pub mod de {
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NumOrText {
+        Num(f64),
+        Text(String),
+    }
+
+    fn rate_of<E: serde::de::Error>(v: NumOrText) -> Result<f64, E> {
+        match v {
+            NumOrText::Num(n) => Ok(n),
+            NumOrText::Text(t) => super::parse_rate(&t).map_err(E::custom),
+        }
+    }
+
+    /// An optional rate: `pps: 10k` or `pps: 10000`.
+    pub fn opt_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        Option::<NumOrText>::deserialize(d)?
+            .map(rate_of)
+            .transpose()
+    }
+
+    /// An optional pair of rates: `pps: [1k, 10k]`.
+    pub fn opt_rate_pair<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[f64; 2]>, D::Error> {
+        match Option::<[NumOrText; 2]>::deserialize(d)? {
+            None => Ok(None),
+            Some([a, b]) => Ok(Some([rate_of(a)?, rate_of(b)?])),
+        }
+    }
+}

@@ -108,7 +108,7 @@ pub struct FlowEntry {
     #[serde(default)]
     pub start: Time,
     pub packets: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "sluice_core::parse::de::opt_rate")]
     pub pps: Option<f64>,
     #[serde(default)]
     pub spp: Option<f64>,
@@ -263,6 +263,7 @@ pub struct Vary {
     pub sport: Option<[u16; 2]>,
     pub dport: Option<[u16; 2]>,
     pub payload: Option<[u16; 2]>,
+    #[serde(default, deserialize_with = "sluice_core::parse::de::opt_rate_pair")]
     pub pps: Option<[f64; 2]>,
     pub packets: Option<[u64; 2]>,
 }
@@ -733,6 +734,19 @@ mod tests {
             e.to_string().starts_with("s.yaml: flows[1]: src ::1"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn rates_are_taken_as_the_command_line_takes_them() {
+        let text = "flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 2, \
+                    pps: 10k}\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 2, \
+                    pps: 2500}\n";
+        let s = Session::parse("s.yaml", text, true).unwrap();
+        let rates: Vec<Option<f64>> = s.flows.iter().map(|f| f.pps).collect();
+        assert_eq!(rates, [Some(10_000.0), Some(2500.0)]);
+        let bad = "flows:\n  - {proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, packets: 2, pps: 10q}\n";
+        let e = Session::parse("s.yaml", bad, true).unwrap_err().to_string();
+        assert!(e.starts_with("s.yaml") && e.contains("10q"), "{e}");
     }
 
     #[test]

@@ -128,7 +128,15 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
             )));
         }
     }
-    let profile = load(&a.profile, a.opts.frame.scale, a.opts.frame.seed)?;
+    let mut profile = load(&a.profile, a.opts.frame.scale, a.opts.frame.seed)?;
+    // `--duration` on the command line outlasts the file's own `duration:`
+    // (a synthesized run has no other end; the Fourier modes keep the
+    // file's, which the controller decomposed).
+    if let (Some(d), Mode::Exact, sluice_profile::Stop::Duration(own)) =
+        (a.run.send.duration, a.opts.mode, &mut profile.stop)
+    {
+        *own = d;
+    }
     let reads = profile.inputs.clone();
     let (packet, seed) = (profile.packet.clone(), profile.seed);
     let sequence = match a.opts.mode {
