@@ -167,6 +167,20 @@ impl<W: Write> PcapWriter<W> {
         self.packets
     }
 
+    /// Records not yet handed to the inner writer (buffered, or left over
+    /// by a failed write), and their captured bytes.
+    pub fn unwritten(&self) -> (u64, u64) {
+        let n = self.packets - self.packets_written;
+        // The file header waits in the buffer until the first write.
+        let header = if self.written == 0 && !self.buf.is_empty() {
+            crate::pcap::FILE_HEADER_LEN as u64
+        } else {
+            0
+        };
+        let data = (self.buf.len() as u64).saturating_sub(header + 16 * n);
+        (n, data)
+    }
+
     /// Records handed to the inner writer without error: those in its
     /// first [`PcapWriter::written`] bytes.
     pub fn packets_written(&self) -> u64 {

@@ -618,6 +618,44 @@ fn the_python_package_builds_installs_and_searches_a_bottleneck_by_changing_the_
         found > expected / 4.0 && found < expected * 1.5,
         "{found} vs {expected}: {r}"
     );
+    // python/README.md's calls as written (`job["id"]` as it comes back),
+    // a file that cannot be read and a refused job named as such.
+    let snippet = r#"
+import json, sys
+from sluice_control import Jobs, Refused, ServiceError
+addr, trace = sys.argv[1], sys.argv[2]
+out = {}
+with Jobs(addr) as svc:
+    job = svc.submit("replay", trace, {"pps": "10k", "loop": 0}, {"duration": "30s"}, to="null")
+    svc.set_rate(job["id"], "20k")
+    svc.ramp(job["id"], "30k/1s")
+    out["id_is_int"] = isinstance(job["id"], int)
+    out["stopped"] = svc.stop(job["id"])["id"] == job["id"]
+    try:
+        svc.submit("replay", "/nonexistent/x.pcap", {"pps": "1k"})
+    except ServiceError as e:
+        out["missing"] = str(e)
+    try:
+        svc.submit("replay", trace, {"pps": "0"})
+    except Refused as e:
+        out["refused"] = str(e)
+print(json.dumps(out))
+"#;
+    let o = std::process::Command::new(&python)
+        .current_dir(&d)
+        .args(["-c", snippet, &addr, trace.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "the README's calls: {}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["id_is_int"], true, "{r}");
+    assert_eq!(r["stopped"], true, "{r}");
+    let missing = r["missing"].as_str().unwrap_or_default();
+    assert!(
+        missing.contains("/nonexistent/x.pcap") && !missing.contains("iterating"),
+        "{r}"
+    );
+    assert!(r["refused"].as_str().is_some_and(|e| !e.is_empty()), "{r}");
 }
 
 /// The bottleneck's links and namespace, removed on drop.

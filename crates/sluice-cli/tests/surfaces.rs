@@ -314,3 +314,52 @@ fn tcprewrite_writes_standard_output_for_a_dash() {
     assert_eq!(o.stdout.len(), 24 + 5 * 80);
     assert_eq!(&o.stdout[..4], &[0xd4, 0xc3, 0xb2, 0xa1]);
 }
+
+#[test]
+fn a_full_disk_is_said_and_the_summary_counts_what_the_file_holds() {
+    let what = "a pcap output on a full disk";
+    if !sluice_testkit::require_root(what) || !sluice_testkit::require("unshare", what) {
+        return;
+    }
+    let d = tmpdir("surf-full");
+    let t = d.join("t.pcap");
+    write_trace(&t, 20_000, 1000, 100);
+    let disk = d.join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    // A 1 MiB tmpfs in a mount namespace of its own: the run's file is
+    // copied out before the namespace (and the mount) goes.
+    let script = format!(
+        "mount -t tmpfs -o size=1m tmpfs {disk} && \
+         {bin} replay {t} --topspeed -q --to pcap:{disk}/o.pcap --summary-json {d}/s.json; \
+         echo rc=$?; cp {disk}/o.pcap* {d}/ 2>/dev/null; true",
+        disk = disk.display(),
+        bin = env!("CARGO_BIN_EXE_sluice"),
+        t = t.display(),
+        d = d.display(),
+    );
+    let o = Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("rc=1"), "{out}: {}", stderr(&o));
+    assert!(stderr(&o).contains("No space left"), "{}", stderr(&o));
+    // Nothing was there: what the disk took is the target itself.
+    let held = read_all(&d.join("o.pcap")).len() as u64;
+    assert!(held > 0 && held < 20_000, "{held}");
+    assert!(
+        stderr(&o).contains(&format!("holds the {held} packets")),
+        "{}",
+        stderr(&o)
+    );
+    let s: serde_json::Value =
+        sluice_testkit::checked_json(&std::fs::read(d.join("s.json")).unwrap());
+    assert_eq!(s["packets"].as_u64(), Some(held), "{s}");
+}
+
+#[test]
+fn replay_dash_t_with_a_trace_says_what_t_means() {
+    let o = run(&["replay", "-t", "x.pcap"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--topspeed"), "{}", stderr(&o));
+}

@@ -29,6 +29,9 @@ pub struct PcapSink {
     /// This thread's own part failed or was stopped (`finish_incomplete`,
     /// or a failed last flush).
     incomplete: bool,
+    /// The record (and its bytes) whose send failed after the writer took
+    /// it: the engine never counted it as sent.
+    uncounted: (u64, u64),
 }
 
 impl PcapSink {
@@ -41,6 +44,7 @@ impl PcapSink {
             writer: Some(writer),
             last_flush: Instant::now(),
             incomplete: false,
+            uncounted: (0, 0),
         })
     }
 
@@ -82,7 +86,16 @@ impl PcapSink {
         // Whole records in the file: those still buffered after a failed
         // write are not.
         let packets = w.packets_written();
+        let lost = w.packets() - packets;
         let out = w.into_written();
+        if packets == 0 && lost > 0 {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "sluice: none of this run's {lost} packets reached {}: it was left as it was",
+                self.path.display()
+            );
+        }
         if packets > 0 && !incomplete {
             out.commit()?;
         } else if packets > 0 {
@@ -132,7 +145,13 @@ impl Sink for PcapSink {
     fn send_parts(&mut self, head: &[u8], body: &[u8], stamp_ns: u64) -> Result<(), SinkError> {
         let len = (head.len() + body.len()) as u32;
         let w = self.writer()?;
+        let before = w.packets();
         if let Err(e) = w.write_packet_parts(stamp_ns, &[head, body], len) {
+            if w.packets() > before {
+                self.uncounted.0 += 1;
+                self.uncounted.1 += u64::from(len);
+            }
+            let w = self.writer()?;
             Self::cut(w);
             return Err(self.io(e));
         }
@@ -171,5 +190,16 @@ impl Sink for PcapSink {
 
     fn describe(&self) -> String {
         format!("pcap:{}", self.path.display())
+    }
+
+    /// Records not in the file yet: buffered (they reach it within a
+    /// second), or lost to a failed write (a full disk): a run counts
+    /// what its file holds.
+    fn unsent(&self) -> (u64, u64) {
+        let (n, bytes) = self.writer.as_ref().map_or((0, 0), PcapWriter::unwritten);
+        (
+            n.saturating_sub(self.uncounted.0),
+            bytes.saturating_sub(self.uncounted.1),
+        )
     }
 }
