@@ -22,7 +22,7 @@ pub enum ProfileCommand {
     Run(Box<ProfileRunArgs>),
     /// Fit every gap and size family to a capture (maximum likelihood), rank them by KS distance, write the best as a profile.
     Fit(FitArgs),
-    /// Superposed ON/OFF flows: ON and OFF periods and the gaps inside ON drawn from any law (FLOR App. C; heavy-tailed periods make self-similar traffic).
+    /// Superposed ON/OFF flows: ON and OFF periods and the gaps inside ON drawn from any law (FLOR §4.3; heavy-tailed periods make self-similar traffic).
     Onoff(Box<OnOffArgs>),
 }
 
