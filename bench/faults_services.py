@@ -17,6 +17,7 @@ peak memory and every failure; returns the number of failures.
 """
 import os
 import random
+import shutil
 import socket
 import struct
 import subprocess
@@ -101,6 +102,32 @@ def run(sluice, seconds, seed, work):
         for i in range(200):
             frame = b"\x02\x00\x00\x00\x00\x99" + b"\x02\x00\x00\x00\x00\x01" + b"\x88\xb5" + bytes(50)
             f.write(struct.pack("<IIII", 1, i * 1_000_000, len(frame), len(frame)) + frame)
+    shutil.copy(trace, os.path.join(work, "m.pcap"))
+    # A running job's --metrics server (token-guarded HTTP on loopback):
+    # held connections, trickling clients and real scrapes in the mix.
+    token = os.urandom(32).hex()
+    tokfile = os.path.join(work, "metrics.token")
+    fd = os.open(tokfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, token.encode())
+    os.close(fd)
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    mport = probe.getsockname()[1]
+    probe.close()
+    mlog = open(os.path.join(work, "metrics.log"), "w")
+    metrics = subprocess.Popen([sluice, "replay", "--to", "null", "--loop", "0", "--pps", "1k",
+                                "-q", "--metrics", f"127.0.0.1:{mport}",
+                                "--metrics-token-file", tokfile, os.path.join(work, "m.pcap")],
+                               stderr=mlog)
+    t0 = time.time()
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", mport), timeout=1).close()
+            break
+        except OSError:
+            if time.time() - t0 > 10 or metrics.poll() is not None:
+                raise SystemExit("the --metrics job did not start")
+            time.sleep(0.05)
     plan = os.path.join(work, "plan.yaml")
     with open(plan, "w") as f:
         f.write(f'workers:\n  - {{name: w0, address: "unix:{wsock}", to: "null"}}\n'
@@ -119,6 +146,22 @@ def run(sluice, seconds, seed, work):
 
     def fail(what):
         failures.append(f"{time.strftime('%H:%M:%S')} {what}")
+
+    def scrape():
+        """A real scrape: answered 200 within 3 s, whatever else is held."""
+        t0 = time.time()
+        c = socket.create_connection(("127.0.0.1", mport), timeout=10)
+        c.sendall(f"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n"
+                  .encode())
+        head = c.recv(64)
+        c.close()
+        took = time.time() - t0
+        if not head.startswith(b"HTTP/1.1 200"):
+            fail(f"metrics: scrape answered {head[:20]!r}")
+        elif took > 3:
+            fail(f"metrics: scrape took {took:.1f} s")
+        else:
+            count("metrics: real scrape served")
 
     def garbage(path, prefix, name):
         """Connects, sends `prefix` and up to 4 KiB of random bytes, leaves."""
@@ -140,7 +183,10 @@ def run(sluice, seconds, seed, work):
         if time.time() >= next_mark:
             trace.append((time.time() - start, rss(inject.pid), rss(worker.pid)))
             next_mark += seconds / 10
-        action = rng.randrange(10)
+        if metrics.poll() is not None:
+            fail(f"metrics job died with {metrics.returncode}")
+            break
+        action = rng.randrange(13)
         try:
             if action == 0:
                 garbage(isock, HELLO, "inject: random bytes after HELLO")
@@ -166,6 +212,21 @@ def run(sluice, seconds, seed, work):
                 garbage(wsock, b"", "worker: random bytes")
             elif action == 6:
                 garbage(wsock, HTTP2_PREFACE, "worker: HTTP/2 preface, random frames")
+            elif action == 10:
+                c = socket.create_connection(("127.0.0.1", mport), timeout=10)
+                c.sendall(b"GET /met")
+                held.append(c)
+                if len(held) > 60:
+                    held.pop(rng.randrange(len(held))).close()
+                count("metrics: trickling connection held")
+            elif action == 11:
+                held.extend(socket.create_connection(("127.0.0.1", mport), timeout=10)
+                            for _ in range(10))
+                while len(held) > 60:
+                    held.pop(rng.randrange(len(held))).close()
+                count("metrics: 10 silent connections held")
+            elif action == 12:
+                scrape()
             elif action in (7, 8):
                 if real_inject_client(isock):
                     count("inject: real client served")
@@ -187,6 +248,13 @@ def run(sluice, seconds, seed, work):
                 count(f"refused by the server ({type(e).__name__})")
     for s in held:
         s.close()
+    if metrics.poll() is None:
+        metrics.terminate()
+        try:
+            metrics.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            metrics.kill()
+            fail("metrics job did not stop on SIGTERM within 10 s")
     for name, p in (("inject", inject), ("worker", worker)):
         if p.poll() is None:
             p.terminate()

@@ -150,9 +150,17 @@ impl Tcpedit {
         if frame.len() < 14 || u16::from_be_bytes([frame[12], frame[13]]) < 0x0600 {
             return None;
         }
-        let before = frame.clone();
         let caplen = frame.len();
         let l = parse_layers(frame);
+        // What the edits may change and the checks after them compare:
+        // the MACs and the TTL (hop limit) byte, not a copy of the frame.
+        let mut macs = [0u8; 12];
+        macs.copy_from_slice(&frame[..12]);
+        let ttl_before = match l.ip {
+            Some(Ip::V4 { .. }) => frame.get(l.l3_offset + 8).copied(),
+            Some(Ip::V6 { .. }) => frame.get(l.l3_offset + 7).copied(),
+            None => None,
+        };
         let arp = l.ip.is_none() && l.ethertype == 0x0806;
         let s = usize::from(side.min(1));
         let r = if arp {
@@ -170,8 +178,8 @@ impl Tcpedit {
         }
         if self.skip_l2_broadcast {
             for at in [0, 6] {
-                if !is_unicast(&before[at..at + 6]) {
-                    frame[at..at + 6].copy_from_slice(&before[at..at + 6]);
+                if !is_unicast(&macs[at..at + 6]) {
+                    frame[at..at + 6].copy_from_slice(&macs[at..at + 6]);
                 }
             }
         }
@@ -204,7 +212,14 @@ impl Tcpedit {
             }
         }
         if self.l2.is_none() {
-            multicast_dmac(frame);
+            // The layers as parsed before the edits, unless a VLAN edit
+            // moved them (the rest keep every header where it was).
+            if r.vlan.is_none() {
+                multicast_dmac(frame, &l);
+            } else {
+                let moved = parse_layers(frame);
+                multicast_dmac(frame, &moved);
+            }
         }
         // tcpedit's untrunc step (--mtu-trunc, or --fixlen on a cut frame)
         // asks for checksums unless the packet is an IPv4 fragment; a
@@ -212,7 +227,7 @@ impl Tcpedit {
         let untrunc = (r.mtu_trunc.is_some() || (r.fixlen.is_some() && orig > caplen))
             && untrunc_fragments(frame);
         let fixed = self.fixhdrlen && fix_ip_length(frame, len);
-        if fixed || untrunc || fuzzed || self.recalc(r, &before, frame) {
+        if fixed || untrunc || fuzzed || self.recalc(r, ttl_before, frame) {
             let whole = len == frame.len();
             tcpedit_checksums(frame, whole);
         }
@@ -224,8 +239,13 @@ impl Tcpedit {
     /// (as it does for addresses, ports, TOS and sequence numbers):
     /// `--fixcsum`, a TTL or hop limit moved up or down or set to a new
     /// value (the untrunc step and `--fixhdrlen` are the caller's).
-    fn recalc(&self, r: &HeaderRewrite, before: &[u8], after: &[u8]) -> bool {
-        let (b, a) = (parse_layers(before), parse_layers(after));
+    fn recalc(&self, r: &HeaderRewrite, ttl_before: Option<u8>, after: &[u8]) -> bool {
+        if self.fixcsum {
+            // Computed anew whatever else changed (the checksum pass leaves
+            // a frame that is not IP as it is).
+            return true;
+        }
+        let a = parse_layers(after);
         let Some(ip) = a.ip else {
             return false;
         };
@@ -237,7 +257,7 @@ impl Tcpedit {
         let ttl_moved = match r.ttl {
             None => false,
             Some(TtlOp::Add(_) | TtlOp::Sub(_)) => true,
-            Some(TtlOp::Set(_)) => before.get(b.l3_offset + at) != after.get(a.l3_offset + at),
+            Some(TtlOp::Set(_)) => ttl_before != after.get(a.l3_offset + at).copied(),
         };
         // --portmap on a TCP or UDP header not captured whole: tcpedit's
         // warning counts as a change.
@@ -445,8 +465,7 @@ fn randomize_macs(frame: &mut [u8], mask: &[u8; 6], keep: usize) {
 /// An IP packet to a multicast group gets the group's MAC, whatever the
 /// MAC options said (tcpedit does so since its issue 563); not through
 /// MPLS.
-fn multicast_dmac(frame: &mut [u8]) {
-    let l = parse_layers(frame);
+fn multicast_dmac(frame: &mut [u8], l: &sluice_wire::Layers) {
     let plain = matches!(
         u16::from_be_bytes([frame[12], frame[13]]),
         0x0800 | 0x86dd | 0x8100 | 0x88a8
@@ -458,7 +477,7 @@ fn multicast_dmac(frame: &mut [u8]) {
         Ip::V4 { .. } => l.l3_offset + 16..l.l3_offset + 20,
         Ip::V6 { .. } => l.l3_offset + 24..l.l3_offset + 40,
     };
-    if let Some(m) = group_mac(&frame[dst]) {
+    if let Some(m) = frame.get(dst).and_then(group_mac) {
         frame[..6].copy_from_slice(&m);
     }
 }

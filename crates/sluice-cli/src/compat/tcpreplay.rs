@@ -258,7 +258,6 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         let watch = every
             .filter(|n| *n > 0)
             .map(|n| Box::new(StatsEvery::new(n, &st)) as crate::progress::Watch);
-        let pass_began = Instant::now();
         let ran = prepared.plan.start(stop.clone(), prepared.go, watch)?;
         let s = ran.report()?.summary;
         st.packets += s.packets;
@@ -266,13 +265,10 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         st.failed += s.oversize + s.too_short + s.rejected;
         interrupted |= s.interrupted;
         if !split_passes {
-            // At top speed the run's own span can round to nothing on a
-            // small trace; tcpreplay times its pass on the wall clock.
-            st.took = if p.has("topspeed") {
-                pass_began.elapsed()
-            } else {
-                Duration::from_secs_f64(s.duration_s.max(0.0))
-            };
+            // The send phase, as tcpreplay times it (from its first packet):
+            // a run too short to time rates 0 (tcpreplay's rule), never
+            // bytes over a rounded-up microsecond.
+            st.took = Duration::from_secs_f64(s.duration_s.max(0.0));
         }
         pass += 1;
         if interrupted {
