@@ -153,7 +153,12 @@ def run(sluice, seconds, seed, work):
         c = socket.create_connection(("127.0.0.1", mport), timeout=10)
         c.sendall(f"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n"
                   .encode())
-        head = c.recv(64)
+        head = b""
+        while b"\r\n" not in head:
+            more = c.recv(64)
+            if not more:
+                break
+            head += more
         c.close()
         took = time.time() - t0
         if not head.startswith(b"HTTP/1.1 200"):

@@ -135,6 +135,7 @@ def rewrite_opts(r, cache):
         lambda: ["--fixhdrlen"],
         lambda: ["--skipbroadcast"],
         lambda: ["--enet-mac-seed=%d" % r.randrange(1, 100)],
+        lambda: ["--fuzz-seed=%d" % r.randrange(1000), "--fuzz-factor=%d" % r.randrange(1, 9)],
     ]
     if cache:
         pool += [

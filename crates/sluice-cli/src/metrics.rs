@@ -7,9 +7,9 @@
 //!
 //! The job's observer ([`Metrics::watch`]) keeps the latest interval's
 //! figures; the server renders them on each scrape. Each client is served
-//! on a thread of its own, at most [`MAX_CLIENTS`] at once (one more is
-//! answered 503 at once), so clients that send nothing, or a byte now and
-//! then, cannot keep a scrape waiting. A client gets one request per
+//! on a thread of its own, at most [`MAX_CLIENTS`] at once (one more cuts
+//! off the one that waited longest), so clients that send nothing, or a
+//! byte now and then, cannot keep a scrape waiting. A client gets one request per
 //! connection, 8 KiB of headers and 2 s in all to send them (then 408).
 
 use crate::progress::Watch;
@@ -126,8 +126,11 @@ impl Observer for Keeper {
 }
 
 /// Serves clients, each on a thread of its own, [`MAX_CLIENTS`] at most,
-/// until `stop`; the client threads end within [`CLIENT_TIME`] and a
-/// write's timeout, and are waited for.
+/// until `stop`. With every place taken, the client that has held one
+/// longest is cut off (its socket shut down) for the newcomer: a scrape
+/// takes milliseconds, so clients that send nothing, or a byte now and
+/// then, are always the ones cut, however many of them come. Client
+/// threads end within [`CLIENT_TIME`] and are waited for.
 fn accept(
     listener: TcpListener,
     token: [u8; TOKEN_LEN],
@@ -135,23 +138,30 @@ fn accept(
     r: Received,
     stop: &AtomicBool,
 ) {
-    let mut clients: Vec<JoinHandle<()>> = Vec::new();
+    // Oldest first: each client's thread and a handle on its socket.
+    let mut clients: std::collections::VecDeque<(JoinHandle<()>, TcpStream)> =
+        std::collections::VecDeque::new();
     while !stop.load(Ordering::Relaxed) {
-        clients.retain(|c| !c.is_finished());
+        clients.retain(|(t, _)| !t.is_finished());
         match listener.accept() {
-            Ok((mut client, _)) if clients.len() >= MAX_CLIENTS => {
-                let _ = client.set_nonblocking(false);
-                let _ = client.set_write_timeout(Some(Duration::from_millis(100)));
-                let _ = reply(&mut client, "503 Service Unavailable", "");
-            }
             Ok((client, _)) => {
+                if clients.len() >= MAX_CLIENTS {
+                    if let Some((_, oldest)) = clients.pop_front() {
+                        let _ = oldest.shutdown(std::net::Shutdown::Both);
+                    }
+                }
+                let Ok(handle) = client.try_clone() else {
+                    continue;
+                };
                 let (f, r) = (f.clone(), r.clone());
                 let spawned = std::thread::Builder::new()
                     .name("sluice-metrics-client".into())
                     .spawn(move || {
                         let _ = answer(client, &token, &f, &r);
                     });
-                clients.extend(spawned.ok());
+                if let Ok(t) = spawned {
+                    clients.push_back((t, handle));
+                }
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(20));
@@ -159,8 +169,8 @@ fn accept(
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
-    for c in clients {
-        let _ = c.join();
+    for (t, _) in clients {
+        let _ = t.join();
     }
 }
 

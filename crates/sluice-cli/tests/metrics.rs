@@ -246,3 +246,35 @@ fn a_receiver_beside_the_run_is_scraped_per_stream() {
     promtool_accepts(&body);
     assert!(job.wait().unwrap().success());
 }
+
+/// Clients that connect and say nothing, or a byte of a request, hold no
+/// scrape off: served one at a time (2 s each), these 80 would keep the
+/// scrape waiting 160 s; each has a thread of its own, the longest-held
+/// cut off for newcomers past the cap.
+#[test]
+fn clients_that_say_nothing_cannot_hold_a_scrape_off() {
+    let d = tmpdir("metrics-hold");
+    let trace = d.join("t.pcap");
+    write_trace(&trace, 100, 1_000_000, 64);
+    let token_file = d.join("m.token");
+    let (_job, addr) = serving(
+        sluice()
+            .arg("replay")
+            .arg(&trace)
+            .args(["--to", "null", "--loop", "0", "--pps", "1k", "-q"])
+            .args(["--duration", "120s"]),
+        &token_file,
+    );
+    let mut held = Vec::new();
+    for k in 0..80 {
+        let mut c = TcpStream::connect(&addr).unwrap();
+        if k % 4 == 0 {
+            c.write_all(b"G").unwrap();
+        }
+        held.push(c);
+    }
+    let (code, body) = get(&addr, "/metrics", Some(&token_of(&token_file))).unwrap();
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("sluice_"), "{body}");
+    drop(held);
+}
