@@ -128,14 +128,20 @@ pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Fail
             )));
         }
     }
-    let mut profile = load(&a.profile, a.opts.frame.scale, a.opts.frame.seed)?;
-    // `--duration` on the command line outlasts the file's own `duration:`
-    // (a synthesized run has no other end; the Fourier modes keep the
-    // file's, which the controller decomposed).
-    if let (Some(d), Mode::Exact, sluice_profile::Stop::Duration(own)) =
-        (a.run.send.duration, a.opts.mode, &mut profile.stop)
-    {
-        *own = d;
+    let profile = load(&a.profile, a.opts.frame.scale, a.opts.frame.seed)?;
+    // The profile's own `duration:` ends what it plans; a longer
+    // `--duration` (a distributed job's deadline, or a user's) cannot
+    // lengthen it: say so rather than end early without a word.
+    if let (Some(d), sluice_profile::Stop::Duration(own)) = (a.run.send.duration, &profile.stop) {
+        if d.0 > own.0 && !a.run.quiet && a.part.share.is_none() {
+            eoutln!(
+                "sluice: {}: the profile plans {} (its duration:); the run ends then, \
+                 before --duration {}",
+                a.profile.display(),
+                sluice_core::Nanos(own.0),
+                sluice_core::Nanos(d.0)
+            );
+        }
     }
     let reads = profile.inputs.clone();
     let (packet, seed) = (profile.packet.clone(), profile.seed);
