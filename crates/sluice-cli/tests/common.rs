@@ -324,3 +324,12 @@ pub fn long_records_csv(n: usize, gap_us: usize, tz: &str) -> String {
     }
     s
 }
+
+/// Sends `sig` ("-INT", "-TERM") to process `pid` (one this test started).
+pub fn signal(pid: u32, sig: &str) {
+    assert!(std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+}

@@ -11,14 +11,6 @@ use common::*;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn signal(pid: u32, sig: &str) {
-    assert!(Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .unwrap()
-        .success());
-}
-
 #[test]
 fn every_file_a_command_reads_is_protected_from_its_outputs() {
     let d = tmpdir("hardening-alias");

@@ -17,14 +17,6 @@ fn mkfifo(p: &Path) {
     assert!(ok.success());
 }
 
-fn signal(pid: u32, sig: &str) {
-    assert!(Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .unwrap()
-        .success());
-}
-
 /// Runs a command that must refuse at once (exit 2) naming `needle`.
 fn refused(args: &[&str], needle: &str) {
     let mut child = sluice()

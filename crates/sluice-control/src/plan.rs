@@ -125,14 +125,8 @@ pub const MAX_STAMPING: usize = (1 << 16) / STREAMS_PER_WORKER as usize;
 pub fn load(path: &Path) -> Result<Plan> {
     let name = path.display().to_string();
     // A plan is a page of YAML; an endless device or a huge file is not.
-    let bytes = sluice_sys::input::read_capped(path, 16 << 20, "plan file")
+    let text = sluice_sys::input::read_text_capped(path, 16 << 20, "plan file")
         .map_err(|e| input!("{name}: {e}"))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        input!(
-            "{name}: byte {}: not UTF-8 text",
-            e.utf8_error().valid_up_to()
-        )
-    })?;
     let base = path.parent().unwrap_or(Path::new("."));
     parse(&name, &text, base)
 }

@@ -198,22 +198,9 @@ impl Ramp {
     /// as `2.5s`, or plain seconds), `#` comments, blank lines.
     pub fn read(path: &Path) -> Result<Ramp, String> {
         let name = path.display();
-        let meta = std::fs::metadata(path).map_err(|e| format!("{name}: {e}"))?;
         // MAX_POINTS lines of a few dozen bytes; a larger file is not a ramp.
-        if meta.len() > 8 << 20 {
-            return Err(format!(
-                "{name}: {} bytes is too large for a ramp file",
-                meta.len()
-            ));
-        }
-        let text = sluice_sys::input::read_capped(path, 8 << 20, "ramp file")
+        let text = sluice_sys::input::read_text_capped(path, 8 << 20, "ramp file")
             .map_err(|e| format!("{name}: {e}"))?;
-        let text = String::from_utf8(text).map_err(|e| {
-            format!(
-                "{name}: byte {}: not UTF-8 text",
-                e.utf8_error().valid_up_to()
-            )
-        })?;
         let mut points = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or("").trim();

@@ -14,6 +14,8 @@ pub enum InputError {
     Io(#[from] std::io::Error),
     #[error("more than the {limit} a {what} may have")]
     TooLarge { what: &'static str, limit: String },
+    #[error("byte {0}: not UTF-8 text")]
+    NotText(usize),
 }
 
 /// Reads `path` whole, refusing it past `cap` bytes (a regular file by
@@ -42,6 +44,12 @@ pub fn read_capped(path: &Path, cap: u64, what: &'static str) -> Result<Vec<u8>,
         return Err(too_large());
     }
     Ok(bytes)
+}
+
+/// [`read_capped`] of a text file: UTF-8, or the byte where it stops being.
+pub fn read_text_capped(path: &Path, cap: u64, what: &'static str) -> Result<String, InputError> {
+    let bytes = read_capped(path, cap, what)?;
+    String::from_utf8(bytes).map_err(|e| InputError::NotText(e.utf8_error().valid_up_to()))
 }
 
 /// `cap` bytes as a person reads them: `64 MiB`, `4 KiB`, `100 bytes`.

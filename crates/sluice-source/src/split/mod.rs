@@ -183,6 +183,36 @@ pub struct SplitCache {
     pub bits: Vec<u8>,
 }
 
+/// Reads a cache file of `what` whose `header` bytes say how long the
+/// rest is (`body`: its length, None for a header that is not one, which
+/// the caller's parser then names, or an error at an offset): no more than
+/// that and one byte to see the end is read, whatever the path names, so
+/// a device that never ends or a FIFO fed for ever costs no memory.
+pub(crate) fn read_sized(
+    path: &Path,
+    what: &str,
+    header: usize,
+    body: impl Fn(&[u8]) -> Result<Option<u64>, String>,
+) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let name = path.display();
+    let fail = |e: std::io::Error| format!("{name}: {e}");
+    let file = std::fs::File::open(path).map_err(fail)?;
+    if file.metadata().map_err(fail)?.is_dir() {
+        return Err(format!("{name}: a directory, not a {what}"));
+    }
+    let mut data = Vec::with_capacity(header);
+    let mut file = file.take(header as u64);
+    file.read_to_end(&mut data).map_err(fail)?;
+    if data.len() == header {
+        if let Some(len) = body(&data).map_err(|e| format!("{name}: {e}"))? {
+            file.set_limit(len.saturating_add(1));
+            file.read_to_end(&mut data).map_err(fail)?;
+        }
+    }
+    Ok(data)
+}
+
 impl SplitCache {
     pub fn side(&self, index: u64) -> Option<u8> {
         (index < self.packets).then(|| (self.bits[(index / 8) as usize] >> (index % 8)) & 1)
@@ -199,28 +229,19 @@ impl SplitCache {
 
     /// Reads a cache; errors name the file and the offset.
     pub fn read(path: &Path) -> Result<Self, String> {
-        use std::io::Read;
         let name = path.display();
-        let fail = |e: std::io::Error| format!("{name}: {e}");
-        // The header says how long the file is: no more than that (and one
-        // byte to see the end) is read, whatever the path names.
-        let file = std::fs::File::open(path).map_err(fail)?;
-        if file.metadata().map_err(fail)?.is_dir() {
-            return Err(format!("{name}: a directory, not a split cache"));
-        }
-        let mut data = Vec::with_capacity(HEADER);
-        let mut file = file.take(HEADER as u64);
-        file.read_to_end(&mut data).map_err(fail)?;
-        if data.len() == HEADER && &data[..8] == MAGIC {
-            let packets = u64::from_le_bytes(data[8..16].try_into().expect("8 bytes"));
+        let data = read_sized(path, "split cache", HEADER, |h| {
+            if &h[..8] != MAGIC {
+                return Ok(None);
+            }
+            let packets = u64::from_le_bytes(h[8..16].try_into().expect("8 bytes"));
             if packets > 1 << 36 {
                 return Err(format!(
-                    "{name}: offset 8: {packets} packets, more than a split cache holds (2^36)"
+                    "offset 8: {packets} packets, more than a split cache holds (2^36)"
                 ));
             }
-            file.set_limit(packets.div_ceil(8) + 1);
-            file.read_to_end(&mut data).map_err(fail)?;
-        }
+            Ok(Some(packets.div_ceil(8)))
+        })?;
         if data.len() < HEADER || &data[..8] != MAGIC {
             return Err(format!(
                 "{name}: offset 0: not a sluice split cache (made by `sluice prep`)"

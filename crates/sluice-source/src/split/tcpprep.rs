@@ -151,30 +151,22 @@ impl TcpprepCache {
     /// byte to see the end) is read, whatever the path names: a device
     /// that never ends or a FIFO fed for ever costs no memory.
     pub fn read(path: &std::path::Path) -> Result<Self, String> {
-        use std::io::Read;
         let name = path.display();
-        let fail = |e: std::io::Error| format!("{name}: {e}");
-        let file = std::fs::File::open(path).map_err(fail)?;
-        if file.metadata().map_err(fail)?.is_dir() {
-            return Err(format!("{name}: a directory, not a tcpprep cache"));
-        }
-        let mut bytes = Vec::with_capacity(HEADER);
-        let mut file = file.take(HEADER as u64);
-        file.read_to_end(&mut bytes).map_err(fail)?;
-        if bytes.len() == HEADER && &bytes[..8] == MAGIC {
-            let packets = u64::from_be_bytes(bytes[12..20].try_into().expect("8 bytes"));
-            let comment = u64::from(u16::from_be_bytes([bytes[22], bytes[23]]));
+        let bytes = super::read_sized(path, "tcpprep cache", HEADER, |h| {
+            if &h[..8] != MAGIC {
+                return Ok(None);
+            }
+            let packets = u64::from_be_bytes(h[12..20].try_into().expect("8 bytes"));
+            let comment = u64::from(u16::from_be_bytes([h[22], h[23]]));
             // 2 bits a packet: a cache of a trace of 2^32 packets is
             // 1 GiB; a header that claims more is not one.
-            let body = comment + packets.div_ceil(4);
             if packets > 1 << 32 {
                 return Err(format!(
-                    "{name}: offset 12: {packets} packets, more than a tcpprep cache holds (2^32)"
+                    "offset 12: {packets} packets, more than a tcpprep cache holds (2^32)"
                 ));
             }
-            file.set_limit(body + 1);
-            file.read_to_end(&mut bytes).map_err(fail)?;
-        }
+            Ok(Some(comment + packets.div_ceil(4)))
+        })?;
         Self::parse(&bytes).map_err(|e| format!("{name}: {e}"))
     }
 
