@@ -56,3 +56,18 @@ pub fn parse(hex: &str) -> Option<[u8; TOKEN_LEN]> {
     }
     Some(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_hex_digits_only() {
+        let good = "0f".repeat(TOKEN_LEN);
+        assert_eq!(parse(&good), Some([0x0f; TOKEN_LEN]));
+        // from_str_radix alone takes a sign: `+f` is not a hex byte.
+        assert_eq!(parse(&"+f".repeat(TOKEN_LEN)), None);
+        assert_eq!(parse(&"0g".repeat(TOKEN_LEN)), None);
+        assert_eq!(parse(&"0f".repeat(TOKEN_LEN - 1)), None);
+    }
+}

@@ -355,3 +355,23 @@ fn replay_dash_t_with_a_trace_says_what_t_means() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--topspeed"), "{}", stderr(&o));
 }
+
+#[test]
+fn tcpreplay_refuses_factors_and_limits_it_would_misread() {
+    let d = tmpdir("surf-x0");
+    let t = d.join("t.pcap");
+    write_trace(&t, 5, 1000, 64);
+    let t = t.to_str().unwrap();
+    for (args, says) in [
+        (vec!["-x", "0"], "--multiplier 0"),
+        (vec!["-x", "-1"], "--multiplier -1"),
+        (vec!["-L", "0"], "--limit 0"),
+    ] {
+        let mut all = vec!["tcpreplay", "-i", "lo"];
+        all.extend(args.iter().copied());
+        all.push(t);
+        let o = run(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}

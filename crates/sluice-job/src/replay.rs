@@ -344,3 +344,31 @@ impl ReplayOpts {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jobs_rates_are_finite_and_above_zero_as_the_command_lines_are() {
+        for m in [f64::NAN, f64::INFINITY, 0.0, -1.0, 1e10] {
+            let o = ReplayOpts {
+                multiplier: Some(m),
+                ..Default::default()
+            };
+            assert!(o.check().is_err(), "multiplier {m}");
+        }
+        for r in [f64::NAN, 0.0, -5.0] {
+            let o = ReplayOpts {
+                pps: Some(r),
+                ..Default::default()
+            };
+            assert!(o.check().is_err(), "pps {r}");
+        }
+        let o = ReplayOpts {
+            multiplier: Some(2.5),
+            ..Default::default()
+        };
+        assert_eq!(o.check(), Ok(()));
+    }
+}
