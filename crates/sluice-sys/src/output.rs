@@ -433,6 +433,11 @@ fn rescue_stale(dir: &Path, name: &str, target: &Path) -> Vec<PathBuf> {
         if !stale || !e.file_type().is_ok_and(|t| t.is_file()) {
             continue;
         }
+        // A writer killed before its first write left nothing to keep.
+        if e.metadata().is_ok_and(|m| m.len() == 0) {
+            let _ = fs::remove_file(e.path());
+            continue;
+        }
         let Some(to) = free_partial(target) else {
             break;
         };
@@ -658,6 +663,15 @@ mod tests {
         let o = Output::create(&target).unwrap();
         assert!(o.rescued().is_empty());
         assert!(other.exists());
+        drop(o);
+        // Killed before its first write: nothing is kept, no empty partial.
+        let empty = dir.path().join(".out.pcap.Zq9x2k.sluice-tmp");
+        fs::write(&empty, b"").unwrap();
+        let _ = fs::remove_file(dir.path().join("out.pcap.partial"));
+        let o = Output::create(&target).unwrap();
+        assert!(o.rescued().is_empty());
+        assert!(!empty.exists());
+        assert!(!dir.path().join("out.pcap.partial").exists());
     }
 
     #[test]
