@@ -19,6 +19,7 @@ mod reserve;
 pub mod shown;
 pub mod tls;
 pub mod worker;
+mod worker_checks;
 
 pub mod pb {
     #![allow(clippy::all, missing_docs)]

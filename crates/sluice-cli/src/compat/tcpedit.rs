@@ -274,7 +274,7 @@ impl Tcpedit {
                 }
                 Ip::V6 { .. } => false,
             };
-        self.fixcsum || ttl_moved || short_ports
+        ttl_moved || short_ports
     }
 }
 

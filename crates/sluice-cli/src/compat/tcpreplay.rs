@@ -252,7 +252,7 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
         if pass == 0 && every.is_some() {
             outln!(
                 "Test start: {} ...",
-                local_text(std::time::SystemTime::now())
+                stats_time(std::time::SystemTime::now())
             )?;
         }
         let watch = every
@@ -281,7 +281,7 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
     if every.is_some() {
         outln!(
             "Test complete: {}",
-            local_text(std::time::SystemTime::now())
+            stats_time(std::time::SystemTime::now())
         )?;
     }
     if !p.has("quiet") {
@@ -327,7 +327,7 @@ fn sleep_unless(stop: &std::sync::atomic::AtomicBool, d: Duration) {
 
 /// `t` as tcpreplay's `--stats` lines show an instant: `2026-12-07
 /// 20:05:15.123456789` (in UTC: the clock sluice reports everywhere).
-fn local_text(t: std::time::SystemTime) -> String {
+fn stats_time(t: std::time::SystemTime) -> String {
     let ns = t
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
