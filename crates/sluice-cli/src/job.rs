@@ -1,16 +1,13 @@
 //! Typed jobs on the command line's side: a plan's job, written as
 //! command-line words, parsed by the command line's own parser into the
-//! [`RemoteJob`] a controller sends; and `sluice job FILE`, which runs a
-//! [`WorkerJob`] a worker wrote, through the same command as a user's
-//! command line.
+//! [`RemoteJob`] a controller sends. (`sluice job FILE`, the worker's
+//! job run, is `sluice_run::worker`'s.)
 
-use crate::args::{Cli, Command, RunOpts, ShareOpts};
-use crate::run::Job;
-use crate::{bad_input, Failure};
-use anyhow::{anyhow, Context};
+use crate::args::{Cli, Command};
+use anyhow::anyhow;
 use clap::{Args, CommandFactory, FromArgMatches};
 use sluice_control::plan::Plan;
-use sluice_job::{RemoteJob, SendOpts, Upload, Work, WorkerJob};
+use sluice_job::{RemoteJob, SendOpts, Upload, Work};
 use std::collections::HashSet;
 
 /// The ids of the options `T` declares.
@@ -146,117 +143,6 @@ fn upload_of(plan: &Plan, name: &str) -> anyhow::Result<Upload> {
         ));
     }
     Upload::try_from(name.to_string()).map_err(|e| anyhow!("job.args: --map: {e}"))
-}
-
-/// `sluice job FILE`: the job a worker wrote, run as the command line
-/// runs its command (`run::command`): statistics lines on stdout, the
-/// summary to the worker's file, no status line.
-pub fn run_worker_job(file: &std::path::Path) -> Result<u8, Failure> {
-    // A job is what a worker wrote: options and a few paths.
-    let text = sluice_sys::input::read_capped(file, 16 << 20, "job file")
-        .map_err(|e| bad_input(anyhow!("{}: cannot read: {e}", file.display())))?;
-    let text = String::from_utf8_lossy(&text);
-    let w: WorkerJob =
-        serde_json::from_str(&text).map_err(|e| bad_input(anyhow!("{}: {e}", file.display())))?;
-    let summary = w.summary_json.display().to_string();
-    let (corrections, drift_ppm) = (w.clock_corrections, w.clock_drift_ppm);
-    if !(drift_ppm.is_finite() && drift_ppm.abs() < 1e5) {
-        return Err(bad_input(anyhow!(
-            "{}: clock_drift_ppm: {drift_ppm}: below 100 000 expected",
-            file.display()
-        )));
-    }
-    let mut job = job_of(w);
-    let run = job.run_opts_mut();
-    run.stats_json = Some("-".into());
-    run.summary_json = Some(summary);
-    let mut p = crate::run::prepare(&mut job)?;
-    if corrections || drift_ppm != 0.0 {
-        let live = p.plan.live();
-        if drift_ppm != 0.0 {
-            // A clock that runs fast runs the schedule as fast.
-            live.change(sluice_pace::Change::Scale(1.0 + drift_ppm * 1e-6), None)
-                .map_err(|e| bad_input(anyhow!("clock_drift_ppm: {e}")))?;
-        }
-        if corrections {
-            std::thread::Builder::new()
-                .name("corrections".into())
-                .spawn(move || read_corrections(std::io::stdin().lock(), &live))
-                .context("starting the corrections thread")?;
-        }
-    }
-    p.run()
-}
-
-/// Applies the worker's clock corrections, one line `shift NS` each, until
-/// the worker closes the pipe; a line of anything else is ignored (the
-/// worker writes only these).
-fn read_corrections(input: impl std::io::BufRead, live: &sluice_engine::LiveRate) {
-    // Lines are bounded: the worker writes short ones.
-    for line in input.split(b'\n').map_while(Result::ok) {
-        let text = String::from_utf8_lossy(&line[..line.len().min(64)]);
-        if let Some(ns) = text
-            .strip_prefix("shift ")
-            .and_then(|n| n.trim().parse::<i64>().ok())
-        {
-            live.set_shift(ns);
-        }
-    }
-}
-
-/// The job a worker was given, as the command it runs: no status line,
-/// no statistics file, no summary file (the caller adds what it wants).
-pub fn job_of(w: WorkerJob) -> Job {
-    // The worker checked the job as it came (`jobwire::from_proto`);
-    // the command checks its options again, as for any command line.
-    let mut run = RunOpts::new(w.to, w.job.send);
-    run.quiet = true;
-    run.rx_streams_from = w.streams_from;
-    run.clock_shift = w.clock_shift;
-    if let Some(r) = w.receive {
-        run.rx = Some(r.iface);
-        run.rx_wait = r.wait;
-        run.rx_clock = r.clocks;
-    }
-    let part = ShareOpts {
-        start_at: Some(w.start_at),
-        share: w
-            .share
-            .map(|(index, count)| sluice_source::Share { index, count }),
-    };
-    match w.job.work {
-        Work::Replay(opts) => Job::Replay(crate::args::ReplayArgs {
-            part,
-            ..crate::args::ReplayArgs::of(vec![w.input], opts, run)
-        }),
-        Work::Flows(opts) => Job::Flows(crate::args::RunArgs {
-            session: w.input,
-            opts,
-            run,
-            part,
-            // A template's capture is an upload beside the session.
-            confine_inputs: true,
-        }),
-        Work::Series { opts, .. } => Job::Series(crate::args::PlayArgs {
-            archive: w.input,
-            map: w.map,
-            opts,
-            run,
-            part,
-            also_to: w.also_to,
-        }),
-        Work::Profile(opts) => Job::Profile(crate::args::ProfileRunArgs {
-            profile: w.input,
-            opts,
-            run,
-            part,
-            share_by: w.share_by,
-            fourier: w.fourier,
-            also_to: w.also_to,
-            // A profile's `from:` captures are uploads beside it, nothing else.
-            confine_inputs: true,
-        }),
-    }
 }
 
 #[cfg(test)]

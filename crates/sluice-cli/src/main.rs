@@ -10,59 +10,26 @@
 //! - 3: finished, but some packets could not be sent (e.g. larger than the MTU)
 //! - 130: stopped by SIGINT/SIGTERM after a clean shutdown (summary printed)
 
-/// `println!`/`print!` that hand the write's error back instead of
-/// panicking: a reader that goes away (`| head -1`) ends the command
-/// quietly through `?` (see `is_broken_pipe`).
-macro_rules! outln {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        writeln!(std::io::stdout().lock(), $($t)*)
-    }};
-}
-macro_rules! out {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        write!(std::io::stdout().lock(), $($t)*)
-    }};
-}
-/// `eprintln!`/`eprint!` that never panic: a closed or broken stderr
-/// loses the message, never the run, its outputs or its exit code.
-macro_rules! eoutln {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($t)*);
-    }};
-}
-macro_rules! eout {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stderr().lock(), $($t)*);
-    }};
-}
+// `outln!`, `out!`, `eoutln!`, `eout!`: writes that never panic
+// (sluice-run's, shared with the library).
+#[macro_use]
+extern crate sluice_run;
 
 mod args;
 mod cmd;
 mod compat;
-mod dest;
-mod failure;
 mod job;
-mod json;
-mod local;
-mod metrics;
-mod placement;
-mod plan;
 mod plot;
-mod progress;
 mod report;
-mod run;
-mod signals;
-mod token;
 
 use clap::Parser;
 use sluice_control::failure::{JobFailure, JobFault, FAILURE_ENV};
 use std::process::ExitCode;
 
-pub use failure::{bad_input, exit, open_failure, Failure};
+use sluice_run as run;
+pub use sluice_run::{
+    bad_input, dest, exit, json, open_failure, placement, plan, progress, signals, token, Failure,
+};
 
 /// Prints the `sluice.failure/1` line when a worker asked for one (see
 /// `sluice_control::failure`).
@@ -163,7 +130,7 @@ fn main() -> ExitCode {
         args::Command::Rfc2544(a) => cmd::rfc2544::run(*a),
         args::Command::Completions(a) => cmd::docs::completions(a),
         args::Command::Man(a) => cmd::docs::man(a),
-        args::Command::Job(a) => job::run_worker_job(&a.file),
+        args::Command::Job(a) => sluice_run::worker::run_file(&a.file),
         args::Command::Tcpreplay(a) => compat::run("tcpreplay", &a.args),
         args::Command::Tcprewrite(a) => compat::run("tcprewrite", &a.args),
         args::Command::Tcpprep(a) => compat::run("tcpprep", &a.args),

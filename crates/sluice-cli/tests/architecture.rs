@@ -127,3 +127,150 @@ fn the_stated_dependency_directions_hold() {
         }
     }
 }
+
+/// Every type defined in the workspace's product code (`crates/*/src`):
+/// structs, enums, traits and type aliases, by name.
+fn defined_types() -> BTreeSet<String> {
+    fn walk(dir: &std::path::Path, out: &mut BTreeSet<String>) {
+        for e in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                for line in std::fs::read_to_string(&p).unwrap().lines() {
+                    let words: Vec<&str> = line.split_whitespace().collect();
+                    if let Some(i) = words
+                        .iter()
+                        .position(|w| matches!(*w, "struct" | "enum" | "trait" | "type"))
+                    {
+                        let lead = &words[..i];
+                        if lead.iter().all(|w| w.starts_with("pub")) {
+                            if let Some(name) = words.get(i + 1) {
+                                let name: String = name
+                                    .chars()
+                                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                                    .collect();
+                                out.insert(name);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    let crates = sluice_testkit::repo_root().join("crates");
+    for c in std::fs::read_dir(&crates).unwrap().map(Result::unwrap) {
+        let src = c.path().join("src");
+        if src.is_dir() {
+            walk(&src, &mut out);
+        }
+    }
+    out
+}
+
+/// The words table's rows: the word, and the type names (CamelCase, in
+/// backticks, the last segment of a path) its cells name.
+fn words_table() -> Vec<(String, BTreeSet<String>)> {
+    let text = std::fs::read_to_string(sluice_testkit::repo_root().join("docs/ARCHITECTURE.md"))
+        .expect("docs/ARCHITECTURE.md");
+    let section = text
+        .split("\n## Words with one meaning\n")
+        .nth(1)
+        .expect("a words section")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let mut rows = Vec::new();
+    for line in section
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| word"))
+    {
+        let word = line[2..].split(" | ").next().unwrap().to_string();
+        let mut names = BTreeSet::new();
+        for quoted in line.split('`').skip(1).step_by(2) {
+            // `sluice_pace::Schedule`, `Due::with_spacing`, `pb::Task`: the type.
+            let ty = quoted
+                .split("::")
+                .filter(|s| s.chars().next().is_some_and(|c| c.is_ascii_uppercase()))
+                .last();
+            if let Some(t) = ty.filter(|t| t.chars().all(|c| c.is_alphanumeric())) {
+                names.insert(t.to_string());
+            }
+        }
+        rows.push((word, names));
+    }
+    rows
+}
+
+/// docs/ARCHITECTURE.md's words keep one meaning each: every type the
+/// table names is a type of the code (generated proto types aside), and
+/// every type named after "job", "lease", "plan" or "encap" is in that word's
+/// row, with its meaning, so a new one cannot take a meaning unnoticed.
+#[test]
+fn the_words_table_names_the_codes_types_and_every_job_lease_and_plan_type() {
+    let types = defined_types();
+    let rows = words_table();
+    assert!(rows.len() >= 8, "{rows:?}");
+    // Generated from proto/ (not in crates/*/src): named as `pb::…`.
+    let generated = ["Task"];
+    let missing: Vec<String> = rows
+        .iter()
+        .flat_map(|(w, names)| names.iter().map(move |n| (w, n)))
+        .filter(|(_, n)| !types.contains(*n) && !generated.contains(&n.as_str()))
+        .map(|(w, n)| format!("{w}: `{n}` is no type of the code"))
+        .collect();
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+    for (word, stem) in [
+        ("job", "Job"),
+        ("lease", "Lease"),
+        ("plan", "Plan"),
+        ("encap", "Encap"),
+    ] {
+        let row = &rows
+            .iter()
+            .find(|(w, _)| w == word)
+            .unwrap_or_else(|| panic!("no row for {word}"))
+            .1;
+        let unnamed: Vec<&String> = types
+            .iter()
+            .filter(|t| t.contains(stem) && !row.contains(*t))
+            .collect();
+        assert!(
+            unnamed.is_empty(),
+            "types named after '{word}' missing from its row (say what each means): {unnamed:?}"
+        );
+    }
+}
+
+/// The checklists of docs/ARCHITECTURE.md ("Files to touch for a new
+/// source", "... for a new header") name files that exist, so a move of
+/// the code cannot leave them pointing nowhere.
+#[test]
+fn the_checklists_name_files_that_exist() {
+    let root = sluice_testkit::repo_root();
+    let text = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+    for title in [
+        "### Files to touch for a new source\n",
+        "### Files to touch for a new header\n",
+    ] {
+        let section = text
+            .split(title)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no section {title}"))
+            .split("\n#")
+            .next()
+            .unwrap();
+        let paths: Vec<&str> = section
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|q| q.starts_with("crates/") && !q.contains('<'))
+            .collect();
+        assert!(paths.len() >= 2, "{title}: {paths:?}");
+        for p in paths {
+            let p = p.split(':').next().unwrap();
+            assert!(root.join(p).exists(), "{title}: {p} does not exist");
+        }
+    }
+}

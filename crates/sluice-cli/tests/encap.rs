@@ -164,6 +164,96 @@ fn tunnels_and_varied_fields_equal_the_packets_scapy_builds() {
     assert_eq!(text.matches("4 frames equal scapy's").count(), 7, "{text}");
 }
 
+/// Geneve (RFC 8926), the header added by ARCHITECTURE.md's new-protocol
+/// checklist, read back by tshark: version 0, no options, transparent
+/// Ethernet bridging, UDP port 6081, each flow's VNI as its field asks,
+/// the inner Ethernet, IP and UDP headers the flow's own, over IPv4 and
+/// IPv6 outers, every checksum good and no frame malformed.
+#[test]
+fn geneve_tunnels_decode_as_geneve_with_each_flows_vni() {
+    if !sluice_testkit::require("tshark", "Geneve read back by tshark") {
+        return;
+    }
+    let d = tmpdir("encap-geneve");
+    for (outer, src, dst) in [
+        ("ip", "192.0.2.1", "192.0.2.2"),
+        ("ipv6", "2001:db8::1", "2001:db8::2"),
+    ] {
+        let s = d.join(format!("{outer}.yaml"));
+        std::fs::write(
+            &s,
+            format!(
+                "seed: 3\nencap: [{{geneve: {{vni: 1, src: '{src}', dst: '{dst}', inner_dst_mac: '02:00:00:00:00:99'}}}}]\n\
+                 fields:\n  - {{field: geneve.vni, from: 700, to: 799}}\n\
+                 flows:\n  - {{proto: udp4, src: 10.0.0.1, dst: 10.0.0.2, sport: 30000, dport: 9, packets: 2, pps: 1000, payload: 24, count: 5, period: 1ms, step: {{sport: 1}}}}\n"
+            ),
+        )
+        .unwrap();
+        let out = d.join(format!("{outer}.pcap"));
+        sent(FLOWS, &s, &out);
+        let rows = tshark_fields(
+            &out,
+            &[
+                "geneve.version",
+                "geneve.flags",
+                "geneve.proto_type",
+                "geneve.vni",
+                "udp.dstport",
+                "udp.srcport",
+                "eth.dst",
+                "ip.src",
+                &format!("{outer}.dst"),
+                "udp.checksum.status",
+                "_ws.malformed",
+            ],
+        );
+        assert_eq!(rows.len(), 10, "{outer}: {rows:?}");
+        let mut vni_of = std::collections::BTreeMap::new();
+        for r in &rows {
+            // Version 0; no OAM, critical or reserved flag.
+            assert_eq!(r[0], "0", "{outer}: {r:?}");
+            assert!(
+                matches!(r[1].as_str(), "0x00" | "0x0000" | "0"),
+                "{outer}: {r:?}"
+            );
+            assert_eq!(
+                r[2], "0x6558",
+                "{outer}: transparent Ethernet bridging: {r:?}"
+            );
+            let ports: Vec<&str> = r[4].split(',').collect();
+            assert_eq!(ports, ["6081", "9"], "{outer}: {r:?}");
+            let inner_sport = r[5].split(',').nth(1).unwrap().to_string();
+            assert!(
+                r[6].ends_with("02:00:00:00:00:99"),
+                "{outer}: inner MAC: {r:?}"
+            );
+            assert!(r[7].ends_with("10.0.0.1"), "{outer}: inner source: {r:?}");
+            assert!(r[8].contains(dst), "{outer}: outer destination: {r:?}");
+            assert!(
+                r[9].ends_with('1'),
+                "{outer}: inner UDP checksum good: {r:?}"
+            );
+            assert!(r[10].is_empty(), "{outer}: malformed: {r:?}");
+            let vni: u32 = r[3].parse().unwrap_or_else(|_| {
+                u32::from_str_radix(r[3].trim_start_matches("0x"), 16).unwrap()
+            });
+            assert!(
+                vni_of
+                    .insert(inner_sport.clone(), vni)
+                    .is_none_or(|v| v == vni),
+                "{r:?}"
+            );
+        }
+        let mut vnis: Vec<u32> = vni_of.values().copied().collect();
+        vnis.sort_unstable();
+        assert_eq!(
+            vnis,
+            [700, 701, 702, 703, 704],
+            "{outer}: one VNI per flow, in order"
+        );
+    }
+}
+
 /// Per-flow fields over a meta-flow of 50 flows, read back by tshark:
 /// each flow keeps one VNI, one VLAN id and one inner source address, the
 /// VNIs are 5000..5049 (one per flow, in the flows' order), the VLAN ids

@@ -124,15 +124,7 @@ fn files_are_written_through_sluice_sys_output_but_for_named_exceptions() {
             "sluice-cli/src/cmd/rfc2544.rs",
             "the trial frames, in its own temporary directory",
         ),
-        (
-            "sluice-control/src/worker.rs",
-            "uploads and the job file, in the lease's private directory",
-        ),
-        (
-            "sluice-control/src/jobs.rs",
-            "local jobs' uploads, create_new in the worker's private directory",
-        ),
-        ("sluice-control/src/control_tests.rs", "a test module"),
+        ("sluice-control/src/control/tests.rs", "a test module"),
     ];
     for (_, file, text) in product_sources() {
         let found = lines_with(

@@ -1,5 +1,5 @@
 //! The worker's `Jobs` service: local jobs run in the worker's process
-//! ([`LocalRunner`]), several at once on different ports, watched as they
+//! ([`InProcess`](crate::inprocess::InProcess)), several at once on different ports, watched as they
 //! run and changed live (rate, ramp, pause, resume, stop).
 //!
 //! Bounds: at most [`MAX_RUNNING`] jobs run and [`KEEP_ENDED`] ended ones
@@ -8,24 +8,25 @@
 //! the end); uploads waiting for a job share the worker's `--max-upload`
 //! and go when unused for its lease idle time.
 
-use crate::local::{change_of, Event, Events, LocalRunner};
-use crate::partial::Partial;
+use crate::inprocess::InProcess;
+use crate::local::{change_of, Event, Events};
 use crate::pb::jobs_server::Jobs;
 use crate::pb::{self, update};
 use crate::shown::shown;
+use crate::upload::remove_in_own_dir;
 use sluice_engine::LiveRate;
 use sluice_job::rate::Nominal;
 use sluice_job::remote::Receive;
 use sluice_job::{Work, WorkerJob};
+use sluice_sys::secret::NewFile;
 use std::collections::{BTreeMap, HashMap};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_stream::wrappers::ReceiverStream;
-use tokio_stream::{Stream, StreamExt};
+use tokio_stream::Stream;
 use tonic::{Request, Response, Status, Streaming};
 
 /// Jobs running at once.
@@ -105,7 +106,7 @@ impl State {
 }
 
 pub struct JobsService {
-    runner: Arc<dyn LocalRunner>,
+    runner: Arc<InProcess>,
     state: Arc<Mutex<State>>,
     /// Where uploads go (the worker's private directory).
     dir: PathBuf,
@@ -121,7 +122,7 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 impl JobsService {
     /// The service, its uploads in `dir` (private to this user).
     pub fn new(
-        runner: Arc<dyn LocalRunner>,
+        runner: Arc<InProcess>,
         dir: PathBuf,
         max_upload: u64,
         idle: Duration,
@@ -215,7 +216,7 @@ impl JobsService {
             let ended = j.state != "running";
             if ended {
                 j.end = Some(u.clone());
-                drop(Partial::in_own_dir(j.input.clone()));
+                remove_in_own_dir(&j.input);
                 log(&format!("job {id} '{}': {}", j.name, j.state));
             }
             // No watcher: nothing to do.
@@ -251,50 +252,29 @@ impl Jobs for JobsService {
     ) -> Result<Response<pb::UploadReply>, Status> {
         let mut reserved = self.in_flight.reserve();
         let mut chunks = req.into_inner();
-        let mut file: Option<(std::fs::File, Partial)> = None;
-        let mut total = 0u64;
-        let mut name = String::new();
-        while let Some(c) = chunks.next().await {
-            let c = c?;
-            if file.is_none() {
-                crate::partial::plain_name(&c.name)?;
-                name = c.name.clone();
-                let id = {
-                    let mut st = lock(&self.state);
-                    st.next_upload += 1;
-                    st.next_upload
-                };
-                // Each upload in a directory of its own, under its name
-                // (the job reads its extension).
-                let dir = self.dir.join(format!("u{id}"));
-                std::fs::create_dir(&dir).map_err(|e| Status::internal(e.to_string()))?;
-                let path = dir.join(&name);
-                let f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&path)
-                    .map_err(|e| Status::internal(format!("upload '{}': {e}", shown(&name))))?;
-                file = Some((f, Partial::in_own_dir(path)));
-            }
-            total += c.data.len() as u64;
-            let kept = lock(&self.state).upload_bytes();
-            if !reserved.grow(c.data.len() as u64, kept, self.max_upload) {
-                return Err(Status::resource_exhausted(format!(
-                    "upload '{}': the uploads waiting for jobs are over --max-upload {} bytes",
-                    shown(&name),
-                    self.max_upload
-                )));
-            }
-            let (f, _) = file.as_mut().expect("opened above");
-            std::io::Write::write_all(f, &c.data)
-                .map_err(|e| Status::internal(format!("upload '{}': {e}", shown(&name))))?;
-        }
-        let Some((f, mut removed)) = file else {
-            return Err(Status::invalid_argument("an empty upload"));
+        let open = |name: &str| {
+            let id = {
+                let mut st = lock(&self.state);
+                st.next_upload += 1;
+                st.next_upload
+            };
+            // Each upload in a directory of its own, under its name (the
+            // job reads its extension).
+            NewFile::in_own_dir(&self.dir.join(format!("u{id}")), name)
+                .map_err(|e| Status::internal(format!("upload '{}': {e}", shown(name))))
         };
-        f.sync_all().map_err(|e| Status::internal(e.to_string()))?;
-        let path = removed.keep();
+        let admit = |name: &str, bytes: u64| {
+            let kept = lock(&self.state).upload_bytes();
+            if reserved.grow(bytes, kept, self.max_upload) {
+                return Ok(());
+            }
+            Err(Status::resource_exhausted(format!(
+                "upload '{}': the uploads waiting for jobs are over --max-upload {} bytes",
+                shown(name),
+                self.max_upload
+            )))
+        };
+        let (_, path, total) = crate::upload::receive(&mut chunks, open, admit).await?;
         let id = path
             .parent()
             .and_then(|d| d.file_name())
@@ -329,7 +309,7 @@ impl Jobs for JobsService {
                 "a series map: not taken by local jobs yet (one upload per job)",
             ));
         }
-        let announced = crate::worker::ports();
+        let announced = crate::ports::ports();
         if !announced.iter().any(|p| p.sink == sub.to) {
             return Err(Status::invalid_argument(format!(
                 "to '{}': not a port this worker announced",
@@ -448,7 +428,7 @@ impl Jobs for JobsService {
             }
             Err(refusal) => {
                 st.jobs.remove(&id);
-                drop(Partial::in_own_dir(input));
+                remove_in_own_dir(&input);
                 Err(Status::invalid_argument(refusal))
             }
         }
@@ -566,7 +546,7 @@ fn sweep_unused_uploads(state: Arc<Mutex<State>>, idle: Duration) {
                 .collect();
             for k in old {
                 if let Some(u) = st.uploads.remove(&k) {
-                    drop(Partial::in_own_dir(u.path));
+                    remove_in_own_dir(&u.path);
                     log(&format!("upload {k} expired unused"));
                 }
             }

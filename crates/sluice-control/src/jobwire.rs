@@ -123,6 +123,7 @@ mod tests {
     use super::*;
     use prost::Message;
     use sluice_job::Work;
+    use std::collections::BTreeSet;
 
     /// A job of each command with every option away from its default
     /// (values as a user writes them), so no field can be missing from
@@ -177,6 +178,74 @@ mod tests {
         .iter()
         .map(|text| RemoteJob::from_json(text).unwrap_or_else(|e| panic!("{e}: {text}")))
         .collect()
+    }
+
+    /// The names a serde type takes, read from the types themselves: an
+    /// unknown key's refusal lists every field (`deny_unknown_fields`).
+    fn serde_fields<T: serde::de::DeserializeOwned + std::fmt::Debug>() -> BTreeSet<String> {
+        let e = serde_json::from_str::<T>(r#"{"\u0001": 0}"#)
+            .unwrap_err()
+            .to_string();
+        let list = e
+            .split("expected one of ")
+            .nth(1)
+            .or_else(|| e.split("expected ").nth(1))
+            .unwrap_or_else(|| panic!("{e}"));
+        list.split(" at line")
+            .next()
+            .unwrap()
+            .split(", ")
+            .map(|f| f.trim().trim_matches('`').to_string())
+            .collect()
+    }
+
+    /// The fields of a message of worker.proto, read from the file.
+    fn proto_fields(message: &str) -> BTreeSet<String> {
+        let text = include_str!("../../../proto/sluice/control/v1/worker.proto");
+        let body = text
+            .split(&format!("\nmessage {message} {{\n"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no message {message}"))
+            .split("\n}")
+            .next()
+            .unwrap();
+        body.lines()
+            .map(str::trim)
+            .filter(|l| !l.starts_with("//") && l.contains(" = "))
+            .map(|l| {
+                let left = l.split(" = ").next().unwrap();
+                left.split_whitespace().last().unwrap().to_string()
+            })
+            .collect()
+    }
+
+    /// One list of options: each options message of the proto has
+    /// exactly the fields of its job type, both lists read from their
+    /// sources (the types' serde names, the .proto file), so an option
+    /// added to one and not the other fails here by name.
+    #[test]
+    fn each_options_message_has_exactly_its_types_fields() {
+        use sluice_job::{flows, profile, replay, series, SendOpts};
+        let pairs = [
+            ("SendOptions", serde_fields::<SendOpts>()),
+            ("ReplayOptions", serde_fields::<replay::ReplayOpts>()),
+            ("FlowsOptions", serde_fields::<flows::FlowsOpts>()),
+            ("SeriesOptions", serde_fields::<series::SeriesOpts>()),
+            ("ProfileOptions", serde_fields::<profile::ProfileOpts>()),
+            ("SelectOptions", serde_fields::<profile::SelectOpts>()),
+            ("FrameOptions", serde_fields::<profile::FrameOpts>()),
+        ];
+        for (message, typed) in pairs {
+            assert!(typed.len() >= 3, "{message}: {typed:?}");
+            let proto = proto_fields(message);
+            let only_type: Vec<_> = typed.difference(&proto).collect();
+            let only_proto: Vec<_> = proto.difference(&typed).collect();
+            assert!(
+                only_type.is_empty() && only_proto.is_empty(),
+                "{message}: fields of the type missing from the proto {only_type:?}, \
+                 fields of the proto the type lacks {only_proto:?}"
+            );
+        }
     }
 
     #[test]

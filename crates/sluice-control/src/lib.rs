@@ -7,17 +7,19 @@
 pub mod clocksvc;
 pub mod control;
 pub mod error;
-pub mod failure;
+pub use sluice_run::job_failure as failure;
 mod fourier;
+pub mod inprocess;
 pub mod jobs;
 pub mod jobs_client;
 pub mod jobwire;
 pub mod local;
-mod partial;
 pub mod plan;
+mod ports;
 mod reserve;
 pub mod shown;
 pub mod tls;
+mod upload;
 pub mod worker;
 mod worker_checks;
 

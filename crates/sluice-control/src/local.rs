@@ -1,12 +1,10 @@
-//! What the worker asks of whoever runs its local jobs in-process (the
-//! `sluice` binary: `run::run_job` with a live rate), and how a change a
-//! client asks for becomes a change of the job's rate timeline.
+//! What a local job reports as it runs (`inprocess`: `sluice_run`'s
+//! jobs with a live rate), and how a change a client asks for becomes a
+//! change of the job's rate timeline.
 
 use sluice_engine::LiveRate;
 use sluice_job::rate::{Nominal, Ramp, Rate};
-use sluice_job::WorkerJob;
 use sluice_pace::Change;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// What a running local job reports.
@@ -43,22 +41,6 @@ pub type Events = Arc<dyn Fn(Event) + Send + Sync>;
 pub struct Started {
     pub live: Arc<LiveRate>,
     pub nominal: Nominal,
-}
-
-/// Runs a local job in this process.
-pub trait LocalRunner: Send + Sync + 'static {
-    /// Checks `job` and opens its inputs; refused (the command line's
-    /// message) before anything is sent, else started on threads of its
-    /// own, stopped when `stop` is set, reporting to `events` until it
-    /// finishes or fails.
-    /// `paused`: nothing is sent until the job's rate is resumed.
-    fn start(
-        &self,
-        job: WorkerJob,
-        paused: bool,
-        stop: Arc<AtomicBool>,
-        events: Events,
-    ) -> Result<Started, String>;
 }
 
 /// A client's change of a job planned at `nominal`, as a change of its

@@ -9,6 +9,7 @@ pub mod edit;
 mod expand;
 mod import;
 mod onoff;
+mod proto;
 mod session;
 mod source;
 mod stream;

@@ -13,7 +13,7 @@
 //! A flow's `proto`, `src`, `dst`, `sport` and `dport` default to the
 //! template's innermost packet's; given, they must be of its protocol.
 
-use super::session::Proto;
+use crate::proto::Proto;
 use serde::Deserialize;
 use sluice_wire::template::{describe, parse_hex, Template};
 use sluice_wire::FlowProto;

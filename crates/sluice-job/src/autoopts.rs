@@ -118,15 +118,7 @@ pub fn parse_config(
     text: &str,
 ) -> Result<Parsed, String> {
     let mut p = Parsed::default();
-    let mut reader = Reader {
-        program,
-        table,
-        depth: 0,
-        files: 0,
-        bytes: 0,
-        reading: Vec::new(),
-        open: Vec::new(),
-    };
+    let mut reader = Reader::new(program, table);
     reader.load_text(name, text, &mut p)?;
     check(program, table, &p)?;
     Ok(p)
@@ -136,15 +128,7 @@ pub fn parse_config(
 /// the config file section that applies (`TCPREWRITE`).
 pub fn parse(program: &str, table: &'static [Opt], args: &[String]) -> Result<Parsed, String> {
     let mut p = Parsed::default();
-    let mut reader = Reader {
-        program,
-        table,
-        depth: 0,
-        files: 0,
-        bytes: 0,
-        reading: Vec::new(),
-        open: Vec::new(),
-    };
+    let mut reader = Reader::new(program, table);
     reader.args(args, &mut p)?;
     check(program, table, &p)?;
     Ok(p)
@@ -165,7 +149,20 @@ struct Reader<'a> {
     open: Vec<std::path::PathBuf>,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    /// A reader of `program`'s options in `table`, nothing read yet.
+    fn new(program: &'a str, table: &'static [Opt]) -> Self {
+        Reader {
+            program,
+            table,
+            depth: 0,
+            files: 0,
+            bytes: 0,
+            reading: Vec::new(),
+            open: Vec::new(),
+        }
+    }
+
     fn find_long(&self, name: &str) -> Result<&'static Opt, String> {
         let all = || self.table.iter().chain(COMMON.iter());
         if let Some(o) = all().find(|o| o.name == name) {

@@ -10,18 +10,20 @@ mod fourier;
 mod gaps;
 mod math;
 mod onoff;
+mod packet;
 mod sizes;
 mod source;
 mod spectrum;
 mod synth;
 
-pub use file::{confine_inputs, read_capture, PacketSpec, Profile, ProfileError, Stop};
+pub use file::{confine_inputs, read_capture, Profile, ProfileError, Stop};
 pub use fit::{fit_gaps, fit_sizes};
 pub use fourier::{
     Components, Decomposition, FourierPlan, QueueComponents, MAX_QUEUES, MAX_SHIPPED,
 };
 pub use gaps::{GapLaw, Spread};
 pub use onoff::{OnOffConfig, OnOffSource};
+pub use packet::PacketSpec;
 pub use sizes::SizeLaw;
 pub use source::{ProfileSource, Sequence};
 pub use spectrum::{fit_errors, Component, RateSeries, Selection, Spectrum, MAX_BINS};

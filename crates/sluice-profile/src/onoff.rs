@@ -12,8 +12,8 @@
 //! heap; each has its own seeded generator, so a run is reproducible and a
 //! flow's packets do not depend on how many other flows there are.
 
-use super::file::PacketSpec;
 use super::gaps::GapLaw;
+use super::packet::PacketSpec;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sluice_core::Nanos;
@@ -53,7 +53,7 @@ struct Flow {
 pub struct OnOffSource {
     cfg: OnOffConfig,
     flows: Vec<Flow>,
-    frames: crate::file::Frames,
+    frames: crate::packet::Frames,
     lanes: Vec<Option<Lane>>,
     /// (next due, flow), earliest first.
     next: BinaryHeap<Reverse<(u64, u32)>>,

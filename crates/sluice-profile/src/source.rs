@@ -28,7 +28,7 @@ impl Iterator for Sequence {
 
 pub struct ProfileSource {
     sequence: Sequence,
-    frames: super::file::Frames,
+    frames: super::packet::Frames,
     /// Packets sent per flow (the IP identification).
     sent: Vec<u64>,
     /// The TX lane of each plan lane (a flow or a Fourier queue), asked of

@@ -14,8 +14,8 @@ use sluice_capture::CaptureReader;
 use sluice_core::Nanos;
 use sluice_pace::{Schedule, TimingMode};
 use sluice_wire::{
-    encap_for_linktype, flow_hash, rewrite_payload, to_ethernet, Encap, HeaderRewrite, MacAddr,
-    PayloadMode, Rewritten,
+    flow_hash, framing_of_linktype, rewrite_payload, to_ethernet, HeaderRewrite, LinkFraming,
+    MacAddr, PayloadMode, Rewritten,
 };
 use std::path::PathBuf;
 
@@ -230,7 +230,7 @@ impl ReplaySource {
         };
         self.record += 1;
         let index = self.record;
-        let Some(encap) = encap_for_linktype(packet.linktype.0) else {
+        let Some(framing) = framing_of_linktype(packet.linktype.0) else {
             if self.cfg.skip_unsupported {
                 self.report.skipped_unsupported += 1;
                 return Ok(Some(true));
@@ -246,7 +246,7 @@ impl ReplaySource {
         // Fast path: Ethernet frames kept as they are go straight from the
         // reader's buffer into the batch (one copy). Everything else is built
         // in the scratch buffer first.
-        if encap == Encap::Ethernet && self.cfg.link_macs_given {
+        if framing == LinkFraming::Ethernet && self.cfg.link_macs_given {
             return Err(SourceError::BadPacket {
                 file: self.file.clone(),
                 packet: index,
@@ -254,7 +254,7 @@ impl ReplaySource {
             });
         }
         let side: u8;
-        let frame: &[u8] = if encap == Encap::Ethernet
+        let frame: &[u8] = if framing == LinkFraming::Ethernet
             && self.cfg.payload == PayloadMode::Keep
             && self.no_rewrite
         {
@@ -267,8 +267,13 @@ impl ReplaySource {
             packet.data
         } else {
             let buf = &mut self.scratch;
-            if let Err(e) = to_ethernet(encap, packet.data, self.cfg.src_mac, self.cfg.dst_mac, buf)
-            {
+            if let Err(e) = to_ethernet(
+                framing,
+                packet.data,
+                self.cfg.src_mac,
+                self.cfg.dst_mac,
+                buf,
+            ) {
                 if self.cfg.skip_unsupported {
                     self.report.skipped_unsupported += 1;
                     return Ok(Some(true));

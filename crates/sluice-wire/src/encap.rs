@@ -1,6 +1,6 @@
 //! Layers a generated frame carries between its Ethernet addresses and the
 //! flow's IP header, outermost first: 802.1Q customer tags, 802.1ad service
-//! tags (QinQ), MPLS label stacks, and tunnels (VXLAN, GRE, GTP-U,
+//! tags (QinQ), MPLS label stacks, and tunnels (VXLAN, Geneve, GRE, GTP-U,
 //! IP-in-IP), each tunnel with its own outer IP header.
 //!
 //! In a session or profile (`encap:`, YAML or JSON), each layer is one of
@@ -30,6 +30,8 @@ pub const ETHERTYPE_MPLS: u16 = 0x8847;
 pub const MAX_LAYERS: usize = 8;
 /// UDP destination port of VXLAN (IANA).
 pub const VXLAN_PORT: u16 = crate::tunnel::VXLAN_PORT;
+/// UDP destination port of Geneve (IANA, RFC 8926).
+pub const GENEVE_PORT: u16 = 6081;
 
 /// One layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -75,6 +77,13 @@ pub enum TunnelSpec {
         sport: Option<u16>,
         dport: u16,
     },
+    /// UDP, Geneve (RFC 8926: version 0, no options, protocol type
+    /// 0x6558) and an inner Ethernet header; `sport` as VXLAN's.
+    Geneve {
+        vni: u32,
+        sport: Option<u16>,
+        dport: u16,
+    },
     /// GRE (RFC 2784, RFC 2890): an optional key, a sequence number (each
     /// flow's packet index) and, with `ethernet`, transparent Ethernet
     /// bridging (an inner Ethernet header).
@@ -101,6 +110,7 @@ impl TunnelSpec {
     pub fn key(&self) -> &'static str {
         match self {
             TunnelSpec::Vxlan { .. } => "vxlan",
+            TunnelSpec::Geneve { .. } => "geneve",
             TunnelSpec::Gre { .. } => "gre",
             TunnelSpec::GtpU { .. } => "gtpu",
             TunnelSpec::IpIp => "ipip",
@@ -111,7 +121,9 @@ impl TunnelSpec {
     pub fn carries_ethernet(&self) -> bool {
         matches!(
             self,
-            TunnelSpec::Vxlan { .. } | TunnelSpec::Gre { ethernet: true, .. }
+            TunnelSpec::Vxlan { .. }
+                | TunnelSpec::Geneve { .. }
+                | TunnelSpec::Gre { ethernet: true, .. }
         )
     }
 }
@@ -196,7 +208,9 @@ pub fn check(layers: &[EncapLayer]) -> Result<(), String> {
                     ));
                 }
                 match t.kind {
-                    TunnelSpec::Vxlan { vni, .. } if vni >= 1 << 24 => {
+                    TunnelSpec::Vxlan { vni, .. } | TunnelSpec::Geneve { vni, .. }
+                        if vni >= 1 << 24 =>
+                    {
                         return Err(format!(
                             "{at}.vni: {vni}: below 16777216 (24 bits) expected"
                         ))
@@ -264,11 +278,15 @@ impl TunnelFields {
     /// The keys each kind takes beside the common ones.
     fn layer(self, kind: &str) -> Result<TunnelLayer, String> {
         let own: &[&str] = match kind {
-            "vxlan" => &["vni", "sport", "dport", "inner_src_mac", "inner_dst_mac"],
+            "vxlan" | "geneve" => &["vni", "sport", "dport", "inner_src_mac", "inner_dst_mac"],
             "gre" => &["key", "seq", "ethernet", "inner_src_mac", "inner_dst_mac"],
             "gtpu" => &["teid", "qfi", "uplink", "seq"],
             "ipip" => &[],
-            _ => return Err(format!("{kind}: not a tunnel (vxlan, gre, gtpu or ipip)")),
+            _ => {
+                return Err(format!(
+                    "{kind}: not a tunnel (vxlan, geneve, gre, gtpu or ipip)"
+                ))
+            }
         };
         let given = [
             ("vni", self.vni.is_some()),
@@ -298,6 +316,11 @@ impl TunnelFields {
                 vni: self.vni.ok_or_else(|| format!("{kind}.vni: missing"))?,
                 sport: self.sport,
                 dport: self.dport.unwrap_or(VXLAN_PORT),
+            },
+            "geneve" => TunnelSpec::Geneve {
+                vni: self.vni.ok_or_else(|| format!("{kind}.vni: missing"))?,
+                sport: self.sport,
+                dport: self.dport.unwrap_or(GENEVE_PORT),
             },
             "gre" => TunnelSpec::Gre {
                 key: self.key,
@@ -362,7 +385,7 @@ impl TunnelFields {
 
 /// A layer as the command line writes it: `vlan:ID[:PCP[:dei]]`,
 /// `svlan:ID[:PCP[:dei]]`, `mpls:LABEL[:TC[:TTL]]`, or a tunnel as
-/// `vxlan:vni=N,src=IP,dst=IP[,sport=N][,dport=N]`,
+/// `vxlan:vni=N,src=IP,dst=IP[,sport=N][,dport=N]` (`geneve:` the same),
 /// `gre:src=IP,dst=IP[,key=N][,seq][,ethernet]`,
 /// `gtpu:teid=N,src=IP,dst=IP[,qfi=N][,uplink][,seq]` or
 /// `ipip:src=IP,dst=IP` (every tunnel also takes `ttl`, `tos`, and the
@@ -372,7 +395,7 @@ impl std::str::FromStr for EncapLayer {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
-        if matches!(kind, "vxlan" | "gre" | "gtpu" | "ipip") {
+        if matches!(kind, "vxlan" | "geneve" | "gre" | "gtpu" | "ipip") {
             let t = TunnelFields::from_pairs(kind, rest)
                 .and_then(|f| f.layer(kind))
                 .map_err(|e| format!("'{s}': {e}"))?;
@@ -431,7 +454,7 @@ impl std::str::FromStr for EncapLayer {
             }
             _ => {
                 return Err(format!(
-                "'{s}': vlan:ID, svlan:ID, mpls:LABEL, vxlan:…, gre:…, gtpu:… or ipip:… expected"
+                "'{s}': vlan:ID, svlan:ID, mpls:LABEL, vxlan:…, geneve:…, gre:…, gtpu:… or ipip:… expected"
             ))
             }
         };
@@ -456,7 +479,8 @@ impl std::fmt::Display for EncapLayer {
             EncapLayer::Tunnel(t) => {
                 write!(f, "{}:", t.kind.key())?;
                 match t.kind {
-                    TunnelSpec::Vxlan { vni, sport, dport } => {
+                    TunnelSpec::Vxlan { vni, sport, dport }
+                    | TunnelSpec::Geneve { vni, sport, dport } => {
                         write!(f, "vni={vni},")?;
                         if let Some(p) = sport {
                             write!(f, "sport={p},")?;
@@ -507,6 +531,8 @@ struct RawLayer {
     mpls: Option<LabelSpec>,
     #[serde(default)]
     vxlan: Option<TunnelFields>,
+    #[serde(default)]
+    geneve: Option<TunnelFields>,
     #[serde(default)]
     gre: Option<TunnelFields>,
     #[serde(default)]
@@ -591,6 +617,7 @@ impl<'de> Deserialize<'de> for EncapLayer {
         }
         for (kind, t) in [
             ("vxlan", r.vxlan),
+            ("geneve", r.geneve),
             ("gre", r.gre),
             ("gtpu", r.gtpu),
             ("ipip", r.ipip),
@@ -604,7 +631,7 @@ impl<'de> Deserialize<'de> for EncapLayer {
         match given[..] {
             [one] => Ok(one),
             _ => Err(serde::de::Error::custom(
-                "a layer is one of vlan, svlan, mpls, vxlan, gre, gtpu or ipip",
+                "a layer is one of vlan, svlan, mpls, vxlan, geneve, gre, gtpu or ipip",
             )),
         }
     }
@@ -621,6 +648,8 @@ mod tests {
             "svlan:7:5:dei",
             "mpls:16:3:9",
             "vxlan:vni=7,dport=4789,src=192.0.2.1,dst=192.0.2.2,ttl=64,tos=0",
+            "geneve:vni=7,dport=6081,src=192.0.2.1,dst=192.0.2.2,ttl=64,tos=0",
+            "geneve:vni=16777215,sport=5000,dport=6081,inner_dst_mac=02:00:00:00:00:02,src=2001:db8::1,dst=2001:db8::2,ttl=9,tos=0",
             "vxlan:vni=16777215,sport=5000,dport=8472,inner_src_mac=02:00:00:00:00:01,inner_dst_mac=02:00:00:00:00:02,src=2001:db8::1,dst=2001:db8::2,ttl=9,tos=184",
             "gre:key=42,seq=true,ethernet=false,src=10.0.0.1,dst=10.0.0.2,ttl=64,tos=0",
             "gre:seq=false,ethernet=true,src=10.0.0.1,dst=10.0.0.2,ttl=64,tos=0",

@@ -76,7 +76,7 @@ pub fn len(layers: &[EncapLayer]) -> usize {
             EncapLayer::Tunnel(t) => {
                 let ip = if t.src.is_ipv6() { 40 } else { 20 };
                 ip + match t.kind {
-                    TunnelSpec::Vxlan { .. } => 8 + 8 + 14,
+                    TunnelSpec::Vxlan { .. } | TunnelSpec::Geneve { .. } => 8 + 8 + 14,
                     TunnelSpec::Gre { key, seq, ethernet } => {
                         4 + 4 * usize::from(key.is_some())
                             + 4 * usize::from(seq)
@@ -298,6 +298,14 @@ fn build(layers: &[EncapLayer], src_mac: MacAddr, dst_mac: MacAddr, v6: bool) ->
                     TunnelSpec::Vxlan { vni, sport, dport } => {
                         udp(&mut b, &mut p, sport, dport);
                         b.extend_from_slice(&[0x08, 0, 0, 0]);
+                        b.extend_from_slice(&(vni << 8).to_be_bytes());
+                        inner_eth(&mut b)
+                    }
+                    TunnelSpec::Geneve { vni, sport, dport } => {
+                        udp(&mut b, &mut p, sport, dport);
+                        // Version 0, no options, not OAM, no critical
+                        // options; transparent Ethernet bridging.
+                        b.extend_from_slice(&[0, 0, 0x65, 0x58]);
                         b.extend_from_slice(&(vni << 8).to_be_bytes());
                         inner_eth(&mut b)
                     }

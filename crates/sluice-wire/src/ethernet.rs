@@ -81,7 +81,7 @@ impl fmt::Display for MacAddr {
 
 /// The link-layer framing of captured packets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Encap {
+pub enum LinkFraming {
     /// Ethernet II (LINKTYPE_ETHERNET, 1).
     Ethernet,
     /// Raw IPv4 or IPv6, version from the first nibble (LINKTYPE_RAW, 101;
@@ -102,23 +102,23 @@ pub enum Encap {
 }
 
 /// The framing of a pcap/pcapng link type, `None` for unsupported ones.
-pub fn encap_for_linktype(linktype: u32) -> Option<Encap> {
+pub fn framing_of_linktype(linktype: u32) -> Option<LinkFraming> {
     Some(match linktype {
-        1 => Encap::Ethernet,
-        101 | 12 | 14 => Encap::RawIp,
-        228 => Encap::Ipv4,
-        229 => Encap::Ipv6,
-        113 => Encap::LinuxSll,
-        276 => Encap::LinuxSll2,
-        0 => Encap::Null,
-        108 => Encap::Loop,
+        1 => LinkFraming::Ethernet,
+        101 | 12 | 14 => LinkFraming::RawIp,
+        228 => LinkFraming::Ipv4,
+        229 => LinkFraming::Ipv6,
+        113 => LinkFraming::LinuxSll,
+        276 => LinkFraming::LinuxSll2,
+        0 => LinkFraming::Null,
+        108 => LinkFraming::Loop,
         _ => return None,
     })
 }
 
 /// A packet that cannot be given an Ethernet header.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EncapError {
+pub enum FramingError {
     /// The input ends before the header it must start with.
     #[error("packet too short: {got} bytes, {expected} needs {needed}")]
     TooShort {
@@ -148,9 +148,9 @@ enum TypeOrLen {
     Len8023(u16),
 }
 
-fn need(data: &[u8], needed: usize, expected: &'static str) -> Result<(), EncapError> {
+fn need(data: &[u8], needed: usize, expected: &'static str) -> Result<(), FramingError> {
     if data.len() < needed {
-        return Err(EncapError::TooShort {
+        return Err(FramingError::TooShort {
             expected,
             needed,
             got: data.len(),
@@ -159,71 +159,71 @@ fn need(data: &[u8], needed: usize, expected: &'static str) -> Result<(), EncapE
     Ok(())
 }
 
-fn cooked_protocol(proto: u16) -> Result<TypeOrLen, EncapError> {
+fn cooked_protocol(proto: u16) -> Result<TypeOrLen, FramingError> {
     match proto {
         0x0600.. => Ok(TypeOrLen::Type(proto)),
         1 | 4 => Ok(TypeOrLen::Len8023(proto)),
-        _ => Err(EncapError::UnsupportedProtocol(proto)),
+        _ => Err(FramingError::UnsupportedProtocol(proto)),
     }
 }
 
-fn loopback_family(family: u32) -> Result<u16, EncapError> {
+fn loopback_family(family: u32) -> Result<u16, FramingError> {
     match family {
         2 => Ok(ETHERTYPE_IPV4),
         24 | 28 | 30 => Ok(ETHERTYPE_IPV6),
-        f => Err(EncapError::UnknownFamily(f)),
+        f => Err(FramingError::UnknownFamily(f)),
     }
 }
 
 /// Writes into `out` (cleared first) the Ethernet II frame carrying the
-/// packet `data` captured with framing `encap`: a 14-byte header
+/// packet `data` captured with framing `framing`: a 14-byte header
 /// `dst, src, ethertype` followed by the packet without its original
 /// link-layer header. `Ethernet` input is copied as is (addresses kept).
 pub fn to_ethernet(
-    encap: Encap,
+    framing: LinkFraming,
     data: &[u8],
     src: MacAddr,
     dst: MacAddr,
     out: &mut Vec<u8>,
-) -> Result<(), EncapError> {
+) -> Result<(), FramingError> {
     out.clear();
-    let (kind, payload) = match encap {
-        Encap::Ethernet => {
+    let (kind, payload) = match framing {
+        LinkFraming::Ethernet => {
             out.extend_from_slice(data);
             return Ok(());
         }
-        Encap::RawIp => {
+        LinkFraming::RawIp => {
             need(data, 1, "a raw IP header")?;
             let kind = match data[0] >> 4 {
                 4 => ETHERTYPE_IPV4,
                 6 => ETHERTYPE_IPV6,
-                v => return Err(EncapError::UnknownIpVersion(v)),
+                v => return Err(FramingError::UnknownIpVersion(v)),
             };
             (TypeOrLen::Type(kind), data)
         }
-        Encap::Ipv4 => {
+        LinkFraming::Ipv4 => {
             need(data, 1, "an IPv4 header")?;
             (TypeOrLen::Type(ETHERTYPE_IPV4), data)
         }
-        Encap::Ipv6 => {
+        LinkFraming::Ipv6 => {
             need(data, 1, "an IPv6 header")?;
             (TypeOrLen::Type(ETHERTYPE_IPV6), data)
         }
-        Encap::LinuxSll => {
+        LinkFraming::LinuxSll => {
             need(data, 16, "a 16-byte Linux cooked (SLL) header")?;
             (
                 cooked_protocol(u16::from_be_bytes([data[14], data[15]]))?,
                 &data[16..],
             )
         }
-        Encap::LinuxSll2 => {
+        LinkFraming::LinuxSll2 => {
             need(data, 20, "a 20-byte Linux cooked v2 (SLL2) header")?;
             (
                 cooked_protocol(u16::from_be_bytes([data[0], data[1]]))?,
                 &data[20..],
             )
         }
-        Encap::Null => {
+        LinkFraming::Null => {
             need(data, 4, "a 4-byte NULL loopback header")?;
             let b = [data[0], data[1], data[2], data[3]];
             let le = u32::from_le_bytes(b);
@@ -234,7 +234,7 @@ pub fn to_ethernet(
             };
             (TypeOrLen::Type(loopback_family(family)?), &data[4..])
         }
-        Encap::Loop => {
+        LinkFraming::Loop => {
             need(data, 4, "a 4-byte LOOP loopback header")?;
             let family = u32::from_be_bytes([data[0], data[1], data[2], data[3]]);
             (TypeOrLen::Type(loopback_family(family)?), &data[4..])
@@ -245,7 +245,7 @@ pub fn to_ethernet(
         TypeOrLen::Len8023(proto) => {
             // An 802.3 length above 1500 would read as an ethertype.
             if payload.len() > 1500 {
-                return Err(EncapError::UnsupportedProtocol(proto));
+                return Err(FramingError::UnsupportedProtocol(proto));
             }
             payload.len() as u16
         }
@@ -304,24 +304,24 @@ mod tests {
 
     #[test]
     fn linktypes() {
-        assert_eq!(encap_for_linktype(1), Some(Encap::Ethernet));
+        assert_eq!(framing_of_linktype(1), Some(LinkFraming::Ethernet));
         for lt in [101, 12, 14] {
-            assert_eq!(encap_for_linktype(lt), Some(Encap::RawIp));
+            assert_eq!(framing_of_linktype(lt), Some(LinkFraming::RawIp));
         }
-        assert_eq!(encap_for_linktype(228), Some(Encap::Ipv4));
-        assert_eq!(encap_for_linktype(229), Some(Encap::Ipv6));
-        assert_eq!(encap_for_linktype(113), Some(Encap::LinuxSll));
-        assert_eq!(encap_for_linktype(276), Some(Encap::LinuxSll2));
-        assert_eq!(encap_for_linktype(0), Some(Encap::Null));
-        assert_eq!(encap_for_linktype(108), Some(Encap::Loop));
-        assert_eq!(encap_for_linktype(104), None);
+        assert_eq!(framing_of_linktype(228), Some(LinkFraming::Ipv4));
+        assert_eq!(framing_of_linktype(229), Some(LinkFraming::Ipv6));
+        assert_eq!(framing_of_linktype(113), Some(LinkFraming::LinuxSll));
+        assert_eq!(framing_of_linktype(276), Some(LinkFraming::LinuxSll2));
+        assert_eq!(framing_of_linktype(0), Some(LinkFraming::Null));
+        assert_eq!(framing_of_linktype(108), Some(LinkFraming::Loop));
+        assert_eq!(framing_of_linktype(104), None);
     }
 
     #[test]
     fn ethernet_is_copied() {
         let f = udp4_frame();
         let mut out = vec![1, 2, 3];
-        to_ethernet(Encap::Ethernet, &f, SRC, DST, &mut out).unwrap();
+        to_ethernet(LinkFraming::Ethernet, &f, SRC, DST, &mut out).unwrap();
         assert_eq!(out, f);
     }
 
@@ -329,22 +329,22 @@ mod tests {
     fn raw_ip() {
         let p = ip4_packet();
         let mut out = Vec::new();
-        to_ethernet(Encap::RawIp, &p, SRC, DST, &mut out).unwrap();
+        to_ethernet(LinkFraming::RawIp, &p, SRC, DST, &mut out).unwrap();
         assert_eq!(out, [header(0x0800), p.clone()].concat());
         // The synthesized frame parses like the original.
         assert_eq!(parse_layers(&out).l4, parse_layers(&udp4_frame()).l4);
 
         let v6 = hex("6000 0000 0000 3b40");
-        to_ethernet(Encap::RawIp, &v6, SRC, DST, &mut out).unwrap();
+        to_ethernet(LinkFraming::RawIp, &v6, SRC, DST, &mut out).unwrap();
         assert_eq!(out[12..14], [0x86, 0xdd]);
         assert_eq!(
-            to_ethernet(Encap::RawIp, &[0x55], SRC, DST, &mut out),
-            Err(EncapError::UnknownIpVersion(5))
+            to_ethernet(LinkFraming::RawIp, &[0x55], SRC, DST, &mut out),
+            Err(FramingError::UnknownIpVersion(5))
         );
-        let e = to_ethernet(Encap::RawIp, &[], SRC, DST, &mut out).unwrap_err();
+        let e = to_ethernet(LinkFraming::RawIp, &[], SRC, DST, &mut out).unwrap_err();
         assert_eq!(
             e,
-            EncapError::TooShort {
+            FramingError::TooShort {
                 expected: "a raw IP header",
                 needed: 1,
                 got: 0
@@ -355,9 +355,9 @@ mod tests {
             "packet too short: 0 bytes, a raw IP header needs 1"
         );
 
-        to_ethernet(Encap::Ipv4, &p, SRC, DST, &mut out).unwrap();
+        to_ethernet(LinkFraming::Ipv4, &p, SRC, DST, &mut out).unwrap();
         assert_eq!(out[12..14], [0x08, 0x00]);
-        to_ethernet(Encap::Ipv6, &v6, SRC, DST, &mut out).unwrap();
+        to_ethernet(LinkFraming::Ipv6, &v6, SRC, DST, &mut out).unwrap();
         assert_eq!(out[12..14], [0x86, 0xdd]);
     }
 
@@ -368,7 +368,7 @@ mod tests {
         let p = ip4_packet();
         let mut out = Vec::new();
         to_ethernet(
-            Encap::LinuxSll,
+            LinkFraming::LinuxSll,
             &[sll.clone(), p.clone()].concat(),
             SRC,
             DST,
@@ -383,7 +383,7 @@ mod tests {
         s[14] = 0x08;
         s[15] = 0x06;
         to_ethernet(
-            Encap::LinuxSll,
+            LinkFraming::LinuxSll,
             &[s, arp.clone()].concat(),
             SRC,
             DST,
@@ -397,7 +397,7 @@ mod tests {
         s[14] = 0;
         s[15] = 4;
         to_ethernet(
-            Encap::LinuxSll,
+            LinkFraming::LinuxSll,
             &[s.clone(), vec![0x42, 0x42, 0x03]].concat(),
             SRC,
             DST,
@@ -408,13 +408,13 @@ mod tests {
         // Netlink-style protocol values are rejected.
         s[15] = 0x10;
         assert_eq!(
-            to_ethernet(Encap::LinuxSll, &s, SRC, DST, &mut out),
-            Err(EncapError::UnsupportedProtocol(0x10))
+            to_ethernet(LinkFraming::LinuxSll, &s, SRC, DST, &mut out),
+            Err(FramingError::UnsupportedProtocol(0x10))
         );
 
         assert_eq!(
-            to_ethernet(Encap::LinuxSll, &sll[..15], SRC, DST, &mut out),
-            Err(EncapError::TooShort {
+            to_ethernet(LinkFraming::LinuxSll, &sll[..15], SRC, DST, &mut out),
+            Err(FramingError::TooShort {
                 expected: "a 16-byte Linux cooked (SLL) header",
                 needed: 16,
                 got: 15
@@ -429,7 +429,7 @@ mod tests {
         let v6 = hex("6000 0000 0000 3b40");
         let mut out = Vec::new();
         to_ethernet(
-            Encap::LinuxSll2,
+            LinkFraming::LinuxSll2,
             &[sll2.clone(), v6.clone()].concat(),
             SRC,
             DST,
@@ -438,8 +438,8 @@ mod tests {
         .unwrap();
         assert_eq!(out, [header(0x86dd), v6].concat());
         assert!(matches!(
-            to_ethernet(Encap::LinuxSll2, &sll2[..19], SRC, DST, &mut out),
-            Err(EncapError::TooShort {
+            to_ethernet(LinkFraming::LinuxSll2, &sll2[..19], SRC, DST, &mut out),
+            Err(FramingError::TooShort {
                 needed: 20,
                 got: 19,
                 ..
@@ -453,7 +453,7 @@ mod tests {
         let mut out = Vec::new();
         // Little-endian host: AF_INET = 2.
         to_ethernet(
-            Encap::Null,
+            LinkFraming::Null,
             &[vec![2, 0, 0, 0], p.clone()].concat(),
             SRC,
             DST,
@@ -463,7 +463,7 @@ mod tests {
         assert_eq!(out, [header(0x0800), p.clone()].concat());
         // Big-endian host.
         to_ethernet(
-            Encap::Null,
+            LinkFraming::Null,
             &[vec![0, 0, 0, 2], p.clone()].concat(),
             SRC,
             DST,
@@ -473,18 +473,18 @@ mod tests {
         assert_eq!(out[12..14], [0x08, 0x00]);
         // AF_INET6 values of the BSDs and macOS, both orders.
         for fam in [24u32, 28, 30] {
-            to_ethernet(Encap::Null, &fam.to_le_bytes(), SRC, DST, &mut out).unwrap();
+            to_ethernet(LinkFraming::Null, &fam.to_le_bytes(), SRC, DST, &mut out).unwrap();
             assert_eq!(out, header(0x86dd));
-            to_ethernet(Encap::Null, &fam.to_be_bytes(), SRC, DST, &mut out).unwrap();
+            to_ethernet(LinkFraming::Null, &fam.to_be_bytes(), SRC, DST, &mut out).unwrap();
             assert_eq!(out, header(0x86dd));
         }
         assert_eq!(
-            to_ethernet(Encap::Null, &[7, 0, 0, 0], SRC, DST, &mut out),
-            Err(EncapError::UnknownFamily(7))
+            to_ethernet(LinkFraming::Null, &[7, 0, 0, 0], SRC, DST, &mut out),
+            Err(FramingError::UnknownFamily(7))
         );
         // LOOP is network order only.
         to_ethernet(
-            Encap::Loop,
+            LinkFraming::Loop,
             &[vec![0, 0, 0, 24], p.clone()].concat(),
             SRC,
             DST,
@@ -493,12 +493,12 @@ mod tests {
         .unwrap();
         assert_eq!(out[12..14], [0x86, 0xdd]);
         assert_eq!(
-            to_ethernet(Encap::Loop, &[2, 0, 0, 0], SRC, DST, &mut out),
-            Err(EncapError::UnknownFamily(0x0200_0000))
+            to_ethernet(LinkFraming::Loop, &[2, 0, 0, 0], SRC, DST, &mut out),
+            Err(FramingError::UnknownFamily(0x0200_0000))
         );
         assert!(matches!(
-            to_ethernet(Encap::Loop, &[0, 0, 2], SRC, DST, &mut out),
-            Err(EncapError::TooShort {
+            to_ethernet(LinkFraming::Loop, &[0, 0, 2], SRC, DST, &mut out),
+            Err(FramingError::TooShort {
                 needed: 4,
                 got: 3,
                 ..

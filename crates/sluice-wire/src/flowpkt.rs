@@ -20,10 +20,38 @@
 use crate::checksum::{fold, sum16};
 use crate::encapstack::EncapStack;
 use crate::ethernet::MacAddr;
-use crate::fields::FieldEngine;
 use crate::ip6ext::Ipv6ExtStack;
 use std::net::IpAddr;
 use std::sync::Arc;
+
+/// What varies a frame's fields as [`FlowHeaders::write_varied`] writes
+/// it (the field engine, `fields::FieldEngine`): its tunnel-header fields
+/// before the tunnel's own are patched, the rest after. A trait, so the
+/// headers do not depend on the engine that varies them (monomorphised:
+/// the same code as a direct call).
+pub trait Varies {
+    /// Whether it varies fields in front of the IP header (the tunnel's).
+    fn has_front(&self) -> bool;
+    /// Writes those; whether any was written.
+    fn write_front(&self, frame: &mut [u8], lay: &Layout, flow: u64, packet: u64) -> bool;
+    /// Writes the rest, checksums kept right.
+    fn apply(&self, frame: &mut [u8], h: &FlowHeaders, flow: u64, packet: u64);
+}
+
+/// [`FlowHeaders::write`]: nothing varies.
+enum NoVary {}
+
+impl Varies for NoVary {
+    fn has_front(&self) -> bool {
+        match *self {}
+    }
+    fn write_front(&self, _: &mut [u8], _: &Layout, _: u64, _: u64) -> bool {
+        match *self {}
+    }
+    fn apply(&self, _: &mut [u8], _: &FlowHeaders, _: u64, _: u64) {
+        match *self {}
+    }
+}
 
 /// Transport of a generated flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -323,17 +351,17 @@ impl FlowHeaders {
 
     /// Appends one frame to `out`.
     pub fn write(&self, out: &mut Vec<u8>, f: &PacketFields<'_>) {
-        self.write_with(out, f, None);
+        self.write_with::<NoVary>(out, f, None);
     }
 
     /// Appends one frame to `out` with the fields of `engine` that are not
-    /// in the template ([`FieldEngine::vary`] wrote those): `flow` is the
-    /// flow's number, `packet` the packet's count.
-    pub fn write_varied(
+    /// in the template (`fields::FieldEngine::vary` wrote those): `flow`
+    /// is the flow's number, `packet` the packet's count.
+    pub fn write_varied<V: Varies>(
         &self,
         out: &mut Vec<u8>,
         f: &PacketFields<'_>,
-        engine: &FieldEngine,
+        engine: &V,
         flow: u64,
         packet: u64,
     ) {
@@ -341,11 +369,11 @@ impl FlowHeaders {
     }
 
     #[inline(always)]
-    fn write_with(
+    fn write_with<V: Varies>(
         &self,
         out: &mut Vec<u8>,
         f: &PacketFields<'_>,
-        vary: Option<(&FieldEngine, u64, u64)>,
+        vary: Option<(&V, u64, u64)>,
     ) {
         let start = out.len();
         let l4_len = self.l4_end - self.l3_end + f.payload_len;

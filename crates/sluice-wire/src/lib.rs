@@ -50,7 +50,9 @@ pub mod tunnel;
 pub mod udp4;
 
 pub use checksum::{fold, incremental_update, ipv4_header_checksum, sum16};
-pub use ethernet::{encap_for_linktype, to_ethernet, Encap, EncapError, MacAddr, ParseMacError};
+pub use ethernet::{
+    framing_of_linktype, to_ethernet, FramingError, LinkFraming, MacAddr, ParseMacError,
+};
 pub use flow::flow_hash;
 pub use flowpkt::{FlowEnds, FlowHeaders, FlowProto, Layout, PacketFields};
 pub use layers::{parse_layers, Ip, Layers, L4};

@@ -29,22 +29,17 @@ pub use doctor::DoctorArgs;
 pub use flows::{EditArgs, FlowsArgs, FlowsCommand, ImportArgs};
 pub use jobs::{ChangeArgs, JobsArgs, JobsCommand, SubmitArgs, TopArgs};
 pub use prep::{PrepArgs, PrepFormat};
-pub use profile::{
-    FitArgs, Mode, ProfileArgs, ProfileCommand, SelectOpts, ShareBy, SpectrumArgs, SynthArgs,
-};
+pub use profile::{FitArgs, ProfileArgs, ProfileCommand, SpectrumArgs, SynthArgs};
 pub use report::ReportArgs;
 pub use rfc2544::Rfc2544Args;
 pub use rx::RxArgs;
 pub use series::{ConvertArgs, DumpArgs, SeriesArgs, SeriesCommand};
-pub use sluice_job::command::{
-    InjectArgs, OnOffArgs, PaceArgs, PlayArgs, ProfileRunArgs, ReplayArgs, RunArgs, RunOpts,
-    ShareOpts,
-};
+pub use sluice_job::command::{InjectArgs, PaceArgs, ReplayArgs, RunOpts};
 
 use clap::{Parser, Subcommand};
 
 /// The version and the commit it was built from (`unknown` outside git).
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SLUICE_COMMIT"), ")");
+pub const VERSION: &str = sluice_run::VERSION;
 
 #[derive(Parser, Debug)]
 #[command(

@@ -3,7 +3,7 @@
 use super::values::positive_count;
 use clap::{Args, Subcommand};
 use sluice_job::command::{OnOffArgs, ProfileRunArgs};
-pub use sluice_job::profile::{FrameOpts, Mode, SelectOpts, ShareBy};
+pub use sluice_job::profile::{FrameOpts, SelectOpts};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]

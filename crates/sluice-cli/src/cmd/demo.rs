@@ -98,7 +98,7 @@ fn replay(
         Default::default(),
         RunOpts::new(to, Default::default()),
     );
-    let ran = crate::run::run_job(crate::run::Job::Replay(args), stop, None)?;
+    let ran = sluice_run::run_job(sluice_run::Job::Replay(args), stop, None)?;
     Ok(ran.report()?.summary)
 }
 

@@ -43,7 +43,7 @@ pub fn keygen(a: KeygenArgs) -> Result<u8, Failure> {
 }
 
 pub fn worker(a: WorkerArgs) -> Result<u8, Failure> {
-    let local = Arc::new(crate::local::InProcess::default());
+    let local = Arc::new(sluice_control::inprocess::InProcess::default());
     let cfg = sluice_control::worker::WorkerConfig {
         listen: a.listen,
         tls: a.tls,

@@ -1,10 +1,7 @@
 //! `sluice profile`: synthesize a profile's trace, show its spectrum,
 //! generate it (exact or Fourier).
 
-use crate::args::{
-    FitArgs, Mode, ProfileArgs, ProfileCommand, ProfileRunArgs, RunOpts, SelectOpts, ShareBy,
-    SpectrumArgs, SynthArgs,
-};
+use crate::args::{FitArgs, ProfileArgs, ProfileCommand, RunOpts, SpectrumArgs, SynthArgs};
 use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::{anyhow, Context};
@@ -13,11 +10,11 @@ use sluice_analyze::judge::Packets;
 use sluice_engine::{run_source, ClockChoice};
 use sluice_job::SendOpts;
 use sluice_profile::{
-    Component, FourierPlan, Profile, ProfileSource, RateSeries, Selection, Sequence, Spectrum,
-    Synth,
+    Component, Profile, ProfileSource, RateSeries, Selection, Sequence, Spectrum, Synth,
 };
+use sluice_run::commands::profile::{fits_in_memory, load, read_paths, selection};
 use sluice_sink::SinkSpec;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub fn run(a: ProfileArgs) -> Result<u8, Failure> {
     // Every synthesized sequence (a spectrum, a Fourier plan, a synth)
@@ -27,19 +24,11 @@ pub fn run(a: ProfileArgs) -> Result<u8, Failure> {
     match a.command {
         ProfileCommand::Synth(s) => synth(s),
         ProfileCommand::Spectrum(s) => show_spectrum(s),
-        ProfileCommand::Run(mut r) => prepare(&mut r)?.run(),
+        ProfileCommand::Run(r) => sluice_run::command(sluice_run::Job::Profile(*r)),
         ProfileCommand::Fit(f) => fit(f),
         // `main` runs it as a job (`run::Job::OnOff`), the same way.
-        ProfileCommand::Onoff(mut o) => super::onoff::prepare(&mut o)?.run(),
+        ProfileCommand::Onoff(o) => sluice_run::command(sluice_run::Job::OnOff(*o)),
     }
-}
-
-fn load(path: &Path, scale: f64, seed: Option<u64>) -> Result<Profile, Failure> {
-    let mut p = Profile::load(path, scale).map_err(bad_input)?;
-    if let Some(s) = seed {
-        p.seed = s;
-    }
-    Ok(p)
 }
 
 /// How a selection reads in the spectrum's output.
@@ -49,10 +38,6 @@ fn selection_text(sel: Selection) -> String {
         Selection::Keep(k) => format!("keep {k}"),
         Selection::Cutoff(hz) => format!("cutoff {hz} Hz"),
     }
-}
-
-fn selection(s: &SelectOpts) -> Result<Selection, Failure> {
-    s.selection().map_err(|e| bad_input(anyhow!(e)))
 }
 
 /// The synthesized trace, through the engine on a virtual clock into a
@@ -108,158 +93,6 @@ fn synth(a: SynthArgs) -> Result<u8, Failure> {
     plan.run(|sinks, cfg, progress| run_source(source, sinks, cfg, progress))
 }
 
-/// The profile's plan and source (`run::prepare`).
-pub fn prepare(a: &mut ProfileRunArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
-    let a = &*a;
-    a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
-    if a.confine_inputs {
-        sluice_profile::confine_inputs();
-    }
-    // A profile's rates are its own: a ramp scales them.
-    let mut plan =
-        SendPlan::new(&a.run, false)?.rate(sluice_job::rate::Nominal::Multiplier(1.0))?;
-    plan.engine.start_at = a.part.start_at;
-    plan = plan.also_to(&a.also_to)?;
-    if let (Some(s), ShareBy::Components) = (a.part.share, a.share_by) {
-        if a.opts.mode != Mode::Fourier || !a.opts.queues.is_multiple_of(s.count as usize) {
-            return Err(bad_input(anyhow!(
-                "--share-by components deals out Fourier queues: give --mode fourier and --queues a multiple of {}",
-                s.count
-            )));
-        }
-    }
-    let profile = load(&a.profile, a.opts.frame.scale, a.opts.frame.seed)?;
-    // The profile's own `duration:` ends what it plans; a longer
-    // `--duration` (a distributed job's deadline, or a user's) cannot
-    // lengthen it: say so rather than end early without a word.
-    if let (Some(d), sluice_profile::Stop::Duration(own)) = (a.run.send.duration, &profile.stop) {
-        if d.0 > own.0 && !a.run.quiet && a.part.share.is_none() {
-            eoutln!(
-                "sluice: {}: the profile plans {} (its duration:); the run ends then, \
-                 before --duration {}",
-                a.profile.display(),
-                sluice_core::Nanos(own.0),
-                sluice_core::Nanos(d.0)
-            );
-        }
-    }
-    let reads = profile.inputs.clone();
-    let (packet, seed) = (profile.packet.clone(), profile.seed);
-    let sequence = match a.opts.mode {
-        Mode::Exact => {
-            if a.opts.select.keep.is_some()
-                || a.opts.select.cutoff.is_some()
-                || a.opts.select.window.is_some()
-                || a.opts.queues != 1
-            {
-                return Err(bad_input(anyhow!(
-                    "--keep, --cutoff, --window and --queues select Fourier components: give --mode fourier"
-                )));
-            }
-            Sequence::Exact(Synth::new(profile))
-        }
-        // A worker's queues: the controller decomposed the profile once.
-        Mode::Fourier if a.fourier.is_some() => {
-            let c = a.fourier.clone().expect("matched");
-            if c.queue_count as usize != a.opts.queues {
-                return Err(bad_input(anyhow!(
-                    "the task's components are dealt over {} queues, the job asks for {}",
-                    c.queue_count,
-                    a.opts.queues
-                )));
-            }
-            let f = FourierPlan::from_components(profile, c)
-                .map_err(|e| bad_input(anyhow!("{}: {e}", a.profile.display())))?;
-            let d = &f.decomposition;
-            eoutln!(
-                "sluice: fourier: queues {} of {} shipped by the controller: {} components on {} bins of {}, {} packets planned",
-                d.per_queue.len(),
-                f.queue_count(),
-                d.per_queue.iter().sum::<usize>(),
-                d.bins,
-                sluice_core::Nanos(d.sample_ns),
-                d.planned_packets,
-            );
-            Sequence::Fourier(f)
-        }
-        Mode::Fourier => {
-            // `--queues` was bounded by `ProfileOpts::check`.
-            let sel = selection(&a.opts.select)?;
-            profile.check_analyzable().map_err(bad_input)?;
-            fits_in_memory(&profile, a.opts.select.sample.0, a.opts.queues, &a.profile)?;
-            // `--window` was checked by `ProfileOpts::check`.
-            let window = a
-                .opts
-                .select
-                .window_bins()
-                .map_err(|e| bad_input(anyhow!("--{e}")))?;
-            let f = FourierPlan::new(profile, a.opts.select.sample.0, sel, a.opts.queues, window)
-                .map_err(|e| bad_input(anyhow!("{}: {e}", a.profile.display())))?;
-            if sluice_profile::stop_asked() {
-                return Err(Failure {
-                    code: crate::exit::INTERRUPTED,
-                    error: anyhow!("interrupted while planning the Fourier run; nothing sent"),
-                });
-            }
-            let d = &f.decomposition;
-            eoutln!(
-                "sluice: fourier: {} bins of {}{}, {} of {} components kept, {} queues ({} components each at most), {} packets planned for {} in the target{}",
-                d.bins,
-                sluice_core::Nanos(d.sample_ns),
-                if d.windows > 1 {
-                    format!(" in {} windows", d.windows)
-                } else {
-                    String::new()
-                },
-                d.kept,
-                d.available,
-                d.per_queue.len(),
-                d.per_queue.iter().max().unwrap_or(&0),
-                d.planned_packets,
-                d.target_packets.unwrap_or_default(),
-                if d.shortfall > 0.0 {
-                    format!(
-                        "; the reconstruction goes below 0 in places: {:.0} packets not sent there",
-                        d.shortfall
-                    )
-                } else {
-                    String::new()
-                }
-            );
-            Sequence::Fourier(f)
-        }
-    };
-    // A pcap output is stamped from the run's start: the --start-at
-    // instant (CLOCK_REALTIME) when given, else now (the run starts a
-    // moment after, once planned).
-    let first_ts = a
-        .part
-        .start_at
-        .unwrap_or_else(sluice_sys::clock::realtime_ns);
-    let source = ProfileSource::new(
-        sequence,
-        &packet,
-        a.opts.frame.src_mac,
-        a.opts.frame.dst_mac,
-        first_ts,
-        seed,
-    )
-    .map_err(bad_input)?
-    // Shipped components are this worker's queues already: no share.
-    .with_share(
-        a.part.share.filter(|_| a.fourier.is_none()),
-        a.share_by == ShareBy::Components,
-    )
-    .with_ports(1 + a.also_to.len());
-    for path in read_paths(&a.profile, &reads) {
-        plan = plan.reads(path);
-    }
-    Ok(crate::plan::Prepared {
-        plan,
-        go: Box::new(|sinks, cfg, progress| run_source(source, sinks, cfg, progress)),
-    })
-}
-
 #[derive(Serialize)]
 struct SpectrumOut<'a> {
     input: String,
@@ -288,14 +121,6 @@ struct ErrorsOut {
     pearson: f64,
 }
 
-/// Every file a profile command reads: the profile and its `from:`
-/// captures (for the output alias check).
-fn read_paths<'a>(profile: &'a Path, captures: &'a [PathBuf]) -> Vec<&'a Path> {
-    std::iter::once(profile)
-        .chain(captures.iter().map(PathBuf::as_path))
-        .collect()
-}
-
 /// The rate series of a capture: packets per bin from its first packet.
 fn capture_series(path: &Path, sample_ns: u64) -> Result<RateSeries, Failure> {
     let times = Packets::read(path).map_err(bad_input)?.times;
@@ -307,17 +132,6 @@ fn capture_series(path: &Path, sample_ns: u64) -> Result<RateSeries, Failure> {
     };
     RateSeries::from_times(times.iter().map(|t| t.saturating_sub(t0)), sample_ns, None)
         .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))
-}
-
-/// [`sluice_job::profile::fits_in_memory`], naming the file.
-fn fits_in_memory(
-    p: &Profile,
-    sample_ns: u64,
-    queues: usize,
-    file: &std::path::Path,
-) -> Result<(), Failure> {
-    sluice_job::profile::fits_in_memory(p, sample_ns, queues)
-        .map_err(|e| bad_input(anyhow!("{}: {e}", file.display())))
 }
 
 fn show_spectrum(a: SpectrumArgs) -> Result<u8, Failure> {

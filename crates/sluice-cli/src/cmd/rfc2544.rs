@@ -295,7 +295,7 @@ impl Runner<'_> {
                 .map(|leg| {
                     let (args, stop) = (job(leg), self.stop.clone());
                     s.spawn(move || {
-                        crate::run::run_job(crate::run::Job::Replay(args), stop, None)?.report()
+                        sluice_run::run_job(sluice_run::Job::Replay(args), stop, None)?.report()
                     })
                 })
                 .collect();

@@ -6,11 +6,11 @@
 
 use crate::args::RxArgs;
 use crate::dest::Dest;
-use crate::failure::receive_failure;
 use crate::json::Kind;
 use crate::{exit, signals, Failure};
 use anyhow::{anyhow, Context};
 use sluice_receive::{render, status_line, Receiver, RxDoc};
+use sluice_run::receive_failure;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

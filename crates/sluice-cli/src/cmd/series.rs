@@ -11,7 +11,7 @@ pub fn run(a: SeriesArgs) -> Result<u8, Failure> {
     match a.command {
         SeriesCommand::Convert(c) => run_convert(c),
         SeriesCommand::Dump(d) => run_dump(d),
-        SeriesCommand::Play(p) => super::series_play::run(*p),
+        SeriesCommand::Play(p) => sluice_run::command(sluice_run::Job::Series(*p)),
     }
 }
 

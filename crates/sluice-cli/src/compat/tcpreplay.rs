@@ -247,8 +247,8 @@ pub fn run(args: &[String]) -> Result<u8, Failure> {
             interrupted = true;
             break;
         }
-        let mut job = crate::run::Job::Replay(replay_args(&w)?);
-        let prepared = crate::run::prepare(&mut job)?;
+        let mut job = sluice_run::Job::Replay(replay_args(&w)?);
+        let prepared = sluice_run::prepare(&mut job)?;
         if pass == 0 && every.is_some() {
             outln!(
                 "Test start: {} ...",

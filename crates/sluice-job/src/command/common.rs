@@ -12,7 +12,7 @@ use sluice_sys::xdp::rx::RxPath;
 /// Where packets go, what is received beside them and where the run's
 /// statistics go (this host's own), with how it sends ([`SendOpts`], what
 /// a worker may take from a peer): every sending command's, declared once.
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 pub struct RunOpts {
     /// Where packets go: null, pcap:PATH, IFACE (xdp: where AF_XDP binds, else afpacket:), afpacket:IFACE, xdp:IFACE (series play also udp:HOST:PORT).
     #[arg(long, short = 't', default_value_t = SinkSpec::Null)]

@@ -146,7 +146,7 @@ fn each_frame(
     trace: &Path,
     mut f: impl FnMut(u64, Option<&[u8]>) -> Result<(), String>,
 ) -> Result<(u64, Option<String>), crate::SourceError> {
-    use sluice_wire::{encap_for_linktype, to_ethernet, Encap, MacAddr};
+    use sluice_wire::{framing_of_linktype, to_ethernet, LinkFraming, MacAddr};
     let mut reader = sluice_capture::CaptureReader::open(trace)?;
     let file = reader.name().to_string();
     let mut buf = Vec::new();
@@ -158,8 +158,8 @@ fn each_frame(
             Err(e) if e.is_truncation() => return Ok((n, Some(e.to_string()))),
             Err(e) => return Err(e.into()),
         };
-        let frame = match encap_for_linktype(p.linktype.0) {
-            Some(Encap::Ethernet) => Some(p.data),
+        let frame = match framing_of_linktype(p.linktype.0) {
+            Some(LinkFraming::Ethernet) => Some(p.data),
             Some(e) => to_ethernet(e, p.data, MacAddr::LOCAL_SRC, MacAddr::LOCAL_DST, &mut buf)
                 .ok()
                 .map(|()| &buf[..]),

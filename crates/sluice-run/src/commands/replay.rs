@@ -1,11 +1,11 @@
 //! `sluice replay`: phase two (validated plan: open the trace and sinks),
 //! then run and report.
 
-use crate::args::ReplayArgs;
 use crate::plan::{GoFn, Prepared, SendPlan};
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::run_source;
+use sluice_job::command::ReplayArgs;
 use sluice_job::rate::Nominal;
 use sluice_pace::TimingMode;
 use sluice_sink::SinkSpec;
@@ -31,7 +31,7 @@ fn go(source: ReplaySource, timing: TimingMode) -> impl GoFn {
 }
 
 /// Phase two: the checked plan, the opened trace and the timing.
-fn plan_of(a: &ReplayArgs) -> Result<(SendPlan<'_>, ReplaySource, TimingMode), Failure> {
+fn plan_of(a: &ReplayArgs) -> Result<(SendPlan, ReplaySource, TimingMode), Failure> {
     a.opts.check().map_err(|e| bad_input(anyhow!(e)))?;
     let timing = timing_mode(a)?;
     let mut plan = SendPlan::new(&a.run, timing == TimingMode::TopSpeed)?.rate(match timing {

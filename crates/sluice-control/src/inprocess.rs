@@ -1,13 +1,13 @@
 //! The worker's local jobs, run in its process: a job a client submitted
 //! (`Jobs.Submit`) is prepared and run as its command would be
-//! (`run::prepare`, `SendPlan::start`) with a live rate the client
+//! (`sluice_run::prepare`, `SendPlan::start`) with a live rate the client
 //! changes, its intervals and receive counts streamed as they happen.
 
-use crate::json::{self, Kind};
-use crate::progress::Watcher;
-use sluice_control::local::{Event, Events, LocalRunner, Started};
+use crate::local::{Event, Events, Started};
 use sluice_engine::{IntervalStats, Observer};
 use sluice_job::WorkerJob;
+use sluice_run::json::{self, Kind};
+use sluice_run::Watcher;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -80,8 +80,13 @@ impl Watcher for Stream {
     }
 }
 
-impl LocalRunner for InProcess {
-    fn start(
+impl InProcess {
+    /// Checks `w` and opens its inputs; refused (the command line's
+    /// message) before anything is sent, else started on a thread of its
+    /// own, stopped when `stop` is set, reporting to `events` until it
+    /// finishes or fails. `paused`: nothing is sent until the job's rate
+    /// is resumed.
+    pub fn start(
         &self,
         w: WorkerJob,
         paused: bool,
@@ -93,8 +98,8 @@ impl LocalRunner for InProcess {
         let spawned = std::thread::Builder::new()
             .name("sluice-job".into())
             .spawn(move || {
-                let mut job = crate::job::job_of(w);
-                let mut prepared = match crate::run::prepare(&mut job) {
+                let mut job = sluice_run::worker::job_of(w);
+                let mut prepared = match sluice_run::prepare(&mut job) {
                     Ok(p) => p,
                     Err(f) => {
                         let _ = tx.send(Err(format!("{:#}", f.error)));

@@ -1,11 +1,11 @@
 //! `sluice profile onoff`: superposed ON/OFF flows, periods and gaps drawn
 //! from any law.
 
-use crate::args::OnOffArgs;
 use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::run_source;
+use sluice_job::command::OnOffArgs;
 use sluice_profile::{OnOffConfig, OnOffSource, PacketSpec};
 use sluice_sink::SinkSpec;
 

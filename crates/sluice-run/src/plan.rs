@@ -2,12 +2,12 @@
 //! libraries run (sinks per TX thread, CPU placement, the engine
 //! settings), then the report and the exit code.
 
-use crate::args::RunOpts;
 use crate::dest::{self, Dest};
 use crate::progress::{Progress, Watch};
 use crate::{bad_input, exit, Failure};
 use anyhow::{anyhow, Context};
 use sluice_engine::{EngineConfig, EngineError, LiveRate, RxStampMode, Summary};
+use sluice_job::command::RunOpts;
 use sluice_job::rate::{Nominal, Ramp};
 use sluice_pace::Timeline;
 use sluice_receive::RxDoc;
@@ -24,11 +24,11 @@ use std::sync::Arc;
 /// The command adds what is its own (inputs, outputs of its own, a second
 /// port, engine settings beyond the shared ones), then [`SendPlan::run`]s
 /// it; every sending command ends there.
-pub struct SendPlan<'a> {
-    opts: &'a RunOpts,
+pub struct SendPlan {
+    opts: RunOpts,
     /// Outputs after `--to`: two-port replay's `--to2`, series play's
     /// `--also-to`.
-    more: Vec<&'a SinkSpec>,
+    more: Vec<SinkSpec>,
     /// Whether the udp sink (datagram payloads) makes sense here.
     datagrams: bool,
     /// Files the run reads: no output may be one of them.
@@ -45,10 +45,10 @@ pub struct SendPlan<'a> {
     pub xdp_keep: u64,
 }
 
-impl<'a> SendPlan<'a> {
+impl SendPlan {
     /// Checks the shared options (threads against the sink, `--tx-queues`,
     /// `--launch-time`, `--clock tsc`) and types the engine settings.
-    pub fn new(opts: &'a RunOpts, topspeed: bool) -> Result<Self, Failure> {
+    pub fn new(opts: &RunOpts, topspeed: bool) -> Result<Self, Failure> {
         sluice_sys::mem::check_address_space(sluice_sys::mem::MIN_ADDRESS_SPACE, "a sending run")
             .map_err(|e| bad_input(anyhow!(e)))?;
         if opts.send.clock == sluice_engine::ClockChoice::Tsc {
@@ -58,7 +58,7 @@ impl<'a> SendPlan<'a> {
         check_sink(opts, &opts.to)?;
         let placement = crate::placement::place(opts, 1)?;
         Ok(SendPlan {
-            opts,
+            opts: opts.clone(),
             more: Vec::new(),
             datagrams: false,
             // The metrics token is read (or made): no output may be it.
@@ -74,14 +74,14 @@ impl<'a> SendPlan<'a> {
     /// Places `n` planner threads (flows run's planners, series play's
     /// workers) instead of the one reader.
     pub fn planners(mut self, n: usize) -> Result<Self, Failure> {
-        self.engine.placement = Some(crate::placement::place(self.opts, n)?);
+        self.engine.placement = Some(crate::placement::place(&self.opts, n)?);
         Ok(self)
     }
 
     /// `--ramp-file` is read: no output may be it.
     fn reads_ramp(self) -> Self {
-        match &self.opts.ramp_file {
-            Some(f) => self.reads(f),
+        match self.opts.ramp_file.clone() {
+            Some(f) => self.reads(&f),
             None => self,
         }
     }
@@ -94,7 +94,7 @@ impl<'a> SendPlan<'a> {
         } else {
             nominal
         };
-        let o = self.opts;
+        let o = &self.opts;
         let (ramp, what) = match (&o.send.ramp, &o.ramp_file) {
             (Some(r), _) => (r.clone(), "--ramp".to_string()),
             (None, Some(f)) => (
@@ -136,16 +136,16 @@ impl<'a> SendPlan<'a> {
     /// Another output (two-port replay's `--to2`, series play's
     /// `--also-to`): each TX thread gets one sink of each, joined in a
     /// [`PortSink`] (output k is port k, `--to` port 0).
-    pub fn second_port(mut self, to2: &'a SinkSpec) -> Result<Self, Failure> {
-        check_sink(self.opts, to2)?;
+    pub fn second_port(mut self, to2: &SinkSpec) -> Result<Self, Failure> {
+        check_sink(&self.opts, to2)?;
         self.outputs
             .extend(sink_outputs(to2, self.opts.send.threads));
-        self.more.push(to2);
+        self.more.push(to2.clone());
         Ok(self)
     }
 
     /// `--also-to`: further outputs, each a [`second_port`](Self::second_port).
-    pub fn also_to(mut self, outs: &'a [SinkSpec]) -> Result<Self, Failure> {
+    pub fn also_to(mut self, outs: &[SinkSpec]) -> Result<Self, Failure> {
         if outs.is_empty() {
             return Ok(self);
         }
@@ -187,26 +187,13 @@ impl<'a> SendPlan<'a> {
         dest::check(&self.input_paths(), &outputs)
     }
 
-    /// [`SendPlan::start`] stopped by SIGINT/SIGTERM, then
-    /// [`Ran::conclude`]: the command line's run.
-    pub fn run<'g>(self, go: impl GoFn + 'g) -> Result<u8, Failure> {
-        let stop = crate::signals::install().context("installing signal handlers")?;
-        self.start(stop, Box::new(go), None)?.conclude()
-    }
-
-    /// Opens the outputs (one sink per TX thread, `--stats-json`, the
-    /// receiver) and runs `go` with them and the engine settings, stopped
-    /// by `stop` and observed by `watch` too: the run, ended, before it is
-    /// reported. Every output is prepared before the run, so a bad path
-    /// fails before sending.
-    pub fn start(
-        self,
-        stop: Arc<AtomicBool>,
-        go: Go,
-        watch: Option<Watch>,
-    ) -> Result<Ran, Failure> {
-        let o = self.opts;
-        for to in std::iter::once(&o.to).chain(self.more.iter().copied()) {
+    /// What the command sends fits its sinks and its rate: datagrams only
+    /// where the command makes them, a ramp only with a rate to change,
+    /// bursts only with a schedule of their own (or at top speed, with no
+    /// gap).
+    fn check_sends(&self) -> Result<(), Failure> {
+        let o = &self.opts;
+        for to in std::iter::once(&o.to).chain(&self.more) {
             if matches!(to, SinkSpec::Udp(_)) && !self.datagrams {
                 return Err(bad_input(anyhow!(
                     "--to {to}: this command sends whole frames; the udp sink takes datagram payloads (use it with `sluice series play`)"
@@ -234,6 +221,29 @@ impl<'a> SendPlan<'a> {
                 )));
             }
         }
+        Ok(())
+    }
+
+    /// [`SendPlan::start`] stopped by SIGINT/SIGTERM, then
+    /// [`Ran::conclude`]: the command line's run.
+    pub fn run<'g>(self, go: impl GoFn + 'g) -> Result<u8, Failure> {
+        let stop = crate::signals::install().context("installing signal handlers")?;
+        self.start(stop, Box::new(go), None)?.conclude()
+    }
+
+    /// Opens the outputs (one sink per TX thread, `--stats-json`, the
+    /// receiver) and runs `go` with them and the engine settings, stopped
+    /// by `stop` and observed by `watch` too: the run, ended, before it is
+    /// reported. Every output is prepared before the run, so a bad path
+    /// fails before sending.
+    pub fn start(
+        self,
+        stop: Arc<AtomicBool>,
+        go: Go,
+        watch: Option<Watch>,
+    ) -> Result<Ran, Failure> {
+        self.check_sends()?;
+        let o = &self.opts;
         self.check_files()?;
         crate::json::set_inputs(&self.input_paths());
         let mut engine = self.engine;
@@ -412,7 +422,7 @@ pub type Go<'g> = Box<dyn GoFn + 'g>;
 /// A sending job prepared (`run::prepare`, each command's
 /// `prepare`): its checked plan and what sends with it.
 pub struct Prepared<'a> {
-    pub plan: SendPlan<'a>,
+    pub plan: SendPlan,
     pub go: Go<'a>,
 }
 
@@ -643,19 +653,17 @@ fn exit_code(s: &Summary) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::{Cli, Command};
-    use clap::Parser;
+    use sluice_job::command::ReplayArgs;
 
     /// `sluice replay TRACE ARGS...`, parsed as the binary parses it.
-    fn replay(args: &[&str]) -> crate::args::ReplayArgs {
-        let argv = ["sluice", "replay", "in.pcap"].iter().chain(args);
-        match Cli::try_parse_from(argv).expect("parses").command {
-            Command::Replay(a) => *a,
-            other => panic!("not replay: {other:?}"),
-        }
+    fn replay(args: &[&str]) -> ReplayArgs {
+        let words: Vec<&str> = std::iter::once("in.pcap")
+            .chain(args.iter().copied())
+            .collect();
+        crate::test_args::parse(&words)
     }
 
-    fn refused(plan: Result<SendPlan<'_>, Failure>) -> String {
+    fn refused(plan: Result<SendPlan, Failure>) -> String {
         match plan {
             Ok(_) => panic!("accepted"),
             Err(f) => {

@@ -1,19 +1,70 @@
-//! Every sending run, one way: a typed [`Job`] (`sluice_job::command`: a
-//! sending command's arguments, as its command line or a worker's job
-//! file built them) is prepared once into its checked plan and its source
-//! ([`prepare`]),
-//! then [`run_job`] runs it in this process (`SendPlan::start`). A
-//! command concludes it ([`Ran::conclude`]: summary, `--summary-json`,
-//! exit code; each command's `run` is its `prepare` and
-//! `Prepared::run`); a run that is one part of a larger one takes its
-//! typed report ([`Ran::report`]: RFC 2544 trials, `demo`). A worker
-//! runs its task's job in a child `sluice job FILE`, which ends here
-//! too. Only this file names the commands: they do not name it.
+//! Running a sending job, as a library: a typed [`Job`]
+//! (`sluice_job::command`: a sending command's arguments, as a command
+//! line, a worker's job file or a program built them) is prepared once
+//! into its checked plan and its source ([`prepare`]), then [`run_job`]
+//! runs it in this process (`SendPlan::start`). A command line concludes
+//! it ([`Ran::conclude`]: summary, `--summary-json`, exit code;
+//! [`command`]); a program, RFC 2544's trials, `demo` and the worker's
+//! Jobs service take its typed report ([`Ran::report`]). A worker's
+//! distributed task runs in a child `sluice job FILE`
+//! ([`worker::run_file`]) so its deadline can end it.
+//!
+//! The `sluice` binary is parsing, dispatch and printing over this
+//! crate; `examples/embed.rs` is a program that embeds it.
 
-use crate::cmd;
-use crate::plan::{Prepared, Ran};
-use crate::progress::Watch;
-use crate::Failure;
+/// `println!`/`print!` that hand the write's error back instead of
+/// panicking: a reader that goes away (`| head -1`) ends the command
+/// quietly through `?`.
+#[macro_export]
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($t)*)
+    }};
+}
+#[macro_export]
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($t)*)
+    }};
+}
+/// `eprintln!`/`eprint!` that never panic: a closed or broken stderr
+/// loses the message, never the run, its outputs or its exit code.
+#[macro_export]
+macro_rules! eoutln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+#[macro_export]
+macro_rules! eout {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+
+pub mod commands;
+pub mod dest;
+mod failure;
+pub mod job_failure;
+pub mod json;
+pub mod metrics;
+pub mod placement;
+pub mod plan;
+pub mod progress;
+pub mod signals;
+pub mod token;
+pub mod worker;
+
+/// The version and the commit it was built from (`unknown` outside git).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SLUICE_COMMIT"), ")");
+
+pub use failure::{bad_input, exit, open_failure, receive_failure, Failure};
+pub use plan::{Prepared, Ran, Report, SendPlan};
+pub use progress::{Watch, Watcher};
 pub use sluice_job::Job;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -22,13 +73,13 @@ use std::sync::Arc;
 /// sent yet, and no output is touched.
 pub fn prepare(job: &mut Job) -> Result<Prepared<'_>, Failure> {
     match job {
-        Job::Replay(a) => cmd::replay::prepare(a),
-        Job::Flows(a) => cmd::flows::prepare(a),
-        Job::Series(a) => cmd::series_play::prepare(a),
-        Job::Profile(a) => cmd::profile::prepare(a),
-        Job::OnOff(a) => cmd::onoff::prepare(a),
-        Job::Pace(a) => cmd::pace::prepare(a),
-        Job::Inject(a) => cmd::inject::prepare(a),
+        Job::Replay(a) => commands::replay::prepare(a),
+        Job::Flows(a) => commands::flows::prepare(a),
+        Job::Series(a) => commands::series::prepare(a),
+        Job::Profile(a) => commands::profile::prepare(a),
+        Job::OnOff(a) => commands::onoff::prepare(a),
+        Job::Pace(a) => commands::pace::prepare(a),
+        Job::Inject(a) => commands::inject::prepare(a),
     }
 }
 
@@ -47,27 +98,34 @@ pub fn command(mut job: Job) -> Result<u8, Failure> {
     prepare(&mut job)?.run()
 }
 
+/// Test-only: a command's arguments parsed from its words, as the
+/// binary's parser parses them (the same clap derive).
+#[cfg(test)]
+pub(crate) mod test_args {
+    use clap::{Args, FromArgMatches};
+
+    pub fn parse<T: Args + FromArgMatches>(words: &[&str]) -> T {
+        let cmd = T::augment_args(clap::Command::new("sluice"));
+        let m = cmd
+            .try_get_matches_from(std::iter::once("sluice").chain(words.iter().copied()))
+            .unwrap_or_else(|e| panic!("{words:?}: {e}"));
+        T::from_arg_matches(&m).expect("parses")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::{Cli, Command, FlowsCommand, ProfileCommand};
-    use clap::Parser;
 
     /// The job a command line names.
     fn job(words: &[String]) -> Job {
-        let argv = std::iter::once("sluice").chain(words.iter().map(String::as_str));
-        match Cli::try_parse_from(argv).expect("parses").command {
-            Command::Replay(a) => Job::Replay(*a),
-            Command::Flows(f) => match f.command {
-                FlowsCommand::Run(r) => Job::Flows(*r),
-                other => panic!("{other:?}"),
-            },
-            Command::Profile(p) => match p.command {
-                ProfileCommand::Run(r) => Job::Profile(*r),
-                ProfileCommand::Onoff(o) => Job::OnOff(*o),
-                other => panic!("{other:?}"),
-            },
-            other => panic!("{other:?}"),
+        let w: Vec<&str> = words.iter().map(String::as_str).collect();
+        match w[..] {
+            ["replay", ref rest @ ..] => Job::Replay(test_args::parse(rest)),
+            ["flows", "run", ref rest @ ..] => Job::Flows(test_args::parse(rest)),
+            ["profile", "run", ref rest @ ..] => Job::Profile(test_args::parse(rest)),
+            ["profile", "onoff", ref rest @ ..] => Job::OnOff(test_args::parse(rest)),
+            _ => panic!("{words:?}"),
         }
     }
 

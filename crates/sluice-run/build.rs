@@ -1,4 +1,5 @@
-//! Records the commit the binary is built from, for `sluice --version`.
+//! Records the commit sluice is built from, for `sluice --version` and
+//! every run's summary.
 
 use std::process::Command;
 

@@ -3,8 +3,12 @@
 //! clocks, upload, start and gather, each on its own.
 
 use super::*;
+use crate::plan::Plan;
 use crate::worker::{serve, WorkerConfig, WorkerListen};
+use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A worker serving on a socket in `dir`, its jobs run by `exe`.
 async fn worker(dir: &Path, exe: &Path) -> String {
@@ -246,7 +250,7 @@ async fn a_job_that_dies_without_a_failure_line_is_failed_with_its_stderr() {
 #[test]
 fn a_task_carries_no_seed_and_keeps_its_number_reserved() {
     use prost::Message;
-    let proto = include_str!("../../../proto/sluice/control/v1/worker.proto");
+    let proto = include_str!("../../../../proto/sluice/control/v1/worker.proto");
     let start = proto.find("message Task {").expect("Task is declared");
     let end = proto[start..].find("\n}\n").expect("Task ends");
     let task = &proto[start..start + end];

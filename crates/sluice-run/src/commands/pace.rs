@@ -1,11 +1,11 @@
 //! `sluice pace`: frames from a TAP device, released at requested gaps.
 
-use crate::args::PaceArgs;
 use crate::dest::Dest;
 use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::run_source;
+use sluice_job::command::PaceArgs;
 use sluice_live::tap::{Departures, GapLog, PaceLaw, PaceSource, Relay};
 use sluice_profile::Profile;
 use sluice_sys::tap::Tap;

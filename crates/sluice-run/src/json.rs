@@ -59,7 +59,7 @@ impl Kind {
             Kind::ControlInterval => "sluice.control-interval/1",
             Kind::ControlClock => "sluice.control-clock/1",
             Kind::ControlSummary => "sluice.control-summary/1",
-            Kind::Failure => sluice_control::failure::FAILURE_SCHEMA,
+            Kind::Failure => crate::job_failure::FAILURE_SCHEMA,
         }
     }
 }
@@ -145,7 +145,7 @@ fn started_now() -> RunInfo {
 
 /// `ns` since the epoch as `YYYY-MM-DDThh:mm:ss.nnnnnnnnnZ` (civil from
 /// days: H. Hinnant's algorithm, proleptic Gregorian).
-pub(crate) fn rfc3339(ns: u64) -> String {
+pub fn rfc3339(ns: u64) -> String {
     let secs = ns / 1_000_000_000;
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     let z = days + 719_468;

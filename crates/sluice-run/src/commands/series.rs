@@ -1,12 +1,12 @@
 //! `sluice series play`: time-series records as UDP datagrams, on time.
 
-use crate::args::values::Size;
-use crate::args::PlayArgs;
 use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_core::Nanos;
 use sluice_engine::{run_series, SeriesConfig};
+use sluice_job::command::PlayArgs;
+use sluice_job::values::Size;
 use sluice_sink::SinkSpec;
 use sluice_source::series::{
     DeviceCount, DeviceFilter, DeviceSelect, FlowMap, Ooo, SeriesTiming, MIN_BUFFER,
@@ -16,10 +16,6 @@ use std::path::Path;
 
 /// Largest IO buffer (two per worker); larger ones only cost memory.
 const MAX_BUFFER: usize = 1 << 30;
-
-pub fn run(mut a: PlayArgs) -> Result<u8, Failure> {
-    prepare(&mut a)?.run()
-}
 
 /// The play's plan and source (`run::prepare`).
 pub fn prepare(a: &mut PlayArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
@@ -67,25 +63,7 @@ pub fn prepare(a: &mut PlayArgs) -> Result<crate::plan::Prepared<'_>, Failure> {
     if a.opts.workers == 0 || a.opts.workers > 64 {
         return Err(bad_input(anyhow!("--workers must be between 1 and 64")));
     }
-    // Through kernel UDP sockets, the target is the destination of flows
-    // the mapping leaves open, and their source is the kernel's choice.
-    let mut flows = match &a.run.to {
-        SinkSpec::Udp(target) => match udp_target(target)? {
-            SocketAddr::V4(t) => FlowMap::new(*t.ip(), t.port()).with_kernel_sources(),
-            SocketAddr::V6(t) => {
-                return Err(bad_input(anyhow!(
-                    "udp:{target}: series play sends UDP/IPv4 flows; give an IPv4 target ({t})"
-                )))
-            }
-        },
-        _ => FlowMap::new(a.opts.dst_ip, a.opts.dst_port),
-    };
-    if let Some(m) = &a.map {
-        flows = flows.load(m).map_err(bad_input)?;
-    }
-    if matches!(a.run.to, SinkSpec::Udp(_)) {
-        check_routes(&flows, a.map.as_deref())?;
-    }
+    let flows = flow_map(a)?;
     let mtu = match (a.opts.mtu, &a.run.to) {
         (Some(m), _) => m,
         (None, to) if to.iface().is_some() => {
@@ -167,4 +145,30 @@ fn udp_target(target: &str) -> Result<SocketAddr, Failure> {
         .map_err(|e| bad_input(anyhow!("udp:{target}: cannot resolve: {e}")))?
         .next()
         .ok_or_else(|| bad_input(anyhow!("udp:{target}: no address")))
+}
+
+/// The flows the records go by: the device map (`--map`) over the
+/// default destination, checked against this host's routes when the
+/// kernel sends them.
+fn flow_map(a: &PlayArgs) -> Result<FlowMap, Failure> {
+    // Through kernel UDP sockets, the target is the destination of flows
+    // the mapping leaves open, and their source is the kernel's choice.
+    let mut flows = match &a.run.to {
+        SinkSpec::Udp(target) => match udp_target(target)? {
+            SocketAddr::V4(t) => FlowMap::new(*t.ip(), t.port()).with_kernel_sources(),
+            SocketAddr::V6(t) => {
+                return Err(bad_input(anyhow!(
+                    "udp:{target}: series play sends UDP/IPv4 flows; give an IPv4 target ({t})"
+                )))
+            }
+        },
+        _ => FlowMap::new(a.opts.dst_ip, a.opts.dst_port),
+    };
+    if let Some(m) = &a.map {
+        flows = flows.load(m).map_err(bad_input)?;
+    }
+    if matches!(a.run.to, SinkSpec::Udp(_)) {
+        check_routes(&flows, a.map.as_deref())?;
+    }
+    Ok(flows)
 }

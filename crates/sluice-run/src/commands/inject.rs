@@ -1,12 +1,12 @@
 //! `sluice inject`: frames described by clients, sent at their times and
 //! acknowledged with their departures.
 
-use crate::args::InjectArgs;
 use crate::dest::Dest;
 use crate::plan::SendPlan;
 use crate::{bad_input, Failure};
 use anyhow::anyhow;
 use sluice_engine::run_source;
+use sluice_job::command::InjectArgs;
 use sluice_live::inject::{InjectConfig, InjectSource, Listen, Listener, LoggedAck, RequestLog};
 use sluice_sink::SinkSpec;
 use sluice_sys::packet_rx::PacketRx;
