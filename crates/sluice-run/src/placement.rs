@@ -41,31 +41,7 @@ fn place_on(
     iface_node: impl Fn(&str) -> Option<usize>,
 ) -> Result<Placement, Failure> {
     let s = &o.send;
-    let ids = || {
-        nodes
-            .iter()
-            .map(|(n, _)| n.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let iface = o.to.iface();
-    let (node, why) = match s.numa_node {
-        Some(n) => {
-            if !nodes.iter().any(|(i, _)| *i == n) {
-                return Err(bad_input(anyhow!(
-                    "--numa-node {n}: this host's NUMA nodes are {}",
-                    ids()
-                )));
-            }
-            (Some(n), "--numa-node".to_string())
-        }
-        None if nodes.len() > 1 => match iface.map(|i| (i, iface_node(i))) {
-            Some((i, Some(n))) => (Some(n), format!("the node of {i}'s device")),
-            Some((i, None)) => (None, format!("{i} has no NUMA node (a virtual device)")),
-            None => (None, "the output is not an interface".to_string()),
-        },
-        None => (None, "one node: nothing to choose".to_string()),
-    };
+    let (node, why) = node_of(o, nodes, iface_node)?;
     let online = sluice_sys::cpus::online_cpus();
     let pool: Vec<usize> = match node {
         Some(n) => nodes
@@ -133,6 +109,40 @@ fn place_on(
             Some(n) => format!("to be kept on node {n}"),
             None => "placed by the kernel".to_string(),
         },
+    })
+}
+
+/// The NUMA node the run is placed on, and why: `--numa-node`, else the
+/// output interface's device's node where the host has several.
+fn node_of(
+    o: &RunOpts,
+    nodes: &[(usize, Vec<usize>)],
+    iface_node: impl Fn(&str) -> Option<usize>,
+) -> Result<(Option<usize>, String), Failure> {
+    let ids = || {
+        nodes
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let iface = o.to.iface();
+    Ok(match o.send.numa_node {
+        Some(n) => {
+            if !nodes.iter().any(|(i, _)| *i == n) {
+                return Err(bad_input(anyhow!(
+                    "--numa-node {n}: this host's NUMA nodes are {}",
+                    ids()
+                )));
+            }
+            (Some(n), "--numa-node".to_string())
+        }
+        None if nodes.len() > 1 => match iface.map(|i| (i, iface_node(i))) {
+            Some((i, Some(n))) => (Some(n), format!("the node of {i}'s device")),
+            Some((i, None)) => (None, format!("{i} has no NUMA node (a virtual device)")),
+            None => (None, "the output is not an interface".to_string()),
+        },
+        None => (None, "one node: nothing to choose".to_string()),
     })
 }
 

@@ -357,6 +357,10 @@ impl FlowHeaders {
     /// Appends one frame to `out` with the fields of `engine` that are not
     /// in the template (`fields::FieldEngine::vary` wrote those): `flow`
     /// is the flow's number, `packet` the packet's count.
+    // Never inlined: a caller's own per-packet function (a source's frame
+    // writer) stays small enough to be inlined into its fill loop, as when
+    // this was a call into this crate.
+    #[inline(never)]
     pub fn write_varied<V: Varies>(
         &self,
         out: &mut Vec<u8>,

@@ -44,6 +44,7 @@ pub mod layers;
 pub mod payload;
 pub mod rewrite;
 pub mod rxstamp;
+pub mod tcpedit;
 pub mod template;
 mod textforms;
 pub mod tunnel;

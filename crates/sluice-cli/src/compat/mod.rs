@@ -4,13 +4,9 @@
 //! included), and the binary answers to those names through argv[0] too
 //! (a user's own symlink). Each option maps onto a sluice option, or is
 //! refused in one line that names the sluice way. The command lines are
-//! read by `sluice_job::autoopts`.
+//! read by `sluice_job::autoopts`; tcprewrite's editor is
+//! `sluice_wire::tcpedit`'s (these are its front-ends).
 
-mod checksum;
-mod dlt;
-mod fuzz;
-
-mod tcpedit;
 mod tcpprep;
 mod tcpreplay;
 mod tcprewrite;

@@ -6,8 +6,6 @@
 //! the rewrite added or cut; packets a `-c` cache skips are written as
 //! they are, so the cache still indexes the output.
 
-use super::dlt::Decoder;
-use super::tcpedit::{mac_mask, subsmacs, Edited, L2Out, Tcpedit};
 use super::{number, parse_c_number, refuse, replay_args, Words};
 use crate::dest;
 use crate::{bad_input, exit, Failure};
@@ -16,6 +14,8 @@ use sluice_capture::{CaptureReader, LinkType, PcapWriter, Stamps};
 use sluice_job::autoopts::{arg, flag, Opt, Parsed};
 use sluice_source::{Dir, TcpprepCache};
 use sluice_sys::output::Output;
+use sluice_wire::tcpedit::dlt::Decoder;
+use sluice_wire::tcpedit::{mac_mask, subsmacs, Edited, L2Out, Tcpedit};
 use sluice_wire::CidrMap;
 use std::path::Path;
 
@@ -208,7 +208,7 @@ fn editor(p: &Parsed, input: &str) -> Result<Tcpedit, Failure> {
 
 /// `--fuzz-seed N` (0 and up) with `--fuzz-factor F` (1 and up, 8 by
 /// default): tcpedit's fuzzer.
-fn fuzz(p: &Parsed) -> Result<Option<super::fuzz::Fuzz>, Failure> {
+fn fuzz(p: &Parsed) -> Result<Option<sluice_wire::tcpedit::fuzz::Fuzz>, Failure> {
     let Some(seed) = number::<u32>(p, "fuzz-seed")? else {
         return Ok(None);
     };
@@ -218,7 +218,7 @@ fn fuzz(p: &Parsed) -> Result<Option<super::fuzz::Fuzz>, Failure> {
             "--fuzz-factor 0: out of range, it must be 1 or more"
         )));
     }
-    Ok(Some(super::fuzz::Fuzz::new(seed, factor)))
+    Ok(Some(sluice_wire::tcpedit::fuzz::Fuzz::new(seed, factor)))
 }
 
 /// `--dlt`: Ethernet stays Ethernet (`enet`); `user` writes
@@ -476,7 +476,7 @@ fn layer_of(p: &Parsed, input: &str, lt: LinkType) -> Result<Layer, Failure> {
     if lt == LinkType::ETHERNET {
         return Ok(Layer::Ethernet);
     }
-    let Some(d) = Decoder::of(lt) else {
+    let Some(d) = Decoder::of(lt.0) else {
         return Err(bad_input(anyhow!(
             "tcprewrite: {input}: link type {} has no tcpedit decoder; sluice tcprewrite \
              edits Ethernet, Linux cooked (SLL, SLL2), raw IP and null/loopback traces, as \

@@ -2,8 +2,7 @@
 //! checks and statistics it reports to, one connection per worker with
 //! its lease key, and the timeouts of every stage.
 
-#[allow(unused_imports)]
-use super::results::*;
+use super::results::{Status, WorkerResult};
 use crate::error::{input, Result};
 use crate::pb::worker_client::WorkerClient;
 use crate::plan::Plan;

@@ -1,12 +1,12 @@
 //! Following the tasks: each worker's updates gathered into one status
 //! and its result, a lost worker told apart from a failed one.
 
-#[allow(unused_imports)]
-use super::config::*;
-#[allow(unused_imports)]
-use super::results::*;
-#[allow(unused_imports)]
-use super::session::*;
+use super::config::{
+    Client, ClockCheck, Conn, ControlConfig, OnLoss, CALL_TIMEOUT, CHECK_ROUNDS, LOST_AFTER,
+    STOP_WAIT,
+};
+use super::results::{last_word, Counts, Status, WorkerResult};
+use super::session::measure_offset;
 use crate::now_ns;
 use crate::pb::{self, update};
 use serde_json::Value;

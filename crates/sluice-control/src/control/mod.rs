@@ -16,15 +16,11 @@ pub(crate) use session::{file_chunks, read_whole};
 
 use crate::error::{ControlError, Result};
 use crate::now_ns;
-use crate::pb::{self};
-#[allow(unused_imports)]
-use config::*;
-#[allow(unused_imports)]
-use gather::*;
-#[allow(unused_imports)]
-use results::*;
-#[allow(unused_imports)]
-use session::*;
+use crate::pb;
+use config::{Client, Conn, GRACE, RX_WAIT};
+use gather::{follow, Event, Gather};
+use results::totals;
+use session::{prepare, release_all, stopped};
 use std::time::Duration;
 
 /// Runs the plan; the summary even when workers failed (the error says

@@ -2,10 +2,10 @@
 //! lease each), publish the port map, measure the clocks, upload the
 //! job's files, release.
 
-#[allow(unused_imports)]
-use super::config::*;
-#[allow(unused_imports)]
-use super::results::*;
+use super::config::{
+    Client, Conn, ControlConfig, SessionKey, CALL_TIMEOUT, CHUNK, CONNECT_TIMEOUT,
+};
+use super::results::{network_failure, WorkerResult};
 use crate::error::{describe, input, Context, ControlError, Result};
 use crate::now_ns;
 use crate::pb::worker_client::WorkerClient;

@@ -2,6 +2,8 @@
 //! (its job a script that answers as `sluice` would): register, ports,
 //! clocks, upload, start and gather, each on its own.
 
+use super::results::totals;
+use super::session::{measure_clocks, publish_ports, register_all, same_version, upload_all};
 use super::*;
 use crate::plan::Plan;
 use crate::worker::{serve, WorkerConfig, WorkerListen};

@@ -1,12 +1,8 @@
 //! Admission: a task checked against the lease (its uploads, its port
 //! map, a start still ahead) and its job written for the child to run.
 
-#[allow(unused_imports)]
-use super::config::*;
-#[allow(unused_imports)]
-use super::state::*;
-#[allow(unused_imports)]
-use super::task::*;
+use super::state::{Service, State};
+use super::task::{shown_long, Admitted};
 use crate::error::Result;
 use crate::now_ns;
 use crate::pb::{self};

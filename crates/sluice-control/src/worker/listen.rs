@@ -1,10 +1,10 @@
 //! Serving: the unix socket (peers' uids checked) or TCP with TLS
 //! (handshakes capped in all and per address), idle leases swept.
 
-#[allow(unused_imports)]
-use super::config::*;
-#[allow(unused_imports)]
-use super::state::*;
+use super::config::{
+    WorkerConfig, WorkerListen, HANDSHAKES, HANDSHAKES_PER_PEER, HANDSHAKE_TIMEOUT,
+};
+use super::state::{lock, log, Service, State};
 use crate::error::{input, Context, Result};
 use crate::now_ns;
 use crate::pb::worker_server::WorkerServer;

@@ -1,12 +1,8 @@
 //! The `Worker` service: register, clock, port map, uploads, the task's
 //! run and its stop, each call checked against the lease.
 
-#[allow(unused_imports)]
-use super::config::*;
-#[allow(unused_imports)]
-use super::state::*;
-#[allow(unused_imports)]
-use super::task::*;
+use super::state::{lock, log, session_secret, Child, Lease, Service};
+use super::task::{job_command, outcome, pass_corrections, watch};
 use crate::error::Result;
 use crate::pb::worker_server::Worker;
 use crate::pb::{self, update};

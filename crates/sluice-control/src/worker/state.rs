@@ -2,8 +2,7 @@
 //! job), the service over it, and the worker's clock as the controller
 //! sees it.
 
-#[allow(unused_imports)]
-use super::config::*;
+use super::config::{WorkerConfig, SESSION_KEY};
 use crate::error::Result;
 use crate::now_ns;
 use crate::pb::{self};

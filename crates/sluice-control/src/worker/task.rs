@@ -2,10 +2,8 @@
 //! its statistics lines forwarded, stopped at its deadline, and how it
 //! ended told back.
 
-#[allow(unused_imports)]
-use super::config::*;
-#[allow(unused_imports)]
-use super::state::*;
+use super::config::KILL_AFTER;
+use super::state::log;
 use crate::error::Result;
 use crate::failure::{JobFailure, FAILURE_ENV};
 use crate::now_ns;

@@ -7,10 +7,14 @@
 //! destination, IP lengths fixed (`--fixhdrlen`), and checksums computed
 //! where tcpedit computes them.
 
-use super::checksum::tcpedit_checksums;
-use sluice_wire::{
+mod checksum;
+pub mod dlt;
+pub mod fuzz;
+
+use crate::{
     group_mac, parse_layers, tcpr_random, CidrMap, HeaderRewrite, Ip, MacAddr, Rewritten, TtlOp,
 };
+use checksum::tcpedit_checksums;
 
 /// A MAC and the one that replaces it.
 pub type MacPair = ([u8; 6], [u8; 6]);
@@ -51,7 +55,7 @@ pub struct Tcpedit {
     /// `--dlt user|hdlc`: the link-layer header that replaces Ethernet's.
     pub l2: Option<L2Out>,
     /// `--fuzz-seed`, `--fuzz-factor`.
-    pub fuzz: Option<super::fuzz::Fuzz>,
+    pub fuzz: Option<fuzz::Fuzz>,
 }
 
 /// The link-layer header written instead of Ethernet's (`--dlt`).
@@ -196,14 +200,14 @@ impl Tcpedit {
                 Ip::V6 { .. } => 6,
             });
             match f.packet(frame, &mut len, l.l3_offset, ip, outer) {
-                super::fuzz::Fuzzed::Dropped => return Some(Edited::Drop),
-                super::fuzz::Fuzzed::Changed => fuzzed = true,
-                super::fuzz::Fuzzed::Untouched => {}
+                fuzz::Fuzzed::Dropped => return Some(Edited::Drop),
+                fuzz::Fuzzed::Changed => fuzzed = true,
+                fuzz::Fuzzed::Untouched => {}
             }
             // tcpedit reads the fuzzed packet again from its start: one
             // cut too short for its headers is a soft error, written as
             // it is.
-            if fuzzed && !super::fuzz::headers_whole(frame, l.l3_offset, ip) {
+            if fuzzed && !fuzz::headers_whole(frame, l.l3_offset, ip) {
                 return Some(if self.skip_soft_errors {
                     Edited::Drop
                 } else {
@@ -465,7 +469,7 @@ fn randomize_macs(frame: &mut [u8], mask: &[u8; 6], keep: usize) {
 /// An IP packet to a multicast group gets the group's MAC, whatever the
 /// MAC options said (tcpedit does so since its issue 563); not through
 /// MPLS.
-fn multicast_dmac(frame: &mut [u8], l: &sluice_wire::Layers) {
+fn multicast_dmac(frame: &mut [u8], l: &crate::Layers) {
     let plain = matches!(
         u16::from_be_bytes([frame[12], frame[13]]),
         0x0800 | 0x86dd | 0x8100 | 0x88a8
@@ -540,7 +544,7 @@ fn fix_ip_length(frame: &mut [u8], len: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_wire::FixLen;
+    use crate::FixLen;
 
     #[test]
     fn original_lengths_follow_tcpedit() {

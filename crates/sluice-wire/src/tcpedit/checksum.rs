@@ -3,8 +3,8 @@
 //! output byte-identical to its own: over the IP length, whatever the TCP
 //! header's data offset says, a UDP checksum of 0 left 0.
 
-use sluice_wire::layers::{PROTO_TCP, PROTO_UDP};
-use sluice_wire::{fold, ipv4_header_checksum, parse_layers, sum16, Ip};
+use crate::layers::{PROTO_TCP, PROTO_UDP};
+use crate::{fold, ipv4_header_checksum, parse_layers, sum16, Ip};
 
 const PROTO_ICMP: u8 = 1;
 const PROTO_ICMPV6: u8 = 58;

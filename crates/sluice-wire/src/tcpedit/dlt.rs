@@ -9,8 +9,6 @@
 //! or the SLL header's address, the type from the SLL protocol field, the
 //! IP version, or the null header's address family.
 
-use sluice_capture::LinkType;
-
 /// An input link type one of tcpedit's decoders reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decoder {
@@ -25,14 +23,15 @@ pub enum Decoder {
 }
 
 impl Decoder {
-    /// The decoder of `lt`, if tcpedit has one (Ethernet is the editor's
-    /// own; IPv4 and IPv6, 228 and 229, it has none for).
-    pub fn of(lt: LinkType) -> Option<Decoder> {
-        match lt {
-            LinkType::LINUX_SLL => Some(Decoder::Sll),
-            LinkType::LINUX_SLL2 => Some(Decoder::Sll2),
-            LinkType::RAW => Some(Decoder::Raw),
-            LinkType::NULL | LinkType::LOOP => Some(Decoder::Null),
+    /// The decoder of pcap link type `linktype`, if tcpedit has one
+    /// (Ethernet is the editor's own; IPv4 and IPv6, 228 and 229, it has
+    /// none for).
+    pub fn of(linktype: u32) -> Option<Decoder> {
+        match linktype {
+            113 => Some(Decoder::Sll),
+            276 => Some(Decoder::Sll2),
+            101 => Some(Decoder::Raw),
+            0 | 108 => Some(Decoder::Null),
             _ => None,
         }
     }

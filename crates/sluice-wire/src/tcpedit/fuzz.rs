@@ -14,7 +14,7 @@
 //! when it fuzzes (a `goto` back over them); sluice runs them once. An
 //! IPv6 packet with extension headers is left alone (its draw taken).
 
-use sluice_wire::tcpr_random;
+use crate::tcpr_random;
 use std::cell::Cell;
 
 /// The fuzzer's state: tcpedit's global seed, and one packet in `factor`.
