@@ -42,11 +42,13 @@ fn main() -> std::process::ExitCode {
         Ok(r) => {
             let s = &r.summary;
             println!(
-                "{} packets, {} bytes in {:.3} s; eps p99 {:?} ns",
+                "{} packets, {} bytes in {:.3} s; send-time error p99 {}",
                 s.packets,
                 s.bytes,
                 s.duration_s,
-                s.eps.as_ref().map(|e| e.percentiles.p99_ns)
+                s.eps
+                    .as_ref()
+                    .map_or("-".to_string(), |e| format!("{} ns", e.percentiles.p99_ns))
             );
             match serde_json::to_string_pretty(&r.document()) {
                 Ok(j) => println!("{j}"),
