@@ -1,11 +1,11 @@
 //! What both upload services (the worker's lease, the Jobs service)
-//! share: an upload received chunk by chunk, its name checked, and an
-//! upload's removal. (The writer of uploads is `sluice_sys::secret::NewFile`.)
+//! share: an upload received chunk by chunk and its name checked. (The
+//! writer of uploads, and their removal, is `sluice_sys::secret`'s.)
 
 use crate::pb;
 use crate::shown::shown;
 use sluice_sys::secret::NewFile;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use tokio_stream::StreamExt;
 use tonic::{Status, Streaming};
 
@@ -39,14 +39,6 @@ pub(crate) async fn receive(
     };
     let path = f.finish().map_err(|e| Status::internal(e.to_string()))?;
     Ok((name, path, total))
-}
-
-/// Removes an upload kept in a directory of its own, and the directory.
-pub(crate) fn remove_in_own_dir(path: &Path) {
-    let _ = std::fs::remove_file(path);
-    if let Some(d) = path.parent() {
-        let _ = std::fs::remove_dir(d);
-    }
 }
 
 /// An upload's name, refused unless plain (no directory, no leading dot,

@@ -84,12 +84,22 @@ impl NewFile {
 
 impl Drop for NewFile {
     fn drop(&mut self) {
-        if let Some(p) = self.path.take() {
-            let _ = std::fs::remove_file(&p);
-            if let (true, Some(d)) = (self.own_dir, p.parent()) {
-                let _ = std::fs::remove_dir(d);
+        match self.path.take() {
+            Some(p) if self.own_dir => remove_in_own_dir(&p),
+            Some(p) => {
+                let _ = std::fs::remove_file(&p);
             }
+            None => {}
         }
+    }
+}
+
+/// Removes a file made by [`NewFile::in_own_dir`] (finished or not) and
+/// its directory: an upload a service no longer keeps.
+pub fn remove_in_own_dir(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    if let Some(d) = path.parent() {
+        let _ = std::fs::remove_dir(d);
     }
 }
 
