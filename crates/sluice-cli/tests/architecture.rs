@@ -43,18 +43,29 @@ fn manifests() -> BTreeMap<String, BTreeSet<String>> {
         .collect()
 }
 
+/// The text of docs/ARCHITECTURE.md under `heading` (`## Crates`), up
+/// to the next heading of its level or above.
+fn section(heading: &str) -> String {
+    let text = std::fs::read_to_string(sluice_testkit::repo_root().join("docs/ARCHITECTURE.md"))
+        .expect("docs/ARCHITECTURE.md");
+    let level = heading.chars().take_while(|c| *c == '#').count();
+    let (_, after) = text
+        .split_once(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("docs/ARCHITECTURE.md has no section {heading}"));
+    after
+        .lines()
+        .take_while(|l| {
+            let hashes = l.chars().take_while(|c| *c == '#').count();
+            !(hashes > 0 && hashes <= level && l[hashes..].starts_with(' '))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The table's rows: crate → the crates its "depends on" cell names
 /// (`all`: every other crate but the test kit).
 fn table(all: &BTreeSet<String>) -> BTreeMap<String, BTreeSet<String>> {
-    let text = std::fs::read_to_string(sluice_testkit::repo_root().join("docs/ARCHITECTURE.md"))
-        .expect("docs/ARCHITECTURE.md");
-    let section = text
-        .split("\n## Crates\n")
-        .nth(1)
-        .expect("a Crates section")
-        .split("\n## ")
-        .next()
-        .unwrap();
+    let section = section("## Crates");
     let mut rows = BTreeMap::new();
     for line in section.lines().filter(|l| l.starts_with("| `sluice-")) {
         let cells: Vec<&str> = line.split(" | ").collect();
@@ -172,15 +183,7 @@ fn defined_types() -> BTreeSet<String> {
 /// The words table's rows: the word, and the type names (CamelCase, in
 /// backticks, the last segment of a path) its cells name.
 fn words_table() -> Vec<(String, BTreeSet<String>)> {
-    let text = std::fs::read_to_string(sluice_testkit::repo_root().join("docs/ARCHITECTURE.md"))
-        .expect("docs/ARCHITECTURE.md");
-    let section = text
-        .split("\n## Words with one meaning\n")
-        .nth(1)
-        .expect("a words section")
-        .split("\n## ")
-        .next()
-        .unwrap();
+    let section = section("## Words with one meaning");
     let mut rows = Vec::new();
     for line in section
         .lines()
@@ -249,18 +252,11 @@ fn the_words_table_names_the_codes_types_and_every_job_lease_and_plan_type() {
 #[test]
 fn the_checklists_name_files_that_exist() {
     let root = sluice_testkit::repo_root();
-    let text = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
     for title in [
-        "### Files to touch for a new source\n",
-        "### Files to touch for a new header\n",
+        "### Files to touch for a new source",
+        "### Files to touch for a new header",
     ] {
-        let section = text
-            .split(title)
-            .nth(1)
-            .unwrap_or_else(|| panic!("no section {title}"))
-            .split("\n#")
-            .next()
-            .unwrap();
+        let section = section(title);
         let paths: Vec<&str> = section
             .split('`')
             .skip(1)
