@@ -127,6 +127,7 @@ fn main() -> ExitCode {
         args::Command::Keygen(a) => cmd::distributed::keygen(a),
         args::Command::Prep(a) => cmd::prep::run(a),
         args::Command::Rx(a) => cmd::rx::run(a),
+        args::Command::Converse(a) => cmd::converse::run(*a),
         args::Command::Rfc2544(a) => cmd::rfc2544::run(*a),
         args::Command::Completions(a) => cmd::docs::completions(a),
         args::Command::Man(a) => cmd::docs::man(a),

@@ -40,6 +40,10 @@ pub enum Kind {
     /// The line a failed command prints on stdout for its worker
     /// (`SLUICE_FAILURE_JSON`).
     Failure,
+    /// `sluice converse --summary-json`.
+    Converse,
+    /// One line of `sluice converse --stats-json`.
+    ConverseInterval,
 }
 
 impl Kind {
@@ -60,6 +64,8 @@ impl Kind {
             Kind::ControlClock => "sluice.control-clock/1",
             Kind::ControlSummary => "sluice.control-summary/1",
             Kind::Failure => crate::job_failure::FAILURE_SCHEMA,
+            Kind::Converse => "sluice.converse/1",
+            Kind::ConverseInterval => "sluice.converse-interval/1",
         }
     }
 }
@@ -78,7 +84,13 @@ impl<'a, T: Serialize> Tagged<'a, T> {
     fn new(kind: Kind, body: &'a T) -> Self {
         let run = matches!(
             kind,
-            Kind::Summary | Kind::Interval | Kind::Pass | Kind::Rx | Kind::Rfc2544
+            Kind::Summary
+                | Kind::Interval
+                | Kind::Pass
+                | Kind::Rx
+                | Kind::Rfc2544
+                | Kind::Converse
+                | Kind::ConverseInterval
         )
         .then(run_info);
         Tagged {

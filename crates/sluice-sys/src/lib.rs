@@ -34,6 +34,7 @@ pub mod mem;
 pub mod net;
 pub mod numa;
 pub mod output;
+pub mod packet_port;
 pub mod packet_rx;
 pub mod peer;
 pub mod poll;

@@ -5,6 +5,7 @@
 
 mod analyze;
 mod common;
+mod converse;
 mod demo;
 pub mod distributed;
 pub mod docs;
@@ -23,6 +24,7 @@ pub mod values;
 
 pub use analyze::AnalyzeArgs;
 // A sending command's job: its arguments are `sluice_job::command`'s.
+pub use converse::ConverseArgs;
 pub use demo::DemoArgs;
 pub use distributed::{ControlArgs, ControlCommand, ControlRunArgs, KeygenArgs, WorkerArgs};
 pub use doctor::DoctorArgs;
@@ -91,6 +93,14 @@ pub enum Command {
     /// Run it on the far side of the device under test, in another network
     /// namespace or on another host (with synchronised clocks for latency).
     Rx(RxArgs),
+    /// Stateful traffic: client and server TCP/UDP conversations on sluice's own stack (handshakes, windows, retransmission), from templates or a capture's conversations, at a rate of connections per second.
+    ///
+    /// The client side opens connections from a pool of addresses and
+    /// ports on one interface; the server side accepts them on another (or
+    /// a real server or the device answers). Counters per program:
+    /// attempted, established, completed, reset, timed out, retransmitted,
+    /// times to connect, to first byte, to completion.
+    Converse(Box<ConverseArgs>),
     /// RFC 2544 benchmarks of a device between two interfaces: throughput by binary search, latency at that rate, the frame loss rate table; loss counted by stream and sequence number.
     Rfc2544(Box<Rfc2544Args>),
     /// Serve as a worker: jobs of this host changed live (sluice jobs, sluice top) and tasks of distributed runs from a controller holding a certificate of the same CA.

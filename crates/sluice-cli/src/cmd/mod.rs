@@ -4,6 +4,7 @@
 pub mod analyze;
 mod analyze_flows;
 mod analyze_target;
+pub mod converse;
 pub mod demo;
 pub mod distributed;
 pub mod docs;

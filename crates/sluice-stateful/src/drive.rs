@@ -1,0 +1,161 @@
+//! The wall-clock loop: each host on its own port, one thread. Frames
+//! are read in batches and handed to the host, its timers and opens run,
+//! and what it queued is sent in batches; the thread sleeps in `poll`
+//! only when nothing arrived and nothing is due within the wait.
+
+use crate::host::Host;
+use sluice_sys::packet_port::{PacketPort, RxBatch};
+use sluice_sys::poll::PollSet;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Frames queued beyond this are dropped (counted `tx_dropped`): the
+/// socket is full and TCP sends them again.
+const MAX_QUEUED: usize = 1 << 16;
+/// Receive batches per port per turn of the loop.
+const RX_ROUNDS: usize = 16;
+
+pub struct Port {
+    pub port: PacketPort,
+    pub host: Host,
+    pub name: &'static str,
+    batch: RxBatch,
+    pub peak_active: u64,
+}
+
+impl Port {
+    pub fn new(port: PacketPort, host: Host, name: &'static str) -> Port {
+        Port {
+            port,
+            host,
+            name,
+            batch: RxBatch::default(),
+            peak_active: 0,
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let out = &mut self.host.x.out;
+        if out.is_empty() {
+            return Ok(());
+        }
+        let frames: Vec<&[u8]> = out.frames().collect();
+        let sent = self.port.send(&frames)?;
+        drop(frames);
+        self.host.x.host.tx_frames += sent as u64;
+        out.consume(sent);
+        if out.len() > MAX_QUEUED {
+            let extra = out.len() - MAX_QUEUED;
+            self.host.x.host.tx_dropped += extra as u64;
+            out.consume(out.len());
+        }
+        Ok(())
+    }
+}
+
+/// When the loop ends.
+pub struct Until {
+    /// Stop (after draining) when set: SIGINT/SIGTERM.
+    pub stop: Arc<AtomicBool>,
+    /// Servers only: stop at this time (ns of the run's clock).
+    pub deadline: Option<u64>,
+    /// After the clients opened all, wait this long for their connections
+    /// to end.
+    pub drain: u64,
+}
+
+/// Runs the ports until the clients are done (or `until` says), calling
+/// `tick` about every `interval`; then resets what is still open.
+/// Returns the run's length, ns.
+pub fn run(
+    ports: &mut [Port],
+    until: &Until,
+    interval: Duration,
+    mut tick: impl FnMut(&[Port], u64),
+) -> io::Result<u64> {
+    let start = Instant::now();
+    let now_ns = || start.elapsed().as_nanos() as u64;
+    let interval = interval.as_nanos() as u64;
+    let mut next_tick = interval;
+    let mut opened_all_at: Option<u64> = None;
+    let mut stopping_at: Option<u64> = None;
+    let mut polls = PollSet::new();
+    let clients = ports.iter().any(|p| p.host.x.cfg.client.is_some());
+    let mut now;
+    loop {
+        now = now_ns();
+        let mut got = 0;
+        for p in ports.iter_mut() {
+            for _ in 0..RX_ROUNDS {
+                let n = p.port.recv(&mut p.batch)?;
+                for i in 0..n {
+                    p.host.deliver(p.batch.frame(i), now);
+                }
+                got += n;
+                if n < sluice_sys::packet_port::BATCH {
+                    break;
+                }
+            }
+            p.host.x.host.rx_cut = p.batch.cut;
+            p.host.poll(now);
+            p.flush()?;
+            p.peak_active = p.peak_active.max(p.host.active());
+        }
+        if now >= next_tick {
+            tick(ports, now);
+            next_tick = now + interval;
+        }
+        if until.stop.load(Ordering::Relaxed) && stopping_at.is_none() {
+            stopping_at = Some(now);
+            // No new connection from now on.
+            for p in ports.iter_mut() {
+                if let Some(c) = p.host.x.cfg.client.as_mut() {
+                    c.open_until = Some(now);
+                }
+            }
+        }
+        if clients {
+            let opened_all = ports.iter().all(|p| p.host.opening_done(now));
+            if opened_all && opened_all_at.is_none() {
+                opened_all_at = Some(now);
+            }
+            let quiet = ports
+                .iter()
+                .filter(|p| p.host.x.cfg.client.is_some())
+                .all(|p| p.host.active() == 0);
+            if let Some(t) = opened_all_at {
+                if quiet || now >= t + until.drain {
+                    break;
+                }
+            }
+        } else if until.deadline.is_some_and(|d| now >= d) || stopping_at.is_some() {
+            break;
+        }
+        if stopping_at.is_some_and(|t| now >= t + until.drain) {
+            break;
+        }
+        if got == 0 {
+            let wake = ports
+                .iter()
+                .map(|p| p.host.next_wake(now))
+                .min()
+                .unwrap_or(now)
+                .min(next_tick);
+            if wake > now + 20_000 {
+                polls.clear();
+                for p in ports.iter() {
+                    polls.add(p.port.fd(), libc::POLLIN);
+                }
+                polls.wait(Duration::from_nanos(wake - now))?;
+            }
+        }
+    }
+    for p in ports.iter_mut() {
+        p.host.finish(now);
+        p.flush()?;
+    }
+    tick(ports, now);
+    Ok(now)
+}
