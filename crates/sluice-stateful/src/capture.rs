@@ -197,8 +197,10 @@ pub fn read(file: &str, pauses: Pauses) -> Result<Vec<Program>, String> {
                 continue;
             }
             data = data.get(behind as usize..).unwrap_or(&[]);
-            c.next[d] = Some(next.wrapping_add(data.len() as u32));
-            if flags & frame::FIN != 0 {
+            let fin = flags & frame::FIN != 0;
+            // A FIN takes a sequence number after the data.
+            c.next[d] = Some(next.wrapping_add(data.len() as u32 + u32::from(fin)));
+            if fin {
                 c.closer.get_or_insert(side);
             }
         }

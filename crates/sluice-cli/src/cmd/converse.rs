@@ -251,6 +251,11 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
             max_conns: a.max_conns as usize,
             seed: a.seed ^ 0x5eed,
         };
+        eoutln!(
+            "converse: server on {iface} answers {}-{} on the programs' ports",
+            show(listen.0),
+            show(listen.1)
+        );
         ports.push(Port::new(port, Host::new(cfg, progs.clone(), 0), "server"));
     }
     for p in progs.iter() {
