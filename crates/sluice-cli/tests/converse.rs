@@ -11,7 +11,9 @@ use common::{stderr, tmpdir};
 use netns::sh;
 use serde_json::Value;
 use sluice_stateful::frame::{self, Ends, TcpHead, ACK, FIN, PSH, SYN};
-use sluice_testkit::{checked_json, checked_json_lines, require, require_root, Subnet, SubnetLease};
+use sluice_testkit::{
+    checked_json, checked_json_lines, require, require_root, Subnet, SubnetLease,
+};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
@@ -57,9 +59,35 @@ impl Routed {
             }
         }
         let rt = r.ns('r');
-        sh(&["ip", "-n", &rt, "addr", "add", &r.c.cidr(254), "dev", &format!("{t}r0")]);
-        sh(&["ip", "-n", &rt, "addr", "add", &r.s.cidr(254), "dev", &format!("{t}r1")]);
-        sh(&["ip", "netns", "exec", &rt, "sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+        sh(&[
+            "ip",
+            "-n",
+            &rt,
+            "addr",
+            "add",
+            &r.c.cidr(254),
+            "dev",
+            &format!("{t}r0"),
+        ]);
+        sh(&[
+            "ip",
+            "-n",
+            &rt,
+            "addr",
+            "add",
+            &r.s.cidr(254),
+            "dev",
+            &format!("{t}r1"),
+        ]);
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &rt,
+            "sysctl",
+            "-qw",
+            "net.ipv4.ip_forward=1",
+        ]);
         r.nft(
             "table inet judge {
                counter c_invalid {}
@@ -85,14 +113,29 @@ impl Routed {
             .spawn()
             .unwrap();
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(rules.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(rules.as_bytes())
+            .unwrap();
         assert!(child.wait().unwrap().success(), "nft: {rules}");
     }
 
     /// Packets an nft counter (`c_new`, `c_invalid`, or a rule's) saw.
     fn counter(&self, name: &str) -> u64 {
         let o = Command::new("ip")
-            .args(["netns", "exec", &self.ns('r'), "nft", "list", "counter", "inet", "judge", name])
+            .args([
+                "netns",
+                "exec",
+                &self.ns('r'),
+                "nft",
+                "list",
+                "counter",
+                "inet",
+                "judge",
+                name,
+            ])
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&o.stdout);
@@ -106,7 +149,16 @@ impl Routed {
     /// Connections conntrack holds for `proto` to port `dport`.
     fn conntrack(&self, proto: &str, dport: u16) -> u64 {
         let o = Command::new("ip")
-            .args(["netns", "exec", &self.ns('r'), "conntrack", "-L", "-p", proto, "--dport"])
+            .args([
+                "netns",
+                "exec",
+                &self.ns('r'),
+                "conntrack",
+                "-L",
+                "-p",
+                proto,
+                "--dport",
+            ])
             .arg(dport.to_string())
             .output()
             .unwrap();
@@ -125,7 +177,12 @@ impl Routed {
     fn server(&self, progs: &[&str], summary: &Path, extra: &[&str]) -> Child {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.ns('s'), SLUICE, "converse", "-q"])
-            .args(["--server", &format!("{}s0", self.tag), "--listen", &self.server_ip()])
+            .args([
+                "--server",
+                &format!("{}s0", self.tag),
+                "--listen",
+                &self.server_ip(),
+            ])
             .args(["--server-gateway", &self.s.host(254)])
             .args(["--summary-json"])
             .arg(summary)
@@ -133,7 +190,11 @@ impl Routed {
         for p in progs {
             cmd.args(["-p", p]);
         }
-        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         // Ready once it says so (its port is open).
         let mut r = std::io::BufReader::new(child.stderr.take().unwrap());
         let mut line = String::new();
@@ -150,7 +211,12 @@ impl Routed {
     fn client(&self, progs: &[&str], extra: &[&str]) -> Output {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.ns('c'), SLUICE, "converse", "-q"])
-            .args(["--client", &format!("{}c0", self.tag), "--pool", &self.pool()])
+            .args([
+                "--client",
+                &format!("{}c0", self.tag),
+                "--pool",
+                &self.pool(),
+            ])
             .args(["--to", &self.server_ip(), "--gateway", &self.c.host(254)])
             .args(extra);
         for p in progs {
@@ -164,15 +230,35 @@ impl Routed {
     fn kernel_address(&self, n: char) {
         let (net, i) = if n == 'c' { (&self.c, 1) } else { (&self.s, 1) };
         let ns = self.ns(n);
-        sh(&["ip", "-n", &ns, "addr", "add", &net.cidr(i), "dev", &format!("{}{n}0", self.tag)]);
-        sh(&["ip", "-n", &ns, "route", "add", "default", "via", &net.host(254)]);
+        sh(&[
+            "ip",
+            "-n",
+            &ns,
+            "addr",
+            "add",
+            &net.cidr(i),
+            "dev",
+            &format!("{}{n}0", self.tag),
+        ]);
+        sh(&[
+            "ip",
+            "-n",
+            &ns,
+            "route",
+            "add",
+            "default",
+            "via",
+            &net.host(254),
+        ]);
     }
 }
 
 impl Drop for Routed {
     fn drop(&mut self) {
         for n in ['c', 'r', 's'] {
-            let _ = Command::new("ip").args(["netns", "del", &self.ns(n)]).output();
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.ns(n)])
+                .output();
         }
     }
 }
@@ -183,7 +269,12 @@ fn stop_server(mut child: Child, summary: &Path) -> Value {
     let status = common::wait_within(&mut child, Duration::from_secs(30));
     let mut err = String::new();
     use std::io::Read;
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert_eq!(status.code(), Some(130), "server: {err}");
     checked_json(&std::fs::read(summary).unwrap_or_else(|e| panic!("{e}: {err}")))
 }
@@ -209,18 +300,34 @@ fn every_conversation_through_a_conntrack_router_is_valid_and_counted() {
     let net = Routed::up("cv");
     let d = tmpdir("converse-ct");
     let (ssum, csum, stats) = (d.join("s.json"), d.join("c.json"), d.join("c.jsonl"));
-    let progs = ["http:size=20k", "rr:req=uniform(10,2000),resp=exp(3000),turns=3", "dns"];
+    let progs = [
+        "http:size=20k",
+        "rr:req=uniform(10,2000),resp=exp(3000),turns=3",
+        "dns",
+    ];
     let server = net.server(&progs, &ssum, &[]);
     let o = net.client(
         &progs,
-        &["--cps", "300", "-n", "600", "--summary-json", csum.to_str().unwrap(), "--stats-json", stats.to_str().unwrap()],
+        &[
+            "--cps",
+            "300",
+            "-n",
+            "600",
+            "--summary-json",
+            csum.to_str().unwrap(),
+            "--stats-json",
+            stats.to_str().unwrap(),
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let sdoc = stop_server(server, &ssum);
     let cdoc = checked_json(&std::fs::read(&csum).unwrap());
     let lines = checked_json_lines(&std::fs::read(&stats).unwrap());
     assert_eq!(lines.last().unwrap()["final"], false);
-    let (c, s) = (&side(&cdoc, "client")["total"], &side(&sdoc, "server")["total"]);
+    let (c, s) = (
+        &side(&cdoc, "client")["total"],
+        &side(&sdoc, "server")["total"],
+    );
     for k in ["attempted", "established", "completed"] {
         assert_eq!(n(c, k), 600, "client {k}: {c}");
         assert_eq!(n(s, k), 600, "server {k}: {s}");
@@ -231,10 +338,19 @@ fn every_conversation_through_a_conntrack_router_is_valid_and_counted() {
     assert_eq!(net.counter("c_invalid"), 0);
     // A SYN (or a first datagram) sent again is counted new again.
     let new = net.counter("c_new");
-    assert!((600..=600 + n(c, "retransmitted")).contains(&new), "{new} new");
-    let programs = side(&cdoc, "client")["programs"].as_array().unwrap().clone();
+    assert!(
+        (600..=600 + n(c, "retransmitted")).contains(&new),
+        "{new} new"
+    );
+    let programs = side(&cdoc, "client")["programs"]
+        .as_array()
+        .unwrap()
+        .clone();
     let tcp_done = n(&programs[0], "completed") + n(&programs[1], "completed");
-    assert_eq!(net.conntrack("tcp", 80) + net.conntrack("tcp", 9000), tcp_done);
+    assert_eq!(
+        net.conntrack("tcp", 80) + net.conntrack("tcp", 9000),
+        tcp_done
+    );
     assert_eq!(net.conntrack("udp", 53), n(&programs[2], "completed"));
     assert!(n(&programs[0]["connect"], "count") > 0);
 }
@@ -257,11 +373,26 @@ fn one_segment_in_a_hundred_dropped_by_the_router_still_completes_all() {
     let d = tmpdir("converse-loss");
     let (ssum, csum) = (d.join("s.json"), d.join("c.json"));
     let server = net.server(&["http:size=60k"], &ssum, &[]);
-    let o = net.client(&["http:size=60k"], &["--cps", "200", "-n", "300", "--summary-json", csum.to_str().unwrap(), "--drain", "60s"]);
+    let o = net.client(
+        &["http:size=60k"],
+        &[
+            "--cps",
+            "200",
+            "-n",
+            "300",
+            "--summary-json",
+            csum.to_str().unwrap(),
+            "--drain",
+            "60s",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let sdoc = stop_server(server, &ssum);
     let cdoc = checked_json(&std::fs::read(&csum).unwrap());
-    let (c, s) = (&side(&cdoc, "client")["total"], &side(&sdoc, "server")["total"]);
+    let (c, s) = (
+        &side(&cdoc, "client")["total"],
+        &side(&sdoc, "server")["total"],
+    );
     assert_eq!(n(c, "completed"), 300, "{c}");
     assert_eq!(n(s, "completed"), 300, "{s}");
     assert!(net.counter("c_lost") > 0);
@@ -301,12 +432,13 @@ fn gets_from_a_real_nginx_bring_each_file_whole() {
         ),
     )
     .unwrap();
-    let nginx = common::Reaped(
+    let nginx = Nginx(
         Command::new("ip")
             .args(["netns", "exec", &net.ns('s'), "nginx", "-c"])
             .arg(&conf)
             .arg("-p")
             .arg(&*d)
+            .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
@@ -315,7 +447,17 @@ fn gets_from_a_real_nginx_bring_each_file_whole() {
     let csum = d.join("c.json");
     let small = format!("http:path=/small,verify={}", www.join("small").display());
     let large = format!("http:path=/large,verify={}", www.join("large").display());
-    let o = net.client(&[&small, &large], &["--cps", "200", "-n", "400", "--summary-json", csum.to_str().unwrap()]);
+    let o = net.client(
+        &[&small, &large],
+        &[
+            "--cps",
+            "200",
+            "-n",
+            "400",
+            "--summary-json",
+            csum.to_str().unwrap(),
+        ],
+    );
     drop(nginx);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc = checked_json(&std::fs::read(&csum).unwrap());
@@ -328,9 +470,31 @@ fn gets_from_a_real_nginx_bring_each_file_whole() {
     assert_eq!(net.conntrack("tcp", 80), 400);
 }
 
+/// nginx's master, ended with SIGTERM (its workers end with it; SIGKILL
+/// would leave them running) when the test ends, passed or not.
+struct Nginx(Child);
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
 fn ns_output(ns: &str, args: &[&str]) -> String {
-    let o = Command::new("ip").args(["netns", "exec", ns]).args(args).output().unwrap();
-    assert!(o.status.success(), "{}: {}", args.join(" "), String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
@@ -345,7 +509,10 @@ fn h2load_and_wrk_are_served_every_request() {
     let ssum = d.join("s.json");
     let url = format!("http://{}/", net.server_ip());
     let server = net.server(&["http-server:size=1k"], &ssum, &[]);
-    let h2 = ns_output(&net.ns('c'), &["h2load", "--h1", "-n", "2000", "-c", "20", "-m", "1", &url]);
+    let h2 = ns_output(
+        &net.ns('c'),
+        &["h2load", "--h1", "-n", "2000", "-c", "20", "-m", "1", &url],
+    );
     assert!(h2.contains("2000 succeeded, 0 failed, 0 errored"), "{h2}");
     let doc = stop_server(server, &ssum);
     let s = &side(&doc, "server")["total"];
@@ -355,7 +522,10 @@ fn h2load_and_wrk_are_served_every_request() {
     let ssum = d.join("s2.json");
     let server = net.server(&["http-server:size=1k"], &ssum, &[]);
     let wrk = ns_output(&net.ns('c'), &["wrk", "-t1", "-c10", "-d2s", &url]);
-    assert!(!wrk.contains("Non-2xx") && !wrk.contains("Socket errors"), "{wrk}");
+    assert!(
+        !wrk.contains("Non-2xx") && !wrk.contains("Socket errors"),
+        "{wrk}"
+    );
     let served: u64 = wrk
         .lines()
         .find(|l| l.contains("requests in"))
@@ -369,7 +539,11 @@ fn h2load_and_wrk_are_served_every_request() {
     // ends, with a reset where an answer was still unread: none failed
     // on the server's side.
     assert!((10..=11).contains(&n(s, "attempted")), "{s}");
-    assert_eq!(n(s, "completed") + n(s, "reset_by_peer"), n(s, "attempted"), "{s}");
+    assert_eq!(
+        n(s, "completed") + n(s, "reset_by_peer"),
+        n(s, "attempted"),
+        "{s}"
+    );
     assert_eq!(n(s, "aborted") + n(s, "timed_out"), 0, "{s}");
     assert_eq!(net.counter("c_invalid"), 0);
 }
@@ -382,22 +556,47 @@ fn write_conversations(path: &Path) -> (Vec<u8>, Vec<u8>) {
     let (cip, sip) = (0xc000_0264u32, 0xc633_6407u32);
     let mut frames: Vec<(u64, Vec<u8>)> = Vec::new();
     let mut t = 1_000_000_000_000u64;
-    let mut tcp = |frames: &mut Vec<(u64, Vec<u8>)>, up: bool, seq: u32, ack: u32, flags: u8, data: &[u8]| {
-        let e = if up {
-            Ends { src_mac: cm, dst_mac: sm, src: cip, dst: sip, sport: 43210, dport: 80 }
-        } else {
-            Ends { src_mac: sm, dst_mac: cm, src: sip, dst: cip, sport: 80, dport: 43210 }
+    let mut tcp =
+        |frames: &mut Vec<(u64, Vec<u8>)>, up: bool, seq: u32, ack: u32, flags: u8, data: &[u8]| {
+            let e = if up {
+                Ends {
+                    src_mac: cm,
+                    dst_mac: sm,
+                    src: cip,
+                    dst: sip,
+                    sport: 43210,
+                    dport: 80,
+                }
+            } else {
+                Ends {
+                    src_mac: sm,
+                    dst_mac: cm,
+                    src: sip,
+                    dst: cip,
+                    sport: 80,
+                    dport: 43210,
+                }
+            };
+            let h = TcpHead {
+                seq,
+                ack,
+                flags,
+                wnd: 500,
+                syn_opts: None,
+            };
+            let mut f = Vec::new();
+            frame::push_tcp(&mut f, &e, &h, 1, data.len(), |o| o.copy_from_slice(data));
+            t += 1_000_000;
+            frames.push((t, f));
         };
-        let h = TcpHead { seq, ack, flags, wnd: 500, syn_opts: None };
-        let mut f = Vec::new();
-        frame::push_tcp(&mut f, &e, &h, 1, data.len(), |o| o.copy_from_slice(data));
-        t += 1_000_000;
-        frames.push((t, f));
-    };
     let req1 = b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n".to_vec();
     let req2 = b"GET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_vec();
     let resp1 = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".to_vec();
-    let resp2: Vec<u8> = [&b"HTTP/1.1 200 OK\r\nContent-Length: 3000\r\n\r\n"[..], &vec![b'z'; 3000]].concat();
+    let resp2: Vec<u8> = [
+        &b"HTTP/1.1 200 OK\r\nContent-Length: 3000\r\n\r\n"[..],
+        &vec![b'z'; 3000],
+    ]
+    .concat();
     let (c0, s0) = (1000u32, 5000u32);
     tcp(&mut frames, true, c0, 0, SYN, &[]);
     tcp(&mut frames, false, s0, c0 + 1, SYN | ACK, &[]);
@@ -422,9 +621,29 @@ fn write_conversations(path: &Path) -> (Vec<u8>, Vec<u8>) {
     tcp(&mut frames, true, cs, ss + 1, ACK | FIN, &[]);
     tcp(&mut frames, false, ss + 1, cs + 1, ACK, &[]);
     // A conversation already under way when the capture started.
-    let e = Ends { src_mac: cm, dst_mac: sm, src: cip, dst: sip, sport: 43211, dport: 80 };
+    let e = Ends {
+        src_mac: cm,
+        dst_mac: sm,
+        src: cip,
+        dst: sip,
+        sport: 43211,
+        dport: 80,
+    };
     let mut f = Vec::new();
-    frame::push_tcp(&mut f, &e, &TcpHead { seq: 9, ack: 9, flags: ACK | PSH, wnd: 500, syn_opts: None }, 1, 4, |o| o.copy_from_slice(b"late"));
+    frame::push_tcp(
+        &mut f,
+        &e,
+        &TcpHead {
+            seq: 9,
+            ack: 9,
+            flags: ACK | PSH,
+            wnd: 500,
+            syn_opts: None,
+        },
+        1,
+        4,
+        |o| o.copy_from_slice(b"late"),
+    );
     frames.push((t + 1, f));
     // DNS.
     let q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x03www\x07example\x03com\x00\x00\x01\x00\x01".to_vec();
@@ -435,9 +654,23 @@ fn write_conversations(path: &Path) -> (Vec<u8>, Vec<u8>) {
     a.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 9]);
     for (up, p) in [(true, &q), (false, &a)] {
         let e = if up {
-            Ends { src_mac: cm, dst_mac: sm, src: cip, dst: sip, sport: 5353, dport: 53 }
+            Ends {
+                src_mac: cm,
+                dst_mac: sm,
+                src: cip,
+                dst: sip,
+                sport: 5353,
+                dport: 53,
+            }
         } else {
-            Ends { src_mac: sm, dst_mac: cm, src: sip, dst: cip, sport: 53, dport: 5353 }
+            Ends {
+                src_mac: sm,
+                dst_mac: cm,
+                src: sip,
+                dst: cip,
+                sport: 53,
+                dport: 5353,
+            }
         };
         let mut f = Vec::new();
         frame::push_udp(&mut f, &e, 1, p.len(), |o| o.copy_from_slice(p));
@@ -457,7 +690,11 @@ fn follow(capture: &Path, proto: &str, n: usize) -> (Vec<u8>, Vec<u8>) {
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     let (mut up, mut down) = (Vec::new(), Vec::new());
-    let hex = |s: &str| -> Vec<u8> { (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap()).collect() };
+    let hex = |s: &str| -> Vec<u8> {
+        (0..s.len() / 2)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
+    };
     let mut started = false;
     for l in text.lines() {
         if l.starts_with("Node 1:") {
@@ -488,10 +725,30 @@ fn a_captures_conversations_cross_the_router_byte_for_byte() {
     let spec = format!("capture:{},pauses=none", cap.display());
     let (ssum, csum) = (d.join("s.json"), d.join("c.json"));
     let (cdump, sdump) = (d.join("c.pcap"), d.join("s.pcap"));
-    let cd = netns::tcpdump(&net.ns('c'), &format!("{}c0", net.tag), &cdump, &["tcp or udp"]);
-    let sd = netns::tcpdump(&net.ns('s'), &format!("{}s0", net.tag), &sdump, &["tcp or udp"]);
+    let cd = netns::tcpdump(
+        &net.ns('c'),
+        &format!("{}c0", net.tag),
+        &cdump,
+        &["tcp or udp"],
+    );
+    let sd = netns::tcpdump(
+        &net.ns('s'),
+        &format!("{}s0", net.tag),
+        &sdump,
+        &["tcp or udp"],
+    );
     let server = net.server(&[&spec], &ssum, &[]);
-    let o = net.client(&[&spec], &["-n", "2", "--cps", "10", "--summary-json", csum.to_str().unwrap()]);
+    let o = net.client(
+        &[&spec],
+        &[
+            "-n",
+            "2",
+            "--cps",
+            "10",
+            "--summary-json",
+            csum.to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let sdoc = stop_server(server, &ssum);
     netns::stop(cd);
@@ -502,7 +759,12 @@ fn a_captures_conversations_cross_the_router_byte_for_byte() {
     // The original's streams, then each end's, by tshark.
     assert_eq!(follow(&cap, "tcp", 0), (up.clone(), down.clone()));
     for dump in [&cdump, &sdump] {
-        assert_eq!(follow(dump, "tcp", 0), (up.clone(), down.clone()), "{}", dump.display());
+        assert_eq!(
+            follow(dump, "tcp", 0),
+            (up.clone(), down.clone()),
+            "{}",
+            dump.display()
+        );
         let (q, a) = follow(dump, "udp", 0);
         assert_eq!((q.len(), a.len()), (33, 49), "{}", dump.display());
     }
@@ -515,17 +777,29 @@ fn a_blackhole_times_out_and_a_reset_is_counted_in_bounded_time() {
         return;
     }
     let net = Routed::up("cb");
-    net.nft(&format!(
-        "table inet judge {{
-           chain dut {{
+    net.nft(
+        "table inet judge {
+           chain dut {
              type filter hook forward priority -10; policy accept;
              tcp dport 80 drop
              tcp dport 81 reject with tcp reset
-           }}
-         }}"
-    ));
+           }
+         }",
+    );
     let t0 = std::time::Instant::now();
-    let o = net.client(&["http", "http:port=81"], &["--cps", "100", "-n", "20", "--syn-retries", "1", "--drain", "30s"]);
+    let o = net.client(
+        &["http", "http:port=81"],
+        &[
+            "--cps",
+            "100",
+            "-n",
+            "20",
+            "--syn-retries",
+            "1",
+            "--drain",
+            "30s",
+        ],
+    );
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let err = stderr(&o);
     // 10 to the blackhole, given up after one SYN sent again (1 s, 2 s).
@@ -538,27 +812,110 @@ fn a_blackhole_times_out_and_a_reset_is_counted_in_bounded_time() {
 fn impossible_requests_are_refused_naming_what_is_wrong() {
     let d = tmpdir("converse-refusals");
     let run = |args: &[&str]| -> Output { common::run(&[&["converse"], args].concat()) };
-    let o = run(&["--client", "lo", "--pool", "10.9.0.1", "--ports", "1000-1001", "--to", "10.9.1.1", "-n", "5", "--concurrency", "5", "-p", "http"]);
+    let o = run(&[
+        "--client",
+        "lo",
+        "--pool",
+        "10.9.0.1",
+        "--ports",
+        "1000-1001",
+        "--to",
+        "10.9.1.1",
+        "-n",
+        "5",
+        "--concurrency",
+        "5",
+        "-p",
+        "http",
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("more than the pool holds"), "{}", stderr(&o));
-    let o = run(&["--client", "lo", "--pool", "10.9.0.1", "--to", "10.9.1.1", "-n", "5", "-p", "http:sise=3"]);
+    assert!(
+        stderr(&o).contains("more than the pool holds"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "--client",
+        "lo",
+        "--pool",
+        "10.9.0.1",
+        "--to",
+        "10.9.1.1",
+        "-n",
+        "5",
+        "-p",
+        "http:sise=3",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("\"sise\""), "{}", stderr(&o));
-    let o = run(&["--client", "no-such-if9", "--pool", "10.9.0.1", "--to", "10.9.1.1", "-n", "5", "-p", "http"]);
+    let o = run(&[
+        "--client",
+        "no-such-if9",
+        "--pool",
+        "10.9.0.1",
+        "--to",
+        "10.9.1.1",
+        "-n",
+        "5",
+        "-p",
+        "http",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no-such-if9"), "{}", stderr(&o));
     // A capture with no complete conversation: only a stray segment.
     let cap = d.join("stray.pcap");
-    let e = Ends { src_mac: [2; 6], dst_mac: [4; 6], src: 1, dst: 2, sport: 3, dport: 4 };
+    let e = Ends {
+        src_mac: [2; 6],
+        dst_mac: [4; 6],
+        src: 1,
+        dst: 2,
+        sport: 3,
+        dport: 4,
+    };
     let mut f = Vec::new();
-    frame::push_tcp(&mut f, &e, &TcpHead { seq: 1, ack: 1, flags: ACK, wnd: 1, syn_opts: None }, 1, 3, |o| o.fill(b'x'));
+    frame::push_tcp(
+        &mut f,
+        &e,
+        &TcpHead {
+            seq: 1,
+            ack: 1,
+            flags: ACK,
+            wnd: 1,
+            syn_opts: None,
+        },
+        1,
+        3,
+        |o| o.fill(b'x'),
+    );
     common::write_frames(&cap, &[(1, f)]);
-    let o = run(&["--server", "lo", "--listen", "10.9.1.1", "--server-gateway", "10.9.1.2", "-p", &format!("capture:{}", cap.display())]);
+    let o = run(&[
+        "--server",
+        "lo",
+        "--listen",
+        "10.9.1.1",
+        "--server-gateway",
+        "10.9.1.2",
+        "-p",
+        &format!("capture:{}", cap.display()),
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no complete TCP or UDP conversation (1 TCP without their handshake"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no complete TCP or UDP conversation (1 TCP without their handshake"),
+        "{}",
+        stderr(&o)
+    );
     let bad = d.join("bad.pcap");
     std::fs::write(&bad, b"not a capture at all").unwrap();
-    let o = run(&["--server", "lo", "--listen", "10.9.1.1", "--server-gateway", "10.9.1.2", "-p", &format!("capture:{}", bad.display())]);
+    let o = run(&[
+        "--server",
+        "lo",
+        "--listen",
+        "10.9.1.1",
+        "--server-gateway",
+        "10.9.1.2",
+        "-p",
+        &format!("capture:{}", bad.display()),
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("bad.pcap"), "{}", stderr(&o));
 }

@@ -274,6 +274,8 @@ pub fn read(file: &str, pauses: Pauses) -> Result<Vec<Program>, String> {
             laws: Vec::new(),
             weight: 1,
             verify: None,
+            max_rounds: None,
+            http_close: false,
         });
     }
     if out.is_empty() {

@@ -91,6 +91,11 @@ pub struct Conn {
     pub first_byte: bool,
     /// UDP: tries of the datagram last sent (client).
     pub udp_tries: u8,
+    /// Counted among the host's lingering records (TIME-WAIT, a UDP
+    /// server's finished conversation): held, but no longer open.
+    pub lingering: bool,
+    /// Rounds of a repeating program done.
+    pub rounds: u32,
 }
 
 impl Conn {
@@ -148,7 +153,14 @@ impl Conn {
             opened_at: now,
             first_byte: false,
             udp_tries: 0,
+            lingering: false,
+            rounds: 0,
         }
+    }
+
+    /// Whether the connection is over and only answers repeats.
+    pub fn lingers(&self) -> bool {
+        self.state == St::TimeWait || (self.state == St::Datagrams && self.done)
     }
 
     /// The earliest deadline set, if any.
@@ -201,6 +213,11 @@ pub fn advance(
         let i = usize::from(c.turn);
         if i >= p.turns.len() {
             if p.repeat && c.side == Side::Server && !c.close_asked {
+                c.rounds += 1;
+                if p.max_rounds.is_some_and(|m| c.rounds >= m) {
+                    c.done = true;
+                    return Next::Done;
+                }
                 c.turn = 0;
                 if sent {
                     return Next::Sent;

@@ -124,7 +124,7 @@ pub fn run(
             let quiet = ports
                 .iter()
                 .filter(|p| p.host.x.cfg.client.is_some())
-                .all(|p| p.host.active() == 0);
+                .all(|p| p.host.open_now() == 0);
             if let Some(t) = opened_all_at {
                 if quiet || now >= t + until.drain {
                     break;

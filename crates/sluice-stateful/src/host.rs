@@ -248,6 +248,8 @@ pub struct Host {
     fired: Vec<u32>,
     pub x: Ctx,
     active: u64,
+    /// Records held that only linger (see [`Conn::lingers`]).
+    lingering: u64,
     // Client state.
     opened: u64,
     next_open: u64,
@@ -294,6 +296,7 @@ impl Host {
                 isn_key,
             },
             active: 0,
+            lingering: 0,
             opened: 0,
             next_open: now,
             next_tuple,
@@ -306,6 +309,11 @@ impl Host {
     /// Connections held (TIME-WAIT and lingering ones included).
     pub fn active(&self) -> u64 {
         self.active
+    }
+
+    /// Connections open: held, less those that only linger.
+    pub fn open_now(&self) -> u64 {
+        self.active - self.lingering
     }
 
     pub fn opened(&self) -> u64 {
@@ -374,6 +382,9 @@ impl Host {
 
     fn release(&mut self, id: u32) {
         let c = &self.conns[id as usize];
+        if c.lingering {
+            self.lingering -= 1;
+        }
         let proto = self.x.progs[usize::from(c.prog)].proto;
         let k = key(proto, c.local_ip, c.peer_ip, c.local_port, c.peer_port);
         self.table.remove(&k);
@@ -389,6 +400,11 @@ impl Host {
         if o == Outcome::Free {
             self.release(id);
             return;
+        }
+        let c = &mut self.conns[id as usize];
+        if !c.lingering && c.lingers() {
+            c.lingering = true;
+            self.lingering += 1;
         }
         match self.conns[id as usize].next_deadline() {
             Some(d) => self.wheel.arm(id, d.div_ceil(TICK_NS)),
@@ -537,7 +553,7 @@ impl Host {
             .client
             .as_ref()
             .and_then(|c| c.concurrency)
-            .is_some_and(|m| self.active >= m)
+            .is_some_and(|m| self.open_now() >= m)
     }
 
     fn rate_at(&self, now: u64) -> f64 {

@@ -119,6 +119,11 @@ pub struct Program {
     /// Share of the connections opened (relative to the other programs').
     pub weight: u32,
     pub verify: Option<Verify>,
+    /// A repeating server closes after this many rounds of turns (an
+    /// HTTP server's keepalive_requests).
+    pub max_rounds: Option<u32>,
+    /// HTTP answers say `Connection: close`.
+    pub http_close: bool,
 }
 
 /// The bytes a pattern body is made of: printable, so a capture of the
@@ -140,8 +145,9 @@ pub fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
 }
 
 /// The head of an HTTP response of `len` body bytes.
-pub fn http_head(len: u32) -> String {
-    format!("HTTP/1.1 200 OK\r\nServer: sluice\r\nContent-Type: application/octet-stream\r\nContent-Length: {len}\r\n\r\n")
+pub fn http_head(len: u32, close: bool) -> String {
+    let conn = if close { "Connection: close\r\n" } else { "" };
+    format!("HTTP/1.1 200 OK\r\nServer: sluice\r\nContent-Type: application/octet-stream\r\nContent-Length: {len}\r\n{conn}\r\n")
 }
 
 impl Program {
@@ -151,7 +157,7 @@ impl Program {
         match t.body {
             Body::Literal { len, .. } => u64::from(len),
             Body::Pattern(n) => u64::from(n),
-            Body::HttpResponse(n) => http_head(n).len() as u64 + u64::from(n),
+            Body::HttpResponse(n) => http_head(n, self.http_close).len() as u64 + u64::from(n),
             Body::Drawn { law, .. } => u64::from(drawn[usize::from(law).min(1)]),
             Body::Answer => u64::from(asked.max(crate::rxparse::SIZED_HEAD as u32)),
         }
@@ -166,7 +172,7 @@ impl Program {
             }
             Body::Pattern(_) => fill_pattern(off, out),
             Body::HttpResponse(n) => {
-                let head = http_head(n);
+                let head = http_head(n, self.http_close);
                 let head = head.as_bytes();
                 for (i, b) in out.iter_mut().enumerate() {
                     let o = off as usize + i;
@@ -224,6 +230,8 @@ mod tests {
             laws: vec![],
             weight: 1,
             verify: None,
+            max_rounds: None,
+            http_close: false,
         };
         let t = Turn {
             from: Side::Server,

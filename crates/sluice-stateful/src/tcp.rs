@@ -136,7 +136,16 @@ fn rto_ns(c: &Conn) -> u64 {
     u64::from(c.rto_ms) * MS
 }
 
-fn idle_deadline(x: &Ctx, now: u64) -> u64 {
+/// When a connection waiting for its peer gives up; none while the
+/// program itself pauses (an idle connection on purpose: only keep-alive
+/// probes, if asked for, check on it then).
+fn idle_deadline(c: &Conn, x: &Ctx, now: u64) -> u64 {
+    if c.pause_at != 0 {
+        return match x.cfg.tcp.keepalive {
+            Some(_) => now + x.cfg.tcp.idle_ms * MS,
+            None => 0,
+        };
+    }
     now + x.cfg.tcp.idle_ms * MS
 }
 
@@ -201,7 +210,7 @@ fn established(c: &mut Conn, x: &mut Ctx, now: u64) {
     c.cwnd = x.cfg.tcp.init_cwnd * u32::from(c.mss);
     c.retries = 0;
     c.rto_at = 0;
-    c.idle_at = idle_deadline(x, now);
+    c.idle_at = idle_deadline(c, x, now);
     let p = usize::from(c.prog);
     x.counts[p].established += 1;
     record(&mut x.times[p].connect, now - c.opened_at);
@@ -282,7 +291,7 @@ pub fn segment(c: &mut Conn, x: &mut Ctx, s: &TcpSeg<'_>, now: u64) -> Outcome {
         return Outcome::Keep;
     }
     c.probes = 0;
-    c.idle_at = idle_deadline(x, now);
+    c.idle_at = idle_deadline(c, x, now);
     if lt(c.snd_max, s.ack) {
         // An ACK of data never sent.
         c.ack_now = true;
@@ -514,8 +523,18 @@ fn after_receive(c: &mut Conn, x: &mut Ctx, now: u64) {
         }
         c.tx_avail += len;
     });
+    match next {
+        Next::Paused(_) => c.idle_at = idle_deadline(c, x, now),
+        Next::Sent | Next::Receive if c.idle_at == 0 && c.state == St::Established => {
+            c.idle_at = idle_deadline(c, x, now)
+        }
+        _ => {}
+    }
     if let Next::Done = next {
-        if prog.closer == c.side || c.peer_fin || c.close_asked {
+        // A server closes where its client asked it to (HTTP); a client
+        // told the server will close waits for the server's FIN.
+        let asked = c.close_asked && c.side == Side::Server;
+        if prog.closer == c.side || c.peer_fin || asked {
             c.fin_wanted = true;
         }
     }

@@ -13,8 +13,10 @@
 //! - `dns[:name=example.com]`: a query for an A record and its answer
 //!   over UDP.
 //!
-//! Every template takes `port=P` (the server's) and `weight=W` (its share
-//! of connections). Sizes take k, M, G suffixes (powers of 1000).
+//! Every template takes `port=P` (the server's), `weight=W` (its share
+//! of connections) and `wait=DURATION` (the client waits this long after
+//! the handshake before it speaks: idle connections). Sizes take k, M, G
+//! suffixes (powers of 1000).
 
 use crate::program::{
     fnv, http_head, Body, Expect, Program, Proto, Side, SizeLaw, Turn, Verify, FNV_START,
@@ -173,6 +175,8 @@ fn base(name: &str, proto: Proto, port: u16, weight: u32) -> Program {
         laws: Vec::new(),
         weight,
         verify: None,
+        max_rounds: None,
+        http_close: false,
     }
 }
 
@@ -193,11 +197,11 @@ pub fn parse(
 ) -> Result<Program, TemplateError> {
     let (name, map) = split(spec)?;
     let known = match name.as_str() {
-        "http" => "size, path, host, requests, verify, port, weight",
-        "http-server" => "size, port, weight",
-        "rr" => "req, resp, turns, port, weight",
-        "bulk" => "size, dir, port, weight",
-        "dns" => "name, port, weight",
+        "http" => "size, path, host, requests, verify, port, weight, wait",
+        "http-server" => "size, requests, port, weight, wait",
+        "rr" => "req, resp, turns, port, weight, wait",
+        "bulk" => "size, dir, port, weight, wait",
+        "dns" => "name, port, weight, wait",
         _ => {
             return Err(TemplateError::Unknown {
                 spec: spec.into(),
@@ -234,6 +238,20 @@ pub fn parse(
                 ];
                 p.repeat = true;
                 p.closer = Side::Client;
+                if let Some(r) = k.take("requests") {
+                    let r: u32 = r.parse().ok().filter(|&r| r > 0).ok_or_else(|| {
+                        TemplateError::BadValue {
+                            spec: spec.into(),
+                            key: "requests".into(),
+                            why: format!("{r:?}: a count, 1 or more"),
+                        }
+                    })?;
+                    // Closes after r answers, the last saying so when r is 1
+                    // (nginx's keepalive_requests).
+                    p.max_rounds = Some(r);
+                    p.closer = Side::Server;
+                    p.http_close = r == 1;
+                }
             } else {
                 let path = k.take("path").unwrap_or_else(|| format!("/{sz}"));
                 let host = k.take("host").unwrap_or_else(|| "sluice".into());
@@ -345,6 +363,18 @@ pub fn parse(
         }
         _ => unreachable!("names checked above"),
     };
+    let mut p = p;
+    if let Some(w) = k.take("wait") {
+        let d = sluice_core::parse::parse_duration(&w).map_err(|e| TemplateError::BadValue {
+            spec: spec.into(),
+            key: "wait".into(),
+            why: e.to_string(),
+        })?;
+        // The client's first turn waits: the connection opens, then idles.
+        if let Some(t) = p.turns.iter_mut().find(|t| t.from == Side::Client) {
+            t.pause_ns = d.0;
+        }
+    }
     k.done()?;
     Ok(p)
 }
@@ -375,7 +405,7 @@ fn dns_pair(spec: &str, name: &str) -> Result<(Vec<u8>, Vec<u8>), TemplateError>
 
 /// The head a sluice HTTP server sends, for tests that check it.
 pub fn server_head(size: u32) -> String {
-    http_head(size)
+    http_head(size, false)
 }
 
 #[cfg(test)]

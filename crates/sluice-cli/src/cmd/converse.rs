@@ -135,7 +135,7 @@ fn status_line(ports: &[Port], secs: f64, prev: &mut Vec<u64>) -> String {
             "{}: {} conn/s, {} open, {} est, {} done, {} rst, {} t/o, {} retx",
             p.name,
             cps,
-            p.host.active(),
+            p.host.open_now(),
             t.established,
             t.completed,
             t.reset_by_peer + t.reset_by_us,
