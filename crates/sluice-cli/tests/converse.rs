@@ -372,7 +372,8 @@ fn one_segment_in_a_hundred_dropped_by_the_router_still_completes_all() {
     );
     let d = tmpdir("converse-loss");
     let (ssum, csum) = (d.join("s.json"), d.join("c.json"));
-    let server = net.server(&["http:size=60k"], &ssum, &[]);
+    // Two threads a side: each owns the connections of its client ports.
+    let server = net.server(&["http:size=60k"], &ssum, &["--threads", "2"]);
     let o = net.client(
         &["http:size=60k"],
         &[
@@ -384,6 +385,8 @@ fn one_segment_in_a_hundred_dropped_by_the_router_still_completes_all() {
             csum.to_str().unwrap(),
             "--drain",
             "60s",
+            "--threads",
+            "2",
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -400,6 +403,19 @@ fn one_segment_in_a_hundred_dropped_by_the_router_still_completes_all() {
     assert_eq!(net.counter("c_invalid"), 0);
     let head = sluice_stateful::templates::server_head(60_000).len() as u64;
     assert_eq!(n(c, "bytes_rx"), 300 * (head + 60_000));
+    for doc in [&cdoc, &sdoc] {
+        let per: Vec<u64> = doc["sides"][0]["thread_completed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(per.len(), 2);
+        assert!(per.iter().all(|&c| c > 50), "{per:?}");
+        assert_eq!(per.iter().sum::<u64>(), 300);
+        // The kernel handed every frame to the thread that owns it.
+        assert_eq!(n(&doc["sides"][0]["host"], "rx_stray"), 0);
+    }
 }
 
 #[test]

@@ -4,11 +4,13 @@
 //! only when nothing arrived and nothing is due within the wait.
 
 use crate::host::Host;
+use crate::report::Snap;
 use sluice_sys::packet_port::{PacketPort, RxBatch};
 use sluice_sys::poll::PollSet;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Frames queued beyond this are dropped (counted `tx_dropped`): the
@@ -23,6 +25,12 @@ pub struct Port {
     pub name: &'static str,
     batch: RxBatch,
     pub peak_active: u64,
+}
+
+impl Port {
+    pub fn snap(&self) -> Snap {
+        Snap::of(&self.host, self.name, self.port.iface(), self.peak_active)
+    }
 }
 
 impl Port {
@@ -56,6 +64,7 @@ impl Port {
 }
 
 /// When the loop ends.
+#[derive(Clone)]
 pub struct Until {
     /// Stop (after draining) when set: SIGINT/SIGTERM.
     pub stop: Arc<AtomicBool>,
@@ -158,4 +167,61 @@ pub fn run(
     }
     tick(ports, now);
     Ok(now)
+}
+
+/// Runs each thread's ports on a thread of its own (the threads of a side
+/// own its connections by client port: [`crate::fanout`]). `tick` runs on
+/// the calling thread about every `interval` with a snapshot of every
+/// port, and once more (`last`) when all have ended. Returns the run's
+/// length, ns.
+pub fn run_threads(
+    threads: Vec<Vec<Port>>,
+    until: &Until,
+    interval: Duration,
+    mut tick: impl FnMut(&[Snap], u64, bool),
+) -> io::Result<u64> {
+    let n = threads.len();
+    let slots: Arc<Mutex<Vec<Vec<Snap>>>> = Arc::new(Mutex::new(vec![Vec::new(); n]));
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for (i, mut ports) in threads.into_iter().enumerate() {
+        let (slots, until) = (Arc::clone(&slots), until.clone());
+        let h = std::thread::Builder::new()
+            .name(format!("converse-{i}"))
+            .spawn(move || -> io::Result<u64> {
+                let publish = |ports: &[Port]| {
+                    let snaps = ports.iter().map(Port::snap).collect();
+                    slots.lock().unwrap_or_else(|e| e.into_inner())[i] = snaps;
+                };
+                run(&mut ports, &until, interval, |ports, _| publish(ports))
+            })?;
+        handles.push(h);
+    }
+    let all = |slots: &Mutex<Vec<Vec<Snap>>>| -> Vec<Snap> {
+        slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .flatten()
+            .cloned()
+            .collect()
+    };
+    let mut next = interval;
+    while !handles.iter().all(|h| h.is_finished()) {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = start.elapsed();
+        if now >= next {
+            tick(&all(&slots), now.as_nanos() as u64, false);
+            next = now + interval;
+        }
+    }
+    let mut len = 0;
+    for h in handles {
+        let r = h
+            .join()
+            .map_err(|_| io::Error::other("a converse thread panicked"))?;
+        len = len.max(r?);
+    }
+    tick(&all(&slots), len, true);
+    Ok(len)
 }

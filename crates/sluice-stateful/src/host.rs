@@ -15,6 +15,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The wheel's tick, ns.
@@ -95,6 +96,9 @@ pub struct ClientConfig {
     pub limit: Option<u64>,
     /// No new connection after this time (ns of the run's clock).
     pub open_until: Option<u64>,
+    /// This host is thread `.0` of `.1`: it opens only from the client
+    /// ports [`crate::fanout::shard_of`] gives it.
+    pub shard: (u32, u32),
 }
 
 #[derive(Debug, Clone)]
@@ -113,6 +117,9 @@ pub struct HostConfig {
     /// Most connections held at once (SYNs past it are refused).
     pub max_conns: usize,
     pub seed: u64,
+    /// The next hop's address as one thread learned it, for the others
+    /// (0: not yet); threads of one side share it.
+    pub shared_gw: Option<Arc<AtomicU64>>,
 }
 
 /// What happens to a record after an event.
@@ -347,6 +354,12 @@ impl Host {
     fn arp(&mut self, a: frame::Arp, _now: u64) {
         if a.spa == self.x.cfg.gateway && self.x.cfg.gateway_mac.is_none() {
             self.x.gw_mac = Some(a.sha);
+            if let Some(g) = &self.x.cfg.shared_gw {
+                let mut v = [0u8; 8];
+                v[2..].copy_from_slice(&a.sha);
+                // Bit 63 marks it known (an address of zeroes is one too).
+                g.store(u64::from_be_bytes(v) | 1 << 63, Ordering::Relaxed);
+            }
         }
         if a.op == 1 && self.ours(a.tpa) {
             frame::push_arp(&mut self.x.out.buf, 2, self.x.cfg.mac, a.tpa, a.sha, a.spa);
@@ -510,6 +523,15 @@ impl Host {
     /// (a client opens nothing before; a server's answers would go
     /// nowhere).
     fn resolve(&mut self, now: u64) {
+        if self.x.gw_mac.is_none() {
+            if let Some(g) = &self.x.cfg.shared_gw {
+                let v = g.load(Ordering::Relaxed);
+                if v >> 63 == 1 {
+                    let b = v.to_be_bytes();
+                    self.x.gw_mac = Some([b[2], b[3], b[4], b[5], b[6], b[7]]);
+                }
+            }
+        }
         if self.x.gw_mac.is_some() || now < self.arp_at {
             return;
         }
@@ -641,11 +663,14 @@ impl Host {
         let pool = nips * nports;
         // Consecutive connections take consecutive addresses, then the
         // next port: a tuple comes back only after the whole pool.
-        for _ in 0..64.min(pool) {
+        for _ in 0..(64 * u64::from(cc.shard.1.max(1))).min(pool) {
             let k = self.next_tuple % pool;
             self.next_tuple += 1;
             let ip = self.x.cfg.addrs.0 + (k % nips) as u32;
             let lport = (first + ((k / nips) % nports) * m) as u16;
+            if crate::fanout::shard_of(lport, cc.shard.1) != cc.shard.0 {
+                continue;
+            }
             let tk = key(proto, ip, cc.target, lport, port);
             if self.table.contains_key(&tk) {
                 continue;

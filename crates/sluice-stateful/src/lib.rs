@@ -14,6 +14,7 @@ pub mod capture;
 pub mod conn;
 pub mod counters;
 pub mod drive;
+pub mod fanout;
 pub mod frame;
 pub mod host;
 pub mod program;

@@ -61,11 +61,13 @@ fn client_cfg(n: u64, cps: f64, tcp: TcpConfig) -> HostConfig {
             concurrency: None,
             limit: Some(n),
             open_until: None,
+            shard: (0, 1),
         }),
         server: false,
         tcp,
         max_conns: 1 << 21,
         seed: 1,
+        shared_gw: None,
     }
 }
 
@@ -80,6 +82,7 @@ fn server_cfg(tcp: TcpConfig) -> HostConfig {
         tcp,
         max_conns: 1 << 21,
         seed: 2,
+        shared_gw: None,
     }
 }
 

@@ -124,6 +124,35 @@ impl PacketPort {
         self.mac
     }
 
+    /// Joins fanout group `group` of its interface, whose classic BPF
+    /// program `filter` says which member each arriving frame goes to
+    /// (its return value modulo the members, in the order they joined).
+    /// Frames this host sends are left out where the kernel can
+    /// (`PACKET_FANOUT_FLAG_IGNORE_OUTGOING`, Linux 6.3): older kernels
+    /// hand them to the group too, and the receiver must ignore them.
+    pub fn join_fanout(&self, group: u16, filter: &[libc::sock_filter]) -> io::Result<()> {
+        const CBPF: i32 = 6;
+        const IGNORE_OUTGOING: i32 = 0x4000;
+        let arg = i32::from(group) | ((CBPF | IGNORE_OUTGOING) << 16);
+        let what = format!("PACKET_FANOUT on {}", self.iface);
+        if setsockopt(&self.fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg, &what).is_err() {
+            let arg = i32::from(group) | (CBPF << 16);
+            setsockopt(&self.fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg, &what)?;
+        }
+        let prog = libc::sock_fprog {
+            len: filter.len() as u16,
+            filter: filter.as_ptr() as *mut libc::sock_filter,
+        };
+        // PACKET_FANOUT_DATA (22): the group's program.
+        setsockopt(
+            &self.fd,
+            libc::SOL_PACKET,
+            22,
+            &prog,
+            &format!("PACKET_FANOUT_DATA on {}", self.iface),
+        )
+    }
+
     /// The socket, to wait on it with others ([`crate::poll::PollSet`]).
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()

@@ -84,6 +84,9 @@ pub struct ConverseArgs {
     /// Most connections held at once per side (SYNs past it are refused and counted).
     #[arg(long, value_parser = positive_count, default_value = "4000000")]
     pub max_conns: u64,
+    /// Threads per side, each owning the connections of its share of client ports (the kernel's packet fanout hands each its frames).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub threads: u32,
     /// Seed of the sequence numbers, drawn lengths and Poisson gaps.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

@@ -10,13 +10,15 @@ use anyhow::{anyhow, Context};
 use serde::Serialize;
 use sluice_stateful::addr::{self, show};
 use sluice_stateful::drive::{self, Port, Until};
+use sluice_stateful::fanout;
 use sluice_stateful::host::{ClientConfig, Host, HostConfig, Rate, TcpConfig};
 use sluice_stateful::program::{Program, Proto};
+use sluice_stateful::report::Snap;
 use sluice_stateful::report::{self, SideReport};
 use sluice_stateful::{capture, templates};
 use sluice_sys::packet_port::PacketPort;
 use std::io::Write;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,25 +119,26 @@ struct Doc<'a> {
     sides: &'a [SideReport],
 }
 
-fn reports(ports: &[Port], secs: f64) -> Vec<SideReport> {
-    ports
+fn reports(snaps: &[Snap], secs: f64) -> Vec<SideReport> {
+    report::merge(snaps)
         .iter()
-        .map(|p| report::side(&p.host, p.name, p.port.iface(), secs, p.peak_active))
+        .map(|s| report::side(s, secs))
         .collect()
 }
 
-fn status_line(ports: &[Port], secs: f64, prev: &mut Vec<u64>) -> String {
+fn status_line(snaps: &[Snap], secs: f64, prev: &mut Vec<u64>) -> String {
+    let sides = report::merge(snaps);
     let mut parts = vec![format!("{secs:>6.1}s")];
-    prev.resize(ports.len(), 0);
-    for (i, p) in ports.iter().enumerate() {
-        let t = p.host.total();
-        let cps = t.completed - prev[i];
+    prev.resize(sides.len(), 0);
+    for (i, s) in sides.iter().enumerate() {
+        let t = s.total();
+        let cps = t.completed - prev[i].min(t.completed);
         prev[i] = t.completed;
         parts.push(format!(
             "{}: {} conn/s, {} open, {} est, {} done, {} rst, {} t/o, {} retx",
-            p.name,
+            s.side,
             cps,
-            p.host.open_now(),
+            s.open,
             t.established,
             t.completed,
             t.reset_by_peer + t.reset_by_us,
@@ -144,6 +147,54 @@ fn status_line(ports: &[Port], secs: f64, prev: &mut Vec<u64>) -> String {
         ));
     }
     parts.join(" | ")
+}
+
+/// `total` split over `n` threads, thread `i`'s part (the first ones take
+/// the remainder).
+fn part(total: u64, n: u64, i: u64) -> u64 {
+    total / n + u64::from(i < total % n)
+}
+
+/// Opens `n` ports on `iface`, in one fanout group when `n` > 1 (`client`:
+/// the client side's program).
+fn open_ports(iface: &str, n: u32, client: bool) -> Result<Vec<PacketPort>, Failure> {
+    let fatal = |e: std::io::Error| Failure {
+        code: exit::FATAL,
+        error: anyhow!("{e}"),
+    };
+    if !std::path::Path::new("/sys/class/net").join(iface).exists() {
+        return Err(usage(format!(
+            "no interface {iface:?} here (interfaces: {})",
+            sluice_sys::net::list_interfaces()
+        )));
+    }
+    let mut ports = Vec::new();
+    for _ in 0..n {
+        ports.push(PacketPort::open(iface).map_err(fatal)?);
+    }
+    if n > 1 {
+        let prog = fanout::program(client, n);
+        // A group id of this process's own; another one's on the same
+        // interface would refuse the join: try the next.
+        let base = (std::process::id() as u16)
+            .wrapping_mul(2)
+            .wrapping_add(u16::from(client));
+        let mut joined = Err(std::io::Error::other("no fanout group"));
+        for k in 0..16u16 {
+            let id = base.wrapping_add(k * 2);
+            joined = ports.iter().try_for_each(|p| p.join_fanout(id, &prog));
+            if joined.is_ok() {
+                break;
+            }
+            // The sockets that joined stay in the failed group: start over.
+            ports = (0..n)
+                .map(|_| PacketPort::open(iface))
+                .collect::<Result<_, _>>()
+                .map_err(fatal)?;
+        }
+        joined.map_err(fatal)?;
+    }
+    Ok(ports)
 }
 
 pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
@@ -163,7 +214,8 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
         .map(|p| Dest::open_log(p, "--stats-json"))
         .transpose()?;
     let ports_range = addr::ports(&a.ports).map_err(usage)?;
-    let mut ports = Vec::new();
+    let threads = a.threads.max(1);
+    let mut per_thread: Vec<Vec<Port>> = (0..threads).map(|_| Vec::new()).collect();
     let pool = a
         .pool
         .as_deref()
@@ -176,16 +228,6 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
         .map(|p| addr::range("--listen", p))
         .transpose()
         .map_err(usage)?;
-    let open = |iface: &str| {
-        PacketPort::open(iface).map_err(|e| Failure {
-            code: if e.kind() == std::io::ErrorKind::NotFound {
-                exit::BAD_INPUT
-            } else {
-                exit::FATAL
-            },
-            error: anyhow!("{e}"),
-        })
-    };
     if let Some(iface) = &a.client {
         let pool = pool.ok_or_else(|| usage("--client needs --pool"))?;
         let target = ip("--to", a.to.as_deref().unwrap_or_default())?;
@@ -196,37 +238,47 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
             .map(|g| ip("--gateway", g))
             .transpose()?
             .unwrap_or(target);
-        let port = open(iface)?;
-        let cfg = HostConfig {
-            mac: port.mac(),
-            gateway,
-            gateway_mac: None,
-            addrs: pool,
-            client: Some(ClientConfig {
-                target,
-                ports: ports_range,
-                rate: Rate {
-                    cps: a.cps.unwrap_or(0.0),
-                    poisson: a.poisson,
-                    ramp: a.ramp_to.zip(a.ramp_time).map(|(to, t)| (to, t.0)),
-                },
-                concurrency: a
-                    .concurrency
-                    .or(if a.cps.is_none() { Some(1000) } else { None }),
-                limit: a.connections,
-                open_until: a.duration.map(|d| d.0),
-            }),
-            server: false,
-            tcp: tcp.clone(),
-            max_conns: a.max_conns as usize,
-            seed: a.seed,
-        };
         if a.connections.is_none() && a.duration.is_none() {
             return Err(usage(
                 "--client needs --connections or --duration (when to stop opening)",
             ));
         }
-        ports.push(Port::new(port, Host::new(cfg, progs.clone(), 0), "client"));
+        let shared = Arc::new(AtomicU64::new(0));
+        let concurrency = a
+            .concurrency
+            .or(if a.cps.is_none() { Some(1000) } else { None });
+        let n = u64::from(threads);
+        for (i, port) in open_ports(iface, threads, true)?.into_iter().enumerate() {
+            let i64_ = i as u64;
+            let cfg = HostConfig {
+                mac: port.mac(),
+                gateway,
+                gateway_mac: None,
+                addrs: pool,
+                client: Some(ClientConfig {
+                    target,
+                    ports: ports_range,
+                    rate: Rate {
+                        cps: a.cps.unwrap_or(0.0) / n as f64,
+                        poisson: a.poisson,
+                        ramp: a
+                            .ramp_to
+                            .zip(a.ramp_time)
+                            .map(|(to, t)| (to / n as f64, t.0)),
+                    },
+                    concurrency: concurrency.map(|c| part(c, n, i64_).max(1)),
+                    limit: a.connections.map(|l| part(l, n, i64_)),
+                    open_until: a.duration.map(|d| d.0),
+                    shard: (i as u32, threads),
+                }),
+                server: false,
+                tcp: tcp.clone(),
+                max_conns: part(a.max_conns, n, i64_) as usize,
+                seed: a.seed.wrapping_add(i64_),
+                shared_gw: Some(Arc::clone(&shared)),
+            };
+            per_thread[i].push(Port::new(port, Host::new(cfg, progs.clone(), 0), "client"));
+        }
     }
     if let Some(iface) = &a.server {
         let listen = listen.ok_or_else(|| usage("--server needs --listen"))?;
@@ -239,24 +291,28 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
                 ))
             }
         };
-        let port = open(iface)?;
-        let cfg = HostConfig {
-            mac: port.mac(),
-            gateway,
-            gateway_mac: None,
-            addrs: listen,
-            client: None,
-            server: true,
-            tcp: tcp.clone(),
-            max_conns: a.max_conns as usize,
-            seed: a.seed ^ 0x5eed,
-        };
+        let shared = Arc::new(AtomicU64::new(0));
+        let n = u64::from(threads);
+        for (i, port) in open_ports(iface, threads, false)?.into_iter().enumerate() {
+            let cfg = HostConfig {
+                mac: port.mac(),
+                gateway,
+                gateway_mac: None,
+                addrs: listen,
+                client: None,
+                server: true,
+                tcp: tcp.clone(),
+                max_conns: part(a.max_conns, n, i as u64) as usize,
+                seed: a.seed ^ 0x5eed ^ i as u64,
+                shared_gw: Some(Arc::clone(&shared)),
+            };
+            per_thread[i].push(Port::new(port, Host::new(cfg, progs.clone(), 0), "server"));
+        }
         eoutln!(
             "converse: server on {iface} answers {}-{} on the programs' ports",
             show(listen.0),
             show(listen.1)
         );
-        ports.push(Port::new(port, Host::new(cfg, progs.clone(), 0), "server"));
     }
     for p in progs.iter() {
         if p.proto == Proto::Udp
@@ -292,30 +348,40 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
     let mut prev = Vec::new();
     let mut stats_error: Option<std::io::Error> = None;
     let quiet = a.quiet;
-    let elapsed = drive::run(&mut ports, &until, Duration::from_secs(1), |ports, now| {
-        let secs = now as f64 / 1e9;
-        if !quiet {
-            eoutln!("{}", status_line(ports, secs, &mut prev));
-        }
-        if let Some(w) = stats_out.as_mut() {
-            let sides = reports(ports, secs);
-            let doc = Doc {
-                elapsed_s: secs,
-                last: false,
-                sides: &sides,
-            };
-            let line = crate::json::line(Kind::ConverseInterval, &doc).unwrap_or_default();
-            if let Err(e) = writeln!(w, "{line}").and_then(|_| w.flush()) {
-                stats_error.get_or_insert(e);
+    let mut last_snaps = Vec::new();
+    let elapsed = drive::run_threads(
+        per_thread,
+        &until,
+        Duration::from_secs(1),
+        |snaps, now, last| {
+            if last {
+                last_snaps = snaps.to_vec();
+                return;
             }
-        }
-    })
+            let secs = now as f64 / 1e9;
+            if !quiet {
+                eoutln!("{}", status_line(snaps, secs, &mut prev));
+            }
+            if let Some(w) = stats_out.as_mut() {
+                let sides = reports(snaps, secs);
+                let doc = Doc {
+                    elapsed_s: secs,
+                    last: false,
+                    sides: &sides,
+                };
+                let line = crate::json::line(Kind::ConverseInterval, &doc).unwrap_or_default();
+                if let Err(e) = writeln!(w, "{line}").and_then(|_| w.flush()) {
+                    stats_error.get_or_insert(e);
+                }
+            }
+        },
+    )
     .map_err(|e| Failure {
         code: exit::FATAL,
         error: anyhow!("{e}"),
     })?;
     let secs = elapsed as f64 / 1e9;
-    let sides = reports(&ports, secs);
+    let sides = reports(&last_snaps, secs);
     let complete = !stop.load(Ordering::Relaxed);
     if let Some(w) = stats_out {
         w.end(complete).context("writing --stats-json")?;
