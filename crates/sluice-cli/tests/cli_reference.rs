@@ -91,6 +91,7 @@ fn every_readme_option_table_matches_its_commands_help() {
         "profile fit",
         "pace",
         "inject",
+        "converse",
         "report",
         "doctor",
         "completions",

@@ -120,6 +120,13 @@ pub struct HostConfig {
     /// The next hop's address as one thread learned it, for the others
     /// (0: not yet); threads of one side share it.
     pub shared_gw: Option<Arc<AtomicU64>>,
+    /// The run's time zero on a clock every run of this host shares
+    /// (CLOCK_MONOTONIC, ns): initial sequence numbers grow across runs,
+    /// and each run starts its walk of the pool elsewhere, so a tuple a
+    /// peer still holds in TIME-WAIT from an earlier run is opened again
+    /// above where it ended (RFC 6528), or not at all. 0 on a virtual
+    /// clock.
+    pub clock_base: u64,
 }
 
 /// What happens to a record after an event.
@@ -276,7 +283,7 @@ impl Host {
         let mut rng = SmallRng::seed_from_u64(cfg.seed);
         let isn_key = rng.random();
         // Runs after one another start at other places of the pool.
-        let next_tuple = rng.random::<u32>().into();
+        let next_tuple = u64::from(rng.random::<u32>()) ^ (cfg.clock_base >> 10);
         let gw_mac = cfg.gateway_mac;
         let mut groups: HashMap<(Proto, u16), Vec<usize>> = HashMap::new();
         for (i, p) in progs.iter().enumerate() {

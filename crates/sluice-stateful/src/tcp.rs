@@ -163,7 +163,7 @@ fn isn(c: &Conn, x: &Ctx, now: u64) -> u32 {
         h = (h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         h ^= h >> 31;
     }
-    ((now / 4000) as u32).wrapping_add(h as u32)
+    (((x.cfg.clock_base + now) / 4000) as u32).wrapping_add(h as u32)
 }
 
 pub fn open(c: &mut Conn, x: &mut Ctx, now: u64) -> Outcome {

@@ -68,6 +68,7 @@ fn client_cfg(n: u64, cps: f64, tcp: TcpConfig) -> HostConfig {
         max_conns: 1 << 21,
         seed: 1,
         shared_gw: None,
+        clock_base: 0,
     }
 }
 
@@ -83,6 +84,7 @@ fn server_cfg(tcp: TcpConfig) -> HostConfig {
         max_conns: 1 << 21,
         seed: 2,
         shared_gw: None,
+        clock_base: 0,
     }
 }
 

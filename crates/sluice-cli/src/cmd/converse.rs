@@ -215,6 +215,7 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
         .transpose()?;
     let ports_range = addr::ports(&a.ports).map_err(usage)?;
     let threads = a.threads.max(1);
+    let clock_base = sluice_sys::clock::monotonic_ns();
     let mut per_thread: Vec<Vec<Port>> = (0..threads).map(|_| Vec::new()).collect();
     let pool = a
         .pool
@@ -276,6 +277,7 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
                 max_conns: part(a.max_conns, n, i64_) as usize,
                 seed: a.seed.wrapping_add(i64_),
                 shared_gw: Some(Arc::clone(&shared)),
+                clock_base,
             };
             per_thread[i].push(Port::new(port, Host::new(cfg, progs.clone(), 0), "client"));
         }
@@ -305,6 +307,7 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
                 max_conns: part(a.max_conns, n, i as u64) as usize,
                 seed: a.seed ^ 0x5eed ^ i as u64,
                 shared_gw: Some(Arc::clone(&shared)),
+                clock_base,
             };
             per_thread[i].push(Port::new(port, Host::new(cfg, progs.clone(), 0), "server"));
         }
