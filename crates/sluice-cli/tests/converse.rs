@@ -935,3 +935,61 @@ fn impossible_requests_are_refused_naming_what_is_wrong() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("bad.pcap"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_signal_resets_every_open_connection_and_still_writes_the_summary() {
+    if !can_run(&[]) {
+        return;
+    }
+    let net = Routed::up("cs");
+    let d = tmpdir("converse-signal");
+    let (ssum, csum) = (d.join("s.json"), d.join("c.json"));
+    // Connections that open, then wait a minute before they speak.
+    let progs = ["http:size=1k,wait=60s"];
+    let server = net.server(&progs, &ssum, &[]);
+    let mut client = Command::new("ip")
+        .args(["netns", "exec", &net.ns('c'), SLUICE, "converse", "-q"])
+        .args(["--client", &format!("{}c0", net.tag), "--pool", &net.pool()])
+        .args(["--to", &net.server_ip(), "--gateway", &net.c.host(254)])
+        .args([
+            "-p", progs[0], "--cps", "1000", "-n", "200", "--drain", "120s",
+        ])
+        .arg("--summary-json")
+        .arg(&csum)
+        .arg("--stats-json")
+        .arg(d.join("c.jsonl"))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Every connection established (the client's lines say so), then
+    // SIGINT.
+    let established = || -> u64 {
+        let text = std::fs::read_to_string(d.join("c.jsonl")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| v["sides"][0]["total"]["established"].as_u64())
+            .max()
+            .unwrap_or(0)
+    };
+    let t0 = std::time::Instant::now();
+    while established() < 200 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{} established",
+            established()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    sh(&["kill", "-INT", &client.id().to_string()]);
+    let status = common::wait_within(&mut client, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(130));
+    let c = checked_json(&std::fs::read(&csum).unwrap());
+    let c = &side(&c, "client")["total"];
+    assert_eq!(n(c, "attempted"), 200, "{c}");
+    assert_eq!(n(c, "unfinished"), 200, "{c}");
+    assert_eq!(n(c, "completed"), 0, "{c}");
+    std::thread::sleep(Duration::from_millis(300));
+    let s = stop_server(server, &ssum);
+    // The device holds nothing of them: each was reset.
+    assert_eq!(n(&side(&s, "server")["total"], "reset_by_peer"), 200);
+}

@@ -66,7 +66,7 @@ impl Port {
 /// When the loop ends.
 #[derive(Clone)]
 pub struct Until {
-    /// Stop (after draining) when set: SIGINT/SIGTERM.
+    /// Stop at once when set (SIGINT/SIGTERM).
     pub stop: Arc<AtomicBool>,
     /// Servers only: stop at this time (ns of the run's clock).
     pub deadline: Option<u64>,
@@ -89,7 +89,6 @@ pub fn run(
     let interval = interval.as_nanos() as u64;
     let mut next_tick = interval;
     let mut opened_all_at: Option<u64> = None;
-    let mut stopping_at: Option<u64> = None;
     let mut polls = PollSet::new();
     let clients = ports.iter().any(|p| p.host.x.cfg.client.is_some());
     let mut now;
@@ -116,14 +115,10 @@ pub fn run(
             tick(ports, now);
             next_tick = now + interval;
         }
-        if until.stop.load(Ordering::Relaxed) && stopping_at.is_none() {
-            stopping_at = Some(now);
-            // No new connection from now on.
-            for p in ports.iter_mut() {
-                if let Some(c) = p.host.x.cfg.client.as_mut() {
-                    c.open_until = Some(now);
-                }
-            }
+        // A signal ends the run now: what is still open is reset and
+        // counted unfinished, and the summary is written.
+        if until.stop.load(Ordering::Relaxed) {
+            break;
         }
         if clients {
             let opened_all = ports.iter().all(|p| p.host.opening_done(now));
@@ -139,10 +134,7 @@ pub fn run(
                     break;
                 }
             }
-        } else if until.deadline.is_some_and(|d| now >= d) || stopping_at.is_some() {
-            break;
-        }
-        if stopping_at.is_some_and(|t| now >= t + until.drain) {
+        } else if until.deadline.is_some_and(|d| now >= d) {
             break;
         }
         if got == 0 {

@@ -60,7 +60,7 @@ pub struct ConverseArgs {
     /// Open connections for this long (a server alone: serve this long).
     #[arg(long, short = 'd', value_parser = positive_duration)]
     pub duration: Option<Nanos>,
-    /// After the last open (or a signal), wait this long for connections to end; the rest are reset and counted unfinished.
+    /// After the last open, wait this long for connections to end; the rest (and all at a signal) are reset and counted unfinished.
     #[arg(long, value_parser = positive_duration, default_value = "5s")]
     pub drain: Nanos,
     /// MSS announced and sent.
