@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 secs=${1:-300}
 bin=${2:-"$here/target/x86_64-unknown-linux-gnu/release"}
 out=${3:-"$here/artifacts/run"}
-targets="archive_reader autoopts control_plane erf_reader header_rewrite inject_decoder pcap_differential pcap_reader pcapng_reader rx_fragments tcpprep_cache text_inputs tsh_reader"
+targets="archive_reader autoopts control_plane erf_reader header_rewrite inject_decoder pcap_differential pcap_reader pcapng_reader rx_fragments stateful_peer tcpprep_cache text_inputs tsh_reader"
 mkdir -p "$out"
 for t in $targets; do
     mkdir -p "$here/corpus/$t" "$out/$t"

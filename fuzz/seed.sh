@@ -133,5 +133,9 @@ for i, path in enumerate(sys.argv[2:]):
         at, n = at + 16 + incl, n + 1
     open(f"{out}/{i}", "wb").write(seed)
 PY
+# stateful_peer: the same frame lists (TCP and UDP conversations among
+# them) for the stateful hosts.
+mkdir -p "$here/corpus/stateful_peer"
+cp "$here/corpus/rx_fragments/"* "$here/corpus/stateful_peer/"
 echo "seeded $(ls "$here/corpus/control_plane" | wc -l) control-plane, $(ls "$here/corpus/inject_decoder" | wc -l) inject,"
 echo "seeded $(ls "$here/corpus/pcap_reader" | wc -l) pcap, $(ls "$here/corpus/pcapng_reader" | wc -l) pcapng, $(ls "$here/corpus/archive_reader" | wc -l) archive, $(ls "$here/corpus/text_inputs" | wc -l) text inputs and $(ls "$here/corpus/header_rewrite" | wc -l) frames"
