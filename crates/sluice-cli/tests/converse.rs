@@ -958,9 +958,24 @@ fn a_signal_resets_every_open_connection_and_still_writes_the_summary() {
         .arg(&csum)
         .arg("--stats-json")
         .arg(d.join("c.jsonl"))
-        .stderr(Stdio::null())
+        .args(["--metrics", "127.0.0.1:0", "--metrics-token-file"])
+        .arg(d.join("token"))
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The metrics server says where it listens (port 0: any free one).
+    let mut err = std::io::BufReader::new(client.stderr.take().unwrap());
+    let mut line = String::new();
+    use std::io::BufRead;
+    while err.read_line(&mut line).unwrap() > 0 && !line.contains("metrics on") {
+        line.clear();
+    }
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     // Every connection established (the client's lines say so), then
     // SIGINT.
     let established = || -> u64 {
@@ -979,6 +994,41 @@ fn a_signal_resets_every_open_connection_and_still_writes_the_summary() {
             established()
         );
         std::thread::sleep(Duration::from_millis(100));
+    }
+    // Scraped where the client runs, with its token.
+    let token = std::fs::read_to_string(d.join("token")).unwrap();
+    let text = ns_output(
+        &net.ns('c'),
+        &[
+            "curl",
+            "-sf",
+            "-H",
+            &format!("Authorization: Bearer {}", token.trim()),
+            &url,
+        ],
+    );
+    assert!(
+        text.contains("sluice_converse_connections_total{side=\"client\",program=\"total\",outcome=\"established\"} 200"),
+        "{text}"
+    );
+    assert!(
+        text.contains("sluice_converse_open_connections{side=\"client\"} 200"),
+        "{text}"
+    );
+    if sluice_testkit::require("promtool", "converse metrics") {
+        let p = d.join("scrape.txt");
+        std::fs::write(&p, &text).unwrap();
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(format!("promtool check metrics < {}", p.display()))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "promtool: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     sh(&["kill", "-INT", &client.id().to_string()]);
     let status = common::wait_within(&mut client, Duration::from_secs(30));

@@ -47,10 +47,15 @@ struct Figures {
 /// What a receiver beside the run (`--rx`) counted lately.
 type Received = Arc<Mutex<Option<sluice_receive::SharedLive>>>;
 
+/// Families a command other than a sending job renders itself (`sluice
+/// converse`), served in place of the sending job's figures.
+pub type Rendered = Arc<Mutex<Option<String>>>;
+
 /// A metrics server for one run; it stops when dropped.
 pub struct Metrics {
     figures: Arc<Mutex<Figures>>,
     received: Received,
+    rendered: Rendered,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     /// Where it listens (the port the kernel chose for port 0).
@@ -65,14 +70,21 @@ impl Metrics {
         listener.set_nonblocking(true)?;
         let figures = Arc::new(Mutex::new(Figures::default()));
         let received = Received::default();
+        let rendered = Rendered::default();
         let stop = Arc::new(AtomicBool::new(false));
-        let (f, r, s) = (figures.clone(), received.clone(), stop.clone());
+        let (f, r, x, s) = (
+            figures.clone(),
+            received.clone(),
+            rendered.clone(),
+            stop.clone(),
+        );
         let thread = std::thread::Builder::new()
             .name("sluice-metrics".into())
-            .spawn(move || accept(listener, token, f, r, &s))?;
+            .spawn(move || accept(listener, token, f, r, x, &s))?;
         Ok(Metrics {
             figures,
             received,
+            rendered,
             stop,
             thread: Some(thread),
             addr,
@@ -82,6 +94,12 @@ impl Metrics {
     /// The observer that keeps the figures current.
     pub fn watch(&self) -> Watch {
         Box::new(Keeper(self.figures.clone()))
+    }
+
+    /// Where a command that renders its own families puts them (the
+    /// sending job's figures are then not served).
+    pub fn rendered(&self) -> Rendered {
+        self.rendered.clone()
     }
 
     /// Serves what the receiver beside the run counts too, per stream.
@@ -136,6 +154,7 @@ fn accept(
     token: [u8; TOKEN_LEN],
     f: Arc<Mutex<Figures>>,
     r: Received,
+    x: Rendered,
     stop: &AtomicBool,
 ) {
     // Oldest first: each client's thread and a handle on its socket.
@@ -153,11 +172,11 @@ fn accept(
                 let Ok(handle) = client.try_clone() else {
                     continue;
                 };
-                let (f, r) = (f.clone(), r.clone());
+                let (f, r, x) = (f.clone(), r.clone(), x.clone());
                 let spawned = std::thread::Builder::new()
                     .name("sluice-metrics-client".into())
                     .spawn(move || {
-                        let _ = answer(client, &token, &f, &r);
+                        let _ = answer(client, &token, &f, &r, &x);
                     });
                 if let Ok(t) = spawned {
                     clients.push_back((t, handle));
@@ -180,6 +199,7 @@ fn answer(
     token: &[u8; TOKEN_LEN],
     f: &Mutex<Figures>,
     r: &Received,
+    x: &Rendered,
 ) -> std::io::Result<()> {
     c.set_nonblocking(false)?;
     c.set_write_timeout(Some(CLIENT_TIME))?;
@@ -228,6 +248,9 @@ fn answer(
     if path != "/metrics" {
         return reply(&mut c, "404 Not Found", "");
     }
+    if let Some(text) = x.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        return reply(&mut c, "200 OK", &(info() + &text));
+    }
     let figures = f.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let live = r.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let rx = live.and_then(|l| l.lock().unwrap_or_else(|e| e.into_inner()).latest.clone());
@@ -266,6 +289,34 @@ fn family<L: AsRef<str>>(
     for (labels, v) in samples {
         *out += &format!("{name}{} {v}\n", labels.as_ref());
     }
+}
+
+/// The `sluice_info` family alone.
+fn info() -> String {
+    let mut out = String::new();
+    family(
+        &mut out,
+        "sluice_info",
+        "gauge",
+        "The sluice that serves these metrics.",
+        [(
+            format!("{{version=\"{}\"}}", env!("CARGO_PKG_VERSION")),
+            1.0,
+        )],
+    );
+    out
+}
+
+/// One metric family in the text exposition format (for commands that
+/// render their own: [`Metrics::rendered`]).
+pub fn write_family<L: AsRef<str>>(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (L, f64)>,
+) {
+    family(out, name, kind, help, samples)
 }
 
 /// The figures in the text exposition format.

@@ -96,6 +96,12 @@ pub struct ConverseArgs {
     /// Write the final counters as JSON to PATH (- for stdout).
     #[arg(long)]
     pub summary_json: Option<String>,
+    /// Serve the counters to Prometheus at http://ADDR:PORT/metrics (default address 127.0.0.1; port 0: any free one, printed).
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = sluice_job::values::listen_addr, requires = "metrics_token_file")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// The token scrapes must present (bearer); made, mode 0600, when the file does not exist.
+    #[arg(long, value_name = "FILE", requires = "metrics")]
+    pub metrics_token_file: Option<std::path::PathBuf>,
     /// No interval lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
