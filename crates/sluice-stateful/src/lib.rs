@@ -11,8 +11,10 @@
 
 pub mod addr;
 pub mod capture;
+pub mod config;
 pub mod conn;
 pub mod counters;
+pub mod ctx;
 pub mod drive;
 pub mod fanout;
 pub mod frame;

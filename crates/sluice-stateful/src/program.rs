@@ -91,9 +91,13 @@ impl SizeLaw {
             }
         };
         // A length-prefixed message holds at least its header.
-        v.max(crate::rxparse::SIZED_HEAD as u32)
+        v.max(SIZED_HEAD as u32)
     }
 }
+
+/// Bytes of a length-prefixed message's header (the `rr` template): its
+/// own length and the length it asks of the answer, both u32 big-endian.
+pub const SIZED_HEAD: usize = 8;
 
 /// What a client checks of the last HTTP response body it reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,7 +163,7 @@ impl Program {
             Body::Pattern(n) => u64::from(n),
             Body::HttpResponse(n) => http_head(n, self.http_close).len() as u64 + u64::from(n),
             Body::Drawn { law, .. } => u64::from(drawn[usize::from(law).min(1)]),
-            Body::Answer => u64::from(asked.max(crate::rxparse::SIZED_HEAD as u32)),
+            Body::Answer => u64::from(asked.max(SIZED_HEAD as u32)),
         }
     }
 
@@ -188,7 +192,7 @@ impl Program {
                 let ask = answer_law.map_or(0, |l| drawn[usize::from(l).min(1)]);
                 sized(own, ask, off, out)
             }
-            Body::Answer => sized(asked.max(crate::rxparse::SIZED_HEAD as u32), 0, off, out),
+            Body::Answer => sized(asked.max(SIZED_HEAD as u32), 0, off, out),
         }
     }
 }
@@ -200,7 +204,7 @@ fn fill_pattern(off: u64, out: &mut [u8]) {
 }
 
 fn sized(own: u32, ask: u32, off: u64, out: &mut [u8]) {
-    let mut head = [0u8; crate::rxparse::SIZED_HEAD];
+    let mut head = [0u8; SIZED_HEAD];
     head[0..4].copy_from_slice(&own.to_be_bytes());
     head[4..8].copy_from_slice(&ask.to_be_bytes());
     for (i, b) in out.iter_mut().enumerate() {

@@ -4,11 +4,9 @@
 //! length-prefixed message. A few bytes of state per connection, no
 //! buffer.
 
+pub use crate::program::SIZED_HEAD;
 use crate::program::{fnv, Expect, FNV_START};
 
-/// Bytes of a length-prefixed message's header: its own length and the
-/// length it asks of the answer, both u32 big-endian.
-pub const SIZED_HEAD: usize = 8;
 /// A head longer than this is not HTTP: the turn fails.
 const MAX_HEAD: u64 = 64 * 1024;
 

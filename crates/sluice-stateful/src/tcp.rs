@@ -10,10 +10,11 @@
 //! retransmits it: correct, and no receive buffer per connection), no
 //! SACK, no timestamps, no urgent data.
 
+use crate::config::TICK_NS;
 use crate::conn::{advance, write_stream, Conn, Next, St};
 use crate::counters::record;
+use crate::ctx::{Ctx, Outcome};
 use crate::frame::{push_tcp, TcpHead, TcpSeg, ACK, FIN, NO_WSCALE, PSH, RST, SYN};
-use crate::host::{Ctx, Outcome, TICK_NS};
 use crate::program::{Expect, Side};
 use crate::rxparse::{Fed, RxParse};
 use std::sync::Arc;

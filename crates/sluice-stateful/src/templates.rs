@@ -224,146 +224,24 @@ pub fn parse(
             why: "0 would never open a connection".into(),
         });
     }
-    let p = match name.as_str() {
-        "http" | "http-server" => {
-            let sz = match k.take("size") {
-                Some(v) => size32(spec, "size", &v)?,
-                None => 1024,
-            };
-            let mut p = base(spec, Proto::Tcp, port, weight);
-            if name == "http-server" {
-                p.turns = vec![
-                    turn(Side::Client, Body::Pattern(0), Expect::Http),
-                    turn(Side::Server, Body::HttpResponse(sz), Expect::Http),
-                ];
-                p.repeat = true;
-                p.closer = Side::Client;
-                if let Some(r) = k.take("requests") {
-                    let r: u32 = r.parse().ok().filter(|&r| r > 0).ok_or_else(|| {
-                        TemplateError::BadValue {
-                            spec: spec.into(),
-                            key: "requests".into(),
-                            why: format!("{r:?}: a count, 1 or more"),
-                        }
-                    })?;
-                    // Closes after r answers, the last saying so when r is 1
-                    // (nginx's keepalive_requests).
-                    p.max_rounds = Some(r);
-                    p.closer = Side::Server;
-                    p.http_close = r == 1;
-                }
-            } else {
-                let path = k.take("path").unwrap_or_else(|| format!("/{sz}"));
-                let host = k.take("host").unwrap_or_else(|| "sluice".into());
-                let requests: u32 = k.num("requests", 1)?;
-                if requests == 0 {
-                    return Err(TemplateError::BadValue {
-                        spec: spec.into(),
-                        key: "requests".into(),
-                        why: "at least 1".into(),
-                    });
-                }
-                let request = |conn: &str| {
-                    format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: sluice\r\nAccept: */*\r\nConnection: {conn}\r\n\r\n")
-                };
-                let (keep, close) = (request("keep-alive"), request("close"));
-                let keep_len = keep.len() as u32;
-                let close_len = close.len() as u32;
-                let data = [keep.as_bytes(), close.as_bytes()].concat();
-                for i in 0..requests {
-                    let (start, len) = if i + 1 == requests {
-                        (keep_len, close_len)
-                    } else {
-                        (0, keep_len)
-                    };
-                    p.turns.push(turn(
-                        Side::Client,
-                        Body::Literal { start, len },
-                        Expect::Http,
-                    ));
-                    p.turns
-                        .push(turn(Side::Server, Body::HttpResponse(sz), Expect::Http));
-                }
-                p.data = Arc::from(data);
-                p.closer = Side::Server;
-                if let Some(file) = k.take("verify") {
-                    let body = read(&file).map_err(|why| TemplateError::BadValue {
-                        spec: spec.into(),
-                        key: "verify".into(),
-                        why,
-                    })?;
-                    p.verify = Some(Verify {
-                        len: body.len() as u64,
-                        fnv: fnv(FNV_START, &body),
-                    });
-                }
-            }
-            p
-        }
-        "rr" => {
-            let req = law(spec, "req", &k.take("req").unwrap_or_else(|| "100".into()))?;
-            let resp = law(
-                spec,
-                "resp",
-                &k.take("resp").unwrap_or_else(|| "1000".into()),
-            )?;
-            let turns: u32 = k.num("turns", 1)?;
-            let mut p = base(spec, Proto::Tcp, port, weight);
-            p.laws = vec![req, resp];
-            for _ in 0..turns.max(1) {
-                p.turns.push(turn(
-                    Side::Client,
-                    Body::Drawn {
-                        law: 0,
-                        answer_law: Some(1),
-                    },
-                    Expect::Sized,
-                ));
-                p.turns
-                    .push(turn(Side::Server, Body::Answer, Expect::Sized));
-            }
-            p
-        }
-        "bulk" => {
-            let sz = size32(spec, "size", &k.take("size").unwrap_or_else(|| "1M".into()))?;
-            let from = match k.take("dir").as_deref() {
-                None | Some("up") => Side::Client,
-                Some("down") => Side::Server,
-                Some(o) => {
-                    return Err(TemplateError::BadValue {
-                        spec: spec.into(),
-                        key: "dir".into(),
-                        why: format!("{o:?}: up or down"),
-                    })
-                }
-            };
-            let mut p = base(spec, Proto::Tcp, port, weight);
-            p.turns.push(turn(from, Body::Pattern(sz), Expect::Len(sz)));
-            p.closer = from;
-            p
-        }
-        "dns" => {
-            let qname = k.take("name").unwrap_or_else(|| "example.com".into());
-            let (query, answer) = dns_pair(spec, &qname)?;
-            let mut p = base(spec, Proto::Udp, port, weight);
-            let ql = query.len() as u32;
-            let al = answer.len() as u32;
-            p.data = Arc::from([query, answer].concat());
-            p.turns.push(turn(
-                Side::Client,
-                Body::Literal { start: 0, len: ql },
-                Expect::Datagram,
-            ));
-            p.turns.push(turn(
-                Side::Server,
-                Body::Literal { start: ql, len: al },
-                Expect::Datagram,
-            ));
-            p
-        }
+    let p = base(
+        spec,
+        if name == "dns" {
+            Proto::Udp
+        } else {
+            Proto::Tcp
+        },
+        port,
+        weight,
+    );
+    let mut p = match name.as_str() {
+        "http" => http(&mut k, p, read)?,
+        "http-server" => http_server(&mut k, p)?,
+        "rr" => rr(&mut k, p)?,
+        "bulk" => bulk(&mut k, p)?,
+        "dns" => dns(&mut k, p)?,
         _ => unreachable!("names checked above"),
     };
-    let mut p = p;
     if let Some(w) = k.take("wait") {
         let d = sluice_core::parse::parse_duration(&w).map_err(|e| TemplateError::BadValue {
             spec: spec.into(),
@@ -376,6 +254,147 @@ pub fn parse(
         }
     }
     k.done()?;
+    Ok(p)
+}
+
+impl Keys<'_> {
+    fn bad(&self, key: &str, why: impl Into<String>) -> TemplateError {
+        TemplateError::BadValue {
+            spec: self.spec.into(),
+            key: key.into(),
+            why: why.into(),
+        }
+    }
+
+    fn size_or(&mut self, key: &str, default: &str) -> Result<u32, TemplateError> {
+        let v = self.take(key).unwrap_or_else(|| default.into());
+        size32(self.spec, key, &v)
+    }
+}
+
+/// `http`: GETs over one connection, each answered with `size` bytes.
+fn http(
+    k: &mut Keys,
+    mut p: Program,
+    read: &dyn Fn(&str) -> Result<Vec<u8>, String>,
+) -> Result<Program, TemplateError> {
+    let sz = k.size_or("size", "1024")?;
+    let path = k.take("path").unwrap_or_else(|| format!("/{sz}"));
+    let host = k.take("host").unwrap_or_else(|| "sluice".into());
+    let requests: u32 = k.num("requests", 1)?;
+    if requests == 0 {
+        return Err(k.bad("requests", "at least 1"));
+    }
+    let request = |conn: &str| {
+        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: sluice\r\nAccept: */*\r\nConnection: {conn}\r\n\r\n")
+    };
+    let (keep, close) = (request("keep-alive"), request("close"));
+    let (keep_len, close_len) = (keep.len() as u32, close.len() as u32);
+    for i in 0..requests {
+        let (start, len) = if i + 1 == requests {
+            (keep_len, close_len)
+        } else {
+            (0, keep_len)
+        };
+        p.turns.push(turn(
+            Side::Client,
+            Body::Literal { start, len },
+            Expect::Http,
+        ));
+        p.turns
+            .push(turn(Side::Server, Body::HttpResponse(sz), Expect::Http));
+    }
+    p.data = Arc::from([keep.as_bytes(), close.as_bytes()].concat());
+    p.closer = Side::Server;
+    if let Some(file) = k.take("verify") {
+        let body = read(&file).map_err(|why| k.bad("verify", why))?;
+        p.verify = Some(Verify {
+            len: body.len() as u64,
+            fnv: fnv(FNV_START, &body),
+        });
+    }
+    Ok(p)
+}
+
+/// `http-server`: answers any client's requests with `size` bytes.
+fn http_server(k: &mut Keys, mut p: Program) -> Result<Program, TemplateError> {
+    let sz = k.size_or("size", "1024")?;
+    p.turns = vec![
+        turn(Side::Client, Body::Pattern(0), Expect::Http),
+        turn(Side::Server, Body::HttpResponse(sz), Expect::Http),
+    ];
+    p.repeat = true;
+    p.closer = Side::Client;
+    if let Some(r) = k.take("requests") {
+        let r: u32 = r
+            .parse()
+            .ok()
+            .filter(|&r| r > 0)
+            .ok_or_else(|| k.bad("requests", format!("{r:?}: a count, 1 or more")))?;
+        // Closes after r answers, the last saying so when r is 1 (nginx's
+        // keepalive_requests).
+        p.max_rounds = Some(r);
+        p.closer = Side::Server;
+        p.http_close = r == 1;
+    }
+    Ok(p)
+}
+
+/// `rr`: requests and answers of lengths drawn per connection.
+fn rr(k: &mut Keys, mut p: Program) -> Result<Program, TemplateError> {
+    let req = law(
+        k.spec,
+        "req",
+        &k.take("req").unwrap_or_else(|| "100".into()),
+    )?;
+    let resp = law(
+        k.spec,
+        "resp",
+        &k.take("resp").unwrap_or_else(|| "1000".into()),
+    )?;
+    let turns: u32 = k.num("turns", 1)?;
+    p.laws = vec![req, resp];
+    for _ in 0..turns.max(1) {
+        let ask = Body::Drawn {
+            law: 0,
+            answer_law: Some(1),
+        };
+        p.turns.push(turn(Side::Client, ask, Expect::Sized));
+        p.turns
+            .push(turn(Side::Server, Body::Answer, Expect::Sized));
+    }
+    Ok(p)
+}
+
+/// `bulk`: one long transfer, up or down.
+fn bulk(k: &mut Keys, mut p: Program) -> Result<Program, TemplateError> {
+    let sz = k.size_or("size", "1M")?;
+    let from = match k.take("dir").as_deref() {
+        None | Some("up") => Side::Client,
+        Some("down") => Side::Server,
+        Some(o) => return Err(k.bad("dir", format!("{o:?}: up or down"))),
+    };
+    p.turns.push(turn(from, Body::Pattern(sz), Expect::Len(sz)));
+    p.closer = from;
+    Ok(p)
+}
+
+/// `dns`: a query and its answer over UDP.
+fn dns(k: &mut Keys, mut p: Program) -> Result<Program, TemplateError> {
+    let qname = k.take("name").unwrap_or_else(|| "example.com".into());
+    let (query, answer) = dns_pair(k.spec, &qname)?;
+    let (ql, al) = (query.len() as u32, answer.len() as u32);
+    p.data = Arc::from([query, answer].concat());
+    p.turns.push(turn(
+        Side::Client,
+        Body::Literal { start: 0, len: ql },
+        Expect::Datagram,
+    ));
+    p.turns.push(turn(
+        Side::Server,
+        Body::Literal { start: ql, len: al },
+        Expect::Datagram,
+    ));
     Ok(p)
 }
 

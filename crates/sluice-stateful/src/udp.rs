@@ -4,10 +4,11 @@
 //! turn and, once the conversation is done, keeps its record a while to
 //! answer a request sent again (its answer was lost), then forgets it.
 
+use crate::config::TICK_NS;
 use crate::conn::{advance, Conn, Next, St};
 use crate::counters::record;
+use crate::ctx::{Ctx, Outcome};
 use crate::frame::{push_udp, UdpDgram};
-use crate::host::{Ctx, Outcome, TICK_NS};
 use crate::program::Side;
 use crate::rxparse::{Fed, RxParse};
 use std::sync::Arc;

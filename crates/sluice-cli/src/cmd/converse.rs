@@ -2,6 +2,7 @@
 //! TCP/UDP stack, one port per side, with interval lines and a summary
 //! (`sluice.converse-interval/1`, `sluice.converse/1`).
 
+use super::converse_metrics::prometheus;
 use crate::args::ConverseArgs;
 use crate::dest::Dest;
 use crate::json::Kind;
@@ -149,144 +150,6 @@ fn status_line(snaps: &[Snap], secs: f64, prev: &mut Vec<u64>) -> String {
     parts.join(" | ")
 }
 
-/// A label value in the exposition format: backslash, quote and newline
-/// escaped.
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-/// The counters as Prometheus families (`--metrics`).
-fn prometheus(snaps: &[Snap], secs: f64) -> String {
-    use sluice_run::metrics::write_family as family;
-    let sides = report::merge(snaps);
-    let mut out = String::new();
-    family(
-        &mut out,
-        "sluice_converse_elapsed_seconds",
-        "gauge",
-        "Seconds since the run started.",
-        [("", secs)],
-    );
-    let mut conns = Vec::new();
-    let mut bytes = Vec::new();
-    let mut segs = Vec::new();
-    let mut retx = Vec::new();
-    let mut open = Vec::new();
-    let mut times = Vec::new();
-    for s in &sides {
-        let side = s.side;
-        open.push((format!("{{side=\"{side}\"}}"), s.open as f64));
-        let mut each: Vec<(String, sluice_stateful::counters::Counts)> = s
-            .names
-            .iter()
-            .zip(&s.counts)
-            .map(|(n, c)| (label(n), c.clone()))
-            .collect();
-        each.push(("total".into(), s.total()));
-        for (p, c) in &each {
-            let l = |extra: &str| format!("{{side=\"{side}\",program=\"{p}\"{extra}}}");
-            for (outcome, v) in [
-                ("attempted", c.attempted),
-                ("established", c.established),
-                ("completed", c.completed),
-                ("reset_by_peer", c.reset_by_peer),
-                ("reset_by_us", c.reset_by_us),
-                ("timed_out", c.timed_out),
-                ("aborted", c.aborted),
-                ("unfinished", c.unfinished),
-            ] {
-                conns.push((l(&format!(",outcome=\"{outcome}\"")), v as f64));
-            }
-            bytes.push((l(",direction=\"tx\""), c.bytes_tx as f64));
-            bytes.push((l(",direction=\"rx\""), c.bytes_rx as f64));
-            segs.push((l(",direction=\"tx\""), c.segments_tx as f64));
-            segs.push((l(",direction=\"rx\""), c.segments_rx as f64));
-            retx.push((l(""), c.retransmitted as f64));
-        }
-        let mut all = sluice_stateful::counters::Times::default();
-        for t in &s.times {
-            all.add(t);
-        }
-        times.push((side, all));
-    }
-    family(
-        &mut out,
-        "sluice_converse_connections_total",
-        "counter",
-        "Connections by outcome.",
-        conns,
-    );
-    family(
-        &mut out,
-        "sluice_converse_open_connections",
-        "gauge",
-        "Connections open now.",
-        open,
-    );
-    family(
-        &mut out,
-        "sluice_converse_payload_bytes_total",
-        "counter",
-        "Payload bytes sent (tx, retransmissions included) and received in order (rx).",
-        bytes,
-    );
-    family(
-        &mut out,
-        "sluice_converse_segments_total",
-        "counter",
-        "TCP segments or UDP datagrams sent and received.",
-        segs,
-    );
-    family(
-        &mut out,
-        "sluice_converse_retransmitted_total",
-        "counter",
-        "Segments sent again.",
-        retx,
-    );
-    // Each time a summary: quantiles over the run, its sum and count.
-    for (what, help) in [
-        (
-            "connect",
-            "Time from the SYN (or first datagram) to the handshake's end.",
-        ),
-        (
-            "first_byte",
-            "Time from the SYN to the first payload byte received (client).",
-        ),
-        ("complete", "Time from the SYN to completion."),
-    ] {
-        let name = format!("sluice_converse_{what}_seconds");
-        let mut samples = Vec::new();
-        let mut tail = String::new();
-        for (side, t) in &times {
-            let h = match what {
-                "connect" => &t.connect,
-                "first_byte" => &t.first_byte,
-                _ => &t.complete,
-            };
-            for q in [0.5, 0.9, 0.99] {
-                let v = if h.is_empty() {
-                    0.0
-                } else {
-                    h.value_at_quantile(q) as f64 / 1e6
-                };
-                samples.push((format!("{{side=\"{side}\",quantile=\"{q}\"}}"), v));
-            }
-            let sum = h.mean() * h.len() as f64 / 1e6;
-            tail += &format!(
-                "{name}_sum{{side=\"{side}\"}} {sum}\n{name}_count{{side=\"{side}\"}} {}\n",
-                h.len()
-            );
-        }
-        family(&mut out, &name, "summary", help, samples);
-        out += &tail;
-    }
-    out
-}
-
 /// `total` split over `n` threads, thread `i`'s part (the first ones take
 /// the remainder).
 fn part(total: u64, n: u64, i: u64) -> u64 {
@@ -351,136 +214,28 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
         .as_deref()
         .map(|p| Dest::open_log(p, "--stats-json"))
         .transpose()?;
-    let ports_range = addr::ports(&a.ports).map_err(usage)?;
-    let threads = a.threads.max(1);
-    let clock_base = sluice_sys::clock::monotonic_ns();
-    let mut per_thread: Vec<Vec<Port>> = (0..threads).map(|_| Vec::new()).collect();
-    let pool = a
-        .pool
-        .as_deref()
-        .map(|p| addr::range("--pool", p))
-        .transpose()
-        .map_err(usage)?;
-    let listen = a
-        .listen
-        .as_deref()
-        .map(|p| addr::range("--listen", p))
-        .transpose()
-        .map_err(usage)?;
-    if let Some(iface) = &a.client {
-        let pool = pool.ok_or_else(|| usage("--client needs --pool"))?;
-        let target = ip("--to", a.to.as_deref().unwrap_or_default())?;
-        check_pool(&a, pool, ports_range, &progs)?;
-        let gateway = a
-            .gateway
+    let setup = Setup {
+        progs: progs.clone(),
+        tcp,
+        threads: a.threads.max(1),
+        clock_base: sluice_sys::clock::monotonic_ns(),
+        ports: addr::ports(&a.ports).map_err(usage)?,
+        pool: a
+            .pool
             .as_deref()
-            .map(|g| ip("--gateway", g))
-            .transpose()?
-            .unwrap_or(target);
-        if a.connections.is_none() && a.duration.is_none() {
-            return Err(usage(
-                "--client needs --connections or --duration (when to stop opening)",
-            ));
-        }
-        let shared = Arc::new(AtomicU64::new(0));
-        let concurrency = a
-            .concurrency
-            .or(if a.cps.is_none() { Some(1000) } else { None });
-        let n = u64::from(threads);
-        for (i, port) in open_ports(iface, threads, true)?.into_iter().enumerate() {
-            let i64_ = i as u64;
-            let cfg = HostConfig {
-                mac: port.mac(),
-                gateway,
-                gateway_mac: None,
-                addrs: pool,
-                client: Some(ClientConfig {
-                    target,
-                    ports: ports_range,
-                    rate: Rate {
-                        cps: a.cps.unwrap_or(0.0) / n as f64,
-                        poisson: a.poisson,
-                        ramp: a
-                            .ramp_to
-                            .zip(a.ramp_time)
-                            .map(|(to, t)| (to / n as f64, t.0)),
-                    },
-                    concurrency: concurrency.map(|c| part(c, n, i64_).max(1)),
-                    limit: a.connections.map(|l| part(l, n, i64_)),
-                    open_until: a.duration.map(|d| d.0),
-                    shard: (i as u32, threads),
-                }),
-                server: false,
-                tcp: tcp.clone(),
-                max_conns: part(a.max_conns, n, i64_) as usize,
-                seed: a.seed.wrapping_add(i64_),
-                shared_gw: Some(Arc::clone(&shared)),
-                clock_base,
-            };
-            per_thread[i].push(Port::new(port, Host::new(cfg, progs.clone(), 0), "client"));
-        }
+            .map(|p| addr::range("--pool", p))
+            .transpose()
+            .map_err(usage)?,
+    };
+    let mut per_thread: Vec<Vec<Port>> = (0..setup.threads).map(|_| Vec::new()).collect();
+    if let Some(iface) = &a.client {
+        client_side(&a, &setup, iface, &mut per_thread)?;
     }
     if let Some(iface) = &a.server {
-        let listen = listen.ok_or_else(|| usage("--server needs --listen"))?;
-        let gateway = match (&a.server_gateway, pool) {
-            (Some(g), _) => ip("--server-gateway", g)?,
-            (None, Some(p)) => p.0,
-            (None, None) => {
-                return Err(usage(
-                    "--server needs --server-gateway (its next hop) when there is no --pool",
-                ))
-            }
-        };
-        let shared = Arc::new(AtomicU64::new(0));
-        let n = u64::from(threads);
-        for (i, port) in open_ports(iface, threads, false)?.into_iter().enumerate() {
-            let cfg = HostConfig {
-                mac: port.mac(),
-                gateway,
-                gateway_mac: None,
-                addrs: listen,
-                client: None,
-                server: true,
-                tcp: tcp.clone(),
-                max_conns: part(a.max_conns, n, i as u64) as usize,
-                seed: a.seed ^ 0x5eed ^ i as u64,
-                shared_gw: Some(Arc::clone(&shared)),
-                clock_base,
-            };
-            per_thread[i].push(Port::new(port, Host::new(cfg, progs.clone(), 0), "server"));
-        }
-        eoutln!(
-            "converse: server on {iface} answers {}-{} on the programs' ports",
-            show(listen.0),
-            show(listen.1)
-        );
+        server_side(&a, &setup, iface, &mut per_thread)?;
     }
-    for p in progs.iter() {
-        if p.proto == Proto::Udp
-            && p.turns
-                .iter()
-                .any(|t| p.turn_len(t, &[u32::MAX; 2], 0) > sluice_stateful::udp::MAX_DATAGRAM)
-        {
-            return Err(usage(format!(
-                "program {:?}: a UDP turn is longer than one datagram (1472 bytes)",
-                p.name
-            )));
-        }
-    }
-    if a.client.is_none() && a.duration.is_none() && !a.quiet {
-        eoutln!("converse: serving until SIGINT");
-    }
-    if let Some(c) = &a.client {
-        eoutln!(
-            "converse: client on {c}: {} programs, pool {}-{} ports {}-{}, to {}",
-            progs.len(),
-            show(pool.unwrap().0),
-            show(pool.unwrap().1),
-            ports_range.0,
-            ports_range.1,
-            a.to.as_deref().unwrap_or_default()
-        );
-    }
+    check_udp(&progs)?;
+    announce(&a, &setup);
     let until = Until {
         stop: stop.clone(),
         deadline: a.duration.map(|d| d.0),
@@ -489,20 +244,7 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
     let mut prev = Vec::new();
     let mut stats_error: Option<std::io::Error> = None;
     let quiet = a.quiet;
-    let metrics = match (a.metrics, &a.metrics_token_file) {
-        (Some(addr), Some(file)) => {
-            let token = sluice_run::token::read_or_make(file, "--metrics-token-file")?;
-            let m = sluice_run::metrics::Metrics::serve(addr, token)
-                .map_err(|e| sluice_run::open_failure(anyhow!("--metrics {addr}: {e}")))?;
-            eoutln!(
-                "sluice: metrics on http://{}/metrics (scrapes need the token of {})",
-                m.addr,
-                file.display()
-            );
-            Some(m)
-        }
-        _ => None,
-    };
+    let metrics = serve_metrics(&a)?;
     let rendered = metrics.as_ref().map(|m| m.rendered());
     let mut last_snaps = Vec::new();
     let elapsed = drive::run_threads(
@@ -539,10 +281,196 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
         code: exit::FATAL,
         error: anyhow!("{e}"),
     })?;
+    let outputs = Outputs {
+        stats: stats_out,
+        summary: summary_out,
+        stats_error,
+    };
+    write_outputs(outputs, &last_snaps, elapsed, stop.load(Ordering::Relaxed))
+}
+
+/// What both sides are built from.
+struct Setup {
+    progs: Arc<Vec<Program>>,
+    tcp: TcpConfig,
+    threads: u32,
+    clock_base: u64,
+    ports: (u16, u16),
+    pool: Option<(u32, u32)>,
+}
+
+/// The client side's ports and hosts, one per thread.
+fn client_side(
+    a: &ConverseArgs,
+    s: &Setup,
+    iface: &str,
+    per_thread: &mut [Vec<Port>],
+) -> Result<(), Failure> {
+    let pool = s.pool.ok_or_else(|| usage("--client needs --pool"))?;
+    let target = ip("--to", a.to.as_deref().unwrap_or_default())?;
+    check_pool(a, pool, s.ports, &s.progs)?;
+    let gateway = a
+        .gateway
+        .as_deref()
+        .map(|g| ip("--gateway", g))
+        .transpose()?
+        .unwrap_or(target);
+    if a.connections.is_none() && a.duration.is_none() {
+        return Err(usage(
+            "--client needs --connections or --duration (when to stop opening)",
+        ));
+    }
+    let shared = Arc::new(AtomicU64::new(0));
+    let concurrency = a
+        .concurrency
+        .or(if a.cps.is_none() { Some(1000) } else { None });
+    let n = u64::from(s.threads);
+    for (i, port) in open_ports(iface, s.threads, true)?.into_iter().enumerate() {
+        let i64_ = i as u64;
+        let cfg = HostConfig {
+            mac: port.mac(),
+            gateway,
+            gateway_mac: None,
+            addrs: pool,
+            client: Some(ClientConfig {
+                target,
+                ports: s.ports,
+                rate: Rate {
+                    cps: a.cps.unwrap_or(0.0) / n as f64,
+                    poisson: a.poisson,
+                    ramp: a
+                        .ramp_to
+                        .zip(a.ramp_time)
+                        .map(|(to, t)| (to / n as f64, t.0)),
+                },
+                concurrency: concurrency.map(|c| part(c, n, i64_).max(1)),
+                limit: a.connections.map(|l| part(l, n, i64_)),
+                open_until: a.duration.map(|d| d.0),
+                shard: (i as u32, s.threads),
+            }),
+            server: false,
+            tcp: s.tcp.clone(),
+            max_conns: part(a.max_conns, n, i64_) as usize,
+            seed: a.seed.wrapping_add(i64_),
+            shared_gw: Some(Arc::clone(&shared)),
+            clock_base: s.clock_base,
+        };
+        per_thread[i].push(Port::new(
+            port,
+            Host::new(cfg, s.progs.clone(), 0),
+            "client",
+        ));
+    }
+    Ok(())
+}
+
+/// The server side's ports and hosts, one per thread.
+fn server_side(
+    a: &ConverseArgs,
+    s: &Setup,
+    iface: &str,
+    per_thread: &mut [Vec<Port>],
+) -> Result<(), Failure> {
+    let listen = a
+        .listen
+        .as_deref()
+        .map(|p| addr::range("--listen", p))
+        .transpose()
+        .map_err(usage)?
+        .ok_or_else(|| usage("--server needs --listen"))?;
+    let gateway = match (&a.server_gateway, s.pool) {
+        (Some(g), _) => ip("--server-gateway", g)?,
+        (None, Some(p)) => p.0,
+        (None, None) => {
+            return Err(usage(
+                "--server needs --server-gateway (its next hop) when there is no --pool",
+            ))
+        }
+    };
+    let shared = Arc::new(AtomicU64::new(0));
+    let n = u64::from(s.threads);
+    for (i, port) in open_ports(iface, s.threads, false)?.into_iter().enumerate() {
+        let cfg = HostConfig {
+            mac: port.mac(),
+            gateway,
+            gateway_mac: None,
+            addrs: listen,
+            client: None,
+            server: true,
+            tcp: s.tcp.clone(),
+            max_conns: part(a.max_conns, n, i as u64) as usize,
+            seed: a.seed ^ 0x5eed ^ i as u64,
+            shared_gw: Some(Arc::clone(&shared)),
+            clock_base: s.clock_base,
+        };
+        per_thread[i].push(Port::new(
+            port,
+            Host::new(cfg, s.progs.clone(), 0),
+            "server",
+        ));
+    }
+    eoutln!(
+        "converse: server on {iface} answers {}-{} on the programs' ports",
+        show(listen.0),
+        show(listen.1)
+    );
+    Ok(())
+}
+
+/// Refuses a UDP program whose turn does not fit one datagram.
+fn check_udp(progs: &[Program]) -> Result<(), Failure> {
+    for p in progs {
+        if p.proto == Proto::Udp
+            && p.turns
+                .iter()
+                .any(|t| p.turn_len(t, &[u32::MAX; 2], 0) > sluice_stateful::udp::MAX_DATAGRAM)
+        {
+            return Err(usage(format!(
+                "program {:?}: a UDP turn is longer than one datagram (1472 bytes)",
+                p.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--metrics`: the server, its token read (or made) first.
+fn serve_metrics(a: &ConverseArgs) -> Result<Option<sluice_run::metrics::Metrics>, Failure> {
+    Ok(match (a.metrics, &a.metrics_token_file) {
+        (Some(addr), Some(file)) => {
+            let token = sluice_run::token::read_or_make(file, "--metrics-token-file")?;
+            let m = sluice_run::metrics::Metrics::serve(addr, token)
+                .map_err(|e| sluice_run::open_failure(anyhow!("--metrics {addr}: {e}")))?;
+            eoutln!(
+                "sluice: metrics on http://{}/metrics (scrapes need the token of {})",
+                m.addr,
+                file.display()
+            );
+            Some(m)
+        }
+        _ => None,
+    })
+}
+
+/// Where the run's documents go.
+struct Outputs {
+    stats: Option<Dest>,
+    summary: Option<Dest>,
+    stats_error: Option<std::io::Error>,
+}
+
+/// Writes the summary (and ends the stats lines), prints each side, and
+/// gives the exit code.
+fn write_outputs(
+    o: Outputs,
+    last_snaps: &[Snap],
+    elapsed: u64,
+    stopped: bool,
+) -> Result<u8, Failure> {
     let secs = elapsed as f64 / 1e9;
-    let sides = reports(&last_snaps, secs);
-    let complete = !stop.load(Ordering::Relaxed);
-    if let Some(w) = stats_out {
+    let sides = reports(last_snaps, secs);
+    let complete = !stopped;
+    if let Some(w) = o.stats {
         w.end(complete).context("writing --stats-json")?;
     }
     let doc = Doc {
@@ -550,7 +478,7 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
         last: true,
         sides: &sides,
     };
-    if let Some(mut out) = summary_out {
+    if let Some(mut out) = o.summary {
         let text = crate::json::pretty(Kind::Converse, &doc)?;
         writeln!(out, "{text}")
             .and_then(|_| out.end(complete))
@@ -559,16 +487,34 @@ pub fn run(a: ConverseArgs) -> Result<u8, Failure> {
     for s in &sides {
         eoutln!("{}", render(s, secs));
     }
-    if let Some(e) = stats_error {
+    if let Some(e) = o.stats_error {
         return Err(anyhow!("writing --stats-json: {e}").into());
     }
-    if stop.load(Ordering::Relaxed) {
+    if stopped {
         return Ok(exit::INTERRUPTED);
     }
     let failed = sides.iter().any(|s| {
         s.total.counts.completed < s.total.counts.ended() || s.total.counts.mismatched > 0
     });
     Ok(if failed { exit::PARTIAL } else { exit::OK })
+}
+
+/// Says what runs: a client's pool and target, a server alone.
+fn announce(a: &ConverseArgs, s: &Setup) {
+    if a.client.is_none() && a.duration.is_none() && !a.quiet {
+        eoutln!("converse: serving until SIGINT");
+    }
+    if let Some(c) = &a.client {
+        eoutln!(
+            "converse: client on {c}: {} programs, pool {}-{} ports {}-{}, to {}",
+            s.progs.len(),
+            show(s.pool.unwrap_or_default().0),
+            show(s.pool.unwrap_or_default().1),
+            s.ports.0,
+            s.ports.1,
+            a.to.as_deref().unwrap_or_default()
+        );
+    }
 }
 
 /// The summary of one side, as text.

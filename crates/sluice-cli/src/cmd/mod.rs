@@ -5,6 +5,7 @@ pub mod analyze;
 mod analyze_flows;
 mod analyze_target;
 pub mod converse;
+mod converse_metrics;
 pub mod demo;
 pub mod distributed;
 pub mod docs;
