@@ -279,6 +279,33 @@ fn stop_server(mut child: Child, summary: &Path) -> Value {
     checked_json(&std::fs::read(summary).unwrap_or_else(|e| panic!("{e}: {err}")))
 }
 
+/// Waits until a side's `--stats-json` lines say it holds no connection
+/// (its peer's last FIN or reset handled), in a line written two or
+/// more lines after the call: the lines are a second apart and their
+/// counts up to a second old, so that one counts what came before.
+fn wait_all_closed(lines: &Path) {
+    let read = || -> Vec<Value> {
+        let text = std::fs::read_to_string(lines).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let from = read().len() + 2;
+    let t0 = std::time::Instant::now();
+    loop {
+        let all = read();
+        if all.len() > from && all[from..].iter().any(|v| v["sides"][0]["active"] == 0) {
+            return;
+        }
+        let last = all.last().map(|v| v["sides"][0]["active"].clone());
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "still held: {last:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn side<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["sides"]
         .as_array()
@@ -524,19 +551,30 @@ fn h2load_and_wrk_are_served_every_request() {
     let d = tmpdir("converse-h2load");
     let ssum = d.join("s.json");
     let url = format!("http://{}/", net.server_ip());
-    let server = net.server(&["http-server:size=1k"], &ssum, &[]);
+    let lines = d.join("s.jsonl");
+    let server = net.server(
+        &["http-server:size=1k"],
+        &ssum,
+        &["--stats-json", lines.to_str().unwrap()],
+    );
     let h2 = ns_output(
         &net.ns('c'),
         &["h2load", "--h1", "-n", "2000", "-c", "20", "-m", "1", &url],
     );
     assert!(h2.contains("2000 succeeded, 0 failed, 0 errored"), "{h2}");
+    wait_all_closed(&lines);
     let doc = stop_server(server, &ssum);
     let s = &side(&doc, "server")["total"];
     // h2load's 20 connections, each closed in order.
     assert_eq!(n(s, "attempted"), 20, "{s}");
     assert_eq!(n(s, "completed"), 20, "{s}");
     let ssum = d.join("s2.json");
-    let server = net.server(&["http-server:size=1k"], &ssum, &[]);
+    let lines = d.join("s2.jsonl");
+    let server = net.server(
+        &["http-server:size=1k"],
+        &ssum,
+        &["--stats-json", lines.to_str().unwrap()],
+    );
     let wrk = ns_output(&net.ns('c'), &["wrk", "-t1", "-c10", "-d2s", &url]);
     assert!(
         !wrk.contains("Non-2xx") && !wrk.contains("Socket errors"),
@@ -549,6 +587,7 @@ fn h2load_and_wrk_are_served_every_request() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{wrk}"));
     assert!(served > 0);
+    wait_all_closed(&lines);
     let doc = stop_server(server, &ssum);
     let s = &side(&doc, "server")["total"];
     // wrk's 10 connections (and the one it tries first) close as it
