@@ -83,6 +83,16 @@ pub fn programs(spec: &str) -> Result<Vec<Program>, String> {
     read(file, pauses)
 }
 
+/// Where in a capture an error is: its file and byte offset (written
+/// out only when there is an error).
+struct At<'a>(&'a str, u64);
+
+impl std::fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: at byte {}", self.0, self.1)
+    }
+}
+
 /// One packet of a conversation, as `frame` reads it.
 struct Seen<'a> {
     proto: Proto,
@@ -106,7 +116,7 @@ struct Assembly {
 impl Assembly {
     /// The conversation `p` belongs to (a new one at a client's SYN or a
     /// first datagram), or None when it starts none.
-    fn conversation(&mut self, p: &Seen, at: &str) -> Result<Option<usize>, String> {
+    fn conversation(&mut self, p: &Seen, at: &At) -> Result<Option<usize>, String> {
         let (a, b) = canon(p.src, p.dst);
         let k = (if p.proto == Proto::Tcp { 6 } else { 17 }, a, b);
         if let Some(&i) = self.index.get(&k) {
@@ -137,7 +147,7 @@ impl Assembly {
     }
 
     /// Adds one packet's payload, in sequence order, to its conversation.
-    fn packet(&mut self, p: &Seen, at: &str) -> Result<(), String> {
+    fn packet(&mut self, p: &Seen, at: &At) -> Result<(), String> {
         let Some(i) = self.conversation(p, at)? else {
             return Ok(());
         };
@@ -274,7 +284,7 @@ pub fn read(file: &str, pauses: Pauses) -> Result<Vec<Program>, String> {
     let mut eth = Vec::new();
     loop {
         let offset = r.offset();
-        let at = format!("{file}: at byte {offset}");
+        let at = At(file, offset);
         let pkt = match r.next_packet() {
             Ok(Some(p)) => p,
             Ok(None) => break,

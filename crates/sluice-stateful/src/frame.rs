@@ -258,13 +258,7 @@ pub fn push_tcp(
         TCP_LEN
     };
     let l4 = hlen + payload_len;
-    let len = ETH_LEN + IPV4_LEN + l4;
-    let start = out.len();
-    out.resize(start + len, 0);
-    let f = &mut out[start..];
-    eth(f, e, 0x0800);
-    ipv4(&mut f[ETH_LEN..], e, 6, l4, id);
-    let t = &mut f[ETH_LEN + IPV4_LEN..];
+    let t = push_ipv4(out, e, 6, l4, id);
     t[0..2].copy_from_slice(&e.sport.to_be_bytes());
     t[2..4].copy_from_slice(&e.dport.to_be_bytes());
     t[4..8].copy_from_slice(&h.seq.to_be_bytes());
@@ -289,7 +283,18 @@ pub fn push_tcp(
     fill(&mut t[hlen..]);
     let c = fold(sum16(t, pseudo(e, 6, l4)));
     t[16..18].copy_from_slice(&c.to_be_bytes());
-    len
+    ETH_LEN + IPV4_LEN + l4
+}
+
+/// Appends an Ethernet and IPv4 header for `l4` bytes of protocol
+/// `proto` to `out`, and room for them; returns that room.
+fn push_ipv4<'a>(out: &'a mut Vec<u8>, e: &Ends, proto: u8, l4: usize, id: u16) -> &'a mut [u8] {
+    let start = out.len();
+    out.resize(start + ETH_LEN + IPV4_LEN + l4, 0);
+    let f = &mut out[start..];
+    eth(f, e, 0x0800);
+    ipv4(&mut f[ETH_LEN..], e, proto, l4, id);
+    &mut f[ETH_LEN + IPV4_LEN..]
 }
 
 /// Appends a UDP datagram to `out`; returns the frame's length.
@@ -301,13 +306,7 @@ pub fn push_udp(
     fill: impl FnOnce(&mut [u8]),
 ) -> usize {
     let l4 = UDP_LEN + payload_len;
-    let len = ETH_LEN + IPV4_LEN + l4;
-    let start = out.len();
-    out.resize(start + len, 0);
-    let f = &mut out[start..];
-    eth(f, e, 0x0800);
-    ipv4(&mut f[ETH_LEN..], e, 17, l4, id);
-    let u = &mut f[ETH_LEN + IPV4_LEN..];
+    let u = push_ipv4(out, e, 17, l4, id);
     u[0..2].copy_from_slice(&e.sport.to_be_bytes());
     u[2..4].copy_from_slice(&e.dport.to_be_bytes());
     u[4..6].copy_from_slice(&(l4 as u16).to_be_bytes());
@@ -318,7 +317,7 @@ pub fn push_udp(
         c = 0xffff;
     }
     u[6..8].copy_from_slice(&c.to_be_bytes());
-    len
+    ETH_LEN + IPV4_LEN + l4
 }
 
 /// Appends an ARP request (`op` 1) or reply (2) to `out`.

@@ -493,8 +493,8 @@ impl Host {
                 (cc.target, port),
                 now,
             );
-            let laws = self.x.progs[prog].laws.clone();
-            for (d, law) in c.drawn.iter_mut().zip(&laws) {
+            let progs = Arc::clone(&self.x.progs);
+            for (d, law) in c.drawn.iter_mut().zip(&progs[prog].laws) {
                 *d = law.draw(&mut self.x.rng);
             }
             let Some(id) = self.alloc(c, tk) else {

@@ -62,6 +62,13 @@ fn emit(c: &mut Conn, x: &mut Ctx, seq: u32, flags: u8, off: u64, len: usize) {
     c.delack_at = 0;
 }
 
+/// Queues a segment without payload (SYN, SYN-ACK, RST).
+fn push_bare(x: &mut Ctx, e: &crate::frame::Ends, h: &TcpHead) {
+    let id = x.next_id();
+    push_tcp(&mut x.out.buf, e, h, id, 0, |_| {});
+    x.out.close_frame();
+}
+
 fn send_syn(c: &mut Conn, x: &mut Ctx) {
     let server = c.side == Side::Server;
     let ws = if !server || c.ws_ok {
@@ -77,9 +84,7 @@ fn send_syn(c: &mut Conn, x: &mut Ctx) {
         wnd: x.cfg.tcp.rcv_wnd.min(65535) as u16,
         syn_opts: Some((x.cfg.tcp.mss, ws)),
     };
-    let id = x.next_id();
-    push_tcp(&mut x.out.buf, &e, &h, id, 0, |_| {});
-    x.out.close_frame();
+    push_bare(x, &e, &h);
     x.counts[usize::from(c.prog)].segments_tx += 1;
 }
 
@@ -93,9 +98,7 @@ pub fn send_rst(c: &mut Conn, x: &mut Ctx) {
         wnd: 0,
         syn_opts: None,
     };
-    let id = x.next_id();
-    push_tcp(&mut x.out.buf, &e, &h, id, 0, |_| {});
-    x.out.close_frame();
+    push_bare(x, &e, &h);
     x.counts[usize::from(c.prog)].segments_tx += 1;
 }
 
@@ -128,9 +131,7 @@ pub fn reset_stray(x: &mut Ctx, s: &TcpSeg<'_>) {
             syn_opts: None,
         }
     };
-    let id = x.next_id();
-    push_tcp(&mut x.out.buf, &e, &h, id, 0, |_| {});
-    x.out.close_frame();
+    push_bare(x, &e, &h);
 }
 
 fn rto_ns(c: &Conn) -> u64 {
